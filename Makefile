@@ -1,0 +1,58 @@
+# loom — top-level entry points. Everything real lives in CMake; this file only
+# chains "install what is missing, configure, build, run".
+#
+#   make          build build/loomd, build/loom, build/libloom.so (release, -O2 -g)
+#   make run      the main demo on the embedded default
+#   make test     sanitizer build (ASan+UBSan) in build-test/ and every test
+#   make bench    benchmarks; figures go to docs/bench/
+#   make fuzz     longer libFuzzer runs (FUZZ_SECONDS each, default 60)
+
+ifeq ($(origin CC),default)
+CC := clang
+endif
+export CC
+BUILD      ?= build
+TEST_BUILD ?= build-test
+JOBS       ?= $(shell nproc)
+CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps deps-test build run test bench fuzz clean format
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+deps-test:
+	@scripts/deps.sh test
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(TEST_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(TEST_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=ON -DLOOM_FUZZ=ON \
+	      -DLOOM_PLAIN_BUILD_DIR=$(abspath $(BUILD))
+
+test: deps-test build $(TEST_BUILD)/CMakeCache.txt
+	cmake --build $(TEST_BUILD) -j $(JOBS)
+	@scripts/run-tests.sh $(TEST_BUILD)
+
+run: build
+	@scripts/demo.sh $(BUILD)
+
+bench: build
+	@scripts/deps.sh bench
+	@scripts/run-bench.sh $(BUILD)
+
+fuzz: deps-test $(TEST_BUILD)/CMakeCache.txt
+	cmake --build $(TEST_BUILD) -j $(JOBS)
+	@scripts/run-fuzz.sh $(TEST_BUILD) $${FUZZ_SECONDS:-60}
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(TEST_BUILD)

@@ -1,0 +1,221 @@
+/* loom core: the few small pieces every part uses.
+ *
+ * - errors as values (loom_err_t): a code and a message that names the input,
+ *   the place and what was expected;
+ * - key=value logging to stderr;
+ * - monotonic and wall-clock time;
+ * - one growable byte buffer (loom_buf_t), always NUL-terminated;
+ * - parsers for sizes, durations and rates as users write them;
+ * - a seeded 64-bit RNG with independent streams;
+ * - JSON helpers over jansson that report JSON pointers and line:column.
+ *
+ * Nothing here prints except the logger, and nothing calls exit().
+ */
+#ifndef LOOM_CORE_H
+#define LOOM_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define LOOM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define LOOM_PRINTF(fmt, args)
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* Error codes. Functions return LOOM_OK (0) or one of these (negative). */
+enum {
+    LOOM_OK = 0,
+    LOOM_EINVAL = -1,    /* bad input: syntax, type, range */
+    LOOM_ENOMEM = -2,    /* allocation failed */
+    LOOM_EIO = -3,       /* system call or file I/O failed */
+    LOOM_ENOTFOUND = -4, /* no such object */
+    LOOM_EEXIST = -5,    /* already exists */
+    LOOM_EUNAVAIL = -6,  /* source or service not available here */
+    LOOM_ETIMEDOUT = -7, /* deadline passed */
+    LOOM_ESTATE = -8,    /* operation not valid in the current state */
+    LOOM_ELIMIT = -9,    /* a configured limit was exceeded */
+    LOOM_EINTERNAL = -10 /* a bug: an invariant did not hold */
+};
+
+#define LOOM_ERR_MSG_MAX 1024
+
+typedef struct loom_err {
+    int code;
+    char msg[LOOM_ERR_MSG_MAX];
+} loom_err_t;
+
+/* Sets *err (which may be NULL) and returns code, so that callers can write
+ * `return loom_err_set(err, LOOM_EINVAL, "...")`. */
+int loom_err_set(loom_err_t *err, int code, const char *fmt, ...) LOOM_PRINTF(3, 4);
+/* Like loom_err_set, but also appends ": strerror(errno_value)". */
+int loom_err_errno(loom_err_t *err, int code, int errno_value, const char *fmt, ...)
+    LOOM_PRINTF(4, 5);
+/* Prepends context ("while reading X: ") to an existing message; returns
+ * err->code (or LOOM_EINTERNAL if err is NULL). */
+int loom_err_prefix(loom_err_t *err, const char *fmt, ...) LOOM_PRINTF(2, 3);
+void loom_err_clear(loom_err_t *err);
+/* Stable lower-case name of a code ("invalid", "not-found", ...). */
+const char *loom_err_name(int code);
+
+/* ----------------------------------------------------------------- logging */
+
+typedef enum loom_log_level {
+    LOOM_LOG_DEBUG = 0,
+    LOOM_LOG_INFO = 1,
+    LOOM_LOG_WARN = 2,
+    LOOM_LOG_ERROR = 3,
+    LOOM_LOG_OFF = 4
+} loom_log_level_t;
+
+void loom_log_set_level(loom_log_level_t level);
+loom_log_level_t loom_log_get_level(void);
+/* Output stream (default stderr); NULL restores stderr. */
+void loom_log_set_stream(FILE *stream);
+/* "debug" | "info" | "warn" | "error" | "off" */
+int loom_log_parse_level(const char *name, loom_log_level_t *out, loom_err_t *err);
+/* One line: `ts=... level=info msg="event" key=value ...`. fmt is the
+ * key=value tail, may be NULL. Thread-safe (one write per line). */
+void loom_log(loom_log_level_t level, const char *event, const char *fmt, ...) LOOM_PRINTF(3, 4);
+#define loom_log_debug(ev, ...) loom_log(LOOM_LOG_DEBUG, ev, __VA_ARGS__)
+#define loom_log_info(ev, ...) loom_log(LOOM_LOG_INFO, ev, __VA_ARGS__)
+#define loom_log_warn(ev, ...) loom_log(LOOM_LOG_WARN, ev, __VA_ARGS__)
+#define loom_log_error(ev, ...) loom_log(LOOM_LOG_ERROR, ev, __VA_ARGS__)
+
+/* -------------------------------------------------------------------- time */
+
+#define LOOM_NS_PER_US ((int64_t)1000)
+#define LOOM_NS_PER_MS ((int64_t)1000000)
+#define LOOM_NS_PER_S ((int64_t)1000000000)
+
+int64_t loom_time_mono_ns(void); /* CLOCK_MONOTONIC */
+int64_t loom_time_real_ns(void); /* CLOCK_REALTIME, ns since the Unix epoch */
+/* Sleeps until the monotonic clock reads deadline_ns (absolute, so repeated
+ * calls never accumulate drift). Returns at once if it has passed. */
+void loom_time_sleep_until_ns(int64_t deadline_ns);
+/* RFC 3339 UTC with microseconds: "2026-12-02T08:26:15.123456Z". out must
+ * hold 32 bytes. */
+void loom_time_format_rfc3339(int64_t real_ns, char out[32]);
+
+/* ------------------------------------------------------------------ buffer */
+
+/* A growable byte string. data is NULL or NUL-terminated at data[len]. */
+typedef struct loom_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} loom_buf_t;
+
+#define LOOM_BUF_INIT {NULL, 0, 0}
+
+void loom_buf_init(loom_buf_t *b);
+void loom_buf_free(loom_buf_t *b);
+void loom_buf_reset(loom_buf_t *b); /* len = 0, keeps memory */
+int loom_buf_reserve(loom_buf_t *b, size_t extra);
+int loom_buf_append(loom_buf_t *b, const void *data, size_t len);
+int loom_buf_append_str(loom_buf_t *b, const char *s);
+int loom_buf_append_char(loom_buf_t *b, char c);
+int loom_buf_appendf(loom_buf_t *b, const char *fmt, ...) LOOM_PRINTF(2, 3);
+int loom_buf_vappendf(loom_buf_t *b, const char *fmt, va_list ap);
+/* Hands the string to the caller (free() it); b is empty afterwards. Never
+ * returns NULL unless out of memory. */
+char *loom_buf_detach(loom_buf_t *b);
+/* Reads a whole file. Errors name the path. */
+int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err);
+/* Writes data to path atomically: a temporary file in the same directory,
+ * fsync, rename. Either the old or the new content survives a crash. */
+int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
+                           loom_err_t *err);
+
+/* ------------------------------------------------------------------- units */
+
+/* Sizes: "16GiB", "512M", "1.5G", "4096", "10kB". Binary suffixes K, M, G,
+ * T, P, with or without "i" and "B" (K = KiB = 1024, as Slurm reads them);
+ * decimal ones spelled kB, MB, GB, TB, PB (1000^n). A bare number is bytes.
+ * Case-insensitive except that "kB".."PB" with a capital B and no "i" are
+ * decimal. Fractions are allowed when the result is a whole number of bytes
+ * after rounding down. Overflow is an error. */
+int loom_parse_size(const char *text, uint64_t *bytes, loom_err_t *err);
+/* Durations: "90s", "1h30m", "500ms", "1.5h", "2d", "01:00:00" (H:MM:SS),
+ * "05:30" (MM:SS), "1-12:00:00" (D-HH:MM:SS, as Slurm), "1-12" (D-HH).
+ * Units: ns us ms s m h d (also sec, min, hr, day and plurals). A bare
+ * number is seconds. */
+int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err);
+/* Rates: "10/s", "600/min", "2.5/h", "3/d", "100" (per second). Returns
+ * events per second; must be > 0 and finite. */
+int loom_parse_rate(const char *text, double *per_second, loom_err_t *err);
+/* Human forms: "16GiB", "1.5MiB", "512B"; "1h30m", "250ms". Return out. */
+char *loom_format_size(uint64_t bytes, char *out, size_t outlen);
+char *loom_format_duration(int64_t ns, char *out, size_t outlen);
+
+/* --------------------------------------------------------------------- rng */
+
+/* xoshiro256** seeded by splitmix64 from (seed, stream). The same seed and
+ * stream give the same sequence on every machine; different streams of one
+ * seed are independent for all practical purposes. */
+typedef struct loom_rng {
+    uint64_t s[4];
+} loom_rng_t;
+
+void loom_rng_init(loom_rng_t *rng, uint64_t seed, uint64_t stream);
+uint64_t loom_rng_u64(loom_rng_t *rng);
+double loom_rng_uniform(loom_rng_t *rng);              /* [0, 1), 53 bits */
+uint64_t loom_rng_below(loom_rng_t *rng, uint64_t n);  /* [0, n), unbiased; n > 0 */
+double loom_rng_exponential(loom_rng_t *rng, double rate);
+double loom_rng_normal(loom_rng_t *rng);                /* mean 0, sd 1 */
+double loom_rng_gamma(loom_rng_t *rng, double shape, double scale);
+/* Index drawn with probability weights[i] / sum(weights); n > 0, weights
+ * >= 0 with a positive sum. */
+size_t loom_rng_weighted(loom_rng_t *rng, const double *weights, size_t n);
+void loom_rng_shuffle(loom_rng_t *rng, void *base, size_t n, size_t size);
+
+/* -------------------------------------------------------------------- json */
+
+/* Parses JSON text. Errors read "NAME:LINE:COLUMN: message". Rejects
+ * duplicate object keys and NUL in strings. max_depth 0 means 64. */
+int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
+                    json_t **out, loom_err_t *err);
+int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
+/* Serialises compactly into b (appends). */
+int loom_json_dump(loom_buf_t *b, const json_t *value);
+/* "object", "array", "string", "integer", "real", "true", "false", "null". */
+const char *loom_json_type_name(const json_t *value);
+
+/* Typed member access. `where` is the JSON pointer of obj (for messages,
+ * "" for the root). A missing member is an error only if required; then
+ * *out is left unchanged. A present member of the wrong type is an error:
+ * "WHERE/KEY: expected a string, found an integer". */
+int loom_json_get_string(const json_t *obj, const char *key, bool required, const char *where,
+                         const char **out, loom_err_t *err);
+int loom_json_get_int(const json_t *obj, const char *key, bool required, const char *where,
+                      int64_t min, int64_t max, int64_t *out, loom_err_t *err);
+int loom_json_get_number(const json_t *obj, const char *key, bool required, const char *where,
+                         double *out, loom_err_t *err);
+int loom_json_get_bool(const json_t *obj, const char *key, bool required, const char *where,
+                       bool *out, loom_err_t *err);
+/* Appends one reference token to a JSON pointer, escaping '~' and '/'. */
+int loom_json_pointer_append(loom_buf_t *ptr, const char *token);
+
+/* ------------------------------------------------------------------- misc */
+
+/* Strict integer parsing of a whole string (no trailing bytes). */
+int loom_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what,
+                   loom_err_t *err);
+/* True if s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
+bool loom_utf8_valid(const char *s, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

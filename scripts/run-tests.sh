@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run every CTest test of a build directory and end with one plain summary
+# line, "N passed, N failed", as the last line of output.
+set -uo pipefail
+dir=${1:?usage: run-tests.sh BUILD_DIR}
+log=$(mktemp)
+ctest --test-dir "$dir" --output-on-failure -j "${TEST_JOBS:-2}" --timeout 900 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+rm -f "$log"
+if [ -n "$line" ]; then
+  failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+  echo "$((total - failed)) passed, $failed failed"
+else
+  echo "0 passed, 1 failed"
+  [ "$rc" -ne 0 ] || rc=1
+fi
+exit "$rc"

@@ -1,0 +1,32 @@
+/* The loom CLI: one table of subcommands (main.c), one file per command.
+ * Commands parse their own options with getopt_long, print --help, and
+ * return the process exit status (see docs/cli.md for the codes). */
+#ifndef LOOM_CLI_H
+#define LOOM_CLI_H
+
+#include <stdbool.h>
+
+/* Exit codes, documented in docs/cli.md. */
+enum {
+    LOOM_EXIT_OK = 0,
+    LOOM_EXIT_FAILURE = 1,   /* the operation failed (server error, job failed, ...) */
+    LOOM_EXIT_USAGE = 2,     /* bad command line */
+    LOOM_EXIT_CONNECT = 3,   /* cannot reach loomd, or authentication refused */
+    LOOM_EXIT_NOTFOUND = 4,  /* a named object does not exist */
+    LOOM_EXIT_INPUT = 5      /* an input file is malformed */
+};
+
+/* Options given before the command name. */
+typedef struct loom_cli_globals {
+    const char *url;   /* --url, else LOOM_URL, else NULL (the default) */
+    const char *token; /* LOOM_TOKEN, else NULL (read the token file) */
+} loom_cli_globals_t;
+
+extern loom_cli_globals_t loom_cli;
+
+typedef int (*loom_cli_fn)(int argc, char **argv);
+
+/* Each command: argv[0] is the command name. */
+int loom_cmd_version(int argc, char **argv);
+
+#endif

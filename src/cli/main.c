@@ -1,0 +1,79 @@
+/* loom — the command-line tool. A thin main: it finds the subcommand and
+ * hands over; all logic lives in libloom (see DESIGN.md, "curl"). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "loom/core.h"
+
+loom_cli_globals_t loom_cli;
+
+static const struct {
+    const char *name;
+    loom_cli_fn run;
+    const char *summary;
+} commands[] = {
+    {"version", loom_cmd_version, "print loom's version"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: loom [--url URL] COMMAND [ARGS...]\n\n"
+               "loom talks to loomd, the resource manager for deep-learning jobs, and runs\n"
+               "its tools locally.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions:\n"
+               "  --url URL   loomd address: http://HOST:PORT or unix:PATH (default $LOOM_URL,\n"
+               "              else unix:$LOOM_STATE_DIR/loomd.sock)\n"
+               "  -h, --help  this help; 'loom COMMAND --help' for a command's own\n\n"
+               "exit codes: 0 ok, 1 failure, 2 usage, 3 cannot connect, 4 not found,\n"
+               "5 malformed input. See docs/cli.md.\n");
+}
+
+int loom_cmd_version(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: loom version\n\nPrints loom's version.\n");
+        return LOOM_EXIT_OK;
+    }
+    printf("loom %s\n", LOOM_VERSION);
+    return LOOM_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    loom_cli.url = getenv("LOOM_URL");
+    loom_cli.token = getenv("LOOM_TOKEN");
+    int c;
+    /* '+' stops at the first non-option: the command name. */
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'u': loom_cli.url = optarg; break;
+        case 'h': usage(stdout); return LOOM_EXIT_OK;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    const char *name = argv[optind];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, name) == 0) {
+            int sub_argc = argc - optind;
+            char **sub_argv = argv + optind;
+            optind = 0; /* reset getopt for the command */
+            return commands[i].run(sub_argc, sub_argv);
+        }
+    }
+    fprintf(stderr, "loom: unknown command '%s' (see 'loom --help')\n", name);
+    return LOOM_EXIT_USAGE;
+}

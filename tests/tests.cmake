@@ -1,0 +1,65 @@
+# Test registration. Every file is found by name, so adding a test needs no
+# edit here:
+#   tests/unit/test_<name>.c        cmocka program, test "unit.<name>"
+#   tests/integration/test_<name>.sh|.py   test "integration.<name>"
+#   tests/fuzz/fuzz_<name>.c        libFuzzer target (LOOM_FUZZ, clang), with a
+#                                   short run as test "fuzz.<name>" seeded
+#                                   from tests/fuzz/corpus/<name>/ if present
+# Tests see LOOM_BUILD_DIR (this build), LOOM_PLAIN_BUILD_DIR (unsanitized
+# build for ctypes, may be empty), LOOM_SOURCE_DIR, LOOM_SHARED_DIR.
+pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+
+set(LOOM_TEST_ENV
+    LOOM_BUILD_DIR=${CMAKE_BINARY_DIR}
+    LOOM_PLAIN_BUILD_DIR=${LOOM_PLAIN_BUILD_DIR}
+    LOOM_SOURCE_DIR=${CMAKE_SOURCE_DIR}
+    LOOM_SHARED_DIR=${LOOM_SHARED_DIR}
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+
+file(GLOB unit_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
+foreach(src ${unit_tests})
+  get_filename_component(name ${src} NAME_WE)
+  string(REGEX REPLACE "^test_" "" short ${name})
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit)
+  target_link_libraries(${name} PRIVATE loom_static PkgConfig::CMOCKA)
+  add_test(NAME unit.${short} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(unit.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300)
+endforeach()
+
+file(GLOB integ_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh
+     ${CMAKE_SOURCE_DIR}/tests/integration/test_*.py)
+foreach(src ${integ_tests})
+  get_filename_component(name ${src} NAME_WE)
+  get_filename_component(ext ${src} EXT)
+  string(REGEX REPLACE "^test_" "" short ${name})
+  if(ext STREQUAL ".py")
+    set(cmd /usr/bin/python3 ${src})
+  else()
+    set(cmd bash ${src})
+  endif()
+  add_test(NAME integration.${short} COMMAND ${cmd} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(integration.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 900
+                       RESOURCE_LOCK integration)
+endforeach()
+
+if(LOOM_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  # libloom's objects carry coverage instrumentation in this build (see the
+  # top-level CMakeLists), so the fuzzer is guided through the library too.
+  file(GLOB fuzz_targets CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)
+  foreach(src ${fuzz_targets})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^fuzz_" "" short ${name})
+    add_executable(${name} ${src})
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${name} PRIVATE loom_static)
+    add_test(NAME fuzz.${short}
+             COMMAND ${CMAKE_SOURCE_DIR}/scripts/fuzz-run.sh $<TARGET_FILE:${name}>
+                     ${CMAKE_BINARY_DIR}/fuzz-corpus/${short} ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${short}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(fuzz.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300)
+  endforeach()
+endif()
