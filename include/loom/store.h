@@ -216,6 +216,25 @@ int loom_store_list(loom_store_t *store, const loom_store_filter_t *filter, loom
                     loom_err_t *err);
 void loom_job_list_free(loom_job_list_t *list);
 
+/* ------------------------------------------------- JSON form (protocol) */
+
+/* Fills spec from a job.submit params object (docs/protocol.md): name,
+ * script, format, resources {cpus, memory, gpus, gpu_share, gpu_memory,
+ * gpu_type}, time_limit, priority, labels, submit_id. Sizes are integers
+ * (bytes) or strings ("16GiB"); time_limit is integer seconds or a duration
+ * string ("1h30m"). Unknown members are errors. Strings in spec point into
+ * obj (keep it alive); *labels_text (free() it) holds the labels as JSON
+ * text. Messages name the parameter ("resources.cpus: expected ..."). The
+ * spec is also validated (loom_job_spec_validate). */
+int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **labels_text,
+                            loom_err_t *err);
+
+/* The protocol's job object. with_script adds "script". NULL if out of
+ * memory. */
+json_t *loom_job_to_json(const loom_job_t *job, bool with_script);
+/* A job event as {"time", "from", "to", "reason"}. */
+json_t *loom_job_event_to_json(const loom_job_event_t *event);
+
 /* Counters for monitoring. */
 typedef struct loom_store_stats {
     uint64_t queued;          /* writes waiting for the committer now */
