@@ -11,6 +11,11 @@
  *
  * The reader connection serves get/list/events under a mutex; in WAL mode it
  * sees the last committed state and never blocks the writer.
+ *
+ * Checkpoints (copying the WAL back into the database file, which fsyncs)
+ * run on a third connection in a checkpointer thread, woken by the writer's
+ * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
+ * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -48,6 +53,12 @@ struct loom_store {
     loom_store_stats_t stats;
 
     pthread_mutex_t rmu; /* reader connection */
+
+    sqlite3 *cdb;        /* checkpointer connection */
+    pthread_t checkpointer;
+    pthread_mutex_t cmu;
+    pthread_cond_t ccv;
+    bool ckpt_wanted, ckpt_stop;
 
     /* Writer statements (committer thread only). */
     sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel;
@@ -146,6 +157,44 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
     }
     *out = db;
     return LOOM_OK;
+}
+
+/* --------------------------------------------------------- checkpointer */
+
+#define CHECKPOINT_PAGES 1000
+
+/* Runs on the committer after each commit (writer connection's WAL hook). */
+static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
+{
+    loom_store_t *s = ctx;
+    if (pages >= CHECKPOINT_PAGES) {
+        pthread_mutex_lock(&s->cmu);
+        s->ckpt_wanted = true;
+        pthread_cond_signal(&s->ccv);
+        pthread_mutex_unlock(&s->cmu);
+    }
+    return SQLITE_OK;
+}
+
+static void *checkpointer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_mutex_lock(&s->cmu);
+    for (;;) {
+        while (!s->ckpt_wanted && !s->ckpt_stop)
+            pthread_cond_wait(&s->ccv, &s->cmu);
+        if (s->ckpt_stop)
+            break;
+        s->ckpt_wanted = false;
+        pthread_mutex_unlock(&s->cmu);
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            loom_log_warn("store.checkpoint_failed", "error=\"%s\"", sqlite3_errmsg(s->cdb));
+        pthread_mutex_lock(&s->cmu);
+    }
+    pthread_mutex_unlock(&s->cmu);
+    return NULL;
 }
 
 /* ------------------------------------------------------------ committer */
@@ -730,6 +779,15 @@ static int count_states(loom_store_t *s, loom_err_t *err)
     return LOOM_OK;
 }
 
+static void stop_checkpointer(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->cmu);
+    s->ckpt_stop = true;
+    pthread_cond_signal(&s->ccv);
+    pthread_mutex_unlock(&s->cmu);
+    pthread_join(s->checkpointer, NULL);
+}
+
 static void finalize_all(loom_store_t *s)
 {
     sqlite3_finalize(s->ins_job);
@@ -782,19 +840,33 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         goto fail_stmts;
     if ((rc = count_states(s, err)))
         goto fail_stmts;
+    if ((rc = open_conn(path, s->opts.durability, &s->cdb, err)))
+        goto fail_stmts;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->rmu, NULL);
+    pthread_mutex_init(&s->cmu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->ccv, NULL);
+    sqlite3_wal_hook(s->wdb, wal_hook, s);
+    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's checkpointer thread");
+        goto fail_sync;
+    }
     if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "cannot start the store's committer thread");
-        pthread_cond_destroy(&s->cv);
-        pthread_mutex_destroy(&s->rmu);
-        pthread_mutex_destroy(&s->mu);
-        goto fail_stmts;
+        stop_checkpointer(s);
+        goto fail_sync;
     }
     *out = s;
     return LOOM_OK;
 
+fail_sync:
+    pthread_cond_destroy(&s->ccv);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->cmu);
+    pthread_mutex_destroy(&s->rmu);
+    pthread_mutex_destroy(&s->mu);
+    sqlite3_close(s->cdb);
 fail_stmts:
     finalize_all(s);
     sqlite3_close(s->rdb);
@@ -814,10 +886,14 @@ void loom_store_close(loom_store_t *s)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->committer, NULL);
+    stop_checkpointer(s);
     finalize_all(s);
-    /* A clean close checkpoints the WAL into the main file. */
+    /* The last connection to close checkpoints the WAL into the main file. */
+    sqlite3_close(s->cdb);
     sqlite3_close(s->rdb);
     sqlite3_close(s->wdb);
+    pthread_cond_destroy(&s->ccv);
+    pthread_mutex_destroy(&s->cmu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->rmu);
     pthread_mutex_destroy(&s->mu);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "loom/store.h"
@@ -513,6 +514,34 @@ static void reopen_and_close_drains(void **state)
     tmpdb_remove(&t);
 }
 
+/* The checkpointer copies the WAL into the database file while the store is
+ * open (without it everything would stay in the WAL until close). */
+static void checkpoints_while_open(void **state)
+{
+    tmpdb_t t;
+    tmpdb_make(&t);
+    loom_store_t *s = open_ok(t.path);
+    static char script[2048];
+    memset(script, 'x', sizeof script - 1);
+    for (int i = 0; i < 4000; i++) {
+        loom_job_spec_t spec;
+        loom_job_spec_init(&spec);
+        spec.name = "w";
+        spec.script = script;
+        assert_int_equal(loom_store_submit(s, &spec, NULL, NULL, NULL), LOOM_OK);
+    }
+    struct stat st = {0};
+    for (int i = 0; i < 1000; i++) {
+        stat(t.path, &st);
+        if (st.st_size > 4 * 1024 * 1024)
+            break;
+        usleep(10000);
+    }
+    assert_true(st.st_size > 4 * 1024 * 1024);
+    loom_store_close(s);
+    tmpdb_remove(&t);
+}
+
 static void names(void **state)
 {
     loom_job_state_t st;
@@ -554,6 +583,7 @@ int main(void)
         cmocka_unit_test(cancel),
         cmocka_unit_test(pagination),
         cmocka_unit_test(reopen_and_close_drains),
+        cmocka_unit_test(checkpoints_while_open),
         cmocka_unit_test(names),
         cmocka_unit_test(open_errors),
     };
