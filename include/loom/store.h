@@ -174,13 +174,23 @@ int loom_store_schema_latest(void);
 typedef void (*loom_store_done_fn)(void *ctx, int rc, const loom_job_t *job, bool created,
                                    const loom_err_t *err);
 
+/* Flags of the asynchronous writes. */
+enum {
+    /* The caller will queue more writes right away (the next calls of a
+     * JSON-RPC batch): the committer may wait a moment (at most
+     * LOOM_STORE_LINGER_US) for a write without this flag, so that they
+     * share one transaction. Never needed for correctness. */
+    LOOM_STORE_MORE = 1u << 0
+};
+#define LOOM_STORE_LINGER_US 500
+
 /* Queue a submission. Returns LOOM_OK when queued (done will be called
  * exactly once), or an error without calling done: LOOM_EINVAL (spec
  * invalid), LOOM_ELIMIT (queue full), LOOM_ESTATE (store closing). */
-int loom_store_submit_async(loom_store_t *store, const loom_job_spec_t *spec,
+int loom_store_submit_async(loom_store_t *store, const loom_job_spec_t *spec, unsigned flags,
                             loom_store_done_fn done, void *ctx, loom_err_t *err);
 /* Queue a cancel of job id (reason may be NULL). Same contract. */
-int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason,
+int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason, unsigned flags,
                             loom_store_done_fn done, void *ctx, loom_err_t *err);
 
 /* Synchronous forms: wait for the commit. job_out (may be NULL) receives a

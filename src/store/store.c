@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/store_int.h"
 
@@ -33,6 +34,7 @@ typedef struct op {
     char *reason;   /* cancel */
     loom_store_done_fn done;
     void *ctx;
+    bool more; /* LOOM_STORE_MORE: its producer queues more at once */
     int rc;
     bool created;
     loom_err_t err;
@@ -49,6 +51,7 @@ struct loom_store {
     op_t *head, *tail;
     size_t queued;
     bool closing;
+    bool idle; /* the committer waits for an empty queue to fill */
     pthread_t committer;
     loom_store_stats_t stats;
 
@@ -401,11 +404,27 @@ static void *committer_main(void *arg)
     size_t max_group = s->opts.max_group;
     for (;;) {
         pthread_mutex_lock(&s->mu);
+        s->idle = true;
         while (!s->head && !s->closing)
             pthread_cond_wait(&s->cv, &s->mu);
+        s->idle = false;
         if (!s->head) { /* closing and drained */
             pthread_mutex_unlock(&s->mu);
             return NULL;
+        }
+        /* The newest write says more follow at once (a batch being
+         * dispatched): give them a moment to join this transaction. */
+        if (s->tail->more && !s->closing) {
+            struct timespec deadline;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_nsec += LOOM_STORE_LINGER_US * 1000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            while (s->tail->more && !s->closing && s->queued < max_group &&
+                   pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
+            }
         }
         op_t *group = s->head, *last = group;
         size_t n = 1;
@@ -444,13 +463,16 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
     s->tail = o;
     s->queued++;
     s->stats.queued = s->queued;
-    pthread_cond_signal(&s->cv);
+    /* Wake the committer when it waits for work, or when it lingers for
+     * the end of a batch and this is it — not for every write of a batch. */
+    if (s->idle || !o->more || s->queued >= s->opts.max_group)
+        pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return LOOM_OK;
 }
 
-int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, loom_store_done_fn done,
-                            void *ctx, loom_err_t *err)
+int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err)
 {
     int rc = loom_job_spec_validate(spec, err);
     if (rc)
@@ -461,6 +483,7 @@ int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, loom_s
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a submission");
     }
     o->kind = OP_SUBMIT;
+    o->more = flags & LOOM_STORE_MORE;
     o->done = done;
     o->ctx = ctx;
     if ((rc = enqueue(s, o, err)))
@@ -468,7 +491,7 @@ int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, loom_s
     return rc;
 }
 
-int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason,
+int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, unsigned flags,
                             loom_store_done_fn done, void *ctx, loom_err_t *err)
 {
     if (id <= 0)
@@ -483,6 +506,7 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason,
     if (!o)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a cancel");
     o->kind = OP_CANCEL;
+    o->more = flags & LOOM_STORE_MORE;
     o->id = id;
     o->done = done;
     o->ctx = ctx;
@@ -555,7 +579,7 @@ int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *
 {
     waiter_t w;
     waiter_init(&w, job_out);
-    int rc = loom_store_submit_async(s, spec, waiter_done, &w, err);
+    int rc = loom_store_submit_async(s, spec, 0, waiter_done, &w, err);
     if (rc) {
         waiter_abandon(&w);
         return rc;
@@ -571,7 +595,7 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
 {
     waiter_t w;
     waiter_init(&w, job_out);
-    int rc = loom_store_cancel_async(s, id, reason, waiter_done, &w, err);
+    int rc = loom_store_cancel_async(s, id, reason, 0, waiter_done, &w, err);
     if (rc) {
         waiter_abandon(&w);
         return rc;
@@ -883,7 +907,7 @@ void loom_store_close(loom_store_t *s)
         return;
     pthread_mutex_lock(&s->mu);
     s->closing = true;
-    pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->cv); /* also ends a linger */
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->committer, NULL);
     stop_checkpointer(s);

@@ -329,7 +329,7 @@ static void group_commit(void **state)
         spec.submit_id = (i == 300 || i == 301) ? "same-key" : key;
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, group_done, &slots[i], &err), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err), LOOM_OK);
         if (i == 0) {
             /* Wait until the committer holds op 0 alone (queue drained). */
             loom_store_stats_t st;
@@ -484,7 +484,7 @@ static void reopen_and_close_drains(void **state)
         spec.script = "";
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, group_done, &slots[i], NULL), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], NULL), LOOM_OK);
     }
     loom_store_close(s);
     assert_int_equal(g.completed, 100);
