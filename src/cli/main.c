@@ -16,6 +16,11 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"submit", loom_cmd_submit, "submit a job script (job.submit)"},
+    {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
+    {"show", loom_cmd_show, "show one job in full (job.get)"},
+    {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
+    {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
 };
 
 static void usage(FILE *f)
