@@ -47,6 +47,8 @@ typedef struct loom_exec_job {
     size_t n_gpus;
     int64_t gpu_share_milli;  /* share of one GPU for sharing jobs, else 0 */
     int64_t time_limit_ns;    /* 0 = none */
+    const char *node;         /* the node loom's policy chose (Slurm: --nodelist), may be NULL */
+    const char *tag;          /* idempotency tag (Slurm: --comment), e.g. "loom:42", may be NULL */
 } loom_exec_job_t;
 
 typedef struct loom_exec_config {
@@ -66,6 +68,9 @@ typedef struct loom_exec_handle {
     char stderr_path[LOOM_EXEC_PATH_MAX];
     char cgroup[LOOM_EXEC_PATH_MAX]; /* "" when no cgroup is used */
     char cgroup_note[256];           /* why not, or which limits are not enforced */
+    char ext_id[32];                 /* Slurm: the Slurm job id */
+    char ext_state[32];              /* Slurm: last state seen by poll (PENDING, RUNNING, ...) */
+    char ext_reason[128];            /* Slurm: its reason (Resources, Priority, ...) */
 } loom_exec_handle_t;
 
 typedef enum loom_exec_end {
@@ -117,6 +122,39 @@ int loom_exec_local_cancel(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err
  * shepherd still runs (same PID and start time) or has left its status file;
  * LOOM_ENOTFOUND if the job is lost (poll then reports FAILED). */
 int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err);
+
+/* The Slurm executor (src/exec/slurm.c, docs/slurm.md): submits with sbatch
+ * pinned to the chosen node, follows with squeue/scontrol (sacct when
+ * accounting exists), cancels with scancel. */
+typedef struct loom_exec_slurm_config {
+    const char *jobs_dir;  /* scripts and output files: JOBS_DIR/<id>/ (shared file system) */
+    const char *partition; /* NULL: the default partition */
+    const char *bin_dir;   /* where sbatch etc. live; NULL: PATH */
+} loom_exec_slurm_config_t;
+
+extern const loom_exec_ops_t loom_exec_slurm_ops;
+typedef struct loom_exec_slurm loom_exec_slurm_t;
+
+int loom_exec_slurm_new(const loom_exec_slurm_config_t *cfg, loom_exec_slurm_t **out,
+                        loom_err_t *err);
+void loom_exec_slurm_free(loom_exec_slurm_t *x);
+int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom_exec_handle_t *h,
+                          loom_err_t *err);
+int loom_exec_slurm_poll(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
+                         loom_err_t *err);
+int loom_exec_slurm_cancel(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_err_t *err);
+/* Finds the job again: by h->ext_id, else by the tag in Slurm's comment
+ * (so a job submitted just before a crash is never submitted twice). */
+int loom_exec_slurm_adopt(loom_exec_slurm_t *x, loom_exec_handle_t *h, const char *tag,
+                          loom_err_t *err);
+/* The partition's nodes as a JSON array of objects: name, cpus,
+ * memory_bytes, gpus, state (Slurm's, lower case: idle, mixed, allocated,
+ * down, drained, ...), available (bool). */
+int loom_exec_slurm_nodes(loom_exec_slurm_t *x, json_t **nodes, loom_err_t *err);
+/* Maps a Slurm job state (and exit code "N:S") to a loom outcome; returns
+ * 0 if the state is not final. Exposed for tests. */
+int loom_exec_slurm_map_state(const char *state, const char *exit_code, const char *reason,
+                              loom_exec_outcome_t *out);
 
 /* The environment a job gets besides its own: LOOM_JOB_ID, LOOM_JOB_NAME,
  * CUDA_VISIBLE_DEVICES, LOOM_GPU_SHARE_MILLI, OMP/MKL/OPENBLAS_NUM_THREADS.
