@@ -121,6 +121,7 @@ typedef struct loom_job {
     int64_t start_time_ns;
     int64_t end_time_ns;
     int64_t update_time_ns;
+    char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
 } loom_job_t;
 
 void loom_job_free(loom_job_t *job); /* frees the members, not job itself */
@@ -192,6 +193,18 @@ int loom_store_submit_async(loom_store_t *store, const loom_job_spec_t *spec, un
 /* Queue a cancel of job id (reason may be NULL). Same contract. */
 int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason, unsigned flags,
                             loom_store_done_fn done, void *ctx, loom_err_t *err);
+
+/* A state change made by the scheduler and executor, e.g. PENDING ->
+ * RUNNING when a job is placed and RUNNING -> COMPLETED when it ends. With
+ * expect >= 0 the change happens only if the job is in that state, else
+ * LOOM_ESTATE (and nothing changes): a job cancelled meanwhile is not
+ * started. to < 0 keeps the state and only replaces the run information.
+ * run_json (NULL: keep) is the job's run object (docs/store.md). A new state
+ * adds an event with the reason; RUNNING sets the start time, a terminal
+ * state the end time. Waits for the commit; job_out may be NULL. */
+int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
+                          const char *reason, const char *run_json, loom_job_t *job_out,
+                          loom_err_t *err);
 
 /* Synchronous forms: wait for the commit. job_out (may be NULL) receives a
  * copy (loom_job_free it); created_out may be NULL. */

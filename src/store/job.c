@@ -229,6 +229,7 @@ void loom_job_free(loom_job_t *job)
     free(job->gpu_type);
     free(job->labels_json);
     free(job->reason);
+    free(job->run_json);
     memset(job, 0, sizeof *job);
 }
 
@@ -242,6 +243,7 @@ int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
     dst->gpu_type = dup_or_null(src->gpu_type, &fail);
     dst->labels_json = dup_or_null(src->labels_json, &fail);
     dst->reason = dup_or_null(src->reason, &fail);
+    dst->run_json = dup_or_null(src->run_json, &fail);
     if (fail) {
         loom_job_free(dst);
         return LOOM_ENOMEM;

@@ -189,6 +189,9 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
                           time_or_null(j->update_time_ns));
     if (o && with_script)
         json_object_set_new(o, "script", json_string(j->script ? j->script : ""));
+    json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
+    if (o)
+        json_object_set_new(o, "run", run ? run : json_null());
     return o;
 }
 

@@ -40,8 +40,12 @@ static const char *const migrations[] = {
     "  reason TEXT"
     ");",
     /* 2: indexes for listing by state and reading a job's events. */
-    "CREATE INDEX jobs_by_state ON jobs(state, id);"
-    "CREATE INDEX job_events_by_job ON job_events(job_id, id);",
+    ("CREATE INDEX jobs_by_state ON jobs(state, id);"
+     "CREATE INDEX job_events_by_job ON job_events(job_id, id);"),
+    /* 3: what the scheduler and executor record about a job's run: its
+     * placement, the executor's handle (to adopt it after a restart) and its
+     * outcome, as one JSON object (docs/store.md). */
+    "ALTER TABLE jobs ADD COLUMN run TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -24,14 +24,16 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL };
+enum { OP_SUBMIT, OP_CANCEL, OP_TRANSITION };
 
 typedef struct op {
     struct op *next;
     int kind;
     loom_job_t job; /* submit: the spec's fields (owned); result job after commit */
-    int64_t id;     /* cancel */
-    char *reason;   /* cancel */
+    int64_t id;     /* cancel, transition */
+    char *reason;   /* cancel, transition */
+    int expect, to; /* transition: required current state (-1 any), new state (-1 same) */
+    char *run;      /* transition: new run JSON, NULL keeps it */
     loom_store_done_fn done;
     void *ctx;
     bool more; /* LOOM_STORE_MORE: its producer queues more at once */
@@ -64,13 +66,13 @@ struct loom_store {
     bool ckpt_wanted, ckpt_stop;
 
     /* Writer statements (committer thread only). */
-    sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel;
+    sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel, *upd_trans;
 };
 
 #define JOB_COLUMNS                                                                            \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "         \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "              \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns"
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -110,6 +112,7 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->start_time_ns = sqlite3_column_int64(st, 17);
     j->end_time_ns = sqlite3_column_int64(st, 18);
     j->update_time_ns = sqlite3_column_int64(st, 19);
+    j->run_json = col_text(st, 20, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -339,10 +342,93 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* A state change by the scheduler or executor (PENDING -> RUNNING, RUNNING
+ * -> COMPLETED, ...), or only new run information when o->to < 0. Refused
+ * with LOOM_ESTATE when the job is not in the expected state (say, it was
+ * cancelled meanwhile): the caller then knows and reconciles. */
+static int run_transition(loom_store_t *s, op_t *o, int64_t now)
+{
+    sqlite3_stmt *q = s->sel_id_w;
+    sqlite3_reset(q);
+    sqlite3_bind_int64(q, 1, o->id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(q);
+        o->rc = loom_err_set(&o->err, LOOM_ENOTFOUND, "job %lld not found", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc;
+    }
+    loom_job_t cur;
+    int r = row_to_job(q, &cur);
+    sqlite3_reset(q);
+    if (r) {
+        o->rc = loom_err_set(&o->err, r, "out of memory reading job %lld", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (o->expect >= 0 && (int)cur.state != o->expect) {
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is %s, not %s", (long long)o->id,
+                             loom_job_state_name(cur.state), loom_job_state_name(o->expect));
+        loom_job_free(&o->job);
+        o->job = cur;
+        return SQLITE_OK;
+    }
+    int to = o->to >= 0 ? o->to : (int)cur.state;
+    bool changes = to != (int)cur.state;
+    int64_t start = cur.start_time_ns, end = cur.end_time_ns;
+    if (changes && to == LOOM_JOB_RUNNING)
+        start = now;
+    if (changes && loom_job_state_terminal(to))
+        end = now;
+    const char *reason = changes ? o->reason : (o->reason ? o->reason : cur.reason);
+    const char *run = o->run ? o->run : cur.run_json;
+    sqlite3_stmt *st = s->upd_trans;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, loom_job_state_name(to), -1, SQLITE_STATIC);
+    bind_text_or_null(st, 2, reason);
+    sqlite3_bind_int64(st, 3, start);
+    sqlite3_bind_int64(st, 4, end);
+    sqlite3_bind_int64(st, 5, now);
+    bind_text_or_null(st, 6, run);
+    sqlite3_bind_int64(st, 7, o->id);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    if (changes && (rc = add_event(s, o->id, now, cur.state, to, reason)) != SQLITE_OK) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    if (changes) {
+        o->delta_from = cur.state;
+        o->delta_to = to;
+    }
+    bool fail = false;
+    char *nreason = reason ? strdup(reason) : NULL, *nrun = run ? strdup(run) : NULL;
+    fail = (reason && !nreason) || (run && !nrun);
+    free(cur.reason);
+    free(cur.run_json);
+    cur.reason = nreason;
+    cur.run_json = nrun;
+    cur.state = to;
+    cur.start_time_ns = start;
+    cur.end_time_ns = end;
+    cur.update_time_ns = now;
+    loom_job_free(&o->job);
+    o->job = cur;
+    o->rc = fail ? loom_err_set(&o->err, LOOM_ENOMEM, "out of memory") : LOOM_OK;
+    return SQLITE_OK;
+}
+
 static void free_op(op_t *o)
 {
     loom_job_free(&o->job);
     free(o->reason);
+    free(o->run);
     free(o);
 }
 
@@ -353,7 +439,9 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
-        rc = o->kind == OP_SUBMIT ? run_submit(s, o, now) : run_cancel(s, o, now);
+        rc = o->kind == OP_SUBMIT   ? run_submit(s, o, now)
+             : o->kind == OP_CANCEL ? run_cancel(s, o, now)
+                                    : run_transition(s, o, now);
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->wdb, "COMMIT", NULL, NULL, NULL);
@@ -603,6 +691,36 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
     return waiter_wait(&w, err);
 }
 
+int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const char *reason,
+                          const char *run_json, loom_job_t *job_out, loom_err_t *err)
+{
+    if (id <= 0 || expect >= LOOM_JOB_NSTATES || to >= LOOM_JOB_NSTATES)
+        return loom_err_set(err, LOOM_EINVAL, "transition of job %lld: bad arguments",
+                            (long long)id);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    o->kind = OP_TRANSITION;
+    o->id = id;
+    o->expect = expect;
+    o->to = to;
+    if ((reason && !(o->reason = strdup(reason))) || (run_json && !(o->run = strdup(run_json)))) {
+        free_op(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    }
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
 /* ----------------------------------------------------------------- reads */
 
 static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text,
@@ -819,6 +937,7 @@ static void finalize_all(loom_store_t *s)
     sqlite3_finalize(s->sel_submit_w);
     sqlite3_finalize(s->sel_id_w);
     sqlite3_finalize(s->upd_cancel);
+    sqlite3_finalize(s->upd_trans);
 }
 
 int loom_store_open(const char *path, const loom_store_options_t *opts, loom_store_t **out,
@@ -860,7 +979,11 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         (rc = prep(s->wdb,
                    "UPDATE jobs SET state = 'CANCELLED', reason = ?1, end_time_ns = ?2, "
                    "update_time_ns = ?2 WHERE id = ?3",
-                   &s->upd_cancel, err)))
+                   &s->upd_cancel, err)) ||
+        (rc = prep(s->wdb,
+                   "UPDATE jobs SET state = ?1, reason = ?2, start_time_ns = ?3, end_time_ns = ?4, "
+                   "update_time_ns = ?5, run = ?6 WHERE id = ?7",
+                   &s->upd_trans, err)))
         goto fail_stmts;
     if ((rc = count_states(s, err)))
         goto fail_stmts;
