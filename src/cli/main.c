@@ -16,6 +16,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
 };
 
 static void usage(FILE *f)
