@@ -206,6 +206,11 @@ int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
                           const char *reason, const char *run_json, loom_job_t *job_out,
                           loom_err_t *err);
 
+/* fn(ctx) runs on the committer thread after every committed transaction
+ * (before its waiters are completed), e.g. to wake a scheduler. It must be
+ * quick and must not write to the store. NULL removes it. */
+void loom_store_set_commit_hook(loom_store_t *store, void (*fn)(void *ctx), void *ctx);
+
 /* Synchronous forms: wait for the commit. job_out (may be NULL) receives a
  * copy (loom_job_free it); created_out may be NULL. */
 int loom_store_submit(loom_store_t *store, const loom_job_spec_t *spec, loom_job_t *job_out,

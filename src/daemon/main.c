@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/methods.h"
+#include "daemon/runner.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
 #include "loom/store.h"
@@ -24,7 +25,10 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: loomd [--listen ADDR:PORT] [--socket PATH] [--state-dir DIR]\n"
-            "             [--durability normal|full] [--log-level L] [--help] [--version]\n\n"
+            "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
+            "             [--executor local|none] [--queue-policy P] [--placement P]\n"
+            "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
+            "             [--grace D] [--seed S]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -35,6 +39,18 @@ static void usage(FILE *f)
             "  --durability MODE    normal: an acknowledged job survives a crash of loomd;\n"
             "                       full: also power loss (fsync per commit). Default normal.\n"
             "  --log-level L        debug, info, warn, error, off (default info)\n"
+            "  --executor E         local: run jobs on this machine (default); none: only\n"
+            "                       queue them\n"
+            "  --queue-policy P     fifo, sjf, priority, tiresias (default fifo)\n"
+            "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
+            "                       fgd, fgd-cpu (default firstfit)\n"
+            "  --node SPEC          a node of the cluster model, repeatable:\n"
+            "                       name=N,cpus=C,memory=SIZE,gpus=G,gpu_type=T,gpu_memory=SIZE\n"
+            "                       (default: this machine, with --gpus virtual GPUs)\n"
+            "  --gpus N             virtual GPUs on the default node (default 0)\n"
+            "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
+            "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
+            "  --seed S             seed of the random placement and tie breaks (default 1)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -65,6 +81,14 @@ typedef struct opts {
     const char *socket;
     const char *state_dir;
     loom_durability_t durability;
+    const char *executor;
+    const char *queue_policy, *placement;
+    json_t *nodes; /* from --node, or NULL */
+    int64_t vgpus;
+    const char *gpu_type;
+    uint64_t gpu_memory;
+    int64_t grace_ns;
+    int64_t seed;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -73,7 +97,12 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"listen", required_argument, NULL, 'l'},   {"socket", required_argument, NULL, 's'},
         {"state-dir", required_argument, NULL, 'd'}, {"durability", required_argument, NULL, 'D'},
         {"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},         {"executor", required_argument, NULL, 'E'},
+        {"queue-policy", required_argument, NULL, 'Q'}, {"placement", required_argument, NULL, 'P'},
+        {"node", required_argument, NULL, 'N'},      {"gpus", required_argument, NULL, 'G'},
+        {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
+        {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0},
     };
     loom_err_t err;
     int c;
@@ -99,6 +128,44 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             loom_log_set_level(lvl);
             break;
         }
+        case 'E':
+            if (strcmp(optarg, "local") != 0 && strcmp(optarg, "none") != 0) {
+                fprintf(stderr, "loomd: --executor '%s': expected local or none\n", optarg);
+                *exit_code = 2;
+                return -1;
+            }
+            o->executor = optarg;
+            break;
+        case 'Q': o->queue_policy = optarg; break;
+        case 'P': o->placement = optarg; break;
+        case 'T': o->gpu_type = optarg; break;
+        case 'N': {
+            json_t *n;
+            if (loomd_parse_node(optarg, &n, &err)) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            if (!o->nodes)
+                o->nodes = json_array();
+            json_array_append_new(o->nodes, n);
+            break;
+        }
+        case 'G':
+        case 'M':
+        case 'g':
+        case 'S': {
+            int rc = c == 'G'   ? loom_parse_i64(optarg, 0, 16, &o->vgpus, "--gpus", &err)
+                     : c == 'M' ? loom_parse_size(optarg, &o->gpu_memory, &err)
+                     : c == 'g' ? loom_parse_duration(optarg, &o->grace_ns, &err)
+                                : loom_parse_i64(optarg, 0, INT64_MAX, &o->seed, "--seed", &err);
+            if (rc) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
+        }
         case 'h': usage(stdout); *exit_code = 0; return -1;
         case 'V': printf("loomd %s\n", LOOM_VERSION); *exit_code = 0; return -1;
         default: usage(stderr); *exit_code = 2; return -1;
@@ -114,10 +181,15 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.listen = "127.0.0.1:7750", .durability = LOOM_DURABILITY_NORMAL};
+    opts_t o = {.listen = "127.0.0.1:7750",
+                .durability = LOOM_DURABILITY_NORMAL,
+                .executor = "local",
+                .seed = 1};
     int exit_code = 0;
-    if (parse_args(argc, argv, &o, &exit_code))
+    if (parse_args(argc, argv, &o, &exit_code)) {
+        json_decref(o.nodes);
         return exit_code;
+    }
 
     loom_err_t err;
     char state_dir[4096];
@@ -169,7 +241,29 @@ int main(int argc, char **argv)
         .started_real_ns = loom_time_real_ns(),
         .started_mono_ns = loom_time_mono_ns(),
     };
-    loomd_methods_t methods = {.store = store, .info = &info};
+    loomd_runner_t *runner = NULL;
+    if (strcmp(o.executor, "local") == 0) {
+        if (!o.nodes) {
+            o.nodes = json_array();
+            json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
+                                                              o.gpu_memory));
+        }
+        char jobs_dir[4200];
+        snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", state_dir);
+        loomd_runner_config_t rcfg = {.queue_policy = o.queue_policy,
+                                      .placement = o.placement,
+                                      .jobs_dir = jobs_dir,
+                                      .grace_ns = o.grace_ns,
+                                      .seed = (uint64_t)o.seed,
+                                      .nodes = o.nodes};
+        if (loomd_runner_start(store, &rcfg, &runner, &err)) {
+            fprintf(stderr, "loomd: %s\n", err.msg);
+            loom_store_close(store);
+            json_decref(o.nodes);
+            return 1;
+        }
+    }
+    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner};
     loom_rpc_dispatcher_t *disp = NULL;
     if (loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
@@ -228,7 +322,10 @@ int main(int argc, char **argv)
     /* Stop accepting, let requests in flight finish (their writes are still
      * committed: the store runs until after the server has stopped). */
     loom_rpc_server_stop(server);
+    /* Jobs keep running under their shepherds; the next loomd adopts them. */
+    loomd_runner_stop(runner);
     loom_store_close(store);
+    json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);
     if (tcp)
         unlink(url_path);

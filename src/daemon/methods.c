@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon/methods.h"
+#include "daemon/runner.h"
 
 #define LIST_LIMIT_MAX 1000
 #define LIST_LIMIT_DEFAULT 100
@@ -300,7 +301,7 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 /* ----------------------------------------------------------- server.info */
 
 static const char *const method_names[] = {"server.info", "job.submit", "job.get", "job.list",
-                                           "job.cancel"};
+                                           "job.cancel", "node.list"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -326,11 +327,24 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
         m->info->socket ? json_string(m->info->socket) : json_null(), "jobs", jobs, "store",
         "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "writes",
         (json_int_t)st.writes, "max_group", (json_int_t)st.max_group, "methods", methods);
+    if (res)
+        json_object_set_new(res, "scheduler",
+                            m->runner ? loomd_runner_stats(m->runner) : json_null());
     if (!res) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
         return LOOM_RPC_DONE;
     }
     loom_rpc_call_complete(call, res);
+    return LOOM_RPC_DONE;
+}
+
+/* ------------------------------------------------------------- node.list */
+
+static loom_rpc_status_t m_node_list(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    json_t *nodes = m->runner ? loomd_runner_nodes(m->runner) : json_array();
+    loom_rpc_call_complete(call, json_pack("{s:o}", "nodes", nodes));
     return LOOM_RPC_DONE;
 }
 
@@ -369,6 +383,8 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             (unsigned long long)st.queued, (unsigned long long)st.commits,
             (unsigned long long)st.commit_failures, (unsigned long long)st.writes,
             (unsigned long long)st.max_group);
+    if (rc == LOOM_OK && m->runner)
+        loomd_runner_metrics(m->runner, out);
     return rc;
 }
 
@@ -392,7 +408,9 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
         (rc = loom_rpc_dispatcher_add(d, "job.list", m_job_list, m, list_params,
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
         (rc = loom_rpc_dispatcher_add(d, "job.cancel", m_job_cancel, m, cancel_params,
-                                      LOOM_RPC_STRICT_PARAMS, err)))
+                                      LOOM_RPC_STRICT_PARAMS, err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
+                                      err)))
         return rc;
     return LOOM_OK;
 }

@@ -28,9 +28,12 @@ typedef struct loomd_info {
     int64_t started_mono_ns;
 } loomd_info_t;
 
+typedef struct loomd_runner loomd_runner_t;
+
 typedef struct loomd_methods {
     loom_store_t *store;
     const loomd_info_t *info;
+    loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */

@@ -65,6 +65,9 @@ struct loom_store {
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
 
+    void (*commit_hook)(void *ctx); /* after each committed group; set before writes */
+    void *commit_hook_ctx;
+
     /* Writer statements (committer thread only). */
     sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel, *upd_trans;
 };
@@ -474,7 +477,11 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     s->stats.last_group = n;
     if (n > s->stats.max_group)
         s->stats.max_group = n;
+    void (*hook)(void *) = s->commit_hook;
+    void *hook_ctx = s->commit_hook_ctx;
     pthread_mutex_unlock(&s->mu);
+    if (ok && hook)
+        hook(hook_ctx);
     while (group) {
         op_t *next = group->next;
         if (group->rc == LOOM_OK)
@@ -719,6 +726,14 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
         return rc;
     }
     return waiter_wait(&w, err);
+}
+
+void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->commit_hook = fn;
+    s->commit_hook_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ----------------------------------------------------------------- reads */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon/methods.c"
+#include "daemon/runner.c"
 
 static loom_store_t *store;
 static loom_rpc_dispatcher_t *disp;
