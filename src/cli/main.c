@@ -21,6 +21,7 @@ static const struct {
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
+    {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
 };
 
