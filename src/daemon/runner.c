@@ -261,6 +261,11 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
                             "max_rss_bytes", (json_int_t)o->max_rss_kb * 1024);
     if (o->signal)
         json_object_set_new(out, "signal", json_integer(o->signal));
+    if (o->end_ns) { /* when the process really ended (a cancel's event comes earlier) */
+        char t[32];
+        loom_time_format_rfc3339(o->end_ns, t);
+        json_object_set_new(out, "ended_at", json_string(t));
+    }
     json_object_set_new(run, "outcome", out);
     loom_err_t err;
     int rc = store_run(r, a->id, LOOM_JOB_RUNNING, end_state(o->end), o->reason, run, &err);
@@ -485,7 +490,16 @@ static void recover(loomd_runner_t *r)
                       NULL);
             r->nactive--;
         } else {
-            if (loom_exec_local_adopt(r->exec, &a->h, &err) != LOOM_OK)
+            int arc = loom_exec_local_adopt(r->exec, &a->h, &err);
+            if (arc == LOOM_ESTATE) {
+                /* Marked RUNNING, but loomd died before starting it: nothing
+                 * ran, so it waits again in the queue. */
+                loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
+                              err.msg);
+                store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
+                          "requeued: loomd stopped before the job started", NULL, NULL);
+                release(r, r->nactive - 1);
+            } else if (arc != LOOM_OK)
                 loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
                               (long long)j->id, err.msg);
             else

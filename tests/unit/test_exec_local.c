@@ -222,6 +222,13 @@ static void adopt_after_restart(void **state)
     assert_int_equal(loom_exec_local_poll(x, &lost, &out, &err), 1);
     assert_int_equal(out.end, LOOM_EXEC_FAILED);
     assert_non_null(strstr(out.reason, "lost"));
+
+    /* Recorded as running, but no shepherd ever ran: it can be requeued. */
+    loom_exec_handle_t never = {.job_id = 98};
+    snprintf(dir, sizeof dir, "%s/e/98", root);
+    mkdir(dir, 0700);
+    assert_int_equal(loom_exec_local_adopt(x, &never, &err), LOOM_ESTATE);
+    assert_non_null(strstr(err.msg, "never started"));
     loom_exec_local_free(x);
 }
 
