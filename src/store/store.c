@@ -12,6 +12,9 @@
  * The reader connection serves get/list/events under a mutex; in WAL mode it
  * sees the last committed state and never blocks the writer.
  *
+ * Completions (the callbacks that answer the writers) run on a completer
+ * thread, so that answering group N overlaps committing group N+1.
+ *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
  * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
@@ -56,6 +59,12 @@ struct loom_store {
     loom_store_stats_t stats;
 
     pthread_mutex_t rmu; /* reader connection */
+
+    pthread_t completer; /* runs the completions of committed groups */
+    pthread_mutex_t dmu;
+    pthread_cond_t dcv;
+    op_t *dhead, *dtail;
+    bool dstop;
 
     sqlite3 *cdb;        /* checkpointer connection */
     pthread_t checkpointer;
@@ -164,7 +173,7 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 
 /* --------------------------------------------------------- checkpointer */
 
-#define CHECKPOINT_PAGES 1000
+#define CHECKPOINT_PAGES 4000
 
 /* Runs on the committer after each commit (writer connection's WAL hook). */
 static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
@@ -182,6 +191,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 static void *checkpointer_main(void *arg)
 {
     loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-checkpoint");
     pthread_mutex_lock(&s->cmu);
     for (;;) {
         while (!s->ckpt_wanted && !s->ckpt_stop)
@@ -387,20 +397,62 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     if (n > s->stats.max_group)
         s->stats.max_group = n;
     pthread_mutex_unlock(&s->mu);
-    while (group) {
-        op_t *next = group->next;
-        if (group->rc == LOOM_OK)
-            group->done(group->ctx, LOOM_OK, &group->job, group->created, NULL);
-        else
-            group->done(group->ctx, group->rc, NULL, false, &group->err);
-        free_op(group);
-        group = next;
+    /* Hand the completions to the completer thread and go on committing:
+     * building and sending the answers overlaps the next transaction. */
+    pthread_mutex_lock(&s->dmu);
+    if (s->dtail)
+        s->dtail->next = group;
+    else
+        s->dhead = group;
+    op_t *last = group;
+    while (last->next)
+        last = last->next;
+    s->dtail = last;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+}
+
+static void *completer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-completer");
+    pthread_mutex_lock(&s->dmu);
+    for (;;) {
+        while (!s->dhead && !s->dstop)
+            pthread_cond_wait(&s->dcv, &s->dmu);
+        if (!s->dhead) /* stopping and drained */
+            break;
+        op_t *o = s->dhead;
+        s->dhead = s->dtail = NULL;
+        pthread_mutex_unlock(&s->dmu);
+        while (o) {
+            op_t *next = o->next;
+            if (o->rc == LOOM_OK)
+                o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
+            else
+                o->done(o->ctx, o->rc, NULL, false, &o->err);
+            free_op(o);
+            o = next;
+        }
+        pthread_mutex_lock(&s->dmu);
     }
+    pthread_mutex_unlock(&s->dmu);
+    return NULL;
+}
+
+static void stop_completer(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->dmu);
+    s->dstop = true;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+    pthread_join(s->completer, NULL);
 }
 
 static void *committer_main(void *arg)
 {
     loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-committer");
     size_t max_group = s->opts.max_group;
     for (;;) {
         pthread_mutex_lock(&s->mu);
@@ -655,7 +707,7 @@ int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_
     int rc = LOOM_OK;
     if (sqlite3_prepare_v2(s->rdb,
                            "SELECT time_ns, from_state, to_state, reason FROM job_events "
-                           "WHERE job_id = ?1 ORDER BY id",
+                           "WHERE job_id = ?1 ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = loom_err_set(err, LOOM_EIO, "reading events: %s", sqlite3_errmsg(s->rdb));
         goto out;
@@ -851,8 +903,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
                    "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14)",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
-                   "INSERT INTO job_events (job_id, time_ns, from_state, to_state, reason) "
-                   "VALUES (?1,?2,?3,?4,?5)",
+                   "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
+                   "VALUES (?1, COALESCE((SELECT max(seq) + 1 FROM job_events WHERE job_id = ?1), "
+                   "0), ?2, ?3, ?4, ?5)",
                    &s->ins_event, err)) ||
         (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1",
                    &s->sel_submit_w, err)) ||
@@ -869,15 +922,23 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->rmu, NULL);
     pthread_mutex_init(&s->cmu, NULL);
+    pthread_mutex_init(&s->dmu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_cond_init(&s->ccv, NULL);
+    pthread_cond_init(&s->dcv, NULL);
     sqlite3_wal_hook(s->wdb, wal_hook, s);
     if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "cannot start the store's checkpointer thread");
         goto fail_sync;
     }
+    if (pthread_create(&s->completer, NULL, completer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's completer thread");
+        stop_checkpointer(s);
+        goto fail_sync;
+    }
     if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "cannot start the store's committer thread");
+        stop_completer(s);
         stop_checkpointer(s);
         goto fail_sync;
     }
@@ -885,6 +946,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     return LOOM_OK;
 
 fail_sync:
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
     pthread_cond_destroy(&s->ccv);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->cmu);
@@ -910,12 +973,15 @@ void loom_store_close(loom_store_t *s)
     pthread_cond_broadcast(&s->cv); /* also ends a linger */
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->committer, NULL);
+    stop_completer(s); /* after the committer: it completes what was committed */
     stop_checkpointer(s);
     finalize_all(s);
     /* The last connection to close checkpoints the WAL into the main file. */
     sqlite3_close(s->cdb);
     sqlite3_close(s->rdb);
     sqlite3_close(s->wdb);
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
     pthread_cond_destroy(&s->ccv);
     pthread_mutex_destroy(&s->cmu);
     pthread_cond_destroy(&s->cv);

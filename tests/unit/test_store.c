@@ -275,9 +275,10 @@ static void idempotent_concurrent(void **state)
     tmpdb_remove(&t);
 }
 
-/* Group commit made deterministic: the first write's completion blocks the
- * committer until every other write is queued, so the second transaction
- * must hold all of them — including two submissions with one submit_id. */
+/* Group commit made deterministic: another connection holds SQLite's write
+ * lock while the committer has taken the first write, so every other write
+ * queues up meanwhile and the second transaction must hold all of them —
+ * including two submissions with one submit_id. */
 typedef struct {
     sem_t release;
     pthread_mutex_t mu;
@@ -315,8 +316,11 @@ static void group_commit(void **state)
     static group_t g;
     static slot_t slots[600];
     memset(&g, 0, sizeof g);
-    sem_init(&g.release, 0, 0);
+    sem_init(&g.release, 0, 1); /* completions do not block */
     pthread_mutex_init(&g.mu, NULL);
+    sqlite3 *blocker;
+    assert_int_equal(sqlite3_open(t.path, &blocker), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     loom_err_t err;
     int n = 500;
     for (int i = 0; i < n; i++) {
@@ -331,7 +335,7 @@ static void group_commit(void **state)
         slots[i].index = i;
         assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err), LOOM_OK);
         if (i == 0) {
-            /* Wait until the committer holds op 0 alone (queue drained). */
+            /* Wait until the committer took op 0 (and waits for the lock). */
             loom_store_stats_t st;
             do {
                 usleep(1000);
@@ -339,7 +343,12 @@ static void group_commit(void **state)
             } while (st.queued != 0);
         }
     }
-    sem_post(&g.release);
+    usleep(20000);
+    pthread_mutex_lock(&g.mu);
+    assert_int_equal(g.completed, 0); /* nothing acknowledged before its commit */
+    pthread_mutex_unlock(&g.mu);
+    assert_int_equal(sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(blocker);
     for (;;) {
         pthread_mutex_lock(&g.mu);
         int c = g.completed;
