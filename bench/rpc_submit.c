@@ -11,7 +11,7 @@
  *   batch:  N submissions as JSON-RPC batches of B calls; latency per batch.
  * Every submission carries a unique submit_id and is acknowledged only after
  * its commit ("durable" per --durability). If Slurm is installed (and we are
- * root), a private single-node Slurm is started (scripts/slurm-local.sh) and
+ * root), a single-node Slurm is started (scripts/slurm/cluster.sh) and
  * min(N, --sbatch-jobs) held `sbatch --wrap` submissions from C parallel
  * clients are timed too, in the same run.
  * Results are printed and written to DIR/rpc_submit.md (default docs/bench).
@@ -23,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -201,7 +204,8 @@ static int run_phase(const char *url, const char *token, int conns, long jobs, i
     return r->failures ? -1 : 0;
 }
 
-/* sbatch through a private single-node Slurm (scripts/slurm-local.sh):
+/* sbatch through a single-node Slurm of its own (scripts/slurm/cluster.sh on
+ * free ports):
  * n submissions of a held job, from `conns` parallel clients like loom's. */
 typedef struct {
     long n;
@@ -234,10 +238,23 @@ static int run_sbatch(const char *script, long n, int conns, result_t *r, char *
         snprintf(note, notelen, "mkdtemp failed");
         return -1;
     }
-    snprintf(cmd, sizeof cmd, "bash '%s' start %s > %s/conf-path 2>%s/start.log", script, dir,
-             dir, dir);
-    if (system(cmd) != 0) {
-        snprintf(note, notelen, "a private Slurm could not be started (%s start failed)", script);
+    /* Free ports, so that this Slurm does not collide with another one. */
+    int ports[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t alen = sizeof a;
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+            ports[i] = ntohs(a.sin_port);
+        if (fd >= 0)
+            close(fd);
+    }
+    snprintf(cmd, sizeof cmd,
+             "SLURM_CTLD_PORT=%d SLURM_SLURMD_PORT=%d bash '%s' up %s 1 > %s/up.out 2>%s/up.log",
+             ports[0], ports[1], script, dir, dir, dir);
+    if (!ports[0] || !ports[1] || system(cmd) != 0) {
+        snprintf(note, notelen, "a single-node Slurm could not be started (%s up failed)", script);
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         if (system(cmd) != 0)
             fprintf(stderr, "bench_rpc_submit: could not remove %s\n", dir);
@@ -260,7 +277,7 @@ static int run_sbatch(const char *script, long n, int conns, result_t *r, char *
      * children) plus this process. */
     pid_t ctld = 0;
     char pidpath[600];
-    snprintf(pidpath, sizeof pidpath, "%s/slurmctld.pid", dir);
+    snprintf(pidpath, sizeof pidpath, "%s/run/slurmctld.pid", dir);
     loom_buf_t pb = LOOM_BUF_INIT;
     if (loom_buf_read_file(&pb, pidpath, NULL) == LOOM_OK)
         ctld = (pid_t)atol(pb.data);
@@ -286,7 +303,7 @@ static int run_sbatch(const char *script, long n, int conns, result_t *r, char *
     free(w);
     free(th);
     unsetenv("SLURM_CONF");
-    snprintf(cmd, sizeof cmd, "bash '%s' stop %s; rm -rf %s", script, dir, dir);
+    snprintf(cmd, sizeof cmd, "bash '%s' down %s; rm -rf %s", script, dir, dir);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_rpc_submit: could not stop the private Slurm in %s\n", dir);
     return 0;
@@ -365,7 +382,7 @@ int main(int argc, char **argv)
     };
     const char *out_dir = "docs/bench", *loomd = NULL, *durability = "normal";
     long jobs = 40000, sbatch_max = 2000;
-    const char *slurm_script = "scripts/slurm-local.sh";
+    const char *slurm_script = "scripts/slurm/cluster.sh";
     int conns = 4, batch = 100, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -474,8 +491,8 @@ int main(int argc, char **argv)
                          slurm.loomd_cpu_s * 1e6 / (double)slurm.submissions,
                          slurm.client_cpu_s * 1e6 / (double)slurm.submissions);
         loom_buf_appendf(&md,
-                         "\nSlurm 22.05 single node, private instance (scripts/slurm-local.sh: own "
-                         "munged and ports, held jobs, no accounting), same run. sbatch count is "
+                         "\nSlurm 22.05, one node started for this run (scripts/slurm/cluster.sh on "
+                         "free ports; held jobs, no accounting). sbatch count is "
                          "capped at --sbatch-jobs (%ld) because each takes a process and a round "
                          "trip to slurmctld. Ratio of rates: loom single / sbatch = %.0fx; loom "
                          "batched / sbatch = %.0fx.\n",
