@@ -238,29 +238,6 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
 {
     loom_job_t *j = &o->job;
     int rc;
-    if (j->submit_id) {
-        sqlite3_stmt *q = s->sel_submit_w;
-        sqlite3_reset(q);
-        sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-            loom_job_t found;
-            int r = row_to_job(q, &found);
-            sqlite3_reset(q);
-            if (r) {
-                o->rc = loom_err_set(&o->err, r, "out of memory reading job");
-                return SQLITE_OK;
-            }
-            loom_job_free(j);
-            *j = found;
-            o->rc = LOOM_OK;
-            o->created = false;
-            return SQLITE_OK;
-        }
-        sqlite3_reset(q);
-        if (rc != SQLITE_DONE)
-            return rc;
-    }
     sqlite3_stmt *st = s->ins_job;
     sqlite3_reset(st);
     bind_text_or_null(st, 1, j->submit_id);
@@ -281,6 +258,30 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return rc;
+    if (sqlite3_changes(s->wdb) == 0) {
+        /* ON CONFLICT(submit_id) DO NOTHING: the key exists (committed, or
+         * earlier in this transaction); answer with that job. */
+        sqlite3_stmt *q = s->sel_submit_w;
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+        if (rc != SQLITE_ROW) {
+            sqlite3_reset(q);
+            return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+        }
+        loom_job_t found;
+        int r = row_to_job(q, &found);
+        sqlite3_reset(q);
+        if (r) {
+            o->rc = loom_err_set(&o->err, r, "out of memory reading job");
+            return SQLITE_OK;
+        }
+        loom_job_free(j);
+        *j = found;
+        o->rc = LOOM_OK;
+        o->created = false;
+        return SQLITE_OK;
+    }
     j->id = sqlite3_last_insert_rowid(s->wdb);
     j->state = LOOM_JOB_PENDING;
     j->submit_time_ns = j->update_time_ns = now;
@@ -900,7 +901,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
                    "state, submit_time_ns, update_time_ns) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14)",
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14) "
+                   "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
                    "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
