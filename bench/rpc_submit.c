@@ -40,9 +40,9 @@ typedef struct {
     const char *url;
     const char *token;
     int tid;
-    int batch;     /* 0: single calls */
-    long calls;    /* requests this thread sends */
-    int64_t *lat;  /* ns per request */
+    int batch;    /* 0: single calls */
+    long calls;   /* requests this thread sends */
+    int64_t *lat; /* ns per request */
     long failures;
     char first_error[256];
 } worker_t;
@@ -116,7 +116,7 @@ static int cmp_i64(const void *a, const void *b)
 
 typedef struct {
     double loomd_cpu_s, client_cpu_s; /* CPU time used during the phase */
-    double per_s;     /* submissions per second */
+    double per_s;                     /* submissions per second */
     double p50_ms, p99_ms, max_ms;
     long requests, submissions, failures;
     double seconds;
@@ -374,11 +374,16 @@ static void machine(char *out, size_t len)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"out", required_argument, NULL, 'o'},        {"loomd", required_argument, NULL, 'l'},
-        {"jobs", required_argument, NULL, 'n'},       {"conns", required_argument, NULL, 'c'},
-        {"batch", required_argument, NULL, 'b'},      {"durability", required_argument, NULL, 'd'},
-        {"sbatch-jobs", required_argument, NULL, 's'}, {"slurm-script", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+        {"out", required_argument, NULL, 'o'},
+        {"loomd", required_argument, NULL, 'l'},
+        {"jobs", required_argument, NULL, 'n'},
+        {"conns", required_argument, NULL, 'c'},
+        {"batch", required_argument, NULL, 'b'},
+        {"durability", required_argument, NULL, 'd'},
+        {"sbatch-jobs", required_argument, NULL, 's'},
+        {"slurm-script", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *out_dir = "docs/bench", *loomd = NULL, *durability = "normal";
     long jobs = 40000, sbatch_max = 2000;
@@ -441,8 +446,8 @@ int main(int argc, char **argv)
     int rc1 = run_phase(url, token, conns, jobs, 0, &single, err1, sizeof err1);
     int rc2 = run_phase(url, token, conns, jobs, batch, &batched, err2, sizeof err2);
     long sb_jobs = jobs < sbatch_max ? jobs : sbatch_max;
-    int have_slurm = sbatch_max > 0 && run_sbatch(slurm_script, sb_jobs, conns, &slurm, note,
-                                                  sizeof note) == 0;
+    int have_slurm =
+        sbatch_max > 0 && run_sbatch(slurm_script, sb_jobs, conns, &slurm, note, sizeof note) == 0;
     if (sbatch_max <= 0)
         snprintf(note, sizeof note, "skipped (--sbatch-jobs 0)");
 
@@ -455,54 +460,61 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_rpc_submit: could not remove %s\n", dir);
 
     loom_buf_t md = LOOM_BUF_INIT;
+    loom_buf_appendf(
+        &md,
+        "# bench/rpc_submit\n\n"
+        "Durable job submissions through the whole stack: loom's libcurl client → "
+        "HTTP/1.1 keep-alive over TCP (with the bearer token) → JSON-RPC dispatcher "
+        "→ loomd `job.submit` → store group commit (SQLite WAL, durability `%s`). "
+        "Each submission has a unique `submit_id`; a call returns only after its "
+        "transaction committed. Client and loomd run on the same machine and share "
+        "its CPUs (and with other engineers' work: see the load average).\n\n"
+        "- command: `build/bench_rpc_submit --jobs %ld --conns %d --batch %d "
+        "--durability %s` (also run by `make bench`)\n"
+        "- machine: %s\n- date: %s\n\n"
+        "| phase | submissions | requests | seconds | submissions/s | p50 ms | p99 ms | "
+        "max ms | failures | server CPU µs/submission | client CPU µs/submission |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n",
+        durability, jobs, conns, batch, durability, mach, date);
     loom_buf_appendf(&md,
-                     "# bench/rpc_submit\n\n"
-                     "Durable job submissions through the whole stack: loom's libcurl client → "
-                     "HTTP/1.1 keep-alive over TCP (with the bearer token) → JSON-RPC dispatcher "
-                     "→ loomd `job.submit` → store group commit (SQLite WAL, durability `%s`). "
-                     "Each submission has a unique `submit_id`; a call returns only after its "
-                     "transaction committed. Client and loomd run on the same machine and share "
-                     "its CPUs (and with other engineers' work: see the load average).\n\n"
-                     "- command: `build/bench_rpc_submit --jobs %ld --conns %d --batch %d "
-                     "--durability %s` (also run by `make bench`)\n"
-                     "- machine: %s\n- date: %s\n\n"
-                     "| phase | submissions | requests | seconds | submissions/s | p50 ms | p99 ms | "
-                     "max ms | failures | server CPU µs/submission | client CPU µs/submission |\n"
-                     "|---|---|---|---|---|---|---|---|---|---|---|\n",
-                     durability, jobs, conns, batch, durability, mach, date);
-    loom_buf_appendf(&md, "| single calls, %d connections | %ld | %ld | %.2f | %.0f | %.3f | %.3f | "
-                          "%.3f | %ld | %.1f | %.1f |\n",
+                     "| single calls, %d connections | %ld | %ld | %.2f | %.0f | %.3f | %.3f | "
+                     "%.3f | %ld | %.1f | %.1f |\n",
                      conns, single.submissions, single.requests, single.seconds, single.per_s,
                      single.p50_ms, single.p99_ms, single.max_ms, single.failures,
                      single.loomd_cpu_s * 1e6 / (double)single.submissions,
                      single.client_cpu_s * 1e6 / (double)single.submissions);
-    loom_buf_appendf(&md, "| batches of %d, %d connections (latency per batch) | %ld | %ld | %.2f | "
-                          "%.0f | %.3f | %.3f | %.3f | %ld | %.1f | %.1f |\n",
+    loom_buf_appendf(&md,
+                     "| batches of %d, %d connections (latency per batch) | %ld | %ld | %.2f | "
+                     "%.0f | %.3f | %.3f | %.3f | %ld | %.1f | %.1f |\n",
                      batch, conns, batched.submissions, batched.requests, batched.seconds,
                      batched.per_s, batched.p50_ms, batched.p99_ms, batched.max_ms,
                      batched.failures, batched.loomd_cpu_s * 1e6 / (double)batched.submissions,
                      batched.client_cpu_s * 1e6 / (double)batched.submissions);
     if (have_slurm) {
-        loom_buf_appendf(&md, "| sbatch --hold --wrap, %d parallel clients | %ld | %ld | %.2f | %.1f | "
-                              "%.3f | %.3f | %.3f | %ld | %.1f (slurmctld) | %.1f (sbatch "
-                              "processes) |\n",
+        loom_buf_appendf(&md,
+                         "| sbatch --hold --wrap, %d parallel clients | %ld | %ld | %.2f | %.1f | "
+                         "%.3f | %.3f | %.3f | %ld | %.1f (slurmctld) | %.1f (sbatch "
+                         "processes) |\n",
                          conns, slurm.submissions, slurm.requests, slurm.seconds, slurm.per_s,
                          slurm.p50_ms, slurm.p99_ms, slurm.max_ms, slurm.failures,
                          slurm.loomd_cpu_s * 1e6 / (double)slurm.submissions,
                          slurm.client_cpu_s * 1e6 / (double)slurm.submissions);
-        loom_buf_appendf(&md,
-                         "\nSlurm 22.05, one node started for this run (scripts/slurm/cluster.sh on "
-                         "free ports; held jobs, no accounting). sbatch count is "
-                         "capped at --sbatch-jobs (%ld) because each takes a process and a round "
-                         "trip to slurmctld. Ratio of rates: loom single / sbatch = %.0fx; loom "
-                         "batched / sbatch = %.0fx.\n",
-                         sbatch_max, single.per_s / slurm.per_s, batched.per_s / slurm.per_s);
+        loom_buf_appendf(
+            &md,
+            "\nSlurm 22.05, one node started for this run (scripts/slurm/cluster.sh on "
+            "free ports; held jobs, no accounting). sbatch count is "
+            "capped at --sbatch-jobs (%ld) because each takes a process and a round "
+            "trip to slurmctld. Ratio of rates: loom single / sbatch = %.0fx; loom "
+            "batched / sbatch = %.0fx.\n",
+            sbatch_max, single.per_s / slurm.per_s, batched.per_s / slurm.per_s);
     } else {
         loom_buf_appendf(&md, "\nSlurm: not measured — %s.\n", note);
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    double us_single = (single.loomd_cpu_s + single.client_cpu_s) * 1e6 / (double)single.submissions;
-    double us_batch = (batched.loomd_cpu_s + batched.client_cpu_s) * 1e6 / (double)batched.submissions;
+    double us_single =
+        (single.loomd_cpu_s + single.client_cpu_s) * 1e6 / (double)single.submissions;
+    double us_batch =
+        (batched.loomd_cpu_s + batched.client_cpu_s) * 1e6 / (double)batched.submissions;
     loom_buf_appendf(&md,
                      "\nCPU bound: loomd and this client together used %.0f µs of CPU per single "
                      "submission and %.0f µs per batched one, so with all %ld CPUs to themselves "
@@ -510,8 +522,9 @@ int main(int argc, char **argv)
                      "lower when other work shares the CPUs (load average above).\n",
                      us_single, us_batch, ncpu, 1e6 * (double)ncpu / us_single,
                      1e6 * (double)ncpu / us_batch);
-    loom_buf_appendf(&md, "\nTargets (issue 2, this 2-core machine): >= 10000 single/s: %s; "
-                          ">= 50000 batched/s: %s; p99 < 5 ms (single): %s.\n",
+    loom_buf_appendf(&md,
+                     "\nTargets (issue 2, this 2-core machine): >= 10000 single/s: %s; "
+                     ">= 50000 batched/s: %s; p99 < 5 ms (single): %s.\n",
                      single.per_s >= 10000 ? "met" : "NOT met",
                      batched.per_s >= 50000 ? "met" : "NOT met",
                      single.p99_ms < 5 ? "met" : "NOT met");

@@ -66,7 +66,7 @@ struct loom_store {
     op_t *dhead, *dtail;
     bool dstop;
 
-    sqlite3 *cdb;        /* checkpointer connection */
+    sqlite3 *cdb; /* checkpointer connection */
     pthread_t checkpointer;
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
@@ -76,9 +76,9 @@ struct loom_store {
     sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel;
 };
 
-#define JOB_COLUMNS                                                                            \
-    "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "         \
-    "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "              \
+#define JOB_COLUMNS                                                                                \
+    "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
+    "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
     "submit_time_ns, start_time_ns, end_time_ns, update_time_ns"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
@@ -159,8 +159,9 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
     sqlite3_busy_timeout(db, 10000);
     sqlite3_extended_result_codes(db, 1);
     if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-        exec_sql(db, d == LOOM_DURABILITY_FULL ? "PRAGMA synchronous = FULL"
-                                               : "PRAGMA synchronous = NORMAL",
+        exec_sql(db,
+                 d == LOOM_DURABILITY_FULL ? "PRAGMA synchronous = FULL"
+                                           : "PRAGMA synchronous = NORMAL",
                  err) ||
         exec_sql(db, "PRAGMA foreign_keys = ON", err)) {
         loom_err_prefix(err, "%s", path);
@@ -316,9 +317,8 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
         return SQLITE_OK;
     }
     if (loom_job_state_terminal(cur.state)) {
-        o->rc = loom_err_set(&o->err, LOOM_ESTATE,
-                             "job %lld is already %s and cannot be cancelled", (long long)o->id,
-                             loom_job_state_name(cur.state));
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is already %s and cannot be cancelled",
+                             (long long)o->id, loom_job_state_name(cur.state));
         loom_job_free(&cur);
         return SQLITE_OK;
     }
@@ -371,7 +371,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     bool ok = rc == SQLITE_OK;
     if (!ok) {
         loom_err_t dberr;
-        loom_err_set(&dberr, LOOM_EIO, "database write failed, nothing of this group was stored: %s",
+        loom_err_set(&dberr, LOOM_EIO,
+                     "database write failed, nothing of this group was stored: %s",
                      sqlite3_errmsg(s->wdb));
         loom_log_error("store.commit_failed", "error=\"%s\" writes=%zu", sqlite3_errmsg(s->wdb), n);
         if (!sqlite3_get_autocommit(s->wdb))
@@ -553,7 +554,8 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
     if (reason) {
         size_t len = strlen(reason);
         if (len > 1024 || !loom_utf8_valid(reason, len))
-            return loom_err_set(err, LOOM_EINVAL, "reason: expected UTF-8 text of at most 1024 bytes");
+            return loom_err_set(err, LOOM_EINVAL,
+                                "reason: expected UTF-8 text of at most 1024 bytes");
     }
     op_t *o = calloc(1, sizeof *o);
     if (!o)
@@ -658,8 +660,8 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
 
 /* ----------------------------------------------------------------- reads */
 
-static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text,
-                   loom_job_t *out, loom_err_t *err)
+static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text, loom_job_t *out,
+                   loom_err_t *err)
 {
     pthread_mutex_lock(&s->rmu);
     sqlite3_stmt *st;

@@ -167,13 +167,20 @@ static void validation(void **state)
         const char *expect;
         int which;
     } checks[] = {
-        {"name: required", 0},       {"name: expected 1 to", 1},
-        {"resources.cpus", 2},       {"resources.gpus", 3},
-        {"resources.gpu_share", 4},  {"not both", 5},
-        {"time_limit", 6},           {"priority", 7},
-        {"labels", 8},               {"labels/k: expected a string", 9},
-        {"script: required", 10},    {"name: control character", 11},
-        {"submit_id: expected 1 to", 12}, {"name: not valid UTF-8", 13},
+        {"name: required", 0},
+        {"name: expected 1 to", 1},
+        {"resources.cpus", 2},
+        {"resources.gpus", 3},
+        {"resources.gpu_share", 4},
+        {"not both", 5},
+        {"time_limit", 6},
+        {"priority", 7},
+        {"labels", 8},
+        {"labels/k: expected a string", 9},
+        {"script: required", 10},
+        {"name: control character", 11},
+        {"submit_id: expected 1 to", 12},
+        {"name: not valid UTF-8", 13},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         loom_job_spec_init(&spec);
@@ -185,7 +192,10 @@ static void validation(void **state)
         case 2: spec.cpus = 0; break;
         case 3: spec.gpus = -1; break;
         case 4: spec.gpu_share_milli = 1001; break;
-        case 5: spec.gpus = 1; spec.gpu_share_milli = 500; break;
+        case 5:
+            spec.gpus = 1;
+            spec.gpu_share_milli = 500;
+            break;
         case 6: spec.time_limit_s = -1; break;
         case 7: spec.priority = 1LL << 40; break;
         case 8: spec.labels_json = "[1]"; break;
@@ -212,7 +222,7 @@ static void validation(void **state)
 /* Concurrent threads submitting the same submit_ids: exactly one job per
  * key, and every thread is told the same id for a key. */
 #define NTHREADS 6
-#define NKEYS 150
+#define NKEYS    150
 
 typedef struct {
     loom_store_t *s;
@@ -333,7 +343,8 @@ static void group_commit(void **state)
         spec.submit_id = (i == 300 || i == 301) ? "same-key" : key;
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err),
+                         LOOM_OK);
         if (i == 0) {
             /* Wait until the committer took op 0 (and waits for the lock). */
             loom_store_stats_t st;
@@ -493,7 +504,8 @@ static void reopen_and_close_drains(void **state)
         spec.script = "";
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], NULL), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], NULL),
+                         LOOM_OK);
     }
     loom_store_close(s);
     assert_int_equal(g.completed, 100);
