@@ -27,7 +27,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC };
 
 typedef struct op {
     struct op *next;
@@ -350,6 +350,18 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* Test hook (store_int.h): SQL on the writer connection, in a group. */
+static int run_exec(loom_store_t *s, op_t *o)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->wdb, o->reason, NULL, NULL, &msg) != SQLITE_OK)
+        o->rc = loom_err_set(&o->err, LOOM_EIO, "%s: %s", o->reason, msg ? msg : "failed");
+    else
+        o->rc = LOOM_OK;
+    sqlite3_free(msg);
+    return SQLITE_OK;
+}
+
 static void free_op(op_t *o)
 {
     loom_job_free(&o->job);
@@ -364,7 +376,12 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
-        rc = o->kind == OP_SUBMIT ? run_submit(s, o, now) : run_cancel(s, o, now);
+        if (o->kind == OP_SUBMIT)
+            rc = run_submit(s, o, now);
+        else if (o->kind == OP_CANCEL)
+            rc = run_cancel(s, o, now);
+        else
+            rc = run_exec(s, o);
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->wdb, "COMMIT", NULL, NULL, NULL);
@@ -652,6 +669,28 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
     waiter_init(&w, job_out);
     int rc = loom_store_cancel_async(s, id, reason, 0, waiter_done, &w, err);
     if (rc) {
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_exec_for_test(loom_store_t *s, const char *sql, loom_err_t *err)
+{
+    waiter_t w;
+    waiter_init(&w, NULL);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->reason = strdup(sql))) {
+        free(o);
+        waiter_abandon(&w);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    o->kind = OP_EXEC;
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
         waiter_abandon(&w);
         return rc;
     }
