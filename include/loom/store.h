@@ -59,32 +59,32 @@ int loom_job_format_parse(const char *text, loom_job_format_t *out, loom_err_t *
 /* What a submission asks for. Strings are borrowed by the store functions
  * (copied before they return). */
 typedef struct loom_job_spec {
-    const char *submit_id;   /* idempotency key, NULL for none */
-    const char *name;        /* required, non-empty */
-    const char *script;      /* required (may be empty text) */
+    const char *submit_id; /* idempotency key, NULL for none */
+    const char *name;      /* required, non-empty */
+    const char *script;    /* required (may be empty text) */
     loom_job_format_t format;
-    int64_t cpus;            /* >= 1 */
-    uint64_t memory_bytes;   /* 0 = unspecified */
-    int64_t gpus;            /* whole GPUs, >= 0 */
-    int64_t gpu_share_milli; /* share of one GPU in milli-GPU, 0..1000 */
+    int64_t cpus;              /* >= 1 */
+    uint64_t memory_bytes;     /* 0 = unspecified */
+    int64_t gpus;              /* whole GPUs, >= 0 */
+    int64_t gpu_share_milli;   /* share of one GPU in milli-GPU, 0..1000 */
     uint64_t gpu_memory_bytes; /* 0 = unspecified */
-    const char *gpu_type;    /* NULL = any */
-    int64_t time_limit_s;    /* 0 = none */
+    const char *gpu_type;      /* NULL = any */
+    int64_t time_limit_s;      /* 0 = none */
     int64_t priority;
     const char *labels_json; /* a JSON object of string values; NULL = {} */
 } loom_job_spec_t;
 
 /* Limits on a spec (documented in docs/protocol.md, job.submit). */
-#define LOOM_STORE_NAME_MAX 256           /* bytes */
-#define LOOM_STORE_SCRIPT_MAX (512 * 1024) /* bytes */
-#define LOOM_STORE_SUBMIT_ID_MAX 128      /* bytes */
-#define LOOM_STORE_CPUS_MAX 4096
-#define LOOM_STORE_GPUS_MAX 1024
-#define LOOM_STORE_TIME_LIMIT_MAX (366LL * 24 * 3600) /* seconds */
-#define LOOM_STORE_PRIORITY_MIN (-1000000)
-#define LOOM_STORE_PRIORITY_MAX 1000000
-#define LOOM_STORE_LABELS_MAX 64
-#define LOOM_STORE_LABEL_KEY_MAX 63
+#define LOOM_STORE_NAME_MAX        256          /* bytes */
+#define LOOM_STORE_SCRIPT_MAX      (512 * 1024) /* bytes */
+#define LOOM_STORE_SUBMIT_ID_MAX   128          /* bytes */
+#define LOOM_STORE_CPUS_MAX        4096
+#define LOOM_STORE_GPUS_MAX        1024
+#define LOOM_STORE_TIME_LIMIT_MAX  (366LL * 24 * 3600) /* seconds */
+#define LOOM_STORE_PRIORITY_MIN    (-1000000)
+#define LOOM_STORE_PRIORITY_MAX    1000000
+#define LOOM_STORE_LABELS_MAX      64
+#define LOOM_STORE_LABEL_KEY_MAX   63
 #define LOOM_STORE_LABEL_VALUE_MAX 256
 
 /* Checks every field against the limits above; the message names the field
@@ -145,8 +145,8 @@ int loom_durability_parse(const char *text, loom_durability_t *out, loom_err_t *
 
 typedef struct loom_store_options {
     loom_durability_t durability;
-    size_t max_queue;      /* queued writes before LOOM_ELIMIT; 0 = 65536 */
-    size_t max_group;      /* writes per transaction at most; 0 = 8192 */
+    size_t max_queue; /* queued writes before LOOM_ELIMIT; 0 = 65536 */
+    size_t max_group; /* writes per transaction at most; 0 = 8192 */
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;
@@ -269,12 +269,12 @@ int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
 
 /* Counters for monitoring. */
 typedef struct loom_store_stats {
-    uint64_t queued;          /* writes waiting for the committer now */
-    uint64_t commits;         /* transactions committed since open */
-    uint64_t writes;          /* writes completed since open (ok or not) */
-    uint64_t commit_failures; /* transactions that failed */
-    uint64_t last_group;      /* writes in the last transaction */
-    uint64_t max_group;       /* most writes in one transaction */
+    uint64_t queued;                          /* writes waiting for the committer now */
+    uint64_t commits;                         /* transactions committed since open */
+    uint64_t writes;                          /* writes completed since open (ok or not) */
+    uint64_t commit_failures;                 /* transactions that failed */
+    uint64_t last_group;                      /* writes in the last transaction */
+    uint64_t max_group;                       /* most writes in one transaction */
     uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
 } loom_store_stats_t;
 

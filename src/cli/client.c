@@ -76,9 +76,7 @@ int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc
     case LOOM_RPC_FAIL_RPC:
         fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
         return loom_cli_exit_for_rpc(e->rpc_code);
-    default:
-        fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
-        return LOOM_EXIT_FAILURE;
+    default: fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg); return LOOM_EXIT_FAILURE;
     }
 }
 

@@ -23,15 +23,14 @@ int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, co
 /* Exit code for a JSON-RPC error code (-32001 job not found -> 4, ...). */
 int loom_cli_exit_for_rpc(int rpc_code);
 /* Exit code and message for a failed call. */
-int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn,
-                    const loom_rpc_client_error_t *e);
+int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e);
 
 /* Prints a JSON value, indented, with a newline. */
 void loom_cli_print_json(const json_t *v);
 
 /* Table cells. out must hold 32 bytes. */
-const char *loom_cli_fmt_size(json_int_t bytes, char *out);     /* "16GiB" or "-" */
-const char *loom_cli_fmt_seconds(json_int_t s, char *out);      /* "1h30m" or "-" */
+const char *loom_cli_fmt_size(json_int_t bytes, char *out);        /* "16GiB" or "-" */
+const char *loom_cli_fmt_seconds(json_int_t s, char *out);         /* "1h30m" or "-" */
 const char *loom_cli_fmt_gpus(const json_t *resources, char *out); /* "2", "0.25" or "-" */
 /* "2026-12-02T08:26:15.123456Z" -> "2026-12-02 08:26:15"; "-" for null. */
 const char *loom_cli_fmt_time(const json_t *t, char *out);

@@ -77,15 +77,16 @@ int loom_cmd_cancel(int argc, char **argv)
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++) {
         if (items[i].code == 0) {
-            json_array_append_new(out, json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok",
-                                                 1, "job", json_object_get(items[i].result, "job")));
+            json_array_append_new(out,
+                                  json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok", 1,
+                                            "job", json_object_get(items[i].result, "job")));
             if (!as_json)
                 printf("Cancelled job %lld\n", (long long)ids[i]);
         } else {
-            json_array_append_new(out, json_pack("{s:I, s:b, s:{s:i, s:s}}", "id",
-                                                 (json_int_t)ids[i], "ok", 0, "error", "code",
-                                                 items[i].code, "message",
-                                                 items[i].message ? items[i].message : ""));
+            json_array_append_new(out,
+                                  json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i],
+                                            "ok", 0, "error", "code", items[i].code, "message",
+                                            items[i].message ? items[i].message : ""));
             fprintf(stderr, "loom cancel: job %lld: %s\n", (long long)ids[i],
                     items[i].message ? items[i].message : "failed");
             int code = loom_cli_exit_for_rpc(items[i].code);

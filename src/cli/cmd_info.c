@@ -42,7 +42,8 @@ int loom_cmd_info(int argc, char **argv)
     } else {
         printf("loomd %s (pid %lld) at %s\n", json_string_value(json_object_get(r, "version")),
                (long long)json_integer_value(json_object_get(r, "pid")), conn.url);
-        printf("  started:     %s (up %.0f s)\n", json_string_value(json_object_get(r, "started_at")),
+        printf("  started:     %s (up %.0f s)\n",
+               json_string_value(json_object_get(r, "started_at")),
                json_real_value(json_object_get(r, "uptime_s")));
         printf("  state dir:   %s\n", json_string_value(json_object_get(r, "state_dir")));
         printf("  durability:  %s\n", json_string_value(json_object_get(r, "durability")));

@@ -35,8 +35,10 @@ static void print_row(const json_t *j)
 int loom_cmd_jobs(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
+        {"state", required_argument, NULL, 's'},
+        {"limit", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     json_t *states = json_array();
@@ -69,8 +71,14 @@ int loom_cmd_jobs(int argc, char **argv)
             }
             break;
         case 'j': as_json = true; break;
-        case 'h': usage(stdout); json_decref(states); return LOOM_EXIT_OK;
-        default: usage(stderr); json_decref(states); return LOOM_EXIT_USAGE;
+        case 'h':
+            usage(stdout);
+            json_decref(states);
+            return LOOM_EXIT_OK;
+        default:
+            usage(stderr);
+            json_decref(states);
+            return LOOM_EXIT_USAGE;
         }
     }
     if (optind != argc) {

@@ -26,7 +26,8 @@ static void show(const json_t *j)
     if (json_is_string(json_object_get(j, "submit_id")))
         printf("  submit_id:   %s\n", json_string_value(json_object_get(j, "submit_id")));
     printf("  cpus:        %lld\n", (long long)json_integer_value(json_object_get(r, "cpus")));
-    printf("  memory:      %s\n", loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), a));
+    printf("  memory:      %s\n",
+           loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), a));
     printf("  gpus:        %s\n", loom_cli_fmt_gpus(r, a));
     printf("  gpu memory:  %s\n",
            loom_cli_fmt_size(json_integer_value(json_object_get(r, "gpu_memory")), a));

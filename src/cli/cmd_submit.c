@@ -14,26 +14,25 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loom submit FILE [options]\n\n"
-            "Submits FILE ('-' for stdin) as a job and prints its id.\n\n"
-            "  --name NAME         job name (default: the file's base name)\n"
-            "  --format F          batch or yaml (default: yaml for *.yaml/*.yml, else batch)\n"
-            "  --cpus N            CPUs (default 1)\n"
-            "  --mem SIZE          memory, e.g. 16GiB\n"
-            "  --gpus N            whole GPUs\n"
-            "  --gpu-share X       a share of one GPU: 0.25, or milli-GPU as 250m\n"
-            "  --gpu-mem SIZE      GPU memory, e.g. 10GiB\n"
-            "  --gpu-type T        GPU model, e.g. A100\n"
-            "  --time DURATION     time limit, e.g. 1h30m or 01:30:00\n"
-            "  --priority N        priority (higher first; default 0)\n"
-            "  --label K=V         a label (repeatable)\n"
-            "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
-            "                      first job (default: a random key per invocation)\n"
-            "  --json              print the job.submit result as JSON\n"
-            "  -h, --help          this help\n\n"
-            "exit codes: 0 submitted, 1 refused or failed, 2 usage, 3 cannot connect,\n"
-            "5 FILE unreadable or not UTF-8.\n");
+    fprintf(f, "usage: loom submit FILE [options]\n\n"
+               "Submits FILE ('-' for stdin) as a job and prints its id.\n\n"
+               "  --name NAME         job name (default: the file's base name)\n"
+               "  --format F          batch or yaml (default: yaml for *.yaml/*.yml, else batch)\n"
+               "  --cpus N            CPUs (default 1)\n"
+               "  --mem SIZE          memory, e.g. 16GiB\n"
+               "  --gpus N            whole GPUs\n"
+               "  --gpu-share X       a share of one GPU: 0.25, or milli-GPU as 250m\n"
+               "  --gpu-mem SIZE      GPU memory, e.g. 10GiB\n"
+               "  --gpu-type T        GPU model, e.g. A100\n"
+               "  --time DURATION     time limit, e.g. 1h30m or 01:30:00\n"
+               "  --priority N        priority (higher first; default 0)\n"
+               "  --label K=V         a label (repeatable)\n"
+               "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
+               "                      first job (default: a random key per invocation)\n"
+               "  --json              print the job.submit result as JSON\n"
+               "  -h, --help          this help\n\n"
+               "exit codes: 0 submitted, 1 refused or failed, 2 usage, 3 cannot connect,\n"
+               "5 FILE unreadable or not UTF-8.\n");
 }
 
 static int usage_error(const char *opt, const loom_err_t *err)
@@ -54,9 +53,9 @@ static int parse_share(const char *text, int64_t *milli, loom_err_t *err)
     char *end;
     double x = strtod(text, &end);
     if (end == text || *end || !(x > 0 && x <= 1))
-        return loom_err_set(err, LOOM_EINVAL,
-                            "'%s': expected a fraction in (0, 1] such as 0.25, or milli-GPU as 250m",
-                            text);
+        return loom_err_set(
+            err, LOOM_EINVAL,
+            "'%s': expected a fraction in (0, 1] such as 0.25, or milli-GPU as 250m", text);
     *milli = (int64_t)(x * 1000 + 0.5);
     if (*milli < 1)
         return loom_err_set(err, LOOM_EINVAL, "'%s': smaller than one milli-GPU", text);
@@ -91,13 +90,20 @@ static bool ends_with(const char *s, const char *suffix)
 int loom_cmd_submit(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"name", required_argument, NULL, 'n'},      {"format", required_argument, NULL, 'f'},
-        {"cpus", required_argument, NULL, 'c'},      {"mem", required_argument, NULL, 'm'},
-        {"gpus", required_argument, NULL, 'g'},      {"gpu-share", required_argument, NULL, 's'},
-        {"gpu-mem", required_argument, NULL, 'M'},   {"gpu-type", required_argument, NULL, 't'},
-        {"time", required_argument, NULL, 'T'},      {"priority", required_argument, NULL, 'p'},
-        {"label", required_argument, NULL, 'l'},     {"submit-id", required_argument, NULL, 'i'},
-        {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+        {"name", required_argument, NULL, 'n'},
+        {"format", required_argument, NULL, 'f'},
+        {"cpus", required_argument, NULL, 'c'},
+        {"mem", required_argument, NULL, 'm'},
+        {"gpus", required_argument, NULL, 'g'},
+        {"gpu-share", required_argument, NULL, 's'},
+        {"gpu-mem", required_argument, NULL, 'M'},
+        {"gpu-type", required_argument, NULL, 't'},
+        {"time", required_argument, NULL, 'T'},
+        {"priority", required_argument, NULL, 'p'},
+        {"label", required_argument, NULL, 'l'},
+        {"submit-id", required_argument, NULL, 'i'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     json_t *params = json_object(), *res = json_object(), *labels = json_object();
@@ -112,7 +118,8 @@ int loom_cmd_submit(int argc, char **argv)
         case 'n': name = optarg; break;
         case 'f':
             if (strcmp(optarg, "batch") && strcmp(optarg, "yaml")) {
-                fprintf(stderr, "loom submit: --format: expected batch or yaml, found '%s'\n", optarg);
+                fprintf(stderr, "loom submit: --format: expected batch or yaml, found '%s'\n",
+                        optarg);
                 rc = LOOM_EXIT_USAGE;
             }
             format = optarg;
@@ -149,8 +156,9 @@ int loom_cmd_submit(int argc, char **argv)
             if (loom_parse_duration(optarg, &ns, &err))
                 rc = usage_error("--time", &err);
             else
-                json_object_set_new(params, "time_limit",
-                                    json_integer(ns / LOOM_NS_PER_S + (ns % LOOM_NS_PER_S ? 1 : 0)));
+                json_object_set_new(
+                    params, "time_limit",
+                    json_integer(ns / LOOM_NS_PER_S + (ns % LOOM_NS_PER_S ? 1 : 0)));
             break;
         }
         case 'p':
@@ -174,8 +182,14 @@ int loom_cmd_submit(int argc, char **argv)
         }
         case 'i': submit_id = optarg; break;
         case 'j': as_json = true; break;
-        case 'h': usage(stdout); rc = -1; break;
-        default: usage(stderr); rc = LOOM_EXIT_USAGE; break;
+        case 'h':
+            usage(stdout);
+            rc = -1;
+            break;
+        default:
+            usage(stderr);
+            rc = LOOM_EXIT_USAGE;
+            break;
         }
     }
     if (rc == -1) {
@@ -216,9 +230,10 @@ int loom_cmd_submit(int argc, char **argv)
         random_submit_id(sid);
         submit_id = sid;
     }
-    json_object_set_new(params, "name", json_string(name ? name : strcmp(file, "-") == 0
-                                                                      ? "stdin"
-                                                                      : base_name(file)));
+    json_object_set_new(params, "name",
+                        json_string(name                     ? name
+                                    : strcmp(file, "-") == 0 ? "stdin"
+                                                             : base_name(file)));
     json_object_set_new(params, "script", json_stringn(script.data, script.len));
     loom_buf_free(&script);
     json_object_set_new(params, "format", json_string(format));

@@ -94,7 +94,7 @@ typedef struct opts {
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 {
     static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},   {"socket", required_argument, NULL, 's'},
+        {"listen", required_argument, NULL, 'l'},    {"socket", required_argument, NULL, 's'},
         {"state-dir", required_argument, NULL, 'd'}, {"durability", required_argument, NULL, 'D'},
         {"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},         {"executor", required_argument, NULL, 'E'},
@@ -166,9 +166,18 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             }
             break;
         }
-        case 'h': usage(stdout); *exit_code = 0; return -1;
-        case 'V': printf("loomd %s\n", LOOM_VERSION); *exit_code = 0; return -1;
-        default: usage(stderr); *exit_code = 2; return -1;
+        case 'h':
+            usage(stdout);
+            *exit_code = 0;
+            return -1;
+        case 'V':
+            printf("loomd %s\n", LOOM_VERSION);
+            *exit_code = 0;
+            return -1;
+        default:
+            usage(stderr);
+            *exit_code = 2;
+            return -1;
         }
     }
     if (optind < argc) {

@@ -10,7 +10,7 @@
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 
-#define LIST_LIMIT_MAX 1000
+#define LIST_LIMIT_MAX     1000
 #define LIST_LIMIT_DEFAULT 100
 
 static void fail_param(loom_rpc_call_t *call, loom_err_t *err)
@@ -239,7 +239,8 @@ static int parse_cursor(const json_t *v, int64_t *after, loom_err_t *err)
     if (!v || json_is_null(v))
         return LOOM_OK;
     if (!json_is_string(v))
-        return loom_err_set(err, LOOM_EINVAL, "cursor: expected a string from next_cursor, found %s",
+        return loom_err_set(err, LOOM_EINVAL,
+                            "cursor: expected a string from next_cursor, found %s",
                             loom_json_type_name(v));
     if (loom_parse_i64(json_string_value(v), 1, INT64_MAX, after, "cursor", NULL))
         return loom_err_set(err, LOOM_EINVAL,
@@ -261,8 +262,9 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
             loom_err_set(&err, LOOM_EINVAL, "limit: expected an integer from 1 to %d, found %s",
                          LIST_LIMIT_MAX, loom_json_type_name(lim));
             if (json_is_integer(lim))
-                loom_err_set(&err, LOOM_EINVAL, "limit: expected an integer from 1 to %d, found %lld",
-                             LIST_LIMIT_MAX, (long long)json_integer_value(lim));
+                loom_err_set(&err, LOOM_EINVAL,
+                             "limit: expected an integer from 1 to %d, found %lld", LIST_LIMIT_MAX,
+                             (long long)json_integer_value(lim));
             fail_param(call, &err);
             return LOOM_RPC_DONE;
         }
@@ -311,7 +313,8 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
     loom_store_stats(m->store, &st, &err);
     json_t *jobs = json_object();
     for (int i = 0; i < LOOM_JOB_NSTATES; i++)
-        json_object_set_new(jobs, loom_job_state_name(i), json_integer((json_int_t)st.jobs_by_state[i]));
+        json_object_set_new(jobs, loom_job_state_name(i),
+                            json_integer((json_int_t)st.jobs_by_state[i]));
     json_t *methods = json_array();
     for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
         json_array_append_new(methods, json_string(method_names[i]));
@@ -371,7 +374,8 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             "# HELP loom_store_commits_total Transactions committed (group commits).\n"
             "# TYPE loom_store_commits_total counter\n"
             "loom_store_commits_total %llu\n"
-            "# HELP loom_store_commit_failures_total Transactions that failed and were rolled back.\n"
+            "# HELP loom_store_commit_failures_total Transactions that failed and were rolled "
+            "back.\n"
             "# TYPE loom_store_commit_failures_total counter\n"
             "loom_store_commit_failures_total %llu\n"
             "# HELP loom_store_writes_total Writes (submissions, cancels) completed.\n"
@@ -392,9 +396,9 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
 
 int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
 {
-    static const char *const submit_params[] = {"name",     "script", "format",    "resources",
-                                                "time_limit", "priority", "labels", "submit_id",
-                                                NULL};
+    static const char *const submit_params[] = {"name",      "script",     "format",
+                                                "resources", "time_limit", "priority",
+                                                "labels",    "submit_id",  NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};
@@ -403,8 +407,8 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
                                       err)) ||
         (rc = loom_rpc_dispatcher_add(d, "job.submit", m_job_submit, m, submit_params,
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
-        (rc = loom_rpc_dispatcher_add(d, "job.get", m_job_get, m, id_params,
-                                      LOOM_RPC_STRICT_PARAMS, err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "job.get", m_job_get, m, id_params, LOOM_RPC_STRICT_PARAMS,
+                                      err)) ||
         (rc = loom_rpc_dispatcher_add(d, "job.list", m_job_list, m, list_params,
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
         (rc = loom_rpc_dispatcher_add(d, "job.cancel", m_job_cancel, m, cancel_params,

@@ -22,8 +22,8 @@ enum {
 typedef struct loomd_info {
     const char *state_dir;
     const char *durability;
-    const char *tcp_url;   /* "http://127.0.0.1:7750" or NULL */
-    const char *socket;    /* socket path or NULL */
+    const char *tcp_url; /* "http://127.0.0.1:7750" or NULL */
+    const char *socket;  /* socket path or NULL */
     int64_t started_real_ns;
     int64_t started_mono_ns;
 } loomd_info_t;

@@ -38,8 +38,8 @@ int loom_job_state_parse(const char *text, loom_job_state_t *out, loom_err_t *er
 
 bool loom_job_state_terminal(loom_job_state_t state)
 {
-    return state == LOOM_JOB_COMPLETED || state == LOOM_JOB_FAILED ||
-           state == LOOM_JOB_CANCELLED || state == LOOM_JOB_TIMEOUT;
+    return state == LOOM_JOB_COMPLETED || state == LOOM_JOB_FAILED || state == LOOM_JOB_CANCELLED ||
+           state == LOOM_JOB_TIMEOUT;
 }
 
 const char *loom_job_format_name(loom_job_format_t format)
@@ -57,7 +57,8 @@ int loom_job_format_parse(const char *text, loom_job_format_t *out, loom_err_t *
         *out = LOOM_JOB_FORMAT_YAML;
         return LOOM_OK;
     }
-    return loom_err_set(err, LOOM_EINVAL, "unknown job format '%s' (expected \"batch\" or \"yaml\")",
+    return loom_err_set(err, LOOM_EINVAL,
+                        "unknown job format '%s' (expected \"batch\" or \"yaml\")",
                         text ? text : "");
 }
 
@@ -76,7 +77,8 @@ int loom_durability_parse(const char *text, loom_durability_t *out, loom_err_t *
         *out = LOOM_DURABILITY_FULL;
         return LOOM_OK;
     }
-    return loom_err_set(err, LOOM_EINVAL, "unknown durability '%s' (expected \"normal\" or \"full\")",
+    return loom_err_set(err, LOOM_EINVAL,
+                        "unknown durability '%s' (expected \"normal\" or \"full\")",
                         text ? text : "");
 }
 
@@ -110,8 +112,9 @@ static int check_text(const char *field, const char *s, size_t min, size_t max, 
 static int check_range(const char *field, int64_t v, int64_t min, int64_t max, loom_err_t *err)
 {
     if (v < min || v > max)
-        return loom_err_set(err, LOOM_EINVAL, "%s: expected an integer from %lld to %lld, found %lld",
-                            field, (long long)min, (long long)max, (long long)v);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: expected an integer from %lld to %lld, found %lld", field,
+                            (long long)min, (long long)max, (long long)v);
     return LOOM_OK;
 }
 
@@ -143,9 +146,10 @@ int loom_job_labels_validate(const json_t *labels, loom_err_t *err)
     json_object_foreach((json_t *)labels, k, v)
     {
         if (!label_key_ok(k))
-            return loom_err_set(err, LOOM_EINVAL,
-                                "labels: key '%.80s' must be 1 to %d characters of A-Z a-z 0-9 . _ - /",
-                                k, LOOM_STORE_LABEL_KEY_MAX);
+            return loom_err_set(
+                err, LOOM_EINVAL,
+                "labels: key '%.80s' must be 1 to %d characters of A-Z a-z 0-9 . _ - /", k,
+                LOOM_STORE_LABEL_KEY_MAX);
         if (!json_is_string(v))
             return loom_err_set(err, LOOM_EINVAL, "labels/%s: expected a string, found %s", k,
                                 loom_json_type_name(v));
@@ -168,8 +172,8 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         return loom_err_set(err, LOOM_EINVAL, "script: required");
     if ((rc = check_text("script", s->script, 0, LOOM_STORE_SCRIPT_MAX, false, err)))
         return rc;
-    if (s->submit_id && (rc = check_text("submit_id", s->submit_id, 1, LOOM_STORE_SUBMIT_ID_MAX,
-                                         true, err)))
+    if (s->submit_id &&
+        (rc = check_text("submit_id", s->submit_id, 1, LOOM_STORE_SUBMIT_ID_MAX, true, err)))
         return rc;
     if (s->format != LOOM_JOB_FORMAT_BATCH && s->format != LOOM_JOB_FORMAT_YAML)
         return loom_err_set(err, LOOM_EINVAL, "format: expected \"batch\" or \"yaml\"");
@@ -193,8 +197,8 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         return rc;
     if ((rc = check_range("time_limit", s->time_limit_s, 0, LOOM_STORE_TIME_LIMIT_MAX, err)))
         return rc;
-    if ((rc = check_range("priority", s->priority, LOOM_STORE_PRIORITY_MIN,
-                          LOOM_STORE_PRIORITY_MAX, err)))
+    if ((rc = check_range("priority", s->priority, LOOM_STORE_PRIORITY_MIN, LOOM_STORE_PRIORITY_MAX,
+                          err)))
         return rc;
     if (s->labels_json) {
         json_t *labels = NULL;

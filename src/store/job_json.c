@@ -56,8 +56,7 @@ static int get_seconds(const json_t *v, const char *name, int64_t *out, loom_err
         return LOOM_OK;
     }
     if (!json_is_string(v))
-        return type_error(err, name, "an integer (seconds) or a duration string like \"1h30m\"",
-                          v);
+        return type_error(err, name, "an integer (seconds) or a duration string like \"1h30m\"", v);
     int64_t ns;
     if (loom_parse_duration(json_string_value(v), &ns, err))
         return loom_err_prefix(err, "%s", name);
@@ -117,7 +116,8 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels
             rc = get_string(v, "script", &s->script, err);
         else if (strcmp(k, "format") == 0) {
             const char *f;
-            if (!(rc = get_string(v, "format", &f, err)) && loom_job_format_parse(f, &s->format, err))
+            if (!(rc = get_string(v, "format", &f, err)) &&
+                loom_job_format_parse(f, &s->format, err))
                 rc = loom_err_prefix(err, "format");
         } else if (strcmp(k, "resources") == 0)
             rc = parse_resources(v, s, err);
@@ -172,21 +172,20 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
         labels = json_loads(j->labels_json, 0, NULL);
     if (!labels)
         labels = json_object();
-    json_t *res = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "cpus", (json_int_t)j->cpus,
-                            "memory", (json_int_t)j->memory_bytes, "gpus", (json_int_t)j->gpus,
-                            "gpu_share", (json_int_t)j->gpu_share_milli, "gpu_memory",
-                            (json_int_t)j->gpu_memory_bytes, "gpu_type",
-                            string_or_null(j->gpu_type));
-    json_t *o = json_pack("{s:I, s:o, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
-                          "id", (json_int_t)j->id, "submit_id", string_or_null(j->submit_id),
-                          "name", j->name ? j->name : "", "format", loom_job_format_name(j->format),
-                          "state", loom_job_state_name(j->state), "reason",
-                          string_or_null(j->reason), "resources", res, "time_limit",
-                          (json_int_t)j->time_limit_s, "priority", (json_int_t)j->priority,
-                          "labels", labels, "submit_time", time_or_null(j->submit_time_ns),
-                          "start_time", time_or_null(j->start_time_ns), "end_time",
-                          time_or_null(j->end_time_ns), "update_time",
-                          time_or_null(j->update_time_ns));
+    json_t *res =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "cpus", (json_int_t)j->cpus, "memory",
+                  (json_int_t)j->memory_bytes, "gpus", (json_int_t)j->gpus, "gpu_share",
+                  (json_int_t)j->gpu_share_milli, "gpu_memory", (json_int_t)j->gpu_memory_bytes,
+                  "gpu_type", string_or_null(j->gpu_type));
+    json_t *o = json_pack(
+        "{s:I, s:o, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "id",
+        (json_int_t)j->id, "submit_id", string_or_null(j->submit_id), "name",
+        j->name ? j->name : "", "format", loom_job_format_name(j->format), "state",
+        loom_job_state_name(j->state), "reason", string_or_null(j->reason), "resources", res,
+        "time_limit", (json_int_t)j->time_limit_s, "priority", (json_int_t)j->priority, "labels",
+        labels, "submit_time", time_or_null(j->submit_time_ns), "start_time",
+        time_or_null(j->start_time_ns), "end_time", time_or_null(j->end_time_ns), "update_time",
+        time_or_null(j->update_time_ns));
     if (o && with_script)
         json_object_set_new(o, "script", json_string(j->script ? j->script : ""));
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;

@@ -12,6 +12,9 @@
  * The reader connection serves get/list/events under a mutex; in WAL mode it
  * sees the last committed state and never blocks the writer.
  *
+ * Completions (the callbacks that answer the writers) run on a completer
+ * thread, so that answering group N overlaps committing group N+1.
+ *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
  * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
@@ -24,7 +27,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_TRANSITION };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION };
 
 typedef struct op {
     struct op *next;
@@ -59,22 +62,28 @@ struct loom_store {
 
     pthread_mutex_t rmu; /* reader connection */
 
-    sqlite3 *cdb;        /* checkpointer connection */
+    pthread_t completer; /* runs the completions of committed groups */
+    pthread_mutex_t dmu;
+    pthread_cond_t dcv;
+    op_t *dhead, *dtail;
+    bool dstop;
+
+    sqlite3 *cdb; /* checkpointer connection */
     pthread_t checkpointer;
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
 
-    void (*commit_hook)(void *ctx); /* after each committed group; set before writes */
+    void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
 
     /* Writer statements (committer thread only). */
     sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel, *upd_trans;
 };
 
-#define JOB_COLUMNS                                                                            \
-    "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "         \
-    "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "              \
+#define JOB_COLUMNS                                                                                \
+    "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
+    "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
     "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
@@ -156,8 +165,9 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
     sqlite3_busy_timeout(db, 10000);
     sqlite3_extended_result_codes(db, 1);
     if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-        exec_sql(db, d == LOOM_DURABILITY_FULL ? "PRAGMA synchronous = FULL"
-                                               : "PRAGMA synchronous = NORMAL",
+        exec_sql(db,
+                 d == LOOM_DURABILITY_FULL ? "PRAGMA synchronous = FULL"
+                                           : "PRAGMA synchronous = NORMAL",
                  err) ||
         exec_sql(db, "PRAGMA foreign_keys = ON", err)) {
         loom_err_prefix(err, "%s", path);
@@ -170,7 +180,7 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 
 /* --------------------------------------------------------- checkpointer */
 
-#define CHECKPOINT_PAGES 1000
+#define CHECKPOINT_PAGES 4000
 
 /* Runs on the committer after each commit (writer connection's WAL hook). */
 static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
@@ -188,6 +198,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 static void *checkpointer_main(void *arg)
 {
     loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-checkpoint");
     pthread_mutex_lock(&s->cmu);
     for (;;) {
         while (!s->ckpt_wanted && !s->ckpt_stop)
@@ -234,29 +245,6 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
 {
     loom_job_t *j = &o->job;
     int rc;
-    if (j->submit_id) {
-        sqlite3_stmt *q = s->sel_submit_w;
-        sqlite3_reset(q);
-        sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW) {
-            loom_job_t found;
-            int r = row_to_job(q, &found);
-            sqlite3_reset(q);
-            if (r) {
-                o->rc = loom_err_set(&o->err, r, "out of memory reading job");
-                return SQLITE_OK;
-            }
-            loom_job_free(j);
-            *j = found;
-            o->rc = LOOM_OK;
-            o->created = false;
-            return SQLITE_OK;
-        }
-        sqlite3_reset(q);
-        if (rc != SQLITE_DONE)
-            return rc;
-    }
     sqlite3_stmt *st = s->ins_job;
     sqlite3_reset(st);
     bind_text_or_null(st, 1, j->submit_id);
@@ -277,6 +265,30 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return rc;
+    if (sqlite3_changes(s->wdb) == 0) {
+        /* ON CONFLICT(submit_id) DO NOTHING: the key exists (committed, or
+         * earlier in this transaction); answer with that job. */
+        sqlite3_stmt *q = s->sel_submit_w;
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+        if (rc != SQLITE_ROW) {
+            sqlite3_reset(q);
+            return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+        }
+        loom_job_t found;
+        int r = row_to_job(q, &found);
+        sqlite3_reset(q);
+        if (r) {
+            o->rc = loom_err_set(&o->err, r, "out of memory reading job");
+            return SQLITE_OK;
+        }
+        loom_job_free(j);
+        *j = found;
+        o->rc = LOOM_OK;
+        o->created = false;
+        return SQLITE_OK;
+    }
     j->id = sqlite3_last_insert_rowid(s->wdb);
     j->state = LOOM_JOB_PENDING;
     j->submit_time_ns = j->update_time_ns = now;
@@ -311,9 +323,8 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
         return SQLITE_OK;
     }
     if (loom_job_state_terminal(cur.state)) {
-        o->rc = loom_err_set(&o->err, LOOM_ESTATE,
-                             "job %lld is already %s and cannot be cancelled", (long long)o->id,
-                             loom_job_state_name(cur.state));
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is already %s and cannot be cancelled",
+                             (long long)o->id, loom_job_state_name(cur.state));
         loom_job_free(&cur);
         return SQLITE_OK;
     }
@@ -342,6 +353,18 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
     loom_job_free(&o->job);
     o->job = cur;
     o->rc = LOOM_OK;
+    return SQLITE_OK;
+}
+
+/* Test hook (store_int.h): SQL on the writer connection, in a group. */
+static int run_exec(loom_store_t *s, op_t *o)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->wdb, o->reason, NULL, NULL, &msg) != SQLITE_OK)
+        o->rc = loom_err_set(&o->err, LOOM_EIO, "%s: %s", o->reason, msg ? msg : "failed");
+    else
+        o->rc = LOOM_OK;
+    sqlite3_free(msg);
     return SQLITE_OK;
 }
 
@@ -385,6 +408,8 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
         start = now;
     if (changes && loom_job_state_terminal(to))
         end = now;
+    if (changes && to == LOOM_JOB_PENDING) /* requeued */
+        start = end = 0;
     const char *reason = changes ? o->reason : (o->reason ? o->reason : cur.reason);
     const char *run = o->run ? o->run : cur.run_json;
     sqlite3_stmt *st = s->upd_trans;
@@ -410,9 +435,8 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
         o->delta_from = cur.state;
         o->delta_to = to;
     }
-    bool fail = false;
     char *nreason = reason ? strdup(reason) : NULL, *nrun = run ? strdup(run) : NULL;
-    fail = (reason && !nreason) || (run && !nrun);
+    bool fail = (reason && !nreason) || (run && !nrun);
     free(cur.reason);
     free(cur.run_json);
     cur.reason = nreason;
@@ -442,16 +466,22 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
-        rc = o->kind == OP_SUBMIT   ? run_submit(s, o, now)
-             : o->kind == OP_CANCEL ? run_cancel(s, o, now)
-                                    : run_transition(s, o, now);
+        if (o->kind == OP_SUBMIT)
+            rc = run_submit(s, o, now);
+        else if (o->kind == OP_CANCEL)
+            rc = run_cancel(s, o, now);
+        else if (o->kind == OP_TRANSITION)
+            rc = run_transition(s, o, now);
+        else
+            rc = run_exec(s, o);
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->wdb, "COMMIT", NULL, NULL, NULL);
     bool ok = rc == SQLITE_OK;
     if (!ok) {
         loom_err_t dberr;
-        loom_err_set(&dberr, LOOM_EIO, "database write failed, nothing of this group was stored: %s",
+        loom_err_set(&dberr, LOOM_EIO,
+                     "database write failed, nothing of this group was stored: %s",
                      sqlite3_errmsg(s->wdb));
         loom_log_error("store.commit_failed", "error=\"%s\" writes=%zu", sqlite3_errmsg(s->wdb), n);
         if (!sqlite3_get_autocommit(s->wdb))
@@ -482,20 +512,62 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     pthread_mutex_unlock(&s->mu);
     if (ok && hook)
         hook(hook_ctx);
-    while (group) {
-        op_t *next = group->next;
-        if (group->rc == LOOM_OK)
-            group->done(group->ctx, LOOM_OK, &group->job, group->created, NULL);
-        else
-            group->done(group->ctx, group->rc, NULL, false, &group->err);
-        free_op(group);
-        group = next;
+    /* Hand the completions to the completer thread and go on committing:
+     * building and sending the answers overlaps the next transaction. */
+    pthread_mutex_lock(&s->dmu);
+    if (s->dtail)
+        s->dtail->next = group;
+    else
+        s->dhead = group;
+    op_t *last = group;
+    while (last->next)
+        last = last->next;
+    s->dtail = last;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+}
+
+static void *completer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-completer");
+    pthread_mutex_lock(&s->dmu);
+    for (;;) {
+        while (!s->dhead && !s->dstop)
+            pthread_cond_wait(&s->dcv, &s->dmu);
+        if (!s->dhead) /* stopping and drained */
+            break;
+        op_t *o = s->dhead;
+        s->dhead = s->dtail = NULL;
+        pthread_mutex_unlock(&s->dmu);
+        while (o) {
+            op_t *next = o->next;
+            if (o->rc == LOOM_OK)
+                o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
+            else
+                o->done(o->ctx, o->rc, NULL, false, &o->err);
+            free_op(o);
+            o = next;
+        }
+        pthread_mutex_lock(&s->dmu);
     }
+    pthread_mutex_unlock(&s->dmu);
+    return NULL;
+}
+
+static void stop_completer(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->dmu);
+    s->dstop = true;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+    pthread_join(s->completer, NULL);
 }
 
 static void *committer_main(void *arg)
 {
     loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-committer");
     size_t max_group = s->opts.max_group;
     for (;;) {
         pthread_mutex_lock(&s->mu);
@@ -595,7 +667,8 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
     if (reason) {
         size_t len = strlen(reason);
         if (len > 1024 || !loom_utf8_valid(reason, len))
-            return loom_err_set(err, LOOM_EINVAL, "reason: expected UTF-8 text of at most 1024 bytes");
+            return loom_err_set(err, LOOM_EINVAL,
+                                "reason: expected UTF-8 text of at most 1024 bytes");
     }
     op_t *o = calloc(1, sizeof *o);
     if (!o)
@@ -698,6 +771,28 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
     return waiter_wait(&w, err);
 }
 
+int loom_store_exec_for_test(loom_store_t *s, const char *sql, loom_err_t *err)
+{
+    waiter_t w;
+    waiter_init(&w, NULL);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->reason = strdup(sql))) {
+        free(o);
+        waiter_abandon(&w);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    o->kind = OP_EXEC;
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
 int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const char *reason,
                           const char *run_json, loom_job_t *job_out, loom_err_t *err)
 {
@@ -738,8 +833,8 @@ void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ct
 
 /* ----------------------------------------------------------------- reads */
 
-static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text,
-                   loom_job_t *out, loom_err_t *err)
+static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text, loom_job_t *out,
+                   loom_err_t *err)
 {
     pthread_mutex_lock(&s->rmu);
     sqlite3_stmt *st;
@@ -788,7 +883,7 @@ int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_
     int rc = LOOM_OK;
     if (sqlite3_prepare_v2(s->rdb,
                            "SELECT time_ns, from_state, to_state, reason FROM job_events "
-                           "WHERE job_id = ?1 ORDER BY id",
+                           "WHERE job_id = ?1 ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = loom_err_set(err, LOOM_EIO, "reading events: %s", sqlite3_errmsg(s->rdb));
         goto out;
@@ -982,11 +1077,13 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
                    "state, submit_time_ns, update_time_ns) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14)",
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14) "
+                   "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
-                   "INSERT INTO job_events (job_id, time_ns, from_state, to_state, reason) "
-                   "VALUES (?1,?2,?3,?4,?5)",
+                   "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
+                   "VALUES (?1, COALESCE((SELECT max(seq) + 1 FROM job_events WHERE job_id = ?1), "
+                   "0), ?2, ?3, ?4, ?5)",
                    &s->ins_event, err)) ||
         (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1",
                    &s->sel_submit_w, err)) ||
@@ -1007,15 +1104,23 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->rmu, NULL);
     pthread_mutex_init(&s->cmu, NULL);
+    pthread_mutex_init(&s->dmu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_cond_init(&s->ccv, NULL);
+    pthread_cond_init(&s->dcv, NULL);
     sqlite3_wal_hook(s->wdb, wal_hook, s);
     if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "cannot start the store's checkpointer thread");
         goto fail_sync;
     }
+    if (pthread_create(&s->completer, NULL, completer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's completer thread");
+        stop_checkpointer(s);
+        goto fail_sync;
+    }
     if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "cannot start the store's committer thread");
+        stop_completer(s);
         stop_checkpointer(s);
         goto fail_sync;
     }
@@ -1023,6 +1128,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     return LOOM_OK;
 
 fail_sync:
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
     pthread_cond_destroy(&s->ccv);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->cmu);
@@ -1048,12 +1155,15 @@ void loom_store_close(loom_store_t *s)
     pthread_cond_broadcast(&s->cv); /* also ends a linger */
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->committer, NULL);
+    stop_completer(s); /* after the committer: it completes what was committed */
     stop_checkpointer(s);
     finalize_all(s);
     /* The last connection to close checkpoints the WAL into the main file. */
     sqlite3_close(s->cdb);
     sqlite3_close(s->rdb);
     sqlite3_close(s->wdb);
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
     pthread_cond_destroy(&s->ccv);
     pthread_mutex_destroy(&s->cmu);
     pthread_cond_destroy(&s->cv);

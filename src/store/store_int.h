@@ -15,4 +15,9 @@ int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *spec);
 int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err);
 int loom_store_migration_count(void);
 
+/* Tests only: runs sql on the writer connection, on the committer thread,
+ * inside a group transaction (e.g. "PRAGMA max_page_count = 10" to make
+ * later writes fail as on a full disk). */
+int loom_store_exec_for_test(loom_store_t *store, const char *sql, loom_err_t *err);
+
 #endif

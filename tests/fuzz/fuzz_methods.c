@@ -34,10 +34,10 @@ static void init(void)
     char path[128];
     snprintf(path, sizeof path, "%s/loom.db", dir);
     loom_err_t err;
-    if (loom_store_open(path, NULL, &store, &err) ||
-        loom_rpc_dispatcher_new(NULL, &disp, &err))
+    if (loom_store_open(path, NULL, &store, &err) || loom_rpc_dispatcher_new(NULL, &disp, &err))
         abort();
-    info = (loomd_info_t){.state_dir = dir, .durability = "normal",
+    info = (loomd_info_t){.state_dir = dir,
+                          .durability = "normal",
                           .started_real_ns = loom_time_real_ns(),
                           .started_mono_ns = loom_time_mono_ns()};
     methods = (loomd_methods_t){.store = store, .info = &info};

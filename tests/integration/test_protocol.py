@@ -209,12 +209,121 @@ class Protocol(unittest.TestCase):
         self.assertEqual(self.c.info()["jobs"], {"PENDING": 10, "RUNNING": 0, "COMPLETED": 0,
                                                  "FAILED": 0, "CANCELLED": 1, "TIMEOUT": 0})
 
+    def test_sigterm_under_load(self):
+        """SIGTERM while clients submit: loomd exits 0, every acknowledged
+        job is there after a restart, requests in flight get answers."""
+        import threading
+        acked, errors = {}, []
+        stop = threading.Event()
+
+        def submitter(tid):
+            c = self.d.client()
+            seq = 0
+            while not stop.is_set():
+                keys = [f"t{tid}-{seq + i}" for i in range(20)]
+                seq += 20
+                try:
+                    out = c.batch([("job.submit", {"name": k, "script": "", "submit_id": k})
+                                   for k in keys])
+                except Exception:
+                    break  # loomd stopped accepting: fine
+                for k, (kind, r) in zip(keys, out):
+                    if kind == "ok":
+                        acked[k] = r["id"]
+                    elif r["code"] != -32005:  # shutting down
+                        errors.append(r)
+            c.close()
+
+        threads = [threading.Thread(target=submitter, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        import time
+        time.sleep(0.5)
+        self.assertEqual(self.d.stop(), 0)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errors, [])
+        self.assertGreater(len(acked), 0)
+        self.d.start()
+        self.c = self.d.client()
+        stored = {j["submit_id"]: j["id"] for j in self.c.list_all()}
+        self.assertEqual({k: stored.get(k) for k in acked}, acked)
+
     def test_second_loomd_refused(self):
         other = Loomd(state_dir=self.d.state_dir)
         with self.assertRaises(RuntimeError) as e:
             other.start(timeout=10)
         self.assertIn("another loomd", str(e.exception))
         self.assertTrue(self.d.alive())
+
+
+class LoomdOptions(unittest.TestCase):
+    def run_loomd(self, *args):
+        import subprocess
+        from loomd_client import build_dir
+        p = subprocess.run([os.path.join(build_dir(), "loomd")] + list(args),
+                           capture_output=True, text=True, timeout=30)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_usage(self):
+        rc, out, _ = self.run_loomd("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("usage: loomd", out)
+        self.assertIn("--durability", out)
+        rc, out, _ = self.run_loomd("--version")
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"^loomd \d+\.\d+\.\d+")
+        rc, _, err = self.run_loomd("--durability", "fsync")
+        self.assertEqual(rc, 2)
+        self.assertIn("--durability", err)
+        self.assertIn("fsync", err)
+        rc, _, err = self.run_loomd("--log-level", "loud")
+        self.assertEqual(rc, 2)
+        self.assertEqual(self.run_loomd("--bogus")[0], 2)
+        self.assertEqual(self.run_loomd("extra")[0], 2)
+        rc, _, err = self.run_loomd("--state-dir", "/proc/loom-cannot-create")
+        self.assertEqual(rc, 1)
+        self.assertIn("/proc/loom-cannot-create", err)
+
+    def test_durability_full(self):
+        with Loomd(durability="full") as d:
+            c = d.client(unix=True)
+            self.assertEqual(c.info()["durability"], "full")
+            jid = c.submit("f", "x", submit_id="f1")["id"]
+            c.close()
+            self.assertEqual(d.stop(), 0)
+            d.start()
+            c = d.client()
+            self.assertEqual(c.get(jid)["submit_id"], "f1")
+            c.close()
+
+    def test_no_tcp(self):
+        # With TCP off there is no loomd.url to wait for, so start by hand.
+        import subprocess
+        import tempfile
+        import time
+        from loomd_client import build_dir
+        state = tempfile.mkdtemp(prefix="loom-it-")
+        p = subprocess.Popen([os.path.join(build_dir(), "loomd"), "--listen", "none",
+                              "--state-dir", state, "--log-level", "warn"])
+        try:
+            sock = os.path.join(state, "loomd.sock")
+            for _ in range(300):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.02)
+            time.sleep(0.1)
+            c = Client("unix:" + sock)
+            info = c.info()
+            c.close()
+            self.assertIsNone(info["tcp"])
+            self.assertFalse(os.path.exists(os.path.join(state, "loomd.url")))
+        finally:
+            p.terminate()
+            self.assertEqual(p.wait(30), 0)
+            import shutil
+            shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ static void full_spec(void **state)
     char *labels;
     json_t *p;
     loom_err_t err;
-    int rc = parse("{\"name\":\"n\",\"script\":\"s\",\"format\":\"yaml\",\"resources\":{\"cpus\":4,"
-                   "\"memory\":\"16GiB\",\"gpu_share\":500,\"gpu_memory\":1024,\"gpu_type\":\"A100\"},"
-                   "\"time_limit\":\"1h30m\",\"priority\":7,\"labels\":{\"b\":\"2\",\"a\":\"1\"},"
-                   "\"submit_id\":\"k1\"}",
-                   &s, &labels, &p, &err);
+    int rc =
+        parse("{\"name\":\"n\",\"script\":\"s\",\"format\":\"yaml\",\"resources\":{\"cpus\":4,"
+              "\"memory\":\"16GiB\",\"gpu_share\":500,\"gpu_memory\":1024,\"gpu_type\":\"A100\"},"
+              "\"time_limit\":\"1h30m\",\"priority\":7,\"labels\":{\"b\":\"2\",\"a\":\"1\"},"
+              "\"submit_id\":\"k1\"}",
+              &s, &labels, &p, &err);
     if (rc)
         fail_msg("%s", err.msg);
     assert_string_equal(s.name, "n");
@@ -63,7 +64,8 @@ static void errors_name_the_parameter(void **state)
          "resources.cpus: expected an integer, found a string"},
         {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"cpus\":1.5}}",
          "resources.cpus: expected an integer, found a real"},
-        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"memory\":\"lots\"}}", "resources.memory"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"memory\":\"lots\"}}",
+         "resources.memory"},
         {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"memory\":-1}}", "resources.memory"},
         {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpu\":1}}",
          "resources: unknown member 'gpu'"},
@@ -75,7 +77,8 @@ static void errors_name_the_parameter(void **state)
         {"{\"name\":\"n\",\"script\":\"\",\"labels\":\"x\"}", "labels: expected an object"},
         {"{\"name\":\"n\",\"script\":\"\",\"submit_id\":5}", "submit_id: expected a string"},
         {"{\"name\":\"n\",\"script\":\"\",\"colour\":5}", "unknown parameter 'colour'"},
-        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpus\":2,\"gpu_share\":100}}", "not both"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpus\":2,\"gpu_share\":100}}",
+         "not both"},
         {"{\"name\":\"n\\u0000x\",\"script\":\"\"}", "name: contains a NUL"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -103,7 +103,8 @@ static void server_info(void **state)
     assert_int_equal(json_array_size(json_object_get(r, "methods")), 6);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "jobs"), "PENDING")), 0);
     json_decref(resp);
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"params\":{\"x\":1},\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"params\":{\"x\":1},\"id\":1}",
                  -32602, "");
 }
 
@@ -130,8 +131,9 @@ static void submit_get(void **state)
     resp = rpc(f, body);
     json_t *job = json_object_get(result_of(resp), "job");
     assert_string_equal(json_string_value(json_object_get(job, "script")), "#!/bin/sh\necho\n");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(job, "resources"), "memory")),
-                     8LL << 30);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(job, "resources"), "memory")),
+        8LL << 30);
     assert_int_equal(json_array_size(json_object_get(job, "events")), 1);
     assert_int_equal(json_integer_value(json_object_get(job, "time_limit")), 7200);
     json_decref(resp);
@@ -140,8 +142,10 @@ static void submit_get(void **state)
     resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":[\"p\",\"echo\","
                   "\"batch\"],\"id\":2}");
     loom_job_t pj;
-    assert_int_equal(loom_store_get(f->store, json_integer_value(json_object_get(result_of(resp), "id")),
-                                    &pj, NULL), LOOM_OK);
+    assert_int_equal(loom_store_get(f->store,
+                                    json_integer_value(json_object_get(result_of(resp), "id")), &pj,
+                                    NULL),
+                     LOOM_OK);
     assert_string_equal(pj.name, "p");
     loom_job_free(&pj);
     json_decref(resp);
@@ -156,9 +160,11 @@ static void submit_get(void **state)
 
     expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":999},\"id\":1}",
                  -32001, "job 999 not found");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":\"1\"},\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":\"1\"},\"id\":1}",
                  -32602, "id: expected a positive integer");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"id\":1}", -32602, "id: required");
+    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"id\":1}", -32602,
+                 "id: required");
 }
 
 static void submit_errors(void **state)
@@ -169,7 +175,8 @@ static void submit_errors(void **state)
     } cases[] = {
         {"{\"script\":\"\"}", "name: required"},
         {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"cpus\":\"many\"}}", "resources.cpus"},
-        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpu_share\":2000}}", "resources.gpu_share"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpu_share\":2000}}",
+         "resources.gpu_share"},
         {"{\"name\":\"n\",\"script\":\"\",\"format\":\"json\"}", "format"},
         {"{\"name\":\"n\",\"script\":\"\",\"time_limit\":-5}", "time_limit"},
         {"{\"name\":\"n\",\"script\":\"\",\"labels\":{\"k\":1}}", "labels/k"},
@@ -200,11 +207,13 @@ static void cancel_and_list(void **state)
     assert_string_equal(json_string_value(json_object_get(job, "state")), "CANCELLED");
     assert_string_equal(json_string_value(json_object_get(job, "reason")), "test");
     json_decref(resp);
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":3},\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":3},\"id\":1}",
                  -32002, "already CANCELLED");
     expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":[77],\"id\":1}",
                  -32001, "not found");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":0},\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":0},\"id\":1}",
                  -32602, "id");
 
     /* Pages of 5 over 12 jobs. */
@@ -219,8 +228,9 @@ static void cancel_and_list(void **state)
                      "\"cursor\":\"%s\"},\"id\":1}",
                      cursor);
         else
-            snprintf(body, sizeof body,
-                     "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":5},\"id\":1}");
+            snprintf(
+                body, sizeof body,
+                "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":5},\"id\":1}");
         resp = rpc(f, body);
         json_t *r = result_of(resp);
         total += (int)json_array_size(json_object_get(r, "jobs"));
@@ -243,16 +253,20 @@ static void cancel_and_list(void **state)
                   "\"id\":1}");
     assert_int_equal(json_array_size(json_object_get(result_of(resp), "jobs")), 11);
     json_decref(resp);
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"state\":\"DONE\"},"
-                    "\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"state\":\"DONE\"},"
+                 "\"id\":1}",
                  -32602, "state");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":0},\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":0},\"id\":1}",
                  -32602, "limit");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":\"x\"},"
-                    "\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":\"x\"},"
+                 "\"id\":1}",
                  -32602, "cursor");
-    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":5},"
-                    "\"id\":1}",
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":5},"
+                 "\"id\":1}",
                  -32602, "cursor");
 
     loom_buf_t m = LOOM_BUF_INIT;

@@ -167,13 +167,20 @@ static void validation(void **state)
         const char *expect;
         int which;
     } checks[] = {
-        {"name: required", 0},       {"name: expected 1 to", 1},
-        {"resources.cpus", 2},       {"resources.gpus", 3},
-        {"resources.gpu_share", 4},  {"not both", 5},
-        {"time_limit", 6},           {"priority", 7},
-        {"labels", 8},               {"labels/k: expected a string", 9},
-        {"script: required", 10},    {"name: control character", 11},
-        {"submit_id: expected 1 to", 12}, {"name: not valid UTF-8", 13},
+        {"name: required", 0},
+        {"name: expected 1 to", 1},
+        {"resources.cpus", 2},
+        {"resources.gpus", 3},
+        {"resources.gpu_share", 4},
+        {"not both", 5},
+        {"time_limit", 6},
+        {"priority", 7},
+        {"labels", 8},
+        {"labels/k: expected a string", 9},
+        {"script: required", 10},
+        {"name: control character", 11},
+        {"submit_id: expected 1 to", 12},
+        {"name: not valid UTF-8", 13},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         loom_job_spec_init(&spec);
@@ -185,7 +192,10 @@ static void validation(void **state)
         case 2: spec.cpus = 0; break;
         case 3: spec.gpus = -1; break;
         case 4: spec.gpu_share_milli = 1001; break;
-        case 5: spec.gpus = 1; spec.gpu_share_milli = 500; break;
+        case 5:
+            spec.gpus = 1;
+            spec.gpu_share_milli = 500;
+            break;
         case 6: spec.time_limit_s = -1; break;
         case 7: spec.priority = 1LL << 40; break;
         case 8: spec.labels_json = "[1]"; break;
@@ -212,7 +222,7 @@ static void validation(void **state)
 /* Concurrent threads submitting the same submit_ids: exactly one job per
  * key, and every thread is told the same id for a key. */
 #define NTHREADS 6
-#define NKEYS 150
+#define NKEYS    150
 
 typedef struct {
     loom_store_t *s;
@@ -275,9 +285,10 @@ static void idempotent_concurrent(void **state)
     tmpdb_remove(&t);
 }
 
-/* Group commit made deterministic: the first write's completion blocks the
- * committer until every other write is queued, so the second transaction
- * must hold all of them — including two submissions with one submit_id. */
+/* Group commit made deterministic: another connection holds SQLite's write
+ * lock while the committer has taken the first write, so every other write
+ * queues up meanwhile and the second transaction must hold all of them —
+ * including two submissions with one submit_id. */
 typedef struct {
     sem_t release;
     pthread_mutex_t mu;
@@ -315,8 +326,11 @@ static void group_commit(void **state)
     static group_t g;
     static slot_t slots[600];
     memset(&g, 0, sizeof g);
-    sem_init(&g.release, 0, 0);
+    sem_init(&g.release, 0, 1); /* completions do not block */
     pthread_mutex_init(&g.mu, NULL);
+    sqlite3 *blocker;
+    assert_int_equal(sqlite3_open(t.path, &blocker), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     loom_err_t err;
     int n = 500;
     for (int i = 0; i < n; i++) {
@@ -329,9 +343,10 @@ static void group_commit(void **state)
         spec.submit_id = (i == 300 || i == 301) ? "same-key" : key;
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], &err),
+                         LOOM_OK);
         if (i == 0) {
-            /* Wait until the committer holds op 0 alone (queue drained). */
+            /* Wait until the committer took op 0 (and waits for the lock). */
             loom_store_stats_t st;
             do {
                 usleep(1000);
@@ -339,7 +354,12 @@ static void group_commit(void **state)
             } while (st.queued != 0);
         }
     }
-    sem_post(&g.release);
+    usleep(20000);
+    pthread_mutex_lock(&g.mu);
+    assert_int_equal(g.completed, 0); /* nothing acknowledged before its commit */
+    pthread_mutex_unlock(&g.mu);
+    assert_int_equal(sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(blocker);
     for (;;) {
         pthread_mutex_lock(&g.mu);
         int c = g.completed;
@@ -484,7 +504,8 @@ static void reopen_and_close_drains(void **state)
         spec.script = "";
         slots[i].g = &g;
         slots[i].index = i;
-        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], NULL), LOOM_OK);
+        assert_int_equal(loom_store_submit_async(s, &spec, 0, group_done, &slots[i], NULL),
+                         LOOM_OK);
     }
     loom_store_close(s);
     assert_int_equal(g.completed, 100);
@@ -542,6 +563,91 @@ static void checkpoints_while_open(void **state)
     tmpdb_remove(&t);
 }
 
+/* A database failure in the middle of a group (here: the file may not grow,
+ * as on a full disk) rolls the whole group back, fails every write in it
+ * with LOOM_EIO, leaves the store consistent, and later writes work again
+ * once there is room. */
+static void failed_group_writes_nothing(void **state)
+{
+    tmpdb_t t;
+    tmpdb_make(&t);
+    loom_store_t *s = open_ok(t.path);
+    int64_t before = submit_named(s, "before", "k-before");
+    loom_err_t err;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(t.path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int pages = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count = %d", pages);
+    assert_int_equal(loom_store_exec_for_test(s, sql, &err), LOOM_OK);
+
+    /* A batch of big jobs that cannot fit, queued as one group. */
+    static group_t g;
+    static slot_t slots[50];
+    memset(&g, 0, sizeof g);
+    pthread_mutex_init(&g.mu, NULL);
+    sem_init(&g.release, 0, 1);
+    static char script[8192];
+    memset(script, 's', sizeof script - 1);
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "big-%d", i);
+        loom_job_spec_t spec;
+        loom_job_spec_init(&spec);
+        spec.name = "big";
+        spec.script = script;
+        spec.submit_id = key;
+        slots[i].g = &g;
+        slots[i].index = i;
+        assert_int_equal(loom_store_submit_async(s, &spec, i < 49 ? LOOM_STORE_MORE : 0, group_done,
+                                                 &slots[i], &err),
+                         LOOM_OK);
+    }
+    for (;;) {
+        pthread_mutex_lock(&g.mu);
+        int c = g.completed;
+        pthread_mutex_unlock(&g.mu);
+        if (c == 50)
+            break;
+        usleep(1000);
+    }
+    int failed = 0;
+    for (int i = 0; i < 50; i++)
+        failed += g.rcs[i] == LOOM_EIO;
+    assert_true(failed > 0);
+    loom_store_stats_t stats;
+    loom_store_stats(s, &stats, &err);
+    assert_true(stats.commit_failures > 0);
+    /* Exactly the acknowledged jobs exist: nothing half-written. */
+    loom_store_filter_t f = {.limit = 1000};
+    loom_job_list_t list;
+    assert_int_equal(loom_store_list(s, &f, &list, &err), LOOM_OK);
+    assert_int_equal(list.n, 1 + (50 - failed));
+    assert_int_equal(list.jobs[0].id, before);
+    loom_job_list_free(&list);
+    assert_int_equal(stats.jobs_by_state[LOOM_JOB_PENDING], 1 + (50 - failed));
+
+    /* Room again: the same keys go through, once each. */
+    assert_int_equal(loom_store_exec_for_test(s, "PRAGMA max_page_count = 1000000", &err), LOOM_OK);
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "big-%d", i);
+        submit_named(s, "again", key);
+    }
+    assert_int_equal(loom_store_list(s, &f, &list, &err), LOOM_OK);
+    assert_int_equal(list.n, 51);
+    loom_job_list_free(&list);
+    loom_store_close(s);
+    sem_destroy(&g.release);
+    pthread_mutex_destroy(&g.mu);
+    tmpdb_remove(&t);
+}
+
 static void names(void **state)
 {
     loom_job_state_t st;
@@ -584,6 +690,7 @@ int main(void)
         cmocka_unit_test(pagination),
         cmocka_unit_test(reopen_and_close_drains),
         cmocka_unit_test(checkpoints_while_open),
+        cmocka_unit_test(failed_group_writes_nothing),
         cmocka_unit_test(names),
         cmocka_unit_test(open_errors),
     };
