@@ -551,8 +551,8 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
     loom_log_info("runner ready", "queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
                   r->queue_name, r->place_name, r->cluster.nnodes,
                   (long long)(r->cluster.gpu_milli_total / 1000), note ? note : "");
-    recover(r);
     r->since_ns = r->last_account_ns = loom_time_mono_ns();
+    recover(r);
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->wmu, NULL);
     pthread_condattr_t ca;
