@@ -16,6 +16,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
 };
 
 static void usage(FILE *f)
