@@ -16,6 +16,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)
