@@ -384,6 +384,7 @@ typedef struct loom_mon_gpu_rate {
 typedef struct loom_mon_rates {
     unsigned groups; /* groups present in both snapshots */
     double interval_seconds;
+    int64_t cur_mono_ns; /* mono_ns of the later snapshot (renderers check it) */
     double cpu_busy_fraction;                    /* all cores: 1 - (idle+iowait)/total */
     double cpu_mode_fraction[LOOM_MON_CPU_NMODES];
     double *core_busy_fraction; /* per cores[i] of cur */
@@ -465,7 +466,8 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
 
 /* JSON object, grouped by cpu, memory, disk, net, fs, power, thermal, gpu,
  * with base units in field names; rates (may be NULL) add "*_per_second" and
- * fraction fields. Appends to out. */
+ * fraction fields. Appends to out. Rates computed for another snapshot
+ * (cur_mono_ns differs) are refused with LOOM_EINVAL. */
 int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *rates,
                      loom_buf_t *out, loom_err_t *err);
 int loom_mon_proc_to_json(const loom_mon_proc_t *p, loom_buf_t *out, loom_err_t *err);

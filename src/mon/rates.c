@@ -64,6 +64,7 @@ int loom_mon_rates(const loom_mon_snapshot_t *prev, const loom_mon_snapshot_t *c
                             (long long)cur->mono_ns, (long long)prev->mono_ns);
     double dt = (double)(cur->mono_ns - prev->mono_ns) / 1e9;
     r->interval_seconds = dt;
+    r->cur_mono_ns = cur->mono_ns;
     r->groups = prev->groups & cur->groups;
     r->n_cores = r->n_disks = r->n_nets = r->n_power = r->n_gpus = 0;
     r->cpu_busy_fraction = NAN;

@@ -448,6 +448,10 @@ static int dump(json_t *o, loom_buf_t *out, loom_err_t *err)
 int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, loom_buf_t *out,
                      loom_err_t *err)
 {
+    if (r && r->groups && r->cur_mono_ns != s->mono_ns)
+        return loom_err_set(err, LOOM_EINVAL, "loom_mon_to_json: the rates were computed for "
+                                              "another snapshot (cur_mono_ns %lld, snapshot %lld)",
+                            (long long)r->cur_mono_ns, (long long)s->mono_ns);
     json_t *o = json_object();
     char ts[32];
     loom_time_format_rfc3339(s->real_ns, ts);

@@ -32,6 +32,9 @@ int loom_mon_to_text(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, lo
 {
     char t1[32], t2[32], t3[32], t4[32];
     char ts[32];
+    if (r && r->groups && r->cur_mono_ns != s->mono_ns)
+        return loom_err_set(err, LOOM_EINVAL, "loom_mon_to_text: the rates were computed for "
+                                              "another snapshot");
     loom_time_format_rfc3339(s->real_ns, ts);
     loom_buf_appendf(b, "%s", ts);
     if (r && r->groups)
