@@ -17,6 +17,7 @@ static const struct {
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)
