@@ -71,12 +71,27 @@ typedef struct loom_prof_sample {
     int32_t nthreads;  /* their threads */
 } loom_prof_sample_t;
 
+/* One reading of one GPU (through libloom's monitoring part, NVML).
+ * Values NVML could not give are -1. */
+typedef struct loom_prof_gpu_sample {
+    int64_t t_ns;
+    uint32_t index;
+    int status;            /* NVML code of the device (0 ok) */
+    double util_gpu_pct;   /* NVML's utilisation over its own window */
+    double util_mem_pct;
+    double mem_used_bytes;
+    double mem_total_bytes;
+    double power_w;
+    double tree_mem_bytes; /* memory of the profiled tree's processes on this GPU */
+} loom_prof_gpu_sample_t;
+
 /* --------------------------------------------------------------------- run */
 
 typedef struct loom_prof_opts {
     char *const *argv;     /* the command; argv[0] is looked up in PATH */
     int64_t interval_ns;   /* sampling period; 0 = do not sample (A/B baseline) */
     int64_t rescan_ns;     /* how often the tree is searched for new members; 0 = 1 s */
+    int64_t gpu_interval_ns; /* GPU sampling period; 0 = no GPU sampling */
     bool kernels;          /* inject the CUPTI tracer */
     const char *cupti_lib; /* path of libloom_cupti.so (needed with kernels) */
     const char *work_dir;  /* where the tracer writes (needed with kernels) */
@@ -103,6 +118,11 @@ typedef struct loom_prof_run {
     char first_bad[256]; /* the first one's error, "" if none */
     bool kernels;
     char *kernels_path;  /* the tracer's record file (if kernels) */
+    bool gpu;                          /* GPU sampling was asked for */
+    char gpu_status[256];              /* "" if NVML answered, else why not */
+    json_t *gpu_names;                 /* array: name of each GPU index */
+    loom_prof_gpu_sample_t *gpu_samples;
+    size_t ngpu_samples;
 } loom_prof_run_t;
 
 /* Runs the command to completion. Fails (and returns no run) only if it
@@ -153,7 +173,8 @@ double loom_prof_quantile(const double *sorted, size_t n, double q);
  * the last sample. */
 double loom_prof_cpu_at(const loom_prof_run_t *run, int64_t t_ns);
 
-/* Writes run.json, samples.csv, steps.csv, report.md and cpu.svg into dir
+/* Writes run.json, samples.csv, steps.csv, report.md, cpu.svg (and
+ * gpu.csv when GPUs were sampled) into dir
  * (created if missing); each file atomically. */
 int loom_prof_write(const loom_prof_run_t *run, const char *dir, loom_err_t *err);
 /* The report as Markdown (appended to b). */

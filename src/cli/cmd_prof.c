@@ -16,15 +16,16 @@
 static void prof_usage(FILE *f)
 {
     fprintf(f,
-            "usage: loom prof [--interval D] [--gpu] [--kernels] [--out DIR] [--ab N]\n"
-            "                 [--rescan D] [--quiet] -- COMMAND [ARGS...]\n\n"
+            "usage: loom prof [--interval D] [--gpu] [--gpu-interval D] [--kernels] [--out DIR]\n"
+            "                 [--ab N] [--rescan D] [--quiet] -- COMMAND [ARGS...]\n\n"
             "Runs COMMAND, samples its process tree every D (default 10ms), collects its\n"
             "step markers (LOOM_STEP lines on stdout or on $LOOM_PROF_FD) and writes a run\n"
             "record and report into DIR (default ./loom-prof-YYYYMMDD-HHMMSS): run.json,\n"
             "steps.csv, samples.csv, cpu.svg, report.md. The report also goes to stderr.\n\n"
             "  --interval D  sampling period (\"10ms\", \"1s\")\n"
             "  --rescan D    how often new processes of the tree are looked for (1s)\n"
-            "  --gpu         sample GPU metrics (needs libloom's monitoring part)\n"
+            "  --gpu         also sample GPUs through NVML (utilisation, memory, power, the\n"
+            "                tree's GPU memory) every --gpu-interval (100ms); gpu.csv\n"
             "  --kernels     trace GPU kernels and copies with CUPTI (libloom_cupti.so next\n"
             "                to loom, or $LOOM_CUPTI_LIB)\n"
             "  --ab N        run N pairs with and without the profiler; report the overhead on\n"
@@ -107,29 +108,35 @@ int loom_cmd_prof(int argc, char **argv)
         {"kernels", no_argument, NULL, 'k'},        {"out", required_argument, NULL, 'o'},
         {"ab", required_argument, NULL, 'a'},       {"rescan", required_argument, NULL, 'r'},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+        {"gpu-interval", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     loom_prof_opts_t o = {.interval_ns = 10 * LOOM_NS_PER_MS, .echo_fd = STDOUT_FILENO};
     const char *out = NULL;
     int64_t pairs = 0;
     bool gpu = false;
+    int64_t gpu_interval = 100 * LOOM_NS_PER_MS;
     loom_err_t err;
     loom_err_clear(&err);
     int c;
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (c) {
         case 'i':
-        case 'r': {
+        case 'r':
+        case 'G': {
             int64_t ns;
             if (loom_parse_duration(optarg, &ns, &err) || ns <= 0) {
-                fprintf(stderr, "loom prof: --%s '%s': %s\n", c == 'i' ? "interval" : "rescan",
-                        optarg, err.msg[0] ? err.msg : "must be > 0");
+                fprintf(stderr, "loom prof: --%s '%s': %s\n",
+                        c == 'i' ? "interval" : c == 'r' ? "rescan" : "gpu-interval", optarg,
+                        err.msg[0] ? err.msg : "must be > 0");
                 return LOOM_EXIT_USAGE;
             }
             if (c == 'i')
                 o.interval_ns = ns;
-            else
+            else if (c == 'r')
                 o.rescan_ns = ns;
+            else
+                gpu_interval = ns;
             break;
         }
         case 'g': gpu = true; break;
@@ -150,11 +157,8 @@ int loom_cmd_prof(int argc, char **argv)
         fprintf(stderr, "loom prof: no command given (loom prof [OPTIONS] -- COMMAND ...)\n");
         return LOOM_EXIT_USAGE;
     }
-    if (gpu) {
-        fprintf(stderr, "loom prof: --gpu: GPU metrics are sampled through libloom's monitoring "
-                        "part (NVML), which this build does not include yet\n");
-        return LOOM_EXIT_FAILURE;
-    }
+    if (gpu)
+        o.gpu_interval_ns = gpu_interval;
     o.argv = argv + optind;
     char defdir[64];
     if (!out) {

@@ -86,6 +86,11 @@ static bool tracked(const prof_tree_t *t, pid_t pid)
     return false;
 }
 
+bool prof_tree_has(const prof_tree_t *t, pid_t pid)
+{
+    return tracked(t, pid);
+}
+
 static void track(prof_tree_t *t, pid_t pid)
 {
     char path[64];

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "loom/mon.h"
 #include "loom/prof.h"
 
 /* proctree.c: the process tree of one root, read from /proc. This is the
@@ -57,10 +58,20 @@ typedef struct prof_sampler {
     size_t n, cap;
     size_t missed;
     bool oom;
+    /* GPUs, through the monitoring part (NULL mon: not asked or failed). */
+    int64_t gpu_interval_ns;
+    loom_mon_t *mon;
+    loom_mon_snapshot_t snap;
+    char gpu_status[256];
+    json_t *gpu_names;
+    loom_prof_gpu_sample_t *gpu;
+    size_t ngpu, capgpu;
 } prof_sampler_t;
 
 int prof_sampler_start(prof_sampler_t *s, pid_t root, int64_t interval_ns, int64_t rescan_ns,
-                       loom_err_t *err);
+                       int64_t gpu_interval_ns, loom_err_t *err);
+/* True if pid is a live member of the tree. */
+bool prof_tree_has(const prof_tree_t *t, pid_t pid);
 /* Takes a last sample, stops the thread and hands the samples over. */
 void prof_sampler_stop(prof_sampler_t *s);
 void prof_sampler_free(prof_sampler_t *s);

@@ -105,6 +105,71 @@ static json_t *kernels_summary(const loom_prof_run_t *r)
     return k;
 }
 
+/* --------------------------------------------------------------------- gpus */
+
+/* Per GPU index over the run: samples, mean utilisation, memory peaks and
+ * mean power (means over the samples where NVML gave the value). */
+static json_t *gpu_summary(const loom_prof_run_t *r)
+{
+    json_t *g = json_object(), *devs = json_array();
+    json_object_set_new(g, "status", json_string(r->gpu_status[0] ? r->gpu_status : "ok"));
+    json_object_set_new(g, "samples", json_integer((json_int_t)r->ngpu_samples));
+    size_t ndev = r->gpu_names ? json_array_size(r->gpu_names) : 0;
+    for (size_t d = 0; d < ndev; d++) {
+        double n = 0, ug = 0, um = 0, nu = 0, pw = 0, np = 0, peak = -1, tree = -1, total = -1;
+        for (size_t i = 0; i < r->ngpu_samples; i++) {
+            const loom_prof_gpu_sample_t *x = &r->gpu_samples[i];
+            if (x->index != d)
+                continue;
+            n++;
+            if (x->util_gpu_pct >= 0) {
+                ug += x->util_gpu_pct;
+                um += x->util_mem_pct;
+                nu++;
+            }
+            if (x->power_w >= 0) {
+                pw += x->power_w;
+                np++;
+            }
+            if (x->mem_used_bytes > peak)
+                peak = x->mem_used_bytes;
+            if (x->tree_mem_bytes > tree)
+                tree = x->tree_mem_bytes;
+            if (x->mem_total_bytes > total)
+                total = x->mem_total_bytes;
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "index", json_integer((json_int_t)d));
+        json_object_set_new(o, "name", json_copy(json_array_get(r->gpu_names, d)));
+        json_object_set_new(o, "samples", json_integer((json_int_t)n));
+        json_object_set_new(o, "util_gpu_mean_pct", nu ? json_real(ug / nu) : json_null());
+        json_object_set_new(o, "util_memory_mean_pct", nu ? json_real(um / nu) : json_null());
+        json_object_set_new(o, "memory_used_peak_bytes",
+                            peak >= 0 ? json_integer((json_int_t)peak) : json_null());
+        json_object_set_new(o, "memory_total_bytes",
+                            total >= 0 ? json_integer((json_int_t)total) : json_null());
+        json_object_set_new(o, "tree_memory_peak_bytes",
+                            tree >= 0 ? json_integer((json_int_t)tree) : json_null());
+        json_object_set_new(o, "power_mean_w", np ? json_real(pw / np) : json_null());
+        json_array_append_new(devs, o);
+    }
+    json_object_set_new(g, "devices", devs);
+    return g;
+}
+
+static void gpu_csv(const loom_prof_run_t *r, loom_buf_t *b)
+{
+    loom_buf_append_str(b, "t_ns,t_s,index,status,util_gpu_pct,util_memory_pct,memory_used_bytes,"
+                           "memory_total_bytes,power_w,tree_memory_bytes\n");
+    for (size_t i = 0; i < r->ngpu_samples; i++) {
+        const loom_prof_gpu_sample_t *x = &r->gpu_samples[i];
+        loom_buf_appendf(b, "%lld,%.6f,%u,%d,%.0f,%.0f,%.0f,%.0f,%.3f,%.0f\n", (long long)x->t_ns,
+                         (double)(x->t_ns - r->start_ns) / 1e9, x->index, x->status,
+                         x->util_gpu_pct, x->util_mem_pct, x->mem_used_bytes, x->mem_total_bytes,
+                         x->power_w, x->tree_mem_bytes);
+    }
+}
+
 /* ------------------------------------------------------------------- record */
 
 static json_t *num_or_null(double v)
@@ -160,7 +225,7 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
     json_object_set_new(sum, "cpu_cores_steady", num_or_null(s->cpu_cores_steady));
     json_object_set_new(sum, "user_fraction", json_real(s->user_frac));
     json_object_set_new(sum, "sampled_cpu_s", json_real(s->sampled_cpu_s));
-    json_object_set_new(sum, "rss_peak_bytes", json_real(s->rss_peak_bytes));
+    json_object_set_new(sum, "rss_peak_bytes", json_integer((json_int_t)s->rss_peak_bytes));
     json_object_set_new(sum, "data_fraction", num_or_null(s->data_frac));
     json_object_set_new(sum, "copy_fraction", num_or_null(s->copy_frac));
     json_object_set_new(sum, "compute_fraction", num_or_null(s->compute_frac));
@@ -193,6 +258,8 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
     json_object_set_new(root, "steps", steps);
     if (r->kernels)
         json_object_set_new(root, "kernels", kernels_summary(r));
+    if (r->gpu)
+        json_object_set_new(root, "gpu", gpu_summary(r));
     return root;
 }
 
@@ -364,6 +431,39 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
                          100 * s.user_frac, s.sampled_cpu_s, s.kernel_cpu_s, 100 * s.cpu_error,
                          mem, hwm);
     }
+    if (r->gpu) {
+        json_t *gs = gpu_summary(r);
+        loom_buf_appendf(b, "\n## GPUs (NVML, through libloom's monitoring part)\n\nstatus: %s; "
+                            "%zu readings\n", json_string_value(json_object_get(gs, "status")),
+                         r->ngpu_samples);
+        json_t *devs = json_object_get(gs, "devices");
+        if (json_array_size(devs)) {
+            loom_buf_append_str(b, "\n| GPU | name | mean util % | mean memory util % | memory "
+                                   "peak | tree's memory peak | mean power W |\n"
+                                   "|---|---|---|---|---|---|---|\n");
+            size_t i;
+            json_t *d;
+            json_array_foreach(devs, i, d) {
+                static const char *keys[] = {"util_gpu_mean_pct", "util_memory_mean_pct",
+                                             "memory_used_peak_bytes", "tree_memory_peak_bytes",
+                                             "power_mean_w"};
+                char cell[5][32];
+                for (int c = 0; c < 5; c++) {
+                    json_t *val = json_object_get(d, keys[c]);
+                    if (!json_is_number(val))
+                        snprintf(cell[c], sizeof cell[c], "-");
+                    else if (c == 2 || c == 3)
+                        loom_format_size((uint64_t)json_number_value(val), cell[c], sizeof cell[c]);
+                    else
+                        snprintf(cell[c], sizeof cell[c], "%.1f", json_number_value(val));
+                }
+                loom_buf_appendf(b, "| %zu | %s | %s | %s | %s | %s | %s |\n", i,
+                                 json_string_value(json_object_get(d, "name")), cell[0], cell[1],
+                                 cell[2], cell[3], cell[4]);
+            }
+        }
+        json_decref(gs);
+    }
     if (r->kernels) {
         json_t *ks = kernels_summary(r);
         loom_buf_appendf(b, "\n## GPU kernels (CUPTI)\n\nstatus: %s\n",
@@ -411,6 +511,12 @@ int loom_prof_write(const loom_prof_run_t *r, const char *dir, loom_err_t *err)
     samples_csv(r, &b);
     if ((rc = write_buf(dir, "samples.csv", &b, err)))
         goto out;
+    if (r->gpu) {
+        loom_buf_reset(&b);
+        gpu_csv(r, &b);
+        if ((rc = write_buf(dir, "gpu.csv", &b, err)))
+            goto out;
+    }
     loom_buf_reset(&b);
     cpu_svg(r, &b);
     if ((rc = write_buf(dir, "cpu.svg", &b, err)))

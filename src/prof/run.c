@@ -205,6 +205,8 @@ void loom_prof_run_free(loom_prof_run_t *r)
     free(r->steps);
     json_decref(r->meta);
     free(r->kernels_path);
+    free(r->gpu_samples);
+    json_decref(r->gpu_names);
     free(r);
 }
 
@@ -232,6 +234,7 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
     }
     r->interval_ns = o->interval_ns;
     r->kernels = o->kernels;
+    r->gpu = o->interval_ns > 0 && o->gpu_interval_ns > 0;
     if (o->kernels) {
         loom_buf_t b = LOOM_BUF_INIT;
         loom_buf_appendf(&b, "%s/kernels.csv", o->work_dir);
@@ -289,7 +292,8 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
 
     prof_sampler_t sampler;
     bool sampling = o->interval_ns > 0;
-    if (sampling && (rc = prof_sampler_start(&sampler, pid, o->interval_ns, o->rescan_ns, err))) {
+    if (sampling && (rc = prof_sampler_start(&sampler, pid, o->interval_ns, o->rescan_ns,
+                                             o->gpu_interval_ns, err))) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         goto fail;
@@ -353,6 +357,12 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         r->samples = sampler.samples;
         r->nsamples = sampler.n;
         r->missed_ticks = sampler.missed;
+        r->gpu_samples = sampler.gpu;
+        r->ngpu_samples = sampler.ngpu;
+        r->gpu_names = sampler.gpu_names;
+        snprintf(r->gpu_status, sizeof r->gpu_status, "%s", sampler.gpu_status);
+        if (r->gpu && !r->gpu_status[0] && r->ngpu_samples == 0)
+            snprintf(r->gpu_status, sizeof r->gpu_status, "no GPU reading was taken");
     }
     struct rusage ru;
     int wst = 0;

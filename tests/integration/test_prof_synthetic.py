@@ -124,8 +124,33 @@ def run_tests(tmp):
     check(p.returncode == 2 and "--interval 'fast'" in p.stderr, "a bad interval is named")
     p = prof(["--ab", "1"], ["true"])
     check(p.returncode == 2 and "--ab" in p.stderr, "--ab 1 is refused")
-    p = prof(["--gpu"], ["true"])
-    check(p.returncode == 1 and "--gpu" in p.stderr, "--gpu says why it is unavailable")
+    p = prof(["--gpu-interval", "0"], ["true"])
+    check(p.returncode == 2 and "--gpu-interval '0'" in p.stderr, "a zero GPU interval is named")
+
+    # GPUs through the monitoring part, against mon's NVML test double.
+    nvml = os.path.join(BUILD, "nvml-double", "libnvidia-ml.so.1")
+    src = os.environ.get("LOOM_SOURCE_DIR", ".")
+    for scenario in ("h200x2", "no_driver"):
+        out = os.path.join(tmp, "gpu-" + scenario)
+        env = dict(os.environ, LOOM_NVML_LIB=nvml,
+                   LOOM_NVML_SCENARIO=os.path.join(src, "tests", "nvml", scenario + ".json"))
+        p = prof(["--gpu", "--gpu-interval", "20ms", "--out", out],
+                 [SYNTH, "--steps", "5", "--busy-ms", "10", "--idle-ms", "10"], env=env)
+        check(p.returncode == 0, f"--gpu with {scenario}: the run succeeds ({p.stderr[-300:]})")
+        g = load(out)["gpu"]
+        rows = list(csv.DictReader(open(os.path.join(out, "gpu.csv"))))
+        if scenario == "h200x2":
+            d0 = g["devices"][0] if g["devices"] else {}
+            check(g["status"] == "ok" and len(g["devices"]) == 3, f"3 GPUs read: {g}")
+            check(d0.get("util_gpu_mean_pct") == 37 and d0.get("power_mean_w") == 312.5 and
+                  d0.get("memory_used_peak_bytes") == 52613349376 and
+                  d0.get("tree_memory_peak_bytes") == 0, f"GPU 0's values: {d0}")
+            lost = [r for r in rows if r["index"] == "2" and r["status"] == "15"]
+            check(lost and all(r["util_gpu_pct"] == "-1" for r in lost),
+                  "a lost GPU is recorded with its NVML status and no values")
+        else:
+            check("DRIVER_NOT_LOADED" in g["status"] and not rows and not g["devices"],
+                  f"no driver: said, and nothing invented: {g}")
 
     # 4. --ab: pairs of runs, an overhead with an interval (no claim on size).
     out = os.path.join(tmp, "ab")
