@@ -9,8 +9,11 @@
  * tracer (src/prof/cupti/) through CUDA_INJECTION64_PATH. loom_prof_ab
  * measures the profiler's own cost by alternating runs with and without it.
  *
- * The process-tree sampler here (proctree.c) reads /proc directly; it is to
- * be replaced by libloom's monitoring part once that is merged.
+ * The process-tree sampler (proctree.c) reads /proc itself, with one pread
+ * of an open /proc/PID/stat per member and tick: the monitoring part's tree
+ * read walks /proc on every call, about 50 times the cost (docs/bench/
+ * prof_sample.md), too much at 100 Hz. GPUs are read through the monitoring
+ * part (NVML).
  */
 #ifndef LOOM_PROF_H
 #define LOOM_PROF_H
@@ -186,8 +189,12 @@ typedef struct loom_prof_ab {
     size_t pairs;
     double *base_mean_s;  /* per pair: mean steady step time without the profiler */
     double *prof_mean_s;  /* with it */
-    double overhead;      /* mean of per-pair (prof - base) / base */
+    double *base_p50_s;   /* per pair: median steady step time without the profiler */
+    double *prof_p50_s;   /* with it */
+    double overhead;      /* mean of per-pair (prof - base) / base, on the means */
     double ci_low, ci_high; /* 95% t-interval of that mean */
+    double overhead_p50;  /* the same on the medians (robust to bursts of load) */
+    double ci_low_p50, ci_high_p50;
 } loom_prof_ab_t;
 
 /* Runs `pairs` pairs of the command, with and without sampling (the order
@@ -195,7 +202,8 @@ typedef struct loom_prof_ab {
  * with a 95% confidence interval. Every run must report steps. */
 int loom_prof_ab_run(const loom_prof_opts_t *opts, size_t pairs, loom_prof_ab_t *out,
                      loom_err_t *err);
-/* Computes overhead and CI from filled base/prof arrays. */
+/* Computes overheads and CIs from the filled arrays (the p50 arrays may be
+ * NULL: then the p50 figures are not computed). */
 void loom_prof_ab_stats(loom_prof_ab_t *ab);
 void loom_prof_ab_free(loom_prof_ab_t *ab);
 /* Two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */

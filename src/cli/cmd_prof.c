@@ -63,21 +63,25 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
         fprintf(stderr, "loom prof: %s\n", err.msg);
         return LOOM_EXIT_FAILURE;
     }
-    json_t *base = json_array(), *prof = json_array();
+    json_t *base = json_array(), *prof = json_array(), *bp = json_array(), *pp = json_array();
     for (size_t i = 0; i < ab.pairs; i++) {
         json_array_append_new(base, json_real(ab.base_mean_s[i]));
         json_array_append_new(prof, json_real(ab.prof_mean_s[i]));
+        json_array_append_new(bp, json_real(ab.base_p50_s[i]));
+        json_array_append_new(pp, json_real(ab.prof_p50_s[i]));
     }
     json_t *cmd = json_array();
     for (size_t i = 0; o->argv[i]; i++)
         json_array_append_new(cmd, json_string(o->argv[i]));
     char when[32];
     loom_time_format_rfc3339(loom_time_real_ns(), when);
-    json_t *j = json_pack("{s:o,s:s,s:f,s:I,s:o,s:o,s:f,s:f,s:f}", "command", cmd, "finished",
-                          when, "interval_s", (double)o->interval_ns / 1e9, "pairs",
-                          (json_int_t)ab.pairs, "base_mean_step_s", base, "prof_mean_step_s",
-                          prof, "overhead", ab.overhead, "ci95_low", ab.ci_low, "ci95_high",
-                          ab.ci_high);
+    json_t *j = json_pack("{s:o,s:s,s:f,s:I,s:o,s:o,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f}", "command",
+                          cmd, "finished", when, "interval_s", (double)o->interval_ns / 1e9,
+                          "pairs", (json_int_t)ab.pairs, "base_mean_step_s", base,
+                          "prof_mean_step_s", prof, "overhead", ab.overhead, "ci95_low",
+                          ab.ci_low, "ci95_high", ab.ci_high, "base_p50_step_s", bp,
+                          "prof_p50_step_s", pp, "overhead_p50", ab.overhead_p50,
+                          "ci95_low_p50", ab.ci_low_p50, "ci95_high_p50", ab.ci_high_p50);
     char *text = json_dumps(j, JSON_INDENT(1));
     json_decref(j);
     int rc = LOOM_EXIT_OK;
@@ -97,6 +101,8 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
     printf("overhead on mean steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%, %zu pairs, "
            "sampling every %.1f ms)\n", 100 * ab.overhead, 100 * ab.ci_low, 100 * ab.ci_high,
            ab.pairs, (double)o->interval_ns / 1e6);
+    printf("overhead on median steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%)\n",
+           100 * ab.overhead_p50, 100 * ab.ci_low_p50, 100 * ab.ci_high_p50);
     loom_prof_ab_free(&ab);
     return rc;
 }

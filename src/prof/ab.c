@@ -30,28 +30,38 @@ double loom_prof_t95(size_t df)
     return 1.960;
 }
 
-void loom_prof_ab_stats(loom_prof_ab_t *ab)
+/* Mean of per-pair relative differences and its 95% t half-width. */
+static void rel_diff(const double *base, const double *prof, size_t n, double *mean, double *lo,
+                     double *hi)
 {
-    size_t n = ab->pairs;
     double sum = 0, sq = 0;
     for (size_t i = 0; i < n; i++)
-        sum += (ab->prof_mean_s[i] - ab->base_mean_s[i]) / ab->base_mean_s[i];
-    ab->overhead = n ? sum / (double)n : 0;
+        sum += (prof[i] - base[i]) / base[i];
+    *mean = n ? sum / (double)n : 0;
     for (size_t i = 0; i < n; i++) {
-        double d = (ab->prof_mean_s[i] - ab->base_mean_s[i]) / ab->base_mean_s[i] - ab->overhead;
+        double d = (prof[i] - base[i]) / base[i] - *mean;
         sq += d * d;
     }
     if (n < 2) {
-        ab->ci_low = -INFINITY;
-        ab->ci_high = INFINITY;
+        *lo = -INFINITY;
+        *hi = INFINITY;
         return;
     }
     double half = loom_prof_t95(n - 1) * sqrt(sq / (double)(n - 1)) / sqrt((double)n);
-    ab->ci_low = ab->overhead - half;
-    ab->ci_high = ab->overhead + half;
+    *lo = *mean - half;
+    *hi = *mean + half;
 }
 
-static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mean,
+void loom_prof_ab_stats(loom_prof_ab_t *ab)
+{
+    rel_diff(ab->base_mean_s, ab->prof_mean_s, ab->pairs, &ab->overhead, &ab->ci_low,
+             &ab->ci_high);
+    if (ab->base_p50_s && ab->prof_p50_s)
+        rel_diff(ab->base_p50_s, ab->prof_p50_s, ab->pairs, &ab->overhead_p50, &ab->ci_low_p50,
+                 &ab->ci_high_p50);
+}
+
+static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mean, double *p50,
                loom_err_t *err)
 {
     loom_prof_opts_t x = *o;
@@ -71,6 +81,7 @@ static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mea
                           r->exit_status);
     } else {
         *mean = s.steady.mean;
+        *p50 = s.steady.p50;
         loom_log_info("prof.ab", "pair=%zu profiled=%d steps=%zu warmup=%zu mean_ms=%.3f",
                       pair + 1, sampled, s.nsteps, s.warmup_steps, s.steady.mean * 1e3);
     }
@@ -88,17 +99,19 @@ int loom_prof_ab_run(const loom_prof_opts_t *o, size_t pairs, loom_prof_ab_t *ab
         return loom_err_set(err, LOOM_EINVAL, "prof --ab: the profiled runs need an interval");
     ab->base_mean_s = calloc(pairs, sizeof *ab->base_mean_s);
     ab->prof_mean_s = calloc(pairs, sizeof *ab->prof_mean_s);
-    if (!ab->base_mean_s || !ab->prof_mean_s) {
+    ab->base_p50_s = calloc(pairs, sizeof *ab->base_p50_s);
+    ab->prof_p50_s = calloc(pairs, sizeof *ab->prof_p50_s);
+    if (!ab->base_mean_s || !ab->prof_mean_s || !ab->base_p50_s || !ab->prof_p50_s) {
         loom_prof_ab_free(ab);
         return loom_err_set(err, LOOM_ENOMEM, "prof --ab: out of memory");
     }
     for (size_t i = 0; i < pairs; i++) {
         bool prof_first = i % 2 == 0;
         int rc;
-        if ((rc = one(o, prof_first, i, prof_first ? &ab->prof_mean_s[i] : &ab->base_mean_s[i],
-                      err)) ||
-            (rc = one(o, !prof_first, i, prof_first ? &ab->base_mean_s[i] : &ab->prof_mean_s[i],
-                      err))) {
+        double *pm = &ab->prof_mean_s[i], *pp = &ab->prof_p50_s[i];
+        double *bm = &ab->base_mean_s[i], *bp = &ab->base_p50_s[i];
+        if ((rc = one(o, prof_first, i, prof_first ? pm : bm, prof_first ? pp : bp, err)) ||
+            (rc = one(o, !prof_first, i, prof_first ? bm : pm, prof_first ? bp : pp, err))) {
             loom_prof_ab_free(ab);
             return rc;
         }
@@ -112,6 +125,8 @@ void loom_prof_ab_free(loom_prof_ab_t *ab)
 {
     free(ab->base_mean_s);
     free(ab->prof_mean_s);
-    ab->base_mean_s = ab->prof_mean_s = NULL;
+    free(ab->base_p50_s);
+    free(ab->prof_p50_s);
+    ab->base_mean_s = ab->prof_mean_s = ab->base_p50_s = ab->prof_p50_s = NULL;
     ab->pairs = 0;
 }

@@ -160,7 +160,9 @@ def run_tests(tmp):
     if p.returncode == 0:
         ab = json.load(open(os.path.join(out, "ab.json")))
         check(ab["pairs"] == 2 and len(ab["base_mean_step_s"]) == 2 and
-              ab["ci95_low"] <= ab["overhead"] <= ab["ci95_high"], f"ab.json consistent: {ab}")
+              ab["ci95_low"] <= ab["overhead"] <= ab["ci95_high"] and
+              ab["ci95_low_p50"] <= ab["overhead_p50"] <= ab["ci95_high_p50"] and
+              len(ab["prof_p50_step_s"]) == 2, f"ab.json consistent: {ab}")
         check("overhead on mean steady step time" in p.stdout, "--ab prints the overhead")
 
     # 5. --kernels plumbing: the tracer's path reaches the command.

@@ -55,13 +55,20 @@ static void test_t95_and_ab(void **state)
     assert_double_equal(loom_prof_t95(9), 2.262, 1e-9);
     assert_double_equal(loom_prof_t95(1000), 1.96, 1e-9);
     double base[] = {1.0, 1.0, 1.0, 1.0}, prof[] = {1.01, 1.03, 1.01, 1.03};
-    loom_prof_ab_t ab = {4, base, prof, 0, 0, 0};
+    loom_prof_ab_t ab = {.pairs = 4, .base_mean_s = base, .prof_mean_s = prof};
     loom_prof_ab_stats(&ab);
     assert_double_equal(ab.overhead, 0.02, 1e-12);
     /* sd of {.01,.03,.01,.03} = 0.011547; t(3) = 3.182; half = 3.182*0.011547/2 */
     double half = 3.182 * sqrt(4 * 0.0001 / 3) / 2;
     assert_double_equal(ab.ci_low, 0.02 - half, 1e-9);
     assert_double_equal(ab.ci_high, 0.02 + half, 1e-9);
+    double bp[] = {2.0, 2.0, 2.0, 2.0}, pp[] = {1.9, 1.9, 1.9, 1.9};
+    ab.base_p50_s = bp;
+    ab.prof_p50_s = pp;
+    loom_prof_ab_stats(&ab);
+    assert_double_equal(ab.overhead_p50, -0.05, 1e-12);
+    assert_double_equal(ab.ci_low_p50, -0.05, 1e-12); /* no spread */
+    assert_double_equal(ab.overhead, 0.02, 1e-12);
 }
 
 /* A run built by hand: 6 steps of 100 ms (the first 400 ms), CPU at one
