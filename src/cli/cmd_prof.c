@@ -192,7 +192,11 @@ int loom_cmd_prof(int argc, char **argv)
             return LOOM_EXIT_FAILURE;
         }
     }
+    /* Ctrl-C reaches the command (same process group); loom itself stays
+     * to write the record of the interrupted run, as system(3) does. */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
     int rc;
     if (pairs) {
         o.echo_fd = -1;

@@ -264,7 +264,16 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         goto fail;
     }
     if (pid == 0) {
-        /* The child: only async-signal-safe calls until exec. */
+        /* The child: only async-signal-safe calls until exec. Signals the
+         * caller ignores (loom ignores SIGPIPE, and SIGINT while a run lasts)
+         * would stay ignored across exec: give the command the defaults. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGPIPE, &dfl, NULL);
+        sigaction(SIGINT, &dfl, NULL);
+        sigaction(SIGQUIT, &dfl, NULL);
+        sigaction(SIGTERM, &dfl, NULL);
         if (dup2(outp[1], STDOUT_FILENO) < 0 || fcntl(mark[1], F_SETFD, 0) < 0)
             _exit(127);
         execvpe(o->argv[0], o->argv, env);

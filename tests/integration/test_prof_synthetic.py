@@ -118,6 +118,12 @@ def run_tests(tmp):
     p = prof(["--out", os.path.join(tmp, "false")], ["false"])
     check(p.returncode == 1 and load(os.path.join(tmp, "false"))["exit"] == {"code": 1},
           "a failing command is recorded with its exit code")
+    p = prof(["--out", os.path.join(tmp, "sig")], ["/bin/sh", "-c", "kill -INT $$; sleep 1"])
+    check(p.returncode == 1 and load(os.path.join(tmp, "sig"))["exit"] == {"signal": 2},
+          "a command killed by SIGINT is recorded with its signal")
+    p = prof(["--out", os.path.join(tmp, "ign")], ["cat", "/proc/self/status"])
+    ign = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("SigIgn:")]
+    check(ign == ["0000000000000000"], f"the command ignores no signals (SigIgn {ign})")
     p = subprocess.run([LOOM, "prof"], capture_output=True, text=True)
     check(p.returncode == 2 and "no command" in p.stderr, "no command is a usage error")
     p = prof(["--interval", "fast"], ["true"])
