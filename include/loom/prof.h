@@ -114,6 +114,8 @@ typedef struct loom_prof_run {
     size_t nsamples;
     int64_t interval_ns;
     size_t missed_ticks; /* schedule slots skipped because the sampler ran late */
+    int64_t sampler_cpu_ns; /* CPU time of the sampling thread (its own clock) */
+    int64_t loom_cpu_ns;    /* CPU time of the whole profiler process over the run */
     loom_prof_step_t *steps;
     size_t nsteps;
     json_t *meta;        /* LOOM_META key/values (an object, never NULL) */
@@ -158,6 +160,7 @@ typedef struct loom_prof_summary {
     double rss_peak_bytes;    /* sampled peak of the tree */
     double data_frac, copy_frac, compute_frac; /* of steady step time; -1 if unknown */
     double interval_achieved_s; /* mean gap between samples */
+    double profiler_cpu_share;  /* loom's CPU time / the command's (kernel) CPU time */
 } loom_prof_summary_t;
 
 /* Derives the summary of a run. */
@@ -195,6 +198,7 @@ typedef struct loom_prof_ab {
     double ci_low, ci_high; /* 95% t-interval of that mean */
     double overhead_p50;  /* the same on the medians (robust to bursts of load) */
     double ci_low_p50, ci_high_p50;
+    double *prof_cpu_share; /* per pair: profiler CPU / command CPU in the profiled run */
 } loom_prof_ab_t;
 
 /* Runs `pairs` pairs of the command, with and without sampling (the order

@@ -64,7 +64,11 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
         return LOOM_EXIT_FAILURE;
     }
     json_t *base = json_array(), *prof = json_array(), *bp = json_array(), *pp = json_array();
+    json_t *cs = json_array();
+    double share = 0;
     for (size_t i = 0; i < ab.pairs; i++) {
+        json_array_append_new(cs, json_real(ab.prof_cpu_share[i]));
+        share += ab.prof_cpu_share[i] / (double)ab.pairs;
         json_array_append_new(base, json_real(ab.base_mean_s[i]));
         json_array_append_new(prof, json_real(ab.prof_mean_s[i]));
         json_array_append_new(bp, json_real(ab.base_p50_s[i]));
@@ -82,6 +86,8 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
                           ab.ci_low, "ci95_high", ab.ci_high, "base_p50_step_s", bp,
                           "prof_p50_step_s", pp, "overhead_p50", ab.overhead_p50,
                           "ci95_low_p50", ab.ci_low_p50, "ci95_high_p50", ab.ci_high_p50);
+    json_object_set_new(j, "profiler_cpu_share", cs);
+    json_object_set_new(j, "profiler_cpu_share_mean", json_real(share));
     char *text = json_dumps(j, JSON_INDENT(1));
     json_decref(j);
     int rc = LOOM_EXIT_OK;
@@ -103,6 +109,7 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
            ab.pairs, (double)o->interval_ns / 1e6);
     printf("overhead on median steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%)\n",
            100 * ab.overhead_p50, 100 * ab.ci_low_p50, 100 * ab.ci_high_p50);
+    printf("profiler CPU time / command CPU time, profiled runs: %.3f%% (mean)\n", 100 * share);
     loom_prof_ab_free(&ab);
     return rc;
 }

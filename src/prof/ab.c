@@ -62,7 +62,7 @@ void loom_prof_ab_stats(loom_prof_ab_t *ab)
 }
 
 static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mean, double *p50,
-               loom_err_t *err)
+               double *cpu_share, loom_err_t *err)
 {
     loom_prof_opts_t x = *o;
     if (!sampled) {
@@ -82,6 +82,8 @@ static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mea
     } else {
         *mean = s.steady.mean;
         *p50 = s.steady.p50;
+        if (cpu_share)
+            *cpu_share = s.profiler_cpu_share;
         loom_log_info("prof.ab", "pair=%zu profiled=%d steps=%zu warmup=%zu mean_ms=%.3f",
                       pair + 1, sampled, s.nsteps, s.warmup_steps, s.steady.mean * 1e3);
     }
@@ -101,7 +103,9 @@ int loom_prof_ab_run(const loom_prof_opts_t *o, size_t pairs, loom_prof_ab_t *ab
     ab->prof_mean_s = calloc(pairs, sizeof *ab->prof_mean_s);
     ab->base_p50_s = calloc(pairs, sizeof *ab->base_p50_s);
     ab->prof_p50_s = calloc(pairs, sizeof *ab->prof_p50_s);
-    if (!ab->base_mean_s || !ab->prof_mean_s || !ab->base_p50_s || !ab->prof_p50_s) {
+    ab->prof_cpu_share = calloc(pairs, sizeof *ab->prof_cpu_share);
+    if (!ab->base_mean_s || !ab->prof_mean_s || !ab->base_p50_s || !ab->prof_p50_s ||
+        !ab->prof_cpu_share) {
         loom_prof_ab_free(ab);
         return loom_err_set(err, LOOM_ENOMEM, "prof --ab: out of memory");
     }
@@ -110,8 +114,11 @@ int loom_prof_ab_run(const loom_prof_opts_t *o, size_t pairs, loom_prof_ab_t *ab
         int rc;
         double *pm = &ab->prof_mean_s[i], *pp = &ab->prof_p50_s[i];
         double *bm = &ab->base_mean_s[i], *bp = &ab->base_p50_s[i];
-        if ((rc = one(o, prof_first, i, prof_first ? pm : bm, prof_first ? pp : bp, err)) ||
-            (rc = one(o, !prof_first, i, prof_first ? bm : pm, prof_first ? bp : pp, err))) {
+        double *cs = &ab->prof_cpu_share[i];
+        if ((rc = one(o, prof_first, i, prof_first ? pm : bm, prof_first ? pp : bp,
+                      prof_first ? cs : NULL, err)) ||
+            (rc = one(o, !prof_first, i, prof_first ? bm : pm, prof_first ? bp : pp,
+                      prof_first ? NULL : cs, err))) {
             loom_prof_ab_free(ab);
             return rc;
         }
@@ -127,6 +134,8 @@ void loom_prof_ab_free(loom_prof_ab_t *ab)
     free(ab->prof_mean_s);
     free(ab->base_p50_s);
     free(ab->prof_p50_s);
+    free(ab->prof_cpu_share);
+    ab->prof_cpu_share = NULL;
     ab->base_mean_s = ab->prof_mean_s = ab->base_p50_s = ab->prof_p50_s = NULL;
     ab->pairs = 0;
 }

@@ -57,6 +57,7 @@ typedef struct prof_sampler {
     loom_prof_sample_t *samples;
     size_t n, cap;
     size_t missed;
+    int64_t self_cpu_ns; /* the thread's CPU time, read as it ends */
     bool oom;
     /* GPUs, through the monitoring part (NULL mon: not asked or failed). */
     int64_t gpu_interval_ns;

@@ -208,10 +208,13 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
                             : json_pack("{s:i}", "signal", WTERMSIG(r->exit_status)));
     json_object_set_new(root, "meta", json_deep_copy(r->meta));
     json_object_set_new(root, "sampler",
-                        json_pack("{s:f,s:f,s:I,s:I}", "interval_s", (double)r->interval_ns / 1e9,
-                                  "interval_achieved_s", s->interval_achieved_s, "samples",
-                                  (json_int_t)r->nsamples, "missed_ticks",
-                                  (json_int_t)r->missed_ticks));
+                        json_pack("{s:f,s:f,s:I,s:I,s:f,s:f,s:o}", "interval_s",
+                                  (double)r->interval_ns / 1e9, "interval_achieved_s",
+                                  s->interval_achieved_s, "samples", (json_int_t)r->nsamples,
+                                  "missed_ticks", (json_int_t)r->missed_ticks, "thread_cpu_s",
+                                  (double)r->sampler_cpu_ns / 1e9, "profiler_cpu_s",
+                                  (double)r->loom_cpu_ns / 1e9, "profiler_cpu_share",
+                                  num_or_null(s->profiler_cpu_share)));
     json_t *sum = json_object();
     json_object_set_new(sum, "wall_s", json_real(s->wall_s));
     json_object_set_new(sum, "startup_s", num_or_null(s->startup_s));
@@ -427,9 +430,12 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
         loom_buf_appendf(b, "| user share of CPU time | %.1f%% |\n"
                             "| CPU time sampled / kernel (rusage), s | %.3f / %.3f (%+.2f%%) |\n"
                             "| resident memory peak, sampled (tree) | %s |\n"
-                            "| max RSS of one process, kernel | %s |\n",
+                            "| max RSS of one process, kernel | %s |\n"
+                            "| profiler's own CPU: sampling thread / whole loom, s | %.4f / %.4f "
+                            "(%.3f%% of the command's) |\n",
                          100 * s.user_frac, s.sampled_cpu_s, s.kernel_cpu_s, 100 * s.cpu_error,
-                         mem, hwm);
+                         mem, hwm, (double)r->sampler_cpu_ns / 1e9, (double)r->loom_cpu_ns / 1e9,
+                         100 * s.profiler_cpu_share);
     }
     if (r->gpu) {
         json_t *gs = gpu_summary(r);

@@ -256,6 +256,8 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         rc = loom_err_set(err, rc, "prof: out of memory");
         goto fail;
     }
+    struct rusage self0;
+    getrusage(RUSAGE_SELF, &self0);
     r->start_real_ns = loom_time_real_ns();
     r->start_ns = loom_time_mono_ns();
     pid_t pid = fork();
@@ -366,6 +368,7 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         r->samples = sampler.samples;
         r->nsamples = sampler.n;
         r->missed_ticks = sampler.missed;
+        r->sampler_cpu_ns = sampler.self_cpu_ns;
         r->gpu_samples = sampler.gpu;
         r->ngpu_samples = sampler.ngpu;
         r->gpu_names = sampler.gpu_names;
@@ -382,6 +385,12 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
     r->rusage_user_ns = (int64_t)ru.ru_utime.tv_sec * LOOM_NS_PER_S + ru.ru_utime.tv_usec * 1000;
     r->rusage_sys_ns = (int64_t)ru.ru_stime.tv_sec * LOOM_NS_PER_S + ru.ru_stime.tv_usec * 1000;
     r->rusage_maxrss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    struct rusage self1;
+    getrusage(RUSAGE_SELF, &self1);
+#define TV_NS(tv) ((int64_t)(tv).tv_sec * LOOM_NS_PER_S + (tv).tv_usec * 1000)
+    r->loom_cpu_ns = TV_NS(self1.ru_utime) + TV_NS(self1.ru_stime) - TV_NS(self0.ru_utime) -
+                     TV_NS(self0.ru_stime);
+#undef TV_NS
     close_pair(outp);
     close_pair(mark);
     free_env(env, o);

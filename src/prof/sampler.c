@@ -130,6 +130,9 @@ static void *run(void *arg)
     loom_prof_sample_t x;
     prof_tree_sample(&s->tree, &x);
     append(s, &x);
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        s->self_cpu_ns = (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec;
     return NULL;
 }
 

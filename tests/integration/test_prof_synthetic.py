@@ -82,6 +82,11 @@ def run_tests(tmp):
     cum = [int(s["user_ns"]) + int(s["sys_ns"]) for s in samples]
     check(all(b >= a for a, b in zip(cum, cum[1:])), "cumulative CPU never decreases")
     check(max(int(s["nprocs"]) for s in samples) == 3, "the two children are found")
+    smp = r["sampler"]
+    check(0 < smp["thread_cpu_s"] <= smp["profiler_cpu_s"] and
+          abs(smp["profiler_cpu_share"] - smp["profiler_cpu_s"] /
+              (gt["rusage_user_s"] + gt["rusage_sys_s"])) < 1e-6,
+          f"the profiler's own CPU time is recorded: {smp}")
     for name in ("steps.csv", "samples.csv", "cpu.svg", "report.md"):
         check(os.path.getsize(os.path.join(out, name)) > 0, f"{name} written")
 
@@ -168,7 +173,8 @@ def run_tests(tmp):
         check(ab["pairs"] == 2 and len(ab["base_mean_step_s"]) == 2 and
               ab["ci95_low"] <= ab["overhead"] <= ab["ci95_high"] and
               ab["ci95_low_p50"] <= ab["overhead_p50"] <= ab["ci95_high_p50"] and
-              len(ab["prof_p50_step_s"]) == 2, f"ab.json consistent: {ab}")
+              len(ab["prof_p50_step_s"]) == 2 and len(ab["profiler_cpu_share"]) == 2 and
+              all(0 < x < 1 for x in ab["profiler_cpu_share"]), f"ab.json consistent: {ab}")
         check("overhead on mean steady step time" in p.stdout, "--ab prints the overhead")
 
     # 5. --kernels plumbing: the tracer's path reaches the command.
