@@ -45,7 +45,8 @@ for m, a in (("resnet18", a_resnet), ("lstm", a_lstm)):
     base, prof = ab["base_mean_step_s"], ab["prof_mean_step_s"]
     rows.append(f"| {m} | `{a}` | {ab['pairs']} | {1e3*statistics.median(base):.0f} / {1e3*statistics.median(prof):.0f} "
                 f"| {100*ab['overhead']:+.2f}% [{100*ab['ci95_low']:+.2f}%, {100*ab['ci95_high']:+.2f}%] "
-                f"| {100*ab['overhead_p50']:+.2f}% [{100*ab['ci95_low_p50']:+.2f}%, {100*ab['ci95_high_p50']:+.2f}%] | {ab['finished']} |")
+                f"| {100*ab['overhead_p50']:+.2f}% [{100*ab['ci95_low_p50']:+.2f}%, {100*ab['ci95_high_p50']:+.2f}%] "
+                f"| {100*ab['profiler_cpu_share_mean']:.2f}% (max {100*max(ab['profiler_cpu_share']):.2f}%) | {ab['finished']} |")
 load = open("/proc/loadavg").read().split()[:3]
 text = f"""# loom prof: overhead on step time (--ab)
 
@@ -63,11 +64,14 @@ Overhead = mean over pairs of (profiled − baseline) / baseline of each run's s
 (mean, and median), 95% Student t interval; sampling at 100 Hz, markers read in both arms
 (docs/profiling.md, "Overhead").
 
-| model | run.py arguments | pairs | median of run means, ms (base / prof) | overhead on mean [95% CI] | overhead on median [95% CI] | finished (UTC) |
-|---|---|---|---|---|---|---|
+| model | run.py arguments | pairs | median of run means, ms (base / prof) | overhead on mean [95% CI] | overhead on median [95% CI] | profiler CPU / command CPU | finished (UTC) |
+|---|---|---|---|---|---|---|---|
 """ + "\n".join(rows) + """
 
-The sampler's own CPU cost per tick, measured without this noise, is in prof_sample.md
+"profiler CPU / command CPU" is loom's own CPU time (sampling thread, pipe reading, /proc
+rescans) over the command's CPU time in the profiled runs: what the profiler takes from a
+workload that saturates the cores, independent of the other programs' load. The sampler's CPU
+cost per tick is in prof_sample.md
 (`build/bench_prof_sample`): about 20 µs of CPU per 100 Hz tick for a 5-process tree, 0.2% of
 one core.
 """

@@ -110,20 +110,21 @@ int main(int argc, char **argv)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int nproc = count_proc();
     loom_buf_t b = LOOM_BUF_INIT;
-    loom_buf_appendf(&b, "# Profiler tick cost (bench_prof_sample)\n\n"
-                        "command: `build/bench_prof_sample --iterations %d`  \n"
-                        "machine: %s %s, %ld online cores (shared with other work), %d "
-                        "processes in /proc  \ndate: %s\n\n"
-                        "Tree: `sh` with 4 `sleep` children (%d members). CPU time of the "
-                        "sampling thread (CLOCK_THREAD_CPUTIME_ID), mean per call.\n\n"
-                        "| operation | µs CPU per call | share of one core |\n"
-                        "|---|---|---|\n"
-                        "| prof tick (pread of open /proc/PID/stat per member) | %.1f | %.3f%% at 100 Hz |\n"
-                        "| prof rescan (walk of /proc; once per --rescan, 1 s) | %.1f | %.3f%% at 1 Hz |\n"
-                        "| mon tree read (loom_mon_proc_read, tree) | %.1f | %.3f%% at 100 Hz |\n",
-                     iters, u.sysname, u.release, cores, nproc, when, members, tick / 1e3,
-                     tick * 100 / 1e9 * 100, rescan / 1e3, rescan / 1e9 * 100, mon / 1e3,
-                     mon * 100 / 1e9 * 100);
+    loom_buf_appendf(
+        &b,
+        "# Profiler tick cost (bench_prof_sample)\n\n"
+        "command: `build/bench_prof_sample --iterations %d`  \n"
+        "machine: %s %s, %ld online cores (shared with other work), %d "
+        "processes in /proc  \ndate: %s\n\n"
+        "Tree: `sh` with 4 `sleep` children (%d members). CPU time of the "
+        "sampling thread (CLOCK_THREAD_CPUTIME_ID), mean per call.\n\n"
+        "| operation | µs CPU per call | share of one core |\n"
+        "|---|---|---|\n"
+        "| prof tick (pread of open /proc/PID/stat per member) | %.1f | %.3f%% at 100 Hz |\n"
+        "| prof rescan (walk of /proc; once per --rescan, 1 s) | %.1f | %.3f%% at 1 Hz |\n"
+        "| mon tree read (loom_mon_proc_read, tree) | %.1f | %.3f%% at 100 Hz |\n",
+        iters, u.sysname, u.release, cores, nproc, when, members, tick / 1e3,
+        tick * 100 / 1e9 * 100, rescan / 1e3, rescan / 1e9 * 100, mon / 1e3, mon * 100 / 1e9 * 100);
     printf("%s", b.data);
     char path[512];
     snprintf(path, sizeof path, "%s/prof_sample.md", out);

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ----------------------------------------------------------- step markers */
 
-#define LOOM_PROF_FD_ENV "LOOM_PROF_FD"
+#define LOOM_PROF_FD_ENV     "LOOM_PROF_FD"
 #define LOOM_PROF_MARKER_MAX 1024 /* longest marker line, bytes, no newline */
 
 /* One step as the workload reported it. Unknown optional fields are -1. */
@@ -79,8 +79,8 @@ typedef struct loom_prof_sample {
 typedef struct loom_prof_gpu_sample {
     int64_t t_ns;
     uint32_t index;
-    int status;            /* NVML code of the device (0 ok) */
-    double util_gpu_pct;   /* NVML's utilisation over its own window */
+    int status;          /* NVML code of the device (0 ok) */
+    double util_gpu_pct; /* NVML's utilisation over its own window */
     double util_mem_pct;
     double mem_used_bytes;
     double mem_total_bytes;
@@ -91,19 +91,19 @@ typedef struct loom_prof_gpu_sample {
 /* --------------------------------------------------------------------- run */
 
 typedef struct loom_prof_opts {
-    char *const *argv;     /* the command; argv[0] is looked up in PATH */
-    int64_t interval_ns;   /* sampling period; 0 = do not sample (A/B baseline) */
-    int64_t rescan_ns;     /* how often the tree is searched for new members; 0 = 1 s */
+    char *const *argv;       /* the command; argv[0] is looked up in PATH */
+    int64_t interval_ns;     /* sampling period; 0 = do not sample (A/B baseline) */
+    int64_t rescan_ns;       /* how often the tree is searched for new members; 0 = 1 s */
     int64_t gpu_interval_ns; /* GPU sampling period; 0 = no GPU sampling */
-    bool kernels;          /* inject the CUPTI tracer */
-    const char *cupti_lib; /* path of libloom_cupti.so (needed with kernels) */
-    const char *work_dir;  /* where the tracer writes (needed with kernels) */
-    int echo_fd;           /* the workload's stdout is copied here; -1 = discarded */
+    bool kernels;            /* inject the CUPTI tracer */
+    const char *cupti_lib;   /* path of libloom_cupti.so (needed with kernels) */
+    const char *work_dir;    /* where the tracer writes (needed with kernels) */
+    int echo_fd;             /* the workload's stdout is copied here; -1 = discarded */
 } loom_prof_opts_t;
 
 /* Everything one profiled run produced. */
 typedef struct loom_prof_run {
-    char **argv; /* a copy of the command */
+    char **argv;              /* a copy of the command */
     int64_t start_ns, end_ns; /* monotonic: fork and reap */
     int64_t start_real_ns;    /* wall clock at fork */
     int exit_status;          /* as from waitpid */
@@ -113,7 +113,7 @@ typedef struct loom_prof_run {
     loom_prof_sample_t *samples;
     size_t nsamples;
     int64_t interval_ns;
-    size_t missed_ticks; /* schedule slots skipped because the sampler ran late */
+    size_t missed_ticks;    /* schedule slots skipped because the sampler ran late */
     int64_t sampler_cpu_ns; /* CPU time of the sampling thread (its own clock) */
     int64_t loom_cpu_ns;    /* CPU time of the whole profiler process over the run */
     loom_prof_step_t *steps;
@@ -122,10 +122,10 @@ typedef struct loom_prof_run {
     size_t bad_markers;  /* malformed marker lines (ignored) */
     char first_bad[256]; /* the first one's error, "" if none */
     bool kernels;
-    char *kernels_path;  /* the tracer's record file (if kernels) */
-    bool gpu;                          /* GPU sampling was asked for */
-    char gpu_status[256];              /* "" if NVML answered, else why not */
-    json_t *gpu_names;                 /* array: name of each GPU index */
+    char *kernels_path;   /* the tracer's record file (if kernels) */
+    bool gpu;             /* GPU sampling was asked for */
+    char gpu_status[256]; /* "" if NVML answered, else why not */
+    json_t *gpu_names;    /* array: name of each GPU index */
     loom_prof_gpu_sample_t *gpu_samples;
     size_t ngpu_samples;
 } loom_prof_run_t;
@@ -143,24 +143,24 @@ typedef struct loom_prof_dist {
 } loom_prof_dist_t;
 
 typedef struct loom_prof_summary {
-    double wall_s;            /* fork to reap */
-    double startup_s;         /* fork to the start of the first step; -1 if no steps */
+    double wall_s;    /* fork to reap */
+    double startup_s; /* fork to the start of the first step; -1 if no steps */
     size_t nsteps;
-    size_t warmup_steps;      /* see docs/profiling.md, "Warm-up" */
-    double warmup_s;          /* their total duration */
-    loom_prof_dist_t steady;  /* step times after warm-up */
-    double steps_per_s;       /* steady: steps / summed step time */
-    double items_per_s;       /* steady: items / summed step time; -1 if unknown */
-    double cpu_cores_run;     /* sampled CPU time / wall time, whole run */
-    double cpu_cores_steady;  /* sampled, over the steady steps' span; -1 if n/a */
-    double user_frac;         /* user share of sampled CPU time */
-    double sampled_cpu_s;     /* last sample's cumulative CPU */
-    double kernel_cpu_s;      /* rusage ground truth */
-    double cpu_error;         /* (sampled - kernel) / kernel; 0 if kernel is 0 */
-    double rss_peak_bytes;    /* sampled peak of the tree */
+    size_t warmup_steps;                       /* see docs/profiling.md, "Warm-up" */
+    double warmup_s;                           /* their total duration */
+    loom_prof_dist_t steady;                   /* step times after warm-up */
+    double steps_per_s;                        /* steady: steps / summed step time */
+    double items_per_s;                        /* steady: items / summed step time; -1 if unknown */
+    double cpu_cores_run;                      /* sampled CPU time / wall time, whole run */
+    double cpu_cores_steady;                   /* sampled, over the steady steps' span; -1 if n/a */
+    double user_frac;                          /* user share of sampled CPU time */
+    double sampled_cpu_s;                      /* last sample's cumulative CPU */
+    double kernel_cpu_s;                       /* rusage ground truth */
+    double cpu_error;                          /* (sampled - kernel) / kernel; 0 if kernel is 0 */
+    double rss_peak_bytes;                     /* sampled peak of the tree */
     double data_frac, copy_frac, compute_frac; /* of steady step time; -1 if unknown */
-    double interval_achieved_s; /* mean gap between samples */
-    double profiler_cpu_share;  /* loom's CPU time / the command's (kernel) CPU time */
+    double interval_achieved_s;                /* mean gap between samples */
+    double profiler_cpu_share; /* loom's CPU time / the command's (kernel) CPU time */
 } loom_prof_summary_t;
 
 /* Derives the summary of a run. */
@@ -190,13 +190,13 @@ int loom_prof_report_md(const loom_prof_run_t *run, loom_buf_t *b);
 
 typedef struct loom_prof_ab {
     size_t pairs;
-    double *base_mean_s;  /* per pair: mean steady step time without the profiler */
-    double *prof_mean_s;  /* with it */
-    double *base_p50_s;   /* per pair: median steady step time without the profiler */
-    double *prof_p50_s;   /* with it */
-    double overhead;      /* mean of per-pair (prof - base) / base, on the means */
+    double *base_mean_s;    /* per pair: mean steady step time without the profiler */
+    double *prof_mean_s;    /* with it */
+    double *base_p50_s;     /* per pair: median steady step time without the profiler */
+    double *prof_p50_s;     /* with it */
+    double overhead;        /* mean of per-pair (prof - base) / base, on the means */
     double ci_low, ci_high; /* 95% t-interval of that mean */
-    double overhead_p50;  /* the same on the medians (robust to bursts of load) */
+    double overhead_p50;    /* the same on the medians (robust to bursts of load) */
     double ci_low_p50, ci_high_p50;
     double *prof_cpu_share; /* per pair: profiler CPU / command CPU in the profiled run */
 } loom_prof_ab_t;

@@ -79,13 +79,13 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
         json_array_append_new(cmd, json_string(o->argv[i]));
     char when[32];
     loom_time_format_rfc3339(loom_time_real_ns(), when);
-    json_t *j = json_pack("{s:o,s:s,s:f,s:I,s:o,s:o,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f}", "command",
-                          cmd, "finished", when, "interval_s", (double)o->interval_ns / 1e9,
-                          "pairs", (json_int_t)ab.pairs, "base_mean_step_s", base,
-                          "prof_mean_step_s", prof, "overhead", ab.overhead, "ci95_low",
-                          ab.ci_low, "ci95_high", ab.ci_high, "base_p50_step_s", bp,
-                          "prof_p50_step_s", pp, "overhead_p50", ab.overhead_p50,
-                          "ci95_low_p50", ab.ci_low_p50, "ci95_high_p50", ab.ci_high_p50);
+    json_t *j =
+        json_pack("{s:o,s:s,s:f,s:I,s:o,s:o,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f}", "command", cmd,
+                  "finished", when, "interval_s", (double)o->interval_ns / 1e9, "pairs",
+                  (json_int_t)ab.pairs, "base_mean_step_s", base, "prof_mean_step_s", prof,
+                  "overhead", ab.overhead, "ci95_low", ab.ci_low, "ci95_high", ab.ci_high,
+                  "base_p50_step_s", bp, "prof_p50_step_s", pp, "overhead_p50", ab.overhead_p50,
+                  "ci95_low_p50", ab.ci_low_p50, "ci95_high_p50", ab.ci_high_p50);
     json_object_set_new(j, "profiler_cpu_share", cs);
     json_object_set_new(j, "profiler_cpu_share_mean", json_real(share));
     char *text = json_dumps(j, JSON_INDENT(1));
@@ -105,8 +105,9 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
     }
     free(text);
     printf("overhead on mean steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%, %zu pairs, "
-           "sampling every %.1f ms)\n", 100 * ab.overhead, 100 * ab.ci_low, 100 * ab.ci_high,
-           ab.pairs, (double)o->interval_ns / 1e6);
+           "sampling every %.1f ms)\n",
+           100 * ab.overhead, 100 * ab.ci_low, 100 * ab.ci_high, ab.pairs,
+           (double)o->interval_ns / 1e6);
     printf("overhead on median steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%)\n",
            100 * ab.overhead_p50, 100 * ab.ci_low_p50, 100 * ab.ci_high_p50);
     printf("profiler CPU time / command CPU time, profiled runs: %.3f%% (mean)\n", 100 * share);
@@ -117,10 +118,14 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
 int loom_cmd_prof(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"interval", required_argument, NULL, 'i'}, {"gpu", no_argument, NULL, 'g'},
-        {"kernels", no_argument, NULL, 'k'},        {"out", required_argument, NULL, 'o'},
-        {"ab", required_argument, NULL, 'a'},       {"rescan", required_argument, NULL, 'r'},
-        {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+        {"interval", required_argument, NULL, 'i'},
+        {"gpu", no_argument, NULL, 'g'},
+        {"kernels", no_argument, NULL, 'k'},
+        {"out", required_argument, NULL, 'o'},
+        {"ab", required_argument, NULL, 'a'},
+        {"rescan", required_argument, NULL, 'r'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
         {"gpu-interval", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
@@ -140,8 +145,10 @@ int loom_cmd_prof(int argc, char **argv)
             int64_t ns;
             if (loom_parse_duration(optarg, &ns, &err) || ns <= 0) {
                 fprintf(stderr, "loom prof: --%s '%s': %s\n",
-                        c == 'i' ? "interval" : c == 'r' ? "rescan" : "gpu-interval", optarg,
-                        err.msg[0] ? err.msg : "must be > 0");
+                        c == 'i'   ? "interval"
+                        : c == 'r' ? "rescan"
+                                   : "gpu-interval",
+                        optarg, err.msg[0] ? err.msg : "must be > 0");
                 return LOOM_EXIT_USAGE;
             }
             if (c == 'i')
@@ -185,9 +192,11 @@ int loom_cmd_prof(int argc, char **argv)
     if (o.kernels) {
         lib = cupti_lib_path();
         if (!lib || access(lib, R_OK)) {
-            fprintf(stderr, "loom prof: --kernels: the CUPTI tracer '%s' is missing; it is built "
-                            "only where the CUDA toolkit (/usr/local/cuda with CUPTI) is "
-                            "installed\n", lib ? lib : "libloom_cupti.so");
+            fprintf(stderr,
+                    "loom prof: --kernels: the CUPTI tracer '%s' is missing; it is built "
+                    "only where the CUDA toolkit (/usr/local/cuda with CUPTI) is "
+                    "installed\n",
+                    lib ? lib : "libloom_cupti.so");
             free(lib);
             return LOOM_EXIT_FAILURE;
         }
@@ -218,15 +227,17 @@ int loom_cmd_prof(int argc, char **argv)
         return LOOM_EXIT_FAILURE;
     }
     rc = WIFEXITED(run->exit_status) && WEXITSTATUS(run->exit_status) == 0 ? LOOM_EXIT_OK
-                                                                            : LOOM_EXIT_FAILURE;
+                                                                           : LOOM_EXIT_FAILURE;
     if (loom_prof_write(run, out, &err)) {
         fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
     } else {
         loom_buf_t b = LOOM_BUF_INIT;
         loom_prof_report_md(run, &b);
-        fprintf(stderr, "%s\nrecord: %s/run.json (also steps.csv, samples.csv, cpu.svg, "
-                        "report.md)\n", b.data ? b.data : "", out);
+        fprintf(stderr,
+                "%s\nrecord: %s/run.json (also steps.csv, samples.csv, cpu.svg, "
+                "report.md)\n",
+                b.data ? b.data : "", out);
         loom_buf_free(&b);
     }
     loom_prof_run_free(run);

@@ -15,10 +15,10 @@
 
 double loom_prof_t95(size_t df)
 {
-    static const double t[] = {0,      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                               2.306,  2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-                               2.120,  2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-                               2.064,  2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                               2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                               2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
     if (df == 0)
         return INFINITY;
     if (df < sizeof t / sizeof t[0])
@@ -54,8 +54,7 @@ static void rel_diff(const double *base, const double *prof, size_t n, double *m
 
 void loom_prof_ab_stats(loom_prof_ab_t *ab)
 {
-    rel_diff(ab->base_mean_s, ab->prof_mean_s, ab->pairs, &ab->overhead, &ab->ci_low,
-             &ab->ci_high);
+    rel_diff(ab->base_mean_s, ab->prof_mean_s, ab->pairs, &ab->overhead, &ab->ci_low, &ab->ci_high);
     if (ab->base_p50_s && ab->prof_p50_s)
         rel_diff(ab->base_p50_s, ab->prof_p50_s, ab->pairs, &ab->overhead_p50, &ab->ci_low_p50,
                  &ab->ci_high_p50);
@@ -76,16 +75,17 @@ static int one(const loom_prof_opts_t *o, bool sampled, size_t pair, double *mea
     loom_prof_summary_t s;
     loom_prof_summarize(r, &s);
     if (s.steady.n == 0 || s.steady.mean <= 0) {
-        rc = loom_err_set(err, LOOM_EINVAL, "prof --ab: pair %zu, %s run reported no steps "
-                          "(exit status %d)", pair + 1, sampled ? "profiled" : "baseline",
-                          r->exit_status);
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "prof --ab: pair %zu, %s run reported no steps "
+                          "(exit status %d)",
+                          pair + 1, sampled ? "profiled" : "baseline", r->exit_status);
     } else {
         *mean = s.steady.mean;
         *p50 = s.steady.p50;
         if (cpu_share)
             *cpu_share = s.profiler_cpu_share;
-        loom_log_info("prof.ab", "pair=%zu profiled=%d steps=%zu warmup=%zu mean_ms=%.3f",
-                      pair + 1, sampled, s.nsteps, s.warmup_steps, s.steady.mean * 1e3);
+        loom_log_info("prof.ab", "pair=%zu profiled=%d steps=%zu warmup=%zu mean_ms=%.3f", pair + 1,
+                      sampled, s.nsteps, s.warmup_steps, s.steady.mean * 1e3);
     }
     loom_prof_run_free(r);
     return rc;
@@ -95,8 +95,10 @@ int loom_prof_ab_run(const loom_prof_opts_t *o, size_t pairs, loom_prof_ab_t *ab
 {
     memset(ab, 0, sizeof *ab);
     if (pairs < 2)
-        return loom_err_set(err, LOOM_EINVAL, "prof --ab: need at least 2 pairs for an "
-                            "interval, got %zu", pairs);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "prof --ab: need at least 2 pairs for an "
+                            "interval, got %zu",
+                            pairs);
     if (o->interval_ns <= 0)
         return loom_err_set(err, LOOM_EINVAL, "prof --ab: the profiled runs need an interval");
     ab->base_mean_s = calloc(pairs, sizeof *ab->base_mean_s);

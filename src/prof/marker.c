@@ -13,7 +13,7 @@
 
 #include "loom/prof.h"
 
-#define KEY_MAX 32
+#define KEY_MAX   32
 #define VALUE_MAX 128
 
 typedef struct cursor {
@@ -42,13 +42,15 @@ static bool next_token(cursor_t *c, const char **tok, size_t *len)
 static int parse_u63(const char *tok, size_t len, const char *what, int64_t *out, loom_err_t *err)
 {
     if (len == 0 || len > 19)
-        return loom_err_set(err, LOOM_EINVAL, "%s: expected a whole number of at most 19 digits, "
-                            "found '%.*s'", what, (int)(len > 40 ? 40 : len), tok);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: expected a whole number of at most 19 digits, "
+                            "found '%.*s'",
+                            what, (int)(len > 40 ? 40 : len), tok);
     int64_t v = 0;
     for (size_t i = 0; i < len; i++) {
         if (tok[i] < '0' || tok[i] > '9')
-            return loom_err_set(err, LOOM_EINVAL, "%s: expected a whole number, found '%.*s'",
-                                what, (int)(len > 40 ? 40 : len), tok);
+            return loom_err_set(err, LOOM_EINVAL, "%s: expected a whole number, found '%.*s'", what,
+                                (int)(len > 40 ? 40 : len), tok);
         int d = tok[i] - '0';
         if (v > (INT64_MAX - d) / 10)
             return loom_err_set(err, LOOM_EINVAL, "%s: '%.*s' is too large", what, (int)len, tok);
@@ -64,8 +66,8 @@ static int split_field(const char *tok, size_t len, size_t index, char kbuf[KEY_
 {
     const char *eq = memchr(tok, '=', len);
     if (!eq)
-        return loom_err_set(err, LOOM_EINVAL, "field %zu: expected key=value, found '%.*s'",
-                            index, (int)(len > 40 ? 40 : len), tok);
+        return loom_err_set(err, LOOM_EINVAL, "field %zu: expected key=value, found '%.*s'", index,
+                            (int)(len > 40 ? 40 : len), tok);
     size_t klen = (size_t)(eq - tok);
     if (klen == 0 || klen > KEY_MAX || tok[0] < 'a' || tok[0] > 'z')
         goto bad_key;
@@ -79,17 +81,20 @@ static int split_field(const char *tok, size_t len, size_t index, char kbuf[KEY_
     *val = eq + 1;
     *vlen = len - klen - 1;
     if (*vlen == 0 || *vlen > VALUE_MAX)
-        return loom_err_set(err, LOOM_EINVAL, "field '%s': expected a value of 1 to %d bytes",
-                            kbuf, VALUE_MAX);
+        return loom_err_set(err, LOOM_EINVAL, "field '%s': expected a value of 1 to %d bytes", kbuf,
+                            VALUE_MAX);
     for (size_t i = 0; i < *vlen; i++)
         if ((*val)[i] < '!' || (*val)[i] > '~')
-            return loom_err_set(err, LOOM_EINVAL, "field '%s': value has a byte 0x%02x outside "
-                                "printable ASCII", kbuf, (unsigned char)(*val)[i]);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "field '%s': value has a byte 0x%02x outside "
+                                "printable ASCII",
+                                kbuf, (unsigned char)(*val)[i]);
     return LOOM_OK;
 bad_key:
-    return loom_err_set(err, LOOM_EINVAL, "field %zu: expected a key of [a-z][a-z0-9_]* (at most "
-                        "%d bytes) before '=', found '%.*s'", index, KEY_MAX,
-                        (int)(klen > 40 ? 40 : klen), tok);
+    return loom_err_set(err, LOOM_EINVAL,
+                        "field %zu: expected a key of [a-z][a-z0-9_]* (at most "
+                        "%d bytes) before '=', found '%.*s'",
+                        index, KEY_MAX, (int)(klen > 40 ? 40 : klen), tok);
 }
 
 static bool starts_marker(const char *line, size_t len, const char *word)
@@ -107,8 +112,10 @@ static int parse_step(cursor_t *c, loom_prof_step_t *s, loom_err_t *err)
         const char *tok;
         size_t len;
         if (!next_token(c, &tok, &len))
-            return loom_err_set(err, LOOM_EINVAL, "LOOM_STEP: missing %s (expected 'LOOM_STEP "
-                                "<step> <start_ns> <end_ns> [key=value ...]')", names[i]);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "LOOM_STEP: missing %s (expected 'LOOM_STEP "
+                                "<step> <start_ns> <end_ns> [key=value ...]')",
+                                names[i]);
         if (parse_u63(tok, len, names[i], &v[i], err))
             return loom_err_prefix(err, "LOOM_STEP");
     }
@@ -183,8 +190,8 @@ int loom_prof_marker_parse(const char *line, size_t len, loom_prof_line_kind_t *
         return LOOM_OK;
     const char *word = is_step ? "LOOM_STEP" : "LOOM_META";
     if (len > LOOM_PROF_MARKER_MAX)
-        return loom_err_set(err, LOOM_EINVAL, "%s: line of %zu bytes is longer than %d", word,
-                            len, LOOM_PROF_MARKER_MAX);
+        return loom_err_set(err, LOOM_EINVAL, "%s: line of %zu bytes is longer than %d", word, len,
+                            LOOM_PROF_MARKER_MAX);
     if (memchr(line, '\0', len))
         return loom_err_set(err, LOOM_EINVAL, "%s: line contains a NUL byte", word);
     cursor_t c = {line + 9, line + len};

@@ -17,12 +17,23 @@
 static const struct {
     const char *pattern, *cls;
 } kernel_classes[] = {
-    {"conv", "convolution"},  {"winograd", "convolution"}, {"implicit", "convolution"},
-    {"gemm", "gemm"},         {"gemv", "gemm"},            {"matmul", "gemm"},
-    {"xmma", "gemm"},         {"cutlass", "gemm"},         {"softmax", "softmax"},
-    {"norm", "normalization"}, {"reduce", "reduction"},    {"elementwise", "elementwise"},
-    {"vectorized", "elementwise"}, {"pool", "pooling"},    {"embedding", "embedding"},
-    {"index", "indexing"},     {"copy", "copy-kernel"},
+    {"conv", "convolution"},
+    {"winograd", "convolution"},
+    {"implicit", "convolution"},
+    {"gemm", "gemm"},
+    {"gemv", "gemm"},
+    {"matmul", "gemm"},
+    {"xmma", "gemm"},
+    {"cutlass", "gemm"},
+    {"softmax", "softmax"},
+    {"norm", "normalization"},
+    {"reduce", "reduction"},
+    {"elementwise", "elementwise"},
+    {"vectorized", "elementwise"},
+    {"pool", "pooling"},
+    {"embedding", "embedding"},
+    {"index", "indexing"},
+    {"copy", "copy-kernel"},
 };
 
 static const char *kernel_class(const char *name)
@@ -47,8 +58,10 @@ static void add_to(json_t *by, const char *key, double secs, int64_t bytes)
         if (!o || json_object_set_new(by, key, o))
             return;
     }
-    json_object_set_new(o, "count", json_integer(json_integer_value(json_object_get(o, "count")) + 1));
-    json_object_set_new(o, "total_s", json_real(json_real_value(json_object_get(o, "total_s")) + secs));
+    json_object_set_new(o, "count",
+                        json_integer(json_integer_value(json_object_get(o, "count")) + 1));
+    json_object_set_new(o, "total_s",
+                        json_real(json_real_value(json_object_get(o, "total_s")) + secs));
     json_object_set_new(o, "bytes",
                         json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
 }
@@ -84,7 +97,8 @@ static json_t *kernels_summary(const loom_prof_run_t *r)
             long long t0, t1, bytes;
             int dev, stream, off = 0;
             if (sscanf(line, "%31[^,],%lld,%lld,%lld,%d,%d,%n", kind, &t0, &t1, &bytes, &dev,
-                       &stream, &off) != 6 || off == 0 || t1 < t0) {
+                       &stream, &off) != 6 ||
+                off == 0 || t1 < t0) {
                 bad++;
                 continue;
             }
@@ -180,8 +194,8 @@ static json_t *num_or_null(double v)
 static json_t *dist_json(const loom_prof_dist_t *d)
 {
     return json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "n", (json_int_t)d->n, "mean",
-                     d->mean, "stdev", d->stdev, "min", d->min, "p5", d->p5, "p50", d->p50,
-                     "p95", d->p95, "p99", d->p99, "max", d->max);
+                     d->mean, "stdev", d->stdev, "min", d->min, "p5", d->p5, "p50", d->p50, "p95",
+                     d->p95, "p99", d->p99, "max", d->max);
 }
 
 static double step_cores(const loom_prof_run_t *r, const loom_prof_step_t *st)
@@ -207,14 +221,13 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
                             ? json_pack("{s:i}", "code", WEXITSTATUS(r->exit_status))
                             : json_pack("{s:i}", "signal", WTERMSIG(r->exit_status)));
     json_object_set_new(root, "meta", json_deep_copy(r->meta));
-    json_object_set_new(root, "sampler",
-                        json_pack("{s:f,s:f,s:I,s:I,s:f,s:f,s:o}", "interval_s",
-                                  (double)r->interval_ns / 1e9, "interval_achieved_s",
-                                  s->interval_achieved_s, "samples", (json_int_t)r->nsamples,
-                                  "missed_ticks", (json_int_t)r->missed_ticks, "thread_cpu_s",
-                                  (double)r->sampler_cpu_ns / 1e9, "profiler_cpu_s",
-                                  (double)r->loom_cpu_ns / 1e9, "profiler_cpu_share",
-                                  num_or_null(s->profiler_cpu_share)));
+    json_object_set_new(
+        root, "sampler",
+        json_pack("{s:f,s:f,s:I,s:I,s:f,s:f,s:o}", "interval_s", (double)r->interval_ns / 1e9,
+                  "interval_achieved_s", s->interval_achieved_s, "samples", (json_int_t)r->nsamples,
+                  "missed_ticks", (json_int_t)r->missed_ticks, "thread_cpu_s",
+                  (double)r->sampler_cpu_ns / 1e9, "profiler_cpu_s", (double)r->loom_cpu_ns / 1e9,
+                  "profiler_cpu_share", num_or_null(s->profiler_cpu_share)));
     json_t *sum = json_object();
     json_object_set_new(sum, "wall_s", json_real(s->wall_s));
     json_object_set_new(sum, "startup_s", num_or_null(s->startup_s));
@@ -233,22 +246,21 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
     json_object_set_new(sum, "copy_fraction", num_or_null(s->copy_frac));
     json_object_set_new(sum, "compute_fraction", num_or_null(s->compute_frac));
     json_object_set_new(root, "summary", sum);
-    json_object_set_new(root, "ground_truth",
-                        json_pack("{s:f,s:f,s:I,s:f}", "rusage_user_s",
-                                  (double)r->rusage_user_ns / 1e9, "rusage_sys_s",
-                                  (double)r->rusage_sys_ns / 1e9, "rusage_maxrss_bytes",
-                                  (json_int_t)r->rusage_maxrss_bytes, "cpu_relative_error",
-                                  s->cpu_error));
-    json_object_set_new(root, "markers", json_pack("{s:I,s:s}", "malformed",
-                                                   (json_int_t)r->bad_markers, "first_error",
-                                                   r->first_bad));
+    json_object_set_new(
+        root, "ground_truth",
+        json_pack("{s:f,s:f,s:I,s:f}", "rusage_user_s", (double)r->rusage_user_ns / 1e9,
+                  "rusage_sys_s", (double)r->rusage_sys_ns / 1e9, "rusage_maxrss_bytes",
+                  (json_int_t)r->rusage_maxrss_bytes, "cpu_relative_error", s->cpu_error));
+    json_object_set_new(root, "markers",
+                        json_pack("{s:I,s:s}", "malformed", (json_int_t)r->bad_markers,
+                                  "first_error", r->first_bad));
     json_t *steps = json_array();
     for (size_t i = 0; i < r->nsteps; i++) {
         const loom_prof_step_t *st = &r->steps[i];
-        json_t *o = json_pack("{s:I,s:I,s:I,s:f,s:b}", "step", (json_int_t)st->step, "start_ns",
-                              (json_int_t)st->start_ns, "end_ns", (json_int_t)st->end_ns,
-                              "duration_s", (double)(st->end_ns - st->start_ns) / 1e9, "warmup",
-                              i < s->warmup_steps);
+        json_t *o =
+            json_pack("{s:I,s:I,s:I,s:f,s:b}", "step", (json_int_t)st->step, "start_ns",
+                      (json_int_t)st->start_ns, "end_ns", (json_int_t)st->end_ns, "duration_s",
+                      (double)(st->end_ns - st->start_ns) / 1e9, "warmup", i < s->warmup_steps);
         if (st->items >= 0)
             json_object_set_new(o, "items", json_integer(st->items));
         if (st->data_ns >= 0)
@@ -328,19 +340,25 @@ static void cpu_svg(const loom_prof_run_t *r, loom_buf_t *b)
     }
     if (tmax <= 0)
         tmax = 1;
-    loom_buf_appendf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                        "font-family=\"sans-serif\" font-size=\"11\">\n", W + L + 10, 2 * H + 60);
+    loom_buf_appendf(b,
+                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                     "font-family=\"sans-serif\" font-size=\"11\">\n",
+                     W + L + 10, 2 * H + 60);
     for (int panel = 0; panel < 2; panel++) {
         double y0 = 20 + panel * (H + 30), top = panel ? mmax : cmax;
-        loom_buf_appendf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
-                            "fill=\"none\" stroke=\"#888\"/>\n", L, y0, W, H);
+        loom_buf_appendf(b,
+                         "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+                         "fill=\"none\" stroke=\"#888\"/>\n",
+                         L, y0, W, H);
         loom_buf_appendf(b, "<text x=\"%.0f\" y=\"%.0f\">%s (max %.2f)</text>\n", L, y0 - 5,
                          panel ? "resident memory, MiB" : "CPU, cores", top);
         /* Step boundaries as faint lines. */
         for (size_t i = 0; panel == 0 && i < r->nsteps && i < 2000; i++) {
             double x = L + W * (double)(r->steps[i].start_ns - r->start_ns) / 1e9 / tmax;
-            loom_buf_appendf(b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
-                                "stroke=\"#ddd\"/>\n", x, y0, x, y0 + H);
+            loom_buf_appendf(b,
+                             "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
+                             "stroke=\"#ddd\"/>\n",
+                             x, y0, x, y0 + H);
         }
         loom_buf_append_str(b, "<polyline fill=\"none\" stroke=\"#1f77b4\" points=\"");
         for (size_t i = 1; i < r->nsamples; i++) {
@@ -349,8 +367,8 @@ static void cpu_svg(const loom_prof_run_t *r, loom_buf_t *b)
             if (panel)
                 v = (double)x->rss_bytes / 1048576.0;
             else
-                v = x->t_ns > p->t_ns ? (double)(x->user_ns + x->sys_ns - p->user_ns -
-                                                 p->sys_ns) / (double)(x->t_ns - p->t_ns)
+                v = x->t_ns > p->t_ns ? (double)(x->user_ns + x->sys_ns - p->user_ns - p->sys_ns) /
+                                            (double)(x->t_ns - p->t_ns)
                                       : 0;
             double px = L + W * (double)(x->t_ns - r->start_ns) / 1e9 / tmax;
             double py = y0 + H - H * v / top;
@@ -358,8 +376,10 @@ static void cpu_svg(const loom_prof_run_t *r, loom_buf_t *b)
         }
         loom_buf_append_str(b, "\"/>\n");
     }
-    loom_buf_appendf(b, "<text x=\"%.0f\" y=\"%.0f\">time since start, s (0 to %.2f); grey: "
-                        "step starts</text>\n</svg>\n", L, 2 * H + 55, tmax);
+    loom_buf_appendf(b,
+                     "<text x=\"%.0f\" y=\"%.0f\">time since start, s (0 to %.2f); grey: "
+                     "step starts</text>\n</svg>\n",
+                     L, 2 * H + 55, tmax);
 }
 
 int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
@@ -379,7 +399,8 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
     const char *k;
     json_t *v;
     bool first = true;
-    json_object_foreach(r->meta, k, v) {
+    json_object_foreach(r->meta, k, v)
+    {
         loom_buf_appendf(b, "%s%s=%s", first ? "meta: " : " ", k, json_string_value(v));
         first = false;
     }
@@ -390,12 +411,14 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
         loom_buf_append_str(b, "No step markers were received (see docs/profiling.md).\n");
     } else {
         const loom_prof_dist_t *d = &s.steady;
-        loom_buf_appendf(b, "| steps | warm-up steps | warm-up s | startup s |\n|---|---|---|---|\n"
-                            "| %zu | %zu | %.3f | %.3f |\n\n", s.nsteps, s.warmup_steps,
-                         s.warmup_s, s.startup_s);
-        loom_buf_appendf(b, "Steady step time, ms (n=%zu):\n\n| mean | stdev | min | p5 | p50 | "
-                            "p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n"
-                            "| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n\n",
+        loom_buf_appendf(b,
+                         "| steps | warm-up steps | warm-up s | startup s |\n|---|---|---|---|\n"
+                         "| %zu | %zu | %.3f | %.3f |\n\n",
+                         s.nsteps, s.warmup_steps, s.warmup_s, s.startup_s);
+        loom_buf_appendf(b,
+                         "Steady step time, ms (n=%zu):\n\n| mean | stdev | min | p5 | p50 | "
+                         "p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n"
+                         "| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n\n",
                          d->n, d->mean * 1e3, d->stdev * 1e3, d->min * 1e3, d->p5 * 1e3,
                          d->p50 * 1e3, d->p95 * 1e3, d->p99 * 1e3, d->max * 1e3);
         loom_buf_appendf(b, "Throughput: %.3f steps/s", s.steps_per_s);
@@ -420,28 +443,31 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
     } else {
         loom_format_size((uint64_t)s.rss_peak_bytes, mem, sizeof mem);
         loom_format_size((uint64_t)r->rusage_maxrss_bytes, hwm, sizeof hwm);
-        loom_buf_appendf(b, "| | value |\n|---|---|\n"
-                            "| samples (every %.1f ms asked, %.2f ms achieved, %zu missed) | %zu |\n"
-                            "| CPU, whole run, cores | %.3f |\n",
-                         (double)r->interval_ns / 1e6, s.interval_achieved_s * 1e3,
-                         r->missed_ticks, r->nsamples, s.cpu_cores_run);
+        loom_buf_appendf(b,
+                         "| | value |\n|---|---|\n"
+                         "| samples (every %.1f ms asked, %.2f ms achieved, %zu missed) | %zu |\n"
+                         "| CPU, whole run, cores | %.3f |\n",
+                         (double)r->interval_ns / 1e6, s.interval_achieved_s * 1e3, r->missed_ticks,
+                         r->nsamples, s.cpu_cores_run);
         if (s.cpu_cores_steady >= 0)
             loom_buf_appendf(b, "| CPU, steady steps, cores | %.3f |\n", s.cpu_cores_steady);
-        loom_buf_appendf(b, "| user share of CPU time | %.1f%% |\n"
-                            "| CPU time sampled / kernel (rusage), s | %.3f / %.3f (%+.2f%%) |\n"
-                            "| resident memory peak, sampled (tree) | %s |\n"
-                            "| max RSS of one process, kernel | %s |\n"
-                            "| profiler's own CPU: sampling thread / whole loom, s | %.4f / %.4f "
-                            "(%.3f%% of the command's) |\n",
-                         100 * s.user_frac, s.sampled_cpu_s, s.kernel_cpu_s, 100 * s.cpu_error,
-                         mem, hwm, (double)r->sampler_cpu_ns / 1e9, (double)r->loom_cpu_ns / 1e9,
+        loom_buf_appendf(b,
+                         "| user share of CPU time | %.1f%% |\n"
+                         "| CPU time sampled / kernel (rusage), s | %.3f / %.3f (%+.2f%%) |\n"
+                         "| resident memory peak, sampled (tree) | %s |\n"
+                         "| max RSS of one process, kernel | %s |\n"
+                         "| profiler's own CPU: sampling thread / whole loom, s | %.4f / %.4f "
+                         "(%.3f%% of the command's) |\n",
+                         100 * s.user_frac, s.sampled_cpu_s, s.kernel_cpu_s, 100 * s.cpu_error, mem,
+                         hwm, (double)r->sampler_cpu_ns / 1e9, (double)r->loom_cpu_ns / 1e9,
                          100 * s.profiler_cpu_share);
     }
     if (r->gpu) {
         json_t *gs = gpu_summary(r);
-        loom_buf_appendf(b, "\n## GPUs (NVML, through libloom's monitoring part)\n\nstatus: %s; "
-                            "%zu readings\n", json_string_value(json_object_get(gs, "status")),
-                         r->ngpu_samples);
+        loom_buf_appendf(b,
+                         "\n## GPUs (NVML, through libloom's monitoring part)\n\nstatus: %s; "
+                         "%zu readings\n",
+                         json_string_value(json_object_get(gs, "status")), r->ngpu_samples);
         json_t *devs = json_object_get(gs, "devices");
         if (json_array_size(devs)) {
             loom_buf_append_str(b, "\n| GPU | name | mean util % | mean memory util % | memory "
@@ -449,7 +475,8 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
                                    "|---|---|---|---|---|---|---|\n");
             size_t i;
             json_t *d;
-            json_array_foreach(devs, i, d) {
+            json_array_foreach(devs, i, d)
+            {
                 static const char *keys[] = {"util_gpu_mean_pct", "util_memory_mean_pct",
                                              "memory_used_peak_bytes", "tree_memory_peak_bytes",
                                              "power_mean_w"};

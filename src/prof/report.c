@@ -154,8 +154,8 @@ void loom_prof_summarize(const loom_prof_run_t *r, loom_prof_summary_t *s)
         free(t);
     }
     s->kernel_cpu_s = (double)(r->rusage_user_ns + r->rusage_sys_ns) / 1e9;
-    s->profiler_cpu_share = s->kernel_cpu_s > 0 ? (double)r->loom_cpu_ns / 1e9 / s->kernel_cpu_s
-                                                : -1;
+    s->profiler_cpu_share =
+        s->kernel_cpu_s > 0 ? (double)r->loom_cpu_ns / 1e9 / s->kernel_cpu_s : -1;
     if (r->nsamples > 0) {
         const loom_prof_sample_t *last = &r->samples[r->nsamples - 1];
         s->sampled_cpu_s = (double)(last->user_ns + last->sys_ns) / 1e9;
@@ -167,7 +167,7 @@ void loom_prof_summarize(const loom_prof_run_t *r, loom_prof_summary_t *s)
             if ((double)r->samples[i].rss_bytes > s->rss_peak_bytes)
                 s->rss_peak_bytes = (double)r->samples[i].rss_bytes;
         if (r->nsamples > 1)
-            s->interval_achieved_s = (double)(last->t_ns - r->samples[0].t_ns) / 1e9 /
-                                     (double)(r->nsamples - 1);
+            s->interval_achieved_s =
+                (double)(last->t_ns - r->samples[0].t_ns) / 1e9 / (double)(r->nsamples - 1);
     }
 }

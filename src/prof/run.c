@@ -225,7 +225,8 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
     if (!o->argv || !o->argv[0])
         return loom_err_set(err, LOOM_EINVAL, "prof: no command given");
     if (o->kernels && (!o->cupti_lib || !o->work_dir))
-        return loom_err_set(err, LOOM_EINVAL, "prof: kernel tracing needs the CUPTI library "
+        return loom_err_set(err, LOOM_EINVAL,
+                            "prof: kernel tracing needs the CUPTI library "
                             "path and a directory for its records");
     loom_prof_run_t *r = calloc(1, sizeof *r);
     if (!r || !(r->meta = json_object()) || !(r->argv = copy_argv(o->argv))) {
@@ -296,8 +297,7 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
     close_pair(status);
     if (got == (ssize_t)sizeof exec_errno) {
         waitpid(pid, NULL, 0);
-        rc = loom_err_errno(err, LOOM_ENOTFOUND, exec_errno, "prof: cannot run '%s'",
-                            o->argv[0]);
+        rc = loom_err_errno(err, LOOM_ENOTFOUND, exec_errno, "prof: cannot run '%s'", o->argv[0]);
         goto fail;
     }
 

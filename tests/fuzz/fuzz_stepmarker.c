@@ -26,9 +26,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         }
         const char *k;
         json_t *v;
-        json_object_foreach(meta, k, v)
-            if (!json_is_string(v))
-                abort();
+        json_object_foreach(meta, k, v) if (!json_is_string(v)) abort();
     } else if (err.msg[0] == '\0') {
         abort(); /* every rejection says why */
     }

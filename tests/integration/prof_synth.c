@@ -92,7 +92,8 @@ int main(int argc, char **argv)
             _exit(0);
         }
     }
-    long long *wall = calloc((size_t)steps, sizeof *wall), *cpu = calloc((size_t)steps, sizeof *cpu);
+    long long *wall = calloc((size_t)steps, sizeof *wall),
+              *cpu = calloc((size_t)steps, sizeof *cpu);
     if (garbage) {
         printf("an ordinary line of output\n");
         printf("LOOM_STEP x 1 2\n");

@@ -49,8 +49,8 @@ static void test_not_markers(void **state)
     (void)state;
     loom_prof_line_kind_t k = LOOM_PROF_LINE_STEP;
     loom_err_t err;
-    const char *lines[] = {"", "hello", "LOOM_STEPS 1 2 3", "loom_step 1 2 3", " LOOM_STEP 1 2 3",
-                           "LOOM_METAX a=b"};
+    const char *lines[] = {
+        "", "hello", "LOOM_STEPS 1 2 3", "loom_step 1 2 3", " LOOM_STEP 1 2 3", "LOOM_METAX a=b"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         assert_int_equal(parse(lines[i], &k, NULL, NULL, &err), LOOM_OK);
         assert_int_equal(k, LOOM_PROF_LINE_OTHER);

@@ -11,11 +11,11 @@
 #include "prof/prof_internal.h"
 
 /* cmocka's assert_float_equal works in float; the numbers here need double. */
-#define assert_double_equal(a, b, eps)                                                         \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b);                                                             \
-        if (!(fabs(a_ - b_) <= (eps)))                                                         \
-            fail_msg("%s = %.12g, expected %.12g (within %g)", #a, a_, b_, (double)(eps));     \
+#define assert_double_equal(a, b, eps)                                                             \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!(fabs(a_ - b_) <= (eps)))                                                             \
+            fail_msg("%s = %.12g, expected %.12g (within %g)", #a, a_, b_, (double)(eps));         \
     } while (0)
 
 static void test_quantile(void **state)
@@ -193,8 +193,8 @@ static void test_parse_stat(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantile),    cmocka_unit_test(test_warmup),
-        cmocka_unit_test(test_t95_and_ab),  cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_quantile),     cmocka_unit_test(test_warmup),
+        cmocka_unit_test(test_t95_and_ab),   cmocka_unit_test(test_summary),
         cmocka_unit_test(test_write_record), cmocka_unit_test(test_parse_stat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,7 @@
 
 #include <cupti.h>
 
-#define BUF_SIZE (8u << 20)
+#define BUF_SIZE  (8u << 20)
 #define BUF_ALIGN 8
 
 static FILE *out;
@@ -97,8 +97,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
             fprintf(out, "kernel,%llu,%llu,0,%u,%u,%s\n", (unsigned long long)k->start,
-                    (unsigned long long)k->end, k->deviceId, k->streamId,
-                    k->name ? k->name : "?");
+                    (unsigned long long)k->end, k->deviceId, k->streamId, k->name ? k->name : "?");
             records++;
             break;
         }
