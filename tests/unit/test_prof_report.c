@@ -172,6 +172,68 @@ static void test_write_record(void **state)
     loom_prof_run_free(r);
 }
 
+/* The CUPTI tracer's records summarised by kind and kernel class; a
+ * malformed line is counted, not trusted. */
+static void test_kernels_summary(void **state)
+{
+    (void)state;
+    loom_prof_run_t *r = fake_run();
+    char dir[] = "/tmp/loom-test-prof-k-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], status[256];
+    snprintf(path, sizeof path, "%s/kernels.csv", dir);
+    snprintf(status, sizeof status, "%s/kernels.csv.status", dir);
+    const char *csv = "kind,start_ns,end_ns,bytes,device,stream,name\n"
+                      "kernel,1000,3000,0,0,7,void cutlass::Kernel<cutlass_80_gemm, 128>(Params)\n"
+                      "kernel,4000,5000,0,0,7,ampere_sgemm_128x64_nn\n"
+                      "kernel,5000,5500,0,0,7,implicit_convolve_sgemm\n"
+                      "kernel,6000,6100,0,0,7,at::native::vectorized_elementwise_kernel<4>\n"
+                      "kernel,7000,7050,0,0,7,some_custom_thing\n"
+                      "memcpy_htod,100,900,4096,0,7,\n"
+                      "kernel,9,8,0,0,7,backwards\n"
+                      "garbage\n";
+    loom_err_t err;
+    assert_int_equal(loom_write_file_atomic(path, csv, strlen(csv), 0644, &err), LOOM_OK);
+    const char *st = "ok records=6 dropped=0\n";
+    assert_int_equal(loom_write_file_atomic(status, st, strlen(st), 0644, &err), LOOM_OK);
+    r->kernels = true;
+    r->kernels_path = strdup(path);
+    char out[300];
+    snprintf(out, sizeof out, "%s/out", dir);
+    assert_int_equal(loom_prof_write(r, out, &err), LOOM_OK);
+    char rec[320];
+    snprintf(rec, sizeof rec, "%s/run.json", out);
+    json_t *j;
+    assert_int_equal(loom_json_load_file(rec, &j, &err), LOOM_OK);
+    json_t *k = json_object_get(j, "kernels");
+    assert_string_equal(json_string_value(json_object_get(k, "status")), "ok records=6 dropped=0");
+    assert_int_equal(json_integer_value(json_object_get(k, "records")), 6);
+    assert_int_equal(json_integer_value(json_object_get(k, "malformed_lines")), 2);
+    json_t *cls = json_object_get(k, "by_class");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(cls, "gemm"), "count")), 2);
+    assert_double_equal(json_number_value(json_object_get(json_object_get(cls, "gemm"), "total_s")),
+                        3e-6, 1e-15);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(cls, "convolution"), "count")), 1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(cls, "elementwise"), "count")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(cls, "other"), "count")),
+                     1);
+    json_t *copy = json_object_get(json_object_get(k, "by_kind"), "memcpy_htod");
+    assert_int_equal(json_integer_value(json_object_get(copy, "bytes")), 4096);
+    json_decref(j);
+    const char *names[] = {"run.json", "steps.csv", "samples.csv", "cpu.svg", "report.md"};
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(rec, sizeof rec, "%s/%s", out, names[i]);
+        unlink(rec);
+    }
+    rmdir(out);
+    unlink(path);
+    unlink(status);
+    rmdir(dir);
+    loom_prof_run_free(r);
+}
+
 static void test_parse_stat(void **state)
 {
     (void)state;
@@ -193,9 +255,10 @@ static void test_parse_stat(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantile),     cmocka_unit_test(test_warmup),
-        cmocka_unit_test(test_t95_and_ab),   cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_write_record), cmocka_unit_test(test_parse_stat),
+        cmocka_unit_test(test_quantile),        cmocka_unit_test(test_warmup),
+        cmocka_unit_test(test_t95_and_ab),      cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_write_record),    cmocka_unit_test(test_parse_stat),
+        cmocka_unit_test(test_kernels_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
