@@ -46,6 +46,11 @@ typedef struct prof_stat {
 } prof_stat_t;
 int prof_parse_stat(const char *text, size_t len, prof_stat_t *st);
 
+/* record.c: summary of the CUPTI tracer's kernels.csv text (header line,
+ * then kind,start_ns,end_ns,bytes,device,stream,name): an object with
+ * records, malformed_lines, by_kind and by_class. */
+json_t *prof_kernels_parse(const char *text, size_t len);
+
 /* sampler.c: one thread sampling a tree on an absolute schedule. */
 typedef struct prof_sampler {
     prof_tree_t tree;

@@ -66,52 +66,105 @@ static void add_to(json_t *by, const char *key, double secs, int64_t bytes)
                         json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
 }
 
-/* Summarises the tracer's records. Lines: "kind,start_ns,end_ns,bytes,
- * device,stream,name" after one header line; the status file says whether
- * tracing worked. Never fails: what went wrong is the summary's status. */
+/* Reads one unsigned decimal field ending at ',' (consumed); false if it is
+ * not one or does not fit. */
+static bool csv_u63(const char **p, const char *end, int64_t *out)
+{
+    const char *q = *p;
+    int64_t v = 0;
+    if (q >= end || *q < '0' || *q > '9')
+        return false;
+    while (q < end && *q >= '0' && *q <= '9') {
+        if (v > (INT64_MAX - (*q - '0')) / 10)
+            return false;
+        v = v * 10 + (*q++ - '0');
+    }
+    if (q >= end || *q != ',')
+        return false;
+    *p = q + 1;
+    *out = v;
+    return true;
+}
+
+/* One record line: kind,start_ns,end_ns,bytes,device,stream,name. */
+static bool kernel_line(const char *p, const char *end, char kind[32], int64_t v[5], char name[256])
+{
+    size_t k = 0;
+    while (p < end && *p != ',') {
+        if (k >= 31 || !((*p >= 'a' && *p <= 'z') || *p == '_'))
+            return false;
+        kind[k++] = *p++;
+    }
+    if (k == 0 || p >= end)
+        return false;
+    kind[k] = '\0';
+    p++;
+    for (int i = 0; i < 5; i++)
+        if (!csv_u63(&p, end, &v[i]))
+            return false;
+    if (v[1] < v[0])
+        return false;
+    size_t n = (size_t)(end - p) < 255 ? (size_t)(end - p) : 255;
+    memcpy(name, p, n);
+    name[n] = '\0';
+    return true;
+}
+
+json_t *prof_kernels_parse(const char *text, size_t len)
+{
+    json_t *k = json_object(), *by_class = json_object(), *by_kind = json_object();
+    size_t records = 0, bad = 0;
+    const char *p = text, *end = text + len;
+    bool header = true;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (header) {
+            header = false; /* the first line names the columns */
+        } else if (le > p) {
+            char kind[32], name[256];
+            int64_t v[5];
+            if (!kernel_line(p, le, kind, v, name)) {
+                bad++;
+            } else {
+                records++;
+                double secs = (double)(v[1] - v[0]) / 1e9;
+                add_to(by_kind, kind, secs, v[2]);
+                if (strcmp(kind, "kernel") == 0)
+                    add_to(by_class, kernel_class(name), secs, 0);
+            }
+        }
+        p = nl ? nl + 1 : end;
+    }
+    json_object_set_new(k, "records", json_integer((json_int_t)records));
+    json_object_set_new(k, "malformed_lines", json_integer((json_int_t)bad));
+    json_object_set_new(k, "by_kind", by_kind);
+    json_object_set_new(k, "by_class", by_class);
+    return k;
+}
+
+/* Summarises the tracer's records (format above: one header line, then
+ * one line per record) and its status file. Never fails: what went wrong
+ * is the summary's status. */
 static json_t *kernels_summary(const loom_prof_run_t *r)
 {
-    json_t *k = json_object();
-    if (!k)
-        return NULL;
+    json_t *k = NULL;
     loom_buf_t st = LOOM_BUF_INIT, data = LOOM_BUF_INIT, path = LOOM_BUF_INIT;
     loom_err_t err;
+    if (loom_buf_read_file(&data, r->kernels_path, &err) == LOOM_OK)
+        k = prof_kernels_parse(data.data ? data.data : "", data.len);
+    else
+        k = json_object();
     loom_buf_appendf(&path, "%s.status", r->kernels_path);
     if (loom_buf_read_file(&st, path.data, &err) == LOOM_OK) {
         while (st.len && (st.data[st.len - 1] == '\n'))
             st.data[--st.len] = '\0';
-        json_object_set_new(k, "status", json_string(st.data));
+        json_object_set_new(k, "status", json_string(st.data ? st.data : ""));
     } else {
         json_object_set_new(k, "status",
                             json_string("no status from the CUPTI tracer: the command did not "
                                         "initialise CUDA, or the driver did not load "
                                         "CUDA_INJECTION64_PATH"));
-    }
-    if (loom_buf_read_file(&data, r->kernels_path, &err) == LOOM_OK) {
-        json_t *by_class = json_object(), *by_kind = json_object();
-        size_t records = 0, bad = 0;
-        char *save = NULL;
-        char *line = strtok_r(data.data, "\n", &save); /* header */
-        while ((line = strtok_r(NULL, "\n", &save))) {
-            char kind[32];
-            long long t0, t1, bytes;
-            int dev, stream, off = 0;
-            if (sscanf(line, "%31[^,],%lld,%lld,%lld,%d,%d,%n", kind, &t0, &t1, &bytes, &dev,
-                       &stream, &off) != 6 ||
-                off == 0 || t1 < t0) {
-                bad++;
-                continue;
-            }
-            records++;
-            double secs = (double)(t1 - t0) / 1e9;
-            add_to(by_kind, kind, secs, bytes);
-            if (strcmp(kind, "kernel") == 0)
-                add_to(by_class, kernel_class(line + off), secs, 0);
-        }
-        json_object_set_new(k, "records", json_integer((json_int_t)records));
-        json_object_set_new(k, "malformed_lines", json_integer((json_int_t)bad));
-        json_object_set_new(k, "by_kind", by_kind);
-        json_object_set_new(k, "by_class", by_class);
     }
     loom_buf_free(&st);
     loom_buf_free(&data);
