@@ -23,6 +23,8 @@ static const struct {
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
+    {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)
