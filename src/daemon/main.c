@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
             "             [--executor local|none] [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
-            "             [--grace D] [--seed S]\n\n"
+            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -51,6 +51,11 @@ static void usage(FILE *f)
             "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
             "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
             "  --seed S             seed of the random placement and tie breaks (default 1)\n"
+            "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
+            "                       suspend jobs that have run D since they last started\n"
+            "                       (default off)\n"
+            "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
+            "                       GPU when the jobs' step rates show it lowers throughput\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -89,6 +94,8 @@ typedef struct opts {
     uint64_t gpu_memory;
     int64_t grace_ns;
     int64_t seed;
+    int64_t timeslice_ns;
+    bool pack_check;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -102,6 +109,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"node", required_argument, NULL, 'N'},      {"gpus", required_argument, NULL, 'G'},
         {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
         {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
+        {"timeslice", required_argument, NULL, 'q'}, {"pack-check", no_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -137,6 +145,14 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             o->executor = optarg;
             break;
         case 'Q': o->queue_policy = optarg; break;
+        case 'k': o->pack_check = true; break;
+        case 'q':
+            if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
+                fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
         case 'P': o->placement = optarg; break;
         case 'T': o->gpu_type = optarg; break;
         case 'N': {
@@ -264,6 +280,8 @@ int main(int argc, char **argv)
                                       .jobs_dir = jobs_dir,
                                       .grace_ns = o.grace_ns,
                                       .seed = (uint64_t)o.seed,
+                                      .timeslice_ns = o.timeslice_ns,
+                                      .pack_check = o.pack_check,
                                       .nodes = o.nodes};
         if (loomd_runner_start(store, &rcfg, &runner, &err)) {
             fprintf(stderr, "loomd: %s\n", err.msg);

@@ -17,6 +17,8 @@ typedef struct loomd_runner_config {
     int64_t grace_ns;         /* TERM -> KILL; 0: 10 s */
     int64_t tick_ns;          /* poll interval; 0: 100 ms */
     uint64_t seed;            /* random placement and ties */
+    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off */
+    bool pack_check;          /* Gandiva packing introspection */
     const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed */
 } loomd_runner_config_t;
 

@@ -10,6 +10,7 @@
 
 #include "daemon/methods.c"
 #include "daemon/runner.c"
+#include "daemon/gandiva.c"
 #include "test_util.h"
 
 typedef struct {
