@@ -25,6 +25,7 @@
  *         "template": "../templates/slurm.sh.mustache",
  *         "labels": {"team": "vision"},
  *         "model": "models/resnet50.onnx",
+ *         "image": "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
  *         "description": "free text" }
  *     ]
  *   }
@@ -112,6 +113,7 @@ typedef struct loom_catalog_job {
     const char *model_path;    /* resolved likewise; may be NULL */
     size_t param_count;        /* parameters, in document order */
     const json_t *merged;      /* the merged job object as written (for inspection) */
+    const char *image;         /* container image for Kubernetes; may be NULL */
 } loom_catalog_job_t;
 
 typedef struct loom_catalog loom_catalog_t;
@@ -152,20 +154,24 @@ double loom_catalog_probability(const loom_catalog_t *c, size_t i);
 /* Samples the parameters of job i (in document order, one draw each) and
  * builds the render context, a new JSON object (caller json_decref's it):
  *
- *   name          "resnet-train"
+ *   name          "resnet-train"   (always matches [A-Za-z0-9][A-Za-z0-9._-]*, so
+ *                 templates may use it raw, e.g. in #SBATCH lines)
+ *   dns_name      "resnet-train"   the name as a DNS-1123 label (lower case,
+ *                 [a-z0-9-], at most 63 characters) for Kubernetes
  *   description   string (only if given)
  *   executable    "python3"
  *   arguments     ["train.py", "--lr", "0.0123", ...]   substituted strings
  *   command       [executable, arguments...]            (k8s "command" style)
  *   environment   {"OMP_NUM_THREADS": "4"}              substituted
  *   env           [{"name": "OMP_NUM_THREADS", "value": "4"}, ...] sorted by name
+ *                 (names always match [A-Za-z_][A-Za-z0-9_]*)
  *   params        {"lr": 0.0123, "batch": 64, "threads": 4}  typed as sampled
  *                 (choice values keep their JSON type)
  *   resources     {"cpus": 4, "memory": "16GiB", "memory_bytes": N,
  *                  "memory_mib": 16384 (rounded up), "gpus": 1,
  *                  "gpu_share": 1000, "gpu_fraction": 1.0,
  *                  "gpu_memory": "20GiB", "gpu_memory_mib": 20480 (both only if given),
- *                  "gpu_type": "a100" (only if given),
+ *                  "gpu_type": "a100" (only if given; matches [A-Za-z0-9._-]+),
  *                  "has_gpus": true when gpus > 0}
  *   time_limit    {"seconds": 5400, "minutes": 90 (rounded up),
  *                  "slurm": "01:30:00" (or "D-HH:MM:SS"), "text": "1h30m"}
@@ -175,6 +181,7 @@ double loom_catalog_probability(const loom_catalog_t *c, size_t i);
  *   weight        3.0
  *   template      "/abs/or/relative/path/slurm.sh.mustache" (only if given)
  *   model         path (only if given)
+ *   image         container image (only if given)
  *
  * The generator adds its own members (index, submit_id, seed, ...) on top.
  * The same rng state gives the same context on every machine. */
