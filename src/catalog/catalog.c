@@ -179,26 +179,33 @@ static const char *found(const json_t *j, char *buf, size_t n)
 
 /* ------------------------------------------------------------- keys */
 
+/* Optimal-string-alignment distance (Levenshtein plus adjacent
+ * transpositions, so "jbos" is one edit from "jobs"), ignoring case. */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)
         return SIZE_MAX;
-    size_t row[65];
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        d[0][j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t sub = prev + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            size_t best = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            prev = cur;
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            size_t best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
     }
-    return row[lb];
+    return d[la][lb];
 }
 
 /* Reports members of obj not in allowed[]; returns how many. */
@@ -277,7 +284,11 @@ static bool want_int(vctx_t *v, const json_t *j, const char *ptr, int64_t lo, in
 {
     char fbuf[96];
     if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi) {
-        issue(v, ptr, "found %s, expected an integer from %" PRId64 " to %" PRId64, FOUND(j), lo, hi);
+        if (lo == hi)
+            issue(v, ptr, "found %s, expected %" PRId64, FOUND(j), lo);
+        else
+            issue(v, ptr, "found %s, expected an integer from %" PRId64 " to %" PRId64, FOUND(j),
+                  lo, hi);
         return false;
     }
     if (out)
@@ -462,7 +473,8 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         if (!vals)
             issue(v, ptr, "found no member 'values', expected \"values\": a non-empty array of choices");
         else if (!json_is_array(vals) || json_array_size(vals) == 0)
-            issue(v, vp, "found %s, expected a non-empty array of choices", FOUND(vals));
+            issue(v, vp, "found %s, expected a non-empty array of choices",
+                  json_is_array(vals) ? "an empty array" : FOUND(vals));
         else {
             size_t i;
             json_t *e;
@@ -479,7 +491,7 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         if (w) {
             if (!json_is_array(w))
                 issue(v, wp, "found %s, expected an array of non-negative numbers", FOUND(w));
-            else if (json_is_array(vals) && json_array_size(w) != json_array_size(vals))
+            else if (json_array_size(vals) > 0 && json_array_size(w) != json_array_size(vals))
                 issue(v, wp, "found %zu weights, expected %zu (one per value)", json_array_size(w),
                       json_array_size(vals));
             else {
@@ -539,7 +551,7 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         log = json_is_true(lg);
     }
     if (ok && lo > hi)
-        issue(v, mxp, "found max %s below min, expected max >= min", FOUND(mx));
+        issue(v, mxp, "found a max (%s) below the min, expected max >= min", FOUND(mx));
     else if (ok && log && (is_int ? lo < 1 : !(lo > 0)))
         issue(v, mnp, "found %s with \"log\": true, expected min %s", FOUND(mn),
               is_int ? ">= 1" : "> 0");
@@ -689,8 +701,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
         }
         free(p);
     }
-    check_keys(v, job, ptr, defaults ? job_keys + 1 : job_keys, defaults ? N(job_keys) - 1 : N(job_keys),
-               defaults ? "defaults" : "job");
+    /* "name" in defaults has its own message above. */
+    check_keys(v, job, ptr, job_keys, N(job_keys), defaults ? "defaults" : "job");
 }
 
 /* ------------------------------------------------------------- merge */
@@ -745,7 +757,7 @@ static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const ch
     const json_t *res = json_object_get(m, "resources");
     const json_t *share = json_object_get(res, "gpu_share");
     const json_t *gpus = json_object_get(res, "gpus");
-    if (json_is_integer(share) && json_integer_value(share) < 1000 &&
+    if (json_is_integer(share) && json_integer_value(share) >= 1 && json_integer_value(share) < 1000 &&
         (!json_is_integer(gpus) || json_integer_value(gpus) != 1)) {
         char *p = origin(v, job, jptr, "resources", "gpu_share");
         if (p)
