@@ -566,6 +566,67 @@ static void test_demo_catalog(void **s)
     loom_catalog_free(c);
 }
 
+
+/* The JSON Schema and the loader agree on which keys exist: the loader's
+ * "unknown key" message lists the keys it accepts; they must be exactly the
+ * schema's properties, at every level. */
+static void keys_agree(const char *json, const char *marker, const json_t *props)
+{
+    loom_catalog_t *c;
+    loom_catalog_issues_t is = LOOM_CATALOG_ISSUES_INIT;
+    loom_err_t err;
+    assert_int_equal(loom_catalog_load_string(json, strlen(json), "c.json", BASE, &c, &is, &err),
+                     LOOM_EINVAL);
+    const char *list = NULL;
+    for (size_t i = 0; i < is.count && !list; i++)
+        if ((list = strstr(is.items[i].message, marker)))
+            list += strlen(marker);
+    if (!list)
+        fail_msg("no '%s' in the issues of %s", marker, json);
+    size_t n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
+        if (!json_object_get(props, tok))
+            fail_msg("loader key '%s' is not in the schema", tok);
+        n++;
+    }
+    assert_int_equal(n, json_object_size(props));
+    loom_catalog_issues_free(&is);
+}
+
+static void test_schema_in_sync(void **s)
+{
+    (void)s;
+    json_t *schema;
+    loom_err_t err;
+    if (loom_json_load_file("workloads/catalog.schema.json", &schema, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
+                        "https://json-schema.org/draft/2020-12/schema");
+    json_t *defs = json_object_get(schema, "$defs");
+    keys_agree("{\"zzz\": 1, \"jobs\": [{\"name\": \"a\", \"executable\": \"x\"}]}",
+               "expected one of the catalog keys: ", json_object_get(schema, "properties"));
+    keys_agree("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"zzz\": 1}]}",
+               "expected one of the job keys: ",
+               json_object_get(json_object_get(defs, "jobFields"), "properties"));
+    keys_agree("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"zzz\": 1}}]}",
+               "expected one of the resources keys: ",
+               json_object_get(json_object_get(defs, "resources"), "properties"));
+    json_t *variants = json_object_get(json_object_get(defs, "parameter"), "oneOf");
+    const char *types[] = {"choice", "int", "real"};
+    for (size_t i = 0; i < 3; i++) {
+        char json[256], marker[64];
+        snprintf(json, sizeof json,
+                 "{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"parameters\": "
+                 "{\"p\": {\"type\": \"%s\", \"zzz\": 1}}}]}",
+                 types[i]);
+        snprintf(marker, sizeof marker, "expected one of the %s parameter keys: ", types[i]);
+        keys_agree(json, marker, json_object_get(json_array_get(variants, i), "properties"));
+    }
+    json_decref(schema);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_sample_deterministic),
         cmocka_unit_test(test_sample_chi_square),
         cmocka_unit_test(test_demo_catalog),
+        cmocka_unit_test(test_schema_in_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
