@@ -202,6 +202,8 @@ int loom__catalog_build(json_t *root, json_t **merged, const char *path, const c
         if (rc == LOOM_OK) {
             c->n = i + 1;
             rc = build_job(&c->jobs[i], merged[i], base_dir);
+            if (rc == LOOM_OK)
+                rc = loom__catalog_job_fixed(c, &c->jobs[i]);
             c->weights[i] = c->jobs[i].pub.weight;
             c->wsum += c->weights[i];
         } else {
@@ -230,6 +232,7 @@ void loom_catalog_free(loom_catalog_t *c)
         json_decref(j->args);
         json_decref(j->env);
         json_decref(j->labels);
+        json_decref(j->fixed);
         free(j->template_path);
         free(j->model_path);
     }

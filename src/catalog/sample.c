@@ -185,43 +185,65 @@ static int set(json_t *o, const char *k, json_t *v)
     return v ? json_object_set_new(o, k, v) : -1;
 }
 
-int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
-                        loom_err_t *err)
+static bool has_dollar(const json_t *v)
 {
-    if (!c || i >= c->n)
-        return loom_err_set(err, LOOM_EINVAL, "catalog job index %zu: expected < %zu", i,
-                            c ? c->n : 0);
-    const cjob_t *j = &c->jobs[i];
-    const loom_catalog_job_t *p = &j->pub;
-    json_t *o = json_object(), *params = json_object(), *args = json_array(),
-           *command = json_array(), *env = json_object();
-    int bad = !o || !params || !args || !command || !env;
-    for (size_t k = 0; !bad && k < p->param_count; k++)
-        bad = set(params, j->params[k].name, draw(&j->params[k], rng));
+    size_t i;
+    const char *k;
+    json_t *e;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, e) if (strchr(json_string_value(e), '$')) return true;
+    } else {
+        json_object_foreach((json_t *)v, k, e) if (strchr(json_string_value(e), '$')) return true;
+    }
+    return false;
+}
+
+/* arguments + command, or environment + env, from the sampled params. */
+static int set_args(json_t *o, const cjob_t *j, const json_t *params, const char *dir)
+{
+    json_t *args = json_array(), *command = json_array();
+    int bad = !args || !command || json_array_append_new(command, json_string(j->pub.executable));
     size_t ai;
     json_t *a;
-    bad = bad || json_array_append_new(command, json_string(p->executable));
     json_array_foreach(j->args, ai, a)
     {
-        json_t *s = bad ? NULL : substitute(json_string_value(a), params, c->dir);
+        json_t *s = bad ? NULL : substitute(json_string_value(a), params, dir);
         bad = bad || !s || json_array_append(args, s) || json_array_append_new(command, s);
     }
+    bad = bad || set(o, "arguments", json_incref(args)) || set(o, "command", json_incref(command));
+    json_decref(args);
+    json_decref(command);
+    return bad;
+}
+
+static int set_env(json_t *o, const cjob_t *j, const json_t *params, const char *dir)
+{
+    json_t *env = json_object();
+    int bad = !env;
     const char *ek;
     json_t *ev;
     json_object_foreach(j->env, ek, ev)
     {
         if (!bad)
-            bad = set(env, ek, substitute(json_string_value(ev), params, c->dir));
+            bad = set(env, ek, substitute(json_string_value(ev), params, dir));
     }
-    if (!bad) {
-        bad = set(o, "name", json_string(p->name)) || set(o, "dns_name", dns_label(p->name)) ||
-              set(o, "executable", json_string(p->executable)) ||
-              set(o, "arguments", json_incref(args)) || set(o, "command", json_incref(command)) ||
-              set(o, "environment", json_incref(env)) || set(o, "env", pair_list(env)) ||
-              set(o, "params", json_incref(params)) || set(o, "resources", resources(&p->resources)) ||
-              set(o, "labels", json_deep_copy(j->labels)) ||
-              set(o, "label_list", pair_list(j->labels)) || set(o, "weight", json_real(p->weight));
-    }
+    bad = bad || set(o, "env", pair_list(env)) || set(o, "environment", json_incref(env));
+    json_decref(env);
+    return bad;
+}
+
+/* The members of a job's context that no draw changes, built once at load
+ * time and shared (by reference) by every context of the job. */
+int loom__catalog_job_fixed(const loom_catalog_t *c, cjob_t *j)
+{
+    const loom_catalog_job_t *p = &j->pub;
+    json_t *o = json_object(), *none = json_object();
+    int bad = !o || !none;
+    bad = bad || set(o, "name", json_string(p->name)) || set(o, "dns_name", dns_label(p->name)) ||
+          set(o, "executable", json_string(p->executable)) ||
+          set(o, "resources", resources(&p->resources)) ||
+          set(o, "labels", json_deep_copy(j->labels)) ||
+          set(o, "label_list", pair_list(j->labels)) || set(o, "weight", json_real(p->weight));
     if (!bad && p->description)
         bad = set(o, "description", json_string(p->description));
     if (!bad && p->time_limit_ns > 0)
@@ -232,13 +254,41 @@ int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json
         bad = set(o, "model", json_string(p->model_path));
     if (!bad && p->image)
         bad = set(o, "image", json_string(p->image));
-    json_decref(params);
-    json_decref(args);
-    json_decref(command);
-    json_decref(env);
+    j->args_vary = has_dollar(j->args);
+    j->env_vary = has_dollar(j->env);
+    if (!bad && !j->args_vary)
+        bad = set_args(o, j, none, c->dir);
+    if (!bad && !j->env_vary)
+        bad = set_env(o, j, none, c->dir);
+    json_decref(none);
     if (bad) {
         json_decref(o);
-        return loom_err_set(err, LOOM_ENOMEM, "sampling job '%s': out of memory", p->name);
+        return LOOM_ENOMEM;
+    }
+    j->fixed = o;
+    return LOOM_OK;
+}
+
+int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
+                        loom_err_t *err)
+{
+    if (!c || i >= c->n)
+        return loom_err_set(err, LOOM_EINVAL, "catalog job index %zu: expected < %zu", i,
+                            c ? c->n : 0);
+    const cjob_t *j = &c->jobs[i];
+    json_t *o = json_copy(j->fixed), *params = json_object();
+    int bad = !o || !params;
+    for (size_t k = 0; !bad && k < j->pub.param_count; k++)
+        bad = set(params, j->params[k].name, draw(&j->params[k], rng));
+    if (!bad && j->args_vary)
+        bad = set_args(o, j, params, c->dir);
+    if (!bad && j->env_vary)
+        bad = set_env(o, j, params, c->dir);
+    bad = bad || set(o, "params", json_incref(params));
+    json_decref(params);
+    if (bad) {
+        json_decref(o);
+        return loom_err_set(err, LOOM_ENOMEM, "sampling job '%s': out of memory", j->pub.name);
     }
     *ctx = o;
     return LOOM_OK;

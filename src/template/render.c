@@ -75,11 +75,24 @@ static void format_real(double d, char *buf, size_t n)
         snprintf(buf, n, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
         return;
     }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d)
-            return;
+    /* Most sampled reals need 16 or 17 digits, short ones far fewer: try 15
+     * first, then either search downwards (binary) or go up to 17. */
+    if (snprintf(buf, n, "%.15g", d) > 0 && strtod(buf, NULL) == d) {
+        int lo = 1, hi = 15; /* hi round-trips */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(buf, n, "%.*g", mid, d);
+            if (strtod(buf, NULL) == d)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        snprintf(buf, n, "%.*g", hi, d);
+        return;
     }
+    snprintf(buf, n, "%.16g", d);
+    if (strtod(buf, NULL) != d)
+        snprintf(buf, n, "%.17g", d);
 }
 
 static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
