@@ -495,6 +495,62 @@ static void test_partials_dir_and_recursion(void **s)
     rmdir(dir);
 }
 
+
+/* ------------------------------------------------------------- threads */
+
+#include <pthread.h>
+
+typedef struct thr {
+    const loom_template_t *t;
+    const loom_template_partials_t *p;
+    const json_t *data;
+    int bad;
+} thr_t;
+
+static void *render_many(void *arg)
+{
+    thr_t *a = arg;
+    loom_template_options_t o = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true,
+                                 .partials = a->p};
+    for (int i = 0; i < 500; i++) {
+        loom_buf_t out = LOOM_BUF_INIT;
+        loom_err_t err;
+        if (loom_template_render(a->t, a->data, &o, &out, &err) != LOOM_OK ||
+            strcmp(out.data, "<'x'>\n  ['y'|'y']\n  ['y'|'y']\n") != 0)
+            a->bad++;
+        loom_buf_free(&out);
+    }
+    return NULL;
+}
+
+/* One compiled template and one partials set (whose cache fills while the
+ * threads run) shared by four threads. */
+static void test_concurrent_render(void **s)
+{
+    (void)s;
+    loom_template_t *t;
+    loom_template_partials_t *p;
+    loom_err_t err;
+    const char *src = "<{{x}}>\n  {{>row}}\n{{#list}}\n  {{>row}}\n{{/list}}";
+    assert_int_equal(loom_template_compile(src, strlen(src), "t", &t, &err), LOOM_OK);
+    assert_int_equal(loom_template_partials_new(&p, &err), LOOM_OK);
+    assert_int_equal(loom_template_partials_add(p, "row", "[{{y}}|{{y}}]\n", 14, &err), LOOM_OK);
+    json_t *d = json_pack("{s:s,s:s,s:[{}]}", "x", "x", "y", "y", "list");
+    thr_t a[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (thr_t){.t = t, .p = p, .data = d};
+        assert_int_equal(pthread_create(&th[i], NULL, render_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].bad, 0);
+    }
+    json_decref(d);
+    loom_template_partials_free(p);
+    loom_template_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_value_forms),        cmocka_unit_test(test_strict_missing),
         cmocka_unit_test(test_error_restores_output), cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_partials_dir_and_recursion),
+        cmocka_unit_test(test_concurrent_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
