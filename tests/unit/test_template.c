@@ -172,6 +172,12 @@ static void test_escape_names(void **s)
         assert_int_equal(loom_template_escape_parse(names[i], &e, &err), LOOM_OK);
         assert_string_equal(loom_template_escape_name(e), names[i]);
     }
+    assert_int_equal(loom_template_escape_for_path("a/slurm.sh.mustache"), LOOM_TEMPLATE_ESCAPE_SHELL);
+    assert_int_equal(loom_template_escape_for_path("x.bash.mustache"), LOOM_TEMPLATE_ESCAPE_SHELL);
+    assert_int_equal(loom_template_escape_for_path("k8s-job.yaml.mustache"), LOOM_TEMPLATE_ESCAPE_YAML);
+    assert_int_equal(loom_template_escape_for_path("j.yml.mustache"), LOOM_TEMPLATE_ESCAPE_YAML);
+    assert_int_equal(loom_template_escape_for_path("page.mustache"), LOOM_TEMPLATE_ESCAPE_HTML);
+    assert_int_equal(loom_template_escape_for_path("sh.mustache"), LOOM_TEMPLATE_ESCAPE_HTML);
     assert_int_equal(loom_template_escape_parse("xml", &e, &err), LOOM_EINVAL);
     assert_string_equal(err.msg, "escape 'xml': expected html, shell, yaml or none");
 }
