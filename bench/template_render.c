@@ -53,8 +53,14 @@ static void render(state_t *s, loom_template_t *t, loom_template_escape_t esc, c
         die("render", &err);
 }
 
-static void op_render_slurm(state_t *s) { render(s, s->slurm, LOOM_TEMPLATE_ESCAPE_SHELL, s->ctx); }
-static void op_render_k8s(state_t *s) { render(s, s->k8s, LOOM_TEMPLATE_ESCAPE_YAML, s->ctx); }
+static void op_render_slurm(state_t *s)
+{
+    render(s, s->slurm, LOOM_TEMPLATE_ESCAPE_SHELL, s->ctx);
+}
+static void op_render_k8s(state_t *s)
+{
+    render(s, s->k8s, LOOM_TEMPLATE_ESCAPE_YAML, s->ctx);
+}
 
 static void op_sample(state_t *s)
 {
@@ -175,20 +181,23 @@ int main(int argc, char **argv)
         }
     if (ci)
         fclose(ci);
-    fprintf(f, "# Template and catalog costs per generated job\n\n"
-               "Command: `build/bench_template_render --out %s` (from the source tree; `make bench`)  \n"
-               "Machine: %s, %s %s %s  \n"
-               "Date: %s (load average %.2f %.2f %.2f on %ld CPUs)  \n"
-               "Build: the `build/` tree (RelWithDebInfo, -O2), one thread.\n\n"
-               "Each figure is the thread's CPU time per operation (so other processes on a\n"
-               "shared machine do not inflate it), the median of 5 runs of about 0.4 s of CPU.\n\n"
-               "| operation | CPU ns/op | ops/s |\n|---|---:|---:|\n",
-            outdir, cpu, u.sysname, u.release, u.machine, date, load[0], load[1], load[2],
-            sysconf(_SC_NPROCESSORS_ONLN));
+    fprintf(
+        f,
+        "# Template and catalog costs per generated job\n\n"
+        "Command: `build/bench_template_render --out %s` (from the source tree; `make bench`)  \n"
+        "Machine: %s, %s %s %s  \n"
+        "Date: %s (load average %.2f %.2f %.2f on %ld CPUs)  \n"
+        "Build: the `build/` tree (RelWithDebInfo, -O2), one thread.\n\n"
+        "Each figure is the thread's CPU time per operation (so other processes on a\n"
+        "shared machine do not inflate it), the median of 5 runs of about 0.4 s of CPU.\n\n"
+        "| operation | CPU ns/op | ops/s |\n|---|---:|---:|\n",
+        outdir, cpu, u.sysname, u.release, u.machine, date, load[0], load[1], load[2],
+        sysconf(_SC_NPROCESSORS_ONLN));
     for (size_t i = 0; i < nops; i++)
         fprintf(f, "| %s | %.0f | %.0f |\n", ops[i].name, ns[i], 1e9 / ns[i]);
-    fprintf(f, "\nThe last row is the generator's per-job work before submission: at that cost one\n"
-               "thread, given a CPU to itself, sustains the rate in the ops/s column.\n");
+    fprintf(f,
+            "\nThe last row is the generator's per-job work before submission: at that cost one\n"
+            "thread, given a CPU to itself, sustains the rate in the ops/s column.\n");
     fclose(f);
     json_decref(s.ctx);
     loom_buf_free(&s.out);

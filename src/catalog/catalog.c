@@ -252,7 +252,9 @@ static int check_keys(vctx_t *v, const json_t *obj, const char *ptr, const char 
         char *p = child(v, ptr, k);
         if (p) {
             if (best && bd <= limit)
-                issue_key(v, p, "found an unknown key '%s', expected one of the %s keys: %s (did you mean '%s'?)",
+                issue_key(v, p,
+                          "found an unknown key '%s', expected one of the %s keys: %s (did you "
+                          "mean '%s'?)",
                           k, what, list.data, best);
             else
                 issue_key(v, p, "found an unknown key '%s', expected one of the %s keys: %s", k,
@@ -314,10 +316,13 @@ static bool want_size(vctx_t *v, const json_t *j, const char *ptr, uint64_t *out
     char fbuf[96];
     uint64_t b = 0;
     loom_err_t e;
-    bool ok = (json_is_integer(j) && json_integer_value(j) > 0 && (b = (uint64_t)json_integer_value(j))) ||
-              (json_is_string(j) && loom_parse_size(json_string_value(j), &b, &e) == LOOM_OK && b > 0);
+    bool ok =
+        (json_is_integer(j) && json_integer_value(j) > 0 &&
+         (b = (uint64_t)json_integer_value(j))) ||
+        (json_is_string(j) && loom_parse_size(json_string_value(j), &b, &e) == LOOM_OK && b > 0);
     if (!ok) {
-        issue(v, ptr, "found %s, expected a positive size such as \"16GiB\", \"512M\" or a number of bytes",
+        issue(v, ptr,
+              "found %s, expected a positive size such as \"16GiB\", \"512M\" or a number of bytes",
               FOUND(j));
         return false;
     }
@@ -337,8 +342,9 @@ static bool want_duration(vctx_t *v, const json_t *j, const char *ptr, int64_t *
               (json_is_string(j) && loom_parse_duration(json_string_value(j), &ns, &e) == LOOM_OK &&
                ns > 0);
     if (!ok) {
-        issue(v, ptr, "found %s, expected a positive duration such as \"90m\", \"1h30m\", "
-                      "\"01:30:00\" or a number of seconds",
+        issue(v, ptr,
+              "found %s, expected a positive duration such as \"90m\", \"1h30m\", "
+              "\"01:30:00\" or a number of seconds",
               FOUND(j));
         return false;
     }
@@ -380,8 +386,9 @@ static void want_file(vctx_t *v, const json_t *j, const char *ptr, const char *w
         return;
     }
     if (access(p, R_OK) != 0)
-        issue(v, ptr, "found \"%s\" (%s), expected a readable %s file (paths are relative to the "
-                      "catalog's directory)",
+        issue(v, ptr,
+              "found \"%s\" (%s), expected a readable %s file (paths are relative to the "
+              "catalog's directory)",
               json_string_value(j), p, what);
     free(p);
 }
@@ -400,8 +407,9 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
             continue;
         const char *end = strchr(c + 2, '}');
         if (!end) {
-            issue(v, ptr, "found an unterminated reference \"%.20s\", expected ${name} (or $$ for a "
-                          "literal $)",
+            issue(v, ptr,
+                  "found an unterminated reference \"%.20s\", expected ${name} (or $$ for a "
+                  "literal $)",
                   c);
             return;
         }
@@ -426,12 +434,14 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
                     bd = d, best = k;
             }
             if (best && bd <= 2)
-                issue(v, ptr, "found a reference to an unknown parameter '%s', expected one of the "
-                              "job's parameters (did you mean '%s'?)",
+                issue(v, ptr,
+                      "found a reference to an unknown parameter '%s', expected one of the "
+                      "job's parameters (did you mean '%s'?)",
                       name, best);
             else
-                issue(v, ptr, "found a reference to an unknown parameter '%s', expected one of the "
-                              "job's parameters%s",
+                issue(v, ptr,
+                      "found a reference to an unknown parameter '%s', expected one of the "
+                      "job's parameters%s",
                       name, json_object_size(params) ? "" : " (the job has none)");
         }
         c = end;
@@ -441,12 +451,11 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 /* ------------------------------------------------------------- members */
 
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
-static const char *const job_keys[] = {"name",       "description", "executable", "arguments",
-                                       "environment", "resources",   "time_limit", "weight",
-                                       "parameters", "template",    "labels",     "model",
-                                       "image"};
-static const char *const res_keys[] = {"cpus", "memory", "gpus", "gpu_share", "gpu_memory",
-                                       "gpu_type"};
+static const char *const job_keys[] = {
+    "name",   "description", "executable", "arguments", "environment", "resources", "time_limit",
+    "weight", "parameters",  "template",   "labels",    "model",       "image"};
+static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
+                                       "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const choice_keys[] = {"type", "values", "weights"};
 static const char *const range_keys[] = {"type", "min", "max", "log"};
 static const char *const any_param_keys[] = {"type", "values", "weights", "min", "max", "log"};
@@ -458,7 +467,8 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
 {
     char fbuf[96];
     if (!json_is_object(pj)) {
-        issue(v, ptr, "found %s, expected an object such as {\"type\": \"choice\", \"values\": [...]}",
+        issue(v, ptr,
+              "found %s, expected an object such as {\"type\": \"choice\", \"values\": [...]}",
               FOUND(pj));
         return;
     }
@@ -484,7 +494,8 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         const json_t *w = json_object_get(pj, "weights");
         char *vp = child(v, ptr, "values"), *wp = child(v, ptr, "weights");
         if (!vals)
-            issue(v, ptr, "found no member 'values', expected \"values\": a non-empty array of choices");
+            issue(v, ptr,
+                  "found no member 'values', expected \"values\": a non-empty array of choices");
         else if (!json_is_array(vals) || json_array_size(vals) == 0)
             issue(v, vp, "found %s, expected a non-empty array of choices",
                   json_is_array(vals) ? "an empty array" : FOUND(vals));
@@ -589,14 +600,17 @@ static void check_string_map(vctx_t *v, const json_t *j, const char *ptr, bool e
         if (!p)
             return;
         if (env_names && !name_ok(k, true))
-            issue_key(v, p, "found the variable name '%s', expected a name matching "
-                            "[A-Za-z_][A-Za-z0-9_]*",
+            issue_key(v, p,
+                      "found the variable name '%s', expected a name matching "
+                      "[A-Za-z_][A-Za-z0-9_]*",
                       k);
-        else if (!env_names && (!*k || strlen(k) > 253 || strspn(k, "abcdefghijklmnopqrstuvwxyz"
-                                                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                    "0123456789._/-") != strlen(k)))
-            issue_key(v, p, "found the label name '%s', expected 1-253 characters from "
-                            "[A-Za-z0-9._/-]",
+        else if (!env_names && (!*k || strlen(k) > 253 ||
+                                strspn(k, "abcdefghijklmnopqrstuvwxyz"
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._/-") != strlen(k)))
+            issue_key(v, p,
+                      "found the label name '%s', expected 1-253 characters from "
+                      "[A-Za-z0-9._/-]",
                       k);
         if (!json_is_string(val) && !json_is_number(val))
             issue(v, p, "found %s, expected a string (or a number)", FOUND(val));
@@ -609,7 +623,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
 {
     char fbuf[96];
     if (!json_is_object(job)) {
-        issue(v, ptr, "found %s, expected an object (%s)", FOUND(job), defaults ? "the defaults" : "a job");
+        issue(v, ptr, "found %s, expected an object (%s)", FOUND(job),
+              defaults ? "the defaults" : "a job");
         return;
     }
     const char *k;
@@ -624,8 +639,9 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                 issue_key(v, p, "found 'name' in defaults, expected a name only in each job");
             else if (want_string(v, val, p, true) &&
                      (!name_ok(json_string_value(val), false) || json_string_length(val) > 128))
-                issue(v, p, "found %s, expected a name of 1-128 characters from [A-Za-z0-9._-] "
-                            "starting with a letter or digit",
+                issue(v, p,
+                      "found %s, expected a name of 1-128 characters from [A-Za-z0-9._-] "
+                      "starting with a letter or digit",
                       FOUND(val));
         } else if (strcmp(k, "description") == 0) {
             want_string(v, val, p, false);
@@ -655,7 +671,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             check_string_map(v, val, p, false, "label names to strings");
         } else if (strcmp(k, "resources") == 0) {
             if (!json_is_object(val)) {
-                issue(v, p, "found %s, expected an object with cpus, memory, gpus, ...", FOUND(val));
+                issue(v, p, "found %s, expected an object with cpus, memory, gpus, ...",
+                      FOUND(val));
             } else {
                 check_keys(v, val, p, res_keys, N(res_keys), "resources");
                 const char *rk;
@@ -674,9 +691,11 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                     else if (strcmp(rk, "memory") == 0 || strcmp(rk, "gpu_memory") == 0)
                         want_size(v, rv, rp, NULL);
                     else if (strcmp(rk, "gpu_type") == 0 && want_string(v, rv, rp, true) &&
-                             (!name_ok(json_string_value(rv), false) || json_string_length(rv) > 64))
-                        issue(v, rp, "found %s, expected a GPU type of 1-64 characters from "
-                                     "[A-Za-z0-9._-]",
+                             (!name_ok(json_string_value(rv), false) ||
+                              json_string_length(rv) > 64))
+                        issue(v, rp,
+                              "found %s, expected a GPU type of 1-64 characters from "
+                              "[A-Za-z0-9._-]",
                               FOUND(rv));
                     free(rp);
                 }
@@ -700,8 +719,9 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                     if (!pp)
                         break;
                     if (!name_ok(pk, true))
-                        issue_key(v, pp, "found the parameter name '%s', expected a name matching "
-                                         "[A-Za-z_][A-Za-z0-9_]*",
+                        issue_key(v, pp,
+                                  "found the parameter name '%s', expected a name matching "
+                                  "[A-Za-z_][A-Za-z0-9_]*",
                                   pk);
                     check_param(v, pv, pp);
                     free(pp);
@@ -765,17 +785,20 @@ static char *origin(vctx_t *v, const json_t *job, const char *jptr, const char *
 static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const char *jptr)
 {
     if (!json_object_get(m, "executable"))
-        issue(v, jptr, "found no member 'executable' (neither in the job nor in defaults), expected "
-                       "the program to run");
+        issue(v, jptr,
+              "found no member 'executable' (neither in the job nor in defaults), expected "
+              "the program to run");
     const json_t *res = json_object_get(m, "resources");
     const json_t *share = json_object_get(res, "gpu_share");
     const json_t *gpus = json_object_get(res, "gpus");
-    if (json_is_integer(share) && json_integer_value(share) >= 1 && json_integer_value(share) < 1000 &&
+    if (json_is_integer(share) && json_integer_value(share) >= 1 &&
+        json_integer_value(share) < 1000 &&
         (!json_is_integer(gpus) || json_integer_value(gpus) != 1)) {
         char *p = origin(v, job, jptr, "resources", "gpu_share");
         if (p)
-            issue(v, p, "found a GPU share of %" JSON_INTEGER_FORMAT " milli-GPU with %s GPUs, "
-                        "expected \"gpus\": 1 for a fractional share",
+            issue(v, p,
+                  "found a GPU share of %" JSON_INTEGER_FORMAT " milli-GPU with %s GPUs, "
+                  "expected \"gpus\": 1 for a fractional share",
                   json_integer_value(share),
                   json_is_integer(gpus) ? (json_integer_value(gpus) == 0 ? "0" : "several") : "no");
         free(p);
@@ -863,11 +886,13 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
                 issue(v, jp, "found no member 'name', expected \"name\": the job's name");
             for (size_t k = 0; json_is_string(name) && k < i; k++) {
                 const json_t *other = json_object_get(json_array_get(jobs, k), "name");
-                if (json_is_string(other) && strcmp(json_string_value(other), json_string_value(name)) == 0) {
+                if (json_is_string(other) &&
+                    strcmp(json_string_value(other), json_string_value(name)) == 0) {
                     char *np = child(v, jp, "name");
                     if (np)
-                        issue(v, np, "found the name \"%s\" again, expected unique job names (first "
-                                     "used by /jobs/%zu)",
+                        issue(v, np,
+                              "found the name \"%s\" again, expected unique job names (first "
+                              "used by /jobs/%zu)",
                               json_string_value(name), k);
                     free(np);
                     break;

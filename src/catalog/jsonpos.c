@@ -27,7 +27,10 @@ typedef struct jp {
     int fatal;      /* LOOM_EINVAL after a syntax error, LOOM_ENOMEM */
 } jp_t;
 
-static int col_at(const jp_t *p, size_t i) { return (int)(i - p->line_start) + 1; }
+static int col_at(const jp_t *p, size_t i)
+{
+    return (int)(i - p->line_start) + 1;
+}
 
 static void syntax(jp_t *p, size_t at, const char *fmt, const char *found)
 {
@@ -139,8 +142,10 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
             return true;
         }
         if ((unsigned char)c < 0x20) {
-            syntax(p, p->i, "found %s inside a string, expected control characters escaped (\\n, \\t, \\u0001)",
-                   found_at(p, p->i, fb));
+            syntax(
+                p, p->i,
+                "found %s inside a string, expected control characters escaped (\\n, \\t, \\u0001)",
+                found_at(p, p->i, fb));
             return false;
         }
         /* Escape. */
@@ -159,7 +164,9 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
             continue;
         }
         if (e != 'u') {
-            syntax(p, at, "found an unknown escape %s, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+            syntax(p, at,
+                   "found an unknown escape %s, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+                   "\\uXXXX",
                    found_at(p, at + 1, fb));
             return false;
         }
@@ -172,13 +179,19 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
         if (cp >= 0xD800 && cp <= 0xDBFF) {
             if (p->i + 6 > p->len || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
                 hex4(p->s + p->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
-                syntax(p, at, "found a lone high surrogate in a \\u escape, expected a low surrogate \\uDC00-\\uDFFF to follow%s", "");
+                syntax(p, at,
+                       "found a lone high surrogate in a \\u escape, expected a low surrogate "
+                       "\\uDC00-\\uDFFF to follow%s",
+                       "");
                 return false;
             }
             p->i += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            syntax(p, at, "found a lone low surrogate in a \\u escape, expected a high surrogate before it%s", "");
+            syntax(
+                p, at,
+                "found a lone low surrogate in a \\u escape, expected a high surrogate before it%s",
+                "");
             return false;
         }
         if (cp == 0) {
@@ -464,7 +477,8 @@ static json_t *parse_value(jp_t *p, int depth)
         if (c == '-' || (c >= '0' && c <= '9'))
             return parse_number(p);
     }
-    syntax(p, p->i, "found %s, expected a JSON value (object, array, string, number, true, false or null)",
+    syntax(p, p->i,
+           "found %s, expected a JSON value (object, array, string, number, true, false or null)",
            found_at(p, p->i, fb));
     return NULL;
 }

@@ -69,7 +69,8 @@ static json_t *substitute(const char *s, const json_t *params, const char *dir)
             const char *end = strchr(c + 2, '}');
             char name[128];
             size_t n = (size_t)(end - c - 2);
-            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), c + 2);
+            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1),
+                     c + 2);
             const json_t *v = json_object_get(params, name);
             if (v)
                 rc = loom__catalog_scalar_text(v, &b);
@@ -158,17 +159,18 @@ static json_t *resources(const loom_catalog_resources_t *r)
 {
     char mem[48];
     loom_format_size(r->memory_bytes, mem, sizeof mem);
-    json_t *o = json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:b}", "cpus", (json_int_t)r->cpus, "memory",
-                          mem, "memory_bytes", (json_int_t)r->memory_bytes, "memory_mib",
-                          (json_int_t)((r->memory_bytes + (1u << 20) - 1) >> 20), "gpus",
-                          (json_int_t)r->gpus, "gpu_share", (json_int_t)r->gpu_share,
-                          "gpu_fraction", r->gpus == 0 ? 0.0 : r->gpu_share / 1000.0, "has_gpus",
-                          r->gpus > 0);
+    json_t *o =
+        json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:b}", "cpus", (json_int_t)r->cpus, "memory", mem,
+                  "memory_bytes", (json_int_t)r->memory_bytes, "memory_mib",
+                  (json_int_t)((r->memory_bytes + (1u << 20) - 1) >> 20), "gpus",
+                  (json_int_t)r->gpus, "gpu_share", (json_int_t)r->gpu_share, "gpu_fraction",
+                  r->gpus == 0 ? 0.0 : r->gpu_share / 1000.0, "has_gpus", r->gpus > 0);
     if (o && r->gpu_memory_bytes) {
         loom_format_size(r->gpu_memory_bytes, mem, sizeof mem);
         if (json_object_set_new(o, "gpu_memory", json_string(mem)) ||
-            json_object_set_new(o, "gpu_memory_mib",
-                                json_integer((json_int_t)((r->gpu_memory_bytes + (1u << 20) - 1) >> 20)))) {
+            json_object_set_new(
+                o, "gpu_memory_mib",
+                json_integer((json_int_t)((r->gpu_memory_bytes + (1u << 20) - 1) >> 20)))) {
             json_decref(o);
             return NULL;
         }

@@ -42,8 +42,10 @@ static int load(const char *path, loom_catalog_t **c)
 int loom_cmd_catalog(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"seed", required_argument, NULL, 's'}, {"count", required_argument, NULL, 'n'},
-        {"job", required_argument, NULL, 'j'},  {"help", no_argument, NULL, 'h'},
+        {"seed", required_argument, NULL, 's'},
+        {"count", required_argument, NULL, 'n'},
+        {"job", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int64_t seed = 1, count = 1;

@@ -10,20 +10,21 @@
 
 static void render_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loom render TEMPLATE [--data FILE.json] [--partials DIR]\n"
-            "                   [--escape html|shell|yaml|none] [--strict]\n\n"
-            "Renders the Mustache template TEMPLATE with the JSON data in FILE.json (default:\n"
-            "an empty object) and prints the result exactly, without adding a newline.\n\n"
-            "  --data FILE      JSON data (the context); '-' reads standard input\n"
-            "  --partials DIR   partial NAME is the file DIR/NAME.mustache (default: the\n"
-            "                   template's own directory)\n"
-            "  --escape KIND    escaper for {{name}}: html (the spec's), shell (POSIX single\n"
-            "                   quotes), yaml (double-quoted scalars), none. Default: shell\n"
-            "                   for *.sh/*.bash.mustache, yaml for *.yaml/*.yml.mustache, else html\n"
-            "  --strict         a name missing from the data is an error (default: empty)\n\n"
-            "exit codes: 0 ok, 1 render failed (strict miss, recursion limit), 2 usage,\n"
-            "4 a file does not exist, 5 the template or data is malformed.\n");
+    fprintf(
+        f,
+        "usage: loom render TEMPLATE [--data FILE.json] [--partials DIR]\n"
+        "                   [--escape html|shell|yaml|none] [--strict]\n\n"
+        "Renders the Mustache template TEMPLATE with the JSON data in FILE.json (default:\n"
+        "an empty object) and prints the result exactly, without adding a newline.\n\n"
+        "  --data FILE      JSON data (the context); '-' reads standard input\n"
+        "  --partials DIR   partial NAME is the file DIR/NAME.mustache (default: the\n"
+        "                   template's own directory)\n"
+        "  --escape KIND    escaper for {{name}}: html (the spec's), shell (POSIX single\n"
+        "                   quotes), yaml (double-quoted scalars), none. Default: shell\n"
+        "                   for *.sh/*.bash.mustache, yaml for *.yaml/*.yml.mustache, else html\n"
+        "  --strict         a name missing from the data is an error (default: empty)\n\n"
+        "exit codes: 0 ok, 1 render failed (strict miss, recursion limit), 2 usage,\n"
+        "4 a file does not exist, 5 the template or data is malformed.\n");
 }
 
 static int exit_for(int rc)

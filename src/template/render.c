@@ -105,7 +105,10 @@ static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
     switch (json_typeof(v)) {
     case JSON_NULL:
     case JSON_FALSE: return LOOM_OK;
-    case JSON_TRUE: s = "true"; len = 4; break;
+    case JSON_TRUE:
+        s = "true";
+        len = 4;
+        break;
     case JSON_STRING:
         s = json_string_value(v);
         len = json_string_length(v);
@@ -131,8 +134,8 @@ static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
 
 static int missing(rctx_t *r, const tnode_t *n, const char *what)
 {
-    return loom_err_set(r->err, LOOM_ENOTFOUND, "%s:%d:%d: %s '%s' is missing in the data", n->tname,
-                        n->line, n->col, what, n->text);
+    return loom_err_set(r->err, LOOM_ENOTFOUND, "%s:%d:%d: %s '%s' is missing in the data",
+                        n->tname, n->line, n->col, what, n->text);
 }
 
 /* Appends text with `strip` removed from, and `add` put before, each line. */
@@ -194,8 +197,8 @@ static int render_partial(rctx_t *r, const tnode_t *n, const override_t *ov, loo
     if (r->o->partials) {
         int rc = loom__template_partial_get(r->o->partials, name, n->indent, &t, r->err);
         if (rc)
-            return loom_err_prefix(r->err, "%s:%d:%d: in partial '%s': ", n->tname, n->line,
-                                   n->col, name);
+            return loom_err_prefix(r->err, "%s:%d:%d: in partial '%s': ", n->tname, n->line, n->col,
+                                   name);
     }
     if (!t) {
         if (r->o->strict)
@@ -336,9 +339,9 @@ done:
     return rc;
 }
 
-int loom_template_render_string(const char *text, size_t len, const char *name,
-                                const json_t *data, const loom_template_options_t *opts,
-                                loom_buf_t *out, loom_err_t *err)
+int loom_template_render_string(const char *text, size_t len, const char *name, const json_t *data,
+                                const loom_template_options_t *opts, loom_buf_t *out,
+                                loom_err_t *err)
 {
     loom_template_t *t;
     int rc = loom_template_compile(text, len, name, &t, err);

@@ -97,7 +97,8 @@ static void test_err_root_and_jobs(void **s)
            "c.json:1:10: /jobs: found an empty array, expected a non-empty array of jobs");
     EXPECT("{\"jobs\": {}}",
            "c.json:1:10: /jobs: found an object, expected a non-empty array of jobs");
-    EXPECT("{\"jobs\": [7]}", "c.json:1:11: /jobs/0: found the integer 7, expected an object (a job)");
+    EXPECT("{\"jobs\": [7]}",
+           "c.json:1:11: /jobs/0: found the integer 7, expected an object (a job)");
     EXPECT("{\"version\": 2, \"jobs\": [{\"name\": \"a\", \"executable\": \"x\"}]}",
            "c.json:1:13: /version: found the integer 2, expected 1");
 }
@@ -144,9 +145,10 @@ static void test_err_names(void **s)
            "          {\"name\": \"a\", \"executable\": \"y\"}]}",
            "c.json:2:20: /jobs/1/name: found the name \"a\" again, expected unique job names "
            "(first used by /jobs/0)");
-    EXPECT("{\"defaults\": {\"name\": \"x\"}, \"jobs\": [{\"name\": \"a\", \"executable\": \"x\"}]}",
-           "c.json:1:15: /defaults/name: found 'name' in defaults, expected a name only in each "
-           "job");
+    EXPECT(
+        "{\"defaults\": {\"name\": \"x\"}, \"jobs\": [{\"name\": \"a\", \"executable\": \"x\"}]}",
+        "c.json:1:15: /defaults/name: found 'name' in defaults, expected a name only in each "
+        "job");
 }
 
 static void test_err_executable(void **s)
@@ -377,8 +379,8 @@ static void test_model_merge(void **s)
     /* Template existence is checked against the base dir: use the real one. */
     loom_catalog_t *c;
     loom_err_t err;
-    assert_int_equal(loom_catalog_load_string(good, strlen(good), "good.json", BASE, &c, NULL, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_catalog_load_string(good, strlen(good), "good.json", BASE, &c, NULL, &err), LOOM_OK);
     assert_int_equal(loom_catalog_job_count(c), 4);
     const loom_catalog_job_t *j = loom_catalog_job(c, 0);
     assert_string_equal(j->name, "Train.Big_1");
@@ -412,8 +414,8 @@ static void test_sample_context(void **s)
     (void)s;
     loom_catalog_t *c;
     loom_err_t err;
-    assert_int_equal(loom_catalog_load_string(good, strlen(good), "good.json", BASE, &c, NULL, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_catalog_load_string(good, strlen(good), "good.json", BASE, &c, NULL, &err), LOOM_OK);
     loom_rng_t rng;
     loom_rng_init(&rng, 7, 0);
     json_t *ctx;
@@ -430,13 +432,13 @@ static void test_sample_context(void **s)
     assert_string_equal(json_string_value(json_array_get(args, 2)), want);
     assert_string_equal(json_string_value(json_array_get(args, 3)), "$HOME");
     assert_string_equal(json_string_value(json_array_get(args, 4)), BASE);
-    assert_string_equal(strtod(json_string_value(json_array_get(args, 1)), NULL) == lr ? "exact" : "",
-                        "exact");
+    assert_string_equal(
+        strtod(json_string_value(json_array_get(args, 1)), NULL) == lr ? "exact" : "", "exact");
     json_t *cmd = json_object_get(ctx, "command");
     assert_string_equal(json_string_value(json_array_get(cmd, 0)), "python3");
     assert_int_equal(json_array_size(cmd), 7);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(ctx, "environment"), "B")),
-                        mode);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(ctx, "environment"), "B")), mode);
     json_t *env = json_object_get(ctx, "env");
     assert_int_equal(json_array_size(env), 3);
     assert_string_equal(json_string_value(json_object_get(json_array_get(env, 0), "name")), "A");
@@ -566,7 +568,6 @@ static void test_demo_catalog(void **s)
     loom_catalog_free(c);
 }
 
-
 /* The JSON Schema and the loader agree on which keys exist: the loader's
  * "unknown key" message lists the keys it accepts; they must be exactly the
  * schema's properties, at every level. */
@@ -610,9 +611,10 @@ static void test_schema_in_sync(void **s)
     keys_agree("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"zzz\": 1}]}",
                "expected one of the job keys: ",
                json_object_get(json_object_get(defs, "jobFields"), "properties"));
-    keys_agree("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"zzz\": 1}}]}",
-               "expected one of the resources keys: ",
-               json_object_get(json_object_get(defs, "resources"), "properties"));
+    keys_agree(
+        "{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"zzz\": 1}}]}",
+        "expected one of the resources keys: ",
+        json_object_get(json_object_get(defs, "resources"), "properties"));
     json_t *variants = json_object_get(json_object_get(defs, "parameter"), "oneOf");
     const char *types[] = {"choice", "int", "real"};
     for (size_t i = 0; i < 3; i++) {

@@ -73,18 +73,21 @@ static json_t *node_json(yaml_document_t *d, yaml_node_t *n, int depth)
         return json_stringn((const char *)n->data.scalar.value, n->data.scalar.length);
     case YAML_SEQUENCE_NODE: {
         json_t *a = json_array();
-        for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++)
+        for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top;
+             i++)
             json_array_append_new(a, node_json(d, yaml_document_get_node(d, *i), depth + 1));
         return a;
     }
     case YAML_MAPPING_NODE: {
         json_t *o = json_object();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
             yaml_node_t *k = yaml_document_get_node(d, p->key);
             assert_int_equal(k->type, YAML_SCALAR_NODE);
             char *key = strndup((const char *)k->data.scalar.value, k->data.scalar.length);
             assert_null(json_object_get(o, key)); /* no duplicate keys */
-            json_object_set_new(o, key, node_json(d, yaml_document_get_node(d, p->value), depth + 1));
+            json_object_set_new(o, key,
+                                node_json(d, yaml_document_get_node(d, p->value), depth + 1));
             free(key);
         }
         return o;
@@ -127,11 +130,17 @@ static void check_k8s(const json_t *ctx, const char *yaml_text)
     json_t *y = parse_yaml(yaml_text);
     assert_string_equal(str_at(y, "apiVersion"), "batch/v1");
     assert_string_equal(str_at(y, "kind"), "Job");
-    assert_string_equal(str_at(y, "metadata.name"), json_string_value(json_object_get(ctx, "dns_name")));
+    assert_string_equal(str_at(y, "metadata.name"),
+                        json_string_value(json_object_get(ctx, "dns_name")));
     assert_string_equal(str_at(y, "spec.template.spec.restartPolicy"), "Never");
-    json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(json_object_get(y, "spec"), "template"), "spec"), "containers"), 0);
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(y, "spec"), "template"), "spec"),
+            "containers"),
+        0);
     assert_non_null(c0);
-    assert_string_equal(str_at(c0, "command.0"), json_string_value(json_object_get(ctx, "executable")));
+    assert_string_equal(str_at(c0, "command.0"),
+                        json_string_value(json_object_get(ctx, "executable")));
     /* args: exactly the arguments, in order, byte for byte. */
     json_t *args = json_object_get(c0, "args");
     json_t *want = json_object_get(ctx, "arguments");
@@ -153,7 +162,8 @@ static void check_k8s(const json_t *ctx, const char *yaml_text)
     snprintf(num, sizeof num, "%lld", (long long)json_integer_value(json_object_get(r, "cpus")));
     assert_string_equal(str_at(c0, "resources.requests.cpu"), num);
     assert_string_equal(str_at(c0, "resources.limits.cpu"), num);
-    snprintf(num, sizeof num, "%lldMi", (long long)json_integer_value(json_object_get(r, "memory_mib")));
+    snprintf(num, sizeof num, "%lldMi",
+             (long long)json_integer_value(json_object_get(r, "memory_mib")));
     assert_string_equal(str_at(c0, "resources.limits.memory"), num);
     json_t *limits = json_object_get(json_object_get(c0, "resources"), "limits");
     json_int_t gpus = json_integer_value(json_object_get(r, "gpus"));
@@ -165,7 +175,8 @@ static void check_k8s(const json_t *ctx, const char *yaml_text)
     }
     json_t *tl = json_object_get(ctx, "time_limit");
     if (tl) {
-        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(json_object_get(tl, "seconds")));
+        snprintf(num, sizeof num, "%lld",
+                 (long long)json_integer_value(json_object_get(tl, "seconds")));
         assert_string_equal(str_at(y, "spec.activeDeadlineSeconds"), num);
     }
     json_decref(y);
@@ -186,7 +197,8 @@ static void check_slurm(const json_t *ctx, const char *script)
     assert_true(strncmp(script, "#!/bin/bash\n", 12) == 0);
     char line[256];
     json_t *r = json_object_get(ctx, "resources");
-    snprintf(line, sizeof line, "#SBATCH --job-name=%s", json_string_value(json_object_get(ctx, "name")));
+    snprintf(line, sizeof line, "#SBATCH --job-name=%s",
+             json_string_value(json_object_get(ctx, "name")));
     assert_true(has_line(script, line));
     snprintf(line, sizeof line, "#SBATCH --cpus-per-task=%lld",
              (long long)json_integer_value(json_object_get(r, "cpus")));
@@ -207,7 +219,8 @@ static void check_slurm(const json_t *ctx, const char *script)
     }
     json_t *tl = json_object_get(ctx, "time_limit");
     if (tl) {
-        snprintf(line, sizeof line, "#SBATCH --time=%s", json_string_value(json_object_get(tl, "slurm")));
+        snprintf(line, sizeof line, "#SBATCH --time=%s",
+                 json_string_value(json_object_get(tl, "slurm")));
         assert_true(has_line(script, line));
     }
     /* All #SBATCH lines come before the first command (sbatch stops there). */
@@ -226,7 +239,8 @@ static void test_demo_catalog_renders(void **s)
     loom_err_t err;
     if (loom_catalog_load_file("workloads/catalogs/demo.json", &c, NULL, &err))
         fail_msg("%s", err.msg);
-    loom_template_t *slurm = load(TDIR "slurm.sh.mustache"), *local = load(TDIR "local.sh.mustache"),
+    loom_template_t *slurm = load(TDIR "slurm.sh.mustache"),
+                    *local = load(TDIR "local.sh.mustache"),
                     *k8s = load(TDIR "k8s-job.yaml.mustache");
     loom_rng_t rng;
     loom_rng_init(&rng, 2026, 0);
@@ -253,9 +267,18 @@ static void test_demo_catalog_renders(void **s)
     loom_catalog_free(c);
 }
 
-static const char *const hostile[] = {"$(touch /tmp/loom-pwned)", "\"; kill -9 $$; \"", "'; exit 3; '",
-                                      "`id`", "a\nb: c\n- d", "{x: [1]}", "&a *a !!str", "# c",
-                                      "\\", "", "--flag=it's", "\t\x01\x7f"};
+static const char *const hostile[] = {"$(touch /tmp/loom-pwned)",
+                                      "\"; kill -9 $$; \"",
+                                      "'; exit 3; '",
+                                      "`id`",
+                                      "a\nb: c\n- d",
+                                      "{x: [1]}",
+                                      "&a *a !!str",
+                                      "# c",
+                                      "\\",
+                                      "",
+                                      "--flag=it's",
+                                      "\t\x01\x7f"};
 
 /* A context with hostile arguments and environment values: the rendered
  * local script run by bash prints them back verbatim; the manifest carries
@@ -272,10 +295,11 @@ static void test_hostile_values(void **s)
         snprintf(name, sizeof name, "V%zu", i);
         json_array_append_new(env, json_pack("{s:s,s:s}", "name", name, "value", hostile[i]));
     }
-    json_t *ctx = json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:i,s:i,s:i,s:b}}", "name", "evil",
-                            "dns_name", "evil", "executable", "printf", "arguments", args, "env",
-                            env, "resources", "cpus", 1, "memory_mib", 64, "gpus", 0, "has_gpus", 0);
-    loom_template_t *local = load(TDIR "local.sh.mustache"), *k8s = load(TDIR "k8s-job.yaml.mustache");
+    json_t *ctx = json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:i,s:i,s:i,s:b}}", "name", "evil", "dns_name",
+                            "evil", "executable", "printf", "arguments", args, "env", env,
+                            "resources", "cpus", 1, "memory_mib", 64, "gpus", 0, "has_gpus", 0);
+    loom_template_t *local = load(TDIR "local.sh.mustache"),
+                    *k8s = load(TDIR "k8s-job.yaml.mustache");
     char *lo = render(local, ctx, LOOM_TEMPLATE_ESCAPE_SHELL);
     loom_buf_t out = LOOM_BUF_INIT;
     assert_int_equal(bash(lo, false, &out), 0);
@@ -290,7 +314,8 @@ static void test_hostile_values(void **s)
     char *lo2;
     json_t *args_copy = json_deep_copy(args);
     json_object_set_new(ctx, "executable", json_string("sh"));
-    json_object_set_new(ctx, "arguments", json_pack("[s,s]", "-c", "printf '%s|' \"$V0\" \"$V1\" \"$V4\""));
+    json_object_set_new(ctx, "arguments",
+                        json_pack("[s,s]", "-c", "printf '%s|' \"$V0\" \"$V1\" \"$V4\""));
     lo2 = render(local, ctx, LOOM_TEMPLATE_ESCAPE_SHELL);
     assert_int_equal(bash(lo2, false, &envout), 0);
     char ew[256];
