@@ -872,31 +872,37 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
               json_is_array(jobs) ? "an empty array" : FOUND(jobs));
         return;
     }
+    json_t *seen = json_object();
+    if (!seen) {
+        v->oom = 1;
+        return;
+    }
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job)
     {
         char *jp = child_idx(v, "/jobs", i);
         if (!jp)
-            return;
+            break;
         check_job_members(v, job, jp, false);
         if (json_is_object(job)) {
             const json_t *name = json_object_get(job, "name");
             if (!name)
                 issue(v, jp, "found no member 'name', expected \"name\": the job's name");
-            for (size_t k = 0; json_is_string(name) && k < i; k++) {
-                const json_t *other = json_object_get(json_array_get(jobs, k), "name");
-                if (json_is_string(other) &&
-                    strcmp(json_string_value(other), json_string_value(name)) == 0) {
-                    char *np = child(v, jp, "name");
-                    if (np)
-                        issue(v, np,
-                              "found the name \"%s\" again, expected unique job names (first "
-                              "used by /jobs/%zu)",
-                              json_string_value(name), k);
-                    free(np);
-                    break;
-                }
+            /* Names seen so far -> index of first use (linear time). */
+            json_t *first =
+                json_is_string(name) ? json_object_get(seen, json_string_value(name)) : NULL;
+            if (first) {
+                char *np = child(v, jp, "name");
+                if (np)
+                    issue(v, np,
+                          "found the name \"%s\" again, expected unique job names (first "
+                          "used by /jobs/%" JSON_INTEGER_FORMAT ")",
+                          json_string_value(name), json_integer_value(first));
+                free(np);
+            } else if (json_is_string(name) && json_object_set_new(seen, json_string_value(name),
+                                                                   json_integer((json_int_t)i))) {
+                v->oom = 1;
             }
             json_t *m = merge(json_is_object(defaults) ? defaults : NULL, job);
             if (!m)
@@ -907,6 +913,7 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
         }
         free(jp);
     }
+    json_decref(seen);
 }
 
 static void dir_of(const char *path, char *out, size_t n)
