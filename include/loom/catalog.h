@@ -147,7 +147,8 @@ const char *loom_catalog_path(const loom_catalog_t *c);
 /* --------------------------------------------------------------- sampling */
 
 /* Picks a job index with probability weight / sum(weights). Draws exactly
- * one loom_rng_weighted from rng. */
+ * one loom_rng_uniform from rng (then a binary search over the cumulative
+ * weights: O(log n)). */
 size_t loom_catalog_pick(const loom_catalog_t *c, loom_rng_t *rng);
 /* Probability of job i under loom_catalog_pick (for chi-square checks). */
 double loom_catalog_probability(const loom_catalog_t *c, size_t i);

@@ -35,6 +35,7 @@ struct loom_catalog {
     cjob_t *jobs;
     size_t n;
     double *weights;
+    double *cum; /* cum[i] = weights[0] + ... + weights[i] */
     double wsum;
 };
 

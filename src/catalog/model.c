@@ -192,7 +192,8 @@ int loom__catalog_build(json_t *root, json_t **merged, const char *path, const c
     loom_catalog_t *c = calloc(1, sizeof *c);
     int rc = LOOM_OK;
     if (!c || !(c->path = strdup(path)) || !(c->dir = strdup(base_dir ? base_dir : ".")) ||
-        !(c->jobs = calloc(n, sizeof *c->jobs)) || !(c->weights = calloc(n, sizeof *c->weights))) {
+        !(c->jobs = calloc(n, sizeof *c->jobs)) || !(c->weights = calloc(n, sizeof *c->weights)) ||
+        !(c->cum = calloc(n, sizeof *c->cum))) {
         rc = LOOM_ENOMEM;
     }
     if (c)
@@ -207,6 +208,7 @@ int loom__catalog_build(json_t *root, json_t **merged, const char *path, const c
                 rc = loom__catalog_job_fixed(c, &c->jobs[i]);
             c->weights[i] = c->jobs[i].pub.weight;
             c->wsum += c->weights[i];
+            c->cum[i] = c->wsum;
         } else {
             json_decref(merged[i]);
         }
@@ -239,6 +241,7 @@ void loom_catalog_free(loom_catalog_t *c)
     }
     free(c->jobs);
     free(c->weights);
+    free(c->cum);
     free(c->path);
     free(c->dir);
     json_decref(c->root);

@@ -11,9 +11,20 @@
 #include "catalog/catalog_int.h"
 #include "catalog/catalog_model.h"
 
+/* One uniform draw against the cumulative weights (binary search), so a
+ * catalog of thousands of jobs costs no more per pick than a small one. */
 size_t loom_catalog_pick(const loom_catalog_t *c, loom_rng_t *rng)
 {
-    return loom_rng_weighted(rng, c->weights, c->n);
+    double x = loom_rng_uniform(rng) * c->cum[c->n - 1];
+    size_t lo = 0, hi = c->n - 1; /* first i with x < cum[i]; all weights > 0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x < c->cum[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
 }
 
 static json_t *draw(const cparam_t *p, loom_rng_t *rng)

@@ -568,6 +568,41 @@ static void test_demo_catalog(void **s)
     loom_catalog_free(c);
 }
 
+/* A catalog of 3000 jobs: the binary-search pick agrees draw for draw with
+ * core's linear loom_rng_weighted on the same RNG state. */
+static void test_pick_many_jobs(void **s)
+{
+    (void)s;
+    loom_buf_t j = LOOM_BUF_INIT;
+    const size_t n = 3000;
+    double *w = calloc(n, sizeof *w);
+    loom_buf_append_str(&j, "{\"jobs\": [");
+    for (size_t i = 0; i < n; i++) {
+        w[i] = (double)(i % 7 + 1) * (i % 3 ? 1.0 : 0.25);
+        loom_buf_appendf(&j, "%s{\"name\": \"j%zu\", \"executable\": \"x\", \"weight\": %.17g}",
+                         i ? "," : "", i, w[i]);
+    }
+    loom_buf_append_str(&j, "]}");
+    loom_catalog_t *c;
+    loom_err_t err;
+    assert_int_equal(loom_catalog_load_string(j.data, j.len, "big.json", BASE, &c, NULL, &err),
+                     LOOM_OK);
+    loom_rng_t a, b;
+    loom_rng_init(&a, 5, 0);
+    loom_rng_init(&b, 5, 0);
+    bool first = false, last = false;
+    for (int k = 0; k < 200000; k++) {
+        size_t x = loom_catalog_pick(c, &a), y = loom_rng_weighted(&b, w, n);
+        assert_int_equal(x, y);
+        first |= x == 0;
+        last |= x == n - 1;
+    }
+    assert_true(first && last);
+    loom_catalog_free(c);
+    loom_buf_free(&j);
+    free(w);
+}
+
 /* The JSON Schema and the loader agree on which keys exist: the loader's
  * "unknown key" message lists the keys it accepts; they must be exactly the
  * schema's properties, at every level. */
@@ -652,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_sample_chi_square),
         cmocka_unit_test(test_demo_catalog),
         cmocka_unit_test(test_schema_in_sync),
+        cmocka_unit_test(test_pick_many_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
