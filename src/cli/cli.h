@@ -33,5 +33,7 @@ int loom_cmd_jobs(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);
+int loom_cmd_render(int argc, char **argv);
+int loom_cmd_catalog(int argc, char **argv);
 
 #endif

@@ -21,6 +21,8 @@ static const struct {
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
+    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
 static void usage(FILE *f)
