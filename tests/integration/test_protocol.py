@@ -214,6 +214,11 @@ class Protocol(unittest.TestCase):
         self.assertIn("loom_store_queue_depth 0\n", text)
         self.assertIn("loom_store_commits_total ", text)
         self.assertIn("# TYPE loom_jobs gauge", text)
+        import shutil
+        import subprocess
+        if shutil.which("promtool"):  # optional (DESIGN.md): lint when present
+            p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_sigterm_and_restart(self):
         ids = [self.c.submit(f"r{i}", "x", submit_id=f"r{i}")["id"] for i in range(10)]
