@@ -25,6 +25,8 @@ static const struct {
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
+    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
 static void usage(FILE *f)
