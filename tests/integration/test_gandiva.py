@@ -83,7 +83,7 @@ NODE = "name=n1,cpus=8,memory=8GiB,gpus=1,gpu_type=virtual"
 
 def time_slicing(vgpu):
     """Two whole-GPU jobs on one GPU take turns of about a quantum each."""
-    with Loomd(extra_args=["--node", NODE, "--timeslice", "1s"]) as d:
+    with Loomd(extra_args=["--executor", "local", "--node", NODE, "--timeslice", "1s"]) as d:
         c = d.client()
         a = c.call("job.submit", job(vgpu, "ta", "light", 50, gpus=1))["id"]
         wait_steps(vgpu, "ta", 3)
@@ -103,7 +103,7 @@ def time_slicing(vgpu):
 
 def packing(vgpu, mode):
     """Two half-GPU jobs packed on one GPU; introspection keeps or undoes it."""
-    with Loomd(extra_args=["--node", NODE, "--placement", "packing", "--pack-check"]) as d:
+    with Loomd(extra_args=["--executor", "local", "--node", NODE, "--placement", "packing", "--pack-check"]) as d:
         c = d.client()
         a = c.call("job.submit", job(vgpu, mode + "a", mode, 60, gpu_share=500))["id"]
         wait_steps(vgpu, mode + "a", 4)
