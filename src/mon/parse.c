@@ -124,7 +124,7 @@ static int bad(loom_err_t *err, const char *name, size_t line, const char *what)
  * truncation) or is empty. */
 static bool copy_name(char *dst, size_t cap, const char *w, size_t n)
 {
-    if (n == 0 || n >= cap)
+    if (n == 0 || n >= cap || memchr(w, '\0', n))
         return false;
     memcpy(dst, w, n);
     dst[n] = '\0';
@@ -292,8 +292,10 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
     mem->shared_bytes = v[SHMEM] * 1024;
     mem->dirty_bytes = v[DIRTY] * 1024;
     uint64_t notused = mem->free_bytes + mem->buffers_bytes + mem->cached_bytes;
-    mem->used_bytes = mem->total_bytes > notused ? mem->total_bytes - notused
-                                                 : mem->total_bytes - mem->free_bytes;
+    if (mem->total_bytes > notused) /* as free(1); never below 0 */
+        mem->used_bytes = mem->total_bytes - notused;
+    else
+        mem->used_bytes = mem->total_bytes > mem->free_bytes ? mem->total_bytes - mem->free_bytes : 0;
     mem->swap_total_bytes = v[STOTAL] * 1024;
     mem->swap_free_bytes = v[SFREE] * 1024;
     mem->swap_used_bytes =
@@ -462,6 +464,8 @@ int loom_mon__parse_filesystems(const char *buf, size_t len, const char *name, l
             if (!at_eol(&c))
                 return bad(err, name, c.line, "[nodev] TYPE");
         }
+        if (memchr(w, '\0', wn))
+            return bad(err, name, c.line, "a type name without NUL bytes");
         if (loom_buf_append(out, w, wn) || loom_buf_append_char(out, '\0'))
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
         (*n)++;
@@ -481,7 +485,7 @@ static bool unescape(char *dst, size_t cap, const char *w, size_t n)
             ch = (char)((w[i + 1] - '0') * 64 + (w[i + 2] - '0') * 8 + (w[i + 3] - '0'));
             i += 3;
         }
-        if (o + 1 >= cap)
+        if (o + 1 >= cap || ch == '\0')
             return false;
         dst[o++] = ch;
     }
