@@ -27,10 +27,8 @@ static bool at_eol(const cur_t *c) { return c->p >= c->end || *c->p == '\n'; }
 
 static void next_line(cur_t *c)
 {
-    while (c->p < c->end && *c->p != '\n')
-        c->p++;
-    if (c->p < c->end)
-        c->p++;
+    const char *nl = c->p < c->end ? memchr(c->p, '\n', (size_t)(c->end - c->p)) : NULL;
+    c->p = nl ? nl + 1 : c->end;
     c->line++;
 }
 
@@ -307,12 +305,20 @@ int loom_mon__parse_keyed(const char *buf, size_t len, const char *name, const c
                           size_t n_keys, uint64_t *vals, uint64_t *found, loom_err_t *err)
 {
     cur_t c = {buf, buf + len, 1};
+    size_t klen[64];
+    if (n_keys > 64)
+        n_keys = 64;
+    for (size_t i = 0; i < n_keys; i++)
+        klen[i] = strlen(keys[i]);
+    const uint64_t all = n_keys == 64 ? ~0ull : (1ull << n_keys) - 1;
     *found = 0;
-    while (c.p < c.end) {
+    /* Stops once every key is found: meminfo's later 30-odd lines are
+     * skipped (and a key given twice keeps its first value). */
+    while (c.p < c.end && *found != all) {
         const char *w;
         size_t n = get_word(&c, &w);
-        for (size_t i = 0; i < n_keys && i < 64; i++) {
-            if (!word_is(w, n, keys[i]))
+        for (size_t i = 0; i < n_keys && n; i++) {
+            if (n != klen[i] || w[0] != keys[i][0] || memcmp(w, keys[i], n) != 0)
                 continue;
             if (!get_u64(&c, &vals[i]))
                 return loom_err_set(err, LOOM_EINVAL, "%s: line %zu: expected a number after %s",
