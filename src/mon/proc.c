@@ -268,15 +268,19 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     int64_t x;
     if (cg_file(out->path, "memory.current", &b, &out->memory_source,
                 "memory controller not enabled for this cgroup, or the root cgroup")) {
-        if (loom_mon__parse_int_file(b.data, b.len, "memory.current", false, &x, &e) || x < 0)
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.current", false, &x, &e))
             loom_mon__src_set(&out->memory_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_source, LOOM_EINVAL, "memory.current: negative value %lld", (long long)x);
         else
             out->memory_current_bytes = (uint64_t)x;
     }
     if (cg_file(out->path, "memory.peak", &b, &out->memory_peak_source,
                 "kernel older than 5.19, or memory controller off")) {
-        if (loom_mon__parse_int_file(b.data, b.len, "memory.peak", false, &x, &e) || x < 0)
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.peak", false, &x, &e))
             loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL, "memory.peak: negative value %lld", (long long)x);
         else
             out->memory_peak_bytes = (uint64_t)x;
     }

@@ -419,6 +419,56 @@ static void test_cgroup(void **st)
     loom_mon_close(m);
 }
 
+/* A cgroup directory as the kernel lays it out for a job with the cpu, io
+ * and memory controllers (this VM's cgroup2 has none of them enabled). */
+static void test_cgroup_fixture(void **st)
+{
+    (void)st;
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/loom-mon-cg-%d", (int)getpid());
+    mkdir(dir, 0755);
+    snprintf(root, sizeof root, "%s", dir);
+    put_file("cgroup.controllers", "cpu io memory pids\n");
+    put_file("cpu.stat", "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n"
+                         "core_sched.force_idle_usec 0\nnr_periods 10\nnr_throttled 3\n"
+                         "throttled_usec 150000\nnr_bursts 0\nburst_usec 0\n");
+    put_file("memory.current", "1048576\n");
+    put_file("memory.peak", "4194304\n");
+    put_file("io.stat", "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+                        "259:0 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=512 dios=1\n");
+    put_file("memory.pressure", "some avg10=1.50 avg60=0.50 avg300=0.10 total=123456\n"
+                                "full avg10=0.00 avg60=0.00 avg300=0.00 total=789\n");
+    put_file("io.pressure", "some avg10=x\n"); /* malformed: reported, not fatal */
+    loom_mon_t *m;
+    must_open(&m, NULL);
+    loom_mon_cgroup_t c;
+    loom_err_t e;
+    assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
+    assert_int_equal(c.cpu_source.status, LOOM_OK);
+    assert_true(c.cpu_usage_seconds == 2.5);
+    assert_true(c.cpu_system_seconds == 0.5);
+    assert_int_equal(c.nr_throttled, 3);
+    assert_true(c.throttled_seconds == 0.15);
+    assert_int_equal(c.memory_current_bytes, 1048576);
+    assert_int_equal(c.memory_peak_bytes, 4194304);
+    assert_int_equal(c.io_read_bytes, 4196);
+    assert_int_equal(c.io_write_bytes, 8192);
+    assert_int_equal(c.io_discard_bytes, 512);
+    assert_int_equal(c.memory_pressure.source.status, LOOM_OK);
+    assert_true(c.memory_pressure.full.total_seconds == 789e-6);
+    assert_int_equal(c.cpu_pressure.source.status, LOOM_EUNAVAIL); /* no cpu.pressure file */
+    assert_non_null(strstr(c.cpu_pressure.source.reason, "cpu.pressure absent"));
+    assert_int_equal(c.io_pressure.source.status, LOOM_EINVAL);
+    put_file("memory.current", "lots\n");
+    assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
+    assert_int_equal(c.memory_source.status, LOOM_EINVAL);
+    assert_non_null(strstr(c.memory_source.reason, "memory.current: line 1: expected an integer"));
+    loom_mon_close(m);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A small promlint of our own (promtool runs in the integration test):
  * HELP and TYPE before each family's samples, counters end in _total,
  * others do not, no family appears twice. */
@@ -511,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_proc),
         cmocka_unit_test(test_cgroup),
+        cmocka_unit_test(test_cgroup_fixture),
         cmocka_unit_test(test_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
