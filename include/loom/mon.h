@@ -482,6 +482,13 @@ int loom_mon_cgroup_to_text(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
 /* Prometheus text exposition format 0.0.4: families "loom_<group>_...",
  * base units, counters ending in _total, HELP and TYPE for each. Appends. */
 int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *err);
+/* Per-job accounting for /metrics: n cgroups (or processes), each labelled
+ * job_id="jobs[i]" (not "job": Prometheus sets that label on scrape), as families loom_job_cgroup_* (loom_job_process_*), one
+ * HELP/TYPE per family across all jobs. Unavailable files are left out. */
+int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
+                             loom_buf_t *out, loom_err_t *err);
+int loom_mon_procs_to_prom(const loom_mon_proc_t *procs, const char *const *jobs, size_t n,
+                           loom_buf_t *out, loom_err_t *err);
 
 /* ---------------------------------------------------- JSON-text entry points */
 

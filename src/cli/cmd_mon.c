@@ -17,7 +17,8 @@ static void mon_usage(FILE *f)
             "Reads hardware metrics now (CPU, memory, disks, network, filesystems, RAPL\n"
             "energy, temperatures, NVIDIA GPUs through NVML) and prints them.\n\n"
             "  --json          one JSON object per reading (one line each)\n"
-            "  --prom          Prometheus text exposition (host and GPU only)\n"
+            "  --prom          Prometheus text exposition (with --pid/--cgroup: the\n"
+            "                  loom_job_* families, job_id = the pid or path)\n"
             "  --interval D    read every D (\"1s\", \"500ms\"); rates between readings\n"
             "  --count N       number of readings (default 1, or unlimited with --interval)\n"
             "  --groups LIST   cpu,memory,disk,net,fs,power,thermal,gpu | host | all\n"
@@ -49,14 +50,21 @@ static int read_one_target(loom_mon_t *m, const mon_opts_t *o, loom_buf_t *b, lo
         int rc = loom_mon_proc_read(m, o->pid, o->tree, &p, e);
         if (rc)
             return rc;
-        return o->out == OUT_JSON ? loom_mon_proc_to_json(&p, b, e) : loom_mon_proc_to_text(&p, b, e);
+        char id[32];
+        snprintf(id, sizeof id, "%d", o->pid);
+        const char *ids[1] = {id};
+        return o->out == OUT_JSON   ? loom_mon_proc_to_json(&p, b, e)
+               : o->out == OUT_PROM ? loom_mon_procs_to_prom(&p, ids, 1, b, e)
+                                    : loom_mon_proc_to_text(&p, b, e);
     }
     loom_mon_cgroup_t c;
     int rc = loom_mon_cgroup_read(m, o->cgroup, &c, e);
     if (rc)
         return rc;
-    return o->out == OUT_JSON ? loom_mon_cgroup_to_json(&c, b, e)
-                              : loom_mon_cgroup_to_text(&c, b, e);
+    const char *ids[1] = {o->cgroup};
+    return o->out == OUT_JSON   ? loom_mon_cgroup_to_json(&c, b, e)
+           : o->out == OUT_PROM ? loom_mon_cgroups_to_prom(&c, ids, 1, b, e)
+                                : loom_mon_cgroup_to_text(&c, b, e);
 }
 
 static int run(loom_mon_t *m, const mon_opts_t *o)
@@ -168,8 +176,6 @@ int loom_cmd_mon(int argc, char **argv)
         bad = "--pid and --cgroup exclude each other";
     else if (o.tree && !o.pid)
         bad = "--tree needs --pid";
-    else if (o.out == OUT_PROM && (o.pid || o.cgroup))
-        bad = "--prom covers the host and GPUs; use --json for --pid or --cgroup";
     else if (o.count > 1 && o.interval_ns == 0)
         bad = "--count above 1 needs --interval";
     if (bad) {

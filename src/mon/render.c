@@ -973,3 +973,108 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
         return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
     return LOOM_OK;
 }
+
+/* ------------------------------------------------------ per-job families */
+
+int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
+                             loom_buf_t *out, loom_err_t *err)
+{
+    prom_t p = {.b = out};
+    static const struct {
+        const char *name, *type, *help;
+        int what;
+    } f[] = {
+        {"loom_job_cgroup_cpu_usage_seconds_total", "counter", "CPU time of the job's cgroup (cpu.stat usage_usec).", 0},
+        {"loom_job_cgroup_cpu_user_seconds_total", "counter", "User CPU time (cpu.stat user_usec).", 1},
+        {"loom_job_cgroup_cpu_system_seconds_total", "counter", "System CPU time (cpu.stat system_usec).", 2},
+        {"loom_job_cgroup_cpu_throttled_seconds_total", "counter", "Time throttled by cpu.max (cpu.stat throttled_usec).", 3},
+        {"loom_job_cgroup_cpu_throttled_periods_total", "counter", "Periods throttled (cpu.stat nr_throttled).", 4},
+        {"loom_job_cgroup_memory_bytes", "gauge", "Memory charged to the cgroup (memory.current).", 5},
+        {"loom_job_cgroup_memory_peak_bytes", "gauge", "Peak memory of the cgroup (memory.peak).", 6},
+        {"loom_job_cgroup_io_read_bytes_total", "counter", "Bytes read (io.stat rbytes, all devices).", 7},
+        {"loom_job_cgroup_io_written_bytes_total", "counter", "Bytes written (io.stat wbytes, all devices).", 8},
+        {"loom_job_cgroup_pressure_stalled_seconds_total", "counter", "PSI stall time of the cgroup (some).", 9},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        fam(&p, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; i < n; i++) {
+            const loom_mon_cgroup_t *c = &cgs[i];
+            const char *job = jobs[i];
+            bool cpu = c->cpu_source.status == LOOM_OK, io = c->io_source.status == LOOM_OK;
+            switch (f[k].what) {
+            case 0: if (cpu) sample(&p, c->cpu_usage_seconds, "job_id", job, NULL); break;
+            case 1: if (cpu) sample(&p, c->cpu_user_seconds, "job_id", job, NULL); break;
+            case 2: if (cpu) sample(&p, c->cpu_system_seconds, "job_id", job, NULL); break;
+            case 3: if (cpu) sample(&p, c->throttled_seconds, "job_id", job, NULL); break;
+            case 4: if (cpu) sample(&p, (double)c->nr_throttled, "job_id", job, NULL); break;
+            case 5:
+                if (c->memory_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_current_bytes, "job_id", job, NULL);
+                break;
+            case 6:
+                if (c->memory_peak_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_peak_bytes, "job_id", job, NULL);
+                break;
+            case 7: if (io) sample(&p, (double)c->io_read_bytes, "job_id", job, NULL); break;
+            case 8: if (io) sample(&p, (double)c->io_write_bytes, "job_id", job, NULL); break;
+            case 9: {
+                const loom_mon_psi_t *ps[3] = {&c->cpu_pressure, &c->memory_pressure, &c->io_pressure};
+                const char *res[3] = {"cpu", "memory", "io"};
+                for (int r = 0; r < 3; r++)
+                    if (ps[r]->source.status == LOOM_OK)
+                        sample(&p, ps[r]->some.total_seconds, "job_id", job, "resource", res[r], NULL);
+                break;
+            }
+            }
+        }
+    }
+    if (p.rc)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
+    return LOOM_OK;
+}
+
+int loom_mon_procs_to_prom(const loom_mon_proc_t *procs, const char *const *jobs, size_t n,
+                           loom_buf_t *out, loom_err_t *err)
+{
+    prom_t p = {.b = out};
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+        bool dbl, io;
+    } f[] = {
+        {"loom_job_process_cpu_user_seconds_total", "counter", "User CPU time of the job's processes.",
+         offsetof(loom_mon_proc_t, user_seconds), true, false},
+        {"loom_job_process_cpu_system_seconds_total", "counter", "System CPU time of the job's processes.",
+         offsetof(loom_mon_proc_t, system_seconds), true, false},
+        {"loom_job_process_resident_memory_bytes", "gauge", "Resident memory (sum over the processes).",
+         offsetof(loom_mon_proc_t, rss_bytes), false, false},
+        {"loom_job_process_threads", "gauge", "Threads.", offsetof(loom_mon_proc_t, threads), false, false},
+        {"loom_job_process_processes", "gauge", "Processes in the tree.",
+         offsetof(loom_mon_proc_t, n_processes), false, false},
+        {"loom_job_process_context_switches_total", "counter", "Voluntary context switches.",
+         offsetof(loom_mon_proc_t, voluntary_ctxt_switches), false, false},
+        {"loom_job_process_read_bytes_total", "counter", "Bytes read from storage (/proc/PID/io).",
+         offsetof(loom_mon_proc_t, read_bytes), false, true},
+        {"loom_job_process_written_bytes_total", "counter", "Bytes written to storage (/proc/PID/io).",
+         offsetof(loom_mon_proc_t, write_bytes), false, true},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        fam(&p, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; i < n; i++) {
+            const char *base = (const char *)&procs[i] + f[k].off;
+            if (f[k].io && procs[i].io_source.status != LOOM_OK)
+                continue;
+            double v;
+            if (f[k].dbl)
+                v = *(const double *)base;
+            else if (f[k].off == offsetof(loom_mon_proc_t, n_processes))
+                v = *(const uint32_t *)base;
+            else
+                v = (double)*(const uint64_t *)base;
+            sample(&p, v, "job_id", jobs[i], NULL);
+        }
+    }
+    if (p.rc)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
+    return LOOM_OK;
+}

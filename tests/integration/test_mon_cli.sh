@@ -19,7 +19,6 @@ t 2 "unknown group" -- "$loom" mon --groups cpu,bogus
 grep -q 'unknown group "bogus"' <<<"$err" || { echo "FAIL group message: $err"; fail=1; }
 t 2 "--count without --interval" -- "$loom" mon --count 3
 t 2 "--pid with --cgroup" -- "$loom" mon --pid 1 --cgroup /
-t 2 "--prom with --pid" -- "$loom" mon --prom --pid 1
 t 2 "bad --interval" -- "$loom" mon --interval soon
 t 4 "missing pid" -- "$loom" mon --pid 2147483646
 grep -q "no such process" <<<"$err" || { echo "FAIL pid message: $err"; fail=1; }
@@ -69,6 +68,14 @@ fi
 t 0 "--prom" -- "$loom" mon --prom --groups cpu,memory
 grep -q "^# TYPE loom_cpu_seconds_total counter$" <<<"$out" || { echo "FAIL prom TYPE"; fail=1; }
 grep -q "^loom_memory_total_bytes [0-9]" <<<"$out" || { echo "FAIL prom memory"; fail=1; }
+
+t 0 "--prom --pid" -- "$loom" mon --prom --pid $$ --tree
+grep -q "^loom_job_process_processes{job_id=\"$$\"} [1-9]" <<<"$out" || { echo "FAIL job prom: $out"; fail=1; }
+lint=$(promtool check metrics <<<"$out" 2>&1) && [ -z "$lint" ] || { echo "FAIL promtool (pid): $lint"; fail=1; }
+if [ -n "$cg" ]; then
+  t 0 "--prom --cgroup" -- "$loom" mon --prom --cgroup "$cg"
+  lint=$(promtool check metrics <<<"$out" 2>&1) && [ -z "$lint" ] || { echo "FAIL promtool (cgroup): $lint"; fail=1; }
+fi
 
 rm -f /tmp/loom-mon-cli-err.$$
 exit $fail

@@ -419,6 +419,8 @@ static void test_cgroup(void **st)
     loom_mon_close(m);
 }
 
+static void lint_prom(const char *text);
+
 /* A cgroup directory as the kernel lays it out for a job with the cpu, io
  * and memory controllers (this VM's cgroup2 has none of them enabled). */
 static void test_cgroup_fixture(void **st)
@@ -459,6 +461,26 @@ static void test_cgroup_fixture(void **st)
     assert_int_equal(c.cpu_pressure.source.status, LOOM_EUNAVAIL); /* no cpu.pressure file */
     assert_non_null(strstr(c.cpu_pressure.source.reason, "cpu.pressure absent"));
     assert_int_equal(c.io_pressure.source.status, LOOM_EINVAL);
+    /* Per-job Prometheus families: one HELP/TYPE for all jobs. */
+    loom_mon_cgroup_t two[2] = {c, c};
+    two[1].memory_source.status = LOOM_EUNAVAIL;
+    const char *jobs[2] = {"j1", "j\"2"};
+    loom_buf_t b = LOOM_BUF_INIT;
+    assert_int_equal(loom_mon_cgroups_to_prom(two, jobs, 2, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_job_cgroup_memory_bytes{job_id=\"j1\"} 1048576\n"));
+    assert_null(strstr(b.data, "loom_job_cgroup_memory_bytes{job_id=\"j\\\"2\"}"));
+    assert_non_null(strstr(b.data, "loom_job_cgroup_cpu_usage_seconds_total{job_id=\"j\\\"2\"} 2.5\n"));
+    assert_non_null(strstr(b.data, "loom_job_cgroup_pressure_stalled_seconds_total{job_id=\"j1\","
+                                   "resource=\"memory\"} 0.123456\n"));
+    loom_buf_reset(&b);
+    loom_mon_proc_t pr[2];
+    assert_int_equal(loom_mon_proc_read(m, getpid(), false, &pr[0], &e), LOOM_OK);
+    assert_int_equal(loom_mon_proc_read(m, getpid(), true, &pr[1], &e), LOOM_OK);
+    assert_int_equal(loom_mon_procs_to_prom(pr, jobs, 2, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_job_process_processes{job_id=\"j1\"} 1\n"));
+    loom_buf_free(&b);
     put_file("memory.current", "lots\n");
     assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
     assert_int_equal(c.memory_source.status, LOOM_EINVAL);
