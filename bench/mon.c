@@ -33,7 +33,8 @@ static int cmp_i64(const void *a, const void *b)
 static stat_t summarize(int64_t *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_i64);
-    stat_t s = {t[0] / 1e3, t[n / 2] / 1e3, t[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3, n};
+    stat_t s = {t[0] / 1e3, t[n / 2] / 1e3, t[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3,
+                n};
     return s;
 }
 
@@ -99,7 +100,8 @@ static double cpu_seconds(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* Runs a sampler at hz for secs; returns % of one core and fills the
@@ -161,8 +163,20 @@ static void base_cell(char *out, size_t n, json_t *base, const char *sect, const
         snprintf(out, n, "n/a");
 }
 
+static void loadavg(char *out, size_t n)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    out[0] = '\0';
+    if (f && fgets(out, (int)n, f))
+        out[strcspn(out, "\n")] = '\0';
+    if (f)
+        fclose(f);
+}
+
 int main(int argc, char **argv)
 {
+    char load0[128], load1[128];
+    loadavg(load0, sizeof load0);
     const char *outdir = "docs/bench";
     bool quick = false;
     for (int i = 1; i < argc; i++) {
@@ -226,6 +240,7 @@ int main(int argc, char **argv)
     if (!base)
         fprintf(stderr, "bench_mon: baseline script failed (psutil/node_exporter missing?)\n");
 
+    loadavg(load1, sizeof load1);
     char path[512];
     snprintf(path, sizeof path, "%s/mon.md", outdir);
     FILE *f = fopen(path, "w");
@@ -253,13 +268,18 @@ int main(int argc, char **argv)
     fprintf(f, "# bench/mon: cost of loom's monitoring collectors\n\n");
     fprintf(f, "- command: `make bench` (runs `build/bench_mon --out docs/bench`%s)\n",
             quick ? " --quick" : "");
-    fprintf(f, "- date: %s\n- machine: %s, %ld CPUs online, Linux %s (a VM; no RAPL, hwmon, "
-               "thermal zones, cpufreq or GPU here)\n",
+    fprintf(f,
+            "- date: %s\n- machine: %s, %ld CPUs online, Linux %s (a VM; no RAPL, hwmon, "
+            "thermal zones, cpufreq or GPU here)\n",
             date, model, sysconf(_SC_NPROCESSORS_ONLN), u.release);
-    fprintf(f, "- note: the CPUs were shared with other engineers building and testing during "
-               "this run, so medians are the figures to read; tails (p99) are noisy.\n");
-    fprintf(f, "- psutil %s under /usr/bin/python3 and node_exporter (Debian) measured in the "
-               "same run by bench/mon_baseline.py.\n\n",
+    fprintf(f,
+            "- note: the CPUs were shared with other engineers building and testing during "
+            "this run (/proc/loadavg at start: `%s`, at end: `%s`), so the minimum shows the "
+            "cost without interference, medians include it, and tails (p99) are noisy.\n",
+            load0, load1);
+    fprintf(f,
+            "- psutil %s under /usr/bin/python3 and node_exporter (Debian) measured in the "
+            "same run by bench/mon_baseline.py.\n\n",
             base ? json_string_value(json_object_get(base, "psutil_version")) : "n/a");
     fprintf(f, "## Cost per call (microseconds)\n\n");
     fprintf(f, "| collector | loom min | loom median | loom p99 | psutil median (same work) |\n");
@@ -282,18 +302,21 @@ int main(int argc, char **argv)
             json.median_us, json.p99_us);
     fprintf(f, "| render host snapshot as Prometheus text | %.2f | %.2f | %.2f | |\n", prom.min_us,
             prom.median_us, prom.p99_us);
-    fprintf(f, "| node_exporter scrape (HTTP GET /metrics, defaults minus systemd) | | | | %s |\n\n",
+    fprintf(f,
+            "| node_exporter scrape (HTTP GET /metrics, defaults minus systemd) | | | | %s |\n\n",
             nb);
     fprintf(f, "psutil rows do the same work as the loom row: cpu = cpu_times(percpu) + "
                "getloadavg; memory = virtual_memory + swap_memory; disk/net = *_io_counters(per "
                "device); fs = disk_partitions + disk_usage each; host = all of these plus "
                "cpu_freq and sensors_temperatures.\n\n");
     fprintf(f, "## 1 kHz sampler\n\n");
-    fprintf(f, "CPU time of the process (getrusage, user+system) over wall time, %s s at "
-               "1000 readings/s with absolute deadlines (loom_mon_sampler_next: a reading plus "
-               "rates):\n\n",
+    fprintf(f,
+            "CPU time of the process (getrusage, user+system) over wall time, %s s at "
+            "1000 readings/s with absolute deadlines (loom_mon_sampler_next: a reading plus "
+            "rates):\n\n",
             quick ? "1" : "5");
-    fprintf(f, "| groups | %% of one core | readings | late (> 1 period) |\n|---|---:|---:|---:|\n");
+    fprintf(f,
+            "| groups | %% of one core | readings | late (> 1 period) |\n|---|---:|---:|---:|\n");
     for (int i = 0; i < NSAMP; i++)
         fprintf(f, "| %s | %.2f | %ld | %ld |\n", samp[i].name, pct[i], reads[i], late[i]);
     fprintf(f, "\n");

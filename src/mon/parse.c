@@ -23,7 +23,10 @@ static void skip_blank(cur_t *c)
         c->p++;
 }
 
-static bool at_eol(const cur_t *c) { return c->p >= c->end || *c->p == '\n'; }
+static bool at_eol(const cur_t *c)
+{
+    return c->p >= c->end || *c->p == '\n';
+}
 
 static void next_line(cur_t *c)
 {
@@ -267,9 +270,9 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
                             loom_err_t *err)
 {
     enum { TOTAL, FREE, AVAIL, BUFFERS, CACHED, SRECL, SHMEM, DIRTY, STOTAL, SFREE, NK };
-    static const char *const keys[NK] = {"MemTotal:", "MemFree:", "MemAvailable:", "Buffers:",
-                                         "Cached:",   "SReclaimable:", "Shmem:", "Dirty:",
-                                         "SwapTotal:", "SwapFree:"};
+    static const char *const keys[NK] = {
+        "MemTotal:",     "MemFree:", "MemAvailable:", "Buffers:",   "Cached:",
+        "SReclaimable:", "Shmem:",   "Dirty:",        "SwapTotal:", "SwapFree:"};
     uint64_t v[NK] = {0}, found = 0;
     int rc = loom_mon__parse_keyed(buf, len, name, keys, NK, v, &found, err);
     if (rc)
@@ -283,8 +286,8 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
     mem->total_bytes = v[TOTAL] * 1024;
     mem->free_bytes = v[FREE] * 1024;
     /* MemAvailable exists since Linux 3.14; older kernels: free+buffers+cached. */
-    mem->available_bytes = (found & (1u << AVAIL)) ? v[AVAIL] * 1024
-                                                   : (v[FREE] + v[BUFFERS] + v[CACHED]) * 1024;
+    mem->available_bytes =
+        (found & (1u << AVAIL)) ? v[AVAIL] * 1024 : (v[FREE] + v[BUFFERS] + v[CACHED]) * 1024;
     mem->buffers_bytes = v[BUFFERS] * 1024;
     mem->cached_bytes = (v[CACHED] + v[SRECL]) * 1024;
     mem->shared_bytes = v[SHMEM] * 1024;
@@ -293,11 +296,11 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
     if (mem->total_bytes > notused) /* as free(1); never below 0 */
         mem->used_bytes = mem->total_bytes - notused;
     else
-        mem->used_bytes = mem->total_bytes > mem->free_bytes ? mem->total_bytes - mem->free_bytes : 0;
+        mem->used_bytes =
+            mem->total_bytes > mem->free_bytes ? mem->total_bytes - mem->free_bytes : 0;
     mem->swap_total_bytes = v[STOTAL] * 1024;
     mem->swap_free_bytes = v[SFREE] * 1024;
-    mem->swap_used_bytes =
-        v[STOTAL] >= v[SFREE] ? (v[STOTAL] - v[SFREE]) * 1024 : 0;
+    mem->swap_used_bytes = v[STOTAL] >= v[SFREE] ? (v[STOTAL] - v[SFREE]) * 1024 : 0;
     return LOOM_OK;
 }
 
@@ -355,8 +358,8 @@ int loom_mon__parse_diskstats(const char *buf, size_t len, const char *name,
                 return bad(err, name, c.line, "a counter");
         if (k < 11) /* the 11 fields of Linux 2.6 */
             return bad(err, name, c.line, "at least 11 counters");
-        if (loom_mon__grow((void **)&disks->disks, &disks->cap_, disks->n + 1,
-                           sizeof *disks->disks, err))
+        if (loom_mon__grow((void **)&disks->disks, &disks->cap_, disks->n + 1, sizeof *disks->disks,
+                           err))
             return err ? err->code : LOOM_ENOMEM;
         loom_mon_disk_t *d = &disks->disks[disks->n];
         memset(d, 0, sizeof *d);

@@ -104,14 +104,12 @@ static int scan_links(const char *root, pidlink_t **out, size_t *n, loom_buf_t *
     return LOOM_OK;
 }
 
-int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out,
-                       loom_err_t *err)
+int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out, loom_err_t *err)
 {
     if (!m || !out)
         return loom_err_set(err, LOOM_EINVAL, "loom_mon_proc_read: NULL argument");
     if (pid <= 0)
-        return loom_err_set(err, LOOM_EINVAL, "pid %d: expected a positive process id",
-                            (int)pid);
+        return loom_err_set(err, LOOM_EINVAL, "pid %d: expected a positive process id", (int)pid);
     memset(out, 0, sizeof *out);
     out->pid = pid;
     out->tree = tree;
@@ -218,8 +216,7 @@ static void cg_psi(const char *dir, const char *file, loom_buf_t *b, loom_mon_ps
         loom_mon__src_set(&psi->source, e.code, "%s", e.msg);
 }
 
-int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out,
-                         loom_err_t *err)
+int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out, loom_err_t *err)
 {
     if (!m || !path || !out)
         return loom_err_set(err, LOOM_EINVAL, "loom_mon_cgroup_read: NULL argument");
@@ -250,8 +247,8 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     loom_buf_t b = LOOM_BUF_INIT;
     loom_err_t e;
     if (cg_file(out->path, "cpu.stat", &b, &out->cpu_source, "cpu accounting off")) {
-        static const char *const keys[] = {"usage_usec",  "user_usec",    "system_usec",
-                                           "nr_periods",  "nr_throttled", "throttled_usec"};
+        static const char *const keys[] = {"usage_usec", "user_usec",    "system_usec",
+                                           "nr_periods", "nr_throttled", "throttled_usec"};
         uint64_t v[6] = {0}, found;
         if (loom_mon__parse_keyed(b.data, b.len, "cpu.stat", keys, 6, v, &found, &e))
             loom_mon__src_set(&out->cpu_source, e.code, "%s", e.msg);
@@ -271,7 +268,8 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
         if (loom_mon__parse_int_file(b.data, b.len, "memory.current", false, &x, &e))
             loom_mon__src_set(&out->memory_source, LOOM_EINVAL, "%s", e.msg);
         else if (x < 0)
-            loom_mon__src_set(&out->memory_source, LOOM_EINVAL, "memory.current: negative value %lld", (long long)x);
+            loom_mon__src_set(&out->memory_source, LOOM_EINVAL,
+                              "memory.current: negative value %lld", (long long)x);
         else
             out->memory_current_bytes = (uint64_t)x;
     }
@@ -280,7 +278,8 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
         if (loom_mon__parse_int_file(b.data, b.len, "memory.peak", false, &x, &e))
             loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL, "%s", e.msg);
         else if (x < 0)
-            loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL, "memory.peak: negative value %lld", (long long)x);
+            loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL,
+                              "memory.peak: negative value %lld", (long long)x);
         else
             out->memory_peak_bytes = (uint64_t)x;
     }

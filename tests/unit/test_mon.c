@@ -470,7 +470,8 @@ static void test_cgroup_fixture(void **st)
     lint_prom(b.data);
     assert_non_null(strstr(b.data, "\nloom_job_cgroup_memory_bytes{job_id=\"j1\"} 1048576\n"));
     assert_null(strstr(b.data, "loom_job_cgroup_memory_bytes{job_id=\"j\\\"2\"}"));
-    assert_non_null(strstr(b.data, "loom_job_cgroup_cpu_usage_seconds_total{job_id=\"j\\\"2\"} 2.5\n"));
+    assert_non_null(
+        strstr(b.data, "loom_job_cgroup_cpu_usage_seconds_total{job_id=\"j\\\"2\"} 2.5\n"));
     assert_non_null(strstr(b.data, "loom_job_cgroup_pressure_stalled_seconds_total{job_id=\"j1\","
                                    "resource=\"memory\"} 0.123456\n"));
     loom_buf_reset(&b);

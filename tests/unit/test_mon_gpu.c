@@ -91,9 +91,9 @@ static void test_h200(void **st)
     assert_int_equal(d->util_gpu_pct, 37);
     assert_int_equal(d->memory_total_bytes, 150754820096ull);
     assert_int_equal(d->memory_used_bytes, 52613349376ull);
-    assert_true(d->power_watts == 312.5);                 /* mW -> W */
-    assert_true(d->energy_joules == 123556.789);          /* mJ -> J, one call of +100 J */
-    assert_true(d->sm_clock_hz == 1980e6);                /* MHz -> Hz */
+    assert_true(d->power_watts == 312.5);        /* mW -> W */
+    assert_true(d->energy_joules == 123556.789); /* mJ -> J, one call of +100 J */
+    assert_true(d->sm_clock_hz == 1980e6);       /* MHz -> Hz */
     assert_true(d->memory_clock_hz == 3201e6);
     assert_true(d->pcie_rx_bytes_per_second == 2000 * 1024.0); /* KB/s -> B/s */
     assert_int_equal(d->clocks_event_reasons, 4);
@@ -165,8 +165,9 @@ static void test_h200(void **st)
     json_t *doc;
     assert_int_equal(loom_json_parse(buf.data, buf.len, "gpu", 0, &doc, &e), LOOM_OK);
     json_t *d1 = json_array_get(json_object_get(json_object_get(doc, "gpu"), "devices"), 1);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(d1, "unavailable"), "ecc")),
-                        "NVML_ERROR_NOT_SUPPORTED");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d1, "unavailable"), "ecc")),
+        "NVML_ERROR_NOT_SUPPORTED");
     assert_true(json_is_null(json_object_get(d1, "ecc_corrected_errors")));
     json_decref(doc);
     loom_buf_reset(&buf);
