@@ -100,22 +100,30 @@ int loom_mon__pread_all(int fd, loom_buf_t *b, const char *name, loom_err_t *err
 {
     /* seq_file and sysfs fill the caller's buffer until the end of the
      * content, so a read shorter than the space offered is the end: one
-     * pread per file in the common case. */
+     * pread per file. When the buffer is full we grow it and read again
+     * from offset 0, rather than continuing at an offset: the kernel would
+     * regenerate the file for the second read, and numbers that changed in
+     * between would be torn across the two. The buffer is kept, so this
+     * happens once per file size. */
     b->len = 0;
     if (b->cap < 8192 && loom_buf_reserve(b, 8192))
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
     for (;;) {
-        size_t room = b->cap - b->len - 1;
-        ssize_t n = pread(fd, b->data + b->len, room, (off_t)b->len);
+        size_t room = b->cap - 1;
+        ssize_t n = pread(fd, b->data, room, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             return loom_err_errno(err, LOOM_EIO, errno, "%s: read", name);
         }
-        b->len += (size_t)n;
-        if ((size_t)n < room)
+        if ((size_t)n < room) {
+            b->len = (size_t)n;
             break;
-        if (loom_buf_reserve(b, b->cap)) /* full: double and read on */
+        }
+        if (b->cap >= (64u << 20)) /* no /proc file is this big */
+            return loom_err_set(err, LOOM_ELIMIT, "%s: larger than 64 MiB", name);
+        b->len = 0;
+        if (loom_buf_reserve(b, b->cap * 2))
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
     }
     b->data[b->len] = '\0';

@@ -215,6 +215,23 @@ static void test_fixture(void **st)
     assert_true(isnan(r.cpu_busy_fraction));
     assert_int_equal(r.groups, LOOM_MON_CPU);
 
+    /* A /proc/stat larger than the first read buffer (a 400-CPU host):
+     * read whole, in one generation. */
+    {
+        loom_buf_t big = LOOM_BUF_INIT;
+        loom_buf_append_str(&big, "cpu  400 0 0 400 0 0 0 0 0 0\n");
+        for (int i = 0; i < 400; i++)
+            loom_buf_appendf(&big, "cpu%d 1 0 0 1 0 0 0 0 0 0\n", i);
+        assert_true(big.len > 8192);
+        put_file("proc/stat", big.data);
+        loom_buf_free(&big);
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &c, &e), LOOM_OK);
+        assert_int_equal(c.cpu.source.status, LOOM_OK);
+        assert_int_equal(c.cpu.n_cores, 400);
+        assert_int_equal(c.cpu.cores[399].id, 399);
+        assert_true(isnan(c.cpu.cores[399].freq_hz)); /* no cpufreq file for it */
+    }
+
     /* Malformed /proc/stat: the cpu source reports the parse error. */
     put_file("proc/stat", "cpu  1 2\n");
     assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &c, &e), LOOM_OK);
