@@ -480,6 +480,9 @@ int loom_mon_cgroup_to_text(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
 /* Prometheus text exposition format 0.0.4: families "loom_<group>_...",
  * base units, counters ending in _total, HELP and TYPE for each. Appends. */
 int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *err);
+/* GET /metrics in one call: reads groups with m and appends their
+ * Prometheus text to out. Not thread-safe per m (hold a lock). */
+int loom_mon_read_prom(loom_mon_t *m, unsigned groups, loom_buf_t *out, loom_err_t *err);
 /* Per-job accounting for /metrics: n cgroups (or processes), each labelled
  * job_id="jobs[i]" (not "job": Prometheus sets that label on scrape), as families loom_job_cgroup_*
  * (loom_job_process_*), one HELP/TYPE per family across all jobs. Unavailable files are left out.

@@ -115,3 +115,14 @@ void loom_mon_free(void *p)
 {
     free(p);
 }
+
+int loom_mon_read_prom(loom_mon_t *m, unsigned groups, loom_buf_t *out, loom_err_t *err)
+{
+    loom_mon_snapshot_t s;
+    loom_mon_snapshot_init(&s);
+    int rc = loom_mon_read(m, groups, &s, err);
+    if (rc == LOOM_OK)
+        rc = loom_mon_to_prom(&s, out, err);
+    loom_mon_snapshot_free(&s);
+    return rc;
+}

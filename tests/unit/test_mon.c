@@ -567,6 +567,11 @@ static void test_render(void **st)
     assert_non_null(strstr(b.data, want));
     assert_non_null(strstr(b.data, "loom_mon_source_up{source=\"gpu\",reason=\""));
     loom_buf_reset(&b);
+    assert_int_equal(loom_mon_read_prom(m, LOOM_MON_MEMORY | LOOM_MON_NET, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_network_receive_bytes_total{device=\"lo\"} "));
+    assert_null(strstr(b.data, "loom_cpu_seconds_total"));
+    loom_buf_reset(&b);
     assert_int_equal(loom_mon_to_json(&s, NULL, &b, &e), LOOM_OK);
     json_t *doc;
     assert_int_equal(loom_json_parse(b.data, b.len, "snap", 0, &doc, &e), LOOM_OK);
