@@ -41,8 +41,14 @@ static double cpu_busy(const double *a, const double *b, double *out)
     double d[LOOM_MON_CPU_NMODES], total = 0;
     for (int k = 0; k < LOOM_MON_CPU_NMODES; k++) {
         d[k] = b[k] - a[k];
+        /* idle and iowait can step back a little: with NO_HZ the kernel
+         * estimates them for sleeping cpus and corrects later (documented
+         * in proc(5) for iowait). Such a step counts as 0, not as a reset.
+         * Any other mode going back means the cpu restarted (hotplug). */
+        if (d[k] < 0 && (k == LOOM_MON_CPU_IDLE || k == LOOM_MON_CPU_IOWAIT))
+            d[k] = 0;
         if (d[k] < 0)
-            return NAN; /* counters never go back; a hotplugged cpu restarts */
+            return NAN;
         /* guest and guest_nice are already counted in user and nice */
         if (k != LOOM_MON_CPU_GUEST && k != LOOM_MON_CPU_GUEST_NICE)
             total += d[k];

@@ -205,6 +205,22 @@ static void test_fixture(void **st)
     assert_true(fabs(r.core_busy_fraction[0] - 0.5) < 1e-12);
     assert_true(fabs(r.cpu_mode_fraction[LOOM_MON_CPU_USER] - 0.5) < 1e-12);
 
+    /* iowait stepping back (NO_HZ estimate corrected) is not a reset. */
+    {
+        loom_mon_snapshot_t x, y;
+        loom_mon_snapshot_init(&x);
+        loom_mon_snapshot_init(&y);
+        put_file("proc/stat", "cpu  200 0 50 1100 9 0 0 0 0 0\ncpu0 200 0 50 1100 9 0 0 0 0 0\n");
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &x, &e), LOOM_OK);
+        put_file("proc/stat", "cpu  300 0 50 1200 8 0 0 0 0 0\ncpu0 300 0 50 1200 8 0 0 0 0 0\n");
+        usleep(1000);
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &y, &e), LOOM_OK);
+        assert_int_equal(loom_mon_rates(&x, &y, &r, &e), LOOM_OK);
+        assert_true(fabs(r.cpu_busy_fraction - 0.5) < 1e-12);
+        loom_mon_snapshot_free(&x);
+        loom_mon_snapshot_free(&y);
+    }
+
     /* A counter that goes backwards gives NAN, not a huge or negative rate. */
     put_file("proc/stat", "cpu  10 0 50 1100 0 0 0 0 0 0\ncpu0 10 0 50 1100 0 0 0 0 0 0\n");
     loom_mon_snapshot_t c;
