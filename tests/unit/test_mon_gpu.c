@@ -130,6 +130,18 @@ static void test_h200(void **st)
     assert_string_equal(loom_mon_nvml_error_name(d->field_status[LOOM_MON_GPU_F_PROC_UTIL]),
                         "NVML_ERROR_NOT_SUPPORTED");
     assert_int_equal(d->field_status[LOOM_MON_GPU_F_POWER], 0);
+    /* A deep copy holds its own process and MIG arrays. */
+    loom_mon_snapshot_t cp;
+    loom_mon_snapshot_init(&cp);
+    assert_int_equal(loom_mon_snapshot_copy(&cp, &a, &e), LOOM_OK);
+    assert_int_equal(cp.gpu.n, 3);
+    assert_true(cp.gpu.gpus[0].procs != a.gpu.gpus[0].procs);
+    assert_int_equal(cp.gpu.gpus[0].n_procs, 3);
+    assert_int_equal(cp.gpu.gpus[0].procs[0].sm_util_pct, 60);
+    assert_string_equal(cp.gpu.gpus[1].migs[1].uuid, "MIG-ffffffff-bbbb-cccc-dddd-eeeeeeeeeeee");
+    assert_int_equal(loom_mon_snapshot_copy(&cp, &a, &e), LOOM_OK); /* again: arrays reused */
+    assert_int_equal(cp.gpu.gpus[1].n_migs, 2);
+    loom_mon_snapshot_free(&cp);
     /* Device 2 answers this reading, and is lost in the next. */
     assert_int_equal(g->gpus[2].status, 0);
 
