@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ struct loom_mon {
     size_t n_temps, cap_temps;
     loom_mon_source_t hwmon_src, zone_src;
     loom_mon_nvml_t *nvml;
+    char cg2_mount[512];
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -509,6 +511,33 @@ const char *loom_mon__sys_root(const loom_mon_t *m)
 double loom_mon__ticks_per_second(const loom_mon_t *m)
 {
     return m->hz;
+}
+
+const char *loom_mon__cgroup2_mount(loom_mon_t *m)
+{
+    struct stat st;
+    if (m->cg2_mount[0] && stat(m->cg2_mount, &st) == 0)
+        return m->cg2_mount;
+    m->cg2_mount[0] = '\0';
+    char path[512];
+    snprintf(path, sizeof path, "%s/self/mounts", m->proc_root);
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (loom_mon__read_small(path, &b, NULL) == LOOM_OK) {
+        /* "DEVICE MOUNTPOINT TYPE ...": the first of type cgroup2. */
+        char *save = NULL;
+        for (char *line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *f[3], *s2 = NULL;
+            int k = 0;
+            for (char *tok = strtok_r(line, " ", &s2); tok && k < 3; tok = strtok_r(NULL, " ", &s2))
+                f[k++] = tok;
+            if (k == 3 && strcmp(f[2], "cgroup2") == 0 && strlen(f[1]) < sizeof m->cg2_mount) {
+                strcpy(m->cg2_mount, f[1]);
+                break;
+            }
+        }
+    }
+    loom_buf_free(&b);
+    return m->cg2_mount;
 }
 
 /* ------------------------------------------------------------- reading */

@@ -158,35 +158,6 @@ int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out
 
 /* ---------------------------------------------------------------- cgroup */
 
-/* The cgroup v2 mount point from ROOT/self/mounts, or "" if none. */
-static void cgroup2_mount(loom_mon_t *m, char *out, size_t cap)
-{
-    out[0] = '\0';
-    char path[512];
-    snprintf(path, sizeof path, "%s/self/mounts", loom_mon__proc_root(m));
-    loom_buf_t b = LOOM_BUF_INIT;
-    if (loom_mon__read_small(path, &b, NULL) == LOOM_OK) {
-        const char *line = b.data;
-        while (line && *line) {
-            const char *nl = strchr(line, '\n');
-            char dev[256], mnt[512], type[64];
-            size_t len = nl ? (size_t)(nl - line) : strlen(line);
-            char tmp[1024];
-            if (len < sizeof tmp) {
-                memcpy(tmp, line, len);
-                tmp[len] = '\0';
-                if (sscanf(tmp, "%255s %511s %63s", dev, mnt, type) == 3 &&
-                    strcmp(type, "cgroup2") == 0) {
-                    snprintf(out, cap, "%s", mnt);
-                    break;
-                }
-            }
-            line = nl ? nl + 1 : NULL;
-        }
-    }
-    loom_buf_free(&b);
-}
-
 /* Reads DIR/file into b; sets src with the reason if absent. */
 static bool cg_file(const char *dir, const char *file, loom_buf_t *b, loom_mon_source_t *src,
                     const char *why)
@@ -224,8 +195,7 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     if (path[0] == '/' && strlen(path) < sizeof out->path) {
         snprintf(out->path, sizeof out->path, "%s", path);
     } else {
-        char mnt[512];
-        cgroup2_mount(m, mnt, sizeof mnt);
+        const char *mnt = loom_mon__cgroup2_mount(m);
         if (!mnt[0])
             return loom_err_set(err, LOOM_ENOTFOUND,
                                 "cgroup %s: relative path but no cgroup2 filesystem is mounted",
