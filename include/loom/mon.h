@@ -451,6 +451,15 @@ typedef struct loom_mon_cgroup {
     uint64_t memory_current_bytes;
     loom_mon_source_t memory_peak_source; /* memory.peak (kernel >= 5.19) */
     uint64_t memory_peak_bytes;
+    loom_mon_source_t memory_max_source; /* memory.max; "max" = no limit */
+    bool memory_limited;
+    uint64_t memory_max_bytes;
+    loom_mon_source_t memory_stat_source; /* memory.stat */
+    uint64_t memory_anon_bytes, memory_file_bytes, memory_kernel_bytes, memory_shmem_bytes;
+    loom_mon_source_t memory_events_source; /* memory.events */
+    uint64_t memory_oom_events, memory_oom_kills, memory_max_events;
+    loom_mon_source_t pids_source; /* pids.current */
+    uint64_t pids_current;
     loom_mon_source_t io_source; /* io.stat, summed over devices */
     uint64_t io_read_bytes, io_write_bytes, io_reads, io_writes, io_discard_bytes, io_discards;
     loom_mon_psi_t cpu_pressure, memory_pressure, io_pressure;

@@ -253,6 +253,45 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
         else
             out->memory_peak_bytes = (uint64_t)x;
     }
+    if (cg_file(out->path, "memory.max", &b, &out->memory_max_source,
+                "memory controller not enabled for this cgroup, or the root cgroup")) {
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.max", true, &x, &e))
+            loom_mon__src_set(&out->memory_max_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_max_source, LOOM_EINVAL, "memory.max: negative value");
+        else if ((out->memory_limited = x != INT64_MAX))
+            out->memory_max_bytes = (uint64_t)x;
+    }
+    if (cg_file(out->path, "memory.stat", &b, &out->memory_stat_source,
+                "memory controller not enabled for this cgroup")) {
+        static const char *const keys[] = {"anon", "file", "kernel", "shmem"};
+        uint64_t v[4] = {0}, found;
+        if (loom_mon__parse_keyed(b.data, b.len, "memory.stat", keys, 4, v, &found, &e))
+            loom_mon__src_set(&out->memory_stat_source, e.code, "%s", e.msg);
+        out->memory_anon_bytes = v[0];
+        out->memory_file_bytes = v[1];
+        out->memory_kernel_bytes = v[2]; /* "kernel" exists since Linux 5.18 */
+        out->memory_shmem_bytes = v[3];
+    }
+    if (cg_file(out->path, "memory.events", &b, &out->memory_events_source,
+                "memory controller not enabled for this cgroup")) {
+        static const char *const keys[] = {"oom", "oom_kill", "max"};
+        uint64_t v[3] = {0}, found;
+        if (loom_mon__parse_keyed(b.data, b.len, "memory.events", keys, 3, v, &found, &e))
+            loom_mon__src_set(&out->memory_events_source, e.code, "%s", e.msg);
+        out->memory_oom_events = v[0];
+        out->memory_oom_kills = v[1];
+        out->memory_max_events = v[2];
+    }
+    if (cg_file(out->path, "pids.current", &b, &out->pids_source,
+                "pids controller not enabled for this cgroup")) {
+        if (loom_mon__parse_int_file(b.data, b.len, "pids.current", false, &x, &e))
+            loom_mon__src_set(&out->pids_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->pids_source, LOOM_EINVAL, "pids.current: negative value");
+        else
+            out->pids_current = (uint64_t)x;
+    }
     if (cg_file(out->path, "io.stat", &b, &out->io_source,
                 "io controller not enabled for this cgroup")) {
         if (loom_mon__parse_iostat(b.data, b.len, "io.stat", out, &e))

@@ -537,6 +537,26 @@ int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
         put(peak, "bytes", jint(c->memory_peak_bytes));
     put(mem, "current", cur);
     put(mem, "peak", peak);
+    json_t *mx = json_object(), *ms = json_object(), *ev = json_object(), *pids = json_object();
+    if (put_src(mx, &c->memory_max_source))
+        put(mx, "bytes", c->memory_limited ? jint(c->memory_max_bytes) : json_null());
+    if (put_src(ms, &c->memory_stat_source)) {
+        put(ms, "anon_bytes", jint(c->memory_anon_bytes));
+        put(ms, "file_bytes", jint(c->memory_file_bytes));
+        put(ms, "kernel_bytes", jint(c->memory_kernel_bytes));
+        put(ms, "shmem_bytes", jint(c->memory_shmem_bytes));
+    }
+    if (put_src(ev, &c->memory_events_source)) {
+        put(ev, "oom", jint(c->memory_oom_events));
+        put(ev, "oom_kill", jint(c->memory_oom_kills));
+        put(ev, "max", jint(c->memory_max_events));
+    }
+    put(mem, "max", mx);
+    put(mem, "stat", ms);
+    put(mem, "events", ev);
+    if (put_src(pids, &c->pids_source))
+        put(pids, "current", jint(c->pids_current));
+    put(o, "pids", pids);
     put(mem, "pressure", psi_json(&c->memory_pressure));
     put(o, "memory", mem);
     json_t *io = json_object();
@@ -1021,6 +1041,11 @@ int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jo
          "Bytes written (io.stat wbytes, all devices).", 8},
         {"loom_job_cgroup_pressure_stalled_seconds_total", "counter",
          "PSI stall time of the cgroup (some).", 9},
+        {"loom_job_cgroup_memory_limit_bytes", "gauge",
+         "memory.max of the cgroup (absent: no limit).", 10},
+        {"loom_job_cgroup_oom_kills_total", "counter",
+         "Processes killed by the OOM killer (memory.events oom_kill).", 11},
+        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", 12},
     };
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         fam(&p, f[k].name, f[k].type, f[k].help);
@@ -1064,6 +1089,18 @@ int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jo
             case 8:
                 if (io)
                     sample(&p, (double)c->io_write_bytes, "job_id", job, NULL);
+                break;
+            case 10:
+                if (c->memory_max_source.status == LOOM_OK && c->memory_limited)
+                    sample(&p, (double)c->memory_max_bytes, "job_id", job, NULL);
+                break;
+            case 11:
+                if (c->memory_events_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_oom_kills, "job_id", job, NULL);
+                break;
+            case 12:
+                if (c->pids_source.status == LOOM_OK)
+                    sample(&p, (double)c->pids_current, "job_id", job, NULL);
                 break;
             case 9: {
                 const loom_mon_psi_t *ps[3] = {&c->cpu_pressure, &c->memory_pressure,

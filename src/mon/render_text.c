@@ -248,6 +248,15 @@ int loom_mon_cgroup_to_text(const loom_mon_cgroup_t *c, loom_buf_t *b, loom_err_
         loom_buf_appendf(b, "  peak %s\n", sz(c->memory_peak_bytes, t1));
     else
         loom_buf_appendf(b, "  peak unavailable: %s\n", c->memory_peak_source.reason);
+    if (c->memory_max_source.status == LOOM_OK)
+        loom_buf_appendf(b, "limit      %s\n",
+                         c->memory_limited ? sz(c->memory_max_bytes, t1) : "none");
+    if (c->memory_events_source.status == LOOM_OK)
+        loom_buf_appendf(b, "oom        events %llu  kills %llu\n",
+                         (unsigned long long)c->memory_oom_events,
+                         (unsigned long long)c->memory_oom_kills);
+    if (c->pids_source.status == LOOM_OK)
+        loom_buf_appendf(b, "pids       %llu\n", (unsigned long long)c->pids_current);
     if (c->io_source.status == LOOM_OK)
         loom_buf_appendf(b, "io         read %s  written %s\n", sz(c->io_read_bytes, t1),
                          sz(c->io_write_bytes, t2));

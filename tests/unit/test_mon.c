@@ -469,6 +469,10 @@ static void test_cgroup_fixture(void **st)
                          "throttled_usec 150000\nnr_bursts 0\nburst_usec 0\n");
     put_file("memory.current", "1048576\n");
     put_file("memory.peak", "4194304\n");
+    put_file("memory.max", "8589934592\n");
+    put_file("memory.stat", "anon 700000\nfile 300000\nkernel 48576\nkernel_stack 16384\n"
+                            "pagetables 4096\nshmem 4096\nfile_mapped 0\n");
+    put_file("memory.events", "low 0\nhigh 0\nmax 7\noom 2\noom_kill 1\noom_group_kill 0\n");
     put_file("io.stat", "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
                         "259:0 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=512 dios=1\n");
     put_file("memory.pressure", "some avg10=1.50 avg60=0.50 avg300=0.10 total=123456\n"
@@ -486,6 +490,15 @@ static void test_cgroup_fixture(void **st)
     assert_true(c.throttled_seconds == 0.15);
     assert_int_equal(c.memory_current_bytes, 1048576);
     assert_int_equal(c.memory_peak_bytes, 4194304);
+    assert_true(c.memory_limited);
+    assert_int_equal(c.memory_max_bytes, 8589934592ull);
+    assert_int_equal(c.memory_anon_bytes, 700000);
+    assert_int_equal(c.memory_kernel_bytes, 48576); /* not kernel_stack */
+    assert_int_equal(c.memory_oom_kills, 1);
+    assert_int_equal(c.memory_oom_events, 2);
+    assert_int_equal(c.memory_max_events, 7);
+    assert_int_equal(c.pids_source.status, LOOM_EUNAVAIL);
+    assert_non_null(strstr(c.pids_source.reason, "pids.current absent"));
     assert_int_equal(c.io_read_bytes, 4196);
     assert_int_equal(c.io_write_bytes, 8192);
     assert_int_equal(c.io_discard_bytes, 512);
@@ -502,6 +515,9 @@ static void test_cgroup_fixture(void **st)
     assert_int_equal(loom_mon_cgroups_to_prom(two, jobs, 2, &b, &e), LOOM_OK);
     lint_prom(b.data);
     assert_non_null(strstr(b.data, "\nloom_job_cgroup_memory_bytes{job_id=\"j1\"} 1048576\n"));
+    assert_non_null(strstr(b.data, "\nloom_job_cgroup_oom_kills_total{job_id=\"j1\"} 1\n"));
+    assert_non_null(
+        strstr(b.data, "\nloom_job_cgroup_memory_limit_bytes{job_id=\"j1\"} 8589934592\n"));
     assert_null(strstr(b.data, "loom_job_cgroup_memory_bytes{job_id=\"j\\\"2\"}"));
     assert_non_null(
         strstr(b.data, "loom_job_cgroup_cpu_usage_seconds_total{job_id=\"j\\\"2\"} 2.5\n"));
@@ -516,9 +532,14 @@ static void test_cgroup_fixture(void **st)
     assert_non_null(strstr(b.data, "\nloom_job_process_processes{job_id=\"j1\"} 1\n"));
     loom_buf_free(&b);
     put_file("memory.current", "lots\n");
+    put_file("memory.max", "max\n");
+    put_file("pids.current", "12\n");
     assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
     assert_int_equal(c.memory_source.status, LOOM_EINVAL);
     assert_non_null(strstr(c.memory_source.reason, "memory.current: line 1: expected an integer"));
+    assert_int_equal(c.memory_max_source.status, LOOM_OK);
+    assert_false(c.memory_limited); /* "max": no limit */
+    assert_int_equal(c.pids_current, 12);
     loom_mon_close(m);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
