@@ -18,6 +18,7 @@ static const struct {
     {"version", loom_cmd_version, "print loom's version"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)
