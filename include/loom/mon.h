@@ -101,24 +101,24 @@ enum {
 const char *loom_mon_cpu_mode_name(int mode);
 
 typedef struct loom_mon_cpu_core {
-    int id;                                /* N of "cpuN" */
-    double seconds[LOOM_MON_CPU_NMODES];   /* cumulative, per mode */
-    double freq_hz;                        /* current, if freq_source ok */
+    int id;                              /* N of "cpuN" */
+    double seconds[LOOM_MON_CPU_NMODES]; /* cumulative, per mode */
+    double freq_hz;                      /* current, if freq_source ok */
 } loom_mon_cpu_core_t;
 
 typedef struct loom_mon_cpu {
-    loom_mon_source_t source;              /* /proc/stat */
-    double seconds[LOOM_MON_CPU_NMODES];   /* all cores together */
+    loom_mon_source_t source;            /* /proc/stat */
+    double seconds[LOOM_MON_CPU_NMODES]; /* all cores together */
     loom_mon_cpu_core_t *cores;
     size_t n_cores, cap_cores_;
     uint64_t context_switches, interrupts, forks;
     uint64_t procs_running, procs_blocked;
     int64_t boot_time_unix_s;
-    loom_mon_source_t freq_source;         /* cpufreq scaling_cur_freq */
-    loom_mon_source_t load_source;         /* /proc/loadavg */
+    loom_mon_source_t freq_source; /* cpufreq scaling_cur_freq */
+    loom_mon_source_t load_source; /* /proc/loadavg */
     double load1, load5, load15;
     uint64_t tasks_runnable, tasks_total;
-    loom_mon_psi_t pressure;               /* /proc/pressure/cpu */
+    loom_mon_psi_t pressure; /* /proc/pressure/cpu */
 } loom_mon_cpu_t;
 
 /* ------------------------------------------------------------------ memory */
@@ -126,9 +126,9 @@ typedef struct loom_mon_cpu {
 typedef struct loom_mon_memory {
     loom_mon_source_t source; /* /proc/meminfo */
     uint64_t total_bytes, free_bytes, available_bytes;
-    uint64_t used_bytes;    /* total - free - buffers - cached (as free(1)), >= 0 */
+    uint64_t used_bytes; /* total - free - buffers - cached (as free(1)), >= 0 */
     uint64_t buffers_bytes;
-    uint64_t cached_bytes;  /* Cached + SReclaimable (as free(1)) */
+    uint64_t cached_bytes; /* Cached + SReclaimable (as free(1)) */
     uint64_t shared_bytes, dirty_bytes;
     uint64_t swap_total_bytes, swap_free_bytes, swap_used_bytes;
     loom_mon_psi_t pressure; /* /proc/pressure/memory */
@@ -183,7 +183,7 @@ typedef struct loom_mon_fs {
     char mountpoint[256];
     char fstype[32];
     bool readonly;
-    loom_mon_source_t source; /* statvfs of this mount */
+    loom_mon_source_t source;                     /* statvfs of this mount */
     uint64_t size_bytes, free_bytes, avail_bytes; /* avail: for non-root users */
     uint64_t files, files_free;
 } loom_mon_fs_t;
@@ -198,8 +198,8 @@ typedef struct loom_mon_fss {
 /* ------------------------------------------------------------------- power */
 
 typedef struct loom_mon_rapl_zone {
-    char id[64];   /* "intel-rapl:0:1" */
-    char name[64]; /* "package-0", "dram", "core" */
+    char id[64];              /* "intel-rapl:0:1" */
+    char name[64];            /* "package-0", "dram", "core" */
     double energy_joules;     /* cumulative, wraps at max_energy_joules */
     double max_energy_joules; /* wrap point (max_energy_range_uj) */
     loom_mon_source_t source;
@@ -232,19 +232,19 @@ typedef struct loom_mon_thermal {
 
 /* Per-device NVML queries; status of each is kept in field_status[]. */
 enum {
-    LOOM_MON_GPU_F_UTIL,       /* nvmlDeviceGetUtilizationRates */
-    LOOM_MON_GPU_F_MEMORY,     /* nvmlDeviceGetMemoryInfo */
-    LOOM_MON_GPU_F_POWER,      /* nvmlDeviceGetPowerUsage */
-    LOOM_MON_GPU_F_ENERGY,     /* nvmlDeviceGetTotalEnergyConsumption */
-    LOOM_MON_GPU_F_TEMP,       /* nvmlDeviceGetTemperature (GPU sensor) */
-    LOOM_MON_GPU_F_SM_CLOCK,   /* nvmlDeviceGetClockInfo(NVML_CLOCK_SM) */
-    LOOM_MON_GPU_F_MEM_CLOCK,  /* nvmlDeviceGetClockInfo(NVML_CLOCK_MEM) */
+    LOOM_MON_GPU_F_UTIL,         /* nvmlDeviceGetUtilizationRates */
+    LOOM_MON_GPU_F_MEMORY,       /* nvmlDeviceGetMemoryInfo */
+    LOOM_MON_GPU_F_POWER,        /* nvmlDeviceGetPowerUsage */
+    LOOM_MON_GPU_F_ENERGY,       /* nvmlDeviceGetTotalEnergyConsumption */
+    LOOM_MON_GPU_F_TEMP,         /* nvmlDeviceGetTemperature (GPU sensor) */
+    LOOM_MON_GPU_F_SM_CLOCK,     /* nvmlDeviceGetClockInfo(NVML_CLOCK_SM) */
+    LOOM_MON_GPU_F_MEM_CLOCK,    /* nvmlDeviceGetClockInfo(NVML_CLOCK_MEM) */
     LOOM_MON_GPU_F_CLOCKS_EVENT, /* nvmlDeviceGetCurrentClocksEventReasons */
-    LOOM_MON_GPU_F_PCIE,       /* nvmlDeviceGetPcieThroughput (TX and RX) */
-    LOOM_MON_GPU_F_ECC,        /* nvmlDeviceGetTotalEccErrors (volatile) */
-    LOOM_MON_GPU_F_MIG,        /* nvmlDeviceGetMigMode + MIG devices */
-    LOOM_MON_GPU_F_PROCESSES,  /* nvmlDeviceGet{Compute,Graphics}RunningProcesses */
-    LOOM_MON_GPU_F_PROC_UTIL,  /* nvmlDeviceGetProcessUtilization */
+    LOOM_MON_GPU_F_PCIE,         /* nvmlDeviceGetPcieThroughput (TX and RX) */
+    LOOM_MON_GPU_F_ECC,          /* nvmlDeviceGetTotalEccErrors (volatile) */
+    LOOM_MON_GPU_F_MIG,          /* nvmlDeviceGetMigMode + MIG devices */
+    LOOM_MON_GPU_F_PROCESSES,    /* nvmlDeviceGet{Compute,Graphics}RunningProcesses */
+    LOOM_MON_GPU_F_PROC_UTIL,    /* nvmlDeviceGetProcessUtilization */
     LOOM_MON_GPU_NFIELDS
 };
 /* "utilization", "memory", ... (the JSON names). */
@@ -256,11 +256,11 @@ const char *loom_mon_nvml_error_name(int nvml_code);
 typedef struct loom_mon_gpu_process {
     uint32_t pid;
     bool compute, graphics;
-    bool memory_known;             /* false: NVML_VALUE_NOT_AVAILABLE */
+    bool memory_known; /* false: NVML_VALUE_NOT_AVAILABLE */
     uint64_t used_memory_bytes;
-    bool util_valid;               /* a utilization sample newer than the last read */
+    bool util_valid; /* a utilization sample newer than the last read */
     unsigned sm_util_pct, mem_util_pct, enc_util_pct, dec_util_pct;
-    uint64_t util_timestamp_us;    /* CPU timestamp of that sample */
+    uint64_t util_timestamp_us; /* CPU timestamp of that sample */
 } loom_mon_gpu_process_t;
 
 typedef struct loom_mon_gpu_mig {
@@ -269,7 +269,7 @@ typedef struct loom_mon_gpu_mig {
     char name[96];
     int memory_status; /* NVML code of nvmlDeviceGetMemoryInfo on the MIG device */
     uint64_t memory_total_bytes, memory_used_bytes;
-    int util_status;   /* NVML code of nvmlDeviceGetUtilizationRates (NOT_SUPPORTED on MIG) */
+    int util_status; /* NVML code of nvmlDeviceGetUtilizationRates (NOT_SUPPORTED on MIG) */
     unsigned util_gpu_pct, util_memory_pct;
 } loom_mon_gpu_mig_t;
 
@@ -287,7 +287,7 @@ typedef struct loom_mon_gpu {
     double sm_clock_hz, memory_clock_hz;
     uint64_t clocks_event_reasons; /* NVML bit mask (nvmlClocksEventReason*) */
     double pcie_tx_bytes_per_second, pcie_rx_bytes_per_second; /* NVML's own 20 ms window */
-    uint64_t ecc_corrected, ecc_uncorrected; /* volatile (since boot) totals */
+    uint64_t ecc_corrected, ecc_uncorrected;                   /* volatile (since boot) totals */
     unsigned mig_current, mig_pending;
     loom_mon_gpu_mig_t *migs;
     size_t n_migs, cap_migs_;
@@ -384,8 +384,8 @@ typedef struct loom_mon_gpu_rate {
 typedef struct loom_mon_rates {
     unsigned groups; /* groups present in both snapshots */
     double interval_seconds;
-    int64_t cur_mono_ns; /* mono_ns of the later snapshot (renderers check it) */
-    double cpu_busy_fraction;                    /* all cores: 1 - (idle+iowait)/total */
+    int64_t cur_mono_ns;      /* mono_ns of the later snapshot (renderers check it) */
+    double cpu_busy_fraction; /* all cores: 1 - (idle+iowait)/total */
     double cpu_mode_fraction[LOOM_MON_CPU_NMODES];
     double *core_busy_fraction; /* per cores[i] of cur */
     size_t n_cores, cap_cores_;
@@ -425,26 +425,25 @@ void loom_mon_sampler_close(loom_mon_sampler_t *s);
 
 typedef struct loom_mon_proc {
     pid_t pid;
-    bool tree;          /* pid and all its descendants */
-    char comm[64];      /* name of pid */
+    bool tree;     /* pid and all its descendants */
+    char comm[64]; /* name of pid */
     uint32_t n_processes;
     double user_seconds, system_seconds;
     uint64_t rss_bytes, vm_bytes;
     uint64_t threads;
     uint64_t voluntary_ctxt_switches, nonvoluntary_ctxt_switches;
-    loom_mon_source_t io_source; /* /proc/PID/io (needs ptrace access) */
-    uint64_t read_bytes, write_bytes; /* storage I/O */
+    loom_mon_source_t io_source;       /* /proc/PID/io (needs ptrace access) */
+    uint64_t read_bytes, write_bytes;  /* storage I/O */
     uint64_t rchar_bytes, wchar_bytes; /* all read()/write() */
 } loom_mon_proc_t;
 
 /* LOOM_ENOTFOUND if pid does not exist. In a tree, processes that exit
  * during the scan are skipped. */
-int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out,
-                       loom_err_t *err);
+int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out, loom_err_t *err);
 
 typedef struct loom_mon_cgroup {
-    char path[512]; /* the cgroup directory read */
-    loom_mon_source_t cpu_source;    /* cpu.stat */
+    char path[512];               /* the cgroup directory read */
+    loom_mon_source_t cpu_source; /* cpu.stat */
     double cpu_usage_seconds, cpu_user_seconds, cpu_system_seconds;
     uint64_t nr_periods, nr_throttled;
     double throttled_seconds;
@@ -452,15 +451,23 @@ typedef struct loom_mon_cgroup {
     uint64_t memory_current_bytes;
     loom_mon_source_t memory_peak_source; /* memory.peak (kernel >= 5.19) */
     uint64_t memory_peak_bytes;
-    loom_mon_source_t io_source;     /* io.stat, summed over devices */
+    loom_mon_source_t memory_max_source; /* memory.max; "max" = no limit */
+    bool memory_limited;
+    uint64_t memory_max_bytes;
+    loom_mon_source_t memory_stat_source; /* memory.stat */
+    uint64_t memory_anon_bytes, memory_file_bytes, memory_kernel_bytes, memory_shmem_bytes;
+    loom_mon_source_t memory_events_source; /* memory.events */
+    uint64_t memory_oom_events, memory_oom_kills, memory_max_events;
+    loom_mon_source_t pids_source; /* pids.current */
+    uint64_t pids_current;
+    loom_mon_source_t io_source; /* io.stat, summed over devices */
     uint64_t io_read_bytes, io_write_bytes, io_reads, io_writes, io_discard_bytes, io_discards;
     loom_mon_psi_t cpu_pressure, memory_pressure, io_pressure;
 } loom_mon_cgroup_t;
 
 /* path: absolute, or relative to the cgroup v2 mount point. LOOM_ENOTFOUND
  * if the directory does not exist. */
-int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out,
-                         loom_err_t *err);
+int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out, loom_err_t *err);
 
 /* ------------------------------------------------------------------ render */
 
@@ -468,20 +475,31 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
  * with base units in field names; rates (may be NULL) add "*_per_second" and
  * fraction fields. Appends to out. Rates computed for another snapshot
  * (cur_mono_ns differs) are refused with LOOM_EINVAL. */
-int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *rates,
-                     loom_buf_t *out, loom_err_t *err);
+int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *rates, loom_buf_t *out,
+                     loom_err_t *err);
 int loom_mon_proc_to_json(const loom_mon_proc_t *p, loom_buf_t *out, loom_err_t *err);
 int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_err_t *err);
 
 /* A readable table, one line per group and item (loom mon's default). */
-int loom_mon_to_text(const loom_mon_snapshot_t *s, const loom_mon_rates_t *rates,
-                     loom_buf_t *out, loom_err_t *err);
+int loom_mon_to_text(const loom_mon_snapshot_t *s, const loom_mon_rates_t *rates, loom_buf_t *out,
+                     loom_err_t *err);
 int loom_mon_proc_to_text(const loom_mon_proc_t *p, loom_buf_t *out, loom_err_t *err);
 int loom_mon_cgroup_to_text(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_err_t *err);
 
 /* Prometheus text exposition format 0.0.4: families "loom_<group>_...",
  * base units, counters ending in _total, HELP and TYPE for each. Appends. */
 int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *err);
+/* GET /metrics in one call: reads groups with m and appends their
+ * Prometheus text to out. Not thread-safe per m (hold a lock). */
+int loom_mon_read_prom(loom_mon_t *m, unsigned groups, loom_buf_t *out, loom_err_t *err);
+/* Per-job accounting for /metrics: n cgroups (or processes), each labelled
+ * job_id="jobs[i]" (not "job": Prometheus sets that label on scrape), as families loom_job_cgroup_*
+ * (loom_job_process_*), one HELP/TYPE per family across all jobs. Unavailable files are left out.
+ */
+int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
+                             loom_buf_t *out, loom_err_t *err);
+int loom_mon_procs_to_prom(const loom_mon_proc_t *procs, const char *const *jobs, size_t n,
+                           loom_buf_t *out, loom_err_t *err);
 
 /* ---------------------------------------------------- JSON-text entry points */
 
@@ -490,10 +508,8 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
  * an error and writes its message to errbuf (errlen bytes, may be 0). */
 int loom_mon_json_snapshot(loom_mon_t *m, const char *groups, char **json, char *errbuf,
                            size_t errlen);
-int loom_mon_json_proc(loom_mon_t *m, int pid, int tree, char **json, char *errbuf,
-                       size_t errlen);
-int loom_mon_json_cgroup(loom_mon_t *m, const char *path, char **json, char *errbuf,
-                         size_t errlen);
+int loom_mon_json_proc(loom_mon_t *m, int pid, int tree, char **json, char *errbuf, size_t errlen);
+int loom_mon_json_cgroup(loom_mon_t *m, const char *path, char **json, char *errbuf, size_t errlen);
 /* Sampler: snapshot and rates of the interval since the previous call. */
 int loom_mon_json_sampler_next(loom_mon_sampler_t *s, char **json, char *errbuf, size_t errlen);
 /* open/close for bindings: m from loom_mon_open(NULL opts), groups as text. */

@@ -39,5 +39,8 @@ int loom_cmd_prof(int argc, char **argv);
 int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
+int loom_cmd_render(int argc, char **argv);
+int loom_cmd_catalog(int argc, char **argv);
+int loom_cmd_mon(int argc, char **argv);
 
 #endif

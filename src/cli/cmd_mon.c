@@ -11,25 +11,28 @@
 
 static void mon_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loom mon [--json|--prom] [--interval D [--count N]] [--groups LIST]\n"
-            "                [--pid PID [--tree] | --cgroup PATH]\n\n"
-            "Reads hardware metrics now (CPU, memory, disks, network, filesystems, RAPL\n"
-            "energy, temperatures, NVIDIA GPUs through NVML) and prints them.\n\n"
-            "  --json          one JSON object per reading (one line each)\n"
-            "  --prom          Prometheus text exposition (host and GPU only)\n"
-            "  --interval D    read every D (\"1s\", \"500ms\"); rates between readings\n"
-            "  --count N       number of readings (default 1, or unlimited with --interval)\n"
-            "  --groups LIST   cpu,memory,disk,net,fs,power,thermal,gpu | host | all\n"
-            "                  (default all)\n"
-            "  --pid PID       one process instead of the host; --tree adds descendants\n"
-            "  --cgroup PATH   a cgroup v2 directory (absolute or under the cgroup2 mount)\n"
-            "  -h, --help      this help\n\n"
-            "See docs/monitoring.md for every field and its source.\n");
+    fprintf(f, "usage: loom mon [--json|--prom] [--interval D [--count N]] [--groups LIST]\n"
+               "                [--pid PID [--tree] | --cgroup PATH]\n\n"
+               "Reads hardware metrics now (CPU, memory, disks, network, filesystems, RAPL\n"
+               "energy, temperatures, NVIDIA GPUs through NVML) and prints them.\n\n"
+               "  --json          one JSON object per reading (one line each)\n"
+               "  --prom          Prometheus text exposition (with --pid/--cgroup: the\n"
+               "                  loom_job_* families, job_id = the pid or path)\n"
+               "  --interval D    read every D (\"1s\", \"500ms\"); rates between readings\n"
+               "  --count N       number of readings (default 1, or unlimited with --interval)\n"
+               "  --groups LIST   cpu,memory,disk,net,fs,power,thermal,gpu | host | all\n"
+               "                  (default all)\n"
+               "  --pid PID       one process instead of the host; --tree adds descendants\n"
+               "  --cgroup PATH   a cgroup v2 directory (absolute or under the cgroup2 mount)\n"
+               "  -h, --help      this help\n\n"
+               "See docs/monitoring.md for every field and its source.\n");
 }
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig, stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig, stop = 1;
+}
 
 typedef struct mon_opts {
     enum { OUT_TEXT, OUT_JSON, OUT_PROM } out;
@@ -49,14 +52,21 @@ static int read_one_target(loom_mon_t *m, const mon_opts_t *o, loom_buf_t *b, lo
         int rc = loom_mon_proc_read(m, o->pid, o->tree, &p, e);
         if (rc)
             return rc;
-        return o->out == OUT_JSON ? loom_mon_proc_to_json(&p, b, e) : loom_mon_proc_to_text(&p, b, e);
+        char id[32];
+        snprintf(id, sizeof id, "%d", o->pid);
+        const char *ids[1] = {id};
+        return o->out == OUT_JSON   ? loom_mon_proc_to_json(&p, b, e)
+               : o->out == OUT_PROM ? loom_mon_procs_to_prom(&p, ids, 1, b, e)
+                                    : loom_mon_proc_to_text(&p, b, e);
     }
     loom_mon_cgroup_t c;
     int rc = loom_mon_cgroup_read(m, o->cgroup, &c, e);
     if (rc)
         return rc;
-    return o->out == OUT_JSON ? loom_mon_cgroup_to_json(&c, b, e)
-                              : loom_mon_cgroup_to_text(&c, b, e);
+    const char *ids[1] = {o->cgroup};
+    return o->out == OUT_JSON   ? loom_mon_cgroup_to_json(&c, b, e)
+           : o->out == OUT_PROM ? loom_mon_cgroups_to_prom(&c, ids, 1, b, e)
+                                : loom_mon_cgroup_to_text(&c, b, e);
 }
 
 static int run(loom_mon_t *m, const mon_opts_t *o)
@@ -114,7 +124,7 @@ out:
 int loom_cmd_mon(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},          {"prom", no_argument, NULL, 'P'},
+        {"json", no_argument, NULL, 'j'},           {"prom", no_argument, NULL, 'P'},
         {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'n'},
         {"groups", required_argument, NULL, 'g'},   {"pid", required_argument, NULL, 'p'},
         {"tree", no_argument, NULL, 't'},           {"cgroup", required_argument, NULL, 'c'},
@@ -168,8 +178,6 @@ int loom_cmd_mon(int argc, char **argv)
         bad = "--pid and --cgroup exclude each other";
     else if (o.tree && !o.pid)
         bad = "--tree needs --pid";
-    else if (o.out == OUT_PROM && (o.pid || o.cgroup))
-        bad = "--prom covers the host and GPUs; use --json for --pid or --cgroup";
     else if (o.count > 1 && o.interval_ns == 0)
         bad = "--count above 1 needs --interval";
     if (bad) {

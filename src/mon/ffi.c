@@ -53,8 +53,7 @@ int loom_mon_json_snapshot(loom_mon_t *m, const char *groups, char **json, char 
     return finish(&b, json);
 }
 
-int loom_mon_json_proc(loom_mon_t *m, int pid, int tree, char **json, char *errbuf,
-                       size_t errlen)
+int loom_mon_json_proc(loom_mon_t *m, int pid, int tree, char **json, char *errbuf, size_t errlen)
 {
     loom_err_t e = {0};
     loom_mon_proc_t p;
@@ -70,8 +69,7 @@ int loom_mon_json_proc(loom_mon_t *m, int pid, int tree, char **json, char *errb
     return finish(&b, json);
 }
 
-int loom_mon_json_cgroup(loom_mon_t *m, const char *path, char **json, char *errbuf,
-                         size_t errlen)
+int loom_mon_json_cgroup(loom_mon_t *m, const char *path, char **json, char *errbuf, size_t errlen)
 {
     loom_err_t e = {0};
     loom_mon_cgroup_t c;
@@ -113,4 +111,18 @@ int loom_mon_json_sampler_next(loom_mon_sampler_t *s, char **json, char *errbuf,
     return finish(&b, json);
 }
 
-void loom_mon_free(void *p) { free(p); }
+void loom_mon_free(void *p)
+{
+    free(p);
+}
+
+int loom_mon_read_prom(loom_mon_t *m, unsigned groups, loom_buf_t *out, loom_err_t *err)
+{
+    loom_mon_snapshot_t s;
+    loom_mon_snapshot_init(&s);
+    int rc = loom_mon_read(m, groups, &s, err);
+    if (rc == LOOM_OK)
+        rc = loom_mon_to_prom(&s, out, err);
+    loom_mon_snapshot_free(&s);
+    return rc;
+}

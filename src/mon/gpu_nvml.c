@@ -104,9 +104,19 @@ const char *loom_mon_nvml_error_name(int code)
 }
 
 static const char *const field_names[LOOM_MON_GPU_NFIELDS] = {
-    "utilization", "memory",       "power", "energy",           "temperature",
-    "sm_clock",    "memory_clock", "clocks_event_reasons", "pcie", "ecc",
-    "mig",         "processes",    "process_utilization",
+    "utilization",
+    "memory",
+    "power",
+    "energy",
+    "temperature",
+    "sm_clock",
+    "memory_clock",
+    "clocks_event_reasons",
+    "pcie",
+    "ecc",
+    "mig",
+    "processes",
+    "process_utilization",
 };
 
 const char *loom_mon_gpu_field_name(int f)
@@ -116,7 +126,10 @@ const char *loom_mon_gpu_field_name(int f)
 
 /* ------------------------------------------------------------- loading */
 
-static void *sym(loom_mon_nvml_t *nv, const char *name) { return dlsym(nv->lib, name); }
+static void *sym(loom_mon_nvml_t *nv, const char *name)
+{
+    return dlsym(nv->lib, name);
+}
 
 static bool load(loom_mon_nvml_t *nv, const char *lib)
 {
@@ -150,8 +163,8 @@ static bool load(loom_mon_nvml_t *nv, const char *lib)
         (nvmlDeviceGetUtilizationRates_fn)sym(nv, "nvmlDeviceGetUtilizationRates");
     nv->DeviceGetMemoryInfo = (nvmlDeviceGetMemoryInfo_fn)sym(nv, "nvmlDeviceGetMemoryInfo");
     nv->DeviceGetPowerUsage = (nvmlDeviceGetPowerUsage_fn)sym(nv, "nvmlDeviceGetPowerUsage");
-    nv->DeviceGetTotalEnergyConsumption = (nvmlDeviceGetTotalEnergyConsumption_fn)sym(
-        nv, "nvmlDeviceGetTotalEnergyConsumption");
+    nv->DeviceGetTotalEnergyConsumption =
+        (nvmlDeviceGetTotalEnergyConsumption_fn)sym(nv, "nvmlDeviceGetTotalEnergyConsumption");
     nv->DeviceGetTemperature = (nvmlDeviceGetTemperature_fn)sym(nv, "nvmlDeviceGetTemperature");
     nv->DeviceGetClockInfo = (nvmlDeviceGetClockInfo_fn)sym(nv, "nvmlDeviceGetClockInfo");
     /* Renamed from "Throttle" to "Event" in r535; same signature and bits. */
@@ -175,16 +188,16 @@ static bool load(loom_mon_nvml_t *nv, const char *lib)
         nv->DeviceGetComputeProcs =
             (nvmlDeviceGetRunningProcesses_fn)sym(nv, "nvmlDeviceGetComputeRunningProcesses_v2");
     if (!nv->DeviceGetComputeProcs)
-        nv->DeviceGetComputeProcsV1 = (nvmlDeviceGetRunningProcesses_v1_fn)sym(
-            nv, "nvmlDeviceGetComputeRunningProcesses");
+        nv->DeviceGetComputeProcsV1 =
+            (nvmlDeviceGetRunningProcesses_v1_fn)sym(nv, "nvmlDeviceGetComputeRunningProcesses");
     nv->DeviceGetGraphicsProcs =
         (nvmlDeviceGetRunningProcesses_fn)sym(nv, "nvmlDeviceGetGraphicsRunningProcesses_v3");
     if (!nv->DeviceGetGraphicsProcs)
-        nv->DeviceGetGraphicsProcs = (nvmlDeviceGetRunningProcesses_fn)sym(
-            nv, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+        nv->DeviceGetGraphicsProcs =
+            (nvmlDeviceGetRunningProcesses_fn)sym(nv, "nvmlDeviceGetGraphicsRunningProcesses_v2");
     if (!nv->DeviceGetGraphicsProcs)
-        nv->DeviceGetGraphicsProcsV1 = (nvmlDeviceGetRunningProcesses_v1_fn)sym(
-            nv, "nvmlDeviceGetGraphicsRunningProcesses");
+        nv->DeviceGetGraphicsProcsV1 =
+            (nvmlDeviceGetRunningProcesses_v1_fn)sym(nv, "nvmlDeviceGetGraphicsRunningProcesses");
     nv->DeviceGetProcessUtilization =
         (nvmlDeviceGetProcessUtilization_fn)sym(nv, "nvmlDeviceGetProcessUtilization");
 
@@ -215,19 +228,22 @@ void loom_mon__gpu_close(loom_mon_nvml_t *nv)
 
 /* ------------------------------------------------------------- reading */
 
-#define CALL(g, field, fn, ...)                                                                  \
+#define CALL(g, field, fn, ...)                                                                    \
     ((g)->field_status[field] = (fn) ? (fn)(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)
 
-static bool lost(int r) { return r == NVML_ERROR_GPU_IS_LOST; }
+static bool lost(int r)
+{
+    return r == NVML_ERROR_GPU_IS_LOST;
+}
 
 /* Runs one running-processes query into nv->pbuf, growing it on
  * INSUFFICIENT_SIZE (processes may start between the calls). */
 static int query_procs(loom_mon_nvml_t *nv, nvmlDevice_t dev, bool compute, unsigned *count)
 {
-    nvmlDeviceGetRunningProcesses_fn f = compute ? nv->DeviceGetComputeProcs
-                                                 : nv->DeviceGetGraphicsProcs;
-    nvmlDeviceGetRunningProcesses_v1_fn f1 = compute ? nv->DeviceGetComputeProcsV1
-                                                     : nv->DeviceGetGraphicsProcsV1;
+    nvmlDeviceGetRunningProcesses_fn f =
+        compute ? nv->DeviceGetComputeProcs : nv->DeviceGetGraphicsProcs;
+    nvmlDeviceGetRunningProcesses_v1_fn f1 =
+        compute ? nv->DeviceGetComputeProcsV1 : nv->DeviceGetGraphicsProcsV1;
     if (!f && !f1)
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -263,8 +279,7 @@ static loom_mon_gpu_process_t *proc_slot(loom_mon_gpu_t *g, uint32_t pid)
     for (size_t i = 0; i < g->n_procs; i++)
         if (g->procs[i].pid == pid)
             return &g->procs[i];
-    if (loom_mon__grow((void **)&g->procs, &g->cap_procs_, g->n_procs + 1, sizeof *g->procs,
-                       NULL))
+    if (loom_mon__grow((void **)&g->procs, &g->cap_procs_, g->n_procs + 1, sizeof *g->procs, NULL))
         return NULL;
     loom_mon_gpu_process_t *p = &g->procs[g->n_procs++];
     memset(p, 0, sizeof *p);
@@ -377,8 +392,8 @@ static void read_proc_util(loom_mon_nvml_t *nv, nvmlDevice_t dev, loom_mon_gpu_t
 static void read_mig(loom_mon_nvml_t *nv, nvmlDevice_t dev, loom_mon_gpu_t *g)
 {
     g->n_migs = 0;
-    int r = CALL(g, LOOM_MON_GPU_F_MIG, nv->DeviceGetMigMode, dev, &g->mig_current,
-                 &g->mig_pending);
+    int r =
+        CALL(g, LOOM_MON_GPU_F_MIG, nv->DeviceGetMigMode, dev, &g->mig_current, &g->mig_pending);
     if (r != NVML_SUCCESS || g->mig_current != NVML_DEVICE_MIG_ENABLE)
         return;
     unsigned max = 0;
@@ -400,8 +415,7 @@ static void read_mig(loom_mon_nvml_t *nv, nvmlDevice_t dev, loom_mon_gpu_t *g)
             g->field_status[LOOM_MON_GPU_F_MIG] = r;
             return;
         }
-        if (loom_mon__grow((void **)&g->migs, &g->cap_migs_, g->n_migs + 1, sizeof *g->migs,
-                           NULL))
+        if (loom_mon__grow((void **)&g->migs, &g->cap_migs_, g->n_migs + 1, sizeof *g->migs, NULL))
             return;
         loom_mon_gpu_mig_t *m = &g->migs[g->n_migs++];
         memset(m, 0, sizeof *m);
@@ -482,8 +496,8 @@ static void read_device(loom_mon_nvml_t *nv, unsigned idx, loom_mon_gpu_t *g)
         g->sm_clock_hz = v * 1e6; /* MHz */
     if (lost(r))
         goto lost;
-    if ((r = CALL(g, LOOM_MON_GPU_F_MEM_CLOCK, nv->DeviceGetClockInfo, dev, NVML_CLOCK_MEM,
-                  &v)) == NVML_SUCCESS)
+    if ((r = CALL(g, LOOM_MON_GPU_F_MEM_CLOCK, nv->DeviceGetClockInfo, dev, NVML_CLOCK_MEM, &v)) ==
+        NVML_SUCCESS)
         g->memory_clock_hz = v * 1e6;
     if (lost(r))
         goto lost;
@@ -496,8 +510,8 @@ static void read_device(loom_mon_nvml_t *nv, unsigned idx, loom_mon_gpu_t *g)
     r = CALL(g, LOOM_MON_GPU_F_PCIE, nv->DeviceGetPcieThroughput, dev, NVML_PCIE_UTIL_TX_BYTES,
              &tx);
     if (r == NVML_SUCCESS)
-        r = CALL(g, LOOM_MON_GPU_F_PCIE, nv->DeviceGetPcieThroughput, dev,
-                 NVML_PCIE_UTIL_RX_BYTES, &rx);
+        r = CALL(g, LOOM_MON_GPU_F_PCIE, nv->DeviceGetPcieThroughput, dev, NVML_PCIE_UTIL_RX_BYTES,
+                 &rx);
     if (r == NVML_SUCCESS) /* KB/s, 1 KB = 1024 B in NVML */
         g->pcie_tx_bytes_per_second = tx * 1024.0, g->pcie_rx_bytes_per_second = rx * 1024.0;
     if (lost(r))

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ struct loom_mon {
     size_t n_temps, cap_temps;
     loom_mon_source_t hwmon_src, zone_src;
     loom_mon_nvml_t *nvml;
+    char cg2_mount[512];
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -100,22 +102,30 @@ int loom_mon__pread_all(int fd, loom_buf_t *b, const char *name, loom_err_t *err
 {
     /* seq_file and sysfs fill the caller's buffer until the end of the
      * content, so a read shorter than the space offered is the end: one
-     * pread per file in the common case. */
+     * pread per file. When the buffer is full we grow it and read again
+     * from offset 0, rather than continuing at an offset: the kernel would
+     * regenerate the file for the second read, and numbers that changed in
+     * between would be torn across the two. The buffer is kept, so this
+     * happens once per file size. */
     b->len = 0;
     if (b->cap < 8192 && loom_buf_reserve(b, 8192))
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
     for (;;) {
-        size_t room = b->cap - b->len - 1;
-        ssize_t n = pread(fd, b->data + b->len, room, (off_t)b->len);
+        size_t room = b->cap - 1;
+        ssize_t n = pread(fd, b->data, room, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             return loom_err_errno(err, LOOM_EIO, errno, "%s: read", name);
         }
-        b->len += (size_t)n;
-        if ((size_t)n < room)
+        if ((size_t)n < room) {
+            b->len = (size_t)n;
             break;
-        if (loom_buf_reserve(b, b->cap)) /* full: double and read on */
+        }
+        if (b->cap >= (64u << 20)) /* no /proc file is this big */
+            return loom_err_set(err, LOOM_ELIMIT, "%s: larger than 64 MiB", name);
+        b->len = 0;
+        if (loom_buf_reserve(b, b->cap * 2))
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
     }
     b->data[b->len] = '\0';
@@ -126,8 +136,7 @@ int loom_mon__read_small(const char *path, loom_buf_t *b, loom_err_t *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno, "%s",
-                              path);
+        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno, "%s", path);
     int rc = loom_mon__pread_all(fd, b, path, err);
     close(fd);
     return rc;
@@ -265,8 +274,7 @@ static void discover_rapl(loom_mon_t *m)
         return;
     }
     for (int i = 0; i < n; i++) {
-        if (loom_mon__grow((void **)&m->rapl, &m->cap_rapl, m->n_rapl + 1, sizeof *m->rapl,
-                           NULL))
+        if (loom_mon__grow((void **)&m->rapl, &m->cap_rapl, m->n_rapl + 1, sizeof *m->rapl, NULL))
             break;
         rapl_t *z = &m->rapl[m->n_rapl];
         char path[1024], text[64];
@@ -284,8 +292,8 @@ static void discover_rapl(loom_mon_t *m)
         if (z->fd >= 0)
             loom_mon__src_ok(&z->src);
         else /* since 2020 energy_uj is root-only (CVE-2020-8694) */
-            loom_mon__src_set(&z->src, errno == ENOENT ? LOOM_EUNAVAIL : LOOM_EIO, "%s: %s",
-                              path, strerror(errno));
+            loom_mon__src_set(&z->src, errno == ENOENT ? LOOM_EUNAVAIL : LOOM_EIO, "%s: %s", path,
+                              strerror(errno));
         m->n_rapl++;
     }
     free_list(names, n);
@@ -301,8 +309,7 @@ static void add_temp(loom_mon_t *m, const char *kind, const char *chip, const ch
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    if (loom_mon__grow((void **)&m->temps, &m->cap_temps, m->n_temps + 1, sizeof *m->temps,
-                       NULL)) {
+    if (loom_mon__grow((void **)&m->temps, &m->cap_temps, m->n_temps + 1, sizeof *m->temps, NULL)) {
         close(fd);
         return;
     }
@@ -379,8 +386,8 @@ static int load_mounts(loom_mon_t *m, loom_err_t *err)
 {
     int rc = loom_mon__pread_all(m->fd_mounts, &m->buf, "/proc/self/mounts", err);
     if (rc == LOOM_OK)
-        rc = loom_mon__parse_mounts(m->buf.data, m->buf.len, "/proc/self/mounts",
-                                    m->fstypes.data, m->n_fstypes, &m->mounts, err);
+        rc = loom_mon__parse_mounts(m->buf.data, m->buf.len, "/proc/self/mounts", m->fstypes.data,
+                                    m->n_fstypes, &m->mounts, err);
     m->mounts_stale = rc != LOOM_OK;
     return rc;
 }
@@ -420,8 +427,9 @@ int loom_mon_open(loom_mon_t **out, const loom_mon_opts_t *opts, loom_err_t *err
     if (strlen(pr) >= sizeof m->proc_root || strlen(sr) >= sizeof m->sys_root ||
         strlen(nl) >= sizeof m->nvml_lib) {
         free(m);
-        return loom_err_set(err, LOOM_EINVAL, "mon: proc_root, sys_root or nvml_lib longer "
-                                              "than 255 bytes");
+        return loom_err_set(err, LOOM_EINVAL,
+                            "mon: proc_root, sys_root or nvml_lib longer "
+                            "than 255 bytes");
     }
     strcpy(m->proc_root, pr);
     strcpy(m->sys_root, sr);
@@ -469,8 +477,8 @@ void loom_mon_close(loom_mon_t *m)
 {
     if (!m)
         return;
-    int fds[] = {m->fd_stat, m->fd_loadavg, m->fd_meminfo, m->fd_diskstats,
-                 m->fd_netdev, m->fd_mounts, m->fd_psi[0], m->fd_psi[1], m->fd_psi[2]};
+    int fds[] = {m->fd_stat,   m->fd_loadavg, m->fd_meminfo, m->fd_diskstats, m->fd_netdev,
+                 m->fd_mounts, m->fd_psi[0],  m->fd_psi[1],  m->fd_psi[2]};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -492,24 +500,60 @@ void loom_mon_close(loom_mon_t *m)
     free(m);
 }
 
-const char *loom_mon__proc_root(const loom_mon_t *m) { return m->proc_root; }
-const char *loom_mon__sys_root(const loom_mon_t *m) { return m->sys_root; }
-double loom_mon__ticks_per_second(const loom_mon_t *m) { return m->hz; }
+const char *loom_mon__proc_root(const loom_mon_t *m)
+{
+    return m->proc_root;
+}
+const char *loom_mon__sys_root(const loom_mon_t *m)
+{
+    return m->sys_root;
+}
+double loom_mon__ticks_per_second(const loom_mon_t *m)
+{
+    return m->hz;
+}
+
+const char *loom_mon__cgroup2_mount(loom_mon_t *m)
+{
+    struct stat st;
+    if (m->cg2_mount[0] && stat(m->cg2_mount, &st) == 0)
+        return m->cg2_mount;
+    m->cg2_mount[0] = '\0';
+    char path[512];
+    snprintf(path, sizeof path, "%s/self/mounts", m->proc_root);
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (loom_mon__read_small(path, &b, NULL) == LOOM_OK) {
+        /* "DEVICE MOUNTPOINT TYPE ...": the first of type cgroup2. */
+        char *save = NULL;
+        for (char *line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *f[3], *s2 = NULL;
+            int k = 0;
+            for (char *tok = strtok_r(line, " ", &s2); tok && k < 3; tok = strtok_r(NULL, " ", &s2))
+                f[k++] = tok;
+            if (k == 3 && strcmp(f[2], "cgroup2") == 0 && strlen(f[1]) < sizeof m->cg2_mount) {
+                strcpy(m->cg2_mount, f[1]);
+                break;
+            }
+        }
+    }
+    loom_buf_free(&b);
+    return m->cg2_mount;
+}
 
 /* ------------------------------------------------------------- reading */
 
 /* Reads fd (if its source is ok) and runs parse; failures go to *dst. */
-#define READ_PARSE(m, fd, srcok, dst, name, PARSE)                                               \
-    do {                                                                                         \
-        loom_err_t e_;                                                                           \
-        if ((srcok)->status != LOOM_OK) {                                                        \
-            *(dst) = *(srcok);                                                                   \
-        } else if (loom_mon__pread_all((fd), &(m)->buf, (name), &e_) != LOOM_OK ||               \
-                   (PARSE) != LOOM_OK) {                                                         \
-            src_from_err((dst), &e_);                                                            \
-        } else {                                                                                 \
-            loom_mon__src_ok(dst);                                                               \
-        }                                                                                        \
+#define READ_PARSE(m, fd, srcok, dst, name, PARSE)                                                 \
+    do {                                                                                           \
+        loom_err_t e_;                                                                             \
+        if ((srcok)->status != LOOM_OK) {                                                          \
+            *(dst) = *(srcok);                                                                     \
+        } else if (loom_mon__pread_all((fd), &(m)->buf, (name), &e_) != LOOM_OK ||                 \
+                   (PARSE) != LOOM_OK) {                                                           \
+            src_from_err((dst), &e_);                                                              \
+        } else {                                                                                   \
+            loom_mon__src_ok(dst);                                                                 \
+        }                                                                                          \
     } while (0)
 
 static void read_psi(loom_mon_t *m, int i, loom_mon_psi_t *psi, const char *name)
@@ -542,8 +586,7 @@ static void read_cpu(loom_mon_t *m, loom_mon_cpu_t *cpu)
 {
     loom_err_t e;
     if (loom_mon__pread_all(m->fd_stat, &m->buf, "/proc/stat", &e) != LOOM_OK ||
-        loom_mon__parse_stat(m->buf.data, m->buf.len, "/proc/stat", m->hz, cpu, &e) !=
-            LOOM_OK)
+        loom_mon__parse_stat(m->buf.data, m->buf.len, "/proc/stat", m->hz, cpu, &e) != LOOM_OK)
         src_from_err(&cpu->source, &e);
     else
         loom_mon__src_ok(&cpu->source);
@@ -659,8 +702,10 @@ int loom_mon_read(loom_mon_t *m, unsigned groups, loom_mon_snapshot_t *s, loom_e
     if (!m || !s)
         return loom_err_set(err, LOOM_EINVAL, "loom_mon_read: NULL collector or snapshot");
     if (groups == 0 || (groups & ~(unsigned)LOOM_MON_ALL))
-        return loom_err_set(err, LOOM_EINVAL, "loom_mon_read: groups 0x%x: expected a non-empty "
-                                              "set of LOOM_MON_* bits", groups);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "loom_mon_read: groups 0x%x: expected a non-empty "
+                            "set of LOOM_MON_* bits",
+                            groups);
     s->groups = groups;
     s->mono_ns = loom_time_mono_ns();
     s->real_ns = loom_time_real_ns();
@@ -668,23 +713,22 @@ int loom_mon_read(loom_mon_t *m, unsigned groups, loom_mon_snapshot_t *s, loom_e
     if (groups & LOOM_MON_CPU)
         read_cpu(m, &s->cpu);
     if (groups & LOOM_MON_MEMORY) {
-        READ_PARSE(m, m->fd_meminfo, &m->mem_src, &s->memory.source, "/proc/meminfo",
-                   loom_mon__parse_meminfo(m->buf.data, m->buf.len, "/proc/meminfo", &s->memory,
-                                           &e_));
+        READ_PARSE(
+            m, m->fd_meminfo, &m->mem_src, &s->memory.source, "/proc/meminfo",
+            loom_mon__parse_meminfo(m->buf.data, m->buf.len, "/proc/meminfo", &s->memory, &e_));
         read_psi(m, 1, &s->memory.pressure, "/proc/pressure/memory");
     }
     if (groups & LOOM_MON_DISK) {
-        READ_PARSE(m, m->fd_diskstats, &m->disk_src, &s->disk.source, "/proc/diskstats",
-                   loom_mon__parse_diskstats(m->buf.data, m->buf.len, "/proc/diskstats",
-                                             &s->disk, &e_));
+        READ_PARSE(
+            m, m->fd_diskstats, &m->disk_src, &s->disk.source, "/proc/diskstats",
+            loom_mon__parse_diskstats(m->buf.data, m->buf.len, "/proc/diskstats", &s->disk, &e_));
         if (s->disk.source.status != LOOM_OK)
             s->disk.n = 0;
         read_psi(m, 2, &s->disk.pressure, "/proc/pressure/io");
     }
     if (groups & LOOM_MON_NET) {
         READ_PARSE(m, m->fd_netdev, &m->net_src, &s->net.source, "/proc/net/dev",
-                   loom_mon__parse_netdev(m->buf.data, m->buf.len, "/proc/net/dev", &s->net,
-                                          &e_));
+                   loom_mon__parse_netdev(m->buf.data, m->buf.len, "/proc/net/dev", &s->net, &e_));
         if (s->net.source.status != LOOM_OK)
             s->net.n = 0;
     }
@@ -701,7 +745,10 @@ int loom_mon_read(loom_mon_t *m, unsigned groups, loom_mon_snapshot_t *s, loom_e
 
 /* ------------------------------------------------------------ snapshots */
 
-void loom_mon_snapshot_init(loom_mon_snapshot_t *s) { memset(s, 0, sizeof *s); }
+void loom_mon_snapshot_init(loom_mon_snapshot_t *s)
+{
+    memset(s, 0, sizeof *s);
+}
 
 void loom_mon_snapshot_free(loom_mon_snapshot_t *s)
 {
@@ -717,13 +764,12 @@ void loom_mon_snapshot_free(loom_mon_snapshot_t *s)
     memset(s, 0, sizeof *s);
 }
 
-#define COPY_ARR(dst, src, arr, n, cap)                                                          \
-    do {                                                                                         \
-        if (loom_mon__grow((void **)&(dst)->arr, &(dst)->cap, (src)->n, sizeof *(dst)->arr,      \
-                           err))                                                                 \
-            return LOOM_ENOMEM;                                                                  \
-        if ((src)->n)                                                                            \
-            memcpy((dst)->arr, (src)->arr, (src)->n * sizeof *(dst)->arr);                       \
+#define COPY_ARR(dst, src, arr, n, cap)                                                            \
+    do {                                                                                           \
+        if (loom_mon__grow((void **)&(dst)->arr, &(dst)->cap, (src)->n, sizeof *(dst)->arr, err))  \
+            return LOOM_ENOMEM;                                                                    \
+        if ((src)->n)                                                                              \
+            memcpy((dst)->arr, (src)->arr, (src)->n * sizeof *(dst)->arr);                         \
     } while (0)
 
 int loom_mon_snapshot_copy(loom_mon_snapshot_t *dst, const loom_mon_snapshot_t *src,

@@ -84,6 +84,9 @@ int loom_mon__gpus_copy(loom_mon_gpus_t *dst, const loom_mon_gpus_t *src, loom_e
 const char *loom_mon__proc_root(const loom_mon_t *m);
 const char *loom_mon__sys_root(const loom_mon_t *m);
 double loom_mon__ticks_per_second(const loom_mon_t *m);
+/* The cgroup v2 mount point ("" if none), found in ROOT/self/mounts once and
+ * looked up again only if that directory disappears. */
+const char *loom_mon__cgroup2_mount(loom_mon_t *m);
 /* pread the whole file at fd into buf (grown as needed). */
 int loom_mon__pread_all(int fd, loom_buf_t *buf, const char *name, loom_err_t *err);
 /* open+read+close a small file. ENOENT gives LOOM_ENOTFOUND. */

@@ -11,54 +11,54 @@
 
 typedef int nvmlReturn_t; /* an enum in nvml.h: int-sized */
 
-#define NVML_SUCCESS 0
-#define NVML_ERROR_UNINITIALIZED 1
-#define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_NOT_SUPPORTED 3
-#define NVML_ERROR_NO_PERMISSION 4
-#define NVML_ERROR_ALREADY_INITIALIZED 5
-#define NVML_ERROR_NOT_FOUND 6
-#define NVML_ERROR_INSUFFICIENT_SIZE 7
-#define NVML_ERROR_INSUFFICIENT_POWER 8
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
-#define NVML_ERROR_TIMEOUT 10
-#define NVML_ERROR_IRQ_ISSUE 11
-#define NVML_ERROR_LIBRARY_NOT_FOUND 12
-#define NVML_ERROR_FUNCTION_NOT_FOUND 13
-#define NVML_ERROR_CORRUPTED_INFOROM 14
-#define NVML_ERROR_GPU_IS_LOST 15
-#define NVML_ERROR_RESET_REQUIRED 16
-#define NVML_ERROR_OPERATING_SYSTEM 17
-#define NVML_ERROR_LIB_RM_VERSION_MISMATCH 18
-#define NVML_ERROR_IN_USE 19
-#define NVML_ERROR_MEMORY 20
-#define NVML_ERROR_NO_DATA 21
-#define NVML_ERROR_VGPU_ECC_NOT_SUPPORTED 22
-#define NVML_ERROR_INSUFFICIENT_RESOURCES 23
-#define NVML_ERROR_FREQ_NOT_SUPPORTED 24
+#define NVML_SUCCESS                         0
+#define NVML_ERROR_UNINITIALIZED             1
+#define NVML_ERROR_INVALID_ARGUMENT          2
+#define NVML_ERROR_NOT_SUPPORTED             3
+#define NVML_ERROR_NO_PERMISSION             4
+#define NVML_ERROR_ALREADY_INITIALIZED       5
+#define NVML_ERROR_NOT_FOUND                 6
+#define NVML_ERROR_INSUFFICIENT_SIZE         7
+#define NVML_ERROR_INSUFFICIENT_POWER        8
+#define NVML_ERROR_DRIVER_NOT_LOADED         9
+#define NVML_ERROR_TIMEOUT                   10
+#define NVML_ERROR_IRQ_ISSUE                 11
+#define NVML_ERROR_LIBRARY_NOT_FOUND         12
+#define NVML_ERROR_FUNCTION_NOT_FOUND        13
+#define NVML_ERROR_CORRUPTED_INFOROM         14
+#define NVML_ERROR_GPU_IS_LOST               15
+#define NVML_ERROR_RESET_REQUIRED            16
+#define NVML_ERROR_OPERATING_SYSTEM          17
+#define NVML_ERROR_LIB_RM_VERSION_MISMATCH   18
+#define NVML_ERROR_IN_USE                    19
+#define NVML_ERROR_MEMORY                    20
+#define NVML_ERROR_NO_DATA                   21
+#define NVML_ERROR_VGPU_ECC_NOT_SUPPORTED    22
+#define NVML_ERROR_INSUFFICIENT_RESOURCES    23
+#define NVML_ERROR_FREQ_NOT_SUPPORTED        24
 #define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
-#define NVML_ERROR_DEPRECATED 26
-#define NVML_ERROR_NOT_READY 27
-#define NVML_ERROR_GPU_NOT_FOUND 28
-#define NVML_ERROR_INVALID_STATE 29
-#define NVML_ERROR_UNKNOWN 999
+#define NVML_ERROR_DEPRECATED                26
+#define NVML_ERROR_NOT_READY                 27
+#define NVML_ERROR_GPU_NOT_FOUND             28
+#define NVML_ERROR_INVALID_STATE             29
+#define NVML_ERROR_UNKNOWN                   999
 
-#define NVML_TEMPERATURE_GPU 0
-#define NVML_CLOCK_GRAPHICS 0
-#define NVML_CLOCK_SM 1
-#define NVML_CLOCK_MEM 2
-#define NVML_PCIE_UTIL_TX_BYTES 0
-#define NVML_PCIE_UTIL_RX_BYTES 1
-#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
+#define NVML_TEMPERATURE_GPU               0
+#define NVML_CLOCK_GRAPHICS                0
+#define NVML_CLOCK_SM                      1
+#define NVML_CLOCK_MEM                     2
+#define NVML_PCIE_UTIL_TX_BYTES            0
+#define NVML_PCIE_UTIL_RX_BYTES            1
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED   0
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
-#define NVML_VOLATILE_ECC 0
-#define NVML_DEVICE_MIG_ENABLE 1
+#define NVML_VOLATILE_ECC                  0
+#define NVML_DEVICE_MIG_ENABLE             1
 
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
-#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
-#define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE   80
+#define NVML_VALUE_NOT_AVAILABLE_ULL           (~0ULL)
 
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
@@ -109,20 +109,20 @@ typedef nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption_fn)(nvmlDevice_t, uns
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons_fn)(nvmlDevice_t,
-                                                                 unsigned long long *);
+                                                                  unsigned long long *);
 typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int, int,
-                                                      unsigned long long *);
+                                                       unsigned long long *);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int *, unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t, unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
-                                                              nvmlDevice_t *);
+                                                               nvmlDevice_t *);
 typedef nvmlReturn_t (*nvmlDeviceGetRunningProcesses_fn)(nvmlDevice_t, unsigned int *,
-                                                        nvmlProcessInfo_t *);
+                                                         nvmlProcessInfo_t *);
 typedef nvmlReturn_t (*nvmlDeviceGetRunningProcesses_v1_fn)(nvmlDevice_t, unsigned int *,
-                                                           nvmlProcessInfo_v1_t *);
+                                                            nvmlProcessInfo_v1_t *);
 typedef nvmlReturn_t (*nvmlDeviceGetProcessUtilization_fn)(nvmlDevice_t,
-                                                          nvmlProcessUtilizationSample_t *,
-                                                          unsigned int *, unsigned long long);
+                                                           nvmlProcessUtilizationSample_t *,
+                                                           unsigned int *, unsigned long long);
 
 #endif

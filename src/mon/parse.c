@@ -23,14 +23,15 @@ static void skip_blank(cur_t *c)
         c->p++;
 }
 
-static bool at_eol(const cur_t *c) { return c->p >= c->end || *c->p == '\n'; }
+static bool at_eol(const cur_t *c)
+{
+    return c->p >= c->end || *c->p == '\n';
+}
 
 static void next_line(cur_t *c)
 {
-    while (c->p < c->end && *c->p != '\n')
-        c->p++;
-    if (c->p < c->end)
-        c->p++;
+    const char *nl = c->p < c->end ? memchr(c->p, '\n', (size_t)(c->end - c->p)) : NULL;
+    c->p = nl ? nl + 1 : c->end;
     c->line++;
 }
 
@@ -124,7 +125,7 @@ static int bad(loom_err_t *err, const char *name, size_t line, const char *what)
  * truncation) or is empty. */
 static bool copy_name(char *dst, size_t cap, const char *w, size_t n)
 {
-    if (n == 0 || n >= cap)
+    if (n == 0 || n >= cap || memchr(w, '\0', n))
         return false;
     memcpy(dst, w, n);
     dst[n] = '\0';
@@ -269,9 +270,9 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
                             loom_err_t *err)
 {
     enum { TOTAL, FREE, AVAIL, BUFFERS, CACHED, SRECL, SHMEM, DIRTY, STOTAL, SFREE, NK };
-    static const char *const keys[NK] = {"MemTotal:", "MemFree:", "MemAvailable:", "Buffers:",
-                                         "Cached:",   "SReclaimable:", "Shmem:", "Dirty:",
-                                         "SwapTotal:", "SwapFree:"};
+    static const char *const keys[NK] = {
+        "MemTotal:",     "MemFree:", "MemAvailable:", "Buffers:",   "Cached:",
+        "SReclaimable:", "Shmem:",   "Dirty:",        "SwapTotal:", "SwapFree:"};
     uint64_t v[NK] = {0}, found = 0;
     int rc = loom_mon__parse_keyed(buf, len, name, keys, NK, v, &found, err);
     if (rc)
@@ -285,19 +286,21 @@ int loom_mon__parse_meminfo(const char *buf, size_t len, const char *name, loom_
     mem->total_bytes = v[TOTAL] * 1024;
     mem->free_bytes = v[FREE] * 1024;
     /* MemAvailable exists since Linux 3.14; older kernels: free+buffers+cached. */
-    mem->available_bytes = (found & (1u << AVAIL)) ? v[AVAIL] * 1024
-                                                   : (v[FREE] + v[BUFFERS] + v[CACHED]) * 1024;
+    mem->available_bytes =
+        (found & (1u << AVAIL)) ? v[AVAIL] * 1024 : (v[FREE] + v[BUFFERS] + v[CACHED]) * 1024;
     mem->buffers_bytes = v[BUFFERS] * 1024;
     mem->cached_bytes = (v[CACHED] + v[SRECL]) * 1024;
     mem->shared_bytes = v[SHMEM] * 1024;
     mem->dirty_bytes = v[DIRTY] * 1024;
     uint64_t notused = mem->free_bytes + mem->buffers_bytes + mem->cached_bytes;
-    mem->used_bytes = mem->total_bytes > notused ? mem->total_bytes - notused
-                                                 : mem->total_bytes - mem->free_bytes;
+    if (mem->total_bytes > notused) /* as free(1); never below 0 */
+        mem->used_bytes = mem->total_bytes - notused;
+    else
+        mem->used_bytes =
+            mem->total_bytes > mem->free_bytes ? mem->total_bytes - mem->free_bytes : 0;
     mem->swap_total_bytes = v[STOTAL] * 1024;
     mem->swap_free_bytes = v[SFREE] * 1024;
-    mem->swap_used_bytes =
-        v[STOTAL] >= v[SFREE] ? (v[STOTAL] - v[SFREE]) * 1024 : 0;
+    mem->swap_used_bytes = v[STOTAL] >= v[SFREE] ? (v[STOTAL] - v[SFREE]) * 1024 : 0;
     return LOOM_OK;
 }
 
@@ -305,12 +308,20 @@ int loom_mon__parse_keyed(const char *buf, size_t len, const char *name, const c
                           size_t n_keys, uint64_t *vals, uint64_t *found, loom_err_t *err)
 {
     cur_t c = {buf, buf + len, 1};
+    size_t klen[64];
+    if (n_keys > 64)
+        n_keys = 64;
+    for (size_t i = 0; i < n_keys; i++)
+        klen[i] = strlen(keys[i]);
+    const uint64_t all = n_keys == 64 ? ~0ull : (1ull << n_keys) - 1;
     *found = 0;
-    while (c.p < c.end) {
+    /* Stops once every key is found: meminfo's later 30-odd lines are
+     * skipped (and a key given twice keeps its first value). */
+    while (c.p < c.end && *found != all) {
         const char *w;
         size_t n = get_word(&c, &w);
-        for (size_t i = 0; i < n_keys && i < 64; i++) {
-            if (!word_is(w, n, keys[i]))
+        for (size_t i = 0; i < n_keys && n; i++) {
+            if (n != klen[i] || w[0] != keys[i][0] || memcmp(w, keys[i], n) != 0)
                 continue;
             if (!get_u64(&c, &vals[i]))
                 return loom_err_set(err, LOOM_EINVAL, "%s: line %zu: expected a number after %s",
@@ -347,8 +358,8 @@ int loom_mon__parse_diskstats(const char *buf, size_t len, const char *name,
                 return bad(err, name, c.line, "a counter");
         if (k < 11) /* the 11 fields of Linux 2.6 */
             return bad(err, name, c.line, "at least 11 counters");
-        if (loom_mon__grow((void **)&disks->disks, &disks->cap_, disks->n + 1,
-                           sizeof *disks->disks, err))
+        if (loom_mon__grow((void **)&disks->disks, &disks->cap_, disks->n + 1, sizeof *disks->disks,
+                           err))
             return err ? err->code : LOOM_ENOMEM;
         loom_mon_disk_t *d = &disks->disks[disks->n];
         memset(d, 0, sizeof *d);
@@ -462,6 +473,8 @@ int loom_mon__parse_filesystems(const char *buf, size_t len, const char *name, l
             if (!at_eol(&c))
                 return bad(err, name, c.line, "[nodev] TYPE");
         }
+        if (memchr(w, '\0', wn))
+            return bad(err, name, c.line, "a type name without NUL bytes");
         if (loom_buf_append(out, w, wn) || loom_buf_append_char(out, '\0'))
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
         (*n)++;
@@ -481,7 +494,7 @@ static bool unescape(char *dst, size_t cap, const char *w, size_t n)
             ch = (char)((w[i + 1] - '0') * 64 + (w[i + 2] - '0') * 8 + (w[i + 3] - '0'));
             i += 3;
         }
-        if (o + 1 >= cap)
+        if (o + 1 >= cap || ch == '\0')
             return false;
         dst[o++] = ch;
     }

@@ -104,14 +104,12 @@ static int scan_links(const char *root, pidlink_t **out, size_t *n, loom_buf_t *
     return LOOM_OK;
 }
 
-int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out,
-                       loom_err_t *err)
+int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out, loom_err_t *err)
 {
     if (!m || !out)
         return loom_err_set(err, LOOM_EINVAL, "loom_mon_proc_read: NULL argument");
     if (pid <= 0)
-        return loom_err_set(err, LOOM_EINVAL, "pid %d: expected a positive process id",
-                            (int)pid);
+        return loom_err_set(err, LOOM_EINVAL, "pid %d: expected a positive process id", (int)pid);
     memset(out, 0, sizeof *out);
     out->pid = pid;
     out->tree = tree;
@@ -160,35 +158,6 @@ int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out
 
 /* ---------------------------------------------------------------- cgroup */
 
-/* The cgroup v2 mount point from ROOT/self/mounts, or "" if none. */
-static void cgroup2_mount(loom_mon_t *m, char *out, size_t cap)
-{
-    out[0] = '\0';
-    char path[512];
-    snprintf(path, sizeof path, "%s/self/mounts", loom_mon__proc_root(m));
-    loom_buf_t b = LOOM_BUF_INIT;
-    if (loom_mon__read_small(path, &b, NULL) == LOOM_OK) {
-        const char *line = b.data;
-        while (line && *line) {
-            const char *nl = strchr(line, '\n');
-            char dev[256], mnt[512], type[64];
-            size_t len = nl ? (size_t)(nl - line) : strlen(line);
-            char tmp[1024];
-            if (len < sizeof tmp) {
-                memcpy(tmp, line, len);
-                tmp[len] = '\0';
-                if (sscanf(tmp, "%255s %511s %63s", dev, mnt, type) == 3 &&
-                    strcmp(type, "cgroup2") == 0) {
-                    snprintf(out, cap, "%s", mnt);
-                    break;
-                }
-            }
-            line = nl ? nl + 1 : NULL;
-        }
-    }
-    loom_buf_free(&b);
-}
-
 /* Reads DIR/file into b; sets src with the reason if absent. */
 static bool cg_file(const char *dir, const char *file, loom_buf_t *b, loom_mon_source_t *src,
                     const char *why)
@@ -218,8 +187,7 @@ static void cg_psi(const char *dir, const char *file, loom_buf_t *b, loom_mon_ps
         loom_mon__src_set(&psi->source, e.code, "%s", e.msg);
 }
 
-int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out,
-                         loom_err_t *err)
+int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out, loom_err_t *err)
 {
     if (!m || !path || !out)
         return loom_err_set(err, LOOM_EINVAL, "loom_mon_cgroup_read: NULL argument");
@@ -227,8 +195,7 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     if (path[0] == '/' && strlen(path) < sizeof out->path) {
         snprintf(out->path, sizeof out->path, "%s", path);
     } else {
-        char mnt[512];
-        cgroup2_mount(m, mnt, sizeof mnt);
+        const char *mnt = loom_mon__cgroup2_mount(m);
         if (!mnt[0])
             return loom_err_set(err, LOOM_ENOTFOUND,
                                 "cgroup %s: relative path but no cgroup2 filesystem is mounted",
@@ -250,8 +217,8 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     loom_buf_t b = LOOM_BUF_INIT;
     loom_err_t e;
     if (cg_file(out->path, "cpu.stat", &b, &out->cpu_source, "cpu accounting off")) {
-        static const char *const keys[] = {"usage_usec",  "user_usec",    "system_usec",
-                                           "nr_periods",  "nr_throttled", "throttled_usec"};
+        static const char *const keys[] = {"usage_usec", "user_usec",    "system_usec",
+                                           "nr_periods", "nr_throttled", "throttled_usec"};
         uint64_t v[6] = {0}, found;
         if (loom_mon__parse_keyed(b.data, b.len, "cpu.stat", keys, 6, v, &found, &e))
             loom_mon__src_set(&out->cpu_source, e.code, "%s", e.msg);
@@ -268,17 +235,62 @@ int loom_mon_cgroup_read(loom_mon_t *m, const char *path, loom_mon_cgroup_t *out
     int64_t x;
     if (cg_file(out->path, "memory.current", &b, &out->memory_source,
                 "memory controller not enabled for this cgroup, or the root cgroup")) {
-        if (loom_mon__parse_int_file(b.data, b.len, "memory.current", false, &x, &e) || x < 0)
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.current", false, &x, &e))
             loom_mon__src_set(&out->memory_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_source, LOOM_EINVAL,
+                              "memory.current: negative value %lld", (long long)x);
         else
             out->memory_current_bytes = (uint64_t)x;
     }
     if (cg_file(out->path, "memory.peak", &b, &out->memory_peak_source,
                 "kernel older than 5.19, or memory controller off")) {
-        if (loom_mon__parse_int_file(b.data, b.len, "memory.peak", false, &x, &e) || x < 0)
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.peak", false, &x, &e))
             loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_peak_source, LOOM_EINVAL,
+                              "memory.peak: negative value %lld", (long long)x);
         else
             out->memory_peak_bytes = (uint64_t)x;
+    }
+    if (cg_file(out->path, "memory.max", &b, &out->memory_max_source,
+                "memory controller not enabled for this cgroup, or the root cgroup")) {
+        if (loom_mon__parse_int_file(b.data, b.len, "memory.max", true, &x, &e))
+            loom_mon__src_set(&out->memory_max_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->memory_max_source, LOOM_EINVAL, "memory.max: negative value");
+        else if ((out->memory_limited = x != INT64_MAX))
+            out->memory_max_bytes = (uint64_t)x;
+    }
+    if (cg_file(out->path, "memory.stat", &b, &out->memory_stat_source,
+                "memory controller not enabled for this cgroup")) {
+        static const char *const keys[] = {"anon", "file", "kernel", "shmem"};
+        uint64_t v[4] = {0}, found;
+        if (loom_mon__parse_keyed(b.data, b.len, "memory.stat", keys, 4, v, &found, &e))
+            loom_mon__src_set(&out->memory_stat_source, e.code, "%s", e.msg);
+        out->memory_anon_bytes = v[0];
+        out->memory_file_bytes = v[1];
+        out->memory_kernel_bytes = v[2]; /* "kernel" exists since Linux 5.18 */
+        out->memory_shmem_bytes = v[3];
+    }
+    if (cg_file(out->path, "memory.events", &b, &out->memory_events_source,
+                "memory controller not enabled for this cgroup")) {
+        static const char *const keys[] = {"oom", "oom_kill", "max"};
+        uint64_t v[3] = {0}, found;
+        if (loom_mon__parse_keyed(b.data, b.len, "memory.events", keys, 3, v, &found, &e))
+            loom_mon__src_set(&out->memory_events_source, e.code, "%s", e.msg);
+        out->memory_oom_events = v[0];
+        out->memory_oom_kills = v[1];
+        out->memory_max_events = v[2];
+    }
+    if (cg_file(out->path, "pids.current", &b, &out->pids_source,
+                "pids controller not enabled for this cgroup")) {
+        if (loom_mon__parse_int_file(b.data, b.len, "pids.current", false, &x, &e))
+            loom_mon__src_set(&out->pids_source, LOOM_EINVAL, "%s", e.msg);
+        else if (x < 0)
+            loom_mon__src_set(&out->pids_source, LOOM_EINVAL, "pids.current: negative value");
+        else
+            out->pids_current = (uint64_t)x;
     }
     if (cg_file(out->path, "io.stat", &b, &out->io_source,
                 "io controller not enabled for this cgroup")) {

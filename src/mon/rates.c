@@ -12,7 +12,10 @@
 
 #include "mon/mon_int.h"
 
-void loom_mon_rates_init(loom_mon_rates_t *r) { memset(r, 0, sizeof *r); }
+void loom_mon_rates_init(loom_mon_rates_t *r)
+{
+    memset(r, 0, sizeof *r);
+}
 
 void loom_mon_rates_free(loom_mon_rates_t *r)
 {
@@ -38,8 +41,14 @@ static double cpu_busy(const double *a, const double *b, double *out)
     double d[LOOM_MON_CPU_NMODES], total = 0;
     for (int k = 0; k < LOOM_MON_CPU_NMODES; k++) {
         d[k] = b[k] - a[k];
+        /* idle and iowait can step back a little: with NO_HZ the kernel
+         * estimates them for sleeping cpus and corrects later (documented
+         * in proc(5) for iowait). Such a step counts as 0, not as a reset.
+         * Any other mode going back means the cpu restarted (hotplug). */
+        if (d[k] < 0 && (k == LOOM_MON_CPU_IDLE || k == LOOM_MON_CPU_IOWAIT))
+            d[k] = 0;
         if (d[k] < 0)
-            return NAN; /* counters never go back; a hotplugged cpu restarts */
+            return NAN;
         /* guest and guest_nice are already counted in user and nice */
         if (k != LOOM_MON_CPU_GUEST && k != LOOM_MON_CPU_GUEST_NICE)
             total += d[k];
@@ -87,8 +96,7 @@ int loom_mon_rates(const loom_mon_snapshot_t *prev, const loom_mon_snapshot_t *c
         }
     }
     if ((r->groups & LOOM_MON_DISK) && cur->disk.source.status == LOOM_OK) {
-        if (loom_mon__grow((void **)&r->disks, &r->cap_disks_, cur->disk.n, sizeof *r->disks,
-                           err))
+        if (loom_mon__grow((void **)&r->disks, &r->cap_disks_, cur->disk.n, sizeof *r->disks, err))
             return LOOM_ENOMEM;
         for (size_t i = 0; i < cur->disk.n; i++) {
             const loom_mon_disk_t *b = &cur->disk.disks[i], *a = NULL;
@@ -132,8 +140,7 @@ int loom_mon_rates(const loom_mon_snapshot_t *prev, const loom_mon_snapshot_t *c
         }
     }
     if ((r->groups & LOOM_MON_POWER) && cur->power.source.status == LOOM_OK) {
-        if (loom_mon__grow((void **)&r->power, &r->cap_power_, cur->power.n, sizeof *r->power,
-                           err))
+        if (loom_mon__grow((void **)&r->power, &r->cap_power_, cur->power.n, sizeof *r->power, err))
             return LOOM_ENOMEM;
         for (size_t i = 0; i < cur->power.n; i++) {
             const loom_mon_rapl_zone_t *b = &cur->power.zones[i], *a = NULL;
@@ -183,8 +190,7 @@ struct loom_mon_sampler {
     loom_mon_rates_t rates;
 };
 
-int loom_mon_sampler_open(loom_mon_sampler_t **out, loom_mon_t *m, unsigned groups,
-                          loom_err_t *err)
+int loom_mon_sampler_open(loom_mon_sampler_t **out, loom_mon_t *m, unsigned groups, loom_err_t *err)
 {
     *out = NULL;
     if (!m)
@@ -226,7 +232,10 @@ const loom_mon_snapshot_t *loom_mon_sampler_snapshot(const loom_mon_sampler_t *s
     return &s->snaps[s->cur];
 }
 
-const loom_mon_rates_t *loom_mon_sampler_rates(const loom_mon_sampler_t *s) { return &s->rates; }
+const loom_mon_rates_t *loom_mon_sampler_rates(const loom_mon_sampler_t *s)
+{
+    return &s->rates;
+}
 
 void loom_mon_sampler_close(loom_mon_sampler_t *s)
 {

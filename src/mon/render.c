@@ -16,7 +16,7 @@
 
 /* ------------------------------------------------------------- groups */
 
-static const char *const group_names[] = {"cpu", "memory", "disk", "net",
+static const char *const group_names[] = {"cpu", "memory", "disk",    "net",
                                           "fs",  "power",  "thermal", "gpu"};
 
 const char *loom_mon_group_name(unsigned g)
@@ -68,10 +68,19 @@ const char *loom_mon_cpu_mode_name(int mode)
 
 /* --------------------------------------------------------------- JSON */
 
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-static json_t *jint(uint64_t v) { return json_integer((json_int_t)v); }
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+static json_t *jint(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
 
-static void put(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+static void put(json_t *o, const char *k, json_t *v)
+{
+    json_object_set_new(o, k, v);
+}
 
 /* {"available": true} or {"available": false, "reason": "..."}; returns
  * whether available. */
@@ -400,7 +409,8 @@ static json_t *gpu_json(const loom_mon_gpus_t *g, const loom_mon_rates_t *r)
                 put(x, "memory_total_bytes", jint(m->memory_total_bytes));
                 put(x, "memory_used_bytes", jint(m->memory_used_bytes));
             } else {
-                put(x, "memory_unavailable", json_string(loom_mon_nvml_error_name(m->memory_status)));
+                put(x, "memory_unavailable",
+                    json_string(loom_mon_nvml_error_name(m->memory_status)));
             }
             if (m->util_status == 0) {
                 put(x, "utilization_gpu_ratio", jnum(m->util_gpu_pct / 100.0));
@@ -449,8 +459,9 @@ int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, lo
                      loom_err_t *err)
 {
     if (r && r->groups && r->cur_mono_ns != s->mono_ns)
-        return loom_err_set(err, LOOM_EINVAL, "loom_mon_to_json: the rates were computed for "
-                                              "another snapshot (cur_mono_ns %lld, snapshot %lld)",
+        return loom_err_set(err, LOOM_EINVAL,
+                            "loom_mon_to_json: the rates were computed for "
+                            "another snapshot (cur_mono_ns %lld, snapshot %lld)",
                             (long long)r->cur_mono_ns, (long long)s->mono_ns);
     json_t *o = json_object();
     char ts[32];
@@ -526,6 +537,26 @@ int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
         put(peak, "bytes", jint(c->memory_peak_bytes));
     put(mem, "current", cur);
     put(mem, "peak", peak);
+    json_t *mx = json_object(), *ms = json_object(), *ev = json_object(), *pids = json_object();
+    if (put_src(mx, &c->memory_max_source))
+        put(mx, "bytes", c->memory_limited ? jint(c->memory_max_bytes) : json_null());
+    if (put_src(ms, &c->memory_stat_source)) {
+        put(ms, "anon_bytes", jint(c->memory_anon_bytes));
+        put(ms, "file_bytes", jint(c->memory_file_bytes));
+        put(ms, "kernel_bytes", jint(c->memory_kernel_bytes));
+        put(ms, "shmem_bytes", jint(c->memory_shmem_bytes));
+    }
+    if (put_src(ev, &c->memory_events_source)) {
+        put(ev, "oom", jint(c->memory_oom_events));
+        put(ev, "oom_kill", jint(c->memory_oom_kills));
+        put(ev, "max", jint(c->memory_max_events));
+    }
+    put(mem, "max", mx);
+    put(mem, "stat", ms);
+    put(mem, "events", ev);
+    if (put_src(pids, &c->pids_source))
+        put(pids, "current", jint(c->pids_current));
+    put(o, "pids", pids);
     put(mem, "pressure", psi_json(&c->memory_pressure));
     put(o, "memory", mem);
     json_t *io = json_object();
@@ -638,7 +669,8 @@ static void prom_cpu(prom_t *p, const loom_mon_snapshot_t *s)
     if (c->source.status != LOOM_OK)
         return;
     char id[16];
-    fam(p, "loom_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode (/proc/stat).");
+    fam(p, "loom_cpu_seconds_total", "counter",
+        "Seconds the CPUs spent in each mode (/proc/stat).");
     for (size_t i = 0; i < c->n_cores; i++) {
         snprintf(id, sizeof id, "%d", c->cores[i].id);
         for (int k = 0; k < LOOM_MON_CPU_NMODES; k++)
@@ -683,11 +715,13 @@ static void prom_memory(prom_t *p, const loom_mon_memory_t *m)
     } f[] = {
         {"loom_memory_total_bytes", "Total usable RAM (MemTotal).",
          offsetof(loom_mon_memory_t, total_bytes)},
-        {"loom_memory_available_bytes", "RAM available for new work without swapping (MemAvailable).",
+        {"loom_memory_available_bytes",
+         "RAM available for new work without swapping (MemAvailable).",
          offsetof(loom_mon_memory_t, available_bytes)},
         {"loom_memory_used_bytes", "RAM used: total - free - buffers - cached.",
          offsetof(loom_mon_memory_t, used_bytes)},
-        {"loom_memory_free_bytes", "Unused RAM (MemFree).", offsetof(loom_mon_memory_t, free_bytes)},
+        {"loom_memory_free_bytes", "Unused RAM (MemFree).",
+         offsetof(loom_mon_memory_t, free_bytes)},
         {"loom_memory_buffers_bytes", "Block device buffers (Buffers).",
          offsetof(loom_mon_memory_t, buffers_bytes)},
         {"loom_memory_cached_bytes", "Page cache and reclaimable slab (Cached + SReclaimable).",
@@ -765,10 +799,12 @@ static void prom_net(prom_t *p, const loom_mon_net_t *n)
         const char *name, *help;
         size_t off;
     } f[] = {
-        {"loom_network_receive_bytes_total", "Bytes received.", offsetof(loom_mon_netif_t, rx_bytes)},
+        {"loom_network_receive_bytes_total", "Bytes received.",
+         offsetof(loom_mon_netif_t, rx_bytes)},
         {"loom_network_receive_packets_total", "Packets received.",
          offsetof(loom_mon_netif_t, rx_packets)},
-        {"loom_network_receive_errs_total", "Receive errors.", offsetof(loom_mon_netif_t, rx_errors)},
+        {"loom_network_receive_errs_total", "Receive errors.",
+         offsetof(loom_mon_netif_t, rx_errors)},
         {"loom_network_receive_drop_total", "Received packets dropped.",
          offsetof(loom_mon_netif_t, rx_dropped)},
         {"loom_network_receive_multicast_total", "Multicast packets received.",
@@ -826,12 +862,12 @@ static void prom_gpu(prom_t *p, const loom_mon_gpus_t *g)
     if (g->source.status != LOOM_OK)
         return;
     char idx[16];
-#define EACH(field, expr)                                                                        \
-    for (size_t i = 0; i < g->n; i++) {                                                          \
-        const loom_mon_gpu_t *d = &g->gpus[i];                                                   \
-        snprintf(idx, sizeof idx, "%u", d->index);                                               \
-        if (d->field_status[field] == 0)                                                         \
-            sample(p, (expr), "gpu", idx, "uuid", d->uuid, NULL);                                \
+#define EACH(field, expr)                                                                          \
+    for (size_t i = 0; i < g->n; i++) {                                                            \
+        const loom_mon_gpu_t *d = &g->gpus[i];                                                     \
+        snprintf(idx, sizeof idx, "%u", d->index);                                                 \
+        if (d->field_status[field] == 0)                                                           \
+            sample(p, (expr), "gpu", idx, "uuid", d->uuid, NULL);                                  \
     }
     fam(p, "loom_gpu_info", "gauge", "GPU identity (value 1).");
     for (size_t i = 0; i < g->n; i++) {
@@ -931,7 +967,8 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
                        s->power.zones[i].name, NULL);
     }
     if (g & LOOM_MON_THERMAL) {
-        fam(&p, "loom_temperature_celsius", "gauge", "Temperature of a hwmon sensor or thermal zone.");
+        fam(&p, "loom_temperature_celsius", "gauge",
+            "Temperature of a hwmon sensor or thermal zone.");
         for (size_t i = 0; i < s->thermal.n; i++) {
             const loom_mon_temp_t *t = &s->thermal.temps[i];
             if (t->source.status == LOOM_OK)
@@ -969,6 +1006,166 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
     }
     if (g & LOOM_MON_GPU)
         src_up(&p, "gpu", &s->gpu.source);
+    if (p.rc)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------ per-job families */
+
+int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
+                             loom_buf_t *out, loom_err_t *err)
+{
+    prom_t p = {.b = out};
+    static const struct {
+        const char *name, *type, *help;
+        int what;
+    } f[] = {
+        {"loom_job_cgroup_cpu_usage_seconds_total", "counter",
+         "CPU time of the job's cgroup (cpu.stat usage_usec).", 0},
+        {"loom_job_cgroup_cpu_user_seconds_total", "counter", "User CPU time (cpu.stat user_usec).",
+         1},
+        {"loom_job_cgroup_cpu_system_seconds_total", "counter",
+         "System CPU time (cpu.stat system_usec).", 2},
+        {"loom_job_cgroup_cpu_throttled_seconds_total", "counter",
+         "Time throttled by cpu.max (cpu.stat throttled_usec).", 3},
+        {"loom_job_cgroup_cpu_throttled_periods_total", "counter",
+         "Periods throttled (cpu.stat nr_throttled).", 4},
+        {"loom_job_cgroup_memory_bytes", "gauge", "Memory charged to the cgroup (memory.current).",
+         5},
+        {"loom_job_cgroup_memory_peak_bytes", "gauge", "Peak memory of the cgroup (memory.peak).",
+         6},
+        {"loom_job_cgroup_io_read_bytes_total", "counter",
+         "Bytes read (io.stat rbytes, all devices).", 7},
+        {"loom_job_cgroup_io_written_bytes_total", "counter",
+         "Bytes written (io.stat wbytes, all devices).", 8},
+        {"loom_job_cgroup_pressure_stalled_seconds_total", "counter",
+         "PSI stall time of the cgroup (some).", 9},
+        {"loom_job_cgroup_memory_limit_bytes", "gauge",
+         "memory.max of the cgroup (absent: no limit).", 10},
+        {"loom_job_cgroup_oom_kills_total", "counter",
+         "Processes killed by the OOM killer (memory.events oom_kill).", 11},
+        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", 12},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        fam(&p, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; i < n; i++) {
+            const loom_mon_cgroup_t *c = &cgs[i];
+            const char *job = jobs[i];
+            bool cpu = c->cpu_source.status == LOOM_OK, io = c->io_source.status == LOOM_OK;
+            switch (f[k].what) {
+            case 0:
+                if (cpu)
+                    sample(&p, c->cpu_usage_seconds, "job_id", job, NULL);
+                break;
+            case 1:
+                if (cpu)
+                    sample(&p, c->cpu_user_seconds, "job_id", job, NULL);
+                break;
+            case 2:
+                if (cpu)
+                    sample(&p, c->cpu_system_seconds, "job_id", job, NULL);
+                break;
+            case 3:
+                if (cpu)
+                    sample(&p, c->throttled_seconds, "job_id", job, NULL);
+                break;
+            case 4:
+                if (cpu)
+                    sample(&p, (double)c->nr_throttled, "job_id", job, NULL);
+                break;
+            case 5:
+                if (c->memory_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_current_bytes, "job_id", job, NULL);
+                break;
+            case 6:
+                if (c->memory_peak_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_peak_bytes, "job_id", job, NULL);
+                break;
+            case 7:
+                if (io)
+                    sample(&p, (double)c->io_read_bytes, "job_id", job, NULL);
+                break;
+            case 8:
+                if (io)
+                    sample(&p, (double)c->io_write_bytes, "job_id", job, NULL);
+                break;
+            case 10:
+                if (c->memory_max_source.status == LOOM_OK && c->memory_limited)
+                    sample(&p, (double)c->memory_max_bytes, "job_id", job, NULL);
+                break;
+            case 11:
+                if (c->memory_events_source.status == LOOM_OK)
+                    sample(&p, (double)c->memory_oom_kills, "job_id", job, NULL);
+                break;
+            case 12:
+                if (c->pids_source.status == LOOM_OK)
+                    sample(&p, (double)c->pids_current, "job_id", job, NULL);
+                break;
+            case 9: {
+                const loom_mon_psi_t *ps[3] = {&c->cpu_pressure, &c->memory_pressure,
+                                               &c->io_pressure};
+                const char *res[3] = {"cpu", "memory", "io"};
+                for (int r = 0; r < 3; r++)
+                    if (ps[r]->source.status == LOOM_OK)
+                        sample(&p, ps[r]->some.total_seconds, "job_id", job, "resource", res[r],
+                               NULL);
+                break;
+            }
+            }
+        }
+    }
+    if (p.rc)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
+    return LOOM_OK;
+}
+
+int loom_mon_procs_to_prom(const loom_mon_proc_t *procs, const char *const *jobs, size_t n,
+                           loom_buf_t *out, loom_err_t *err)
+{
+    prom_t p = {.b = out};
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+        bool dbl, io;
+    } f[] = {
+        {"loom_job_process_cpu_user_seconds_total", "counter",
+         "User CPU time of the job's processes.", offsetof(loom_mon_proc_t, user_seconds), true,
+         false},
+        {"loom_job_process_cpu_system_seconds_total", "counter",
+         "System CPU time of the job's processes.", offsetof(loom_mon_proc_t, system_seconds), true,
+         false},
+        {"loom_job_process_resident_memory_bytes", "gauge",
+         "Resident memory (sum over the processes).", offsetof(loom_mon_proc_t, rss_bytes), false,
+         false},
+        {"loom_job_process_threads", "gauge", "Threads.", offsetof(loom_mon_proc_t, threads), false,
+         false},
+        {"loom_job_process_processes", "gauge", "Processes in the tree.",
+         offsetof(loom_mon_proc_t, n_processes), false, false},
+        {"loom_job_process_context_switches_total", "counter", "Voluntary context switches.",
+         offsetof(loom_mon_proc_t, voluntary_ctxt_switches), false, false},
+        {"loom_job_process_read_bytes_total", "counter", "Bytes read from storage (/proc/PID/io).",
+         offsetof(loom_mon_proc_t, read_bytes), false, true},
+        {"loom_job_process_written_bytes_total", "counter",
+         "Bytes written to storage (/proc/PID/io).", offsetof(loom_mon_proc_t, write_bytes), false,
+         true},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        fam(&p, f[k].name, f[k].type, f[k].help);
+        for (size_t i = 0; i < n; i++) {
+            const char *base = (const char *)&procs[i] + f[k].off;
+            if (f[k].io && procs[i].io_source.status != LOOM_OK)
+                continue;
+            double v;
+            if (f[k].dbl)
+                v = *(const double *)base;
+            else if (f[k].off == offsetof(loom_mon_proc_t, n_processes))
+                v = *(const uint32_t *)base;
+            else
+                v = (double)*(const uint64_t *)base;
+            sample(&p, v, "job_id", jobs[i], NULL);
+        }
+    }
     if (p.rc)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory writing Prometheus text");
     return LOOM_OK;

@@ -7,7 +7,10 @@
 #include "mon/mon_int.h"
 #include "mon/nvml_api.h"
 
-static const char *sz(uint64_t v, char *out) { return loom_format_size(v, out, 32); }
+static const char *sz(uint64_t v, char *out)
+{
+    return loom_format_size(v, out, 32);
+}
 
 static void rate_sz(loom_buf_t *b, const char *label, double v)
 {
@@ -33,8 +36,9 @@ int loom_mon_to_text(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, lo
     char t1[32], t2[32], t3[32], t4[32];
     char ts[32];
     if (r && r->groups && r->cur_mono_ns != s->mono_ns)
-        return loom_err_set(err, LOOM_EINVAL, "loom_mon_to_text: the rates were computed for "
-                                              "another snapshot");
+        return loom_err_set(err, LOOM_EINVAL,
+                            "loom_mon_to_text: the rates were computed for "
+                            "another snapshot");
     loom_time_format_rfc3339(s->real_ns, ts);
     loom_buf_appendf(b, "%s", ts);
     if (r && r->groups)
@@ -162,8 +166,8 @@ int loom_mon_to_text(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, lo
                 loom_buf_appendf(b, "%-8s %s/%s %.1f C\n", "thermal", x->chip, x->sensor,
                                  x->celsius);
             else
-                loom_buf_appendf(b, "%-8s %s/%s unavailable: %s\n", "thermal", x->chip,
-                                 x->sensor, x->source.reason);
+                loom_buf_appendf(b, "%-8s %s/%s unavailable: %s\n", "thermal", x->chip, x->sensor,
+                                 x->source.reason);
         }
     }
     if (s->groups & LOOM_MON_GPU) {
@@ -212,7 +216,8 @@ int loom_mon_proc_to_text(const loom_mon_proc_t *p, loom_buf_t *b, loom_err_t *e
     loom_buf_appendf(b, "pid %d (%s)%s  processes %u  threads %llu\n", (int)p->pid, p->comm,
                      p->tree ? " and descendants" : "", p->n_processes,
                      (unsigned long long)p->threads);
-    loom_buf_appendf(b, "cpu        user %.2fs  system %.2fs\n", p->user_seconds, p->system_seconds);
+    loom_buf_appendf(b, "cpu        user %.2fs  system %.2fs\n", p->user_seconds,
+                     p->system_seconds);
     loom_buf_appendf(b, "memory     rss %s  vm %s\n", sz(p->rss_bytes, t1), sz(p->vm_bytes, t2));
     loom_buf_appendf(b, "ctxsw      voluntary %llu  involuntary %llu\n",
                      (unsigned long long)p->voluntary_ctxt_switches,
@@ -243,6 +248,15 @@ int loom_mon_cgroup_to_text(const loom_mon_cgroup_t *c, loom_buf_t *b, loom_err_
         loom_buf_appendf(b, "  peak %s\n", sz(c->memory_peak_bytes, t1));
     else
         loom_buf_appendf(b, "  peak unavailable: %s\n", c->memory_peak_source.reason);
+    if (c->memory_max_source.status == LOOM_OK)
+        loom_buf_appendf(b, "limit      %s\n",
+                         c->memory_limited ? sz(c->memory_max_bytes, t1) : "none");
+    if (c->memory_events_source.status == LOOM_OK)
+        loom_buf_appendf(b, "oom        events %llu  kills %llu\n",
+                         (unsigned long long)c->memory_oom_events,
+                         (unsigned long long)c->memory_oom_kills);
+    if (c->pids_source.status == LOOM_OK)
+        loom_buf_appendf(b, "pids       %llu\n", (unsigned long long)c->pids_current);
     if (c->io_source.status == LOOM_OK)
         loom_buf_appendf(b, "io         read %s  written %s\n", sz(c->io_read_bytes, t1),
                          sz(c->io_write_bytes, t2));

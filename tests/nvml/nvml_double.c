@@ -39,12 +39,12 @@
 #include "mon/nvml_api.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAGIC 0x4e564d4cu
+#define MAGIC  0x4e564d4cu
 
 struct nvmlDevice_st {
     unsigned magic;
-    int dev;  /* device index */
-    int mig;  /* -1 for the GPU itself, else MIG slot */
+    int dev; /* device index */
+    int mig; /* -1 for the GPU itself, else MIG slot */
 };
 
 typedef struct mig {
@@ -350,17 +350,17 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t *mem)
     return NVML_SUCCESS;
 }
 
-#define SIMPLE_U(fname, key, type)                                                               \
-    EXPORT nvmlReturn_t fname(nvmlDevice_t h, type *out)                                         \
-    {                                                                                            \
-        dev_t_ *d;                                                                               \
-        int r = enter(#fname, h, &d, NULL);                                                      \
-        if (r)                                                                                   \
-            return r;                                                                            \
-        if (!out)                                                                                \
-            return NVML_ERROR_INVALID_ARGUMENT;                                                  \
-        *out = (type)jull(d->j, key, 0);                                                         \
-        return NVML_SUCCESS;                                                                     \
+#define SIMPLE_U(fname, key, type)                                                                 \
+    EXPORT nvmlReturn_t fname(nvmlDevice_t h, type *out)                                           \
+    {                                                                                              \
+        dev_t_ *d;                                                                                 \
+        int r = enter(#fname, h, &d, NULL);                                                        \
+        if (r)                                                                                     \
+            return r;                                                                              \
+        if (!out)                                                                                  \
+            return NVML_ERROR_INVALID_ARGUMENT;                                                    \
+        *out = (type)jull(d->j, key, 0);                                                           \
+        return NVML_SUCCESS;                                                                       \
     }
 
 SIMPLE_U(nvmlDeviceGetPowerUsage, "power_mw", unsigned)
@@ -411,8 +411,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t h, int counter, uns
         return r;
     if (!kbs || (counter != NVML_PCIE_UTIL_TX_BYTES && counter != NVML_PCIE_UTIL_RX_BYTES))
         return NVML_ERROR_INVALID_ARGUMENT;
-    *kbs = (unsigned)jull(d->j, counter == NVML_PCIE_UTIL_TX_BYTES ? "pcie_tx_kbs" : "pcie_rx_kbs",
-                          0);
+    *kbs =
+        (unsigned)jull(d->j, counter == NVML_PCIE_UTIL_TX_BYTES ? "pcie_tx_kbs" : "pcie_rx_kbs", 0);
     return NVML_SUCCESS;
 }
 
@@ -504,14 +504,12 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsi
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t h, unsigned *count,
                                                              nvmlProcessInfo_t *infos)
 {
-    return procs("nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics_processes", h, count,
-                 infos);
+    return procs("nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics_processes", h, count, infos);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t h,
                                                     nvmlProcessUtilizationSample_t *util,
-                                                    unsigned *count,
-                                                    unsigned long long last_seen)
+                                                    unsigned *count, unsigned long long last_seen)
 {
     dev_t_ *d;
     int r = enter("nvmlDeviceGetProcessUtilization", h, &d, NULL);

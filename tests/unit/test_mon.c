@@ -205,6 +205,22 @@ static void test_fixture(void **st)
     assert_true(fabs(r.core_busy_fraction[0] - 0.5) < 1e-12);
     assert_true(fabs(r.cpu_mode_fraction[LOOM_MON_CPU_USER] - 0.5) < 1e-12);
 
+    /* iowait stepping back (NO_HZ estimate corrected) is not a reset. */
+    {
+        loom_mon_snapshot_t x, y;
+        loom_mon_snapshot_init(&x);
+        loom_mon_snapshot_init(&y);
+        put_file("proc/stat", "cpu  200 0 50 1100 9 0 0 0 0 0\ncpu0 200 0 50 1100 9 0 0 0 0 0\n");
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &x, &e), LOOM_OK);
+        put_file("proc/stat", "cpu  300 0 50 1200 8 0 0 0 0 0\ncpu0 300 0 50 1200 8 0 0 0 0 0\n");
+        usleep(1000);
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &y, &e), LOOM_OK);
+        assert_int_equal(loom_mon_rates(&x, &y, &r, &e), LOOM_OK);
+        assert_true(fabs(r.cpu_busy_fraction - 0.5) < 1e-12);
+        loom_mon_snapshot_free(&x);
+        loom_mon_snapshot_free(&y);
+    }
+
     /* A counter that goes backwards gives NAN, not a huge or negative rate. */
     put_file("proc/stat", "cpu  10 0 50 1100 0 0 0 0 0 0\ncpu0 10 0 50 1100 0 0 0 0 0 0\n");
     loom_mon_snapshot_t c;
@@ -214,6 +230,23 @@ static void test_fixture(void **st)
     assert_int_equal(loom_mon_rates(&b, &c, &r, &e), LOOM_OK);
     assert_true(isnan(r.cpu_busy_fraction));
     assert_int_equal(r.groups, LOOM_MON_CPU);
+
+    /* A /proc/stat larger than the first read buffer (a 400-CPU host):
+     * read whole, in one generation. */
+    {
+        loom_buf_t big = LOOM_BUF_INIT;
+        loom_buf_append_str(&big, "cpu  400 0 0 400 0 0 0 0 0 0\n");
+        for (int i = 0; i < 400; i++)
+            loom_buf_appendf(&big, "cpu%d 1 0 0 1 0 0 0 0 0 0\n", i);
+        assert_true(big.len > 8192);
+        put_file("proc/stat", big.data);
+        loom_buf_free(&big);
+        assert_int_equal(loom_mon_read(m, LOOM_MON_CPU, &c, &e), LOOM_OK);
+        assert_int_equal(c.cpu.source.status, LOOM_OK);
+        assert_int_equal(c.cpu.n_cores, 400);
+        assert_int_equal(c.cpu.cores[399].id, 399);
+        assert_true(isnan(c.cpu.cores[399].freq_hz)); /* no cpufreq file for it */
+    }
 
     /* Malformed /proc/stat: the cpu source reports the parse error. */
     put_file("proc/stat", "cpu  1 2\n");
@@ -419,6 +452,100 @@ static void test_cgroup(void **st)
     loom_mon_close(m);
 }
 
+static void lint_prom(const char *text);
+
+/* A cgroup directory as the kernel lays it out for a job with the cpu, io
+ * and memory controllers (this VM's cgroup2 has none of them enabled). */
+static void test_cgroup_fixture(void **st)
+{
+    (void)st;
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/loom-mon-cg-%d", (int)getpid());
+    mkdir(dir, 0755);
+    snprintf(root, sizeof root, "%s", dir);
+    put_file("cgroup.controllers", "cpu io memory pids\n");
+    put_file("cpu.stat", "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n"
+                         "core_sched.force_idle_usec 0\nnr_periods 10\nnr_throttled 3\n"
+                         "throttled_usec 150000\nnr_bursts 0\nburst_usec 0\n");
+    put_file("memory.current", "1048576\n");
+    put_file("memory.peak", "4194304\n");
+    put_file("memory.max", "8589934592\n");
+    put_file("memory.stat", "anon 700000\nfile 300000\nkernel 48576\nkernel_stack 16384\n"
+                            "pagetables 4096\nshmem 4096\nfile_mapped 0\n");
+    put_file("memory.events", "low 0\nhigh 0\nmax 7\noom 2\noom_kill 1\noom_group_kill 0\n");
+    put_file("io.stat", "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+                        "259:0 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=512 dios=1\n");
+    put_file("memory.pressure", "some avg10=1.50 avg60=0.50 avg300=0.10 total=123456\n"
+                                "full avg10=0.00 avg60=0.00 avg300=0.00 total=789\n");
+    put_file("io.pressure", "some avg10=x\n"); /* malformed: reported, not fatal */
+    loom_mon_t *m;
+    must_open(&m, NULL);
+    loom_mon_cgroup_t c;
+    loom_err_t e;
+    assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
+    assert_int_equal(c.cpu_source.status, LOOM_OK);
+    assert_true(c.cpu_usage_seconds == 2.5);
+    assert_true(c.cpu_system_seconds == 0.5);
+    assert_int_equal(c.nr_throttled, 3);
+    assert_true(c.throttled_seconds == 0.15);
+    assert_int_equal(c.memory_current_bytes, 1048576);
+    assert_int_equal(c.memory_peak_bytes, 4194304);
+    assert_true(c.memory_limited);
+    assert_int_equal(c.memory_max_bytes, 8589934592ull);
+    assert_int_equal(c.memory_anon_bytes, 700000);
+    assert_int_equal(c.memory_kernel_bytes, 48576); /* not kernel_stack */
+    assert_int_equal(c.memory_oom_kills, 1);
+    assert_int_equal(c.memory_oom_events, 2);
+    assert_int_equal(c.memory_max_events, 7);
+    assert_int_equal(c.pids_source.status, LOOM_EUNAVAIL);
+    assert_non_null(strstr(c.pids_source.reason, "pids.current absent"));
+    assert_int_equal(c.io_read_bytes, 4196);
+    assert_int_equal(c.io_write_bytes, 8192);
+    assert_int_equal(c.io_discard_bytes, 512);
+    assert_int_equal(c.memory_pressure.source.status, LOOM_OK);
+    assert_true(c.memory_pressure.full.total_seconds == 789e-6);
+    assert_int_equal(c.cpu_pressure.source.status, LOOM_EUNAVAIL); /* no cpu.pressure file */
+    assert_non_null(strstr(c.cpu_pressure.source.reason, "cpu.pressure absent"));
+    assert_int_equal(c.io_pressure.source.status, LOOM_EINVAL);
+    /* Per-job Prometheus families: one HELP/TYPE for all jobs. */
+    loom_mon_cgroup_t two[2] = {c, c};
+    two[1].memory_source.status = LOOM_EUNAVAIL;
+    const char *jobs[2] = {"j1", "j\"2"};
+    loom_buf_t b = LOOM_BUF_INIT;
+    assert_int_equal(loom_mon_cgroups_to_prom(two, jobs, 2, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_job_cgroup_memory_bytes{job_id=\"j1\"} 1048576\n"));
+    assert_non_null(strstr(b.data, "\nloom_job_cgroup_oom_kills_total{job_id=\"j1\"} 1\n"));
+    assert_non_null(
+        strstr(b.data, "\nloom_job_cgroup_memory_limit_bytes{job_id=\"j1\"} 8589934592\n"));
+    assert_null(strstr(b.data, "loom_job_cgroup_memory_bytes{job_id=\"j\\\"2\"}"));
+    assert_non_null(
+        strstr(b.data, "loom_job_cgroup_cpu_usage_seconds_total{job_id=\"j\\\"2\"} 2.5\n"));
+    assert_non_null(strstr(b.data, "loom_job_cgroup_pressure_stalled_seconds_total{job_id=\"j1\","
+                                   "resource=\"memory\"} 0.123456\n"));
+    loom_buf_reset(&b);
+    loom_mon_proc_t pr[2];
+    assert_int_equal(loom_mon_proc_read(m, getpid(), false, &pr[0], &e), LOOM_OK);
+    assert_int_equal(loom_mon_proc_read(m, getpid(), true, &pr[1], &e), LOOM_OK);
+    assert_int_equal(loom_mon_procs_to_prom(pr, jobs, 2, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_job_process_processes{job_id=\"j1\"} 1\n"));
+    loom_buf_free(&b);
+    put_file("memory.current", "lots\n");
+    put_file("memory.max", "max\n");
+    put_file("pids.current", "12\n");
+    assert_int_equal(loom_mon_cgroup_read(m, dir, &c, &e), LOOM_OK);
+    assert_int_equal(c.memory_source.status, LOOM_EINVAL);
+    assert_non_null(strstr(c.memory_source.reason, "memory.current: line 1: expected an integer"));
+    assert_int_equal(c.memory_max_source.status, LOOM_OK);
+    assert_false(c.memory_limited); /* "max": no limit */
+    assert_int_equal(c.pids_current, 12);
+    loom_mon_close(m);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A small promlint of our own (promtool runs in the integration test):
  * HELP and TYPE before each family's samples, counters end in _total,
  * others do not, no family appears twice. */
@@ -477,6 +604,11 @@ static void test_render(void **st)
     assert_non_null(strstr(b.data, want));
     assert_non_null(strstr(b.data, "loom_mon_source_up{source=\"gpu\",reason=\""));
     loom_buf_reset(&b);
+    assert_int_equal(loom_mon_read_prom(m, LOOM_MON_MEMORY | LOOM_MON_NET, &b, &e), LOOM_OK);
+    lint_prom(b.data);
+    assert_non_null(strstr(b.data, "\nloom_network_receive_bytes_total{device=\"lo\"} "));
+    assert_null(strstr(b.data, "loom_cpu_seconds_total"));
+    loom_buf_reset(&b);
     assert_int_equal(loom_mon_to_json(&s, NULL, &b, &e), LOOM_OK);
     json_t *doc;
     assert_int_equal(loom_json_parse(b.data, b.len, "snap", 0, &doc, &e), LOOM_OK);
@@ -511,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_proc),
         cmocka_unit_test(test_cgroup),
+        cmocka_unit_test(test_cgroup_fixture),
         cmocka_unit_test(test_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

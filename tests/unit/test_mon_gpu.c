@@ -91,9 +91,9 @@ static void test_h200(void **st)
     assert_int_equal(d->util_gpu_pct, 37);
     assert_int_equal(d->memory_total_bytes, 150754820096ull);
     assert_int_equal(d->memory_used_bytes, 52613349376ull);
-    assert_true(d->power_watts == 312.5);                 /* mW -> W */
-    assert_true(d->energy_joules == 123556.789);          /* mJ -> J, one call of +100 J */
-    assert_true(d->sm_clock_hz == 1980e6);                /* MHz -> Hz */
+    assert_true(d->power_watts == 312.5);        /* mW -> W */
+    assert_true(d->energy_joules == 123556.789); /* mJ -> J, one call of +100 J */
+    assert_true(d->sm_clock_hz == 1980e6);       /* MHz -> Hz */
     assert_true(d->memory_clock_hz == 3201e6);
     assert_true(d->pcie_rx_bytes_per_second == 2000 * 1024.0); /* KB/s -> B/s */
     assert_int_equal(d->clocks_event_reasons, 4);
@@ -130,6 +130,18 @@ static void test_h200(void **st)
     assert_string_equal(loom_mon_nvml_error_name(d->field_status[LOOM_MON_GPU_F_PROC_UTIL]),
                         "NVML_ERROR_NOT_SUPPORTED");
     assert_int_equal(d->field_status[LOOM_MON_GPU_F_POWER], 0);
+    /* A deep copy holds its own process and MIG arrays. */
+    loom_mon_snapshot_t cp;
+    loom_mon_snapshot_init(&cp);
+    assert_int_equal(loom_mon_snapshot_copy(&cp, &a, &e), LOOM_OK);
+    assert_int_equal(cp.gpu.n, 3);
+    assert_true(cp.gpu.gpus[0].procs != a.gpu.gpus[0].procs);
+    assert_int_equal(cp.gpu.gpus[0].n_procs, 3);
+    assert_int_equal(cp.gpu.gpus[0].procs[0].sm_util_pct, 60);
+    assert_string_equal(cp.gpu.gpus[1].migs[1].uuid, "MIG-ffffffff-bbbb-cccc-dddd-eeeeeeeeeeee");
+    assert_int_equal(loom_mon_snapshot_copy(&cp, &a, &e), LOOM_OK); /* again: arrays reused */
+    assert_int_equal(cp.gpu.gpus[1].n_migs, 2);
+    loom_mon_snapshot_free(&cp);
     /* Device 2 answers this reading, and is lost in the next. */
     assert_int_equal(g->gpus[2].status, 0);
 
@@ -165,8 +177,9 @@ static void test_h200(void **st)
     json_t *doc;
     assert_int_equal(loom_json_parse(buf.data, buf.len, "gpu", 0, &doc, &e), LOOM_OK);
     json_t *d1 = json_array_get(json_object_get(json_object_get(doc, "gpu"), "devices"), 1);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(d1, "unavailable"), "ecc")),
-                        "NVML_ERROR_NOT_SUPPORTED");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d1, "unavailable"), "ecc")),
+        "NVML_ERROR_NOT_SUPPORTED");
     assert_true(json_is_null(json_object_get(d1, "ecc_corrected_errors")));
     json_decref(doc);
     loom_buf_reset(&buf);

@@ -54,8 +54,7 @@ static void test_stat(void **st)
     assert_int_equal(loom_mon__parse_stat(P("cpuX 1 2 3 4\n"), "s", 100, &c, &e), LOOM_EINVAL);
     assert_int_equal(loom_mon__parse_stat(P("ctxt 5\n"), "s", 100, &c, &e), LOOM_EINVAL);
     assert_string_equal(e.msg, "s: no \"cpu\" line");
-    assert_int_equal(loom_mon__parse_stat(P("cpu 99999999999999999999 1 1 1\n"), "s", 100, &c,
-                                          &e),
+    assert_int_equal(loom_mon__parse_stat(P("cpu 99999999999999999999 1 1 1\n"), "s", 100, &c, &e),
                      LOOM_EINVAL);
     free(c.cores);
 }
@@ -84,9 +83,9 @@ static void test_loadavg_psi(void **st)
     assert_true(fabs(p.full.total_seconds - 12e-6) < 1e-15);
     assert_int_equal(loom_mon__parse_psi(P("some avg10=1 avg60=2\n"), "psi", &p, &e), LOOM_EINVAL);
     assert_string_equal(e.msg, "psi: line 1: expected avg300=");
-    assert_int_equal(loom_mon__parse_psi(P("full avg10=1 avg60=2 avg300=3 total=4\n"), "psi", &p,
-                                         &e),
-                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_mon__parse_psi(P("full avg10=1 avg60=2 avg300=3 total=4\n"), "psi", &p, &e),
+        LOOM_EINVAL);
 }
 
 static void test_meminfo(void **st)
@@ -240,7 +239,7 @@ static void test_pidstat_keyed_iostat(void **st)
     assert_int_equal(loom_mon__parse_iostat(P("8:0 rbytes=100 wbytes=200 rios=1 wios=2 dbytes=0 "
                                               "dios=0\n254:0 rbytes=1 wbytes=2 rios=3 wios=4 "
                                               "dbytes=5 dios=6 cost.usage=77\n"),
-                                           "io.stat", &cg, &e),
+                                            "io.stat", &cg, &e),
                      0);
     assert_int_equal(cg.io_read_bytes, 101);
     assert_int_equal(cg.io_write_bytes, 202);
@@ -263,9 +262,12 @@ static void test_pidstat_keyed_iostat(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stat),     cmocka_unit_test(test_loadavg_psi),
-        cmocka_unit_test(test_meminfo),  cmocka_unit_test(test_diskstats),
-        cmocka_unit_test(test_netdev),   cmocka_unit_test(test_mounts),
+        cmocka_unit_test(test_stat),
+        cmocka_unit_test(test_loadavg_psi),
+        cmocka_unit_test(test_meminfo),
+        cmocka_unit_test(test_diskstats),
+        cmocka_unit_test(test_netdev),
+        cmocka_unit_test(test_mounts),
         cmocka_unit_test(test_pidstat_keyed_iostat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
