@@ -39,8 +39,5 @@ int loom_cmd_prof(int argc, char **argv);
 int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
-int loom_cmd_render(int argc, char **argv);
-int loom_cmd_catalog(int argc, char **argv);
-int loom_cmd_mon(int argc, char **argv);
 
 #endif

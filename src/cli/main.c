@@ -27,9 +27,6 @@ static const struct {
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
-    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
-    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
-    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)
