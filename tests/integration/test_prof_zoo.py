@@ -52,6 +52,15 @@ def catalog_checks(names, parse):
             except SystemExit:
                 check(False, f"{job['name']}: run.py rejects {concrete}")
     check(seen == set(names), "every zoo model has catalog jobs")
+    # The catalog loader (part catalog), where this build has it.
+    loom = os.path.join(BUILD, "loom")
+    if "catalog" in subprocess.run([loom, "--help"], capture_output=True, text=True).stdout:
+        path = os.path.join(SRC, "workloads", "catalogs", "zoo.json")
+        p = subprocess.run([loom, "catalog", "check", path], capture_output=True, text=True)
+        check(p.returncode == 0 and "ok, 27 jobs" in p.stdout,
+              f"loom catalog check accepts zoo.json: {p.stdout}{p.stderr}")
+    else:
+        print("this build has no 'loom catalog': catalog loader check skipped")
 
 
 def main():
