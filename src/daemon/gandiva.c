@@ -153,7 +153,12 @@ void loomd__gandiva_resume(loomd_runner_t *r)
             active_t *b = &r->active[k];
             if (b == a || !had_quantum(r, b, now) || b->alloc.node != a->alloc.node)
                 continue;
-            victims[nv++] = b;
+            bool overlaps = a->alloc.ngpus == 0; /* a CPU job: anyone on the node */
+            for (int i = 0; i < a->alloc.ngpus && !overlaps; i++)
+                for (int j = 0; j < b->alloc.ngpus; j++)
+                    overlaps |= a->alloc.gpus[i] == b->alloc.gpus[j];
+            if (overlaps)
+                victims[nv++] = b;
         }
         if (nv && fits_without(r, a, victims, nv)) {
             for (size_t k = 0; k < nv; k++)
