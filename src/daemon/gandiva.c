@@ -154,9 +154,9 @@ void loomd__gandiva_resume(loomd_runner_t *r)
             if (b == a || !had_quantum(r, b, now) || b->alloc.node != a->alloc.node)
                 continue;
             bool overlaps = a->alloc.ngpus == 0; /* a CPU job: anyone on the node */
-            for (int i = 0; i < a->alloc.ngpus && !overlaps; i++)
-                for (int j = 0; j < b->alloc.ngpus; j++)
-                    overlaps |= a->alloc.gpus[i] == b->alloc.gpus[j];
+            for (int ga = 0; ga < a->alloc.ngpus && !overlaps; ga++)
+                for (int gb = 0; gb < b->alloc.ngpus; gb++)
+                    overlaps |= a->alloc.gpus[ga] == b->alloc.gpus[gb];
             if (overlaps)
                 victims[nv++] = b;
         }
