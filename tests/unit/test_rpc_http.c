@@ -768,6 +768,95 @@ static void slow_clients_do_not_block_others(void **state)
         close(slow[i]);
 }
 
+/* A call the server itself takes longer than idle_timeout (3 s) to answer
+ * is not cut off: the wait is ours, not the client's. */
+static void slow_handler_is_not_a_slow_client(void **state)
+{
+    (void)state;
+    com.delay_ms = 4000;
+    loom_rpc_client_t *c = client(F.url, F.token);
+    json_t *result = NULL;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    int rc = loom_rpc_client_call(c, "commit", NULL, 0, &result, &e);
+    com.delay_ms = 2;
+    if (rc != LOOM_OK)
+        fail_msg("slow call: %s", e.err.msg);
+    assert_string_equal(json_string_value(result), "committed");
+    json_decref(result);
+    /* and the connection is still good for the next call */
+    assert_int_equal(loom_rpc_client_call(c, "sum", NULL, 0, &result, &e), LOOM_OK);
+    json_decref(result);
+    loom_rpc_client_free(c);
+}
+
+/* Over the connection limit, new connections are closed at once while the
+ * ones admitted keep working. */
+static void connection_limit(void **state)
+{
+    (void)state;
+    loom_rpc_server_config_t cfg;
+    loom_rpc_server_config_init(&cfg);
+    cfg.listen = "127.0.0.1:0";
+    cfg.token = F.token;
+    cfg.max_connections = 3;
+    loom_rpc_server_t *s2;
+    loom_err_t err;
+    assert_int_equal(loom_rpc_server_start(&cfg, F.d, &s2, &err), LOOM_OK);
+    uint16_t port = loom_rpc_server_port(s2);
+    int fds[3];
+    for (int i = 0; i < 3; i++) {
+        fds[i] = raw_connect_tcp(port);
+        reply_t r = raw_request(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_int_equal(r.status, 200);
+        loom_buf_free(&r.body);
+    }
+    int extra = raw_connect_tcp(port); /* the kernel accepts; MHD closes it */
+    raw_send(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
+    reply_t r;
+    assert_false(raw_read(extra, &r));
+    close(extra);
+    r = raw_request(fds[0], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.status, 200);
+    loom_buf_free(&r.body);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    loom_rpc_server_stop(s2);
+}
+
+/* IPv6 loopback, where the machine has it. */
+static void ipv6_listen(void **state)
+{
+    (void)state;
+    int probe = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool have = probe >= 0 && bind(probe, (struct sockaddr *)&sa6, sizeof sa6) == 0;
+    if (probe >= 0)
+        close(probe);
+    if (!have) {
+        print_message("no IPv6 loopback here; skipped\n");
+        skip();
+    }
+    loom_rpc_server_config_t cfg;
+    loom_rpc_server_config_init(&cfg);
+    cfg.listen = "[::1]:0";
+    cfg.token = F.token;
+    loom_rpc_server_t *s2;
+    loom_err_t err;
+    assert_int_equal(loom_rpc_server_start(&cfg, F.d, &s2, &err), LOOM_OK);
+    char url[64];
+    snprintf(url, sizeof url, "http://[::1]:%u", loom_rpc_server_port(s2));
+    loom_rpc_client_t *c = client(url, F.token);
+    json_t *result;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    assert_int_equal(loom_rpc_client_call(c, "whoami", NULL, 0, &result, &e), LOOM_OK);
+    assert_non_null(strstr(json_string_value(json_object_get(result, "peer")), "[::1]:"));
+    json_decref(result);
+    loom_rpc_client_free(c);
+    loom_rpc_server_stop(s2);
+}
+
 static void connect_failures(void **state)
 {
     (void)state;
@@ -941,6 +1030,9 @@ int main(void)
         cmocka_unit_test(deferred_over_http),
         cmocka_unit_test(slow_clients_do_not_block_others),
         cmocka_unit_test(slow_clients_time_out),
+        cmocka_unit_test(slow_handler_is_not_a_slow_client),
+        cmocka_unit_test(connection_limit),
+        cmocka_unit_test(ipv6_listen),
         cmocka_unit_test(connect_failures),
         cmocka_unit_test(socket_path_rules),
         cmocka_unit_test(retries_only_when_marked),
