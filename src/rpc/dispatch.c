@@ -517,10 +517,14 @@ static void fail_invalid(loom_rpc_call_t *call, json_t *elem, const char *fmt, .
  * the element's id when it has a usable one, else null. */
 static void fail_invalid(loom_rpc_call_t *call, json_t *elem, const char *fmt, ...)
 {
+    /* "request" for a single request, "request[i]" inside a batch; built
+     * only here, on the error path */
     char detail[512];
+    int n = call->req->batch ? snprintf(detail, sizeof detail, "request[%zu]", call->index)
+                             : snprintf(detail, sizeof detail, "request");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    vsnprintf(detail + n, sizeof detail - (size_t)n, fmt, ap);
     va_end(ap);
     json_t *id = usable_id(elem);
     json_t *resp = error_response(LOOM_RPC_INVALID_REQUEST, NULL, safe_string(detail), id);
@@ -532,11 +536,11 @@ static void fail_invalid(loom_rpc_call_t *call, json_t *elem, const char *fmt, .
 static const char *const member_names[] = {"jsonrpc", "method", "params", "id", NULL};
 
 /* Validates a Request object. On failure completes the call and returns
- * false. where is "" for a single request, "[i]" inside a batch. */
-static bool validate(loom_rpc_call_t *call, json_t *elem, const char *where)
+ * false. */
+static bool validate(loom_rpc_call_t *call, json_t *elem)
 {
     if (!json_is_object(elem)) {
-        fail_invalid(call, elem, "request%s: expected an object, found %s", where,
+        fail_invalid(call, elem, ": expected an object, found %s",
                      loom_json_type_name(elem));
         return false;
     }
@@ -549,34 +553,31 @@ static bool validate(loom_rpc_call_t *call, json_t *elem, const char *where)
             known |= strcmp(key, member_names[i]) == 0;
         if (!known) {
             fail_invalid(call, elem,
-                         "request%s: unexpected member \"%s\" (a Request has jsonrpc, method, "
-                         "params, id)",
-                         where, key);
+                         ": unexpected member \"%s\" (a Request has jsonrpc, method, "
+                         "params, id)", key);
             return false;
         }
     }
     json_t *v = json_object_get(elem, "jsonrpc");
     if (!json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0) {
-        fail_invalid(call, elem, "request%s/jsonrpc: expected \"2.0\", found %s", where,
+        fail_invalid(call, elem, "/jsonrpc: expected \"2.0\", found %s",
                      v && json_is_string(v) ? json_string_value(v) : loom_json_type_name(v));
         return false;
     }
     json_t *m = json_object_get(elem, "method");
     if (!json_is_string(m)) {
-        fail_invalid(call, elem, "request%s/method: expected a string, found %s", where,
+        fail_invalid(call, elem, "/method: expected a string, found %s",
                      loom_json_type_name(m));
         return false;
     }
     json_t *p = json_object_get(elem, "params");
     if (p && !json_is_object(p) && !json_is_array(p)) {
-        fail_invalid(call, elem, "request%s/params: expected an object or an array, found %s",
-                     where, loom_json_type_name(p));
+        fail_invalid(call, elem, "/params: expected an object or an array, found %s", loom_json_type_name(p));
         return false;
     }
     json_t *id = json_object_get(elem, "id");
     if (id && !usable_id(elem)) {
-        fail_invalid(call, elem, "request%s/id: expected a string, a number or null, found %s",
-                     where, loom_json_type_name(id));
+        fail_invalid(call, elem, "/id: expected a string, a number or null, found %s", loom_json_type_name(id));
         return false;
     }
     call->method = json_string_value(m);
@@ -650,10 +651,9 @@ static bool shape_params(loom_rpc_call_t *call, method_t *m)
     return true;
 }
 
-static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *elem,
-                     const char *where)
+static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *elem)
 {
-    if (!validate(call, elem, where))
+    if (!validate(call, elem))
         return;
     method_t *m = find_method(d, call->method);
     if (!m) {
@@ -722,17 +722,17 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
     }
     json_t *root = NULL;
     loom_err_t err;
-    /* The depth limit is checked first and separately: a too-deep body is a
-     * limit (-32600), not a syntax error. */
-    if (too_deep(body, len, d->limits.max_depth)) {
-        snprintf(detail, sizeof detail, "request body nests deeper than %zu levels",
-                 d->limits.max_depth);
-        whole_error(d, LOOM_RPC_INVALID_REQUEST, detail, done, done_ctx);
-        return LOOM_OK;
-    }
-    if (loom_json_parse(body ? body : "", len, "request", d->limits.max_depth + 1, &root, &err) !=
+    if (loom_json_parse(body ? body : "", len, "request", d->limits.max_depth, &root, &err) !=
         LOOM_OK) {
-        whole_error(d, LOOM_RPC_PARSE_ERROR, err.msg, done, done_ctx);
+        /* Too deep (a limit, -32600) or not JSON (-32700)? loom_json_parse
+         * checks depth before parsing, so deep input cost no recursion. */
+        if (too_deep(body ? body : "", len, d->limits.max_depth)) {
+            snprintf(detail, sizeof detail, "request body nests deeper than %zu levels",
+                     d->limits.max_depth);
+            whole_error(d, LOOM_RPC_INVALID_REQUEST, detail, done, done_ctx);
+        } else {
+            whole_error(d, LOOM_RPC_PARSE_ERROR, err.msg, done, done_ctx);
+        }
         return LOOM_OK;
     }
     size_t n = 1;
@@ -776,10 +776,7 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
         calls[i].index = i;
     }
     for (size_t i = 0; i < n; i++) {
-        char where[32] = "";
-        if (batch)
-            snprintf(where, sizeof where, "[%zu]", i);
-        run_call(d, &calls[i], batch ? json_array_get(root, i) : root, where);
+        run_call(d, &calls[i], batch ? json_array_get(root, i) : root);
     }
     request_release(r); /* drop the guard; may finish the request now */
     return LOOM_OK;
