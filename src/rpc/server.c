@@ -64,6 +64,7 @@ typedef struct conn {
 } conn_t;
 
 typedef struct req {
+    loom_rpc_server_t *s;
     conn_t *conn;
     int64_t start_ns;
     int path;
@@ -147,7 +148,7 @@ static void count_request(loom_rpc_server_t *s, req_t *r)
 static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned status,
                                const char *ctype, const char *body, size_t len, bool close)
 {
-    loom_rpc_server_t *s = r->conn ? r->conn->l->s : NULL;
+    loom_rpc_server_t *s = r->s;
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
@@ -159,7 +160,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned stat
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
                                 r->path == PATH_RPC ? "POST" : "GET, HEAD");
-    if (close || (s && atomic_load(&s->draining)))
+    if (close || atomic_load(&s->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -256,6 +257,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     if (!r)
         return NULL;
     r->start_ns = loom_time_mono_ns();
+    r->s = l->s;
     r->conn = conn_of(c);
     r->path = PATH_OTHER;
     r->status = 0;

@@ -560,6 +560,31 @@ static void http_errors(void **state)
     }
 }
 
+/* HEAD /healthz: the headers of GET, no body; the connection stays usable. */
+static void head_healthz(void **state)
+{
+    (void)state;
+    int fd = raw_connect_tcp(F.port);
+    const char *req = "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw_send(fd, req, strlen(req));
+    char buf[1024];
+    size_t have = 0;
+    while (!memmem(buf, have, "\r\n\r\n", 4)) {
+        ssize_t n = recv(fd, buf + have, sizeof buf - have - 1, 0);
+        assert_true(n > 0);
+        have += (size_t)n;
+    }
+    buf[have] = '\0';
+    assert_int_equal(atoi(buf + 9), 200);
+    assert_non_null(strstr(buf, "\r\n\r\n"));
+    assert_string_equal(strstr(buf, "\r\n\r\n"), "\r\n\r\n"); /* no body */
+    reply_t r = raw_request(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body.data, "ok\n");
+    loom_buf_free(&r.body);
+    close(fd);
+}
+
 static void body_too_large(void **state)
 {
     (void)state;
@@ -1025,6 +1050,7 @@ int main(void)
         cmocka_unit_test(auth_required_on_tcp),
         cmocka_unit_test(keep_alive_reuse),
         cmocka_unit_test(http_errors),
+        cmocka_unit_test(head_healthz),
         cmocka_unit_test(body_too_large),
         cmocka_unit_test(metrics_exposition),
         cmocka_unit_test(deferred_over_http),
