@@ -427,7 +427,8 @@ static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c,
         char detail[160];
         snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
                  s->cfg.max_body);
-        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
+        /* the body was read (and dropped): the connection stays in step */
+        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
     }
     set_phase(s, r->conn, PHASE_BUSY);
     loom_buf_t out = LOOM_BUF_INIT;
@@ -534,6 +535,12 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
                 snprintf(detail, sizeof detail,
                          "request body of %llu bytes exceeds the limit of %zu bytes", n,
                          s->cfg.max_body);
+                /* Up to 8 times the limit, read and drop the body, then
+                 * answer: a client still sending would otherwise meet a
+                 * reset instead of the 413 (curl reports "send failure").
+                 * Beyond that, answer at once and close. */
+                if (n / 8 <= s->cfg.max_body)
+                    return defer_error(r, MHD_HTTP_CONTENT_TOO_LARGE, detail);
                 *ret = respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
                 return true;
             }
