@@ -688,6 +688,8 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* MHD's own inactivity timeout is set 2 s beyond idle_timeout_s: the
+ * watchdog closes idle connections (and counts them); MHD's is a backstop. */
 static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
 {
     l->s = s;
@@ -697,7 +699,7 @@ static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+        (unsigned)s->cfg.idle_timeout_s + 2, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
         MHD_OPTION_END);
     if (!l->mhd)

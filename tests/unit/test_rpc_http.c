@@ -523,6 +523,31 @@ static void keep_alive_reuse(void **state)
     close(fd);
 }
 
+/* The server closes an idle keep-alive connection (3 s here); the client's
+ * next call, not marked for retry, opens a new one and succeeds. */
+static void client_survives_idle_close(void **state)
+{
+    (void)state;
+    loom_rpc_client_t *c = client(F.url, F.token);
+    json_t *result;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    assert_int_equal(loom_rpc_client_call(c, "sum", NULL, 0, &result, &e), LOOM_OK);
+    json_decref(result);
+    uint64_t timeouts = metric("loom_http_timeouts_total ");
+    uint64_t accepted = metric("loom_http_connections_total ");
+    /* wait until the server has closed it */
+    for (int i = 0; i < 150 && metric("loom_http_timeouts_total ") == timeouts; i++)
+        usleep(100 * 1000);
+    assert_true(metric("loom_http_timeouts_total ") > timeouts);
+    int rc = loom_rpc_client_call(c, "sum", NULL, 0, &result, &e);
+    if (rc != LOOM_OK)
+        fail_msg("call after idle close: %s", e.err.msg);
+    json_decref(result);
+    assert_true(metric("loom_http_connections_total ") > accepted + 1); /* a new one */
+    loom_rpc_client_free(c);
+}
+
 static void http_errors(void **state)
 {
     (void)state;
@@ -1062,6 +1087,7 @@ int main(void)
         cmocka_unit_test(unix_socket_needs_no_token),
         cmocka_unit_test(auth_required_on_tcp),
         cmocka_unit_test(keep_alive_reuse),
+        cmocka_unit_test(client_survives_idle_close),
         cmocka_unit_test(http_errors),
         cmocka_unit_test(head_healthz),
         cmocka_unit_test(body_too_large),
