@@ -853,6 +853,35 @@ static void slow_handler_is_not_a_slow_client(void **state)
     loom_rpc_client_free(c);
 }
 
+/* The client's total timeout: a call the server answers too late fails as
+ * TIMEOUT (LOOM_ETIMEDOUT), and the client works again afterwards. */
+static void client_total_timeout(void **state)
+{
+    (void)state;
+    com.delay_ms = 1500;
+    loom_rpc_client_config_t cfg;
+    loom_rpc_client_config_init(&cfg);
+    cfg.url = F.url;
+    cfg.token = F.token;
+    cfg.timeout_ms = 300;
+    loom_rpc_client_t *c;
+    loom_err_t err;
+    assert_int_equal(loom_rpc_client_new(&cfg, &c, &err), LOOM_OK);
+    json_t *result = NULL;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    assert_int_equal(loom_rpc_client_call(c, "commit", NULL, 0, &result, &e), LOOM_ETIMEDOUT);
+    assert_int_equal(e.kind, LOOM_RPC_FAIL_TIMEOUT);
+    assert_non_null(strstr(e.err.msg, "timed out"));
+    com.delay_ms = 2;
+    /* let the late commit finish, then the same client goes on */
+    while (loom_rpc_dispatcher_in_flight(F.d) > 0)
+        usleep(10 * 1000);
+    assert_int_equal(loom_rpc_client_call(c, "sum", NULL, 0, &result, &e), LOOM_OK);
+    json_decref(result);
+    loom_rpc_client_free(c);
+}
+
 /* Over the connection limit, new connections are closed at once while the
  * ones admitted keep working. */
 static void connection_limit(void **state)
@@ -1096,6 +1125,7 @@ int main(void)
         cmocka_unit_test(slow_clients_do_not_block_others),
         cmocka_unit_test(slow_clients_time_out),
         cmocka_unit_test(slow_handler_is_not_a_slow_client),
+        cmocka_unit_test(client_total_timeout),
         cmocka_unit_test(connection_limit),
         cmocka_unit_test(ipv6_listen),
         cmocka_unit_test(connect_failures),
