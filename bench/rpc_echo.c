@@ -86,11 +86,19 @@ static loom_rpc_status_t h_deferred(loom_rpc_call_t *call, json_t *params, void 
         com.q = realloc(com.q, com.cap * sizeof *com.q);
     }
     com.q[com.n++] = call;
-    /* wake the committer once per batch (or per single call) */
-    if (loom_rpc_call_index(call) + 1 == loom_rpc_call_batch_size(call))
-        pthread_cond_signal(&com.cv);
     pthread_mutex_unlock(&com.mu);
     return LOOM_RPC_PENDING;
+}
+
+/* Once per request, after its last handler: wake the committer. */
+static void on_dispatched(void *request_ctx, void *ctx)
+{
+    (void)request_ctx;
+    (void)ctx;
+    pthread_mutex_lock(&com.mu);
+    if (com.n)
+        pthread_cond_signal(&com.cv);
+    pthread_mutex_unlock(&com.mu);
 }
 
 /* ------------------------------------------------------------ client side */
@@ -316,6 +324,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_rpc_echo: %s\n", err.msg);
         return 1;
     }
+    loom_rpc_dispatcher_on_dispatched(d, on_dispatched, NULL);
     loom_rpc_server_config_t cfg;
     loom_rpc_server_config_init(&cfg);
     cfg.listen = "127.0.0.1:0";

@@ -155,6 +155,19 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
 int loom_rpc_handle(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
                     loom_buf_t *response);
 
+/* Called on the dispatching thread once per request (single call or whole
+ * batch), after the handlers of all its calls have been invoked and before
+ * its response is awaited; not called for requests rejected as a whole
+ * (parse error, limits, empty batch). A method that queues deferred calls
+ * for a committer (group commit) can use it to kick the committer once per
+ * request. Note that loom_rpc_call_index/_batch_size count every element of
+ * a batch, including invalid ones that never reach a handler, so "index + 1
+ * == batch_size" does not reliably mark the last queued call; this hook
+ * does. Set it before the first dispatch; fn NULL removes it. */
+typedef void (*loom_rpc_dispatched_fn)(void *request_ctx, void *ctx);
+void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
+                                       void *ctx);
+
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 

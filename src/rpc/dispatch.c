@@ -58,6 +58,8 @@ struct loom_rpc_dispatcher {
     method_t unknown; /* metrics of calls that matched no method */
     _Atomic size_t in_flight;
     _Atomic uint64_t requests[REQ_N];
+    loom_rpc_dispatched_fn on_dispatched;
+    void *on_dispatched_ctx;
 };
 
 typedef struct request request_t;
@@ -261,6 +263,13 @@ int loom_rpc_dispatcher_add(loom_rpc_dispatcher_t *d, const char *name, loom_rpc
 nomem:
     method_free(m);
     return loom_err_set(err, LOOM_ENOMEM, "rpc method \"%s\": out of memory", name);
+}
+
+void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
+                                       void *ctx)
+{
+    d->on_dispatched = fn;
+    d->on_dispatched_ctx = ctx;
 }
 
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d)
@@ -778,6 +787,8 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
     for (size_t i = 0; i < n; i++) {
         run_call(d, &calls[i], batch ? json_array_get(root, i) : root);
     }
+    if (d->on_dispatched)
+        d->on_dispatched(request_ctx, d->on_dispatched_ctx);
     request_release(r); /* drop the guard; may finish the request now */
     return LOOM_OK;
 }

@@ -752,6 +752,42 @@ static void deferred_mixed(void **state)
            "{\"jsonrpc\":\"2.0\",\"result\":\"early\",\"id\":\"c\"}]");
 }
 
+/* The dispatched hook: once per request, after the last handler, even when
+ * the last element of a batch is invalid; the worker "commits" on it. */
+static int dispatched_count;
+static void on_dispatched(void *request_ctx, void *ctx)
+{
+    worker_t *w = ctx;
+    assert_string_equal((const char *)request_ctx, "rq");
+    dispatched_count++;
+    pthread_mutex_lock(&w->mu);
+    w->expect = 0; /* commit whatever is queued now */
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void dispatched_hook(void **state)
+{
+    fx_t *f = *state;
+    f->w.expect = 1000; /* never by count: only the hook releases the worker */
+    loom_rpc_dispatcher_on_dispatched(f->d, on_dispatched, &f->w);
+    dispatched_count = 0;
+    json_t *r = send_ctx(f->d,
+                         "[{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":[1],\"id\":1},"
+                         "{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":[2],\"id\":2},"
+                         "{\"foo\":1}]",
+                         "rq");
+    assert_int_equal(json_array_size(r), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 1), "result")), 20);
+    json_decref(r);
+    assert_int_equal(dispatched_count, 1);
+    /* not called for a request rejected as a whole */
+    json_decref(send_ctx(f->d, "[]", "rq"));
+    json_decref(send_ctx(f->d, "{", "rq"));
+    assert_int_equal(dispatched_count, 1);
+    loom_rpc_dispatcher_on_dispatched(f->d, NULL, NULL);
+}
+
 /* The asynchronous entry point: done runs on the completing thread. */
 typedef struct async_result {
     pthread_mutex_t mu;
@@ -944,6 +980,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(deferred_single, setup, teardown),
         cmocka_unit_test_setup_teardown(deferred_batch_of_100, setup, teardown),
         cmocka_unit_test_setup_teardown(deferred_mixed, setup, teardown),
+        cmocka_unit_test_setup_teardown(dispatched_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(async_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(concurrent_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_outcomes, setup, teardown),
