@@ -585,6 +585,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond_error(c, r, r->early_status, r->early_detail, false);
     if (r->path == PATH_RPC)
         return serve_rpc(s, c, r);
+    if (r->path == PATH_HEALTHZ && atomic_load(&s->draining)) /* tell balancers to go */
+        return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                       "stopping\n", 9, true);
     if (r->path == PATH_HEALTHZ)
         return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
     return serve_metrics(s, c, r);
@@ -792,10 +795,18 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
         rc = loom_err_set(err, LOOM_EIO, "rpc server: cannot start the watchdog thread");
         goto fail_unix;
     }
-    if (tcp && (rc = start_mhd(s, &s->tcp, err)) != LOOM_OK)
+    /* If MHD fails to start, whether it closed the socket we handed it is
+     * not documented: forget the fd (a leak on a failed start) rather than
+     * risk closing a number that may already be reused. */
+    if (tcp && (rc = start_mhd(s, &s->tcp, err)) != LOOM_OK) {
+        s->tcp.fd = -1;
         goto fail_watchdog;
-    if (s->socket_copy && (rc = start_mhd(s, &s->unx, err)) != LOOM_OK)
+    }
+    if (s->socket_copy && (rc = start_mhd(s, &s->unx, err)) != LOOM_OK) {
+        s->unx.fd = -1;
+        unlink(s->socket_copy);
         goto fail_mhd;
+    }
     loom_log_info("rpc server listening", "tcp=\"%s\" port=%u unix=\"%s\" auth=%s",
                   tcp ? s->listen_copy : "", s->port, s->socket_copy ? s->socket_copy : "",
                   s->auth ? "token" : "none");

@@ -90,6 +90,13 @@ static void *committer_main(void *arg)
     return NULL;
 }
 
+static void set_delay(int ms)
+{
+    pthread_mutex_lock(&com.mu);
+    com.delay_ms = ms;
+    pthread_mutex_unlock(&com.mu);
+}
+
 static loom_rpc_status_t h_commit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     (void)ctx;
@@ -165,7 +172,7 @@ static int setup(void **state)
                      LOOM_OK);
     pthread_mutex_init(&com.mu, NULL);
     pthread_cond_init(&com.cv, NULL);
-    com.delay_ms = 2;
+    set_delay(2);
     pthread_create(&com.tid, NULL, committer_main, NULL);
     assert_int_equal(start_server(2, 3, "127.0.0.1:0"), LOOM_OK);
     F.queue_size = 17;
@@ -757,7 +764,7 @@ static void *commit_client(void *arg)
 static void deferred_over_http(void **state)
 {
     (void)state;
-    com.delay_ms = 5;
+    set_delay(5);
     int commits0 = atomic_load(&com.commits);
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
@@ -768,7 +775,7 @@ static void deferred_over_http(void **state)
     /* 100 calls, fewer commits than calls is likely but not guaranteed;
      * what must hold is that every call got its answer (checked above). */
     assert_true(commits >= 1 && commits <= 100);
-    com.delay_ms = 2;
+    set_delay(2);
 }
 
 static void slow_clients_time_out(void **state)
@@ -836,13 +843,13 @@ static void slow_clients_do_not_block_others(void **state)
 static void slow_handler_is_not_a_slow_client(void **state)
 {
     (void)state;
-    com.delay_ms = 4000;
+    set_delay(4000);
     loom_rpc_client_t *c = client(F.url, F.token);
     json_t *result = NULL;
     loom_rpc_client_error_t e;
     loom_rpc_client_error_init(&e);
     int rc = loom_rpc_client_call(c, "commit", NULL, 0, &result, &e);
-    com.delay_ms = 2;
+    set_delay(2);
     if (rc != LOOM_OK)
         fail_msg("slow call: %s", e.err.msg);
     assert_string_equal(json_string_value(result), "committed");
@@ -858,7 +865,7 @@ static void slow_handler_is_not_a_slow_client(void **state)
 static void client_total_timeout(void **state)
 {
     (void)state;
-    com.delay_ms = 1500;
+    set_delay(1500);
     loom_rpc_client_config_t cfg;
     loom_rpc_client_config_init(&cfg);
     cfg.url = F.url;
@@ -873,7 +880,7 @@ static void client_total_timeout(void **state)
     assert_int_equal(loom_rpc_client_call(c, "commit", NULL, 0, &result, &e), LOOM_ETIMEDOUT);
     assert_int_equal(e.kind, LOOM_RPC_FAIL_TIMEOUT);
     assert_non_null(strstr(e.err.msg, "timed out"));
-    com.delay_ms = 2;
+    set_delay(2);
     /* let the late commit finish, then the same client goes on */
     while (loom_rpc_dispatcher_in_flight(F.d) > 0)
         usleep(10 * 1000);
@@ -1044,22 +1051,43 @@ static void *call_slow(void *arg)
     return NULL;
 }
 
+static void *stop_server(void *arg)
+{
+    (void)arg;
+    loom_rpc_server_stop(F.s); /* returns after the call in flight was answered */
+    return NULL;
+}
+
 static void graceful_stop(void **state)
 {
     (void)state;
-    com.delay_ms = 500;
+    /* a keep-alive connection opened before the stop */
+    int fd = raw_connect_tcp(F.port);
+    reply_t r = raw_request(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.status, 200);
+    loom_buf_free(&r.body);
+    set_delay(1000);
     int rc = -1;
-    pthread_t t;
+    pthread_t t, stopper;
     pthread_create(&t, NULL, call_slow, &rc);
     while (loom_rpc_dispatcher_in_flight(F.d) == 0)
         usleep(1000);
-    loom_rpc_server_stop(F.s); /* returns after the call was answered */
+    pthread_create(&stopper, NULL, stop_server, NULL);
+    /* while draining: no new connections; the open one hears 503 and close */
+    struct stat st;
+    while (stat(F.sock, &st) == 0) /* the socket file goes first */
+        usleep(1000);
+    r = raw_request(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.status, 503);
+    assert_non_null(strcasestr(r.headers, "Connection: close"));
+    assert_string_equal(r.body.data, "stopping\n");
+    loom_buf_free(&r.body);
+    close(fd);
+    pthread_join(stopper, NULL);
     F.s = NULL;
     pthread_join(t, NULL);
-    assert_int_equal(rc, LOOM_OK);
-    com.delay_ms = 2;
-    struct stat st;
-    assert_int_equal(stat(F.sock, &st), -1); /* socket file removed */
+    assert_int_equal(rc, LOOM_OK); /* the call in flight was answered */
+    set_delay(2);
     loom_rpc_client_t *c = client(F.url, F.token);
     json_t *result;
     loom_rpc_client_error_t e;
