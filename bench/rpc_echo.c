@@ -3,7 +3,7 @@
  * handlers that do no work, so that bench/rpc_submit (the whole stack with
  * the store) can be read against it.
  *
- *   bench_rpc_echo [--out DIR] [--calls N] [--conns C] [--batch B]
+ *   bench_rpc_echo [--out DIR] [--calls N] [--conns C] [--batch B] [--only PHASE]
  *
  * Phases, each on C keep-alive connections (one client thread each), over
  * TCP with a bearer token and over the Unix socket:
@@ -173,8 +173,25 @@ typedef struct phase_result {
     char transport[8];
     long calls;
     double seconds, calls_per_s, p50_ms, p99_ms;
+    double cpu_us_per_call; /* process CPU (client + server threads) per call */
     long failures;
 } phase_result_t;
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void print_result(const phase_result_t *r)
+{
+    printf("%-16s %-4s %8ld calls %7.2f s %10.0f calls/s  p50 %.3f ms  p99 %.3f ms  "
+           "cpu %.1f us/call  failures %ld\n",
+           r->name, r->transport, r->calls, r->seconds, r->calls_per_s, r->p50_ms, r->p99_ms,
+           r->cpu_us_per_call, r->failures);
+    fflush(stdout);
+}
 
 static phase_result_t run_phase(const char *name, const char *transport, const char *url,
                                 const char *token, const char *method, long calls, int conns,
@@ -192,12 +209,14 @@ static phase_result_t run_phase(const char *name, const char *transport, const c
         w[i].requests = requests_total / conns;
         w[i].lat = calloc((size_t)w[i].requests + 1, sizeof(int64_t));
     }
+    double cpu0 = cpu_seconds();
     int64_t t0 = loom_time_mono_ns();
     for (int i = 0; i < conns; i++)
         pthread_create(&t[i], NULL, worker_main, &w[i]);
     for (int i = 0; i < conns; i++)
         pthread_join(t[i], NULL);
     int64_t elapsed = loom_time_mono_ns() - t0;
+    double cpu = cpu_seconds() - cpu0;
     long nreq = 0, fails = 0;
     for (int i = 0; i < conns; i++)
         nreq += w[i].requests;
@@ -222,12 +241,11 @@ static phase_result_t run_phase(const char *name, const char *transport, const c
     r.p50_ms = nreq ? (double)all[nreq / 2] / 1e6 : 0;
     r.p99_ms = nreq ? (double)all[(nreq * 99) / 100] / 1e6 : 0;
     r.failures = fails;
+    r.cpu_us_per_call = r.calls ? cpu * 1e6 / (double)r.calls : 0;
     free(all);
     free(w);
     free(t);
-    printf("%-16s %-4s %8ld calls %7.2f s %10.0f calls/s  p50 %.3f ms  p99 %.3f ms  failures %ld\n",
-           r.name, r.transport, r.calls, r.seconds, r.calls_per_s, r.p50_ms, r.p99_ms, r.failures);
-    fflush(stdout);
+    print_result(&r);
     return r;
 }
 
@@ -246,6 +264,7 @@ static phase_result_t run_dispatch_only(loom_rpc_dispatcher_t *d, long calls, in
     loom_buf_append_char(&body, ']');
     long reps = calls / batch;
     int64_t *lat = calloc((size_t)reps + 1, sizeof *lat);
+    double cpu0 = cpu_seconds();
     int64_t t0 = loom_time_mono_ns();
     long fails = 0;
     for (long r = 0; r < reps; r++) {
@@ -256,6 +275,7 @@ static phase_result_t run_dispatch_only(loom_rpc_dispatcher_t *d, long calls, in
         lat[r] = loom_time_mono_ns() - t;
     }
     int64_t elapsed = loom_time_mono_ns() - t0;
+    double cpu = cpu_seconds() - cpu0;
     qsort(lat, (size_t)reps, sizeof *lat, cmp_i64);
     phase_result_t res = {0};
     snprintf(res.name, sizeof res.name, "dispatch-only");
@@ -266,9 +286,8 @@ static phase_result_t run_dispatch_only(loom_rpc_dispatcher_t *d, long calls, in
     res.p50_ms = (double)lat[reps / 2] / 1e6;
     res.p99_ms = (double)lat[(reps * 99) / 100] / 1e6;
     res.failures = fails;
-    printf("%-16s %-4s %8ld calls %7.2f s %10.0f calls/s  p50 %.3f ms  p99 %.3f ms  failures %ld\n",
-           res.name, res.transport, res.calls, res.seconds, res.calls_per_s, res.p50_ms,
-           res.p99_ms, res.failures);
+    res.cpu_us_per_call = res.calls ? cpu * 1e6 / (double)res.calls : 0;
+    print_result(&res);
     free(lat);
     loom_buf_free(&body);
     loom_buf_free(&out);
@@ -280,21 +299,25 @@ int main(int argc, char **argv)
     const char *out = "docs/bench";
     long calls = 40000;
     int conns = 4, batch = 100;
+    const char *only = NULL; /* run one phase (for profiling); writes no file */
     static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                          {"calls", required_argument, NULL, 'n'},
                                          {"conns", required_argument, NULL, 'c'},
                                          {"batch", required_argument, NULL, 'b'},
+                                         {"only", required_argument, NULL, 'p'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "o:n:c:b:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "o:n:c:b:p:h", opts, NULL)) != -1) {
         switch (o) {
         case 'o': out = optarg; break;
         case 'n': calls = atol(optarg); break;
         case 'c': conns = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
+        case 'p': only = optarg; break;
         case 'h':
-            printf("usage: bench_rpc_echo [--out DIR] [--calls N] [--conns C] [--batch B]\n");
+            printf("usage: bench_rpc_echo [--out DIR] [--calls N] [--conns C] [--batch B]\n"
+                   "                      [--only dispatch-only|single|single-deferred|batch]\n");
             return 0;
         default: return 2;
         }
@@ -339,13 +362,24 @@ int main(int argc, char **argv)
 
     phase_result_t r[7];
     int nr = 0;
-    r[nr++] = run_dispatch_only(d, calls * 10, batch);
-    r[nr++] = run_phase("single", "tcp", url, token, "echo", calls, conns, 0);
-    r[nr++] = run_phase("single-deferred", "tcp", url, token, "deferred", calls, conns, 0);
-    r[nr++] = run_phase("batch", "tcp", url, token, "deferred", calls * 10, conns, batch);
-    r[nr++] = run_phase("single", "unix", unix_url, NULL, "echo", calls, conns, 0);
-    r[nr++] = run_phase("single-deferred", "unix", unix_url, NULL, "deferred", calls, conns, 0);
-    r[nr++] = run_phase("batch", "unix", unix_url, NULL, "deferred", calls * 10, conns, batch);
+#define WANT(p) (!only || strcmp(only, p) == 0)
+    if (WANT("dispatch-only"))
+        r[nr++] = run_dispatch_only(d, calls * 10, batch);
+    if (WANT("single"))
+        r[nr++] = run_phase("single", "tcp", url, token, "echo", calls, conns, 0);
+    if (WANT("single-deferred"))
+        r[nr++] = run_phase("single-deferred", "tcp", url, token, "deferred", calls, conns, 0);
+    if (WANT("batch"))
+        r[nr++] = run_phase("batch", "tcp", url, token, "deferred", calls * 10, conns, batch);
+    if (WANT("single"))
+        r[nr++] = run_phase("single", "unix", unix_url, NULL, "echo", calls, conns, 0);
+    if (WANT("single-deferred"))
+        r[nr++] = run_phase("single-deferred", "unix", unix_url, NULL, "deferred", calls, conns,
+                            0);
+    if (WANT("batch"))
+        r[nr++] = run_phase("batch", "unix", unix_url, NULL, "deferred", calls * 10, conns,
+                            batch);
+#undef WANT
 
     loom_rpc_server_stop(s);
     pthread_mutex_lock(&com.mu);
@@ -363,6 +397,8 @@ int main(int argc, char **argv)
     long fails = 0;
     for (int i = 0; i < nr; i++)
         fails += r[i].failures;
+    if (only)
+        return fails ? 1 : 0;
     char path[512];
     snprintf(path, sizeof path, "%s/rpc_echo.md", out);
     FILE *f = fopen(path, "w");
@@ -388,13 +424,18 @@ int main(int argc, char **argv)
             "(batch phases send 10x the calls)\n"
             "- machine: %s %s, %ld CPUs, load average %.2f at the start (client and server share "
             "the machine)\n- date: %s\n- build: the plain `make` build (RelWithDebInfo)\n\n"
-            "| phase | transport | calls | seconds | calls/s | p50 ms | p99 ms | failures |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|\n",
+            "`cpu us/call` is the process's CPU time (client and server threads together, all "
+            "cores) per call: unlike calls/s it hardly depends on what else the machine runs. "
+            "`dispatch-only` runs on one thread, so on a loaded machine its calls/s shows the "
+            "share of one core it got, not the dispatcher's speed.\n\n"
+            "| phase | transport | calls | seconds | calls/s | p50 ms | p99 ms | cpu us/call | "
+            "failures |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
             calls, conns, batch, u.sysname, u.machine, ncpu, load0, date);
     for (int i = 0; i < nr; i++)
-        fprintf(f, "| %s | %s | %ld | %.2f | %.0f | %.3f | %.3f | %ld |\n", r[i].name,
+        fprintf(f, "| %s | %s | %ld | %.2f | %.0f | %.3f | %.3f | %.1f | %ld |\n", r[i].name,
                 r[i].transport, r[i].calls, r[i].seconds, r[i].calls_per_s, r[i].p50_ms,
-                r[i].p99_ms, r[i].failures);
+                r[i].p99_ms, r[i].cpu_us_per_call, r[i].failures);
     fclose(f);
     printf("wrote %s\n", path);
     return fails ? 1 : 0;
