@@ -126,9 +126,9 @@ static void *worker_main(void *arg)
         w->failures = w->requests;
         return NULL;
     }
-    json_t *params = json_pack("{s:s,s:s,s:{s:i,s:i}}", "name", "bench", "script",
-                               "#!/bin/sh\npython train.py\n", "resources", "cpus", 2,
-                               "gpu_share", 250);
+    json_t *params =
+        json_pack("{s:s,s:s,s:{s:i,s:i}}", "name", "bench", "script",
+                  "#!/bin/sh\npython train.py\n", "resources", "cpus", 2, "gpu_share", 250);
     int n = w->batch ? w->batch : 1;
     loom_rpc_batch_item_t *items = calloc((size_t)n, sizeof *items);
     for (int k = 0; k < n; k++) {
@@ -227,8 +227,7 @@ static phase_result_t run_phase(const char *name, const char *transport, const c
         k += w[i].requests;
         fails += w[i].failures;
         if (w[i].failures)
-            fprintf(stderr, "%s: %ld failures, first: %s\n", name, w[i].failures,
-                    w[i].first_error);
+            fprintf(stderr, "%s: %ld failures, first: %s\n", name, w[i].failures, w[i].first_error);
         free(w[i].lat);
     }
     qsort(all, (size_t)nreq, sizeof *all, cmp_i64);
@@ -374,11 +373,9 @@ int main(int argc, char **argv)
     if (WANT("single"))
         r[nr++] = run_phase("single", "unix", unix_url, NULL, "echo", calls, conns, 0);
     if (WANT("single-deferred"))
-        r[nr++] = run_phase("single-deferred", "unix", unix_url, NULL, "deferred", calls, conns,
-                            0);
+        r[nr++] = run_phase("single-deferred", "unix", unix_url, NULL, "deferred", calls, conns, 0);
     if (WANT("batch"))
-        r[nr++] = run_phase("batch", "unix", unix_url, NULL, "deferred", calls * 10, conns,
-                            batch);
+        r[nr++] = run_phase("batch", "unix", unix_url, NULL, "deferred", calls * 10, conns, batch);
 #undef WANT
 
     loom_rpc_server_stop(s);
@@ -412,26 +409,27 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    fprintf(f,
-            "# bench_rpc_echo — the RPC layer alone\n\n"
-            "Client (libcurl, keep-alive) → HTTP/1.1 → libmicrohttpd (thread per connection) → "
-            "JSON-RPC dispatcher → a handler that does no work (`echo`), or one whose calls a "
-            "committer thread completes (`deferred`: the group-commit path without a disk). "
-            "The ceiling against which `rpc_submit` (with the store) can be read. Latency is per "
-            "HTTP request (a whole batch for `batch`); `dispatch-only` is the dispatcher in-process "
-            "(a batch through `loom_rpc_handle`, no HTTP, no client).\n\n"
-            "- command: `build/bench_rpc_echo --calls %ld --conns %d --batch %d` "
-            "(batch phases send 10x the calls)\n"
-            "- machine: %s %s, %ld CPUs, load average %.2f at the start (client and server share "
-            "the machine)\n- date: %s\n- build: the plain `make` build (RelWithDebInfo)\n\n"
-            "`cpu us/call` is the process's CPU time (client and server threads together, all "
-            "cores) per call: unlike calls/s it hardly depends on what else the machine runs. "
-            "`dispatch-only` runs on one thread, so on a loaded machine its calls/s shows the "
-            "share of one core it got, not the dispatcher's speed.\n\n"
-            "| phase | transport | calls | seconds | calls/s | p50 ms | p99 ms | cpu us/call | "
-            "failures |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-            calls, conns, batch, u.sysname, u.machine, ncpu, load0, date);
+    fprintf(
+        f,
+        "# bench_rpc_echo — the RPC layer alone\n\n"
+        "Client (libcurl, keep-alive) → HTTP/1.1 → libmicrohttpd (thread per connection) → "
+        "JSON-RPC dispatcher → a handler that does no work (`echo`), or one whose calls a "
+        "committer thread completes (`deferred`: the group-commit path without a disk). "
+        "The ceiling against which `rpc_submit` (with the store) can be read. Latency is per "
+        "HTTP request (a whole batch for `batch`); `dispatch-only` is the dispatcher in-process "
+        "(a batch through `loom_rpc_handle`, no HTTP, no client).\n\n"
+        "- command: `build/bench_rpc_echo --calls %ld --conns %d --batch %d` "
+        "(batch phases send 10x the calls)\n"
+        "- machine: %s %s, %ld CPUs, load average %.2f at the start (client and server share "
+        "the machine)\n- date: %s\n- build: the plain `make` build (RelWithDebInfo)\n\n"
+        "`cpu us/call` is the process's CPU time (client and server threads together, all "
+        "cores) per call: unlike calls/s it hardly depends on what else the machine runs. "
+        "`dispatch-only` runs on one thread, so on a loaded machine its calls/s shows the "
+        "share of one core it got, not the dispatcher's speed.\n\n"
+        "| phase | transport | calls | seconds | calls/s | p50 ms | p99 ms | cpu us/call | "
+        "failures |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        calls, conns, batch, u.sysname, u.machine, ncpu, load0, date);
     for (int i = 0; i < nr; i++)
         fprintf(f, "| %s | %s | %ld | %.2f | %.0f | %.3f | %.3f | %.1f | %ld |\n", r[i].name,
                 r[i].transport, r[i].calls, r[i].seconds, r[i].calls_per_s, r[i].p50_ms,

@@ -34,9 +34,13 @@ enum {
     OUT_APP,
     OUT_N
 };
-static const char *const outcome_name[OUT_N] = {
-    "ok", "parse_error", "invalid_request", "method_not_found", "invalid_params", "internal_error",
-    "app_error"};
+static const char *const outcome_name[OUT_N] = {"ok",
+                                                "parse_error",
+                                                "invalid_request",
+                                                "method_not_found",
+                                                "invalid_params",
+                                                "internal_error",
+                                                "app_error"};
 
 typedef struct method {
     char *name;
@@ -66,14 +70,14 @@ typedef struct request request_t;
 
 struct loom_rpc_call {
     request_t *req;
-    method_t *m;          /* NULL for invalid elements and unknown methods */
-    const char *method;   /* borrowed from req->root */
-    json_t *id;           /* borrowed; NULL for notifications */
-    json_t *params;       /* borrowed or owned (converted positional params) */
+    method_t *m;        /* NULL for invalid elements and unknown methods */
+    const char *method; /* borrowed from req->root */
+    json_t *id;         /* borrowed; NULL for notifications */
+    json_t *params;     /* borrowed or owned (converted positional params) */
     bool params_owned;
     size_t index;
     int64_t start_ns;
-    json_t *response;     /* set at completion; NULL for notifications */
+    json_t *response; /* set at completion; NULL for notifications */
     atomic_int completed;
 };
 
@@ -311,9 +315,9 @@ static int method_latency(const method_t *m, loom_buf_t *out)
 
 int loom_rpc_dispatcher_metrics(const loom_rpc_dispatcher_t *d, loom_buf_t *out)
 {
-    int rc = loom_buf_append_str(out,
-                                 "# HELP loom_rpc_calls_total JSON-RPC calls by method and outcome.\n"
-                                 "# TYPE loom_rpc_calls_total counter\n");
+    int rc = loom_buf_append_str(
+        out, "# HELP loom_rpc_calls_total JSON-RPC calls by method and outcome.\n"
+             "# TYPE loom_rpc_calls_total counter\n");
     for (size_t i = 0; i < d->nmethods && rc == LOOM_OK; i++)
         rc = method_metrics(d->methods[i], out);
     if (rc == LOOM_OK)
@@ -338,9 +342,9 @@ int loom_rpc_dispatcher_metrics(const loom_rpc_dispatcher_t *d, loom_buf_t *out)
                                  "# HELP loom_rpc_requests_total JSON-RPC request bodies by kind.\n"
                                  "# TYPE loom_rpc_requests_total counter\n");
     for (int k = 0; k < REQ_N && rc == LOOM_OK; k++)
-        rc = loom_buf_appendf(out, "loom_rpc_requests_total{kind=\"%s\"} %llu\n", kind[k],
-                              (unsigned long long)atomic_load(
-                                  &((loom_rpc_dispatcher_t *)d)->requests[k]));
+        rc = loom_buf_appendf(
+            out, "loom_rpc_requests_total{kind=\"%s\"} %llu\n", kind[k],
+            (unsigned long long)atomic_load(&((loom_rpc_dispatcher_t *)d)->requests[k]));
     return rc;
 }
 
@@ -472,8 +476,8 @@ void loom_rpc_call_invalid_param(loom_rpc_call_t *call, const char *param, const
 void loom_rpc_call_fail_params(loom_rpc_call_t *call, const loom_err_t *err)
 {
     const char *msg = err && err->msg[0] ? err->msg : "invalid parameters";
-    loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS, json_pack("{s:o}", "detail", safe_string(msg)),
-                        "Invalid params: %s", msg);
+    loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS,
+                        json_pack("{s:o}", "detail", safe_string(msg)), "Invalid params: %s", msg);
 }
 
 const char *loom_rpc_call_method(const loom_rpc_call_t *call)
@@ -549,8 +553,7 @@ static const char *const member_names[] = {"jsonrpc", "method", "params", "id", 
 static bool validate(loom_rpc_call_t *call, json_t *elem)
 {
     if (!json_is_object(elem)) {
-        fail_invalid(call, elem, ": expected an object, found %s",
-                     loom_json_type_name(elem));
+        fail_invalid(call, elem, ": expected an object, found %s", loom_json_type_name(elem));
         return false;
     }
     const char *key;
@@ -563,7 +566,8 @@ static bool validate(loom_rpc_call_t *call, json_t *elem)
         if (!known) {
             fail_invalid(call, elem,
                          ": unexpected member \"%s\" (a Request has jsonrpc, method, "
-                         "params, id)", key);
+                         "params, id)",
+                         key);
             return false;
         }
     }
@@ -575,18 +579,19 @@ static bool validate(loom_rpc_call_t *call, json_t *elem)
     }
     json_t *m = json_object_get(elem, "method");
     if (!json_is_string(m)) {
-        fail_invalid(call, elem, "/method: expected a string, found %s",
-                     loom_json_type_name(m));
+        fail_invalid(call, elem, "/method: expected a string, found %s", loom_json_type_name(m));
         return false;
     }
     json_t *p = json_object_get(elem, "params");
     if (p && !json_is_object(p) && !json_is_array(p)) {
-        fail_invalid(call, elem, "/params: expected an object or an array, found %s", loom_json_type_name(p));
+        fail_invalid(call, elem, "/params: expected an object or an array, found %s",
+                     loom_json_type_name(p));
         return false;
     }
     json_t *id = json_object_get(elem, "id");
     if (id && !usable_id(elem)) {
-        fail_invalid(call, elem, "/id: expected a string, a number or null, found %s", loom_json_type_name(id));
+        fail_invalid(call, elem, "/id: expected a string, a number or null, found %s",
+                     loom_json_type_name(id));
         return false;
     }
     call->method = json_string_value(m);
@@ -615,8 +620,9 @@ static bool shape_params(loom_rpc_call_t *call, method_t *m)
     if (json_is_array(p)) {
         if (json_array_size(p) > m->nparams) {
             loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS,
-                                json_pack("{s:s,s:i}", "expected", "at most this many positional "
-                                                                   "parameters",
+                                json_pack("{s:s,s:i}", "expected",
+                                          "at most this many positional "
+                                          "parameters",
                                           "max", (json_int_t)m->nparams),
                                 "Invalid params: %s takes at most %zu positional parameters, "
                                 "found %zu",
@@ -646,12 +652,12 @@ static bool shape_params(loom_rpc_call_t *call, method_t *m)
                 loom_buf_t names = LOOM_BUF_INIT;
                 for (size_t i = 0; i < m->nparams; i++)
                     loom_buf_appendf(&names, "%s%s", i ? ", " : "", m->params[i]);
-                loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS,
-                                    json_pack("{s:s,s:s}", "param", key, "expected",
-                                              "a known parameter"),
-                                    "Invalid params: '%s': unknown parameter of %s (expected "
-                                    "one of: %s)",
-                                    key, m->name, names.data ? names.data : "none");
+                loom_rpc_call_failf(
+                    call, LOOM_RPC_INVALID_PARAMS,
+                    json_pack("{s:s,s:s}", "param", key, "expected", "a known parameter"),
+                    "Invalid params: '%s': unknown parameter of %s (expected "
+                    "one of: %s)",
+                    key, m->name, names.data ? names.data : "none");
                 loom_buf_free(&names);
                 return false;
             }

@@ -47,7 +47,7 @@
 enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_N };
 static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other"};
 static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
-#define N_STATUS (sizeof status_codes / sizeof status_codes[0])
+#define N_STATUS    (sizeof status_codes / sizeof status_codes[0])
 #define MAX_SOURCES 32
 
 typedef enum phase { PHASE_IDLE, PHASE_REQUEST, PHASE_BUSY } phase_t;
@@ -179,9 +179,9 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, req_t *r, unsigne
         int n = snprintf(text, sizeof text, "%s\n", detail);
         return respond(c, r, status, "text/plain; charset=utf-8", text, (size_t)n, close);
     }
-    json_t *body = json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
-                             LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data",
-                             detail, "id");
+    json_t *body =
+        json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
+                  LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data", detail, "id");
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     enum MHD_Result ret = respond(c, r, status, "application/json", text ? text : "{}",
@@ -415,8 +415,7 @@ static enum MHD_Result serve_metrics(loom_rpc_server_t *s, struct MHD_Connection
         ret = respond(c, r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                       b.data ? b.data : "", b.len, false);
     else
-        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "a metrics source failed",
-                            false);
+        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "a metrics source failed", false);
     loom_buf_free(&b);
     return ret;
 }
@@ -432,8 +431,8 @@ static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c,
     }
     set_phase(s, r->conn, PHASE_BUSY);
     loom_buf_t out = LOOM_BUF_INIT;
-    int rc = loom_rpc_handle(s->d, r->body.data ? r->body.data : "", r->body.len, &r->transport,
-                             &out);
+    int rc =
+        loom_rpc_handle(s->d, r->body.data ? r->body.data : "", r->body.len, &r->transport, &out);
     set_phase(s, r->conn, PHASE_REQUEST);
     enum MHD_Result ret;
     if (rc != LOOM_OK)
@@ -498,8 +497,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         r->path = PATH_METRICS;
     describe_peer(l, c, &r->transport);
 
-    bool needs_token = s->auth && !l->is_unix &&
-                       !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
+    bool needs_token =
+        s->auth && !l->is_unix && !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
     if (needs_token && !authorized(s, c)) {
         return defer_error(r, MHD_HTTP_UNAUTHORIZED,
                            "missing or wrong bearer token: send 'Authorization: Bearer "
@@ -550,9 +549,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     listener_t *l = cls;
@@ -605,8 +603,8 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     const char *h = addr;
     if (addr[0] == '[') {
         if (hlen < 2 || addr[hlen - 1] != ']')
-            return loom_err_set(err, LOOM_EINVAL,
-                                "listen address '%s': expected [IPV6]:PORT", addr);
+            return loom_err_set(err, LOOM_EINVAL, "listen address '%s': expected [IPV6]:PORT",
+                                addr);
         h = addr + 1;
         hlen -= 2;
     }
@@ -618,7 +616,8 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     if (loom_parse_i64(colon + 1, 0, 65535, &p, "port", err) != LOOM_OK)
         return loom_err_prefix(err, "listen address '%s'", addr);
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, colon + 1, &hints, &ai);
@@ -698,13 +697,13 @@ static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
     l->s = s;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    l->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)s->cfg.idle_timeout_s + 2, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
-        MHD_OPTION_END);
+    l->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
+                              mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s + 2,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED,
+                              on_completed, l, MHD_OPTION_END);
     if (!l->mhd)
         return loom_err_set(err, LOOM_EIO, "cannot start the HTTP server on the %s listener",
                             l->is_unix ? "Unix socket" : "TCP");

@@ -417,7 +417,8 @@ static void unix_socket_needs_no_token(void **state)
     int fd = raw_connect_unix(F.sock);
     for (int i = 0; i < 2; i++) {
         reply_t r = raw_request(
-            fd, rpc_post("{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[5],\"id\":1}", false));
+            fd,
+            rpc_post("{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[5],\"id\":1}", false));
         assert_int_equal(r.status, 200);
         assert_string_equal(r.body.data, "{\"jsonrpc\":\"2.0\",\"result\":5,\"id\":1}");
         loom_buf_free(&r.body);
@@ -514,7 +515,8 @@ static void keep_alive_reuse(void **state)
     int fd = raw_connect_tcp(F.port);
     for (int i = 0; i < 5; i++) {
         reply_t r = raw_request(
-            fd, rpc_post("{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,1],\"id\":7}", true));
+            fd,
+            rpc_post("{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,1],\"id\":7}", true));
         assert_int_equal(r.status, 200);
         assert_null(strcasestr(r.headers, "Connection: close"));
         loom_buf_free(&r.body);
@@ -571,8 +573,8 @@ static void http_errors(void **state)
         {"GET", "/", "", 404},
         {"GET", "/rpc/x", "", 404},
         {"POST", "/rpc", "Content-Type: text/plain\r\nContent-Length: 2\r\n", 415},
-        {"POST", "/rpc",
-         "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 2\r\n", 415},
+        {"POST", "/rpc", "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 2\r\n",
+         415},
         {"GET", "/healthz?x=1", "", 200},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -583,8 +585,8 @@ static void http_errors(void **state)
                  strstr(cases[i].extra, "Length: 2") ? "[]" : "");
         reply_t r = raw_request(fd, req);
         if (r.status != cases[i].status)
-            fail_msg("%s %s: expected %d, got %d", cases[i].method, cases[i].path,
-                     cases[i].status, r.status);
+            fail_msg("%s %s: expected %d, got %d", cases[i].method, cases[i].path, cases[i].status,
+                     r.status);
         if (r.status == 405)
             assert_non_null(strcasestr(r.headers, "\r\nAllow: "));
         loom_buf_free(&r.body);
@@ -663,7 +665,8 @@ static void body_too_large(void **state)
     loom_buf_t big = LOOM_BUF_INIT;
     loom_buf_append_str(&big, "{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[\"");
     for (int i = 0; i < 1100000 / 64; i++)
-        loom_buf_append_str(&big, "0123456789012345678901234567890123456789012345678901234567890123");
+        loom_buf_append_str(&big,
+                            "0123456789012345678901234567890123456789012345678901234567890123");
     loom_buf_append_str(&big, "\"],\"id\":1}");
     long status = 0;
     loom_buf_t out = LOOM_BUF_INIT;
@@ -729,7 +732,8 @@ static void metrics_exposition(void **state)
             fail_msg("metrics lack '%s'", want[i]);
     /* every sample line is NAME{...} VALUE or NAME VALUE */
     char *save = NULL;
-    for (char *line = strtok_r(r.body.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    for (char *line = strtok_r(r.body.data, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
         if (line[0] == '#')
             continue;
         char *sp = strrchr(line, ' ');
@@ -784,7 +788,8 @@ static void slow_clients_time_out(void **state)
     /* the request line and headers trickle in: closed after request_timeout
      * (2 s here) although every byte resets MHD's inactivity timer */
     int slow = raw_connect_tcp(F.port);
-    const char *req = "POST /rpc HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+    const char *req = "POST /rpc HTTP/1.1\r\nHost: x\r\nX-Pad: "
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
     bool closed = false;
     for (size_t i = 0; req[i] && !closed; i++) {
         send(slow, req + i, 1, MSG_NOSIGNAL);
