@@ -308,7 +308,7 @@ static void *watchdog_main(void *arg)
         }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
+        ts.tv_nsec += 200L * 1000 * 1000; /* wake every 200 ms */
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
@@ -638,9 +638,13 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
                               "cannot listen on '%s'", addr);
     }
     freeaddrinfo(ai);
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        int e = errno;
+        close(fd);
+        return loom_err_errno(err, LOOM_EIO, e, "listen address '%s': getsockname", addr);
+    }
     *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     *out_fd = fd;
@@ -653,7 +657,7 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
     if (strlen(path) >= sizeof sa.sun_path)
         return loom_err_set(err, LOOM_EINVAL, "socket path '%s': longer than %zu bytes", path,
                             sizeof sa.sun_path - 1);
-    strcpy(sa.sun_path, path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
