@@ -16,6 +16,8 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
 static void usage(FILE *f)
