@@ -16,6 +16,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,411 @@
+/* loom rpc: JSON-RPC 2.0, transport-free codec and dispatcher, an HTTP server
+ * (libmicrohttpd) and an HTTP client (libcurl).
+ *
+ * Three layers, each usable alone:
+ *
+ *  1. The dispatcher (loom_rpc_dispatcher_t) takes the bytes of one request
+ *     body — a single call or a batch — and produces the bytes of the response
+ *     body (or nothing, when every call was a notification). It implements the
+ *     JSON-RPC 2.0 specification completely: params by name and by position,
+ *     batches, notifications, the standard errors -32700/-32600/-32601/-32602/
+ *     -32603 with the messages the specification's examples show. It knows
+ *     nothing of HTTP.
+ *
+ *     A handler may finish its call at once or later, from ANY thread
+ *     ("deferred completion"): it returns LOOM_RPC_PENDING and someone calls
+ *     loom_rpc_call_complete() / loom_rpc_call_fail() afterwards. The response
+ *     is assembled when every call of the request (one call, or the whole
+ *     batch) is complete. This lets a committer thread acknowledge a batch of
+ *     100 job.submit calls after one SQLite transaction.
+ *
+ *  2. The server (loom_rpc_server_t): HTTP/1.1 `POST /rpc`, `GET /healthz`,
+ *     `GET /metrics` on TCP and/or a Unix socket, keep-alive, bearer-token
+ *     auth on TCP, limits (body, connections, idle and request timeouts).
+ *
+ *  3. The client (loom_rpc_client_t): one keep-alive connection, timeouts,
+ *     retries with backoff for calls the caller marks as safe to repeat.
+ *
+ * Auth tokens (loom_rpc_token_*) are 256 random bits written as 64 lower-case
+ * hex characters to STATE_DIR/token (mode 0600).
+ *
+ * Wire contract and limits: docs/rpc.md. Threading: the dispatcher and server
+ * are thread-safe once all methods are added; a client is used by one thread
+ * at a time.
+ */
+#ifndef LOOM_RPC_H
+#define LOOM_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "loom/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ error codes */
+
+/* Standard JSON-RPC 2.0 error codes. */
+enum {
+    LOOM_RPC_PARSE_ERROR = -32700,      /* "Parse error": invalid JSON */
+    LOOM_RPC_INVALID_REQUEST = -32600,  /* "Invalid Request": not a Request object, or a limit */
+    LOOM_RPC_METHOD_NOT_FOUND = -32601, /* "Method not found" */
+    LOOM_RPC_INVALID_PARAMS = -32602,   /* "Invalid params" */
+    LOOM_RPC_INTERNAL_ERROR = -32603,   /* "Internal error" */
+    /* Application ("server") errors: -32099 .. -32000. Their meanings are
+     * listed in docs/protocol.md by whoever defines them. */
+    LOOM_RPC_APP_ERROR_FIRST = -32099,
+    LOOM_RPC_APP_ERROR_LAST = -32000
+};
+
+/* The specification's message for a standard code ("Parse error", ...), or
+ * "Server error" for -32099..-32000, or NULL for any other code. */
+const char *loom_rpc_error_message(int code);
+
+/* ------------------------------------------------------------- dispatcher */
+
+typedef struct loom_rpc_dispatcher loom_rpc_dispatcher_t;
+typedef struct loom_rpc_call loom_rpc_call_t;
+
+/* What a handler returns. */
+typedef enum loom_rpc_status {
+    /* The handler has completed the call (loom_rpc_call_complete or _fail)
+     * before returning. Returning DONE without completing is a bug; the
+     * dispatcher then answers -32603 "Internal error". */
+    LOOM_RPC_DONE = 0,
+    /* The call will be completed later, exactly once, from any thread. The
+     * call object stays valid until it is completed (and no longer). It may
+     * already have been completed by another thread when the handler
+     * returns PENDING; that is fine. */
+    LOOM_RPC_PENDING = 1
+} loom_rpc_status_t;
+
+/* A method handler. params is NULL when the request had no "params" member,
+ * otherwise an object or an array (borrowed; valid until the call is
+ * completed — json_incref it to keep it longer). When the method was added
+ * with parameter names, positional params have already been turned into an
+ * object, so the handler always sees an object (or NULL). ctx is the pointer
+ * given to loom_rpc_dispatcher_add. Handlers run on the thread that called
+ * loom_rpc_dispatch / loom_rpc_handle, one call after another in batch order. */
+typedef loom_rpc_status_t (*loom_rpc_handler_fn)(loom_rpc_call_t *call, json_t *params, void *ctx);
+
+/* Flags for loom_rpc_dispatcher_add. */
+enum {
+    /* With param_names: a named parameter not in the list is -32602. */
+    LOOM_RPC_STRICT_PARAMS = 1u << 0,
+    /* The method takes no parameters: "params" must be absent, [] or {}. */
+    LOOM_RPC_NO_PARAMS = 1u << 1
+};
+
+/* Input limits of the dispatcher. Zero in a field means its default. */
+typedef struct loom_rpc_limits {
+    size_t max_body;  /* bytes of one request body; default 1 MiB (1048576) */
+    size_t max_depth; /* JSON nesting depth; default 64 */
+    size_t max_batch; /* calls in one batch; default 1000 */
+} loom_rpc_limits_t;
+
+/* Creates a dispatcher. limits may be NULL (all defaults). */
+int loom_rpc_dispatcher_new(const loom_rpc_limits_t *limits, loom_rpc_dispatcher_t **out,
+                            loom_err_t *err);
+/* Frees the dispatcher. No request may be in progress. NULL is fine. */
+void loom_rpc_dispatcher_free(loom_rpc_dispatcher_t *d);
+/* The effective limits (defaults filled in). */
+loom_rpc_limits_t loom_rpc_dispatcher_limits(const loom_rpc_dispatcher_t *d);
+
+/* Adds a method. name must be non-empty and must not start with "rpc."
+ * (reserved by the specification); a name may be added once (LOOM_EEXIST).
+ *
+ * param_names, if not NULL, is a NULL-terminated list of the method's
+ * parameter names in positional order. Then a call may pass params by
+ * position ([a, b]) or by name ({"x": a, "y": b}); positional params are
+ * converted to an object before the handler runs (more positional values
+ * than names is -32602). With param_names NULL the handler gets params as
+ * sent. The list is copied.
+ *
+ * Add every method before the first dispatch; adding is not synchronised
+ * with dispatching. */
+int loom_rpc_dispatcher_add(loom_rpc_dispatcher_t *d, const char *name, loom_rpc_handler_fn fn,
+                            void *ctx, const char *const *param_names, unsigned flags,
+                            loom_err_t *err);
+
+/* Called once with the response of a request: `response` is the response
+ * body (compact JSON, NUL-terminated, len bytes), or NULL with len 0 when
+ * the request produced no response (notifications only). The buffer is
+ * valid only during the callback. May run on the dispatching thread (before
+ * loom_rpc_dispatch returns) or on the thread completing the last call. */
+typedef void (*loom_rpc_done_fn)(const char *response, size_t len, void *done_ctx);
+
+/* Asynchronous entry point: parses body[0..len), runs the handlers and calls
+ * done(…) exactly once when every call is complete. request_ctx is made
+ * available to handlers via loom_rpc_call_request_ctx (e.g. the transport a
+ * request came on). Returns LOOM_OK, or LOOM_ENOMEM if nothing could be
+ * started (then done is not called). Errors in the request itself are
+ * JSON-RPC error responses, not return codes. */
+int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
+                      loom_rpc_done_fn done, void *done_ctx);
+
+/* Synchronous entry point: like loom_rpc_dispatch, but waits (on a
+ * condition variable) until every call is complete and appends the response
+ * body to *response (nothing is appended when there is no response; the
+ * caller resets the buffer). This is what the HTTP server uses. */
+int loom_rpc_handle(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
+                    loom_buf_t *response);
+
+/* Calls in progress (dispatched, not yet completed), for metrics. */
+size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
+
+/* Appends the dispatcher's Prometheus families (text format 0.0.4):
+ *   loom_rpc_calls_total{method,outcome}            counter
+ *   loom_rpc_call_duration_seconds{method}          histogram
+ *   loom_rpc_calls_in_flight                        gauge
+ *   loom_rpc_requests_total{kind}                   counter (single|batch|invalid)
+ * method is a registered name or "_unknown"; outcome is "ok",
+ * "parse_error", "invalid_request", "method_not_found", "invalid_params",
+ * "internal_error" or "app_error". Notifications count like calls. */
+int loom_rpc_dispatcher_metrics(const loom_rpc_dispatcher_t *d, loom_buf_t *out);
+
+/* ------------------------------------------------------------------ calls */
+
+/* Method name of the call (valid until completion). */
+const char *loom_rpc_call_method(const loom_rpc_call_t *call);
+/* The request's id (borrowed: string, integer, real or null), or NULL for a
+ * notification. */
+const json_t *loom_rpc_call_id(const loom_rpc_call_t *call);
+bool loom_rpc_call_is_notification(const loom_rpc_call_t *call);
+/* The request_ctx given to loom_rpc_dispatch / loom_rpc_handle. */
+void *loom_rpc_call_request_ctx(const loom_rpc_call_t *call);
+/* Position of the call within its batch (0 for a single request) and the
+ * number of calls in the batch (1 for a single request). A handler may use
+ * these to group the calls of one batch (e.g. one transaction). */
+size_t loom_rpc_call_index(const loom_rpc_call_t *call);
+size_t loom_rpc_call_batch_size(const loom_rpc_call_t *call);
+
+/* Completes the call with a result. Takes the reference to result (NULL
+ * means JSON null). Thread-safe; exactly once per call. After the last call
+ * of a request is completed the call object must not be touched. */
+void loom_rpc_call_complete(loom_rpc_call_t *call, json_t *result);
+
+/* Completes the call with an error. message is copied (NULL: the standard
+ * message of code). data (may be NULL) is taken over and becomes the error
+ * object's "data" member. code should be one of the standard codes or in
+ * -32099..-32000 for application errors; other codes are sent as given. */
+void loom_rpc_call_fail(loom_rpc_call_t *call, int code, const char *message, json_t *data);
+
+/* Like loom_rpc_call_fail with a printf-formatted message. */
+void loom_rpc_call_failf(loom_rpc_call_t *call, int code, json_t *data, const char *fmt, ...)
+    LOOM_PRINTF(4, 5);
+
+/* -32602 naming the parameter and what was expected. The message reads
+ *   "Invalid params: 'name': expected a string, found an integer"
+ * (the found part is added when `found` is not NULL: its JSON type name, or
+ * "nothing" when the parameter is missing), and data is
+ *   {"param": "name", "expected": "a string"[, "found": "integer"]}.
+ * `param` may be a JSON pointer for nested members ("resources/gpus"). */
+void loom_rpc_call_invalid_param(loom_rpc_call_t *call, const char *param, const char *expected,
+                                 const json_t *found);
+
+/* -32602 from a loom_err_t filled by the loom_json_get_* helpers (whose
+ * messages already name the JSON pointer and the expected type):
+ * message "Invalid params: <err->msg>", data {"detail": err->msg}. */
+void loom_rpc_call_fail_params(loom_rpc_call_t *call, const loom_err_t *err);
+
+/* --------------------------------------------------------- codec helpers */
+
+/* Builds a request object {"jsonrpc":"2.0","method":…,"params":…,"id":…}.
+ * params is borrowed (NULL: no "params" member); id NULL makes a
+ * notification (id borrowed). Returns a new reference or NULL (no memory). */
+json_t *loom_rpc_request_new(const char *method, const json_t *params, const json_t *id);
+
+/* Decomposes one response object. On success exactly one of *result (new
+ * reference) or the error fields is set: *code != 0 marks an error, with
+ * *message (copied into message[msglen]) and *data (new reference or NULL).
+ * *id receives a borrowed pointer to the response's id. Returns LOOM_EINVAL
+ * with a message if the object is not a valid JSON-RPC 2.0 response. */
+int loom_rpc_response_parse(const json_t *response, json_t **result, int *code, char *message,
+                            size_t msglen, json_t **data, const json_t **id, loom_err_t *err);
+
+/* ------------------------------------------------------------------- auth */
+
+#define LOOM_RPC_TOKEN_HEX 64 /* 256 bits as lower-case hex */
+
+/* Creates STATE_DIR/token with 256 bits from getrandom(2), mode 0600,
+ * written atomically (temporary file, fsync, link); an existing token file
+ * is never overwritten: then it is loaded instead. state_dir must exist.
+ * out receives the 64 hex characters and a NUL. Loading refuses a token file
+ * that group or others may read (LOOM_EINVAL naming the path and mode). */
+int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1],
+                          loom_err_t *err);
+
+/* Reads a token file: exactly 64 hex characters, optionally followed by one
+ * newline. Errors name the path and what was wrong. */
+int loom_rpc_token_load(const char *path, char out[LOOM_RPC_TOKEN_HEX + 1], loom_err_t *err);
+
+/* Token for a client: $LOOM_TOKEN if set and non-empty, else the file
+ * STATE_DIR/token (state_dir may be NULL: then only $LOOM_TOKEN is tried;
+ * LOOM_ENOTFOUND if neither gives a token). */
+int loom_rpc_token_resolve(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1],
+                           loom_err_t *err);
+
+/* Constant-time comparison of two NUL-terminated strings (time depends only
+ * on the length of `expected`). */
+bool loom_rpc_token_equal(const char *expected, const char *given);
+
+/* ----------------------------------------------------------------- server */
+
+typedef struct loom_rpc_server loom_rpc_server_t;
+
+/* Server settings. Call loom_rpc_server_config_init first, then change
+ * fields. Strings are copied by loom_rpc_server_start. */
+typedef struct loom_rpc_server_config {
+    /* TCP address "HOST:PORT" (IPv4 literal, "[IPv6]" literal or
+     * "localhost"); default "127.0.0.1:7750"; port 0 picks a free port (see
+     * loom_rpc_server_port). NULL or "" disables TCP. */
+    const char *listen;
+    /* Unix socket path, or NULL for none. An existing socket file at the
+     * path is replaced (a regular file there is an error). Mode 0600. */
+    const char *socket_path;
+    /* Bearer token required on TCP (64 hex chars). NULL on TCP is an error
+     * unless allow_no_auth is set (tests only). The Unix socket never asks. */
+    const char *token;
+    bool allow_no_auth;
+    /* If true, GET /healthz over TCP needs no token (default true: it says
+     * only "ok" and is what load balancers and scripts poll). */
+    bool healthz_without_auth;
+    size_t max_body;              /* default 1 MiB; larger -> HTTP 413 */
+    unsigned max_connections;     /* per listener; default 128 */
+    unsigned idle_timeout_s;      /* keep-alive idle; default 30 */
+    unsigned request_timeout_s;   /* to receive one whole request; default 10 */
+    unsigned drain_timeout_s;     /* graceful stop waits this long; default 30 */
+} loom_rpc_server_config_t;
+
+void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg);
+
+/* Starts listening and serving with the given dispatcher (which must
+ * outlive the server). Requests are served on libmicrohttpd's threads, one
+ * per connection; POST /rpc calls loom_rpc_handle with request_ctx pointing
+ * to a loom_rpc_transport_t. */
+int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatcher_t *d,
+                          loom_rpc_server_t **out, loom_err_t *err);
+
+/* What loom_rpc_call_request_ctx returns for calls that came over HTTP. */
+typedef struct loom_rpc_transport {
+    bool unix_socket;   /* came on the Unix socket (else TCP, authenticated) */
+    char peer[64];      /* "127.0.0.1:51234", "unix" */
+} loom_rpc_transport_t;
+
+/* The TCP port actually bound (useful with port 0), or 0 without TCP. */
+uint16_t loom_rpc_server_port(const loom_rpc_server_t *s);
+
+/* Appends Prometheus text (0.0.4) families to `out` on every GET /metrics.
+ * Called after the server's own families, in the order added, on a server
+ * thread; must be thread-safe. Return LOOM_OK, or an error code to make the
+ * scrape fail with HTTP 500. Add sources before or after start. */
+typedef int (*loom_rpc_metrics_fn)(loom_buf_t *out, void *ctx);
+int loom_rpc_server_add_metrics_source(loom_rpc_server_t *s, loom_rpc_metrics_fn fn, void *ctx);
+
+/* Graceful stop: stops accepting connections, lets requests in progress
+ * finish (up to drain_timeout_s), closes idle keep-alive connections,
+ * removes the Unix socket file and frees the server. NULL is fine. */
+void loom_rpc_server_stop(loom_rpc_server_t *s);
+
+/* ----------------------------------------------------------------- client */
+
+typedef struct loom_rpc_client loom_rpc_client_t;
+
+typedef struct loom_rpc_client_config {
+    /* "http://HOST:PORT" (path /rpc is added unless the URL has a path) or
+     * "unix:PATH". Default (NULL): $LOOM_URL, else http://127.0.0.1:7750. */
+    const char *url;
+    const char *token;           /* bearer token, or NULL (Unix socket) */
+    int64_t connect_timeout_ms;  /* default 2000 */
+    int64_t timeout_ms;          /* whole call; default 30000 */
+    unsigned retries;            /* extra attempts for LOOM_RPC_CALL_RETRY; default 3 */
+    int64_t backoff_ms;          /* first backoff, doubled each retry; default 100 */
+} loom_rpc_client_config_t;
+
+void loom_rpc_client_config_init(loom_rpc_client_config_t *cfg);
+
+int loom_rpc_client_new(const loom_rpc_client_config_t *cfg, loom_rpc_client_t **out,
+                        loom_err_t *err);
+void loom_rpc_client_free(loom_rpc_client_t *c);
+
+/* Why a client call failed (kind); LOOM_RPC_FAIL_NONE on success. */
+typedef enum loom_rpc_fail_kind {
+    LOOM_RPC_FAIL_NONE = 0,
+    LOOM_RPC_FAIL_CONNECT,  /* could not connect (refused, no such socket, DNS) */
+    LOOM_RPC_FAIL_TIMEOUT,  /* connect or total timeout */
+    LOOM_RPC_FAIL_TRANSPORT, /* connection broke, malformed HTTP */
+    LOOM_RPC_FAIL_HTTP,     /* HTTP status other than 200/204: http_status */
+    LOOM_RPC_FAIL_PROTOCOL, /* 200 but the body is not a valid JSON-RPC response */
+    LOOM_RPC_FAIL_RPC       /* a JSON-RPC error: rpc_code, err.msg, rpc_data */
+} loom_rpc_fail_kind_t;
+
+/* Failure details. err.code is a loom code (LOOM_EUNAVAIL for CONNECT,
+ * LOOM_ETIMEDOUT, LOOM_EIO for TRANSPORT/HTTP/PROTOCOL, LOOM_EINVAL for RPC
+ * errors); err.msg is a sentence for humans (for RPC errors, the server's
+ * message). Free with loom_rpc_client_error_clear. */
+typedef struct loom_rpc_client_error {
+    loom_rpc_fail_kind_t kind;
+    loom_err_t err;
+    long http_status; /* HTTP and RPC kinds: the status line's code */
+    int rpc_code;     /* RPC kind: the JSON-RPC error code */
+    json_t *rpc_data; /* RPC kind: the error's data member, or NULL (owned) */
+} loom_rpc_client_error_t;
+
+void loom_rpc_client_error_init(loom_rpc_client_error_t *e);
+void loom_rpc_client_error_clear(loom_rpc_client_error_t *e);
+
+/* Call flags. */
+enum {
+    /* The call may be repeated safely (reads, or submissions carrying a
+     * submit_id idempotency key): on CONNECT, TIMEOUT, TRANSPORT failures
+     * and HTTP 502/503/504 it is retried up to cfg.retries times with
+     * exponential backoff. Never retried: HTTP 4xx, JSON-RPC errors. */
+    LOOM_RPC_CALL_RETRY = 1u << 0
+};
+
+/* One call. params borrowed (NULL: none). On success *result is a new
+ * reference (JSON null for a null result) and returns LOOM_OK; otherwise
+ * returns e->err.code and fills *e (e may be NULL). */
+int loom_rpc_client_call(loom_rpc_client_t *c, const char *method, const json_t *params,
+                         unsigned flags, json_t **result, loom_rpc_client_error_t *e);
+
+/* A notification (no id, no response). Errors only for transport/HTTP. */
+int loom_rpc_client_notify(loom_rpc_client_t *c, const char *method, const json_t *params,
+                           loom_rpc_client_error_t *e);
+
+/* One element of a batch. Fill method and params (borrowed); the client
+ * fills the outcome: result (new reference) or code/message/data. */
+typedef struct loom_rpc_batch_item {
+    const char *method;
+    const json_t *params;
+    /* out */
+    json_t *result;
+    int code;          /* 0 on success */
+    char *message;     /* malloc'd, NULL on success */
+    json_t *data;
+} loom_rpc_batch_item_t;
+
+/* Sends items[0..n) as one batch request (ids are assigned by the client)
+ * and matches the responses by id. Returns LOOM_OK when a valid batch
+ * response arrived (each item then has its own outcome) or the failure in
+ * *e for the whole batch. Same retry rule as loom_rpc_client_call. */
+int loom_rpc_client_batch(loom_rpc_client_t *c, loom_rpc_batch_item_t *items, size_t n,
+                          unsigned flags, loom_rpc_client_error_t *e);
+/* Frees the outcomes in items[0..n) (result, message, data). */
+void loom_rpc_batch_items_clear(loom_rpc_batch_item_t *items, size_t n);
+
+/* Sends a raw body and returns the raw response (for tests and tools):
+ * *http_status and the body appended to *response. */
+int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len,
+                             long *http_status, loom_buf_t *response,
+                             loom_rpc_client_error_t *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
