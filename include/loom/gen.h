@@ -181,9 +181,58 @@ int loom_gen_sink_stream(loom_gen_sink_t *out, FILE *f, loom_err_t *err);
  * per job appended in one write after its script exists. DIR is created;
  * it must not already hold a manifest.jsonl. ext: "sh", "yaml", ... */
 int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, loom_err_t *err);
+/* job.submit to loomd at url (NULL: $LOOM_URL, else the default) with a
+ * bearer token (NULL: none), a JSON-RPC batch per sender batch, each call
+ * with its job's spec (submit_id included). Batches that may not have
+ * arrived (connect, timeout, transport failures, HTTP 502-504) are sent
+ * again with the same submit_ids for up to retry_for_ns (0: 30 s), so
+ * loomd can restart during a run without duplicates or losses. */
+int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *token,
+                         int64_t retry_for_ns, loom_err_t *err);
 /* sbatch --parsable with the script on standard input; sbatch is the
  * program to run (NULL: "sbatch" from PATH). */
 int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, loom_err_t *err);
+
+/* --------------------------------------------------- catalog as a source */
+
+struct loom_catalog; /* include/loom/catalog.h */
+
+/* The kind of output; each has a shipped template in the templates
+ * directory (workloads/templates): slurm.sh.mustache,
+ * k8s-job.yaml.mustache, local.sh.mustache. */
+typedef enum loom_gen_kind {
+    LOOM_GEN_KIND_SLURM = 0,
+    LOOM_GEN_KIND_K8S = 1,
+    LOOM_GEN_KIND_LOCAL = 2
+} loom_gen_kind_t;
+
+int loom_gen_kind_parse(const char *name, loom_gen_kind_t *out, loom_err_t *err);
+const char *loom_gen_kind_name(loom_gen_kind_t k);
+/* The shipped template of kind: templates_dir (NULL: $LOOM_TEMPLATE_DIR,
+ * else the source tree's workloads/templates) + its file name. */
+int loom_gen_kind_template(loom_gen_kind_t kind, const char *templates_dir, char *out,
+                           size_t outlen, loom_err_t *err);
+
+typedef struct loom_gen_catalog_options {
+    loom_gen_kind_t kind;      /* the shipped template for jobs without their own */
+    const char *template_path; /* if set, used for every job */
+    const char *templates_dir; /* see loom_gen_kind_template */
+    uint64_t seed;             /* put into the render context as "seed" */
+} loom_gen_catalog_options_t;
+
+/* A source over a loaded catalog (borrowed; must outlive the source).
+ * Weights are the catalog's; make() samples the job's parameters
+ * (loom_catalog_sample), adds submit_id, index, seed and due_s to the
+ * context, renders the job's template strictly (a template named *.yaml*
+ * or *.yml* with YAML escaping and job format "yaml", any other with shell
+ * escaping and format "batch") and builds job->spec as job.submit takes
+ * it. Every template is compiled here, so a broken one fails at once. */
+typedef struct loom_gen_catalog_source loom_gen_catalog_source_t;
+int loom_gen_catalog_source_new(const struct loom_catalog *cat,
+                                const loom_gen_catalog_options_t *opts,
+                                loom_gen_catalog_source_t **out, loom_err_t *err);
+const loom_gen_source_t *loom_gen_catalog_source_get(const loom_gen_catalog_source_t *s);
+void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s);
 
 /* ------------------------------------------------------------ statistics */
 

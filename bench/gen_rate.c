@@ -1,0 +1,298 @@
+/* bench/gen_rate: how exactly does `loom gen` keep a requested rate?
+ *
+ * For each rate (10/s, 1,000/s, 10,000/s, 100,000/s) two real-time runs
+ * into the dry-run sink (every job is chosen, its parameters sampled and
+ * the shipped Slurm template rendered, then discarded):
+ *
+ *   loom gen   the pacer (absolute deadlines, sleep + short spin, sender
+ *              threads rendering behind a bounded window);
+ *   baseline   the loop everyone writes first: sample and render a job,
+ *              then sleep(1/rate), in one thread.
+ *
+ * For both: achieved rate ((n-1) / (last send - first send)) and its error
+ * against the requested rate, and lateness (send - due, due = i / rate from
+ * the first job) p50/p99/max. Figures go to OUT/gen_rate.md.
+ *
+ *   bench_gen_rate [--out DIR] [--scale F] [--rates LIST]
+ *
+ * --scale multiplies every run's length (default 1: 10 s at 10/s, 3 s
+ * otherwise). The baseline is stopped after 3x the planned time.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loom/gen.h"
+#include "loom/template.h"
+
+/* ----------------------------------------- a source: the Slurm template */
+
+static const double weights[] = {5, 3, 1, 1};
+static const char *const names[] = {"resnet50-train", "bert-finetune", "llama-7b-lora", "cpu-prep"};
+static const int gpus[] = {1, 2, 4, 0};
+
+typedef struct tsource {
+    loom_template_t *tpl;
+} tsource_t;
+
+static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+{
+    tsource_t *s = ctx;
+    double lr = exp(log(1e-4) + loom_rng_uniform(rng) * (log(1e-1) - log(1e-4)));
+    int batch = 16 << loom_rng_below(rng, 5);
+    char lrs[32], bs[16];
+    snprintf(lrs, sizeof lrs, "%.6g", lr);
+    snprintf(bs, sizeof bs, "%d", batch);
+    int g = gpus[job->choice];
+    json_t *data = json_pack(
+        "{s:s, s:{s:i, s:i, s:i, s:b}, s:s, s:[s,s,s,s,s], s:[{s:s,s:s}], s:s, s:{s:s}}", "name",
+        names[job->choice], "resources", "cpus", 4, "memory_mib", 16384, "gpus", g, "has_gpus",
+        g > 0, "executable", "python3", "arguments", "train.py", "--lr", lrs, "--batch", bs, "env",
+        "name", "OMP_NUM_THREADS", "value", "4", "submit_id", job->submit_id, "time_limit",
+        "slurm", "01:30:00");
+    if (!data)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    loom_template_options_t opts = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true};
+    int rc = loom_template_render(s->tpl, data, &opts, &job->text, err);
+    json_decref(data);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+typedef struct result {
+    uint64_t n;
+    double achieved, error_pct;
+    int64_t p50, p99, max;
+    double seconds;
+} result_t;
+
+static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, result_t *out)
+{
+    loom_gen_sink_t sink;
+    loom_err_t err;
+    loom_gen_sink_dry_run(&sink, &err);
+    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT, .rate = rate},
+                             .seed = 1,
+                             .count = count,
+                             .window = 65536,
+                             .workers = 1,
+                             .batch = 256,
+                             .on_backlog = LOOM_GEN_BACKLOG_WAIT};
+    loom_gen_report_t *r = malloc(sizeof *r);
+    int rc = loom_gen_run(&cfg, src, &sink, r, &err);
+    sink.destroy(sink.ctx);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "gen_rate: %s\n", err.msg);
+        loom_gen_report_free(r);
+        free(r);
+        return rc;
+    }
+    *out = (result_t){.n = r->sent,
+                      .achieved = r->rate_achieved,
+                      .error_pct = r->rate_error_pct,
+                      .p50 = loom_gen_hist_quantile(&r->lateness, 0.5),
+                      .p99 = loom_gen_hist_quantile(&r->lateness, 0.99),
+                      .max = r->lateness.max,
+                      .seconds = (double)r->elapsed_ns / 1e9};
+    if (r->failed)
+        fprintf(stderr, "gen_rate: %llu jobs failed: %s\n", (unsigned long long)r->failed,
+                r->first_error);
+    loom_gen_report_free(r);
+    free(r);
+    return LOOM_OK;
+}
+
+/* The naive loop: sample and render, then sleep 1/rate. */
+static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t count, int64_t cap_ns,
+                        result_t *out)
+{
+    loom_gen_hist_t *h = malloc(sizeof *h);
+    loom_gen_hist_init(h);
+    loom_rng_t crng;
+    loom_rng_init(&crng, 1, LOOM_GEN_STREAM_CHOICES);
+    int64_t gap = (int64_t)llround(1e9 / rate);
+    struct timespec ts = {.tv_sec = gap / LOOM_NS_PER_S, .tv_nsec = gap % LOOM_NS_PER_S};
+    int64_t t0 = loom_time_mono_ns(), first = 0, last = 0;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t now = loom_time_mono_ns();
+        if (now - t0 > cap_ns)
+            break;
+        loom_gen_job_t job = {.index = i};
+        job.choice = loom_rng_weighted(&crng, src->weights, src->n);
+        loom_gen_submit_id(1, NULL, i, job.submit_id);
+        loom_rng_t rng;
+        loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
+        loom_err_t err;
+        /* "sent" when the sample is ready, as a synchronous sender would. */
+        int rc = src->make(src->ctx, &job, &rng, &err);
+        int64_t send = loom_time_mono_ns() - t0;
+        loom_buf_free(&job.text);
+        if (rc != LOOM_OK) {
+            fprintf(stderr, "gen_rate: baseline: %s\n", err.msg);
+            free(h);
+            return rc;
+        }
+        int64_t due = llround((double)i * 1e9 / rate);
+        loom_gen_hist_add(h, send - due);
+        if (n == 0)
+            first = send;
+        last = send;
+        n++;
+        nanosleep(&ts, NULL);
+    }
+    double achieved = n > 1 && last > first ? (double)(n - 1) * 1e9 / (double)(last - first) : 0;
+    *out = (result_t){.n = n,
+                      .achieved = achieved,
+                      .error_pct = (achieved - rate) / rate * 100,
+                      .p50 = loom_gen_hist_quantile(h, 0.5),
+                      .p99 = loom_gen_hist_quantile(h, 0.99),
+                      .max = h->max,
+                      .seconds = (double)(loom_time_mono_ns() - t0) / 1e9};
+    free(h);
+    return LOOM_OK;
+}
+
+static void fmt_us(char *out, size_t len, int64_t ns)
+{
+    double us = (double)ns / 1e3;
+    if (us >= 1e5)
+        snprintf(out, len, "%.3g s", us / 1e6);
+    else
+        snprintf(out, len, "%.1f", us);
+}
+
+int main(int argc, char **argv)
+{
+    const char *outdir = "docs/bench";
+    double scale = 1.0;
+    char rates_arg[256] = "10,1000,10000,100000";
+    static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                         {"scale", required_argument, NULL, 's'},
+                                         {"rates", required_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': outdir = optarg; break;
+        case 's': scale = atof(optarg); break;
+        case 'r': snprintf(rates_arg, sizeof rates_arg, "%s", optarg); break;
+        case 'h':
+            printf("usage: bench_gen_rate [--out DIR] [--scale F] [--rates 10,1000,...]\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (!(scale > 0)) {
+        fprintf(stderr, "gen_rate: --scale must be > 0\n");
+        return 2;
+    }
+    const char *src_dir = getenv("LOOM_SOURCE_DIR");
+    char tpath[4096];
+    snprintf(tpath, sizeof tpath, "%s/workloads/templates/slurm.sh.mustache",
+             src_dir ? src_dir : ".");
+    tsource_t ts;
+    loom_err_t err;
+    if (loom_template_load_file(tpath, &ts.tpl, &err) != LOOM_OK) {
+        fprintf(stderr, "gen_rate: %s\n", err.msg);
+        return 1;
+    }
+    loom_gen_source_t src = {.n = 4, .weights = weights, .names = names, .make = make_job, .ctx = &ts};
+
+    char md[16384];
+    size_t mdlen = 0;
+    struct utsname un;
+    uname(&un);
+    char cpu[256] = "?";
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    if (ci) {
+        char line[512];
+        while (fgets(line, sizeof line, ci)) {
+            if (strncmp(line, "model name", 10) == 0) {
+                char *p = strchr(line, ':');
+                snprintf(cpu, sizeof cpu, "%s", p ? p + 2 : line);
+                cpu[strcspn(cpu, "\n")] = '\0';
+                break;
+            }
+        }
+        fclose(ci);
+    }
+    double load[3] = {0};
+    getloadavg(load, 3);
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    mdlen += (size_t)snprintf(
+        md + mdlen, sizeof md - mdlen,
+        "# gen_rate: achieved rate and lateness of `loom gen` (dry-run sink)\n\n"
+        "Command: `build/bench_gen_rate --out docs/bench --scale %g` (also `make bench`).\n"
+        "Machine: %s, %ld CPUs (%s), %s %s. Date: %s. Load average at the start: %.2f %.2f "
+        "%.2f.\n\n"
+        "Each job is chosen by weight, its parameters sampled and the shipped Slurm template\n"
+        "(workloads/templates/slurm.sh.mustache) rendered with shell escaping, then discarded.\n"
+        "`loom gen`: constant process, real clock, 20 us spin, 1 sender thread, window 65536,\n"
+        "batches of at most 256. Baseline: one thread that samples and renders a job, then\n"
+        "calls nanosleep(1/rate). Lateness = send time - due time (due = i / rate from the\n"
+        "start); achieved rate = (n - 1) / (last send - first send).\n\n"
+        "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 (us) | max (us) |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
+        load[0], load[1], load[2]);
+
+    int rc = 0;
+    for (char *tok = strtok(rates_arg, ","); tok; tok = strtok(NULL, ",")) {
+        double rate = atof(tok);
+        if (!(rate > 0))
+            continue;
+        double secs = (rate <= 10 ? 10.0 : 3.0) * scale;
+        uint64_t count = (uint64_t)llround(rate * secs);
+        if (count < 2)
+            count = 2;
+        result_t g, b;
+        if (run_gen(&src, rate, count, &g) != LOOM_OK ||
+            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), &b) != LOOM_OK) {
+            rc = 1;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            result_t *x = k == 0 ? &g : &b;
+            char p50[32], p99[32], mx[32];
+            fmt_us(p50, sizeof p50, x->p50);
+            fmt_us(p99, sizeof p99, x->p99);
+            fmt_us(mx, sizeof mx, x->max);
+            char line[512];
+            snprintf(line, sizeof line, "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s |\n",
+                     rate, k == 0 ? "loom gen" : "baseline", (unsigned long long)x->n, x->seconds,
+                     x->achieved, x->error_pct, p50, p99, mx);
+            fputs(line, stdout);
+            fflush(stdout);
+            mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);
+        }
+    }
+    getloadavg(load, 3);
+    mdlen += (size_t)snprintf(
+        md + mdlen, sizeof md - mdlen,
+        "\nLoad average at the end: %.2f %.2f %.2f. Targets (issue 3): error within 0.1%% at every\n"
+        "rate, lateness p99 <= 200 us on the dry-run sink. This machine is shared: other\n"
+        "engineers build and test on the same CPUs during the run, so a preempted pacer shows\n"
+        "up in p99/max.\n",
+        load[0], load[1], load[2]);
+    loom_template_free(ts.tpl);
+    if (rc == 0 && outdir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/gen_rate.md", outdir);
+        if (loom_write_file_atomic(path, md, mdlen, 0644, &err) != LOOM_OK) {
+            fprintf(stderr, "gen_rate: %s\n", err.msg);
+            return 1;
+        }
+        printf("wrote %s\n", path);
+    }
+    return rc;
+}
