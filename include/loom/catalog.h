@@ -31,7 +31,8 @@
  *   }
  *
  * "${name}" in arguments and environment values is replaced by the sampled
- * parameter (or "$$" by a literal "$"). Paths (template, model) are relative
+ * parameter (or "$$" by a literal "$"); "${catalog_dir}" (unless a parameter
+ * has that name) is the absolute directory of the catalog file. Paths (template, model) are relative
  * to the directory of the catalog file. "defaults" is merged into every job:
  * objects (resources, environment, labels, parameters) member by member,
  * the job's own value winning; anything else is taken from defaults only
