@@ -17,6 +17,7 @@ static const struct {
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
 };
 
 static void usage(FILE *f)
