@@ -201,9 +201,9 @@ void loom_rpc_call_failf(loom_rpc_call_t *call, int code, json_t *data, const ch
 
 /* -32602 naming the parameter and what was expected. The message reads
  *   "Invalid params: 'name': expected a string, found an integer"
- * (the found part is added when `found` is not NULL: its JSON type name, or
- * "nothing" when the parameter is missing), and data is
- *   {"param": "name", "expected": "a string"[, "found": "integer"]}.
+ * where the found part is the JSON type of `found`, or "nothing" when found
+ * is NULL (the parameter is missing). data is
+ *   {"param": "name", "expected": "a string", "found": "an integer"}.
  * `param` may be a JSON pointer for nested members ("resources/gpus"). */
 void loom_rpc_call_invalid_param(loom_rpc_call_t *call, const char *param, const char *expected,
                                  const json_t *found);

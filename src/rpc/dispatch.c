@@ -454,15 +454,10 @@ void loom_rpc_call_failf(loom_rpc_call_t *call, int code, json_t *data, const ch
 void loom_rpc_call_invalid_param(loom_rpc_call_t *call, const char *param, const char *expected,
                                  const json_t *found)
 {
-    json_t *data = json_pack("{s:s,s:s}", "param", param, "expected", expected);
-    if (found) {
-        loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS, data,
-                            "Invalid params: '%s': expected %s, found %s", param, expected,
-                            loom_json_type_name(found));
-    } else {
-        loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS, data,
-                            "Invalid params: '%s': expected %s", param, expected);
-    }
+    const char *what = loom_json_type_name(found); /* "nothing" for NULL */
+    json_t *data = json_pack("{s:s,s:s,s:s}", "param", param, "expected", expected, "found", what);
+    loom_rpc_call_failf(call, LOOM_RPC_INVALID_PARAMS, data,
+                        "Invalid params: '%s': expected %s, found %s", param, expected, what);
 }
 
 void loom_rpc_call_fail_params(loom_rpc_call_t *call, const loom_err_t *err)

@@ -1,0 +1,868 @@
+/* HTTP transport for the dispatcher, on libmicrohttpd.
+ *
+ *   POST /rpc      JSON-RPC 2.0 body -> loom_rpc_handle -> 200 (or 204)
+ *   GET  /healthz  "ok"
+ *   GET  /metrics  Prometheus text 0.0.4
+ *
+ * One MHD daemon per listener (TCP and/or Unix socket), each on a socket
+ * we create ourselves: TCP bound exactly where asked (MHD alone would bind
+ * 0.0.0.0), the Unix socket chmod 0600 between bind and listen so nobody
+ * can connect while it is still open to all. A listener knows whether it is
+ * the Unix one, which needs no token.
+ *
+ * MHD runs one thread per connection, so loom_rpc_handle may block on its
+ * condition variable while a committer thread completes the calls.
+ *
+ * Slow clients. MHD's connection timeout only measures inactivity, so a
+ * client trickling one byte a second would hold a connection forever. A
+ * watchdog thread therefore tracks each connection's phase: IDLE (between
+ * requests; limit idle_timeout_s) and REQUEST (request line seen, request not
+ * yet handed to the dispatcher; limit request_timeout_s). A connection over
+ * its limit is shut down (shutdown(2) on its fd, under the lock that MHD's
+ * close notification also takes, so the fd is still ours); MHD then sees
+ * the end of the stream and cleans up. While the dispatcher works on a
+ * request (BUSY) no limit applies: the delay is ours, not the client's.
+ *
+ * Graceful stop: quiesce (stop accepting), wait for requests in flight,
+ * then stop MHD (which closes idle keep-alive connections). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "loom/rpc.h"
+#include "rpc/rpc_metrics.h"
+
+enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_N };
+static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other"};
+static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
+#define N_STATUS (sizeof status_codes / sizeof status_codes[0])
+#define MAX_SOURCES 32
+
+typedef enum phase { PHASE_IDLE, PHASE_REQUEST, PHASE_BUSY } phase_t;
+
+typedef struct listener listener_t;
+
+typedef struct conn {
+    struct conn *prev, *next;
+    listener_t *l;
+    int fd;
+    phase_t phase;
+    int64_t since_ns;
+    bool killed;
+} conn_t;
+
+typedef struct req {
+    conn_t *conn;
+    int64_t start_ns;
+    int path;
+    unsigned status;
+    bool counted;
+    bool too_large;
+    bool responded;
+    unsigned early_status; /* an error found in the headers, sent after the body */
+    char early_detail[200];
+    loom_buf_t body;
+    loom_rpc_transport_t transport;
+} req_t;
+
+struct listener {
+    loom_rpc_server_t *s;
+    struct MHD_Daemon *mhd;
+    int fd;
+    bool is_unix;
+    bool quiesced;
+};
+
+struct loom_rpc_server {
+    loom_rpc_dispatcher_t *d;
+    loom_rpc_server_config_t cfg;
+    char *listen_copy, *socket_copy;
+    char token[LOOM_RPC_TOKEN_HEX + 1];
+    bool auth;
+    listener_t tcp, unx;
+    uint16_t port;
+
+    pthread_mutex_t mu; /* conns, sources */
+    conn_t conns;       /* list head */
+    struct {
+        loom_rpc_metrics_fn fn;
+        void *ctx;
+    } sources[MAX_SOURCES];
+    size_t nsources;
+
+    pthread_t watchdog;
+    pthread_cond_t wake;
+    bool stopping;
+    atomic_bool draining;
+
+    _Atomic long in_flight;
+    _Atomic long connections;
+    _Atomic uint64_t accepted;
+    _Atomic uint64_t timeouts;
+    _Atomic uint64_t requests[PATH_N][N_STATUS + 1];
+    rpc_hist_t latency[PATH_N];
+};
+
+/* --------------------------------------------------------------- helpers */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    for (char *p = msg; *p; p++)
+        if (*p == '"')
+            *p = '\'';
+    loom_log_debug("http", "detail=\"%s\"", msg);
+}
+
+static void count_request(loom_rpc_server_t *s, req_t *r)
+{
+    if (r->counted)
+        return;
+    r->counted = true;
+    size_t k = N_STATUS;
+    for (size_t i = 0; i < N_STATUS; i++)
+        if (status_codes[i] == r->status)
+            k = i;
+    atomic_fetch_add_explicit(&s->requests[r->path][k], 1, memory_order_relaxed);
+    rpc_hist_observe(&s->latency[r->path], loom_time_mono_ns() - r->start_ns);
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned status,
+                               const char *ctype, const char *body, size_t len, bool close)
+{
+    loom_rpc_server_t *s = r->conn ? r->conn->l->s : NULL;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"loom\"");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                r->path == PATH_RPC ? "POST" : "GET, HEAD");
+    if (close || (s && atomic_load(&s->draining)))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    r->status = status;
+    r->responded = true;
+    return ret;
+}
+
+/* An HTTP-level error on /rpc carries a JSON-RPC error body, so that a
+ * client parsing JSON still gets a message; elsewhere plain text. */
+static enum MHD_Result respond_error(struct MHD_Connection *c, req_t *r, unsigned status,
+                                     const char *detail, bool close)
+{
+    if (r->path != PATH_RPC) {
+        char text[512];
+        int n = snprintf(text, sizeof text, "%s\n", detail);
+        return respond(c, r, status, "text/plain; charset=utf-8", text, (size_t)n, close);
+    }
+    json_t *body = json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
+                             LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data",
+                             detail, "id");
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    enum MHD_Result ret = respond(c, r, status, "application/json", text ? text : "{}",
+                                  text ? strlen(text) : 2, close);
+    free(text);
+    return ret;
+}
+
+static void set_phase(loom_rpc_server_t *s, conn_t *conn, phase_t p)
+{
+    if (!conn)
+        return;
+    pthread_mutex_lock(&s->mu);
+    conn->phase = p;
+    conn->since_ns = loom_time_mono_ns();
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------- connection tracking */
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    listener_t *l = cls;
+    loom_rpc_server_t *s = l->s;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_t *conn = calloc(1, sizeof *conn);
+        if (!conn)
+            return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn->fd = ci ? ci->connect_fd : -1;
+        conn->l = l;
+        conn->phase = PHASE_IDLE;
+        conn->since_ns = loom_time_mono_ns();
+        pthread_mutex_lock(&s->mu);
+        conn->next = s->conns.next;
+        conn->prev = &s->conns;
+        s->conns.next->prev = conn;
+        s->conns.next = conn;
+        pthread_mutex_unlock(&s->mu);
+        atomic_fetch_add(&s->connections, 1);
+        atomic_fetch_add(&s->accepted, 1);
+        *socket_context = conn;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_t *conn = *socket_context;
+        if (!conn)
+            return;
+        pthread_mutex_lock(&s->mu);
+        conn->prev->next = conn->next;
+        conn->next->prev = conn->prev;
+        pthread_mutex_unlock(&s->mu);
+        atomic_fetch_sub(&s->connections, 1);
+        free(conn);
+        *socket_context = NULL;
+    }
+}
+
+static conn_t *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Called when the request line has arrived: the start of a request. Its
+ * return value becomes the request's context. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)uri;
+    listener_t *l = cls;
+    req_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->start_ns = loom_time_mono_ns();
+    r->conn = conn_of(c);
+    r->path = PATH_OTHER;
+    r->status = 0;
+    atomic_fetch_add(&l->s->in_flight, 1);
+    set_phase(l->s, r->conn, PHASE_REQUEST);
+    return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    listener_t *l = cls;
+    req_t *r = *con_cls;
+    if (!r)
+        return;
+    if (r->responded)
+        count_request(l->s, r);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        loom_log_debug("http request ended early", "code=%d", (int)toe);
+    set_phase(l->s, r->conn, PHASE_IDLE);
+    loom_buf_free(&r->body);
+    free(r);
+    *con_cls = NULL;
+    atomic_fetch_sub(&l->s->in_flight, 1);
+}
+
+static void *watchdog_main(void *arg)
+{
+    loom_rpc_server_t *s = arg;
+    int64_t idle_ns = (int64_t)s->cfg.idle_timeout_s * LOOM_NS_PER_S;
+    int64_t req_ns = (int64_t)s->cfg.request_timeout_s * LOOM_NS_PER_S;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        int64_t now = loom_time_mono_ns();
+        for (conn_t *c = s->conns.next; c != &s->conns; c = c->next) {
+            if (c->killed || c->fd < 0 || c->phase == PHASE_BUSY)
+                continue;
+            int64_t limit = c->phase == PHASE_IDLE ? idle_ns : req_ns;
+            if (now - c->since_ns > limit) {
+                loom_log_info("http connection timed out", "phase=%s after_s=%.1f",
+                              c->phase == PHASE_IDLE ? "idle" : "request",
+                              (double)(now - c->since_ns) / 1e9);
+                shutdown(c->fd, SHUT_RDWR);
+                c->killed = true;
+                atomic_fetch_add(&s->timeouts, 1);
+            }
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->wake, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* --------------------------------------------------------------- routes */
+
+static bool authorized(loom_rpc_server_t *s, struct MHD_Connection *c)
+{
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h)
+        return false;
+    while (*h == ' ')
+        h++;
+    if (strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    char given[LOOM_RPC_TOKEN_HEX + 2];
+    size_t n = 0;
+    while (h[n] && h[n] != ' ' && n < sizeof given - 1) {
+        given[n] = h[n];
+        n++;
+    }
+    given[n] = '\0';
+    bool ok = loom_rpc_token_equal(s->token, given);
+    explicit_bzero(given, sizeof given);
+    return ok;
+}
+
+static bool is_json_type(const char *ct)
+{
+    if (!ct)
+        return true; /* absent: assume JSON */
+    while (*ct == ' ')
+        ct++;
+    size_t n = strlen("application/json");
+    return strncasecmp(ct, "application/json", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+static enum MHD_Result serve_metrics(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = loom_buf_append_str(&b, "# HELP loom_http_requests_total HTTP requests by path and "
+                                     "status.\n# TYPE loom_http_requests_total counter\n");
+    for (int p = 0; p < PATH_N && rc == LOOM_OK; p++) {
+        for (size_t k = 0; k <= N_STATUS && rc == LOOM_OK; k++) {
+            uint64_t v = atomic_load_explicit(&s->requests[p][k], memory_order_relaxed);
+            /* always show the /rpc 200 series so that rates start at 0 */
+            if (v == 0 && !(p == PATH_RPC && k == 0))
+                continue;
+            char code[16];
+            if (k < N_STATUS)
+                snprintf(code, sizeof code, "%u", status_codes[k]);
+            else
+                snprintf(code, sizeof code, "other");
+            rc = loom_buf_appendf(&b, "loom_http_requests_total{path=\"%s\",code=\"%s\"} %llu\n",
+                                  path_label[p], code, (unsigned long long)v);
+        }
+    }
+    if (rc == LOOM_OK)
+        rc = loom_buf_append_str(&b, "# HELP loom_http_request_duration_seconds Time from the "
+                                     "request line to the queued response.\n"
+                                     "# TYPE loom_http_request_duration_seconds histogram\n");
+    for (int p = 0; p < PATH_N && rc == LOOM_OK; p++) {
+        char lbl[64];
+        snprintf(lbl, sizeof lbl, "path=\"%s\"", path_label[p]);
+        rc = rpc_hist_format(&s->latency[p], "loom_http_request_duration_seconds", lbl, &b);
+    }
+    if (rc == LOOM_OK)
+        rc = loom_buf_appendf(
+            &b,
+            "# HELP loom_http_requests_in_flight HTTP requests received and not yet answered.\n"
+            "# TYPE loom_http_requests_in_flight gauge\n"
+            "loom_http_requests_in_flight %ld\n"
+            "# HELP loom_http_connections Open HTTP connections.\n"
+            "# TYPE loom_http_connections gauge\n"
+            "loom_http_connections %ld\n"
+            "# HELP loom_http_connections_total HTTP connections accepted.\n"
+            "# TYPE loom_http_connections_total counter\n"
+            "loom_http_connections_total %llu\n"
+            "# HELP loom_http_timeouts_total Connections closed for being idle or slow.\n"
+            "# TYPE loom_http_timeouts_total counter\n"
+            "loom_http_timeouts_total %llu\n",
+            atomic_load(&s->in_flight), atomic_load(&s->connections),
+            (unsigned long long)atomic_load(&s->accepted),
+            (unsigned long long)atomic_load(&s->timeouts));
+    if (rc == LOOM_OK)
+        rc = loom_rpc_dispatcher_metrics(s->d, &b);
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->nsources;
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n && rc == LOOM_OK; i++)
+        rc = s->sources[i].fn(&b, s->sources[i].ctx);
+    enum MHD_Result ret;
+    if (rc == LOOM_OK)
+        ret = respond(c, r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                      b.data ? b.data : "", b.len, false);
+    else
+        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "a metrics source failed",
+                            false);
+    loom_buf_free(&b);
+    return ret;
+}
+
+static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
+{
+    if (r->too_large) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
+                 s->cfg.max_body);
+        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
+    }
+    set_phase(s, r->conn, PHASE_BUSY);
+    loom_buf_t out = LOOM_BUF_INIT;
+    int rc = loom_rpc_handle(s->d, r->body.data ? r->body.data : "", r->body.len, &r->transport,
+                             &out);
+    set_phase(s, r->conn, PHASE_REQUEST);
+    enum MHD_Result ret;
+    if (rc != LOOM_OK)
+        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", false);
+    else if (out.len == 0) /* notifications only */
+        ret = respond(c, r, MHD_HTTP_NO_CONTENT, NULL, "", 0, false);
+    else
+        ret = respond(c, r, MHD_HTTP_OK, "application/json", out.data, out.len, false);
+    loom_buf_free(&out);
+    return ret;
+}
+
+static void describe_peer(listener_t *l, struct MHD_Connection *c, loom_rpc_transport_t *t)
+{
+    t->unix_socket = l->is_unix;
+    if (l->is_unix) {
+        snprintf(t->peer, sizeof t->peer, "unix");
+        return;
+    }
+    snprintf(t->peer, sizeof t->peer, "?");
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return;
+    char host[INET6_ADDRSTRLEN] = "?";
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        snprintf(t->peer, sizeof t->peer, "%s:%u", host, ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        snprintf(t->peer, sizeof t->peer, "[%s]:%u", host, ntohs(in6->sin6_port));
+    }
+}
+
+/* Notes an error found in the headers. It is answered once the body (if
+ * any) has been read and discarded, so the connection stays usable and the
+ * client never meets a reset while its body is still in flight. */
+static bool defer_error(req_t *r, unsigned status, const char *detail)
+{
+    r->early_status = status;
+    snprintf(r->early_detail, sizeof r->early_detail, "%s", detail);
+    return false;
+}
+
+/* First call for a request (headers complete): route, method, auth,
+ * announced size. Returns true and sets *ret when it answered already (an
+ * announced body over the limit: answered at once, connection closed). */
+static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const char *url,
+                       const char *method, enum MHD_Result *ret)
+{
+    loom_rpc_server_t *s = l->s;
+    const char *q = strchr(url, '?');
+    size_t ulen = q ? (size_t)(q - url) : strlen(url);
+    if (ulen == 4 && strncmp(url, "/rpc", 4) == 0)
+        r->path = PATH_RPC;
+    else if (ulen == 8 && strncmp(url, "/healthz", 8) == 0)
+        r->path = PATH_HEALTHZ;
+    else if (ulen == 8 && strncmp(url, "/metrics", 8) == 0)
+        r->path = PATH_METRICS;
+    describe_peer(l, c, &r->transport);
+
+    bool needs_token = s->auth && !l->is_unix &&
+                       !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
+    if (needs_token && !authorized(s, c)) {
+        return defer_error(r, MHD_HTTP_UNAUTHORIZED,
+                           "missing or wrong bearer token: send 'Authorization: Bearer "
+                           "<token>' (the token is in STATE_DIR/token)");
+    }
+    if (r->path == PATH_OTHER) {
+        return defer_error(r, MHD_HTTP_NOT_FOUND, "no such path; try POST /rpc");
+    }
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if ((r->path == PATH_RPC && strcmp(method, "POST") != 0) || (r->path != PATH_RPC && !get)) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "method %.16s not allowed on %s; use %s", method,
+                 path_label[r->path], r->path == PATH_RPC ? "POST" : "GET");
+        return defer_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, detail);
+    }
+    if (r->path == PATH_RPC) {
+        const char *ct =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!is_json_type(ct)) {
+            char detail[160];
+            snprintf(detail, sizeof detail,
+                     "Content-Type '%.64s' not supported; expected application/json", ct);
+            return defer_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, detail);
+        }
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (errno == 0 && *end == '\0' && n > s->cfg.max_body) {
+                char detail[160];
+                snprintf(detail, sizeof detail,
+                         "request body of %llu bytes exceeds the limit of %zu bytes", n,
+                         s->cfg.max_body);
+                *ret = respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    listener_t *l = cls;
+    loom_rpc_server_t *s = l->s;
+    req_t *r = *con_cls;
+    if (!r) /* on_uri failed to allocate */
+        return MHD_NO;
+    if (r->status == 0) {
+        r->status = 1; /* first call seen */
+        enum MHD_Result ret;
+        if (first_call(l, c, r, url, method, &ret))
+            return ret;
+        return MHD_YES; /* the next calls bring the body, then the end */
+    }
+    if (*upload_data_size) {
+        if (r->path == PATH_RPC && !r->early_status && !r->too_large) {
+            if (r->body.len + *upload_data_size > s->cfg.max_body) {
+                r->too_large = true;
+                loom_buf_free(&r->body);
+            } else if (loom_buf_append(&r->body, upload_data, *upload_data_size) != LOOM_OK) {
+                return MHD_NO;
+            }
+        }
+        *upload_data_size = 0; /* consumed (or discarded) */
+        return MHD_YES;
+    }
+    if (r->responded)
+        return MHD_YES;
+    if (r->early_status)
+        return respond_error(c, r, r->early_status, r->early_detail, false);
+    if (r->path == PATH_RPC)
+        return serve_rpc(s, c, r);
+    if (r->path == PATH_HEALTHZ)
+        return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
+    return serve_metrics(s, c, r);
+}
+
+/* -------------------------------------------------------------- sockets */
+
+static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t *err)
+{
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr)
+        return loom_err_set(err, LOOM_EINVAL, "listen address '%s': expected HOST:PORT", addr);
+    size_t hlen = (size_t)(colon - addr);
+    const char *h = addr;
+    if (addr[0] == '[') {
+        if (hlen < 2 || addr[hlen - 1] != ']')
+            return loom_err_set(err, LOOM_EINVAL,
+                                "listen address '%s': expected [IPV6]:PORT", addr);
+        h = addr + 1;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof host)
+        return loom_err_set(err, LOOM_EINVAL, "listen address '%s': host too long", addr);
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    int64_t p;
+    if (loom_parse_i64(colon + 1, 0, 65535, &p, "port", err) != LOOM_OK)
+        return loom_err_prefix(err, "listen address '%s'", addr);
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (gai != 0)
+        return loom_err_set(err, LOOM_EINVAL, "listen address '%s': %s", addr, gai_strerror(gai));
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        freeaddrinfo(ai);
+        return loom_err_errno(err, LOOM_EIO, errno, "listen address '%s': socket", addr);
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+        int e = errno;
+        freeaddrinfo(ai);
+        close(fd);
+        return loom_err_errno(err, e == EADDRINUSE ? LOOM_EEXIST : LOOM_EIO, e,
+                              "cannot listen on '%s'", addr);
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    *out_fd = fd;
+    return LOOM_OK;
+}
+
+static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return loom_err_set(err, LOOM_EINVAL, "socket path '%s': longer than %zu bytes", path,
+                            sizeof sa.sun_path - 1);
+    strcpy(sa.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return loom_err_set(err, LOOM_EEXIST,
+                                "socket path '%s': exists and is not a socket; not replacing it",
+                                path);
+        /* A socket file: in use by a live server, or stale? */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            close(probe);
+            return loom_err_set(err, LOOM_EEXIST,
+                                "socket path '%s': another server is listening there", path);
+        }
+        if (probe >= 0)
+            close(probe);
+        unlink(path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "socket path '%s': socket", path);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        return loom_err_errno(err, LOOM_EIO, e, "cannot bind socket '%s'", path);
+    }
+    /* Nobody can connect before listen(), so the mode is right in time. */
+    if (chmod(path, 0600) != 0 || listen(fd, 128) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        return loom_err_errno(err, LOOM_EIO, e, "cannot listen on socket '%s'", path);
+    }
+    *out_fd = fd;
+    return LOOM_OK;
+}
+
+static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
+{
+    l->s = s;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    l->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+        MHD_OPTION_END);
+    if (!l->mhd)
+        return loom_err_set(err, LOOM_EIO, "cannot start the HTTP server on the %s listener",
+                            l->is_unix ? "Unix socket" : "TCP");
+    return LOOM_OK;
+}
+
+/* --------------------------------------------------------------- public */
+
+void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->listen = "127.0.0.1:7750";
+    cfg->healthz_without_auth = true;
+    cfg->max_body = 1u << 20;
+    cfg->max_connections = 128;
+    cfg->idle_timeout_s = 30;
+    cfg->request_timeout_s = 10;
+    cfg->drain_timeout_s = 30;
+}
+
+static void server_free(loom_rpc_server_t *s)
+{
+    free(s->listen_copy);
+    free(s->socket_copy);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->wake);
+    explicit_bzero(s->token, sizeof s->token);
+    free(s);
+}
+
+int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatcher_t *d,
+                          loom_rpc_server_t **out, loom_err_t *err)
+{
+    bool tcp = cfg->listen && cfg->listen[0];
+    if (!tcp && !cfg->socket_path)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "rpc server: expected a listen address, a socket path or both");
+    if (tcp && !cfg->token && !cfg->allow_no_auth)
+        return loom_err_set(err, LOOM_EINVAL, "rpc server: TCP listener needs a token");
+    if (cfg->token && strlen(cfg->token) != LOOM_RPC_TOKEN_HEX)
+        return loom_err_set(err, LOOM_EINVAL, "rpc server: token: expected %d hex characters",
+                            LOOM_RPC_TOKEN_HEX);
+    loom_rpc_server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return loom_err_set(err, LOOM_ENOMEM, "rpc server: out of memory");
+    s->d = d;
+    s->cfg = *cfg;
+    loom_rpc_server_config_t def;
+    loom_rpc_server_config_init(&def);
+    if (!s->cfg.max_body)
+        s->cfg.max_body = def.max_body;
+    if (!s->cfg.max_connections)
+        s->cfg.max_connections = def.max_connections;
+    if (!s->cfg.idle_timeout_s)
+        s->cfg.idle_timeout_s = def.idle_timeout_s;
+    if (!s->cfg.request_timeout_s)
+        s->cfg.request_timeout_s = def.request_timeout_s;
+    if (!s->cfg.drain_timeout_s)
+        s->cfg.drain_timeout_s = def.drain_timeout_s;
+    s->listen_copy = tcp ? strdup(cfg->listen) : NULL;
+    s->socket_copy = cfg->socket_path ? strdup(cfg->socket_path) : NULL;
+    s->cfg.listen = s->listen_copy;
+    s->cfg.socket_path = s->socket_copy;
+    s->cfg.token = NULL;
+    if (cfg->token) {
+        memcpy(s->token, cfg->token, LOOM_RPC_TOKEN_HEX + 1);
+        s->auth = true;
+    }
+    s->conns.next = s->conns.prev = &s->conns;
+    s->tcp.fd = s->unx.fd = -1;
+    s->unx.is_unix = true;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = LOOM_OK;
+    if ((tcp && !s->listen_copy) || (cfg->socket_path && !s->socket_copy)) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "rpc server: out of memory");
+        goto fail;
+    }
+    if (tcp && (rc = listen_tcp(s->listen_copy, &s->tcp.fd, &s->port, err)) != LOOM_OK)
+        goto fail;
+    if (s->socket_copy && (rc = listen_unix(s->socket_copy, &s->unx.fd, err)) != LOOM_OK)
+        goto fail_tcp;
+    if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "rpc server: cannot start the watchdog thread");
+        goto fail_unix;
+    }
+    if (tcp && (rc = start_mhd(s, &s->tcp, err)) != LOOM_OK)
+        goto fail_watchdog;
+    if (s->socket_copy && (rc = start_mhd(s, &s->unx, err)) != LOOM_OK)
+        goto fail_mhd;
+    loom_log_info("rpc server listening", "tcp=\"%s\" port=%u unix=\"%s\" auth=%s",
+                  tcp ? s->listen_copy : "", s->port, s->socket_copy ? s->socket_copy : "",
+                  s->auth ? "token" : "none");
+    *out = s;
+    return LOOM_OK;
+
+fail_mhd:
+    if (s->tcp.mhd) {
+        MHD_stop_daemon(s->tcp.mhd); /* closes its listen socket */
+        s->tcp.fd = -1;
+    }
+fail_watchdog:
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->watchdog, NULL);
+fail_unix:
+    if (s->unx.fd >= 0) {
+        close(s->unx.fd);
+        unlink(s->socket_copy);
+    }
+fail_tcp:
+    if (s->tcp.fd >= 0)
+        close(s->tcp.fd);
+fail:
+    server_free(s);
+    return rc;
+}
+
+uint16_t loom_rpc_server_port(const loom_rpc_server_t *s)
+{
+    return s->port;
+}
+
+int loom_rpc_server_add_metrics_source(loom_rpc_server_t *s, loom_rpc_metrics_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->nsources == MAX_SOURCES) {
+        pthread_mutex_unlock(&s->mu);
+        return LOOM_ELIMIT;
+    }
+    s->sources[s->nsources].fn = fn;
+    s->sources[s->nsources].ctx = ctx;
+    s->nsources++;
+    pthread_mutex_unlock(&s->mu);
+    return LOOM_OK;
+}
+
+void loom_rpc_server_stop(loom_rpc_server_t *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->draining, true);
+    listener_t *ls[2] = {&s->tcp, &s->unx};
+    for (int i = 0; i < 2; i++) {
+        if (ls[i]->mhd && MHD_quiesce_daemon(ls[i]->mhd) != MHD_INVALID_SOCKET)
+            ls[i]->quiesced = true; /* the listen fd is ours to close after stop */
+    }
+    if (s->socket_copy)
+        unlink(s->socket_copy); /* new clients fail at once, not time out */
+    int64_t deadline = loom_time_mono_ns() + (int64_t)s->cfg.drain_timeout_s * LOOM_NS_PER_S;
+    while (atomic_load(&s->in_flight) > 0 && loom_time_mono_ns() < deadline)
+        loom_time_sleep_until_ns(loom_time_mono_ns() + 5 * LOOM_NS_PER_MS);
+    long left = atomic_load(&s->in_flight);
+    if (left > 0)
+        loom_log_warn("rpc server stopping with requests in flight", "count=%ld", left);
+    for (int i = 0; i < 2; i++) {
+        if (ls[i]->mhd)
+            MHD_stop_daemon(ls[i]->mhd);
+        if (ls[i]->quiesced && ls[i]->fd >= 0)
+            close(ls[i]->fd);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->watchdog, NULL);
+    loom_log_info("rpc server stopped", NULL);
+    server_free(s);
+}
