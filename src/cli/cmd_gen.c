@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "loom/catalog.h"
 #include "loom/gen.h"
+#include "loom/rpc.h"
 
 static void usage(FILE *f)
 {
@@ -352,11 +353,15 @@ int loom_cmd_gen(int argc, char **argv)
     case OPT_OUT:
         src_rc = loom_gen_sink_dir(&sink, out_dir, kind == LOOM_GEN_KIND_K8S ? "yaml" : "sh", &err);
         break;
-    case OPT_SUBMIT:
-        /* PENDING: the rpc client (branch rpc) is not merged yet. */
-        src_rc = loom_err_set(&err, LOOM_EUNAVAIL, "--submit %s: this build has no RPC client yet",
-                              submit_url);
+    case OPT_SUBMIT: {
+        const char *url = strcmp(submit_url, "-") == 0 ? loom_cli.url : submit_url;
+        char token[LOOM_RPC_TOKEN_HEX + 1];
+        const char *tok = loom_cli.token;
+        if (!tok && loom_rpc_token_resolve(getenv("LOOM_STATE_DIR"), token, NULL) == LOOM_OK)
+            tok = token;
+        src_rc = loom_gen_sink_submit(&sink, url, tok, retry_for, &err);
         break;
+    }
     case OPT_SLURM: src_rc = loom_gen_sink_slurm(&sink, NULL, &err); break;
     default: src_rc = loom_gen_sink_dry_run(&sink, &err); break;
     }
