@@ -225,12 +225,12 @@ int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, cons
             if (!have)
                 rc = loom_err_set(err, LOOM_EINVAL,
                                   "%s:%zu: row has %zu fields, no '%s' (field %zu); "
-                                  "use the skip policy to leave such rows out",
+                                  "use --trace-missing skip (the skip policy) to leave such rows out",
                                   name, line, i, column, col + 1);
             else if (f.len == 0)
                 rc = loom_err_set(err, LOOM_EINVAL,
                                   "%s:%zu:%zu: '%s' is empty, expected a time in seconds; "
-                                  "use the skip policy to leave such rows out",
+                                  "use --trace-missing skip (the skip policy) to leave such rows out",
                                   name, line, (size_t)(field_at - row) + 1, column);
             else
                 rc = loom_err_set(err, LOOM_EINVAL,
