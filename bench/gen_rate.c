@@ -19,6 +19,10 @@
  * otherwise). The baseline is stopped after 3x the planned time.
  */
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,16 +67,25 @@ static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t 
     return rc;
 }
 
+/* The same choices and submit ids, but no template: what the pacer and the
+ * hand-off to the senders cost on their own. */
+static int make_plain(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+{
+    return loom_buf_appendf(&job->text, "%s %llu\n", names[job->choice],
+                            (unsigned long long)loom_rng_below(rng, 1000000));
+}
+
 /* ---------------------------------------------------------------- runs */
 
 typedef struct result {
-    uint64_t n;
+    uint64_t n, waits;
     double achieved, error_pct;
     int64_t p50, p99, max;
     double seconds;
 } result_t;
 
-static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, result_t *out)
+static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bool realtime,
+                   result_t *out, bool *rt_applied)
 {
     loom_gen_sink_t sink;
     loom_err_t err;
@@ -81,9 +94,10 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, re
                              .seed = 1,
                              .count = count,
                              .window = 65536,
-                             .workers = 1,
+                             .workers = 2,
                              .batch = 256,
-                             .on_backlog = LOOM_GEN_BACKLOG_WAIT};
+                             .on_backlog = LOOM_GEN_BACKLOG_WAIT,
+                             .realtime = realtime};
     loom_gen_report_t *r = malloc(sizeof *r);
     int rc = loom_gen_run(&cfg, src, &sink, r, &err);
     sink.destroy(sink.ctx);
@@ -94,12 +108,14 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, re
         return rc;
     }
     *out = (result_t){.n = r->sent,
+                      .waits = r->backlog_waits,
                       .achieved = r->rate_achieved,
                       .error_pct = r->rate_error_pct,
                       .p50 = loom_gen_hist_quantile(&r->lateness, 0.5),
                       .p99 = loom_gen_hist_quantile(&r->lateness, 0.99),
                       .max = r->lateness.max,
                       .seconds = (double)r->elapsed_ns / 1e9};
+    *rt_applied = r->realtime;
     if (r->failed)
         fprintf(stderr, "gen_rate: %llu jobs failed: %s\n", (unsigned long long)r->failed,
                 r->first_error);
@@ -159,6 +175,47 @@ static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t coun
     return LOOM_OK;
 }
 
+/* The floor: a loop that only sleeps to each due time the way the pacer
+ * does (same spin, same timer slack, SCHED_FIFO if allowed) and makes no
+ * job at all. What it shows is the machine, not the generator. */
+static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applied)
+{
+    loom_gen_hist_t *h = malloc(sizeof *h);
+    loom_gen_hist_init(h);
+    struct sched_param rt = {.sched_priority = 1}, old_param;
+    int old_policy;
+    pthread_getschedparam(pthread_self(), &old_policy, &old_param);
+    *rt_applied = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+    int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    loom_gen_realclock_t rc = {.spin_ns = loom_gen_default_spin_ns(rate)};
+    loom_gen_clock_t clock = loom_gen_clock_real(&rc);
+    int64_t t0 = loom_time_mono_ns(), first = 0, last = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t due = llround((double)i * 1e9 / rate);
+        clock.sleep_until(clock.ctx, t0 + due);
+        int64_t send = loom_time_mono_ns() - t0;
+        loom_gen_hist_add(h, send - due);
+        if (i == 0)
+            first = send;
+        last = send;
+    }
+    if (old_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    if (*rt_applied)
+        pthread_setschedparam(pthread_self(), old_policy, &old_param);
+    double achieved = count > 1 && last > first ? (double)(count - 1) * 1e9 / (double)(last - first) : 0;
+    *out = (result_t){.n = count,
+                      .achieved = achieved,
+                      .error_pct = (achieved - rate) / rate * 100,
+                      .p50 = loom_gen_hist_quantile(h, 0.5),
+                      .p99 = loom_gen_hist_quantile(h, 0.99),
+                      .max = h->max,
+                      .seconds = (double)(loom_time_mono_ns() - t0) / 1e9};
+    free(h);
+    return LOOM_OK;
+}
+
 static void fmt_us(char *out, size_t len, int64_t ns)
 {
     double us = (double)ns / 1e3;
@@ -205,6 +262,23 @@ int main(int argc, char **argv)
         return 1;
     }
     loom_gen_source_t src = {.n = 4, .weights = weights, .names = names, .make = make_job, .ctx = &ts};
+    loom_gen_source_t plain = {.n = 4, .weights = weights, .names = names, .make = make_plain};
+
+    /* What one job costs to make, without any pacing. */
+    enum { RENDER_N = 20000 };
+    int64_t r0 = loom_time_mono_ns();
+    for (uint64_t i = 0; i < RENDER_N; i++) {
+        loom_gen_job_t job = {.index = i, .choice = i % 4};
+        loom_rng_t rng;
+        loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
+        if (make_job(&ts, &job, &rng, &err) != LOOM_OK) {
+            fprintf(stderr, "gen_rate: %s\n", err.msg);
+            return 1;
+        }
+        loom_buf_free(&job.text);
+    }
+    double render_us = (double)(loom_time_mono_ns() - r0) / 1e3 / RENDER_N;
+    printf("render: %.2f us/job\n", render_us);
 
     char md[16384];
     size_t mdlen = 0;
@@ -237,14 +311,20 @@ int main(int argc, char **argv)
         "%.2f.\n\n"
         "Each job is chosen by weight, its parameters sampled and the shipped Slurm template\n"
         "(workloads/templates/slurm.sh.mustache) rendered with shell escaping, then discarded.\n"
-        "`loom gen`: constant process, real clock, 20 us spin, 1 sender thread, window 65536,\n"
-        "batches of at most 256. Baseline: one thread that samples and renders a job, then\n"
+        "`loom gen`: constant process, real clock (sleep, then a busy wait of min(20 us, half\n"
+        "the gap)), 2 sender threads, window 65536, batches of at most 256; once with the pacer\n"
+        "thread under SCHED_FIFO (`--realtime`), once under the normal policy, and once with\n"
+        "jobs that are not rendered (a one-line text: the pacer and hand-off alone). Floor: a\n"
+        "loop that only sleeps to each due time as the pacer does and makes no job (what the\n"
+        "machine allows). Baseline: one thread that samples and renders a job, then\n"
         "calls nanosleep(1/rate). Lateness = send time - due time (due = i / rate from the\n"
         "start); achieved rate = (n - 1) / (last send - first send).\n\n"
-        "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 (us) | max (us) |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "Rendering alone costs %.1f us per job on one thread here (%d jobs in a loop, measured\n"
+        "just before the runs).\n\n"
+        "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 (us) | max (us) | backlog waits |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
-        load[0], load[1], load[2]);
+        load[0], load[1], load[2], render_us, RENDER_N);
 
     int rc = 0;
     for (char *tok = strtok(rates_arg, ","); tok; tok = strtok(NULL, ",")) {
@@ -255,22 +335,32 @@ int main(int argc, char **argv)
         uint64_t count = (uint64_t)llround(rate * secs);
         if (count < 2)
             count = 2;
-        result_t g, b;
-        if (run_gen(&src, rate, count, &g) != LOOM_OK ||
-            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), &b) != LOOM_OK) {
+        result_t g, gn, gp, b, fl;
+        bool rt = false, rt_n = false, rt_p = false, rt_f = false;
+        if (run_gen(&src, rate, count, true, &g, &rt) != LOOM_OK ||
+            run_gen(&src, rate, count, false, &gn, &rt_n) != LOOM_OK ||
+            run_gen(&plain, rate, count, true, &gp, &rt_p) != LOOM_OK ||
+            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), &b) != LOOM_OK ||
+            run_floor(rate, count, &fl, &rt_f) != LOOM_OK) {
             rc = 1;
             break;
         }
-        for (int k = 0; k < 2; k++) {
-            result_t *x = k == 0 ? &g : &b;
-            char p50[32], p99[32], mx[32];
+        const char *labels[] = {rt ? "loom gen --realtime" : "loom gen --realtime (refused)",
+                                "loom gen", "loom gen --realtime, no template", "baseline",
+                                rt_f ? "floor: sleep loop, no jobs (SCHED_FIFO)"
+                                     : "floor: sleep loop, no jobs"};
+        result_t *rows[] = {&g, &gn, &gp, &b, &fl};
+        for (int k = 0; k < 5; k++) {
+            result_t *x = rows[k];
+            char p50[32], p99[32], mx[32], waits[32];
+            snprintf(waits, sizeof waits, "%llu", (unsigned long long)x->waits);
             fmt_us(p50, sizeof p50, x->p50);
             fmt_us(p99, sizeof p99, x->p99);
             fmt_us(mx, sizeof mx, x->max);
             char line[512];
-            snprintf(line, sizeof line, "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s |\n",
-                     rate, k == 0 ? "loom gen" : "baseline", (unsigned long long)x->n, x->seconds,
-                     x->achieved, x->error_pct, p50, p99, mx);
+            snprintf(line, sizeof line, "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s |\n",
+                     rate, labels[k], (unsigned long long)x->n, x->seconds,
+                     x->achieved, x->error_pct, p50, p99, mx, k >= 3 ? "-" : waits);
             fputs(line, stdout);
             fflush(stdout);
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);

@@ -116,6 +116,9 @@ typedef struct loom_gen_realclock {
     int64_t spin_ns;
 } loom_gen_realclock_t;
 loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc);
+/* The spin loom_gen_run uses with its default clock: 20 us, at most half
+ * the mean gap at rate (jobs/s). */
+int64_t loom_gen_default_spin_ns(double rate);
 
 /* A virtual clock for tests and simulation: sleep_until() moves time
  * forward to the deadline at once; nothing else moves it. */
@@ -312,6 +315,7 @@ typedef struct loom_gen_report {
     uint64_t *per_choice_ok;
     double chi2, chi2_dof, chi2_p;
     char first_error[512];
+    bool realtime; /* the pacer ran under SCHED_FIFO */
     loom_gen_record_t *records; /* config.keep_records: one per index */
     size_t n_records;
 } loom_gen_report_t;
@@ -326,8 +330,12 @@ typedef struct loom_gen_config {
     unsigned workers;        /* sender threads (0: 2) */
     unsigned batch;          /* most jobs per sink call (0: 64) */
     loom_gen_backlog_t on_backlog;
-    const loom_gen_clock_t *clock; /* NULL: real clock with a 20 us spin */
+    const loom_gen_clock_t *clock; /* NULL: real, spin loom_gen_default_spin_ns */
     bool keep_records;       /* needs count, or a trace */
+    /* Run the pacer thread (only) under SCHED_FIFO priority 1 when allowed
+     * (root or CAP_SYS_NICE), so that other processes cannot delay its
+     * wake-ups; report.realtime says whether it took effect. */
+    bool realtime;
     /* Called on the pacer thread about every progress_ns (0: never). */
     void (*progress)(void *ctx, const loom_gen_report_t *snapshot);
     void *progress_ctx;

@@ -48,7 +48,10 @@ static void usage(FILE *f)
             "  --batch N             jobs per sink call at most (default 64)\n"
             "  --on-backlog P        at a full window: wait (default), drop or fail\n"
             "  --retry-for D         --submit: keep retrying an unreachable loomd this long (30s)\n"
-            "  --spin US             busy-wait the last US microseconds before a due time (20)\n"
+            "  --spin US             busy-wait the last US microseconds before a due time\n"
+            "                        (default 20, at most half the mean gap)\n"
+            "  --realtime            run the pacer thread under SCHED_FIFO (needs root or\n"
+            "                        CAP_SYS_NICE; ignored otherwise, see realtime in --json)\n"
             "output:\n"
             "  --json                the summary as one JSON object on standard output\n"
             "                        (standard error with --stdout)\n\n"
@@ -62,7 +65,7 @@ enum {
     OPT_TIME_SCALE, OPT_TRACE_MISSING, OPT_DURATION, OPT_COUNT, OPT_SEED, OPT_RUN_TAG,
     OPT_KIND, OPT_TEMPLATE, OPT_TEMPLATES, OPT_DRY_RUN, OPT_STDOUT, OPT_OUT, OPT_SUBMIT,
     OPT_SLURM, OPT_WINDOW, OPT_WORKERS, OPT_BATCH, OPT_BACKLOG, OPT_RETRY_FOR, OPT_SPIN,
-    OPT_JSON, OPT_HELP
+    OPT_JSON, OPT_REALTIME, OPT_HELP
 };
 
 typedef struct progress_ctx {
@@ -87,6 +90,8 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
             (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9,
             (unsigned long long)r->sent, (unsigned long long)r->ok,
             (unsigned long long)r->failed, (unsigned long long)r->dropped);
+    if (cfg->realtime)
+        fprintf(f, "pacer: %s\n", r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
     fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
             r->rate_target, r->rate_schedule, r->rate_achieved, r->rate_error_pct);
     fprintf(f, "lateness: p50 %.1f us, p99 %.1f us, max %.1f us; ack p50 %.1f us, p99 %.1f us\n",
@@ -154,6 +159,7 @@ int loom_cmd_gen(int argc, char **argv)
         {"retry-for", required_argument, NULL, OPT_RETRY_FOR},
         {"spin", required_argument, NULL, OPT_SPIN},
         {"json", no_argument, NULL, OPT_JSON},
+        {"realtime", no_argument, NULL, OPT_REALTIME},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -164,7 +170,7 @@ int loom_cmd_gen(int argc, char **argv)
     bool have_seed = false, have_kind = false, json_out = false;
     int sinks = 0, sink_kind = OPT_DRY_RUN;
     uint64_t u;
-    int64_t retry_for = 0, spin_us = 20;
+    int64_t retry_for = 0, spin_us = -1;
     loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
     loom_gen_kind_t kind = LOOM_GEN_KIND_SLURM;
     loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}};
@@ -253,6 +259,7 @@ int loom_cmd_gen(int argc, char **argv)
             spin_us = (int64_t)u;
             break;
         case OPT_JSON: json_out = true; break;
+        case OPT_REALTIME: cfg.realtime = true; break;
         case OPT_HELP:
         case 'h': usage(stdout); return LOOM_EXIT_OK;
         default: usage(stderr); return LOOM_EXIT_USAGE;
@@ -373,7 +380,8 @@ int loom_cmd_gen(int argc, char **argv)
 
     loom_gen_realclock_t rc = {.spin_ns = spin_us * LOOM_NS_PER_US};
     loom_gen_clock_t clock = loom_gen_clock_real(&rc);
-    cfg.clock = &clock;
+    if (spin_us >= 0)
+        cfg.clock = &clock; /* else the default: loom_gen_default_spin_ns */
     progress_ctx_t pctx = {.tty = isatty(2)};
     if (pctx.tty) {
         cfg.progress = on_progress;

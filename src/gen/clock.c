@@ -21,6 +21,14 @@ static void real_sleep_until(void *ctx, int64_t deadline)
     }
 }
 
+int64_t loom_gen_default_spin_ns(double rate)
+{
+    int64_t spin = 20 * LOOM_NS_PER_US;
+    if (rate > 0 && 0.5e9 / rate < (double)spin)
+        spin = (int64_t)(0.5e9 / rate);
+    return spin;
+}
+
 loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc)
 {
     return (loom_gen_clock_t){.now = real_now, .sleep_until = real_sleep_until, .ctx = rc};

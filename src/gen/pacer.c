@@ -18,6 +18,7 @@
  * one core.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -69,13 +70,23 @@ void loom_gen_job_fail(loom_gen_job_t *job, const loom_err_t *err)
     job->error = strdup(err && err->msg[0] ? err->msg : "failed");
 }
 
-static void job_free(loom_gen_job_t *job)
+/* Empties a job for reuse; its text buffer keeps its memory. */
+static void job_clear(loom_gen_job_t *job)
 {
-    loom_buf_free(&job->text);
+    loom_buf_t text = job->text;
+    loom_buf_reset(&text);
     if (job->spec)
         json_decref(job->spec);
     free(job->error);
     free(job->remote_id);
+    memset(job, 0, sizeof *job);
+    job->text = text;
+}
+
+static void job_free(loom_gen_job_t *job)
+{
+    job_clear(job);
+    loom_buf_free(&job->text);
     free(job);
 }
 
@@ -98,6 +109,11 @@ typedef struct engine {
     loom_err_t broken_err;
     int64_t last_ack;
     loom_gen_report_t *rep;
+    /* Finished jobs come back here for the pacer to reuse, so the pacer
+     * does not call malloc: a sender freeing into the pacer's malloc arena
+     * would make the pacer wait for a lock held by a preempted thread. */
+    loom_gen_job_t **pool;
+    size_t npool, pool_cap;
 } engine_t;
 
 /* Renders and sends one batch; called without the lock. */
@@ -149,32 +165,57 @@ static void account_batch(engine_t *e, loom_gen_job_t **jobs, size_t n)
 {
     int64_t ack = e->clock.now(e->clock.ctx) - e->t0;
     loom_gen_report_t *r = e->rep;
-    pthread_mutex_lock(&e->mu);
+    /* Everything that may call free() happens before the lock is taken:
+     * a sender blocked in malloc while holding it would stall the pacer. */
+    struct {
+        uint64_t index;
+        int64_t send;
+        size_t choice;
+        bool ok;
+    } out[n];
+    char first_error[sizeof r->first_error] = "";
     for (size_t i = 0; i < n; i++) {
         loom_gen_job_t *job = jobs[i];
         job->ack_ns = ack;
-        bool ok = job->rc == LOOM_OK;
-        if (ok) {
+        out[i].index = job->index;
+        out[i].send = job->send_ns;
+        out[i].choice = job->choice;
+        out[i].ok = job->rc == LOOM_OK;
+        if (!out[i].ok && !first_error[0])
+            snprintf(first_error, sizeof first_error, "job %llu: %s",
+                     (unsigned long long)job->index, job->error ? job->error : "failed");
+        job_clear(job);
+    }
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (out[i].ok) {
             r->ok++;
-            r->per_choice_ok[job->choice]++;
+            r->per_choice_ok[out[i].choice]++;
         } else {
             r->failed++;
-            if (!r->first_error[0])
-                snprintf(r->first_error, sizeof r->first_error, "job %llu: %s",
-                         (unsigned long long)job->index, job->error ? job->error : "failed");
         }
-        loom_gen_hist_add(&r->ack, ack - job->send_ns);
-        if (r->records && job->index < r->n_records) {
-            r->records[job->index].ack_ns = ack;
-            r->records[job->index].state = ok ? LOOM_GEN_JOB_OK : LOOM_GEN_JOB_FAILED;
+        loom_gen_hist_add(&r->ack, ack - out[i].send);
+        if (r->records && out[i].index < r->n_records) {
+            r->records[out[i].index].ack_ns = ack;
+            r->records[out[i].index].state = out[i].ok ? LOOM_GEN_JOB_OK : LOOM_GEN_JOB_FAILED;
         }
-        job_free(job);
+    }
+    if (first_error[0] && !r->first_error[0])
+        memcpy(r->first_error, first_error, sizeof first_error);
+    size_t overflow = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e->npool < e->pool_cap)
+            e->pool[e->npool++] = jobs[i];
+        else
+            jobs[overflow++] = jobs[i]; /* freed below, outside the lock */
     }
     if (ack > e->last_ack)
         e->last_ack = ack;
     e->inflight -= n;
     pthread_cond_signal(&e->space_cv);
     pthread_mutex_unlock(&e->mu);
+    for (size_t i = 0; i < overflow; i++)
+        job_free(jobs[i]);
 }
 
 static void *worker_main(void *arg)
@@ -205,12 +246,37 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The pacer's own stock of empty jobs, refilled from the pool. */
+typedef struct job_cache {
+    loom_gen_job_t **jobs;
+    size_t n, cap;
+} job_cache_t;
+
+static void refill_locked(engine_t *e, job_cache_t *c)
+{
+    while (c->n < c->cap && e->npool > 0)
+        c->jobs[c->n++] = e->pool[--e->npool];
+}
+
+static loom_gen_job_t *take_job(engine_t *e, job_cache_t *c)
+{
+    if (c->n == 0) {
+        pthread_mutex_lock(&e->mu);
+        refill_locked(e, c);
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (c->n > 0)
+        return c->jobs[--c->n];
+    return calloc(1, sizeof(loom_gen_job_t)); /* only while the pool warms up */
+}
+
 /* Hands the pacer's released jobs to the workers. */
-static void flush(engine_t *e, loom_gen_job_t **pending, size_t *npending)
+static void flush(engine_t *e, loom_gen_job_t **pending, size_t *npending, job_cache_t *cache)
 {
     if (*npending == 0)
         return;
     pthread_mutex_lock(&e->mu);
+    refill_locked(e, cache);
     for (size_t i = 0; i < *npending; i++)
         e->q[(e->qhead + e->qlen + i) % e->window] = pending[i];
     e->qlen += *npending;
@@ -323,8 +389,9 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
     loom_gen_report_t *r = e->rep;
     loom_rng_t crng;
     loom_rng_init(&crng, cfg->seed, LOOM_GEN_STREAM_CHOICES);
-    loom_gen_job_t *pending[e->batch];
+    loom_gen_job_t *pending[e->batch], *cached[e->batch];
     size_t npending = 0;
+    job_cache_t cache = {.jobs = cached, .cap = e->batch};
     int64_t first_send = -1, last_send = 0, last_due = 0, oldest = 0;
     int64_t next_progress = cfg->progress && cfg->progress_ns > 0 ? cfg->progress_ns : INT64_MAX;
     int rc = LOOM_OK;
@@ -347,7 +414,7 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         int64_t now = e->clock.now(e->clock.ctx);
         if (now < deadline) {
             if (npending && (deadline - now >= FLUSH_SLACK_NS || now - oldest >= MAX_HOLD_NS))
-                flush(e, pending, &npending);
+                flush(e, pending, &npending, &cache);
             if (now - e->t0 >= next_progress) {
                 progress(e, first_send, last_send, last_due);
                 next_progress += cfg->progress_ns;
@@ -357,7 +424,7 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         }
         bool waited = false;
         if (__atomic_load_n(&e->inflight, __ATOMIC_RELAXED) + npending >= e->window) {
-            flush(e, pending, &npending);
+            flush(e, pending, &npending, &cache);
             pthread_mutex_lock(&e->mu);
             bool full = e->inflight >= e->window;
             pthread_mutex_unlock(&e->mu);
@@ -397,7 +464,7 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
                 waited = true;
             }
         }
-        loom_gen_job_t *job = calloc(1, sizeof *job);
+        loom_gen_job_t *job = take_job(e, &cache);
         if (!job) {
             rc = loom_err_set(err, LOOM_ENOMEM, "out of memory at job %llu", (unsigned long long)i);
             break;
@@ -421,9 +488,16 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
             oldest = now;
         pending[npending++] = job;
         if (npending == e->batch)
-            flush(e, pending, &npending);
+            flush(e, pending, &npending, &cache);
     }
-    flush(e, pending, &npending);
+    flush(e, pending, &npending, &cache);
+    pthread_mutex_lock(&e->mu);
+    for (size_t k = 0; k < cache.n; k++) /* back to the pool, freed at the end */
+        if (e->npool < e->pool_cap)
+            e->pool[e->npool++] = cache.jobs[k];
+        else
+            job_free(cache.jobs[k]);
+    pthread_mutex_unlock(&e->mu);
     finish_rates(r, cfg, first_send < 0 ? 0 : first_send, last_send, last_due);
     return rc;
 }
@@ -441,7 +515,11 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
     if ((rc = loom_gen_arrivals_init(&arr, &cfg->arrivals, cfg->seed, err)) != LOOM_OK)
         return rc;
 
-    static loom_gen_realclock_t default_rc = {.spin_ns = 20 * LOOM_NS_PER_US};
+    /* The default clock spins at most 20 us, and at most half the mean gap:
+     * at 100,000/s a 20 us spin would never let the pacer sleep, and a
+     * realtime pacer that never sleeps is throttled by the kernel. */
+    loom_gen_realclock_t default_rc = {.spin_ns = loom_gen_default_spin_ns(
+                                           loom_gen_arrivals_rate(&cfg->arrivals))};
     engine_t e = {.cfg = cfg, .src = src, .sink = sink, .rep = report};
     e.clock = cfg->clock ? *cfg->clock : loom_gen_clock_real(&default_rc);
     e.window = cfg->window ? cfg->window : 1024;
@@ -450,9 +528,20 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
     if (sink->max_workers && nworkers > sink->max_workers)
         nworkers = sink->max_workers;
     e.q = calloc(e.window, sizeof *e.q);
-    if (!e.q)
+    e.pool_cap = (size_t)e.window + 2 * (size_t)e.batch;
+    e.pool = calloc(e.pool_cap, sizeof *e.pool);
+    if (!e.q || !e.pool) {
+        free(e.q);
+        free(e.pool);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory for a window of %u", e.window);
-    pthread_mutex_init(&e.mu, NULL);
+    }
+    /* Priority inheritance: a realtime pacer must not wait behind a sender
+     * that was preempted while holding the lock. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&e.mu, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_cond_init(&e.work_cv, NULL);
     pthread_cond_init(&e.space_cv, NULL);
 
@@ -469,12 +558,23 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
 
     /* A timer slack of 1 ns: the default 50 us would be added to every
      * sleep of the pacer. Restored afterwards. */
+    /* SCHED_FIFO for this thread only: the workers were created before, so
+     * they keep the normal policy. */
+    int old_policy = SCHED_OTHER;
+    struct sched_param old_param = {0};
+    pthread_getschedparam(pthread_self(), &old_policy, &old_param);
+    if (cfg->realtime) {
+        struct sched_param rt = {.sched_priority = 1};
+        report->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+    }
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     e.t0 = e.clock.now(e.clock.ctx);
     rc = pace(&e, &arr, err);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    if (report->realtime)
+        pthread_setschedparam(pthread_self(), old_policy, &old_param);
 
     pthread_mutex_lock(&e.mu);
     e.closing = true;
@@ -507,6 +607,9 @@ out:
     pthread_cond_destroy(&e.space_cv);
     pthread_cond_destroy(&e.work_cv);
     pthread_mutex_destroy(&e.mu);
+    for (size_t k = 0; k < e.npool; k++)
+        job_free(e.pool[k]);
+    free(e.pool);
     free(e.q);
     return rc;
 }
