@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 lists=("$here"/deps/build*.txt)
 case "$target" in
   build) ;;
-  test|bench|run) lists+=("$here"/deps/"$target"*.txt) ;;
+  test|bench|run|slurm) lists+=("$here"/deps/"$target"*.txt) ;;
   *) echo "deps.sh: unknown target '$target' (expected build, test, bench or run)" >&2; exit 2 ;;
 esac
 

@@ -5,6 +5,8 @@
 #   tests/fuzz/fuzz_<name>.c        libFuzzer target (LOOM_FUZZ, clang), with a
 #                                   short run as test "fuzz.<name>" seeded
 #                                   from tests/fuzz/corpus/<name>/ if present
+# Tests that start a Slurm (names containing "slurm") and all integration
+# tests hold the lock "slurm": Slurm's daemons listen on fixed ports.
 # Tests see LOOM_BUILD_DIR (this build), LOOM_PLAIN_BUILD_DIR (unsanitized
 # build for ctypes, may be empty), LOOM_SOURCE_DIR, LOOM_SHARED_DIR.
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
@@ -26,6 +28,9 @@ foreach(src ${unit_tests})
   target_link_libraries(${name} PRIVATE loom_static PkgConfig::CMOCKA)
   add_test(NAME unit.${short} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(unit.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300)
+  if(short MATCHES "slurm")
+    set_tests_properties(unit.${short} PROPERTIES RESOURCE_LOCK slurm) # one Slurm at a time
+  endif()
 endforeach()
 
 file(GLOB integ_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh
@@ -41,7 +46,7 @@ foreach(src ${integ_tests})
   endif()
   add_test(NAME integration.${short} COMMAND ${cmd} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(integration.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 900
-                       RESOURCE_LOCK integration)
+                       RESOURCE_LOCK "integration;slurm")
 endforeach()
 
 if(LOOM_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")

@@ -141,7 +141,7 @@ int loom_write_file_atomic(const char *path, const void *data, size_t len, int m
 /* ------------------------------------------------------------------- units */
 
 /* Sizes: "16GiB", "512M", "1.5G", "4096", "10kB". Binary suffixes K, M, G,
- * T, P, with or without "i" and "B" (K = KiB = 1024, as Slurm reads them);
+ * T, P, E, with or without "i" and "B" (K = KiB = 1024, as Slurm reads them);
  * decimal ones spelled kB, MB, GB, TB, PB (1000^n). A bare number is bytes.
  * Case-insensitive except that "kB".."PB" with a capital B and no "i" are
  * decimal. Fractions are allowed when the result is a whole number of bytes

@@ -76,7 +76,7 @@ int loom_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, con
 
 static int size_multiplier(const char *suf, uint64_t *mult)
 {
-    static const char letters[] = "KMGTP";
+    static const char letters[] = "KMGTPE";
     if (*suf == '\0' || strcmp(suf, "B") == 0 || strcmp(suf, "b") == 0) {
         *mult = 1;
         return 0;

@@ -1,0 +1,528 @@
+/* The local executor: jobs run on this machine under a shepherd each (see
+ * shepherd.c and include/loom/exec.h for why). This file prepares a job's
+ * directory (script, spec.json), spawns the shepherd with posix_spawn (safe
+ * in the multithreaded loomd), and turns the shepherd's status file into an
+ * outcome. It also finds a cgroup v2 for per-job accounting and says which
+ * limits it can and cannot enforce on this machine. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/exec_private.h"
+#include "loom/exec.h"
+
+extern char **environ;
+
+struct loom_exec_local {
+    char jobs_dir[LOOM_EXEC_PATH_MAX];
+    char shepherd[PATH_MAX];
+    int64_t grace_ns;
+    char cgroup_base[LOOM_EXEC_PATH_MAX]; /* "" when not used */
+    bool cg_memory, cg_cpu;               /* limits the cgroup can enforce */
+    char cgroup_note[256];
+};
+
+const char *loom_exec_end_name(loom_exec_end_t end)
+{
+    static const char *names[] = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"};
+    return (unsigned)end < 4 ? names[end] : "UNKNOWN";
+}
+
+int loom_exec_proc_start_time(pid_t pid, uint64_t *start, loom_err_t *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = loom_buf_read_file(&b, path, err);
+    if (rc != LOOM_OK)
+        return rc;
+    /* The command name (field 2) may hold spaces and parentheses: fields
+     * are counted from the last ')'. Field 3 is the state, 22 the start. */
+    const char *p = strrchr(b.data, ')');
+    int field = 2;
+    rc = loom_err_set(err, LOOM_EINVAL, "%s: malformed", path);
+    while (p && *p) {
+        if (*p == ' ') {
+            field++;
+            if (field == 3 && p[1] == 'Z') {
+                rc = loom_err_set(err, LOOM_ENOTFOUND, "process %d is a zombie", (int)pid);
+                break;
+            }
+            if (field == 22) {
+                *start = strtoull(p + 1, NULL, 10);
+                rc = LOOM_OK;
+                break;
+            }
+        }
+        p++;
+    }
+    loom_buf_free(&b);
+    return rc;
+}
+
+int loom_exec__cgroup2_mount(char *out, size_t outlen)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return -1;
+    char line[4096];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        /* ... mount-point options - fstype source superoptions */
+        char *sep = strstr(line, " - ");
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+            continue;
+        char *fields[5] = {0};
+        char *save = NULL, *tok = strtok_r(line, " ", &save);
+        for (int i = 0; tok && i < 5; i++, tok = strtok_r(NULL, " ", &save))
+            fields[i] = tok;
+        if (fields[4] && strlen(fields[4]) < outlen) {
+            strcpy(out, fields[4]);
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* A cgroup v2 directory for this executor's jobs, named after jobs_dir so a
+ * restarted loomd finds the same one and two loomds never share one. */
+static void setup_cgroup(loom_exec_local_t *x)
+{
+    char mnt[LOOM_EXEC_PATH_MAX];
+    if (loom_exec__cgroup2_mount(mnt, sizeof mnt) != 0) {
+        snprintf(x->cgroup_note, sizeof x->cgroup_note,
+                 "no cgroup v2 mounted: no per-job limits or cgroup accounting");
+        return;
+    }
+    char base[LOOM_EXEC_PATH_MAX];
+    snprintf(base, sizeof base, "%s/loom-%016llx", mnt, (unsigned long long)fnv1a(x->jobs_dir));
+    if (mkdir(base, 0755) != 0 && errno != EEXIST) {
+        snprintf(x->cgroup_note, sizeof x->cgroup_note,
+                 "cannot create a cgroup under %s (%s): no per-job limits or cgroup accounting",
+                 mnt, strerror(errno));
+        return;
+    }
+    strcpy(x->cgroup_base, base);
+    /* Limits need the memory and cpu controllers delegated to our subtree. */
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    loom_buf_t b = LOOM_BUF_INIT;
+    snprintf(path, sizeof path, "%s/cgroup.controllers", base);
+    if (loom_buf_read_file(&b, path, NULL) == LOOM_OK) {
+        x->cg_memory = strstr(b.data, "memory") != NULL;
+        x->cg_cpu = strstr(b.data, "cpu") != NULL;
+    }
+    loom_buf_free(&b);
+    if (x->cg_memory || x->cg_cpu) {
+        snprintf(path, sizeof path, "%s/cgroup.subtree_control", base);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (x->cg_memory && write(fd, "+memory", 7) != 7)
+                x->cg_memory = false;
+            if (x->cg_cpu && write(fd, "+cpu", 4) != 4)
+                x->cg_cpu = false;
+            close(fd);
+        } else {
+            x->cg_memory = x->cg_cpu = false;
+        }
+    }
+    snprintf(x->cgroup_note, sizeof x->cgroup_note,
+             "cgroup v2 at %s: accounting and kill%s%s%s", base,
+             x->cg_memory ? ", memory limit" : "", x->cg_cpu ? ", cpu limit" : "",
+             x->cg_memory && x->cg_cpu ? ""
+             : x->cg_memory || x->cg_cpu
+                 ? " (other controller not available)"
+                 : "; memory and cpu limits NOT enforced (controllers not available to cgroup v2 "
+                   "here)");
+}
+
+int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, loom_err_t *err)
+{
+    loom_exec_local_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    if (snprintf(x->jobs_dir, sizeof x->jobs_dir, "%s", cfg->jobs_dir) >= (int)sizeof x->jobs_dir)
+        goto fail_long;
+    if (mkdir(x->jobs_dir, 0700) != 0 && errno != EEXIST) {
+        int e = errno;
+        free(x);
+        return loom_err_errno(err, LOOM_EIO, e, "cannot create jobs directory '%s'",
+                              cfg->jobs_dir);
+    }
+    const char *sh = cfg->shepherd_path ? cfg->shepherd_path : getenv("LOOM_SHEPHERD");
+    if (sh) {
+        snprintf(x->shepherd, sizeof x->shepherd, "%s", sh);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            goto fail_long;
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        *slash = '\0';
+        snprintf(x->shepherd, sizeof x->shepherd, "%.*s/loom-shepherd", PATH_MAX - 16, self);
+    }
+    if (access(x->shepherd, X_OK) != 0) {
+        int e = errno;
+        free(x);
+        return loom_err_errno(err, LOOM_ENOTFOUND, e, "shepherd '%s' is not executable",
+                              sh ? sh : "loom-shepherd (next to this program)");
+    }
+    x->grace_ns = cfg->grace_ns > 0 ? cfg->grace_ns : 10 * LOOM_NS_PER_S;
+    if (cfg->use_cgroup)
+        setup_cgroup(x);
+    else
+        snprintf(x->cgroup_note, sizeof x->cgroup_note, "cgroups disabled by configuration");
+    *out = x;
+    return LOOM_OK;
+fail_long:
+    free(x);
+    return loom_err_set(err, LOOM_EINVAL, "jobs directory or shepherd path too long");
+}
+
+void loom_exec_local_free(loom_exec_local_t *x) { free(x); }
+
+bool loom_exec_local_cgroup(const loom_exec_local_t *x, const char **note)
+{
+    if (note)
+        *note = x->cgroup_note;
+    return x->cgroup_base[0] != '\0';
+}
+
+int loom_exec_job_env(const loom_exec_job_t *job, json_t *out)
+{
+    char v[64 + LOOM_EXEC_MAX_GPUS * 4];
+    snprintf(v, sizeof v, "LOOM_JOB_ID=%lld", (long long)job->id);
+    json_array_append_new(out, json_string(v));
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_buf_appendf(&b, "LOOM_JOB_NAME=%s", job->name ? job->name : "");
+    json_array_append_new(out, json_string(b.data));
+    loom_buf_reset(&b);
+    loom_buf_append_str(&b, "CUDA_VISIBLE_DEVICES=");
+    for (size_t i = 0; i < job->n_gpus; i++)
+        loom_buf_appendf(&b, "%s%d", i ? "," : "", job->gpus[i]);
+    json_array_append_new(out, json_string(b.data));
+    loom_buf_free(&b);
+    snprintf(v, sizeof v, "LOOM_GPU_SHARE_MILLI=%lld", (long long)job->gpu_share_milli);
+    json_array_append_new(out, json_string(v));
+    long threads = job->cpus_milli > 0 ? (long)((job->cpus_milli + 999) / 1000) : 1;
+    static const char *vars[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(v, sizeof v, "%s=%ld", vars[i], threads);
+        json_array_append_new(out, json_string(v));
+    }
+    return LOOM_OK;
+}
+
+/* The job's environment. getenv() takes the first match of a name, so the
+ * job's own variables come first (they win), then loom's, then a few basics
+ * inherited from loomd (PATH, HOME, ...). Nothing else of loomd's
+ * environment leaks into jobs. */
+static json_t *build_env(const loom_exec_job_t *job, json_t *yaml_env)
+{
+    json_t *env = json_array();
+    if (job->env)
+        for (const char *const *e = job->env; *e; e++)
+            json_array_append_new(env, json_string(*e));
+    if (yaml_env)
+        json_array_extend(env, yaml_env);
+    loom_exec_job_env(job, env);
+    static const char *keep[] = {"PATH", "HOME", "LANG", "USER", "LOGNAME", "TMPDIR", "TZ"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        const char *v = getenv(keep[i]);
+        if (v) {
+            loom_buf_t b = LOOM_BUF_INIT;
+            loom_buf_appendf(&b, "%s=%s", keep[i], v);
+            json_array_append_new(env, json_string(b.data));
+            loom_buf_free(&b);
+        } else if (strcmp(keep[i], "PATH") == 0) {
+            json_array_append_new(env, json_string("PATH=/usr/local/bin:/usr/bin:/bin"));
+        }
+    }
+    return env;
+}
+
+static int write_in_dir(const char *dir, const char *name, const char *data, size_t len, int mode,
+                        loom_err_t *err)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return loom_write_file_atomic(path, data, len, mode, err);
+}
+
+static int cgroup_for_job(loom_exec_local_t *x, const loom_exec_job_t *job, loom_exec_handle_t *h)
+{
+    h->cgroup[0] = '\0';
+    snprintf(h->cgroup_note, sizeof h->cgroup_note, "%s", x->cgroup_note);
+    if (!x->cgroup_base[0])
+        return 0;
+    char cg[LOOM_EXEC_PATH_MAX];
+    snprintf(cg, sizeof cg, "%.400s/job-%lld", x->cgroup_base, (long long)job->id);
+    if (mkdir(cg, 0755) != 0 && errno != EEXIST) {
+        snprintf(h->cgroup_note, sizeof h->cgroup_note, "cannot create cgroup %.200s: %s", cg,
+                 strerror(errno));
+        return 0;
+    }
+    char path[LOOM_EXEC_PATH_MAX + 32], val[64];
+    if (x->cg_memory && job->memory_bytes) {
+        snprintf(path, sizeof path, "%s/memory.max", cg);
+        snprintf(val, sizeof val, "%llu", (unsigned long long)job->memory_bytes);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, val, strlen(val)) < 0) {
+            }
+            close(fd);
+        }
+    }
+    if (x->cg_cpu && job->cpus_milli > 0) {
+        snprintf(path, sizeof path, "%s/cpu.max", cg);
+        snprintf(val, sizeof val, "%lld 100000", (long long)job->cpus_milli * 100);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, val, strlen(val)) < 0) {
+            }
+            close(fd);
+        }
+    }
+    strcpy(h->cgroup, cg);
+    return 0;
+}
+
+int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom_exec_handle_t *h,
+                          loom_err_t *err)
+{
+    memset(h, 0, sizeof *h);
+    h->job_id = job->id;
+    snprintf(h->dir, sizeof h->dir, "%.400s/%lld", x->jobs_dir, (long long)job->id);
+    if (mkdir(h->dir, 0700) != 0 && errno != EEXIST)
+        return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot create '%s'",
+                              (long long)job->id, h->dir);
+    /* A directory reused after a failed start must not carry an old outcome. */
+    char old[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(old, sizeof old, "%s/status.json", h->dir);
+    unlink(old);
+    snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
+    snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
+
+    json_t *argv = json_array(), *yaml_env = json_array();
+    char cwd[LOOM_EXEC_PATH_MAX];
+    snprintf(cwd, sizeof cwd, "%s", h->dir);
+    int rc;
+    const char *script = job->script ? job->script : "";
+    if (job->format == LOOM_EXEC_YAML) {
+        rc = loom_exec_yaml_command(script, strlen(script), argv, yaml_env, cwd, sizeof cwd, err);
+        if (rc != LOOM_OK) {
+            loom_err_prefix(err, "job %lld", (long long)job->id);
+            goto out;
+        }
+    } else {
+        rc = write_in_dir(h->dir, "script.sh", script, strlen(script), 0700, err);
+        if (rc != LOOM_OK)
+            goto out;
+        char path[LOOM_EXEC_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/script.sh", h->dir);
+        json_array_append_new(argv, json_string("/bin/bash"));
+        json_array_append_new(argv, json_string(path));
+    }
+    cgroup_for_job(x, job, h);
+    json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I}", "argv", argv, "env",
+                             build_env(job, yaml_env), "cwd", cwd, "stdout", h->stdout_path,
+                             "stderr", h->stderr_path, "cgroup", h->cgroup, "time_limit_ns",
+                             (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns);
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_json_dump(&b, spec);
+    json_decref(spec);
+    rc = write_in_dir(h->dir, "spec.json", b.data, b.len, 0600, err);
+    loom_buf_free(&b);
+    if (rc != LOOM_OK)
+        goto out;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    char log[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/shepherd.log", h->dir);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    char *args[] = {x->shepherd, h->dir, NULL};
+    pid_t pid;
+    int e = posix_spawn(&pid, x->shepherd, &fa, &attr, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (e != 0) {
+        rc = loom_err_errno(err, LOOM_EIO, e, "job %lld: cannot start shepherd '%s'",
+                            (long long)job->id, x->shepherd);
+        goto out;
+    }
+    h->shepherd_pid = pid;
+    loom_exec_proc_start_time(pid, &h->shepherd_start, NULL);
+    rc = LOOM_OK;
+out:
+    json_decref(argv);
+    json_decref(yaml_env);
+    return rc;
+}
+
+static int read_status(const loom_exec_handle_t *h, loom_exec_outcome_t *out, loom_err_t *err)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/status.json", h->dir);
+    json_t *st;
+    int rc = loom_json_load_file(path, &st, err);
+    if (rc != LOOM_OK)
+        return rc;
+    memset(out, 0, sizeof *out);
+    json_t *code = json_object_get(st, "exit_code"), *sig = json_object_get(st, "signal");
+    out->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+    out->signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
+    out->start_ns = json_integer_value(json_object_get(st, "start_ns"));
+    out->end_ns = json_integer_value(json_object_get(st, "end_ns"));
+    out->cpu_user_us = json_integer_value(json_object_get(st, "cpu_user_us"));
+    out->cpu_sys_us = json_integer_value(json_object_get(st, "cpu_sys_us"));
+    out->max_rss_kb = json_integer_value(json_object_get(st, "max_rss_kb"));
+    int64_t limit = json_integer_value(json_object_get(st, "time_limit_ns"));
+    char d[32];
+    if (json_is_true(json_object_get(st, "cancelled"))) {
+        out->end = LOOM_EXEC_CANCELLED;
+        snprintf(out->reason, sizeof out->reason, "cancelled");
+    } else if (json_is_true(json_object_get(st, "timed_out"))) {
+        out->end = LOOM_EXEC_TIMEOUT;
+        snprintf(out->reason, sizeof out->reason, "time limit %s reached",
+                 loom_format_duration(limit, d, sizeof d));
+    } else if (out->exit_code == 0) {
+        out->end = LOOM_EXEC_COMPLETED;
+        snprintf(out->reason, sizeof out->reason, "exit code 0");
+    } else if (out->exit_code > 0) {
+        out->end = LOOM_EXEC_FAILED;
+        snprintf(out->reason, sizeof out->reason, "exit code %d%s", out->exit_code,
+                 out->exit_code == 127 ? " (command not found)" : "");
+    } else {
+        out->end = LOOM_EXEC_FAILED;
+        snprintf(out->reason, sizeof out->reason, "killed by signal %d (%s)", out->signal,
+                 strsignal(out->signal));
+    }
+    json_decref(st);
+    return LOOM_OK;
+}
+
+/* Is the shepherd of h still the process we started? */
+static bool shepherd_alive(const loom_exec_handle_t *h)
+{
+    uint64_t start;
+    if (h->shepherd_pid <= 0 || loom_exec_proc_start_time(h->shepherd_pid, &start, NULL) != LOOM_OK)
+        return false;
+    return h->shepherd_start == 0 || start == h->shepherd_start;
+}
+
+int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
+                         loom_err_t *err)
+{
+    (void)x;
+    int wstatus;
+    pid_t r = waitpid(h->shepherd_pid, &wstatus, WNOHANG);
+    if (r == 0)
+        return 0; /* our child, still running */
+    if (r < 0 && errno == ECHILD && shepherd_alive(h))
+        return 0; /* adopted after a restart, still running */
+    loom_err_t e2;
+    int rc = read_status(h, out, &e2);
+    if (rc == LOOM_OK)
+        return 1;
+    memset(out, 0, sizeof *out);
+    out->end = LOOM_EXEC_FAILED;
+    out->exit_code = -1;
+    if (r == h->shepherd_pid)
+        snprintf(out->reason, sizeof out->reason,
+                 "lost: the shepherd ended (status %d) without recording an outcome (see %.300s/"
+                 "shepherd.log)",
+                 wstatus, h->dir);
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "lost: the job's shepherd is gone and left no outcome");
+    (void)err;
+    return 1;
+}
+
+int loom_exec_local_cancel(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    (void)x;
+    if (!shepherd_alive(h))
+        return LOOM_OK; /* already ended; poll reports how */
+    if (kill(h->shepherd_pid, SIGTERM) != 0 && errno != ESRCH)
+        return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot signal shepherd %d",
+                              (long long)h->job_id, (int)h->shepherd_pid);
+    return LOOM_OK;
+}
+
+int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    if (!h->dir[0])
+        snprintf(h->dir, sizeof h->dir, "%.400s/%lld", x->jobs_dir, (long long)h->job_id);
+    if (!h->stdout_path[0]) {
+        snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
+        snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
+    }
+    if (h->shepherd_pid <= 0) {
+        /* loomd died between spawning and recording: the shepherd wrote
+         * its own PID file. */
+        char path[LOOM_EXEC_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/shepherd.json", h->dir);
+        json_t *pf;
+        if (loom_json_load_file(path, &pf, NULL) == LOOM_OK) {
+            h->shepherd_pid = (pid_t)json_integer_value(json_object_get(pf, "shepherd_pid"));
+            h->shepherd_start = (uint64_t)json_integer_value(json_object_get(pf, "shepherd_start"));
+            json_decref(pf);
+        }
+    }
+    if (shepherd_alive(h))
+        return LOOM_OK;
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/status.json", h->dir);
+    if (access(path, R_OK) == 0)
+        return LOOM_OK;
+    return loom_err_set(err, LOOM_ENOTFOUND,
+                        "job %lld: shepherd %d is gone and left no status in %s",
+                        (long long)h->job_id, (int)h->shepherd_pid, h->dir);
+}
+
+static int ops_start(void *self, const loom_exec_job_t *job, loom_exec_handle_t *h,
+                     loom_err_t *err)
+{
+    return loom_exec_local_start(self, job, h, err);
+}
+static int ops_poll(void *self, loom_exec_handle_t *h, loom_exec_outcome_t *out, loom_err_t *err)
+{
+    return loom_exec_local_poll(self, h, out, err);
+}
+static int ops_cancel(void *self, loom_exec_handle_t *h, loom_err_t *err)
+{
+    return loom_exec_local_cancel(self, h, err);
+}
+static int ops_adopt(void *self, loom_exec_handle_t *h, loom_err_t *err)
+{
+    return loom_exec_local_adopt(self, h, err);
+}
+
+const loom_exec_ops_t loom_exec_local_ops = {"local", ops_start, ops_poll, ops_cancel, ops_adopt};

@@ -1,0 +1,308 @@
+/* The shepherd: one small process per job between loomd and the job.
+ *
+ * loomd spawns `loom-shepherd DIR`. The shepherd reads DIR/spec.json, leaves
+ * loomd's session, starts the job in a process group of its own (inside a
+ * cgroup v2 when one is given), and then only waits: for the job to end, for
+ * the time limit, or for SIGTERM from loomd (a cancel). On a limit or cancel
+ * it sends TERM to the job's group and KILL after the grace period. When the
+ * job has ended it kills what is left of the group (and the cgroup), and
+ * writes DIR/status.json atomically. Because all of this lives outside loomd,
+ * a kill -9 of loomd changes nothing for the job: limits hold, the outcome is
+ * recorded, and the restarted loomd reads it.
+ *
+ * Everything between fork and exec in the child is async-signal-safe: the
+ * argv and env arrays are built before the fork.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/exec_private.h"
+#include "loom/exec.h"
+
+typedef struct spec {
+    char **argv;
+    char **envp;
+    const char *cwd;
+    const char *out_path;
+    const char *err_path;
+    const char *cgroup;
+    int64_t time_limit_ns;
+    int64_t grace_ns;
+} spec_t;
+
+static char **string_array(const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    char **v = calloc(n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (char *)json_string_value(json_array_get(arr, i));
+    return v;
+}
+
+static int load_spec(const char *dir, json_t **root, spec_t *s, loom_err_t *err)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    int rc = loom_json_load_file(path, root, err);
+    if (rc != LOOM_OK)
+        return rc;
+    json_t *r = *root;
+    json_t *argv = json_object_get(r, "argv"), *env = json_object_get(r, "env");
+    if (!json_is_array(argv) || json_array_size(argv) == 0 || !json_is_array(env))
+        return loom_err_set(err, LOOM_EINVAL, "%s: argv and env must be arrays", path);
+    s->argv = string_array(argv);
+    s->envp = string_array(env);
+    if (!s->argv || !s->envp)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    s->cwd = json_string_value(json_object_get(r, "cwd"));
+    s->out_path = json_string_value(json_object_get(r, "stdout"));
+    s->err_path = json_string_value(json_object_get(r, "stderr"));
+    s->cgroup = json_string_value(json_object_get(r, "cgroup"));
+    s->time_limit_ns = json_integer_value(json_object_get(r, "time_limit_ns"));
+    s->grace_ns = json_integer_value(json_object_get(r, "grace_ns"));
+    if (!s->cwd || !s->out_path || !s->err_path)
+        return loom_err_set(err, LOOM_EINVAL, "%s: cwd, stdout and stderr are required", path);
+    return LOOM_OK;
+}
+
+/* Writes a small string to a file, best effort (cgroup control files). */
+static int write_str(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, s, strlen(s));
+    close(fd);
+    return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/* The child: new process group, cgroup, redirections, exec. Async-signal-safe. */
+static void run_child(const spec_t *s, const sigset_t *old_mask)
+{
+    setpgid(0, 0);
+    if (s->cgroup && *s->cgroup) {
+        char procs[LOOM_EXEC_PATH_MAX + 32];
+        size_t n = strlen(s->cgroup);
+        if (n + sizeof "/cgroup.procs" <= sizeof procs) {
+            memcpy(procs, s->cgroup, n);
+            memcpy(procs + n, "/cgroup.procs", sizeof "/cgroup.procs");
+            write_str(procs, "0");
+        }
+    }
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(s->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int errfd = strcmp(s->out_path, s->err_path) == 0
+                    ? out
+                    : open(s->err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0 || errfd < 0)
+        _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(errfd, 2);
+    if (chdir(s->cwd) != 0)
+        _exit(126);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    execvpe(s->argv[0], s->argv, s->envp);
+    static const char msg[] = "loom-shepherd: cannot execute the job's command\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(127);
+}
+
+static void kill_group(pid_t pgid, const char *cgroup, int sig)
+{
+    killpg(pgid, sig);
+    if (sig == SIGKILL && cgroup && *cgroup) {
+        char path[LOOM_EXEC_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/cgroup.kill", cgroup);
+        write_str(path, "1");
+    }
+}
+
+static int64_t cgroup_cpu_usage_us(const char *cgroup)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/cpu.stat", cgroup);
+    loom_buf_t b = LOOM_BUF_INIT;
+    int64_t v = -1;
+    if (loom_buf_read_file(&b, path, NULL) == LOOM_OK) {
+        const char *p = strstr(b.data, "usage_usec ");
+        if (p)
+            v = strtoll(p + strlen("usage_usec "), NULL, 10);
+    }
+    loom_buf_free(&b);
+    return v;
+}
+
+/* Removes the job's cgroup once it is empty (up to ~1 s after a kill). */
+static void cgroup_remove(const char *cgroup)
+{
+    for (int i = 0; i < 100; i++) {
+        if (rmdir(cgroup) == 0 || errno == ENOENT)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int write_status(const char *dir, const spec_t *s, int status, const struct rusage *ru,
+                        int64_t start_ns, bool timed_out, bool cancelled, int64_t cg_cpu_us)
+{
+    json_t *st = json_object();
+    json_object_set_new(st, "exit_code",
+                        WIFEXITED(status) ? json_integer(WEXITSTATUS(status)) : json_null());
+    json_object_set_new(st, "signal",
+                        WIFSIGNALED(status) ? json_integer(WTERMSIG(status)) : json_null());
+    json_object_set_new(st, "timed_out", json_boolean(timed_out));
+    json_object_set_new(st, "cancelled", json_boolean(cancelled));
+    json_object_set_new(st, "time_limit_ns", json_integer(s->time_limit_ns));
+    json_object_set_new(st, "start_ns", json_integer(start_ns));
+    json_object_set_new(st, "end_ns", json_integer(loom_time_real_ns()));
+    json_object_set_new(st, "cpu_user_us",
+                        json_integer((json_int_t)ru->ru_utime.tv_sec * 1000000 +
+                                     ru->ru_utime.tv_usec));
+    json_object_set_new(st, "cpu_sys_us",
+                        json_integer((json_int_t)ru->ru_stime.tv_sec * 1000000 +
+                                     ru->ru_stime.tv_usec));
+    json_object_set_new(st, "max_rss_kb", json_integer(ru->ru_maxrss));
+    if (cg_cpu_us >= 0)
+        json_object_set_new(st, "cgroup_cpu_usage_us", json_integer(cg_cpu_us));
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_json_dump(&b, st);
+    json_decref(st);
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    loom_err_t err;
+    int rc = loom_write_file_atomic(path, b.data, b.len, 0644, &err);
+    loom_buf_free(&b);
+    if (rc != LOOM_OK)
+        fprintf(stderr, "loom-shepherd: %s\n", err.msg);
+    return rc;
+}
+
+static int write_pid_file(const char *dir, pid_t shepherd, pid_t job)
+{
+    uint64_t start = 0;
+    loom_exec_proc_start_time(shepherd, &start, NULL);
+    char text[128], path[LOOM_EXEC_PATH_MAX + 32];
+    int n = snprintf(text, sizeof text, "{\"shepherd_pid\":%d,\"shepherd_start\":%llu,\"job_pid\":%d}",
+                     (int)shepherd, (unsigned long long)start, (int)job);
+    snprintf(path, sizeof path, "%s/shepherd.json", dir);
+    return loom_write_file_atomic(path, text, (size_t)n, 0644, NULL);
+}
+
+/* Waits for the job, enforcing the time limit and cancel requests. */
+static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *status,
+                     struct rusage *ru, bool *timed_out, bool *cancelled)
+{
+    int64_t t0 = loom_time_mono_ns();
+    int64_t limit_at = s->time_limit_ns > 0 ? t0 + s->time_limit_ns : 0;
+    int64_t kill_at = 0;
+    for (;;) {
+        int64_t now = loom_time_mono_ns();
+        if (limit_at && now >= limit_at && !*timed_out && !*cancelled) {
+            *timed_out = true;
+            kill_group(pid, s->cgroup, SIGTERM);
+            kill_at = now + s->grace_ns;
+        }
+        if (kill_at && now >= kill_at) {
+            kill_group(pid, s->cgroup, SIGKILL);
+            kill_at = 0;
+        }
+        pid_t r = wait4(pid, status, WNOHANG, ru);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        int64_t next = 0;
+        if (limit_at && !*timed_out && !*cancelled)
+            next = limit_at;
+        if (kill_at && (!next || kill_at < next))
+            next = kill_at;
+        siginfo_t info;
+        int sig;
+        if (next) {
+            int64_t wait = next - loom_time_mono_ns();
+            if (wait < 0)
+                wait = 0;
+            struct timespec ts = {wait / LOOM_NS_PER_S, wait % LOOM_NS_PER_S};
+            sig = sigtimedwait(set, &info, &ts);
+        } else {
+            sig = sigwaitinfo(set, &info);
+        }
+        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out) {
+            *cancelled = true;
+            kill_group(pid, s->cgroup, SIGTERM);
+            kill_at = loom_time_mono_ns() + s->grace_ns;
+        }
+    }
+}
+
+int loom_exec_shepherd_main(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: loom-shepherd JOB_DIR\n\nRuns the job described by "
+                        "JOB_DIR/spec.json for loomd (see docs/exec.md).\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    json_t *root = NULL;
+    spec_t s = {0};
+    loom_err_t err;
+    if (load_spec(dir, &root, &s, &err) != LOOM_OK) {
+        fprintf(stderr, "loom-shepherd: %s\n", err.msg);
+        return 1;
+    }
+    setsid();
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+
+    int64_t start_ns = loom_time_real_ns();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "loom-shepherd: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0)
+        run_child(&s, &old);
+    setpgid(pid, pid); /* also here, so killpg works before the child runs */
+    write_pid_file(dir, getpid(), pid);
+
+    int status = 0;
+    struct rusage ru = {0};
+    bool timed_out = false, cancelled = false;
+    if (supervise(pid, &s, &set, &status, &ru, &timed_out, &cancelled) != 0)
+        fprintf(stderr, "loom-shepherd: wait: %s\n", strerror(errno));
+    /* Whatever the job left behind in its group or cgroup goes with it. */
+    kill_group(pid, s.cgroup, SIGKILL);
+    int64_t cg_cpu = -1;
+    if (s.cgroup && *s.cgroup) {
+        cg_cpu = cgroup_cpu_usage_us(s.cgroup);
+        cgroup_remove(s.cgroup);
+    }
+    int rc = write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu);
+    free(s.argv);
+    free(s.envp);
+    json_decref(root);
+    return rc == LOOM_OK ? 0 : 1;
+}

@@ -1,0 +1,287 @@
+/* The local executor and its shepherd, with real processes. */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loom/exec.h"
+#include "test_util.h"
+
+static char root[64];
+
+static int setup(void **state)
+{
+    snprintf(root, sizeof root, "/tmp/loom-exec-XXXXXX");
+    assert_non_null(mkdtemp(root));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static loom_exec_local_t *executor(const char *sub, int64_t grace_ns)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/%s", root, sub);
+    loom_exec_config_t cfg = {.jobs_dir = dir, .grace_ns = grace_ns, .use_cgroup = true};
+    loom_exec_local_t *x = NULL;
+    loom_err_t err;
+    if (loom_exec_local_new(&cfg, &x, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    return x;
+}
+
+/* Polls until the job ends (the test's own timeout guards a hang). */
+static loom_exec_outcome_t wait_end(loom_exec_local_t *x, loom_exec_handle_t *h)
+{
+    loom_exec_outcome_t out;
+    loom_err_t err;
+    int rc;
+    while ((rc = loom_exec_local_poll(x, h, &out, &err)) == 0)
+        usleep(10000);
+    assert_int_equal(rc, 1);
+    return out;
+}
+
+static char *slurp(const char *path)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (loom_buf_read_file(&b, path, NULL) != LOOM_OK)
+        return strdup("");
+    return loom_buf_detach(&b);
+}
+
+static void completes_with_env_and_output(void **state)
+{
+    loom_exec_local_t *x = executor("a", 0);
+    const int gpus[] = {1, 3};
+    const char *env[] = {"MY_VAR=hello world", NULL};
+    loom_exec_job_t job = {.id = 7,
+                           .name = "train",
+                           .script = "#!/bin/bash\necho \"$LOOM_JOB_ID $LOOM_JOB_NAME "
+                                     "$CUDA_VISIBLE_DEVICES $OMP_NUM_THREADS $MY_VAR\"\n"
+                                     "echo oops >&2\n",
+                           .env = env,
+                           .cpus_milli = 2500,
+                           .gpus = gpus,
+                           .n_gpus = 2};
+    loom_exec_handle_t h;
+    loom_err_t err;
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    assert_true(h.shepherd_pid > 0);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_COMPLETED);
+    assert_int_equal(out.exit_code, 0);
+    assert_string_equal(out.reason, "exit code 0");
+    char *o = slurp(h.stdout_path), *e = slurp(h.stderr_path);
+    assert_string_equal(o, "7 train 1,3 3 hello world\n");
+    assert_string_equal(e, "oops\n");
+    free(o);
+    free(e);
+    assert_true(out.end_ns >= out.start_ns && out.start_ns > 0);
+    loom_exec_local_free(x);
+}
+
+static void exit_codes_and_signals(void **state)
+{
+    loom_exec_local_t *x = executor("b", 0);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    loom_exec_job_t job = {.id = 1, .name = "f", .script = "exit 3\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_int_equal(out.exit_code, 3);
+    assert_string_equal(out.reason, "exit code 3");
+
+    job.id = 2;
+    job.script = "kill -SEGV $$\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_int_equal(out.signal, SIGSEGV);
+    assert_non_null(strstr(out.reason, "signal 11"));
+
+    job.id = 3;
+    job.script = "no-such-command-xyz\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.exit_code, 127);
+    assert_non_null(strstr(out.reason, "command not found"));
+    loom_exec_local_free(x);
+}
+
+/* Alive and not a zombie (an orphan's zombie waits for PID 1 to reap it). */
+static bool pid_alive(pid_t p)
+{
+    uint64_t start;
+    return loom_exec_proc_start_time(p, &start, NULL) == LOOM_OK;
+}
+
+static pid_t read_pid(const char *dir, const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *s = slurp(path);
+    pid_t p = (pid_t)atoi(s);
+    free(s);
+    return p;
+}
+
+static void time_limit_term_then_kill(void **state)
+{
+    loom_exec_local_t *x = executor("c", 200 * LOOM_NS_PER_MS);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    /* The job ignores TERM and leaves a background child: both must go. */
+    loom_exec_job_t job = {.id = 1,
+                           .name = "stubborn",
+                           .script = "trap '' TERM\nsleep 300 &\necho $! > bg.pid\n"
+                                     "while :; do sleep 0.05; done\n",
+                           .time_limit_ns = 300 * LOOM_NS_PER_MS};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_TIMEOUT);
+    assert_string_equal(out.reason, "time limit 300ms reached");
+    assert_int_equal(out.signal, SIGKILL); /* TERM was ignored */
+    pid_t bg = read_pid(h.dir, "bg.pid");
+    assert_true(bg > 0);
+    for (int i = 0; i < 100 && pid_alive(bg); i++)
+        usleep(10000);
+    assert_false(pid_alive(bg));
+    loom_exec_local_free(x);
+}
+
+static void cancel_kills_group(void **state)
+{
+    loom_exec_local_t *x = executor("d", 2 * LOOM_NS_PER_S);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    loom_exec_job_t job = {.id = 1, .name = "c", .script = "echo started\nsleep 300\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    char started[600];
+    snprintf(started, sizeof started, "%s/shepherd.json", h.dir);
+    while (access(started, R_OK) != 0)
+        usleep(5000);
+    loom_exec_outcome_t out;
+    assert_int_equal(loom_exec_local_poll(x, &h, &out, &err), 0);
+    assert_int_equal(loom_exec_local_cancel(x, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_CANCELLED);
+    assert_string_equal(out.reason, "cancelled");
+    /* cancel after the end is harmless */
+    assert_int_equal(loom_exec_local_cancel(x, &h, &err), LOOM_OK);
+    loom_exec_local_free(x);
+}
+
+/* loomd "dies" (a child process that started the job exits), a new executor
+ * adopts the job from the persisted handle fields alone. */
+static void adopt_after_restart(void **state)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        loom_exec_local_t *x = executor("e", 0);
+        loom_exec_job_t job = {.id = 5, .name = "a", .script = "sleep 0.5\nexit 4\n"};
+        loom_exec_handle_t h;
+        if (loom_exec_local_start(x, &job, &h, NULL) != LOOM_OK)
+            _exit(1);
+        if (write(fds[1], &h, sizeof h) != sizeof h)
+            _exit(1);
+        _exit(0); /* like kill -9: no cleanup */
+    }
+    loom_exec_handle_t saved;
+    assert_int_equal(read(fds[0], &saved, sizeof saved), sizeof saved);
+    int st;
+    waitpid(p, &st, 0);
+    close(fds[0]);
+    close(fds[1]);
+
+    loom_exec_local_t *x = executor("e", 0);
+    loom_exec_handle_t h = {.job_id = saved.job_id,
+                            .shepherd_pid = saved.shepherd_pid,
+                            .shepherd_start = saved.shepherd_start};
+    loom_err_t err;
+    assert_int_equal(loom_exec_local_adopt(x, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_int_equal(out.exit_code, 4);
+
+    /* A job whose shepherd vanished without a status is lost. */
+    loom_exec_handle_t lost = {.job_id = 99, .shepherd_pid = 999999, .shepherd_start = 1};
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/e/99", root);
+    mkdir(dir, 0700);
+    assert_int_equal(loom_exec_local_adopt(x, &lost, &err), LOOM_ENOTFOUND);
+    assert_int_equal(loom_exec_local_poll(x, &lost, &out, &err), 1);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_non_null(strstr(out.reason, "lost"));
+    loom_exec_local_free(x);
+}
+
+static void yaml_jobs(void **state)
+{
+    loom_exec_local_t *x = executor("f", 0);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    const char *manifest = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: y\n"
+                           "spec:\n  template:\n    spec:\n      restartPolicy: Never\n"
+                           "      containers:\n      - name: main\n        image: pytorch\n"
+                           "        command: [\"/bin/sh\", \"-c\"]\n"
+                           "        args: [\"echo $GREETING $LOOM_JOB_ID; exit 2\"]\n"
+                           "        env:\n        - name: GREETING\n          value: hi\n";
+    loom_exec_job_t job = {.id = 9, .name = "y", .format = LOOM_EXEC_YAML, .script = manifest};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.exit_code, 2);
+    char *o = slurp(h.stdout_path);
+    assert_string_equal(o, "hi 9\n");
+    free(o);
+    job.id = 10;
+    job.script = "apiVersion: v1\nkind: Pod\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "job 10: manifest: expected apiVersion batch/v1"));
+    loom_exec_local_free(x);
+}
+
+static void cgroup_is_reported(void **state)
+{
+    loom_exec_local_t *x = executor("g", 0);
+    const char *note = NULL;
+    bool used = loom_exec_local_cgroup(x, &note);
+    assert_non_null(note);
+    assert_true(strlen(note) > 10);
+    if (used) {
+        loom_exec_handle_t h;
+        loom_exec_job_t job = {.id = 1, .name = "cg", .script = "cat /proc/self/cgroup\n"};
+        assert_int_equal(loom_exec_local_start(x, &job, &h, NULL), LOOM_OK);
+        loom_exec_outcome_t out = wait_end(x, &h);
+        assert_int_equal(out.end, LOOM_EXEC_COMPLETED);
+        char *o = slurp(h.stdout_path);
+        assert_non_null(strstr(o, "/job-1"));
+        free(o);
+        struct stat st;
+        assert_int_not_equal(stat(h.cgroup, &st), 0); /* removed after the job */
+    }
+    loom_exec_local_free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(completes_with_env_and_output),
+        cmocka_unit_test(exit_codes_and_signals),
+        cmocka_unit_test(time_limit_term_then_kill),
+        cmocka_unit_test(cancel_kills_group),
+        cmocka_unit_test(adopt_after_restart),
+        cmocka_unit_test(yaml_jobs),
+        cmocka_unit_test(cgroup_is_reported),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
