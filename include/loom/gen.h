@@ -192,9 +192,12 @@ int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, lo
  * loomd can restart during a run without duplicates or losses. */
 int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *token,
                          int64_t retry_for_ns, loom_err_t *err);
-/* sbatch --parsable with the script on standard input; sbatch is the
- * program to run (NULL: "sbatch" from PATH). */
-int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, loom_err_t *err);
+/* sbatch --parsable EXTRA_ARGS... with the script on standard input;
+ * sbatch is the program to run (NULL: "sbatch" from PATH); extra_args a
+ * NULL-terminated list (may be NULL), e.g. {"--hold", "-p", "gpu", NULL}.
+ * The job id sbatch prints becomes job->remote_id. */
+int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, const char *const *extra_args,
+                        loom_err_t *err);
 
 /* --------------------------------------------------- catalog as a source */
 

@@ -41,7 +41,8 @@ static void usage(FILE *f)
             "  --stdout              every job's text to standard output\n"
             "  --out DIR             DIR/job-N.EXT and DIR/manifest.jsonl\n"
             "  --submit URL          job.submit to loomd (URL '-': the global --url or $LOOM_URL)\n"
-            "  --slurm               sbatch --parsable\n"
+            "  --slurm               sbatch --parsable with each script on standard input\n"
+            "  --sbatch-arg ARG      --slurm: one more sbatch argument (repeatable), e.g. --hold\n"
             "sending:\n"
             "  --window N            jobs in flight at most (default 1024)\n"
             "  --workers N           sender threads (default 2)\n"
@@ -65,7 +66,7 @@ enum {
     OPT_TIME_SCALE, OPT_TRACE_MISSING, OPT_DURATION, OPT_COUNT, OPT_SEED, OPT_RUN_TAG,
     OPT_KIND, OPT_TEMPLATE, OPT_TEMPLATES, OPT_DRY_RUN, OPT_STDOUT, OPT_OUT, OPT_SUBMIT,
     OPT_SLURM, OPT_WINDOW, OPT_WORKERS, OPT_BATCH, OPT_BACKLOG, OPT_RETRY_FOR, OPT_SPIN,
-    OPT_JSON, OPT_REALTIME, OPT_HELP
+    OPT_JSON, OPT_REALTIME, OPT_SBATCH_ARG, OPT_HELP
 };
 
 typedef struct progress_ctx {
@@ -160,6 +161,7 @@ int loom_cmd_gen(int argc, char **argv)
         {"spin", required_argument, NULL, OPT_SPIN},
         {"json", no_argument, NULL, OPT_JSON},
         {"realtime", no_argument, NULL, OPT_REALTIME},
+        {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -169,6 +171,8 @@ int loom_cmd_gen(int argc, char **argv)
     double cv = 0, time_scale = 0;
     bool have_seed = false, have_kind = false, json_out = false;
     int sinks = 0, sink_kind = OPT_DRY_RUN;
+    char *sbatch_args[33];
+    size_t nsbatch_args = 0;
     uint64_t u;
     int64_t retry_for = 0, spin_us = -1;
     loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
@@ -260,6 +264,13 @@ int loom_cmd_gen(int argc, char **argv)
             break;
         case OPT_JSON: json_out = true; break;
         case OPT_REALTIME: cfg.realtime = true; break;
+        case OPT_SBATCH_ARG:
+            if (nsbatch_args >= 32) {
+                fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");
+                return LOOM_EXIT_USAGE;
+            }
+            sbatch_args[nsbatch_args++] = optarg;
+            break;
         case OPT_HELP:
         case 'h': usage(stdout); return LOOM_EXIT_OK;
         default: usage(stderr); return LOOM_EXIT_USAGE;
@@ -369,7 +380,10 @@ int loom_cmd_gen(int argc, char **argv)
         src_rc = loom_gen_sink_submit(&sink, url, tok, retry_for, &err);
         break;
     }
-    case OPT_SLURM: src_rc = loom_gen_sink_slurm(&sink, NULL, &err); break;
+    case OPT_SLURM:
+        sbatch_args[nsbatch_args] = NULL;
+        src_rc = loom_gen_sink_slurm(&sink, NULL, (const char *const *)sbatch_args, &err);
+        break;
     default: src_rc = loom_gen_sink_dry_run(&sink, &err); break;
     }
     if (src_rc != LOOM_OK) {

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -230,10 +231,11 @@ int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, lo
 
 typedef struct slurm_sink {
     char *sbatch;
+    char **argv; /* sbatch --parsable EXTRA... NULL */
 } slurm_sink_t;
 
 /* Runs sbatch --parsable with text on stdin; returns its stdout. */
-static int run_sbatch(const char *sbatch, const loom_buf_t *text, loom_buf_t *outb,
+static int run_sbatch(const char *sbatch, char **argv, const loom_buf_t *text, loom_buf_t *outb,
                       loom_err_t *err)
 {
     int in[2], outp[2];
@@ -250,7 +252,6 @@ static int run_sbatch(const char *sbatch, const loom_buf_t *text, loom_buf_t *ou
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
     posix_spawn_file_actions_adddup2(&fa, outp[1], 2);
-    char *argv[] = {(char *)sbatch, "--parsable", NULL};
     pid_t pid;
     int src = posix_spawnp(&pid, sbatch, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -296,7 +297,7 @@ static int slurm_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *er
     for (size_t i = 0; i < n; i++) {
         loom_buf_t outb = LOOM_BUF_INIT;
         loom_err_t e = {0};
-        int rc = run_sbatch(s->sbatch, &jobs[i]->text, &outb, &e);
+        int rc = run_sbatch(s->sbatch, s->argv, &jobs[i]->text, &outb, &e);
         if (rc == LOOM_EUNAVAIL) {
             loom_buf_free(&outb);
             *err = e;
@@ -320,15 +321,35 @@ static int slurm_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *er
 static void slurm_destroy(void *ctx)
 {
     slurm_sink_t *s = ctx;
+    if (s->argv)
+        for (char **a = s->argv; *a; a++)
+            free(*a);
+    free(s->argv);
     free(s->sbatch);
     free(s);
 }
 
-int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, loom_err_t *err)
+int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, const char *const *extra_args,
+                        loom_err_t *err)
 {
+    size_t nextra = 0;
+    while (extra_args && extra_args[nextra])
+        nextra++;
     slurm_sink_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->sbatch = strdup(sbatch ? sbatch : "sbatch"))) {
-        free(s);
+    if (!s)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    s->sbatch = strdup(sbatch ? sbatch : "sbatch");
+    s->argv = calloc(nextra + 3, sizeof *s->argv);
+    bool fail = !s->sbatch || !s->argv;
+    if (!fail) {
+        s->argv[0] = strdup(s->sbatch);
+        s->argv[1] = strdup("--parsable");
+        fail = !s->argv[0] || !s->argv[1];
+        for (size_t i = 0; i < nextra && !fail; i++)
+            fail = !(s->argv[2 + i] = strdup(extra_args[i]));
+    }
+    if (fail) {
+        slurm_destroy(s);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
     *out = (loom_gen_sink_t){.name = "slurm",
