@@ -305,6 +305,7 @@ typedef struct loom_gen_report {
     uint64_t dropped;       /* --on-backlog drop */
     uint64_t backlog_waits; /* jobs that waited for a slot (--on-backlog wait) */
     bool backlog_failed;    /* --on-backlog fail stopped the run */
+    bool stopped;           /* config.stop ended the run early */
     int64_t backlog_wait_max_ns;
     double rate_target;   /* what was asked, jobs/s */
     double rate_schedule; /* of the due times actually generated */
@@ -347,6 +348,11 @@ typedef struct loom_gen_config {
      * policy acts), with the job's index. */
     void (*backlog_hook)(void *ctx, uint64_t index);
     void *backlog_ctx;
+    /* If not NULL: when *stop becomes non-zero (e.g. set by a SIGINT
+     * handler) no further job is released; the jobs in flight are finished
+     * and the run returns LOOM_OK with report.stopped set. Checked at least
+     * every 100 ms. */
+    volatile int *stop;
 } loom_gen_config_t;
 
 /* submit_id of job index in a run: "g" + 16 hex digits of a hash of seed

@@ -2,6 +2,7 @@
  * the catalog (and a trace), builds a source and a sink, runs
  * loom_gen_run and prints the summary. All logic is in libloom (src/gen). */
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,10 @@ typedef struct progress_ctx {
     bool tty;
 } progress_ctx_t;
 
+static volatile int stop_flag;
+
+static void on_signal(int sig) { stop_flag = 1; }
+
 static void on_progress(void *ctx, const loom_gen_report_t *r)
 {
     fprintf(stderr, "\r\033[Ksent %llu  rate %.2f/s  lateness p99 %.0f us  errors %llu  dropped %llu",
@@ -91,6 +96,8 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
             (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9,
             (unsigned long long)r->sent, (unsigned long long)r->ok,
             (unsigned long long)r->failed, (unsigned long long)r->dropped);
+    if (r->stopped)
+        fprintf(f, "stopped early by a signal\n");
     if (cfg->realtime)
         fprintf(f, "pacer: %s\n", r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
     fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
@@ -402,6 +409,13 @@ int loom_cmd_gen(int argc, char **argv)
         cfg.progress_ctx = &pctx;
         cfg.progress_ns = 250 * LOOM_NS_PER_MS;
     }
+    /* Ctrl-C / SIGTERM: stop releasing jobs, finish those in flight, print
+     * the summary (a directory sink then still gets its manifest). */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    cfg.stop = &stop_flag;
     report = malloc(sizeof *report);
     if (!report) {
         fprintf(stderr, "loom gen: out of memory\n");

@@ -27,6 +27,12 @@
 
 #define FLUSH_SLACK_NS (50 * LOOM_NS_PER_US) /* enough time left to hand over now */
 #define MAX_HOLD_NS (1 * LOOM_NS_PER_MS)     /* a released job waits at most this */
+#define STOP_SLICE_NS (100 * LOOM_NS_PER_MS) /* longest sleep between stop checks */
+
+static bool stop_requested(const loom_gen_config_t *cfg)
+{
+    return cfg->stop && __atomic_load_n(cfg->stop, __ATOMIC_RELAXED);
+}
 
 static const char *const backlog_names[] = {"wait", "drop", "fail"};
 
@@ -402,6 +408,10 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
             break;
         if (__atomic_load_n(&e->broken, __ATOMIC_ACQUIRE))
             break;
+        if (stop_requested(cfg)) {
+            r->stopped = true;
+            break;
+        }
         if (!loom_gen_arrivals_next(arr, &due))
             break;
         if (cfg->duration_ns > 0 && due >= cfg->duration_ns)
@@ -409,15 +419,35 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         size_t choice = loom_rng_weighted(&crng, e->src->weights, e->src->n);
         r->scheduled++;
         r->per_choice[choice]++;
+        int64_t prev_due = last_due;
         last_due = due;
         int64_t deadline = e->t0 + due;
         int64_t now = e->clock.now(e->clock.ctx);
+        if (now - e->t0 >= next_progress) {
+            progress(e, first_send, last_send, last_due);
+            while (next_progress <= now - e->t0)
+                next_progress += cfg->progress_ns;
+        }
         if (now < deadline) {
             if (npending && (deadline - now >= FLUSH_SLACK_NS || now - oldest >= MAX_HOLD_NS))
                 flush(e, pending, &npending, &cache);
-            if (now - e->t0 >= next_progress) {
-                progress(e, first_send, last_send, last_due);
-                next_progress += cfg->progress_ns;
+            /* Long waits are cut into slices so that a stop request (and
+             * progress) is seen within STOP_SLICE_NS. */
+            while (deadline - now > STOP_SLICE_NS && !stop_requested(cfg)) {
+                e->clock.sleep_until(e->clock.ctx, now + STOP_SLICE_NS);
+                now = e->clock.now(e->clock.ctx);
+                if (now - e->t0 >= next_progress) {
+                    progress(e, first_send, last_send, last_due);
+                    while (next_progress <= now - e->t0)
+                        next_progress += cfg->progress_ns;
+                }
+            }
+            if (stop_requested(cfg)) {
+                r->scheduled--; /* job i never left */
+                r->per_choice[choice]--;
+                last_due = prev_due;
+                r->stopped = true;
+                break;
             }
             e->clock.sleep_until(e->clock.ctx, deadline);
             now = e->clock.now(e->clock.ctx);
@@ -450,6 +480,7 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
                                       e->window, (unsigned long long)i, (double)due / 1e9);
                     r->scheduled--; /* job i never left */
                     r->per_choice[choice]--;
+                    last_due = prev_due;
                     break;
                 }
                 int64_t w0 = e->clock.now(e->clock.ctx);

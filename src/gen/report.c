@@ -33,6 +33,7 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
         json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
     }
     json_object_set_new(o, "realtime", json_boolean(r->realtime));
+    json_object_set_new(o, "stopped", json_boolean(r->stopped));
     json_object_set_new(o, "rate_target", json_real(r->rate_target));
     json_object_set_new(o, "rate_schedule", json_real(r->rate_schedule));
     json_object_set_new(o, "rate_achieved", json_real(r->rate_achieved));

@@ -459,6 +459,44 @@ static void dir_sink_manifest(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static volatile int stop_flag;
+static int progress_calls;
+
+static void stop_on_progress(void *ctx, const loom_gen_report_t *snap)
+{
+    progress_calls++;
+    assert_true(snap->sent <= 11);
+    stop_flag = 1;
+}
+
+static void stop_request(void **state)
+{
+    loom_gen_vclock_t vc;
+    loom_gen_clock_t clock;
+    loom_gen_config_t cfg = vconfig(&vc, &clock, LOOM_GEN_CONSTANT, 10, 100, 1);
+    cfg.progress = stop_on_progress;
+    cfg.progress_ns = LOOM_NS_PER_S;
+    cfg.stop = &stop_flag;
+    stop_flag = 0;
+    loom_gen_sink_t sink;
+    loom_gen_sink_dry_run(&sink, NULL);
+    loom_gen_report_t r;
+    loom_err_t err;
+    assert_int_equal(loom_gen_run(&cfg, &source4, &sink, &r, &err), LOOM_OK);
+    /* Progress runs when the clock reaches 1 s, before job 11 (due 1.1 s)
+     * is released: jobs 0-10 went out, nothing after. */
+    assert_true(r.stopped);
+    assert_int_equal(progress_calls, 1);
+    assert_int_equal(r.sent, 11);
+    assert_int_equal(r.scheduled, 11);
+    assert_int_equal(r.ok, 11);
+    assert_true(r.records[10].state == LOOM_GEN_JOB_OK);
+    assert_true(r.records[11].state == LOOM_GEN_JOB_UNSENT);
+    assert_true(fabs(r.rate_schedule - 10.0) < 1e-9);
+    sink.destroy(sink.ctx);
+    loom_gen_report_free(&r);
+}
+
 static void submit_ids(void **state)
 {
     char a[64], b[64], c[64], d[64];
@@ -485,6 +523,7 @@ int main(void)
         cmocka_unit_test(per_job_failures_counted),
         cmocka_unit_test(stream_sink_in_order),
         cmocka_unit_test(dir_sink_manifest),
+        cmocka_unit_test(stop_request),
         cmocka_unit_test(submit_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
