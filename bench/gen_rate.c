@@ -53,12 +53,12 @@ static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t 
     snprintf(lrs, sizeof lrs, "%.6g", lr);
     snprintf(bs, sizeof bs, "%d", batch);
     int g = gpus[job->choice];
-    json_t *data = json_pack(
-        "{s:s, s:{s:i, s:i, s:i, s:b}, s:s, s:[s,s,s,s,s], s:[{s:s,s:s}], s:s, s:{s:s}}", "name",
-        names[job->choice], "resources", "cpus", 4, "memory_mib", 16384, "gpus", g, "has_gpus",
-        g > 0, "executable", "python3", "arguments", "train.py", "--lr", lrs, "--batch", bs, "env",
-        "name", "OMP_NUM_THREADS", "value", "4", "submit_id", job->submit_id, "time_limit",
-        "slurm", "01:30:00");
+    json_t *data =
+        json_pack("{s:s, s:{s:i, s:i, s:i, s:b}, s:s, s:[s,s,s,s,s], s:[{s:s,s:s}], s:s, s:{s:s}}",
+                  "name", names[job->choice], "resources", "cpus", 4, "memory_mib", 16384, "gpus",
+                  g, "has_gpus", g > 0, "executable", "python3", "arguments", "train.py", "--lr",
+                  lrs, "--batch", bs, "env", "name", "OMP_NUM_THREADS", "value", "4", "submit_id",
+                  job->submit_id, "time_limit", "slurm", "01:30:00");
     if (!data)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     loom_template_options_t opts = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true};
@@ -204,7 +204,8 @@ static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applie
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (*rt_applied)
         pthread_setschedparam(pthread_self(), old_policy, &old_param);
-    double achieved = count > 1 && last > first ? (double)(count - 1) * 1e9 / (double)(last - first) : 0;
+    double achieved =
+        count > 1 && last > first ? (double)(count - 1) * 1e9 / (double)(last - first) : 0;
     *out = (result_t){.n = count,
                       .achieved = achieved,
                       .error_pct = (achieved - rate) / rate * 100,
@@ -261,7 +262,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "gen_rate: %s\n", err.msg);
         return 1;
     }
-    loom_gen_source_t src = {.n = 4, .weights = weights, .names = names, .make = make_job, .ctx = &ts};
+    loom_gen_source_t src = {
+        .n = 4, .weights = weights, .names = names, .make = make_job, .ctx = &ts};
     loom_gen_source_t plain = {.n = 4, .weights = weights, .names = names, .make = make_plain};
 
     /* What one job costs to make, without any pacing. */
@@ -321,7 +323,8 @@ int main(int argc, char **argv)
         "start); achieved rate = (n - 1) / (last send - first send).\n\n"
         "Rendering alone costs %.1f us per job on one thread here (%d jobs in a loop, measured\n"
         "just before the runs).\n\n"
-        "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 (us) | max (us) | backlog waits |\n"
+        "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 "
+        "(us) | max (us) | backlog waits |\n"
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
         load[0], load[1], load[2], render_us, RENDER_N);
@@ -358,9 +361,10 @@ int main(int argc, char **argv)
             fmt_us(p99, sizeof p99, x->p99);
             fmt_us(mx, sizeof mx, x->max);
             char line[512];
-            snprintf(line, sizeof line, "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s |\n",
-                     rate, labels[k], (unsigned long long)x->n, x->seconds,
-                     x->achieved, x->error_pct, p50, p99, mx, k >= 3 ? "-" : waits);
+            snprintf(line, sizeof line,
+                     "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s |\n", rate,
+                     labels[k], (unsigned long long)x->n, x->seconds, x->achieved, x->error_pct,
+                     p50, p99, mx, k >= 3 ? "-" : waits);
             fputs(line, stdout);
             fflush(stdout);
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);
@@ -369,7 +373,8 @@ int main(int argc, char **argv)
     getloadavg(load, 3);
     mdlen += (size_t)snprintf(
         md + mdlen, sizeof md - mdlen,
-        "\nLoad average at the end: %.2f %.2f %.2f. Targets (issue 3): error within 0.1%% at every\n"
+        "\nLoad average at the end: %.2f %.2f %.2f. Targets (issue 3): error within 0.1%% at "
+        "every\n"
         "rate, lateness p99 <= 200 us on the dry-run sink. This machine is shared: other\n"
         "engineers build and test on the same CPUs during the run, so a preempted pacer shows\n"
         "up in p99/max.\n",

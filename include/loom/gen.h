@@ -32,8 +32,8 @@ extern "C" {
 #endif
 
 #define LOOM_GEN_STREAM_ARRIVALS 1
-#define LOOM_GEN_STREAM_CHOICES 2
-#define LOOM_GEN_STREAM_JOB ((uint64_t)1 << 32)
+#define LOOM_GEN_STREAM_CHOICES  2
+#define LOOM_GEN_STREAM_JOB      ((uint64_t)1 << 32)
 
 /* ---------------------------------------------------------------- traces */
 
@@ -47,7 +47,7 @@ typedef enum loom_gen_missing {
  * row, commas, optional double quotes, LF or CRLF). Times are seconds
  * (any real number); rows may come in any order and are sorted. */
 typedef struct loom_gen_trace {
-    double *times;   /* seconds, ascending */
+    double *times; /* seconds, ascending */
     size_t n;
     size_t skipped;  /* rows left out under LOOM_GEN_MISSING_SKIP */
     size_t unsorted; /* rows that came earlier than the row before */
@@ -132,10 +132,10 @@ loom_gen_clock_t loom_gen_clock_virtual(loom_gen_vclock_t *vc);
 /* One generated job as it travels from the pacer to a sink. */
 typedef struct loom_gen_job {
     uint64_t index;
-    int64_t due_ns;  /* from the start of the run */
-    int64_t send_ns; /* when the pacer released it (lateness = send - due) */
-    int64_t ack_ns;  /* when the sink finished with it */
-    size_t choice;   /* index into the source's entries */
+    int64_t due_ns;   /* from the start of the run */
+    int64_t send_ns;  /* when the pacer released it (lateness = send - due) */
+    int64_t ack_ns;   /* when the sink finished with it */
+    size_t choice;    /* index into the source's entries */
     const char *name; /* the source's name of that entry (borrowed) */
     char submit_id[64];
     /* Filled by the source's make(): */
@@ -311,7 +311,7 @@ typedef struct loom_gen_report {
     double rate_schedule; /* of the due times actually generated */
     double rate_achieved; /* (sent - 1) / (last send - first send) */
     double rate_error_pct;
-    int64_t elapsed_ns; /* start to the last ack */
+    int64_t elapsed_ns;       /* start to the last ack */
     loom_gen_hist_t lateness; /* send - due, sent jobs */
     loom_gen_hist_t ack;      /* ack - send */
     size_t n_choices;
@@ -319,7 +319,7 @@ typedef struct loom_gen_report {
     uint64_t *per_choice_ok;
     double chi2, chi2_dof, chi2_p;
     char first_error[512];
-    bool realtime; /* the pacer ran under SCHED_FIFO */
+    bool realtime;              /* the pacer ran under SCHED_FIFO */
     loom_gen_record_t *records; /* config.keep_records: one per index */
     size_t n_records;
 } loom_gen_report_t;
@@ -327,15 +327,15 @@ typedef struct loom_gen_report {
 typedef struct loom_gen_config {
     loom_gen_arrivals_config_t arrivals;
     uint64_t seed;
-    const char *run_tag;     /* mixed into submit_id (NULL: none) */
-    uint64_t count;          /* stop after this many arrivals (0: no limit) */
-    int64_t duration_ns;     /* stop at the first arrival due at or after (0: none) */
-    unsigned window;         /* in-flight bound (0: 1024) */
-    unsigned workers;        /* sender threads (0: 2) */
-    unsigned batch;          /* most jobs per sink call (0: 64) */
+    const char *run_tag; /* mixed into submit_id (NULL: none) */
+    uint64_t count;      /* stop after this many arrivals (0: no limit) */
+    int64_t duration_ns; /* stop at the first arrival due at or after (0: none) */
+    unsigned window;     /* in-flight bound (0: 1024) */
+    unsigned workers;    /* sender threads (0: 2) */
+    unsigned batch;      /* most jobs per sink call (0: 64) */
     loom_gen_backlog_t on_backlog;
     const loom_gen_clock_t *clock; /* NULL: real, spin loom_gen_default_spin_ns */
-    bool keep_records;       /* needs count, or a trace */
+    bool keep_records;             /* needs count, or a trace */
     /* Run the pacer thread (only) under SCHED_FIFO priority 1 when allowed
      * (root or CAP_SYS_NICE), so that other processes cannot delay its
      * wake-ups; report.realtime says whether it took effect. */
@@ -364,8 +364,8 @@ void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t index, char
  * sink (LOOM_EIO, ...) or --on-backlog fail (LOOM_ELIMIT) stop the run
  * after the jobs in flight are finished. Per-job failures do not stop it;
  * they are counted. */
-int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
-                 loom_gen_sink_t *sink, loom_gen_report_t *report, loom_err_t *err);
+int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loom_gen_sink_t *sink,
+                 loom_gen_report_t *report, loom_err_t *err);
 void loom_gen_report_free(loom_gen_report_t *r);
 /* The summary as a JSON object (see docs/generator.md). */
 json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t *src,

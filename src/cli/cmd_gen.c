@@ -17,57 +17,83 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loom gen --catalog FILE --rate R [options] [sink]\n\n"
-            "Generates jobs from a catalog at a rate and sends them to a sink.\n\n"
-            "arrivals:\n"
-            "  --rate R              jobs per unit time: 10/s, 600/min, 2.5/h (a bare number is /s)\n"
-            "  --process P           constant (default), poisson, gamma or trace\n"
-            "  --cv X                gamma: coefficient of variation of the gaps (> 0)\n"
-            "  --trace FILE          trace: CSV file with a header row\n"
-            "  --trace-column NAME   trace: column of times in seconds (default creation_time)\n"
-            "  --time-scale F        trace: multiply trace times by F (default: match --rate, else 1)\n"
-            "  --trace-missing M     trace: error (default) or skip rows without a time\n"
-            "  --duration D          stop at the first job due at or after D (90s, 1h, ...)\n"
-            "  --count N             stop after N jobs\n"
-            "  --seed S              seed of every random choice (default: random, printed)\n"
-            "  --run-tag TAG         mixed into submit ids (runs with one seed stay apart)\n"
-            "jobs:\n"
-            "  --template-kind K     slurm (default), k8s or local: the shipped template used\n"
-            "                        for every job (default: the job's own, else slurm)\n"
-            "  --template FILE       use this template for every job\n"
-            "  --templates DIR       where the shipped templates are\n"
-            "sinks (one; default --dry-run):\n"
-            "  --dry-run             generate and render, then discard\n"
-            "  --stdout              every job's text to standard output\n"
-            "  --out DIR             DIR/job-N.EXT and DIR/manifest.jsonl\n"
-            "  --submit URL          job.submit to loomd (URL '-': the global --url or $LOOM_URL)\n"
-            "  --slurm               sbatch --parsable with each script on standard input\n"
-            "  --sbatch-arg ARG      --slurm: one more sbatch argument (repeatable), e.g. --hold\n"
-            "sending:\n"
-            "  --window N            jobs in flight at most (default 1024)\n"
-            "  --workers N           sender threads (default 2)\n"
-            "  --batch N             jobs per sink call at most (default 64)\n"
-            "  --on-backlog P        at a full window: wait (default), drop or fail\n"
-            "  --retry-for D         --submit: keep retrying an unreachable loomd this long (30s)\n"
-            "  --spin US             busy-wait the last US microseconds before a due time\n"
-            "                        (default 20, at most half the mean gap)\n"
-            "  --realtime            run the pacer thread under SCHED_FIFO (needs root or\n"
-            "                        CAP_SYS_NICE; ignored otherwise, see realtime in --json)\n"
-            "output:\n"
-            "  --json                the summary as one JSON object on standard output\n"
-            "                        (standard error with --stdout)\n\n"
-            "Live progress goes to standard error when it is a terminal. Exit codes: 0 ok,\n"
-            "1 jobs failed or the run stopped, 2 usage, 3 cannot reach loomd, 5 bad catalog\n"
-            "or trace. See docs/generator.md.\n");
+    fprintf(
+        f,
+        "usage: loom gen --catalog FILE --rate R [options] [sink]\n\n"
+        "Generates jobs from a catalog at a rate and sends them to a sink.\n\n"
+        "arrivals:\n"
+        "  --rate R              jobs per unit time: 10/s, 600/min, 2.5/h (a bare number is /s)\n"
+        "  --process P           constant (default), poisson, gamma or trace\n"
+        "  --cv X                gamma: coefficient of variation of the gaps (> 0)\n"
+        "  --trace FILE          trace: CSV file with a header row\n"
+        "  --trace-column NAME   trace: column of times in seconds (default creation_time)\n"
+        "  --time-scale F        trace: multiply trace times by F (default: match --rate, else 1)\n"
+        "  --trace-missing M     trace: error (default) or skip rows without a time\n"
+        "  --duration D          stop at the first job due at or after D (90s, 1h, ...)\n"
+        "  --count N             stop after N jobs\n"
+        "  --seed S              seed of every random choice (default: random, printed)\n"
+        "  --run-tag TAG         mixed into submit ids (runs with one seed stay apart)\n"
+        "jobs:\n"
+        "  --template-kind K     slurm (default), k8s or local: the shipped template used\n"
+        "                        for every job (default: the job's own, else slurm)\n"
+        "  --template FILE       use this template for every job\n"
+        "  --templates DIR       where the shipped templates are\n"
+        "sinks (one; default --dry-run):\n"
+        "  --dry-run             generate and render, then discard\n"
+        "  --stdout              every job's text to standard output\n"
+        "  --out DIR             DIR/job-N.EXT and DIR/manifest.jsonl\n"
+        "  --submit URL          job.submit to loomd (URL '-': the global --url or $LOOM_URL)\n"
+        "  --slurm               sbatch --parsable with each script on standard input\n"
+        "  --sbatch-arg ARG      --slurm: one more sbatch argument (repeatable), e.g. --hold\n"
+        "sending:\n"
+        "  --window N            jobs in flight at most (default 1024)\n"
+        "  --workers N           sender threads (default 2)\n"
+        "  --batch N             jobs per sink call at most (default 64)\n"
+        "  --on-backlog P        at a full window: wait (default), drop or fail\n"
+        "  --retry-for D         --submit: keep retrying an unreachable loomd this long (30s)\n"
+        "  --spin US             busy-wait the last US microseconds before a due time\n"
+        "                        (default 20, at most half the mean gap)\n"
+        "  --realtime            run the pacer thread under SCHED_FIFO (needs root or\n"
+        "                        CAP_SYS_NICE; ignored otherwise, see realtime in --json)\n"
+        "output:\n"
+        "  --json                the summary as one JSON object on standard output\n"
+        "                        (standard error with --stdout)\n\n"
+        "Live progress goes to standard error when it is a terminal. Exit codes: 0 ok,\n"
+        "1 jobs failed or the run stopped, 2 usage, 3 cannot reach loomd, 5 bad catalog\n"
+        "or trace. See docs/generator.md.\n");
 }
 
 enum {
-    OPT_CATALOG = 256, OPT_RATE, OPT_PROCESS, OPT_CV, OPT_TRACE, OPT_TRACE_COLUMN,
-    OPT_TIME_SCALE, OPT_TRACE_MISSING, OPT_DURATION, OPT_COUNT, OPT_SEED, OPT_RUN_TAG,
-    OPT_KIND, OPT_TEMPLATE, OPT_TEMPLATES, OPT_DRY_RUN, OPT_STDOUT, OPT_OUT, OPT_SUBMIT,
-    OPT_SLURM, OPT_WINDOW, OPT_WORKERS, OPT_BATCH, OPT_BACKLOG, OPT_RETRY_FOR, OPT_SPIN,
-    OPT_JSON, OPT_REALTIME, OPT_SBATCH_ARG, OPT_HELP
+    OPT_CATALOG = 256,
+    OPT_RATE,
+    OPT_PROCESS,
+    OPT_CV,
+    OPT_TRACE,
+    OPT_TRACE_COLUMN,
+    OPT_TIME_SCALE,
+    OPT_TRACE_MISSING,
+    OPT_DURATION,
+    OPT_COUNT,
+    OPT_SEED,
+    OPT_RUN_TAG,
+    OPT_KIND,
+    OPT_TEMPLATE,
+    OPT_TEMPLATES,
+    OPT_DRY_RUN,
+    OPT_STDOUT,
+    OPT_OUT,
+    OPT_SUBMIT,
+    OPT_SLURM,
+    OPT_WINDOW,
+    OPT_WORKERS,
+    OPT_BATCH,
+    OPT_BACKLOG,
+    OPT_RETRY_FOR,
+    OPT_SPIN,
+    OPT_JSON,
+    OPT_REALTIME,
+    OPT_SBATCH_ARG,
+    OPT_HELP
 };
 
 typedef struct progress_ctx {
@@ -76,36 +102,42 @@ typedef struct progress_ctx {
 
 static volatile int stop_flag;
 
-static void on_signal(int sig) { stop_flag = 1; }
+static void on_signal(int sig)
+{
+    stop_flag = 1;
+}
 
 static void on_progress(void *ctx, const loom_gen_report_t *r)
 {
-    fprintf(stderr, "\r\033[Ksent %llu  rate %.2f/s  lateness p99 %.0f us  errors %llu  dropped %llu",
+    fprintf(stderr,
+            "\r\033[Ksent %llu  rate %.2f/s  lateness p99 %.0f us  errors %llu  dropped %llu",
             (unsigned long long)r->sent, r->rate_achieved,
-            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3,
-            (unsigned long long)r->failed, (unsigned long long)r->dropped);
+            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3, (unsigned long long)r->failed,
+            (unsigned long long)r->dropped);
     fflush(stderr);
 }
 
 static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_source_t *src,
                           const loom_gen_config_t *cfg)
 {
-    fprintf(f, "generated %llu jobs (%s, seed %llu) in %.3f s: sent %llu, ok %llu, failed %llu, "
-               "dropped %llu\n",
+    fprintf(f,
+            "generated %llu jobs (%s, seed %llu) in %.3f s: sent %llu, ok %llu, failed %llu, "
+            "dropped %llu\n",
             (unsigned long long)r->scheduled, loom_gen_process_name(cfg->arrivals.process),
-            (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9,
-            (unsigned long long)r->sent, (unsigned long long)r->ok,
-            (unsigned long long)r->failed, (unsigned long long)r->dropped);
+            (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9, (unsigned long long)r->sent,
+            (unsigned long long)r->ok, (unsigned long long)r->failed,
+            (unsigned long long)r->dropped);
     if (r->stopped)
         fprintf(f, "stopped early by a signal\n");
     if (cfg->realtime)
-        fprintf(f, "pacer: %s\n", r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
+        fprintf(f, "pacer: %s\n",
+                r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
     fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
             r->rate_target, r->rate_schedule, r->rate_achieved, r->rate_error_pct);
     fprintf(f, "lateness: p50 %.1f us, p99 %.1f us, max %.1f us; ack p50 %.1f us, p99 %.1f us\n",
             (double)loom_gen_hist_quantile(&r->lateness, 0.5) / 1e3,
-            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3,
-            (double)r->lateness.max / 1e3, (double)loom_gen_hist_quantile(&r->ack, 0.5) / 1e3,
+            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3, (double)r->lateness.max / 1e3,
+            (double)loom_gen_hist_quantile(&r->ack, 0.5) / 1e3,
             (double)loom_gen_hist_quantile(&r->ack, 0.99) / 1e3);
     fprintf(f, "backlog (window %u, %s): %llu waits (longest %.1f ms), %llu dropped%s\n",
             cfg->window ? cfg->window : 1024, loom_gen_backlog_name(cfg->on_backlog),
@@ -116,8 +148,7 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
         wsum += src->weights[i];
     for (size_t i = 0; i < src->n; i++)
         fprintf(f, "  %-24s %8llu chosen (expected %.1f), %llu ok\n", src->names[i],
-                (unsigned long long)r->per_choice[i],
-                (double)r->scheduled * src->weights[i] / wsum,
+                (unsigned long long)r->per_choice[i], (double)r->scheduled * src->weights[i] / wsum,
                 (unsigned long long)r->per_choice_ok[i]);
     fprintf(f, "chi-square of choices: %.3f on %.0f dof, p = %.4f\n", r->chi2, r->chi2_dof,
             r->chi2_p);
@@ -242,11 +273,28 @@ int loom_cmd_gen(int argc, char **argv)
             break;
         case OPT_TEMPLATE: template_path = optarg; break;
         case OPT_TEMPLATES: templates_dir = optarg; break;
-        case OPT_DRY_RUN: sinks++; sink_kind = c; break;
-        case OPT_STDOUT: sinks++; sink_kind = c; break;
-        case OPT_OUT: sinks++; sink_kind = c; out_dir = optarg; break;
-        case OPT_SUBMIT: sinks++; sink_kind = c; submit_url = optarg; break;
-        case OPT_SLURM: sinks++; sink_kind = c; break;
+        case OPT_DRY_RUN:
+            sinks++;
+            sink_kind = c;
+            break;
+        case OPT_STDOUT:
+            sinks++;
+            sink_kind = c;
+            break;
+        case OPT_OUT:
+            sinks++;
+            sink_kind = c;
+            out_dir = optarg;
+            break;
+        case OPT_SUBMIT:
+            sinks++;
+            sink_kind = c;
+            submit_url = optarg;
+            break;
+        case OPT_SLURM:
+            sinks++;
+            sink_kind = c;
+            break;
         case OPT_WINDOW:
             if (parse_u64(optarg, "--window", 1u << 24, &u) || u == 0)
                 return LOOM_EXIT_USAGE;
@@ -336,9 +384,9 @@ int loom_cmd_gen(int argc, char **argv)
         }
         cfg.arrivals.trace = &trace;
         cfg.arrivals.time_scale = time_scale > 0 ? time_scale
-                                  : rate_text    ? loom_gen_trace_scale_for_rate(&trace,
-                                                                                 cfg.arrivals.rate)
-                                                 : 1.0;
+                                  : rate_text
+                                      ? loom_gen_trace_scale_for_rate(&trace, cfg.arrivals.rate)
+                                      : 1.0;
         if (!(cfg.arrivals.time_scale > 0))
             cfg.arrivals.time_scale = 1.0; /* a trace spanning no time */
     }
@@ -362,9 +410,10 @@ int loom_cmd_gen(int argc, char **argv)
         }
         template_path = kind_path;
     }
-    loom_gen_catalog_options_t copts = {
-        .kind = kind, .template_path = template_path, .templates_dir = templates_dir,
-        .seed = cfg.seed};
+    loom_gen_catalog_options_t copts = {.kind = kind,
+                                        .template_path = template_path,
+                                        .templates_dir = templates_dir,
+                                        .seed = cfg.seed};
     if (loom_gen_catalog_source_new(cat, &copts, &cs, &err) != LOOM_OK) {
         fprintf(stderr, "loom gen: %s\n", err.msg);
         exit_code = LOOM_EXIT_INPUT;

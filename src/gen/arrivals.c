@@ -76,9 +76,7 @@ bool loom_gen_arrivals_next(loom_gen_arrivals_t *a, int64_t *due_ns)
     uint64_t i = a->index;
     double t;
     switch (c->process) {
-    case LOOM_GEN_CONSTANT:
-        t = (double)i * 1e9 / c->rate;
-        break;
+    case LOOM_GEN_CONSTANT: t = (double)i * 1e9 / c->rate; break;
     case LOOM_GEN_TRACE:
         if (i >= c->trace->n)
             return false;
@@ -95,8 +93,7 @@ bool loom_gen_arrivals_next(loom_gen_arrivals_t *a, int64_t *due_ns)
         a->t_ns += loom_rng_gamma(&a->rng, shape, 1.0 / (shape * c->rate)) * 1e9;
         break;
     }
-    default:
-        return false;
+    default: return false;
     }
     if (!(t < 9.2e18))
         return false; /* beyond int64 ns (292 years): the schedule ends */

@@ -41,7 +41,10 @@ int loom_gen_kind_parse(const char *name, loom_gen_kind_t *out, loom_err_t *err)
                         name ? name : "");
 }
 
-const char *loom_gen_kind_name(loom_gen_kind_t k) { return (unsigned)k < 3 ? kind_names[k] : "?"; }
+const char *loom_gen_kind_name(loom_gen_kind_t k)
+{
+    return (unsigned)k < 3 ? kind_names[k] : "?";
+}
 
 int loom_gen_kind_template(loom_gen_kind_t kind, const char *templates_dir, char *out,
                            size_t outlen, loom_err_t *err)
@@ -127,16 +130,16 @@ static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job,
         json_object_set_new(res, "gpu_memory", json_integer((json_int_t)r->gpu_memory_bytes));
     if (r->gpu_type)
         json_object_set_new(res, "gpu_type", json_string(r->gpu_type));
-    json_t *spec = json_pack("{s:s, s:s%, s:s, s:o, s:s}", "name", j->name, "script",
-                             job->text.data ? job->text.data : "", job->text.len, "format",
-                             yaml ? "yaml" : "batch", "resources", res, "submit_id",
-                             job->submit_id);
+    json_t *spec =
+        json_pack("{s:s, s:s%, s:s, s:o, s:s}", "name", j->name, "script",
+                  job->text.data ? job->text.data : "", job->text.len, "format",
+                  yaml ? "yaml" : "batch", "resources", res, "submit_id", job->submit_id);
     if (!spec)
         return NULL;
     if (j->time_limit_ns > 0)
-        json_object_set_new(spec, "time_limit",
-                            json_integer((json_int_t)((j->time_limit_ns + LOOM_NS_PER_S - 1) /
-                                                      LOOM_NS_PER_S)));
+        json_object_set_new(
+            spec, "time_limit",
+            json_integer((json_int_t)((j->time_limit_ns + LOOM_NS_PER_S - 1) / LOOM_NS_PER_S)));
     if (j->labels && json_object_size(j->labels) > 0)
         json_object_set(spec, "labels", (json_t *)j->labels);
     return spec;

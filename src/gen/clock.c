@@ -6,7 +6,10 @@
  */
 #include "loom/gen.h"
 
-static int64_t real_now(void *ctx) { return loom_time_mono_ns(); }
+static int64_t real_now(void *ctx)
+{
+    return loom_time_mono_ns();
+}
 
 static void real_sleep_until(void *ctx, int64_t deadline)
 {

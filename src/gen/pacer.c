@@ -25,9 +25,9 @@
 
 #include "loom/gen.h"
 
-#define FLUSH_SLACK_NS (50 * LOOM_NS_PER_US) /* enough time left to hand over now */
-#define MAX_HOLD_NS (1 * LOOM_NS_PER_MS)     /* a released job waits at most this */
-#define STOP_SLICE_NS (100 * LOOM_NS_PER_MS) /* longest sleep between stop checks */
+#define FLUSH_SLACK_NS (50 * LOOM_NS_PER_US)  /* enough time left to hand over now */
+#define MAX_HOLD_NS    (1 * LOOM_NS_PER_MS)   /* a released job waits at most this */
+#define STOP_SLICE_NS  (100 * LOOM_NS_PER_MS) /* longest sleep between stop checks */
 
 static bool stop_requested(const loom_gen_config_t *cfg)
 {
@@ -301,9 +301,8 @@ static void finish_rates(loom_gen_report_t *r, const loom_gen_config_t *cfg, int
                          int64_t last_send, int64_t last_due)
 {
     r->rate_target = loom_gen_arrivals_rate(&cfg->arrivals);
-    r->rate_schedule = r->scheduled > 1 && last_due > 0
-                           ? (double)(r->scheduled - 1) * 1e9 / (double)last_due
-                           : 0;
+    r->rate_schedule =
+        r->scheduled > 1 && last_due > 0 ? (double)(r->scheduled - 1) * 1e9 / (double)last_due : 0;
     r->rate_achieved = r->sent > 1 && last_send > first_send
                            ? (double)(r->sent - 1) * 1e9 / (double)(last_send - first_send)
                            : 0;
@@ -363,8 +362,9 @@ static int check_config(const loom_gen_config_t *cfg, const loom_gen_source_t *s
     double sum = 0;
     for (size_t i = 0; i < src->n; i++) {
         if (!(src->weights[i] >= 0) || src->weights[i] > 1e300)
-            return loom_err_set(err, LOOM_EINVAL, "generator: weight of job %zu is %g, expected >= 0",
-                                i, src->weights[i]);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "generator: weight of job %zu is %g, expected >= 0", i,
+                                src->weights[i]);
         sum += src->weights[i];
     }
     if (!(sum > 0))
@@ -466,18 +466,21 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
                 if (cfg->on_backlog == LOOM_GEN_BACKLOG_DROP) {
                     r->dropped++;
                     if (r->records && i < r->n_records) {
-                        r->records[i] = (loom_gen_record_t){.due_ns = due, .send_ns = -1,
-                                                            .ack_ns = -1, .choice = (uint32_t)choice,
+                        r->records[i] = (loom_gen_record_t){.due_ns = due,
+                                                            .send_ns = -1,
+                                                            .ack_ns = -1,
+                                                            .choice = (uint32_t)choice,
                                                             .state = LOOM_GEN_JOB_DROPPED};
                     }
                     continue;
                 }
                 if (cfg->on_backlog == LOOM_GEN_BACKLOG_FAIL) {
                     r->backlog_failed = true;
-                    rc = loom_err_set(err, LOOM_ELIMIT,
-                                      "in-flight window of %u jobs full at job %llu (due at %.6f s):"
-                                      " the sink is slower than the rate (--on-backlog fail)",
-                                      e->window, (unsigned long long)i, (double)due / 1e9);
+                    rc =
+                        loom_err_set(err, LOOM_ELIMIT,
+                                     "in-flight window of %u jobs full at job %llu (due at %.6f s):"
+                                     " the sink is slower than the rate (--on-backlog fail)",
+                                     e->window, (unsigned long long)i, (double)due / 1e9);
                     r->scheduled--; /* job i never left */
                     r->per_choice[choice]--;
                     last_due = prev_due;
@@ -508,9 +511,12 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         loom_gen_submit_id(cfg->seed, cfg->run_tag, i, job->submit_id);
         loom_gen_hist_add(&r->lateness, job->send_ns - due);
         if (r->records && i < r->n_records)
-            r->records[i] = (loom_gen_record_t){.due_ns = due, .send_ns = job->send_ns,
-                                                .ack_ns = -1, .choice = (uint32_t)choice,
-                                                .state = LOOM_GEN_JOB_UNSENT, .waited = waited};
+            r->records[i] = (loom_gen_record_t){.due_ns = due,
+                                                .send_ns = job->send_ns,
+                                                .ack_ns = -1,
+                                                .choice = (uint32_t)choice,
+                                                .state = LOOM_GEN_JOB_UNSENT,
+                                                .waited = waited};
         if (first_send < 0)
             first_send = job->send_ns;
         last_send = job->send_ns;
@@ -533,8 +539,8 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
     return rc;
 }
 
-int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
-                 loom_gen_sink_t *sink, loom_gen_report_t *report, loom_err_t *err)
+int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loom_gen_sink_t *sink,
+                 loom_gen_report_t *report, loom_err_t *err)
 {
     memset(report, 0, sizeof *report);
     int rc = check_config(cfg, src, sink, err);
@@ -549,8 +555,8 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src,
     /* The default clock spins at most 20 us, and at most half the mean gap:
      * at 100,000/s a 20 us spin would never let the pacer sleep, and a
      * realtime pacer that never sleeps is throttled by the kernel. */
-    loom_gen_realclock_t default_rc = {.spin_ns = loom_gen_default_spin_ns(
-                                           loom_gen_arrivals_rate(&cfg->arrivals))};
+    loom_gen_realclock_t default_rc = {
+        .spin_ns = loom_gen_default_spin_ns(loom_gen_arrivals_rate(&cfg->arrivals))};
     engine_t e = {.cfg = cfg, .src = src, .sink = sink, .rep = report};
     e.clock = cfg->clock ? *cfg->clock : loom_gen_clock_real(&default_rc);
     e.window = cfg->window ? cfg->window : 1024;

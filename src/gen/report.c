@@ -29,7 +29,8 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
     json_object_set_new(o, "failed", json_integer((json_int_t)r->failed));
     json_object_set_new(o, "dropped", json_integer((json_int_t)r->dropped));
     if (cfg) {
-        json_object_set_new(o, "process", json_string(loom_gen_process_name(cfg->arrivals.process)));
+        json_object_set_new(o, "process",
+                            json_string(loom_gen_process_name(cfg->arrivals.process)));
         json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
     }
     json_object_set_new(o, "realtime", json_boolean(r->realtime));
@@ -38,10 +39,11 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
     json_object_set_new(o, "rate_schedule", json_real(r->rate_schedule));
     json_object_set_new(o, "rate_achieved", json_real(r->rate_achieved));
     json_object_set_new(o, "rate_error_pct", json_real(r->rate_error_pct));
-    json_object_set_new(o, "rate_pacing_error_pct",
-                        json_real(r->rate_schedule > 0 && r->rate_achieved > 0
-                                      ? (r->rate_achieved - r->rate_schedule) / r->rate_schedule * 100
-                                      : 0));
+    json_object_set_new(
+        o, "rate_pacing_error_pct",
+        json_real(r->rate_schedule > 0 && r->rate_achieved > 0
+                      ? (r->rate_achieved - r->rate_schedule) / r->rate_schedule * 100
+                      : 0));
     json_object_set_new(o, "elapsed_s", json_real((double)r->elapsed_ns / 1e9));
     json_object_set_new(o, "lateness_us", percentiles_us(&r->lateness));
     json_object_set_new(o, "ack_us", percentiles_us(&r->ack));

@@ -78,11 +78,8 @@ static int stream_finish(void *ctx, loom_err_t *err)
 
 int loom_gen_sink_stream(loom_gen_sink_t *out, FILE *f, loom_err_t *err)
 {
-    *out = (loom_gen_sink_t){.name = "stdout",
-                             .send = stream_send,
-                             .finish = stream_finish,
-                             .ctx = f,
-                             .max_workers = 1};
+    *out = (loom_gen_sink_t){
+        .name = "stdout", .send = stream_send, .finish = stream_finish, .ctx = f, .max_workers = 1};
     return LOOM_OK;
 }
 
@@ -219,11 +216,8 @@ int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, lo
         dir_destroy(d);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
-    *out = (loom_gen_sink_t){.name = "out",
-                             .send = dir_send,
-                             .finish = dir_finish,
-                             .destroy = dir_destroy,
-                             .ctx = d};
+    *out = (loom_gen_sink_t){
+        .name = "out", .send = dir_send, .finish = dir_finish, .destroy = dir_destroy, .ctx = d};
     return LOOM_OK;
 }
 
@@ -352,10 +346,7 @@ int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, const char *co
         slurm_destroy(s);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
-    *out = (loom_gen_sink_t){.name = "slurm",
-                             .send = slurm_send,
-                             .destroy = slurm_destroy,
-                             .ctx = s,
-                             .max_workers = 4};
+    *out = (loom_gen_sink_t){
+        .name = "slurm", .send = slurm_send, .destroy = slurm_destroy, .ctx = s, .max_workers = 4};
     return LOOM_OK;
 }

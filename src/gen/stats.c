@@ -33,7 +33,10 @@ static uint64_t bucket_top(int b)
     return ((sub + 1) << shift) - 1;
 }
 
-void loom_gen_hist_init(loom_gen_hist_t *h) { memset(h, 0, sizeof *h); }
+void loom_gen_hist_init(loom_gen_hist_t *h)
+{
+    memset(h, 0, sizeof *h);
+}
 
 void loom_gen_hist_add(loom_gen_hist_t *h, int64_t v)
 {
@@ -149,8 +152,8 @@ int loom_gen_chi2(const uint64_t *observed, const double *weights, size_t n, dou
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (!(weights[i] >= 0) || !isfinite(weights[i]))
-            return loom_err_set(err, LOOM_EINVAL, "chi-square: weight %zu is %g, expected >= 0",
-                                i, weights[i]);
+            return loom_err_set(err, LOOM_EINVAL, "chi-square: weight %zu is %g, expected >= 0", i,
+                                weights[i]);
         wsum += weights[i];
         total += observed[i];
     }

@@ -56,12 +56,10 @@ static bool retryable(const loom_rpc_client_error_t *e)
     switch (e->kind) {
     case LOOM_RPC_FAIL_CONNECT:
     case LOOM_RPC_FAIL_TIMEOUT:
-    case LOOM_RPC_FAIL_TRANSPORT:
-        return true;
+    case LOOM_RPC_FAIL_TRANSPORT: return true;
     case LOOM_RPC_FAIL_HTTP:
         return e->http_status == 502 || e->http_status == 503 || e->http_status == 504;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -171,6 +169,7 @@ int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *toke
         return rc;
     }
     s->free_clients[s->nfree++] = c;
-    *out = (loom_gen_sink_t){.name = "submit", .send = submit_send, .destroy = submit_destroy, .ctx = s};
+    *out = (loom_gen_sink_t){
+        .name = "submit", .send = submit_send, .destroy = submit_destroy, .ctx = s};
     return LOOM_OK;
 }

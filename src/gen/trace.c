@@ -82,8 +82,9 @@ static int csv_field(csv_t *c, loom_buf_t *out, int *ended, loom_err_t *err)
         const char *start = c->p;
         while (c->p < c->end && *c->p != ',' && *c->p != '\n' && *c->p != '\r') {
             if (*c->p == '"')
-                return csv_error(c, c->p, err,
-                                 "unexpected '\"' inside an unquoted field (quote the whole field)");
+                return csv_error(
+                    c, c->p, err,
+                    "unexpected '\"' inside an unquoted field (quote the whole field)");
             c->p++;
         }
         if (out && loom_buf_append(out, start, (size_t)(c->p - start)) != LOOM_OK)
@@ -190,8 +191,9 @@ int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, cons
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
         c.p += 3;
     if (c.p >= c.end)
-        return loom_err_set(err, LOOM_EINVAL, "%s: empty file, expected a CSV header with a '%s' column",
-                            name, column);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: empty file, expected a CSV header with a '%s' column", name,
+                            column);
     size_t col = 0, cap = 0;
     int rc = read_header(&c, column, &col, err);
     if (rc != LOOM_OK)
@@ -223,19 +225,21 @@ int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, cons
                 continue;
             }
             if (!have)
-                rc = loom_err_set(err, LOOM_EINVAL,
-                                  "%s:%zu: row has %zu fields, no '%s' (field %zu); "
-                                  "use --trace-missing skip (the skip policy) to leave such rows out",
-                                  name, line, i, column, col + 1);
+                rc = loom_err_set(
+                    err, LOOM_EINVAL,
+                    "%s:%zu: row has %zu fields, no '%s' (field %zu); "
+                    "use --trace-missing skip (the skip policy) to leave such rows out",
+                    name, line, i, column, col + 1);
             else if (f.len == 0)
-                rc = loom_err_set(err, LOOM_EINVAL,
-                                  "%s:%zu:%zu: '%s' is empty, expected a time in seconds; "
-                                  "use --trace-missing skip (the skip policy) to leave such rows out",
-                                  name, line, (size_t)(field_at - row) + 1, column);
+                rc = loom_err_set(
+                    err, LOOM_EINVAL,
+                    "%s:%zu:%zu: '%s' is empty, expected a time in seconds; "
+                    "use --trace-missing skip (the skip policy) to leave such rows out",
+                    name, line, (size_t)(field_at - row) + 1, column);
             else
                 rc = loom_err_set(err, LOOM_EINVAL,
-                                  "%s:%zu:%zu: '%s' is '%.40s', expected a time in seconds",
-                                  name, line, (size_t)(field_at - row) + 1, column, f.data);
+                                  "%s:%zu:%zu: '%s' is '%.40s', expected a time in seconds", name,
+                                  line, (size_t)(field_at - row) + 1, column, f.data);
             goto fail;
         }
         if (v < prev)

@@ -16,7 +16,7 @@
 
 /* Seed 2026, poisson at 500/s: due times (ns) and rendered lines of jobs
  * 0-2, and the submit_id of job 7. */
-#define PINNED_2026                                                                             \
+#define PINNED_2026                                                                                \
     "0 large index 0 lr 168399\n754759 small index 1 lr 481866\n3540416 large index 2 lr 578683\n"
 #define PINNED_ID_7 "gfb68e114a3ff7533-7"
 
@@ -94,8 +94,7 @@ static void capture_free(capture_t *c)
 }
 
 static loom_gen_config_t vconfig(loom_gen_vclock_t *vc, loom_gen_clock_t *clock,
-                                 loom_gen_process_t p, double rate, uint64_t count,
-                                 uint64_t seed)
+                                 loom_gen_process_t p, double rate, uint64_t count, uint64_t seed)
 {
     vc->now_ns = 1000000000; /* any origin: times are relative to the start */
     *clock = loom_gen_clock_virtual(vc);
@@ -200,9 +199,9 @@ static void chi_square_of_choices(void **state)
     assert_true(json_integer_value(json_object_get(j, "count")) == 2000);
     assert_non_null(json_object_get(json_object_get(j, "lateness_us"), "p99"));
     assert_true(json_is_real(json_object_get(json_object_get(j, "chi_square"), "p_value")));
-    assert_true(json_integer_value(
-                    json_object_get(json_object_get(json_object_get(j, "jobs"), "large"),
-                                    "chosen")) == (json_int_t)r.per_choice[3]);
+    assert_true(
+        json_integer_value(json_object_get(json_object_get(json_object_get(j, "jobs"), "large"),
+                                           "chosen")) == (json_int_t)r.per_choice[3]);
     json_decref(j);
     capture_free(&a);
     loom_gen_report_free(&r);

@@ -32,7 +32,8 @@ static loom_rpc_status_t job_submit(loom_rpc_call_t *call, json_t *params, void 
     const char *dash = sid ? strrchr(sid, '-') : NULL;
     long idx = dash ? strtol(dash + 1, NULL, 10) : -1;
     if (idx < 0 || idx >= N) {
-        loom_rpc_call_invalid_param(call, "submit_id", "gHASH-INDEX", json_object_get(params, "submit_id"));
+        loom_rpc_call_invalid_param(call, "submit_id", "gHASH-INDEX",
+                                    json_object_get(params, "submit_id"));
         return LOOM_RPC_DONE;
     }
     if (strcmp(json_string_value(json_object_get(params, "name")), "reject") == 0) {
@@ -153,7 +154,7 @@ static void exactly_once_across_a_restart(void **state)
     assert_int_equal(report->sent, N);
     assert_int_equal(report->ok, N);
     for (int i = 0; i < N; i++) {
-        assert_true(store.first_id[i] != 0);             /* arrived */
+        assert_true(store.first_id[i] != 0); /* arrived */
         assert_true(report->records[i].state == LOOM_GEN_JOB_OK);
     }
     assert_int_equal(store.next_id, N); /* no index got two jobs */
