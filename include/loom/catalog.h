@@ -147,7 +147,8 @@ const char *loom_catalog_path(const loom_catalog_t *c);
 /* --------------------------------------------------------------- sampling */
 
 /* Picks a job index with probability weight / sum(weights). Draws exactly
- * one loom_rng_weighted from rng. */
+ * one loom_rng_uniform from rng (then a binary search over the cumulative
+ * weights: O(log n)). */
 size_t loom_catalog_pick(const loom_catalog_t *c, loom_rng_t *rng);
 /* Probability of job i under loom_catalog_pick (for chi-square checks). */
 double loom_catalog_probability(const loom_catalog_t *c, size_t i);
@@ -185,7 +186,10 @@ double loom_catalog_probability(const loom_catalog_t *c, size_t i);
  *   image         container image (only if given)
  *
  * The generator adds its own members (index, submit_id, seed, ...) on top.
- * The same rng state gives the same context on every machine. */
+ * The same rng state gives the same context on every machine.
+ * Members that no draw changes (resources, labels, ...) are built once at
+ * load time and shared by reference between contexts: add or replace
+ * top-level members freely, but do not modify nested values in place. */
 int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
                         loom_err_t *err);
 

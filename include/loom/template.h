@@ -67,6 +67,11 @@ typedef enum loom_template_escape {
 int loom_template_escape_parse(const char *name, loom_template_escape_t *out, loom_err_t *err);
 /* The name parsed above ("html", ...). */
 const char *loom_template_escape_name(loom_template_escape_t esc);
+/* The escaper a template file's name calls for: *.sh.mustache (and
+ * *.bash.mustache) shell, *.yaml.mustache / *.yml.mustache yaml,
+ * *.html.mustache and anything else html (the spec's default). Used by
+ * `loom render` and the generator when no escaper is given. */
+loom_template_escape_t loom_template_escape_for_path(const char *path);
 /* Appends s[0..len) to out, escaped for esc (see the top of this file).
  * Returns LOOM_OK or LOOM_ENOMEM. */
 int loom_template_escape_append(loom_buf_t *out, loom_template_escape_t esc, const char *s,

@@ -85,11 +85,24 @@ void loom_catalog_issues_free(loom_catalog_issues_t *issues)
 
 void loom__catalog_format_real(double d, char *buf, size_t n)
 {
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d)
-            return;
+    /* Most sampled reals need 16 or 17 digits, short ones far fewer: try 15
+     * first, then either search downwards (binary) or go up to 17. */
+    if (snprintf(buf, n, "%.15g", d) > 0 && strtod(buf, NULL) == d) {
+        int lo = 1, hi = 15; /* hi round-trips */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(buf, n, "%.*g", mid, d);
+            if (strtod(buf, NULL) == d)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        snprintf(buf, n, "%.*g", hi, d);
+        return;
     }
+    snprintf(buf, n, "%.16g", d);
+    if (strtod(buf, NULL) != d)
+        snprintf(buf, n, "%.17g", d);
 }
 
 /* ------------------------------------------------------------- context */
@@ -179,26 +192,33 @@ static const char *found(const json_t *j, char *buf, size_t n)
 
 /* ------------------------------------------------------------- keys */
 
+/* Optimal-string-alignment distance (Levenshtein plus adjacent
+ * transpositions, so "jbos" is one edit from "jobs"), ignoring case. */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)
         return SIZE_MAX;
-    size_t row[65];
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        d[0][j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t sub = prev + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            size_t best = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            prev = cur;
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            size_t best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
     }
-    return row[lb];
+    return d[la][lb];
 }
 
 /* Reports members of obj not in allowed[]; returns how many. */
@@ -232,7 +252,9 @@ static int check_keys(vctx_t *v, const json_t *obj, const char *ptr, const char 
         char *p = child(v, ptr, k);
         if (p) {
             if (best && bd <= limit)
-                issue_key(v, p, "found an unknown key '%s', expected one of the %s keys: %s (did you mean '%s'?)",
+                issue_key(v, p,
+                          "found an unknown key '%s', expected one of the %s keys: %s (did you "
+                          "mean '%s'?)",
                           k, what, list.data, best);
             else
                 issue_key(v, p, "found an unknown key '%s', expected one of the %s keys: %s", k,
@@ -277,7 +299,11 @@ static bool want_int(vctx_t *v, const json_t *j, const char *ptr, int64_t lo, in
 {
     char fbuf[96];
     if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi) {
-        issue(v, ptr, "found %s, expected an integer from %" PRId64 " to %" PRId64, FOUND(j), lo, hi);
+        if (lo == hi)
+            issue(v, ptr, "found %s, expected %" PRId64, FOUND(j), lo);
+        else
+            issue(v, ptr, "found %s, expected an integer from %" PRId64 " to %" PRId64, FOUND(j),
+                  lo, hi);
         return false;
     }
     if (out)
@@ -290,10 +316,13 @@ static bool want_size(vctx_t *v, const json_t *j, const char *ptr, uint64_t *out
     char fbuf[96];
     uint64_t b = 0;
     loom_err_t e;
-    bool ok = (json_is_integer(j) && json_integer_value(j) > 0 && (b = (uint64_t)json_integer_value(j))) ||
-              (json_is_string(j) && loom_parse_size(json_string_value(j), &b, &e) == LOOM_OK && b > 0);
+    bool ok =
+        (json_is_integer(j) && json_integer_value(j) > 0 &&
+         (b = (uint64_t)json_integer_value(j))) ||
+        (json_is_string(j) && loom_parse_size(json_string_value(j), &b, &e) == LOOM_OK && b > 0);
     if (!ok) {
-        issue(v, ptr, "found %s, expected a positive size such as \"16GiB\", \"512M\" or a number of bytes",
+        issue(v, ptr,
+              "found %s, expected a positive size such as \"16GiB\", \"512M\" or a number of bytes",
               FOUND(j));
         return false;
     }
@@ -313,8 +342,9 @@ static bool want_duration(vctx_t *v, const json_t *j, const char *ptr, int64_t *
               (json_is_string(j) && loom_parse_duration(json_string_value(j), &ns, &e) == LOOM_OK &&
                ns > 0);
     if (!ok) {
-        issue(v, ptr, "found %s, expected a positive duration such as \"90m\", \"1h30m\", "
-                      "\"01:30:00\" or a number of seconds",
+        issue(v, ptr,
+              "found %s, expected a positive duration such as \"90m\", \"1h30m\", "
+              "\"01:30:00\" or a number of seconds",
               FOUND(j));
         return false;
     }
@@ -356,8 +386,9 @@ static void want_file(vctx_t *v, const json_t *j, const char *ptr, const char *w
         return;
     }
     if (access(p, R_OK) != 0)
-        issue(v, ptr, "found \"%s\" (%s), expected a readable %s file (paths are relative to the "
-                      "catalog's directory)",
+        issue(v, ptr,
+              "found \"%s\" (%s), expected a readable %s file (paths are relative to the "
+              "catalog's directory)",
               json_string_value(j), p, what);
     free(p);
 }
@@ -376,8 +407,9 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
             continue;
         const char *end = strchr(c + 2, '}');
         if (!end) {
-            issue(v, ptr, "found an unterminated reference \"%.20s\", expected ${name} (or $$ for a "
-                          "literal $)",
+            issue(v, ptr,
+                  "found an unterminated reference \"%.20s\", expected ${name} (or $$ for a "
+                  "literal $)",
                   c);
             return;
         }
@@ -402,12 +434,14 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
                     bd = d, best = k;
             }
             if (best && bd <= 2)
-                issue(v, ptr, "found a reference to an unknown parameter '%s', expected one of the "
-                              "job's parameters (did you mean '%s'?)",
+                issue(v, ptr,
+                      "found a reference to an unknown parameter '%s', expected one of the "
+                      "job's parameters (did you mean '%s'?)",
                       name, best);
             else
-                issue(v, ptr, "found a reference to an unknown parameter '%s', expected one of the "
-                              "job's parameters%s",
+                issue(v, ptr,
+                      "found a reference to an unknown parameter '%s', expected one of the "
+                      "job's parameters%s",
                       name, json_object_size(params) ? "" : " (the job has none)");
         }
         c = end;
@@ -417,12 +451,11 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 /* ------------------------------------------------------------- members */
 
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
-static const char *const job_keys[] = {"name",       "description", "executable", "arguments",
-                                       "environment", "resources",   "time_limit", "weight",
-                                       "parameters", "template",    "labels",     "model",
-                                       "image"};
-static const char *const res_keys[] = {"cpus", "memory", "gpus", "gpu_share", "gpu_memory",
-                                       "gpu_type"};
+static const char *const job_keys[] = {
+    "name",   "description", "executable", "arguments", "environment", "resources", "time_limit",
+    "weight", "parameters",  "template",   "labels",    "model",       "image"};
+static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
+                                       "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const choice_keys[] = {"type", "values", "weights"};
 static const char *const range_keys[] = {"type", "min", "max", "log"};
 static const char *const any_param_keys[] = {"type", "values", "weights", "min", "max", "log"};
@@ -434,7 +467,8 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
 {
     char fbuf[96];
     if (!json_is_object(pj)) {
-        issue(v, ptr, "found %s, expected an object such as {\"type\": \"choice\", \"values\": [...]}",
+        issue(v, ptr,
+              "found %s, expected an object such as {\"type\": \"choice\", \"values\": [...]}",
               FOUND(pj));
         return;
     }
@@ -460,9 +494,11 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         const json_t *w = json_object_get(pj, "weights");
         char *vp = child(v, ptr, "values"), *wp = child(v, ptr, "weights");
         if (!vals)
-            issue(v, ptr, "found no member 'values', expected \"values\": a non-empty array of choices");
+            issue(v, ptr,
+                  "found no member 'values', expected \"values\": a non-empty array of choices");
         else if (!json_is_array(vals) || json_array_size(vals) == 0)
-            issue(v, vp, "found %s, expected a non-empty array of choices", FOUND(vals));
+            issue(v, vp, "found %s, expected a non-empty array of choices",
+                  json_is_array(vals) ? "an empty array" : FOUND(vals));
         else {
             size_t i;
             json_t *e;
@@ -479,7 +515,7 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         if (w) {
             if (!json_is_array(w))
                 issue(v, wp, "found %s, expected an array of non-negative numbers", FOUND(w));
-            else if (json_is_array(vals) && json_array_size(w) != json_array_size(vals))
+            else if (json_array_size(vals) > 0 && json_array_size(w) != json_array_size(vals))
                 issue(v, wp, "found %zu weights, expected %zu (one per value)", json_array_size(w),
                       json_array_size(vals));
             else {
@@ -539,7 +575,7 @@ static void check_param(vctx_t *v, const json_t *pj, const char *ptr)
         log = json_is_true(lg);
     }
     if (ok && lo > hi)
-        issue(v, mxp, "found max %s below min, expected max >= min", FOUND(mx));
+        issue(v, mxp, "found a max (%s) below the min, expected max >= min", FOUND(mx));
     else if (ok && log && (is_int ? lo < 1 : !(lo > 0)))
         issue(v, mnp, "found %s with \"log\": true, expected min %s", FOUND(mn),
               is_int ? ">= 1" : "> 0");
@@ -564,14 +600,17 @@ static void check_string_map(vctx_t *v, const json_t *j, const char *ptr, bool e
         if (!p)
             return;
         if (env_names && !name_ok(k, true))
-            issue_key(v, p, "found the variable name '%s', expected a name matching "
-                            "[A-Za-z_][A-Za-z0-9_]*",
+            issue_key(v, p,
+                      "found the variable name '%s', expected a name matching "
+                      "[A-Za-z_][A-Za-z0-9_]*",
                       k);
-        else if (!env_names && (!*k || strlen(k) > 253 || strspn(k, "abcdefghijklmnopqrstuvwxyz"
-                                                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                    "0123456789._/-") != strlen(k)))
-            issue_key(v, p, "found the label name '%s', expected 1-253 characters from "
-                            "[A-Za-z0-9._/-]",
+        else if (!env_names && (!*k || strlen(k) > 253 ||
+                                strspn(k, "abcdefghijklmnopqrstuvwxyz"
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._/-") != strlen(k)))
+            issue_key(v, p,
+                      "found the label name '%s', expected 1-253 characters from "
+                      "[A-Za-z0-9._/-]",
                       k);
         if (!json_is_string(val) && !json_is_number(val))
             issue(v, p, "found %s, expected a string (or a number)", FOUND(val));
@@ -584,7 +623,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
 {
     char fbuf[96];
     if (!json_is_object(job)) {
-        issue(v, ptr, "found %s, expected an object (%s)", FOUND(job), defaults ? "the defaults" : "a job");
+        issue(v, ptr, "found %s, expected an object (%s)", FOUND(job),
+              defaults ? "the defaults" : "a job");
         return;
     }
     const char *k;
@@ -599,8 +639,9 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                 issue_key(v, p, "found 'name' in defaults, expected a name only in each job");
             else if (want_string(v, val, p, true) &&
                      (!name_ok(json_string_value(val), false) || json_string_length(val) > 128))
-                issue(v, p, "found %s, expected a name of 1-128 characters from [A-Za-z0-9._-] "
-                            "starting with a letter or digit",
+                issue(v, p,
+                      "found %s, expected a name of 1-128 characters from [A-Za-z0-9._-] "
+                      "starting with a letter or digit",
                       FOUND(val));
         } else if (strcmp(k, "description") == 0) {
             want_string(v, val, p, false);
@@ -630,7 +671,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             check_string_map(v, val, p, false, "label names to strings");
         } else if (strcmp(k, "resources") == 0) {
             if (!json_is_object(val)) {
-                issue(v, p, "found %s, expected an object with cpus, memory, gpus, ...", FOUND(val));
+                issue(v, p, "found %s, expected an object with cpus, memory, gpus, ...",
+                      FOUND(val));
             } else {
                 check_keys(v, val, p, res_keys, N(res_keys), "resources");
                 const char *rk;
@@ -649,9 +691,11 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                     else if (strcmp(rk, "memory") == 0 || strcmp(rk, "gpu_memory") == 0)
                         want_size(v, rv, rp, NULL);
                     else if (strcmp(rk, "gpu_type") == 0 && want_string(v, rv, rp, true) &&
-                             (!name_ok(json_string_value(rv), false) || json_string_length(rv) > 64))
-                        issue(v, rp, "found %s, expected a GPU type of 1-64 characters from "
-                                     "[A-Za-z0-9._-]",
+                             (!name_ok(json_string_value(rv), false) ||
+                              json_string_length(rv) > 64))
+                        issue(v, rp,
+                              "found %s, expected a GPU type of 1-64 characters from "
+                              "[A-Za-z0-9._-]",
                               FOUND(rv));
                     free(rp);
                 }
@@ -675,8 +719,9 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
                     if (!pp)
                         break;
                     if (!name_ok(pk, true))
-                        issue_key(v, pp, "found the parameter name '%s', expected a name matching "
-                                         "[A-Za-z_][A-Za-z0-9_]*",
+                        issue_key(v, pp,
+                                  "found the parameter name '%s', expected a name matching "
+                                  "[A-Za-z_][A-Za-z0-9_]*",
                                   pk);
                     check_param(v, pv, pp);
                     free(pp);
@@ -689,8 +734,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
         }
         free(p);
     }
-    check_keys(v, job, ptr, defaults ? job_keys + 1 : job_keys, defaults ? N(job_keys) - 1 : N(job_keys),
-               defaults ? "defaults" : "job");
+    /* "name" in defaults has its own message above. */
+    check_keys(v, job, ptr, job_keys, N(job_keys), defaults ? "defaults" : "job");
 }
 
 /* ------------------------------------------------------------- merge */
@@ -740,17 +785,20 @@ static char *origin(vctx_t *v, const json_t *job, const char *jptr, const char *
 static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const char *jptr)
 {
     if (!json_object_get(m, "executable"))
-        issue(v, jptr, "found no member 'executable' (neither in the job nor in defaults), expected "
-                       "the program to run");
+        issue(v, jptr,
+              "found no member 'executable' (neither in the job nor in defaults), expected "
+              "the program to run");
     const json_t *res = json_object_get(m, "resources");
     const json_t *share = json_object_get(res, "gpu_share");
     const json_t *gpus = json_object_get(res, "gpus");
-    if (json_is_integer(share) && json_integer_value(share) < 1000 &&
+    if (json_is_integer(share) && json_integer_value(share) >= 1 &&
+        json_integer_value(share) < 1000 &&
         (!json_is_integer(gpus) || json_integer_value(gpus) != 1)) {
         char *p = origin(v, job, jptr, "resources", "gpu_share");
         if (p)
-            issue(v, p, "found a GPU share of %" JSON_INTEGER_FORMAT " milli-GPU with %s GPUs, "
-                        "expected \"gpus\": 1 for a fractional share",
+            issue(v, p,
+                  "found a GPU share of %" JSON_INTEGER_FORMAT " milli-GPU with %s GPUs, "
+                  "expected \"gpus\": 1 for a fractional share",
                   json_integer_value(share),
                   json_is_integer(gpus) ? (json_integer_value(gpus) == 0 ? "0" : "several") : "no");
         free(p);
@@ -824,29 +872,37 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
               json_is_array(jobs) ? "an empty array" : FOUND(jobs));
         return;
     }
+    json_t *seen = json_object();
+    if (!seen) {
+        v->oom = 1;
+        return;
+    }
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job)
     {
         char *jp = child_idx(v, "/jobs", i);
         if (!jp)
-            return;
+            break;
         check_job_members(v, job, jp, false);
         if (json_is_object(job)) {
             const json_t *name = json_object_get(job, "name");
             if (!name)
                 issue(v, jp, "found no member 'name', expected \"name\": the job's name");
-            for (size_t k = 0; json_is_string(name) && k < i; k++) {
-                const json_t *other = json_object_get(json_array_get(jobs, k), "name");
-                if (json_is_string(other) && strcmp(json_string_value(other), json_string_value(name)) == 0) {
-                    char *np = child(v, jp, "name");
-                    if (np)
-                        issue(v, np, "found the name \"%s\" again, expected unique job names (first "
-                                     "used by /jobs/%zu)",
-                              json_string_value(name), k);
-                    free(np);
-                    break;
-                }
+            /* Names seen so far -> index of first use (linear time). */
+            json_t *first =
+                json_is_string(name) ? json_object_get(seen, json_string_value(name)) : NULL;
+            if (first) {
+                char *np = child(v, jp, "name");
+                if (np)
+                    issue(v, np,
+                          "found the name \"%s\" again, expected unique job names (first "
+                          "used by /jobs/%" JSON_INTEGER_FORMAT ")",
+                          json_string_value(name), json_integer_value(first));
+                free(np);
+            } else if (json_is_string(name) && json_object_set_new(seen, json_string_value(name),
+                                                                   json_integer((json_int_t)i))) {
+                v->oom = 1;
             }
             json_t *m = merge(json_is_object(defaults) ? defaults : NULL, job);
             if (!m)
@@ -857,6 +913,7 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
         }
         free(jp);
     }
+    json_decref(seen);
 }
 
 static void dir_of(const char *path, char *out, size_t n)

@@ -7,8 +7,8 @@
 
 /* Positions are kept per JSON pointer, encoded as (line << 32) | column. */
 #define LOOM__POS(line, col) (((json_int_t)(line) << 32) | (json_int_t)(col))
-#define LOOM__POS_LINE(p) ((int)((p) >> 32))
-#define LOOM__POS_COL(p) ((int)((p)&0xffffffff))
+#define LOOM__POS_LINE(p)    ((int)((p) >> 32))
+#define LOOM__POS_COL(p)     ((int)((p)&0xffffffff))
 
 typedef struct loom__jsonpos {
     json_t *values; /* pointer -> position of the value's first byte */

@@ -24,6 +24,8 @@ typedef struct cjob {
     json_t *merged; /* owns the strings pub points to */
     json_t *args, *env, *labels;
     char *template_path, *model_path;
+    json_t *fixed;            /* context members no draw changes (sample.c) */
+    bool args_vary, env_vary; /* whether ${...} appears in them */
 } cjob_t;
 
 struct loom_catalog {
@@ -33,6 +35,7 @@ struct loom_catalog {
     cjob_t *jobs;
     size_t n;
     double *weights;
+    double *cum; /* cum[i] = weights[0] + ... + weights[i] */
     double wsum;
 };
 
@@ -40,6 +43,9 @@ struct loom_catalog {
  * merged object per job, from validation) in every case. */
 int loom__catalog_build(json_t *root, json_t **merged, const char *path, const char *base_dir,
                         loom_catalog_t **out, loom_err_t *err);
+
+/* Builds j->fixed; LOOM_OK or LOOM_ENOMEM. */
+int loom__catalog_job_fixed(const loom_catalog_t *c, cjob_t *j);
 
 /* A scalar as argument text: strings as is, numbers in shortest form. */
 int loom__catalog_scalar_text(const json_t *v, loom_buf_t *out);

@@ -27,7 +27,10 @@ typedef struct jp {
     int fatal;      /* LOOM_EINVAL after a syntax error, LOOM_ENOMEM */
 } jp_t;
 
-static int col_at(const jp_t *p, size_t i) { return (int)(i - p->line_start) + 1; }
+static int col_at(const jp_t *p, size_t i)
+{
+    return (int)(i - p->line_start) + 1;
+}
 
 static void syntax(jp_t *p, size_t at, const char *fmt, const char *found)
 {
@@ -124,7 +127,7 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
                (unsigned char)p->s[p->i] >= 0x20)
             p->i++;
         if (!loom_utf8_valid(p->s + run, p->i - run)) {
-            syntax(p, run, "invalid UTF-8 in a string: expected UTF-8 text%s", "");
+            syntax(p, run, "found invalid UTF-8 in a string, expected UTF-8 text%s", "");
             return false;
         }
         if (loom_buf_append(b, p->s + run, p->i - run)) {
@@ -139,8 +142,10 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
             return true;
         }
         if ((unsigned char)c < 0x20) {
-            syntax(p, p->i, "found %s inside a string, expected '\\n'-style escapes for control characters",
-                   found_at(p, p->i, fb));
+            syntax(
+                p, p->i,
+                "found %s inside a string, expected control characters escaped (\\n, \\t, \\u0001)",
+                found_at(p, p->i, fb));
             return false;
         }
         /* Escape. */
@@ -159,30 +164,38 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
             continue;
         }
         if (e != 'u') {
-            syntax(p, at, "found an unknown escape %s, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+            syntax(p, at,
+                   "found an unknown escape %s, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+                   "\\uXXXX",
                    found_at(p, at + 1, fb));
             return false;
         }
         unsigned cp, lo;
         if (p->i + 4 > p->len || hex4(p->s + p->i, &cp)) {
-            syntax(p, at, "bad \\u escape: expected four hex digits%s", "");
+            syntax(p, at, "found a malformed \\u escape, expected four hex digits%s", "");
             return false;
         }
         p->i += 4;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
             if (p->i + 6 > p->len || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
                 hex4(p->s + p->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
-                syntax(p, at, "lone surrogate in \\u escape: expected a low surrogate \\uDC00-\\uDFFF to follow%s", "");
+                syntax(p, at,
+                       "found a lone high surrogate in a \\u escape, expected a low surrogate "
+                       "\\uDC00-\\uDFFF to follow%s",
+                       "");
                 return false;
             }
             p->i += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            syntax(p, at, "lone low surrogate in \\u escape: expected a high surrogate first%s", "");
+            syntax(
+                p, at,
+                "found a lone low surrogate in a \\u escape, expected a high surrogate before it%s",
+                "");
             return false;
         }
         if (cp == 0) {
-            syntax(p, at, "\\u0000 in a string: NUL is not allowed%s", "");
+            syntax(p, at, "found \\u0000 (NUL) in a string, expected text without NUL%s", "");
             return false;
         }
         if (put_utf8(b, cp)) {
@@ -190,7 +203,7 @@ static bool parse_string(jp_t *p, loom_buf_t *b)
             return false;
         }
     }
-    syntax(p, start, "unterminated string: expected a closing '\"'%s", "");
+    syntax(p, start, "found the end of the input inside a string, expected a closing '\"'%s", "");
     return false;
 }
 
@@ -236,7 +249,7 @@ static json_t *parse_number(jp_t *p)
     }
     char buf[128];
     if (i - st >= sizeof buf) {
-        syntax(p, st, "number too long: expected at most 127 characters%s", "");
+        syntax(p, st, "found a number longer than 127 characters, expected a shorter one%s", "");
         return NULL;
     }
     memcpy(buf, p->s + st, i - st);
@@ -247,14 +260,14 @@ static json_t *parse_number(jp_t *p)
     if (is_int) {
         long long n = strtoll(buf, NULL, 10);
         if (errno == ERANGE) {
-            syntax(p, st, "integer out of range: expected a value that fits in 64 bits%s", "");
+            syntax(p, st, "found an integer out of range, expected one that fits in 64 bits%s", "");
             return NULL;
         }
         v = json_integer(n);
     } else {
         double d = strtod(buf, NULL);
         if (!isfinite(d)) {
-            syntax(p, st, "number out of range: expected a finite number%s", "");
+            syntax(p, st, "found a number out of range, expected a finite number%s", "");
             return NULL;
         }
         v = json_real(d);
@@ -423,7 +436,7 @@ static json_t *parse_value(jp_t *p, int depth)
     char fb[16];
     skip_ws(p);
     if (depth > MAX_DEPTH) {
-        syntax(p, p->i, "nesting deeper than 64 levels: expected a flatter document%s", "");
+        syntax(p, p->i, "found nesting deeper than 64 levels, expected a flatter document%s", "");
         return NULL;
     }
     record(p, p->pos->values, p->i);
@@ -464,7 +477,8 @@ static json_t *parse_value(jp_t *p, int depth)
         if (c == '-' || (c >= '0' && c <= '9'))
             return parse_number(p);
     }
-    syntax(p, p->i, "found %s, expected a JSON value (object, array, string, number, true, false or null)",
+    syntax(p, p->i,
+           "found %s, expected a JSON value (object, array, string, number, true, false or null)",
            found_at(p, p->i, fb));
     return NULL;
 }

@@ -176,7 +176,8 @@ static int build_job(cjob_t *j, json_t *m, const char *base)
     p->weight = w ? json_number_value(w) : 1.0;
     const char *tp = json_string_value(json_object_get(m, "template"));
     const char *mp = json_string_value(json_object_get(m, "model"));
-    if ((tp && !(j->template_path = resolve(base, tp))) || (mp && !(j->model_path = resolve(base, mp))))
+    if ((tp && !(j->template_path = resolve(base, tp))) ||
+        (mp && !(j->model_path = resolve(base, mp))))
         return LOOM_ENOMEM;
     p->template_path = j->template_path;
     p->model_path = j->model_path;
@@ -190,8 +191,9 @@ int loom__catalog_build(json_t *root, json_t **merged, const char *path, const c
     size_t n = json_array_size(json_object_get(root, "jobs"));
     loom_catalog_t *c = calloc(1, sizeof *c);
     int rc = LOOM_OK;
-    if (!c || !(c->path = strdup(path)) || !(c->dir = strdup(base_dir ? base_dir : ".")) || !(c->jobs = calloc(n, sizeof *c->jobs)) ||
-        !(c->weights = calloc(n, sizeof *c->weights))) {
+    if (!c || !(c->path = strdup(path)) || !(c->dir = strdup(base_dir ? base_dir : ".")) ||
+        !(c->jobs = calloc(n, sizeof *c->jobs)) || !(c->weights = calloc(n, sizeof *c->weights)) ||
+        !(c->cum = calloc(n, sizeof *c->cum))) {
         rc = LOOM_ENOMEM;
     }
     if (c)
@@ -202,8 +204,11 @@ int loom__catalog_build(json_t *root, json_t **merged, const char *path, const c
         if (rc == LOOM_OK) {
             c->n = i + 1;
             rc = build_job(&c->jobs[i], merged[i], base_dir);
+            if (rc == LOOM_OK)
+                rc = loom__catalog_job_fixed(c, &c->jobs[i]);
             c->weights[i] = c->jobs[i].pub.weight;
             c->wsum += c->weights[i];
+            c->cum[i] = c->wsum;
         } else {
             json_decref(merged[i]);
         }
@@ -230,18 +235,23 @@ void loom_catalog_free(loom_catalog_t *c)
         json_decref(j->args);
         json_decref(j->env);
         json_decref(j->labels);
+        json_decref(j->fixed);
         free(j->template_path);
         free(j->model_path);
     }
     free(c->jobs);
     free(c->weights);
+    free(c->cum);
     free(c->path);
     free(c->dir);
     json_decref(c->root);
     free(c);
 }
 
-size_t loom_catalog_job_count(const loom_catalog_t *c) { return c ? c->n : 0; }
+size_t loom_catalog_job_count(const loom_catalog_t *c)
+{
+    return c ? c->n : 0;
+}
 
 const loom_catalog_job_t *loom_catalog_job(const loom_catalog_t *c, size_t i)
 {
@@ -256,7 +266,10 @@ ptrdiff_t loom_catalog_find(const loom_catalog_t *c, const char *name)
     return -1;
 }
 
-const char *loom_catalog_path(const loom_catalog_t *c) { return c->path; }
+const char *loom_catalog_path(const loom_catalog_t *c)
+{
+    return c->path;
+}
 
 double loom_catalog_probability(const loom_catalog_t *c, size_t i)
 {

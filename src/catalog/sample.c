@@ -11,9 +11,20 @@
 #include "catalog/catalog_int.h"
 #include "catalog/catalog_model.h"
 
+/* One uniform draw against the cumulative weights (binary search), so a
+ * catalog of thousands of jobs costs no more per pick than a small one. */
 size_t loom_catalog_pick(const loom_catalog_t *c, loom_rng_t *rng)
 {
-    return loom_rng_weighted(rng, c->weights, c->n);
+    double x = loom_rng_uniform(rng) * c->cum[c->n - 1];
+    size_t lo = 0, hi = c->n - 1; /* first i with x < cum[i]; all weights > 0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x < c->cum[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
 }
 
 static json_t *draw(const cparam_t *p, loom_rng_t *rng)
@@ -69,7 +80,8 @@ static json_t *substitute(const char *s, const json_t *params, const char *dir)
             const char *end = strchr(c + 2, '}');
             char name[128];
             size_t n = (size_t)(end - c - 2);
-            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), c + 2);
+            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1),
+                     c + 2);
             const json_t *v = json_object_get(params, name);
             if (v)
                 rc = loom__catalog_scalar_text(v, &b);
@@ -158,17 +170,18 @@ static json_t *resources(const loom_catalog_resources_t *r)
 {
     char mem[48];
     loom_format_size(r->memory_bytes, mem, sizeof mem);
-    json_t *o = json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:b}", "cpus", (json_int_t)r->cpus, "memory",
-                          mem, "memory_bytes", (json_int_t)r->memory_bytes, "memory_mib",
-                          (json_int_t)((r->memory_bytes + (1u << 20) - 1) >> 20), "gpus",
-                          (json_int_t)r->gpus, "gpu_share", (json_int_t)r->gpu_share,
-                          "gpu_fraction", r->gpus == 0 ? 0.0 : r->gpu_share / 1000.0, "has_gpus",
-                          r->gpus > 0);
+    json_t *o =
+        json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:b}", "cpus", (json_int_t)r->cpus, "memory", mem,
+                  "memory_bytes", (json_int_t)r->memory_bytes, "memory_mib",
+                  (json_int_t)((r->memory_bytes + (1u << 20) - 1) >> 20), "gpus",
+                  (json_int_t)r->gpus, "gpu_share", (json_int_t)r->gpu_share, "gpu_fraction",
+                  r->gpus == 0 ? 0.0 : r->gpu_share / 1000.0, "has_gpus", r->gpus > 0);
     if (o && r->gpu_memory_bytes) {
         loom_format_size(r->gpu_memory_bytes, mem, sizeof mem);
         if (json_object_set_new(o, "gpu_memory", json_string(mem)) ||
-            json_object_set_new(o, "gpu_memory_mib",
-                                json_integer((json_int_t)((r->gpu_memory_bytes + (1u << 20) - 1) >> 20)))) {
+            json_object_set_new(
+                o, "gpu_memory_mib",
+                json_integer((json_int_t)((r->gpu_memory_bytes + (1u << 20) - 1) >> 20)))) {
             json_decref(o);
             return NULL;
         }
@@ -185,43 +198,65 @@ static int set(json_t *o, const char *k, json_t *v)
     return v ? json_object_set_new(o, k, v) : -1;
 }
 
-int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
-                        loom_err_t *err)
+static bool has_dollar(const json_t *v)
 {
-    if (!c || i >= c->n)
-        return loom_err_set(err, LOOM_EINVAL, "catalog job index %zu: expected < %zu", i,
-                            c ? c->n : 0);
-    const cjob_t *j = &c->jobs[i];
-    const loom_catalog_job_t *p = &j->pub;
-    json_t *o = json_object(), *params = json_object(), *args = json_array(),
-           *command = json_array(), *env = json_object();
-    int bad = !o || !params || !args || !command || !env;
-    for (size_t k = 0; !bad && k < p->param_count; k++)
-        bad = set(params, j->params[k].name, draw(&j->params[k], rng));
+    size_t i;
+    const char *k;
+    json_t *e;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, e) if (strchr(json_string_value(e), '$')) return true;
+    } else {
+        json_object_foreach((json_t *)v, k, e) if (strchr(json_string_value(e), '$')) return true;
+    }
+    return false;
+}
+
+/* arguments + command, or environment + env, from the sampled params. */
+static int set_args(json_t *o, const cjob_t *j, const json_t *params, const char *dir)
+{
+    json_t *args = json_array(), *command = json_array();
+    int bad = !args || !command || json_array_append_new(command, json_string(j->pub.executable));
     size_t ai;
     json_t *a;
-    bad = bad || json_array_append_new(command, json_string(p->executable));
     json_array_foreach(j->args, ai, a)
     {
-        json_t *s = bad ? NULL : substitute(json_string_value(a), params, c->dir);
+        json_t *s = bad ? NULL : substitute(json_string_value(a), params, dir);
         bad = bad || !s || json_array_append(args, s) || json_array_append_new(command, s);
     }
+    bad = bad || set(o, "arguments", json_incref(args)) || set(o, "command", json_incref(command));
+    json_decref(args);
+    json_decref(command);
+    return bad;
+}
+
+static int set_env(json_t *o, const cjob_t *j, const json_t *params, const char *dir)
+{
+    json_t *env = json_object();
+    int bad = !env;
     const char *ek;
     json_t *ev;
     json_object_foreach(j->env, ek, ev)
     {
         if (!bad)
-            bad = set(env, ek, substitute(json_string_value(ev), params, c->dir));
+            bad = set(env, ek, substitute(json_string_value(ev), params, dir));
     }
-    if (!bad) {
-        bad = set(o, "name", json_string(p->name)) || set(o, "dns_name", dns_label(p->name)) ||
-              set(o, "executable", json_string(p->executable)) ||
-              set(o, "arguments", json_incref(args)) || set(o, "command", json_incref(command)) ||
-              set(o, "environment", json_incref(env)) || set(o, "env", pair_list(env)) ||
-              set(o, "params", json_incref(params)) || set(o, "resources", resources(&p->resources)) ||
-              set(o, "labels", json_deep_copy(j->labels)) ||
-              set(o, "label_list", pair_list(j->labels)) || set(o, "weight", json_real(p->weight));
-    }
+    bad = bad || set(o, "env", pair_list(env)) || set(o, "environment", json_incref(env));
+    json_decref(env);
+    return bad;
+}
+
+/* The members of a job's context that no draw changes, built once at load
+ * time and shared (by reference) by every context of the job. */
+int loom__catalog_job_fixed(const loom_catalog_t *c, cjob_t *j)
+{
+    const loom_catalog_job_t *p = &j->pub;
+    json_t *o = json_object(), *none = json_object();
+    int bad = !o || !none;
+    bad = bad || set(o, "name", json_string(p->name)) || set(o, "dns_name", dns_label(p->name)) ||
+          set(o, "executable", json_string(p->executable)) ||
+          set(o, "resources", resources(&p->resources)) ||
+          set(o, "labels", json_deep_copy(j->labels)) ||
+          set(o, "label_list", pair_list(j->labels)) || set(o, "weight", json_real(p->weight));
     if (!bad && p->description)
         bad = set(o, "description", json_string(p->description));
     if (!bad && p->time_limit_ns > 0)
@@ -232,13 +267,41 @@ int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json
         bad = set(o, "model", json_string(p->model_path));
     if (!bad && p->image)
         bad = set(o, "image", json_string(p->image));
-    json_decref(params);
-    json_decref(args);
-    json_decref(command);
-    json_decref(env);
+    j->args_vary = has_dollar(j->args);
+    j->env_vary = has_dollar(j->env);
+    if (!bad && !j->args_vary)
+        bad = set_args(o, j, none, c->dir);
+    if (!bad && !j->env_vary)
+        bad = set_env(o, j, none, c->dir);
+    json_decref(none);
     if (bad) {
         json_decref(o);
-        return loom_err_set(err, LOOM_ENOMEM, "sampling job '%s': out of memory", p->name);
+        return LOOM_ENOMEM;
+    }
+    j->fixed = o;
+    return LOOM_OK;
+}
+
+int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
+                        loom_err_t *err)
+{
+    if (!c || i >= c->n)
+        return loom_err_set(err, LOOM_EINVAL, "catalog job index %zu: expected < %zu", i,
+                            c ? c->n : 0);
+    const cjob_t *j = &c->jobs[i];
+    json_t *o = json_copy(j->fixed), *params = json_object();
+    int bad = !o || !params;
+    for (size_t k = 0; !bad && k < j->pub.param_count; k++)
+        bad = set(params, j->params[k].name, draw(&j->params[k], rng));
+    if (!bad && j->args_vary)
+        bad = set_args(o, j, params, c->dir);
+    if (!bad && j->env_vary)
+        bad = set_env(o, j, params, c->dir);
+    bad = bad || set(o, "params", json_incref(params));
+    json_decref(params);
+    if (bad) {
+        json_decref(o);
+        return loom_err_set(err, LOOM_ENOMEM, "sampling job '%s': out of memory", j->pub.name);
     }
     *ctx = o;
     return LOOM_OK;

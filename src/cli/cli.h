@@ -30,5 +30,6 @@ typedef int (*loom_cli_fn)(int argc, char **argv);
 int loom_cmd_version(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);
 int loom_cmd_gen(int argc, char **argv);
+int loom_cmd_catalog(int argc, char **argv);
 
 #endif

@@ -10,26 +10,21 @@
 
 static void render_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loom render TEMPLATE [--data FILE.json] [--partials DIR]\n"
-            "                   [--escape html|shell|yaml|none] [--strict]\n\n"
-            "Renders the Mustache template TEMPLATE with the JSON data in FILE.json (default:\n"
-            "an empty object) and prints the result exactly, without adding a newline.\n\n"
-            "  --data FILE      JSON data (the context); '-' reads standard input\n"
-            "  --partials DIR   partial NAME is the file DIR/NAME.mustache (default: the\n"
-            "                   template's own directory)\n"
-            "  --escape KIND    escaper for {{name}}: html (the spec's), shell (POSIX single\n"
-            "                   quotes), yaml (double-quoted scalars), none. Default: shell\n"
-            "                   for *.sh.mustache, yaml for *.yaml/*.yml.mustache, else html\n"
-            "  --strict         a name missing from the data is an error (default: empty)\n\n"
-            "exit codes: 0 ok, 1 render failed (strict miss, recursion limit), 2 usage,\n"
-            "4 a file does not exist, 5 the template or data is malformed.\n");
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
+    fprintf(
+        f,
+        "usage: loom render TEMPLATE [--data FILE.json] [--partials DIR]\n"
+        "                   [--escape html|shell|yaml|none] [--strict]\n\n"
+        "Renders the Mustache template TEMPLATE with the JSON data in FILE.json (default:\n"
+        "an empty object) and prints the result exactly, without adding a newline.\n\n"
+        "  --data FILE      JSON data (the context); '-' reads standard input\n"
+        "  --partials DIR   partial NAME is the file DIR/NAME.mustache (default: the\n"
+        "                   template's own directory)\n"
+        "  --escape KIND    escaper for {{name}}: html (the spec's), shell (POSIX single\n"
+        "                   quotes), yaml (double-quoted scalars), none. Default: shell\n"
+        "                   for *.sh/*.bash.mustache, yaml for *.yaml/*.yml.mustache, else html\n"
+        "  --strict         a name missing from the data is an error (default: empty)\n\n"
+        "exit codes: 0 ok, 1 render failed (strict miss, recursion limit), 2 usage,\n"
+        "4 a file does not exist, 5 the template or data is malformed.\n");
 }
 
 static int exit_for(int rc)
@@ -73,17 +68,7 @@ int loom_cmd_render(int argc, char **argv)
             return LOOM_EXIT_USAGE;
         }
     } else {
-        const char *base = ends_with(path, ".mustache") ? path : NULL;
-        size_t n = strlen(path);
-        o.escape = LOOM_TEMPLATE_ESCAPE_HTML;
-        if (base && n > 9) {
-            char stem[4096];
-            snprintf(stem, sizeof stem, "%.*s", (int)(n - 9), path);
-            if (ends_with(stem, ".sh"))
-                o.escape = LOOM_TEMPLATE_ESCAPE_SHELL;
-            else if (ends_with(stem, ".yaml") || ends_with(stem, ".yml"))
-                o.escape = LOOM_TEMPLATE_ESCAPE_YAML;
-        }
+        o.escape = loom_template_escape_for_path(path);
     }
     int rc, code = LOOM_EXIT_OK;
     json_t *data = NULL;

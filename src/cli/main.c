@@ -18,6 +18,7 @@ static const struct {
     {"version", loom_cmd_version, "print loom's version"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
     {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
+    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
 static void usage(FILE *f)

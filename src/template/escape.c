@@ -18,6 +18,21 @@ int loom_template_escape_parse(const char *name, loom_template_escape_t *out, lo
                         name ? name : "(null)");
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+loom_template_escape_t loom_template_escape_for_path(const char *path)
+{
+    if (ends_with(path, ".sh.mustache") || ends_with(path, ".bash.mustache"))
+        return LOOM_TEMPLATE_ESCAPE_SHELL;
+    if (ends_with(path, ".yaml.mustache") || ends_with(path, ".yml.mustache"))
+        return LOOM_TEMPLATE_ESCAPE_YAML;
+    return LOOM_TEMPLATE_ESCAPE_HTML;
+}
+
 const char *loom_template_escape_name(loom_template_escape_t esc)
 {
     return (unsigned)esc < 4 ? names[esc] : "unknown";

@@ -17,12 +17,12 @@
 #include "template/template_int.h"
 
 #define MAX_NESTING 256
-#define MAX_DELIM 32
+#define MAX_DELIM   32
 
 typedef struct tok {
-    char type;        /* 'T' text; tags: 'v' var, '&' raw, '#', '^', '/', '!', '>', '<', '$', '=' */
-    size_t off, len;  /* text: its span; tag: its name (trimmed) */
-    size_t tag_off;   /* tag: offset of the opening delimiter */
+    char type;       /* 'T' text; tags: 'v' var, '&' raw, '#', '^', '/', '!', '>', '<', '$', '=' */
+    size_t off, len; /* text: its span; tag: its name (trimmed) */
+    size_t tag_off;  /* tag: offset of the opening delimiter */
     bool dynamic;
     bool removed;     /* text dropped by the standalone rule */
     size_t keep_from; /* text: bytes before this offset (relative) are dropped */
@@ -89,7 +89,10 @@ static int push_text(parser_t *p, size_t off, size_t end)
     return LOOM_OK;
 }
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 static const char *find(const char *hay, size_t haylen, const char *needle, size_t nlen)
 {
@@ -117,8 +120,8 @@ static int set_delims(parser_t *p, size_t at, size_t off, size_t len, char *otag
     while (s < e && !is_ws(*s))
         s++;
     size_t bl = (size_t)(s - b);
-    if (al == 0 || bl == 0 || s != e || al >= MAX_DELIM || bl >= MAX_DELIM ||
-        memchr(a, '=', al) || memchr(b, '=', bl))
+    if (al == 0 || bl == 0 || s != e || al >= MAX_DELIM || bl >= MAX_DELIM || memchr(a, '=', al) ||
+        memchr(b, '=', bl))
         return perr(p, at,
                     "bad delimiter change: expected two delimiters without '=' or whitespace, "
                     "separated by whitespace, as in {{=<% %>=}}");
@@ -209,12 +212,16 @@ static int tokenize(parser_t *p)
     return LOOM_OK;
 }
 
-static bool standalone_kind(char type) { return type != 'T' && type != 'v' && type != '&'; }
+static bool standalone_kind(char type)
+{
+    return type != 'T' && type != 'v' && type != '&';
+}
 
 static bool ws_only(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && !(s[i] == '\r' && i + 1 < len && s[i + 1] == '\n'))
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' &&
+            !(s[i] == '\r' && i + 1 < len && s[i + 1] == '\n'))
             return false;
     return true;
 }
@@ -235,7 +242,8 @@ static int standalone(parser_t *p)
     size_t a = 0;
     while (a < p->n) {
         size_t b = a;
-        while (b < p->n && !(p->toks[b].type == 'T' && p->src[p->toks[b].off + p->toks[b].len - 1] == '\n'))
+        while (b < p->n &&
+               !(p->toks[b].type == 'T' && p->src[p->toks[b].off + p->toks[b].len - 1] == '\n'))
             b++;
         if (b == p->n)
             b = p->n - 1;
@@ -263,12 +271,12 @@ static int standalone(parser_t *p)
             size_t line_end = last->type == 'T' ? last->off + last->len : p->len;
             if (last->type != 'T')
                 line_end = p->len; /* a tag ends the text: no next line */
-            bool same_line_block = ntags == 2 && p->toks[first_tag].type == '$' &&
-                                   first_tag + 1 <= b && p->toks[first_tag + 1].type == '/' &&
-                                   p->toks[first_tag + 1].len == p->toks[first_tag].len &&
-                                   memcmp(p->src + p->toks[first_tag + 1].off,
-                                          p->src + p->toks[first_tag].off,
-                                          p->toks[first_tag].len) == 0;
+            bool same_line_block =
+                ntags == 2 && p->toks[first_tag].type == '$' && first_tag + 1 <= b &&
+                p->toks[first_tag + 1].type == '/' &&
+                p->toks[first_tag + 1].len == p->toks[first_tag].len &&
+                memcmp(p->src + p->toks[first_tag + 1].off, p->src + p->toks[first_tag].off,
+                       p->toks[first_tag].len) == 0;
             for (size_t i = a; i <= b; i++) {
                 tok_t *t = &p->toks[i];
                 if (t->type == 'T') {
@@ -408,7 +416,10 @@ static int build(parser_t *p, size_t *i, tnode_list_t *out, const tok_t *open, i
         t->indent = NULL;
         switch (t->type) {
         case 'v': n->kind = TN_VAR; break;
-        case '&': n->kind = TN_VAR; n->raw = true; break;
+        case '&':
+            n->kind = TN_VAR;
+            n->raw = true;
+            break;
         case '>': n->kind = TN_PARTIAL; break;
         case '#': n->kind = TN_SECTION; break;
         case '^': n->kind = TN_INVERTED; break;
@@ -494,4 +505,7 @@ void loom_template_free(loom_template_t *t)
     free(t);
 }
 
-const char *loom_template_name(const loom_template_t *t) { return t->name; }
+const char *loom_template_name(const loom_template_t *t)
+{
+    return t->name;
+}

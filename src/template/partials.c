@@ -68,8 +68,7 @@ int loom_template_partials_add(loom_template_partials_t *p, const char *name, co
     return rc ? loom_err_set(err, LOOM_ENOMEM, "out of memory") : LOOM_OK;
 }
 
-int loom_template_partials_add_json(loom_template_partials_t *p, const json_t *obj,
-                                    loom_err_t *err)
+int loom_template_partials_add_json(loom_template_partials_t *p, const json_t *obj, loom_err_t *err)
 {
     if (!json_is_object(obj))
         return loom_err_set(err, LOOM_EINVAL, "partials: expected an object, found %s",
@@ -89,8 +88,8 @@ int loom_template_partials_add_json(loom_template_partials_t *p, const json_t *o
 }
 
 /* Source of partial `name` into b; 1 if found, 0 if not, <0 on error. */
-static int source(const loom_template_partials_t *p, const char *name, loom_buf_t *b,
-                  char **label, loom_err_t *err)
+static int source(const loom_template_partials_t *p, const char *name, loom_buf_t *b, char **label,
+                  loom_err_t *err)
 {
     json_t *s = json_object_get(p->map, name);
     if (s) {

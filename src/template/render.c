@@ -75,11 +75,24 @@ static void format_real(double d, char *buf, size_t n)
         snprintf(buf, n, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
         return;
     }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d)
-            return;
+    /* Most sampled reals need 16 or 17 digits, short ones far fewer: try 15
+     * first, then either search downwards (binary) or go up to 17. */
+    if (snprintf(buf, n, "%.15g", d) > 0 && strtod(buf, NULL) == d) {
+        int lo = 1, hi = 15; /* hi round-trips */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(buf, n, "%.*g", mid, d);
+            if (strtod(buf, NULL) == d)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        snprintf(buf, n, "%.*g", hi, d);
+        return;
     }
+    snprintf(buf, n, "%.16g", d);
+    if (strtod(buf, NULL) != d)
+        snprintf(buf, n, "%.17g", d);
 }
 
 static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
@@ -92,7 +105,10 @@ static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
     switch (json_typeof(v)) {
     case JSON_NULL:
     case JSON_FALSE: return LOOM_OK;
-    case JSON_TRUE: s = "true"; len = 4; break;
+    case JSON_TRUE:
+        s = "true";
+        len = 4;
+        break;
     case JSON_STRING:
         s = json_string_value(v);
         len = json_string_length(v);
@@ -118,8 +134,8 @@ static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
 
 static int missing(rctx_t *r, const tnode_t *n, const char *what)
 {
-    return loom_err_set(r->err, LOOM_ENOTFOUND, "%s:%d:%d: %s '%s' is missing in the data", n->tname,
-                        n->line, n->col, what, n->text);
+    return loom_err_set(r->err, LOOM_ENOTFOUND, "%s:%d:%d: %s '%s' is missing in the data",
+                        n->tname, n->line, n->col, what, n->text);
 }
 
 /* Appends text with `strip` removed from, and `add` put before, each line. */
@@ -181,8 +197,8 @@ static int render_partial(rctx_t *r, const tnode_t *n, const override_t *ov, loo
     if (r->o->partials) {
         int rc = loom__template_partial_get(r->o->partials, name, n->indent, &t, r->err);
         if (rc)
-            return loom_err_prefix(r->err, "%s:%d:%d: in partial '%s': ", n->tname, n->line,
-                                   n->col, name);
+            return loom_err_prefix(r->err, "%s:%d:%d: in partial '%s': ", n->tname, n->line, n->col,
+                                   name);
     }
     if (!t) {
         if (r->o->strict)
@@ -323,9 +339,9 @@ done:
     return rc;
 }
 
-int loom_template_render_string(const char *text, size_t len, const char *name,
-                                const json_t *data, const loom_template_options_t *opts,
-                                loom_buf_t *out, loom_err_t *err)
+int loom_template_render_string(const char *text, size_t len, const char *name, const json_t *data,
+                                const loom_template_options_t *opts, loom_buf_t *out,
+                                loom_err_t *err)
 {
     loom_template_t *t;
     int rc = loom_template_compile(text, len, name, &t, err);

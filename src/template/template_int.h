@@ -26,15 +26,15 @@ typedef struct tnode_list {
 
 struct tnode {
     tnode_kind_t kind;
-    char *text;       /* TN_TEXT: the text; others: the name as written */
-    size_t len;       /* length of text */
-    char **parts;     /* the name split at '.' ("." alone: nparts == 0) */
+    char *text;   /* TN_TEXT: the text; others: the name as written */
+    size_t len;   /* length of text */
+    char **parts; /* the name split at '.' ("." alone: nparts == 0) */
     size_t nparts;
-    bool raw;         /* TN_VAR: no escaping */
-    bool dynamic;     /* TN_PARTIAL / TN_PARENT: name is looked up in the data */
-    char *indent;     /* PARTIAL/PARENT: standalone indentation (or NULL);
-                         BLOCK: reindentation string (or NULL) */
-    int line, col;    /* position of the tag */
+    bool raw;          /* TN_VAR: no escaping */
+    bool dynamic;      /* TN_PARTIAL / TN_PARENT: name is looked up in the data */
+    char *indent;      /* PARTIAL/PARENT: standalone indentation (or NULL);
+                          BLOCK: reindentation string (or NULL) */
+    int line, col;     /* position of the tag */
     const char *tname; /* name of the template this node belongs to */
     tnode_list_t kids; /* SECTION, INVERTED, PARENT, BLOCK */
 };
@@ -62,8 +62,7 @@ struct loom_template_partials {
  * source (may be NULL). *out is NULL when there is no such partial.
  * Errors: the partial's own syntax errors, out of memory. */
 int loom__template_partial_get(const loom_template_partials_t *p, const char *name,
-                               const char *indent, const loom_template_t **out,
-                               loom_err_t *err);
+                               const char *indent, const loom_template_t **out, loom_err_t *err);
 
 void loom__template_nodes_free(tnode_list_t *l);
 

@@ -60,15 +60,46 @@ static void spec_module(const char *file)
     assert_int_equal(passed, total);
 }
 
-static void test_spec_interpolation(void **s) { (void)s; spec_module("interpolation"); }
-static void test_spec_sections(void **s) { (void)s; spec_module("sections"); }
-static void test_spec_inverted(void **s) { (void)s; spec_module("inverted"); }
-static void test_spec_comments(void **s) { (void)s; spec_module("comments"); }
-static void test_spec_partials(void **s) { (void)s; spec_module("partials"); }
-static void test_spec_delimiters(void **s) { (void)s; spec_module("delimiters"); }
-static void test_spec_inheritance(void **s) { (void)s; spec_module("~inheritance"); }
-static void test_spec_dynamic_names(void **s) { (void)s; spec_module("~dynamic-names"); }
-
+static void test_spec_interpolation(void **s)
+{
+    (void)s;
+    spec_module("interpolation");
+}
+static void test_spec_sections(void **s)
+{
+    (void)s;
+    spec_module("sections");
+}
+static void test_spec_inverted(void **s)
+{
+    (void)s;
+    spec_module("inverted");
+}
+static void test_spec_comments(void **s)
+{
+    (void)s;
+    spec_module("comments");
+}
+static void test_spec_partials(void **s)
+{
+    (void)s;
+    spec_module("partials");
+}
+static void test_spec_delimiters(void **s)
+{
+    (void)s;
+    spec_module("delimiters");
+}
+static void test_spec_inheritance(void **s)
+{
+    (void)s;
+    spec_module("~inheritance");
+}
+static void test_spec_dynamic_names(void **s)
+{
+    (void)s;
+    spec_module("~dynamic-names");
+}
 
 /* ------------------------------------------------------------- helpers */
 
@@ -172,6 +203,14 @@ static void test_escape_names(void **s)
         assert_int_equal(loom_template_escape_parse(names[i], &e, &err), LOOM_OK);
         assert_string_equal(loom_template_escape_name(e), names[i]);
     }
+    assert_int_equal(loom_template_escape_for_path("a/slurm.sh.mustache"),
+                     LOOM_TEMPLATE_ESCAPE_SHELL);
+    assert_int_equal(loom_template_escape_for_path("x.bash.mustache"), LOOM_TEMPLATE_ESCAPE_SHELL);
+    assert_int_equal(loom_template_escape_for_path("k8s-job.yaml.mustache"),
+                     LOOM_TEMPLATE_ESCAPE_YAML);
+    assert_int_equal(loom_template_escape_for_path("j.yml.mustache"), LOOM_TEMPLATE_ESCAPE_YAML);
+    assert_int_equal(loom_template_escape_for_path("page.mustache"), LOOM_TEMPLATE_ESCAPE_HTML);
+    assert_int_equal(loom_template_escape_for_path("sh.mustache"), LOOM_TEMPLATE_ESCAPE_HTML);
     assert_int_equal(loom_template_escape_parse("xml", &e, &err), LOOM_EINVAL);
     assert_string_equal(err.msg, "escape 'xml': expected html, shell, yaml or none");
 }
@@ -219,8 +258,8 @@ static void test_shell_injection(void **s)
     close(fd);
     for (size_t i = 0; i < NPAYLOADS; i++) {
         const char *p = payloads[i];
-        char *script = render1("printf '%s|' {{x}} {{x}}\n", "x", p, strlen(p),
-                               LOOM_TEMPLATE_ESCAPE_SHELL);
+        char *script =
+            render1("printf '%s|' {{x}} {{x}}\n", "x", p, strlen(p), LOOM_TEMPLATE_ESCAPE_SHELL);
         loom_buf_t out = LOOM_BUF_INIT;
         assert_int_equal(run_bash(script, home, true, &out), 0);
         assert_int_equal(run_bash(script, home, false, &out), 0);
@@ -290,10 +329,21 @@ static void test_yaml_injection(void **s)
     (void)s;
     for (size_t i = 0; i < NPAYLOADS; i++)
         check_yaml_roundtrip(payloads[i], strlen(payloads[i]));
-    const char *more[] = {"\": evil\nkind: Pod\n#", "- [a, b]", "{a: 1}", "&x *x", "!!binary AA",
-                          "null", "true", "0x1F", "~", "key: value # c", "\\\\\\\"",
-                          "\xc2\x85 nel \xc2\xa0 nbsp \xe2\x80\xa9 ps", "\xef\xbb\xbf bom",
-                          "\xef\xbf\xbe \xef\xbf\xbf nonchars", "\xc2\x80\xc2\x9f c1"};
+    const char *more[] = {"\": evil\nkind: Pod\n#",
+                          "- [a, b]",
+                          "{a: 1}",
+                          "&x *x",
+                          "!!binary AA",
+                          "null",
+                          "true",
+                          "0x1F",
+                          "~",
+                          "key: value # c",
+                          "\\\\\\\"",
+                          "\xc2\x85 nel \xc2\xa0 nbsp \xe2\x80\xa9 ps",
+                          "\xef\xbb\xbf bom",
+                          "\xef\xbf\xbe \xef\xbf\xbf nonchars",
+                          "\xc2\x80\xc2\x9f c1"};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         check_yaml_roundtrip(more[i], strlen(more[i]));
     /* Every ASCII byte, including NUL, alone and in company. */
@@ -337,8 +387,8 @@ static void test_yaml_invalid_utf8(void **s)
 {
     (void)s;
     loom_buf_t b = LOOM_BUF_INIT;
-    assert_int_equal(loom_template_escape_append(&b, LOOM_TEMPLATE_ESCAPE_YAML, "a\xff\xc0\x80z", 5),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_template_escape_append(&b, LOOM_TEMPLATE_ESCAPE_YAML, "a\xff\xc0\x80z", 5), LOOM_OK);
     assert_string_equal(b.data, "\"a\\uFFFD\\uFFFD\\uFFFDz\"");
     loom_buf_free(&b);
 }
@@ -348,8 +398,8 @@ static void test_yaml_invalid_utf8(void **s)
 static void test_value_forms(void **s)
 {
     (void)s;
-    json_t *d = json_pack("{s:i, s:f, s:f, s:b, s:b, s:n, s:{s:i}, s:[i,i]}", "i", 42, "r", 0.1, "e",
-                          1e-5, "t", 1, "f", 0, "z", "o", "a", 1, "l", 1, 2);
+    json_t *d = json_pack("{s:i, s:f, s:f, s:b, s:b, s:n, s:{s:i}, s:[i,i]}", "i", 42, "r", 0.1,
+                          "e", 1e-5, "t", 1, "f", 0, "z", "o", "a", 1, "l", 1, 2);
     loom_err_t err;
     char *out = render("{{i}} {{r}} {{e}} {{t}} [{{f}}] [{{z}}] {{&o}} {{&l}}", d,
                        LOOM_TEMPLATE_ESCAPE_NONE, true, NULL, &err);
@@ -366,8 +416,8 @@ static void test_strict_missing(void **s)
     json_t *d = json_pack("{s:{}}", "a");
     loom_err_t err;
     int rc;
-    char *out = render("x\n{{#a}}\n  {{b.c}}\n{{/a}}\n", d, LOOM_TEMPLATE_ESCAPE_NONE, true, &rc,
-                       &err);
+    char *out =
+        render("x\n{{#a}}\n  {{b.c}}\n{{/a}}\n", d, LOOM_TEMPLATE_ESCAPE_NONE, true, &rc, &err);
     assert_int_equal(rc, LOOM_ENOTFOUND);
     assert_string_equal(err.msg, "t:3:3: variable 'b.c' is missing in the data");
     free(out);
@@ -377,8 +427,8 @@ static void test_strict_missing(void **s)
     assert_string_equal(out, "x\n  \n");
     free(out);
     /* Sections over a missing name are false, also in strict mode. */
-    out = render("[{{#nope}}x{{/nope}}{{^nope}}y{{/nope}}]", d, LOOM_TEMPLATE_ESCAPE_NONE, true, &rc,
-                 &err);
+    out = render("[{{#nope}}x{{/nope}}{{^nope}}y{{/nope}}]", d, LOOM_TEMPLATE_ESCAPE_NONE, true,
+                 &rc, &err);
     assert_int_equal(rc, LOOM_OK);
     assert_string_equal(out, "[y]");
     free(out);
@@ -423,7 +473,8 @@ static void test_syntax_errors(void **s)
     expect_syntax("{{#a}}\nx{{/b}}",
                   "job.mustache:2:2: mismatched closing tag: expected {{/a}} (opened at 1:1), "
                   "found {{/b}}");
-    expect_syntax("x\n  {{#a}}\ny", "job.mustache:2:3: unclosed section: expected {{/a}} before the end");
+    expect_syntax("x\n  {{#a}}\ny",
+                  "job.mustache:2:3: unclosed section: expected {{/a}} before the end");
     expect_syntax("{{/a}}", "job.mustache:1:1: closing tag {{/a}} without an open section");
     expect_syntax("{{ }}", "job.mustache:1:1: empty tag: expected a name");
     expect_syntax("{{a b}}", "job.mustache:1:1: tag name contains whitespace: expected one name");
@@ -467,13 +518,14 @@ static void test_partials_dir_and_recursion(void **s)
     /* The map wins over the directory. */
     assert_int_equal(loom_template_partials_add(p, "greet", "map {{who}}", 11, &err), LOOM_OK);
     loom_buf_reset(&out);
-    assert_int_equal(loom_template_render_string("{{>greet}}", 10, "t", d, &o, &out, &err), LOOM_OK);
+    assert_int_equal(loom_template_render_string("{{>greet}}", 10, "t", d, &o, &out, &err),
+                     LOOM_OK);
     assert_string_equal(out.data, "map you");
     /* Missing: empty in spec mode, an error in strict mode; no escaping the dir. */
     loom_buf_reset(&out);
-    assert_int_equal(loom_template_render_string("[{{>nope}}{{>../etc/passwd}}]", 29, "t", d, &o,
-                                                 &out, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_template_render_string("[{{>nope}}{{>../etc/passwd}}]", 29, "t", d, &o, &out, &err),
+        LOOM_OK);
     assert_string_equal(out.data, "[]");
     o.strict = true;
     assert_int_equal(loom_template_render_string("a\n {{>nope}}", 12, "t", d, &o, &out, &err),
@@ -495,19 +547,84 @@ static void test_partials_dir_and_recursion(void **s)
     rmdir(dir);
 }
 
+/* ------------------------------------------------------------- threads */
+
+#include <pthread.h>
+
+typedef struct thr {
+    const loom_template_t *t;
+    const loom_template_partials_t *p;
+    const json_t *data;
+    int bad;
+} thr_t;
+
+static void *render_many(void *arg)
+{
+    thr_t *a = arg;
+    loom_template_options_t o = {
+        .escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true, .partials = a->p};
+    for (int i = 0; i < 500; i++) {
+        loom_buf_t out = LOOM_BUF_INIT;
+        loom_err_t err;
+        if (loom_template_render(a->t, a->data, &o, &out, &err) != LOOM_OK ||
+            strcmp(out.data, "<'x'>\n  ['y'|'y']\n  ['y'|'y']\n") != 0)
+            a->bad++;
+        loom_buf_free(&out);
+    }
+    return NULL;
+}
+
+/* One compiled template and one partials set (whose cache fills while the
+ * threads run) shared by four threads. */
+static void test_concurrent_render(void **s)
+{
+    (void)s;
+    loom_template_t *t;
+    loom_template_partials_t *p;
+    loom_err_t err;
+    const char *src = "<{{x}}>\n  {{>row}}\n{{#list}}\n  {{>row}}\n{{/list}}";
+    assert_int_equal(loom_template_compile(src, strlen(src), "t", &t, &err), LOOM_OK);
+    assert_int_equal(loom_template_partials_new(&p, &err), LOOM_OK);
+    assert_int_equal(loom_template_partials_add(p, "row", "[{{y}}|{{y}}]\n", 14, &err), LOOM_OK);
+    json_t *d = json_pack("{s:s,s:s,s:[{}]}", "x", "x", "y", "y", "list");
+    thr_t a[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (thr_t){.t = t, .p = p, .data = d};
+        assert_int_equal(pthread_create(&th[i], NULL, render_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].bad, 0);
+    }
+    json_decref(d);
+    loom_template_partials_free(p);
+    loom_template_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_interpolation), cmocka_unit_test(test_spec_sections),
-        cmocka_unit_test(test_spec_inverted),      cmocka_unit_test(test_spec_comments),
-        cmocka_unit_test(test_spec_partials),      cmocka_unit_test(test_spec_delimiters),
-        cmocka_unit_test(test_spec_inheritance),   cmocka_unit_test(test_spec_dynamic_names),
-        cmocka_unit_test(test_escape_names),       cmocka_unit_test(test_escape_html_and_none),
-        cmocka_unit_test(test_escape_shell_forms), cmocka_unit_test(test_shell_injection),
-        cmocka_unit_test(test_yaml_injection),     cmocka_unit_test(test_yaml_invalid_utf8),
-        cmocka_unit_test(test_value_forms),        cmocka_unit_test(test_strict_missing),
-        cmocka_unit_test(test_error_restores_output), cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_spec_interpolation),
+        cmocka_unit_test(test_spec_sections),
+        cmocka_unit_test(test_spec_inverted),
+        cmocka_unit_test(test_spec_comments),
+        cmocka_unit_test(test_spec_partials),
+        cmocka_unit_test(test_spec_delimiters),
+        cmocka_unit_test(test_spec_inheritance),
+        cmocka_unit_test(test_spec_dynamic_names),
+        cmocka_unit_test(test_escape_names),
+        cmocka_unit_test(test_escape_html_and_none),
+        cmocka_unit_test(test_escape_shell_forms),
+        cmocka_unit_test(test_shell_injection),
+        cmocka_unit_test(test_yaml_injection),
+        cmocka_unit_test(test_yaml_invalid_utf8),
+        cmocka_unit_test(test_value_forms),
+        cmocka_unit_test(test_strict_missing),
+        cmocka_unit_test(test_error_restores_output),
+        cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_partials_dir_and_recursion),
+        cmocka_unit_test(test_concurrent_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
