@@ -217,7 +217,7 @@ static void account_batch(engine_t *e, loom_gen_job_t **jobs, size_t n)
     }
     if (ack > e->last_ack)
         e->last_ack = ack;
-    e->inflight -= n;
+    __atomic_fetch_sub(&e->inflight, n, __ATOMIC_RELAXED);
     pthread_cond_signal(&e->space_cv);
     pthread_mutex_unlock(&e->mu);
     for (size_t i = 0; i < overflow; i++)
