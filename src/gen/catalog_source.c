@@ -121,9 +121,11 @@ static int add_template(loom_gen_catalog_source_t *s, const char *path, size_t *
 static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job, bool yaml)
 {
     const loom_catalog_resources_t *r = &j->resources;
-    json_t *res = json_pack("{s:I, s:I, s:I, s:I}", "cpus", (json_int_t)r->cpus, "memory",
-                            (json_int_t)r->memory_bytes, "gpus", (json_int_t)r->gpus, "gpu_share",
-                            (json_int_t)r->gpu_share);
+    /* loomd takes either whole GPUs or a share of one GPU, not both. */
+    bool share = r->gpu_share > 0 && r->gpu_share < 1000;
+    json_t *res = json_pack("{s:I, s:I, s:I}", "cpus", (json_int_t)r->cpus, "memory",
+                            (json_int_t)r->memory_bytes, share ? "gpu_share" : "gpus",
+                            share ? (json_int_t)r->gpu_share : (json_int_t)r->gpus);
     if (!res)
         return NULL;
     if (r->gpu_memory_bytes)
