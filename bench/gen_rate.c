@@ -11,7 +11,9 @@
  *
  * For both: achieved rate ((n-1) / (last send - first send)) and its error
  * against the requested rate, and lateness (send - due, due = i / rate from
- * the first job) p50/p99/max. Figures go to OUT/gen_rate.md.
+ * the first job) p50/p99/max. Then, when a loomd binary is there, the same
+ * into loomd (submit sink vs a loop of synchronous job.submit calls) at
+ * 10/s, 1,000/s and 10,000/s. Figures go to OUT/gen_rate.md.
  *
  *   bench_gen_rate [--out DIR] [--scale F] [--rates LIST]
  *
@@ -21,7 +23,12 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +39,7 @@
 #include <unistd.h>
 
 #include "loom/gen.h"
+#include "loom/rpc.h"
 #include "loom/template.h"
 
 /* ----------------------------------------- a source: the Slurm template */
@@ -42,6 +50,7 @@ static const int gpus[] = {1, 2, 4, 0};
 
 typedef struct tsource {
     loom_template_t *tpl;
+    bool spec; /* also build the job.submit parameters (runs into loomd) */
 } tsource_t;
 
 static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
@@ -64,6 +73,13 @@ static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t 
     loom_template_options_t opts = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true};
     int rc = loom_template_render(s->tpl, data, &opts, &job->text, err);
     json_decref(data);
+    if (rc == LOOM_OK && s->spec) {
+        job->spec = json_pack("{s:s, s:s%, s:s, s:s, s:{s:i, s:i}}", "name", names[job->choice],
+                              "script", job->text.data, job->text.len, "format", "batch",
+                              "submit_id", job->submit_id, "resources", "cpus", 4, "gpus", g);
+        if (!job->spec)
+            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
     return rc;
 }
 
@@ -78,19 +94,26 @@ static int make_plain(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_
 /* ---------------------------------------------------------------- runs */
 
 typedef struct result {
-    uint64_t n, waits;
+    uint64_t n, waits, ok;
     double achieved, error_pct;
-    int64_t p50, p99, max;
+    int64_t p50, p99, max, ack_p50, ack_p99;
     double seconds;
 } result_t;
 
+/* url NULL: the dry-run sink; else loomd's job.submit at url. */
 static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bool realtime,
-                   result_t *out, bool *rt_applied)
+                   const char *url, const char *tag, result_t *out, bool *rt_applied)
 {
     loom_gen_sink_t sink;
     loom_err_t err;
-    loom_gen_sink_dry_run(&sink, &err);
+    int src_rc = url ? loom_gen_sink_submit(&sink, url, NULL, 30 * LOOM_NS_PER_S, &err)
+                     : loom_gen_sink_dry_run(&sink, &err);
+    if (src_rc != LOOM_OK) {
+        fprintf(stderr, "gen_rate: %s\n", err.msg);
+        return src_rc;
+    }
     loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT, .rate = rate},
+                             .run_tag = tag,
                              .seed = 1,
                              .count = count,
                              .window = 65536,
@@ -109,6 +132,9 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
     }
     *out = (result_t){.n = r->sent,
                       .waits = r->backlog_waits,
+                      .ok = r->ok,
+                      .ack_p50 = loom_gen_hist_quantile(&r->ack, 0.5),
+                      .ack_p99 = loom_gen_hist_quantile(&r->ack, 0.99),
                       .achieved = r->rate_achieved,
                       .error_pct = r->rate_error_pct,
                       .p50 = loom_gen_hist_quantile(&r->lateness, 0.5),
@@ -126,8 +152,23 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
 
 /* The naive loop: sample and render, then sleep 1/rate. */
 static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t count, int64_t cap_ns,
-                        result_t *out)
+                        const char *url, const char *tag, result_t *out)
 {
+    loom_rpc_client_t *client = NULL;
+    loom_gen_hist_t *ackh = malloc(sizeof *ackh);
+    loom_gen_hist_init(ackh);
+    uint64_t ok = 0;
+    if (url) {
+        loom_rpc_client_config_t cc;
+        loom_rpc_client_config_init(&cc);
+        cc.url = url;
+        loom_err_t cerr;
+        if (loom_rpc_client_new(&cc, &client, &cerr) != LOOM_OK) {
+            fprintf(stderr, "gen_rate: %s\n", cerr.msg);
+            free(ackh);
+            return LOOM_EUNAVAIL;
+        }
+    }
     loom_gen_hist_t *h = malloc(sizeof *h);
     loom_gen_hist_init(h);
     loom_rng_t crng;
@@ -142,17 +183,38 @@ static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t coun
             break;
         loom_gen_job_t job = {.index = i};
         job.choice = loom_rng_weighted(&crng, src->weights, src->n);
-        loom_gen_submit_id(1, NULL, i, job.submit_id);
+        loom_gen_submit_id(1, tag, i, job.submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
         loom_err_t err;
         /* "sent" when the sample is ready, as a synchronous sender would. */
         int rc = src->make(src->ctx, &job, &rng, &err);
         int64_t send = loom_time_mono_ns() - t0;
+        if (rc == LOOM_OK && client) {
+            json_t *res = NULL;
+            loom_rpc_client_error_t e;
+            loom_rpc_client_error_init(&e);
+            if (loom_rpc_client_call(client, "job.submit", job.spec, LOOM_RPC_CALL_RETRY, &res,
+                                     &e) == LOOM_OK)
+                ok++;
+            else
+                fprintf(stderr, "gen_rate: baseline submit: %s\n", e.err.msg);
+            loom_rpc_client_error_clear(&e);
+            if (res)
+                json_decref(res);
+            loom_gen_hist_add(ackh, loom_time_mono_ns() - t0 - send);
+        } else if (rc == LOOM_OK) {
+            ok++;
+        }
         loom_buf_free(&job.text);
+        if (job.spec)
+            json_decref(job.spec);
         if (rc != LOOM_OK) {
             fprintf(stderr, "gen_rate: baseline: %s\n", err.msg);
             free(h);
+            free(ackh);
+            if (client)
+                loom_rpc_client_free(client);
             return rc;
         }
         int64_t due = llround((double)i * 1e9 / rate);
@@ -170,8 +232,14 @@ static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t coun
                       .p50 = loom_gen_hist_quantile(h, 0.5),
                       .p99 = loom_gen_hist_quantile(h, 0.99),
                       .max = h->max,
+                      .ok = ok,
+                      .ack_p50 = loom_gen_hist_quantile(ackh, 0.5),
+                      .ack_p99 = loom_gen_hist_quantile(ackh, 0.99),
                       .seconds = (double)(loom_time_mono_ns() - t0) / 1e9};
     free(h);
+    free(ackh);
+    if (client)
+        loom_rpc_client_free(client);
     return LOOM_OK;
 }
 
@@ -217,6 +285,114 @@ static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applie
     return LOOM_OK;
 }
 
+static void fmt_us(char *out, size_t len, int64_t ns);
+
+/* ------------------------------------------------------- into loomd */
+
+static pid_t start_loomd(const char *exe, const char *dir, char *url, size_t urllen)
+{
+    char log[4200], sock[4200];
+    snprintf(log, sizeof log, "%s/loomd.log", dir);
+    snprintf(sock, sizeof sock, "%s/loomd.sock", dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char *argv[] = {(char *)exe, "--listen",    "none", "--state-dir",
+                    (char *)dir, "--log-level", "warn", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "gen_rate: cannot start %s: %s\n", exe, strerror(rc));
+        return -1;
+    }
+    struct stat st;
+    for (int i = 0; i < 400; i++) { /* up to 20 s */
+        if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            snprintf(url, urllen, "unix:%s", sock);
+            return pid;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "gen_rate: loomd did not create %s; see %s\n", sock, log);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static int loomd_runs(const loom_gen_source_t *src, tsource_t *ts, const char *exe,
+                      const char *rates, double scale, char *md, size_t mdcap, size_t *mdlen)
+{
+    char dir[] = "/tmp/loom-bench-gen-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char url[4300];
+    pid_t pid = start_loomd(exe, dir, url, sizeof url);
+    if (pid < 0)
+        return 1;
+    ts->spec = true;
+    *mdlen += (size_t)snprintf(
+        md + *mdlen, mdcap - *mdlen,
+        "\n## Into loomd\n\n"
+        "loomd (`%s --listen none`, durability normal, its own state directory) on its Unix\n"
+        "socket. `loom gen --realtime`: the same jobs through the submit sink (JSON-RPC batches\n"
+        "of job.submit, 2 sender threads, batches of at most 256). Baseline: sample and render,\n"
+        "one synchronous job.submit, sleep(1/rate). ack = send to loomd's answer.\n\n"
+        "| rate (/s) | run | jobs | ok | seconds | achieved (/s) | error %% | lateness p50 (us) | "
+        "p99 (us) | max (us) | ack p50 (us) | ack p99 (us) |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        exe);
+    int rc = 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", rates);
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        double rate = atof(tok);
+        if (!(rate > 0))
+            continue;
+        double secs = (rate <= 10 ? 5.0 : 3.0) * scale;
+        uint64_t count = (uint64_t)llround(rate * secs);
+        if (count < 2)
+            count = 2;
+        char tag_g[64], tag_b[64];
+        snprintf(tag_g, sizeof tag_g, "gen-%g", rate);
+        snprintf(tag_b, sizeof tag_b, "base-%g", rate);
+        result_t g, b;
+        bool rt = false;
+        if (run_gen(src, rate, count, true, url, tag_g, &g, &rt) != LOOM_OK ||
+            run_baseline(src, rate, count, (int64_t)(secs * 3e9), url, tag_b, &b) != LOOM_OK) {
+            rc = 1;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            result_t *x = k == 0 ? &g : &b;
+            char p50[32], p99[32], mx[32], a50[32], a99[32], line[512];
+            fmt_us(p50, sizeof p50, x->p50);
+            fmt_us(p99, sizeof p99, x->p99);
+            fmt_us(mx, sizeof mx, x->max);
+            fmt_us(a50, sizeof a50, x->ack_p50);
+            fmt_us(a99, sizeof a99, x->ack_p99);
+            snprintf(line, sizeof line,
+                     "| %g | %s | %llu | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s |\n",
+                     rate, k == 0 ? (rt ? "loom gen --realtime" : "loom gen") : "baseline",
+                     (unsigned long long)x->n, (unsigned long long)x->ok, x->seconds, x->achieved,
+                     x->error_pct, p50, p99, mx, a50, a99);
+            fputs(line, stdout);
+            fflush(stdout);
+            *mdlen += (size_t)snprintf(md + *mdlen, mdcap - *mdlen, "%s", line);
+        }
+    }
+    ts->spec = false;
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "gen_rate: could not remove %s\n", dir);
+    return rc;
+}
+
 static void fmt_us(char *out, size_t len, int64_t ns)
 {
     double us = (double)ns / 1e3;
@@ -231,9 +407,20 @@ int main(int argc, char **argv)
     const char *outdir = "docs/bench";
     double scale = 1.0;
     char rates_arg[256] = "10,1000,10000,100000";
+    const char *loomd_rates = "10,1000,10000";
+    char loomd_default[4096];
+    const char *loomd_exe = NULL;
+    snprintf(loomd_default, sizeof loomd_default, "%s", argv[0]);
+    char *slash = strrchr(loomd_default, '/');
+    if (slash) {
+        snprintf(slash + 1, sizeof loomd_default - (size_t)(slash + 1 - loomd_default), "loomd");
+        loomd_exe = loomd_default;
+    }
     static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                          {"scale", required_argument, NULL, 's'},
                                          {"rates", required_argument, NULL, 'r'},
+                                         {"loomd", required_argument, NULL, 'L'},
+                                         {"loomd-rates", required_argument, NULL, 'R'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -242,8 +429,13 @@ int main(int argc, char **argv)
         case 'o': outdir = optarg; break;
         case 's': scale = atof(optarg); break;
         case 'r': snprintf(rates_arg, sizeof rates_arg, "%s", optarg); break;
+        case 'L': loomd_exe = optarg; break;
+        case 'R': loomd_rates = optarg; break;
         case 'h':
-            printf("usage: bench_gen_rate [--out DIR] [--scale F] [--rates 10,1000,...]\n");
+            printf("usage: bench_gen_rate [--out DIR] [--scale F] [--rates 10,1000,...]\n"
+                   "                      [--loomd PATH] [--loomd-rates 10,1000,10000]\n"
+                   "--loomd defaults to loomd next to this program; without one the loomd\n"
+                   "runs are skipped (and the report says so).\n");
             return 0;
         default: return 2;
         }
@@ -340,10 +532,10 @@ int main(int argc, char **argv)
             count = 2;
         result_t g, gn, gp, b, fl;
         bool rt = false, rt_n = false, rt_p = false, rt_f = false;
-        if (run_gen(&src, rate, count, true, &g, &rt) != LOOM_OK ||
-            run_gen(&src, rate, count, false, &gn, &rt_n) != LOOM_OK ||
-            run_gen(&plain, rate, count, true, &gp, &rt_p) != LOOM_OK ||
-            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), &b) != LOOM_OK ||
+        if (run_gen(&src, rate, count, true, NULL, NULL, &g, &rt) != LOOM_OK ||
+            run_gen(&src, rate, count, false, NULL, NULL, &gn, &rt_n) != LOOM_OK ||
+            run_gen(&plain, rate, count, true, NULL, NULL, &gp, &rt_p) != LOOM_OK ||
+            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &b) != LOOM_OK ||
             run_floor(rate, count, &fl, &rt_f) != LOOM_OK) {
             rc = 1;
             break;
@@ -370,6 +562,12 @@ int main(int argc, char **argv)
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);
         }
     }
+    if (rc == 0 && loomd_exe && access(loomd_exe, X_OK) == 0)
+        rc = loomd_runs(&src, &ts, loomd_exe, loomd_rates, scale, md, sizeof md, &mdlen);
+    else if (rc == 0)
+        mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen,
+                                  "\nInto loomd: not measured (no loomd binary at '%s').\n",
+                                  loomd_exe ? loomd_exe : "");
     getloadavg(load, 3);
     mdlen += (size_t)snprintf(
         md + mdlen, sizeof md - mdlen,
