@@ -1,24 +1,32 @@
 /* bench/gen_rate: how exactly does `loom gen` keep a requested rate?
  *
- * For each rate (10/s, 1,000/s, 10,000/s, 100,000/s) two real-time runs
- * into the dry-run sink (every job is chosen, its parameters sampled and
- * the shipped Slurm template rendered, then discarded):
+ * For each rate (10/s, 1,000/s, 10,000/s, 100,000/s), real-time runs into
+ * the dry-run sink. Jobs come from workloads/catalogs/demo.json through the
+ * catalog source with the shipped Slurm template (chosen by weight,
+ * parameters sampled, template rendered, job.submit parameters built):
  *
- *   loom gen   the pacer (absolute deadlines, sleep + short spin, sender
- *              threads rendering behind a bounded window);
- *   baseline   the loop everyone writes first: sample and render a job,
- *              then sleep(1/rate), in one thread.
+ *   loom gen --realtime   the pacer under SCHED_FIFO (if allowed)
+ *   loom gen              the pacer under the normal policy
+ *   ..., no template      the realtime pacer with one-line jobs: the pacer
+ *                         and the hand-off to the senders alone
+ *   baseline              the loop everyone writes first: sample and render
+ *                         a job, then sleep(1/rate), in one thread
+ *   floor                 a loop that only sleeps to each due time as the
+ *                         pacer does: what this machine allows at all
  *
- * For both: achieved rate ((n-1) / (last send - first send)) and its error
- * against the requested rate, and lateness (send - due, due = i / rate from
- * the first job) p50/p99/max. Then, when a loomd binary is there, the same
- * into loomd (submit sink vs a loop of synchronous job.submit calls) at
- * 10/s, 1,000/s and 10,000/s. Figures go to OUT/gen_rate.md.
+ * Each row: achieved rate ((n-1) / (last send - first send)) and its error
+ * against the requested rate, lateness (send - due, due = i / rate from
+ * the first job) p50/p99/max, and how often the pacer waited for a full
+ * window. Then, when a loomd binary is there, the same into loomd (submit
+ * sink vs a loop of synchronous job.submit calls) at 10/s, 1,000/s and
+ * 10,000/s. Figures go to OUT/gen_rate.md.
  *
- *   bench_gen_rate [--out DIR] [--scale F] [--rates LIST]
+ *   bench_gen_rate [--out DIR] [--scale F] [--rates LIST] [--loomd PATH]
+ *                  [--loomd-rates LIST]
  *
  * --scale multiplies every run's length (default 1: 10 s at 10/s, 3 s
- * otherwise). The baseline is stopped after 3x the planned time.
+ * otherwise; into loomd 5 s at 10/s). The baseline is stopped after 3x the
+ * planned time.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -39,55 +47,20 @@
 #include <unistd.h>
 
 #include "loom/gen.h"
+#include "loom/catalog.h"
 #include "loom/rpc.h"
-#include "loom/template.h"
 
-/* ----------------------------------------- a source: the Slurm template */
+/* ------------------------------------------------------------ sources */
 
-static const double weights[] = {5, 3, 1, 1};
-static const char *const names[] = {"resnet50-train", "bert-finetune", "llama-7b-lora", "cpu-prep"};
-static const int gpus[] = {1, 2, 4, 0};
-
-typedef struct tsource {
-    loom_template_t *tpl;
-    bool spec; /* also build the job.submit parameters (runs into loomd) */
-} tsource_t;
-
-static int make_job(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
-{
-    tsource_t *s = ctx;
-    double lr = exp(log(1e-4) + loom_rng_uniform(rng) * (log(1e-1) - log(1e-4)));
-    int batch = 16 << loom_rng_below(rng, 5);
-    char lrs[32], bs[16];
-    snprintf(lrs, sizeof lrs, "%.6g", lr);
-    snprintf(bs, sizeof bs, "%d", batch);
-    int g = gpus[job->choice];
-    json_t *data =
-        json_pack("{s:s, s:{s:i, s:i, s:i, s:b}, s:s, s:[s,s,s,s,s], s:[{s:s,s:s}], s:s, s:{s:s}}",
-                  "name", names[job->choice], "resources", "cpus", 4, "memory_mib", 16384, "gpus",
-                  g, "has_gpus", g > 0, "executable", "python3", "arguments", "train.py", "--lr",
-                  lrs, "--batch", bs, "env", "name", "OMP_NUM_THREADS", "value", "4", "submit_id",
-                  job->submit_id, "time_limit", "slurm", "01:30:00");
-    if (!data)
-        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    loom_template_options_t opts = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL, .strict = true};
-    int rc = loom_template_render(s->tpl, data, &opts, &job->text, err);
-    json_decref(data);
-    if (rc == LOOM_OK && s->spec) {
-        job->spec = json_pack("{s:s, s:s%, s:s, s:s, s:{s:i, s:i}}", "name", names[job->choice],
-                              "script", job->text.data, job->text.len, "format", "batch",
-                              "submit_id", job->submit_id, "resources", "cpus", 4, "gpus", g);
-        if (!job->spec)
-            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    }
-    return rc;
-}
+/* The real thing: the catalog source over workloads/catalogs/demo.json with
+ * the shipped Slurm template for every job (loom gen --template-kind slurm). */
 
 /* The same choices and submit ids, but no template: what the pacer and the
- * hand-off to the senders cost on their own. */
+ * hand-off to the senders cost on their own. ctx is the catalog source. */
 static int make_plain(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
 {
-    return loom_buf_appendf(&job->text, "%s %llu\n", names[job->choice],
+    const loom_gen_source_t *cs = ctx;
+    return loom_buf_appendf(&job->text, "%s %llu\n", cs->names[job->choice],
                             (unsigned long long)loom_rng_below(rng, 1000000));
 }
 
@@ -321,8 +294,8 @@ static pid_t start_loomd(const char *exe, const char *dir, char *url, size_t url
     return -1;
 }
 
-static int loomd_runs(const loom_gen_source_t *src, tsource_t *ts, const char *exe,
-                      const char *rates, double scale, char *md, size_t mdcap, size_t *mdlen)
+static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char *rates,
+                      double scale, char *md, size_t mdcap, size_t *mdlen)
 {
     char dir[] = "/tmp/loom-bench-gen-XXXXXX";
     if (!mkdtemp(dir))
@@ -331,7 +304,6 @@ static int loomd_runs(const loom_gen_source_t *src, tsource_t *ts, const char *e
     pid_t pid = start_loomd(exe, dir, url, sizeof url);
     if (pid < 0)
         return 1;
-    ts->spec = true;
     *mdlen += (size_t)snprintf(
         md + *mdlen, mdcap - *mdlen,
         "\n## Into loomd\n\n"
@@ -383,7 +355,6 @@ static int loomd_runs(const loom_gen_source_t *src, tsource_t *ts, const char *e
             *mdlen += (size_t)snprintf(md + *mdlen, mdcap - *mdlen, "%s", line);
         }
     }
-    ts->spec = false;
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     char cmd[200];
@@ -445,31 +416,42 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *src_dir = getenv("LOOM_SOURCE_DIR");
-    char tpath[4096];
+    char cpath[4096], tpath[4096];
+    snprintf(cpath, sizeof cpath, "%s/workloads/catalogs/demo.json", src_dir ? src_dir : ".");
     snprintf(tpath, sizeof tpath, "%s/workloads/templates/slurm.sh.mustache",
              src_dir ? src_dir : ".");
-    tsource_t ts;
     loom_err_t err;
-    if (loom_template_load_file(tpath, &ts.tpl, &err) != LOOM_OK) {
+    loom_catalog_t *cat = NULL;
+    loom_gen_catalog_source_t *cs = NULL;
+    if (loom_catalog_load_file(cpath, &cat, NULL, &err) != LOOM_OK) {
         fprintf(stderr, "gen_rate: %s\n", err.msg);
         return 1;
     }
-    loom_gen_source_t src = {
-        .n = 4, .weights = weights, .names = names, .make = make_job, .ctx = &ts};
-    loom_gen_source_t plain = {.n = 4, .weights = weights, .names = names, .make = make_plain};
+    loom_gen_catalog_options_t copts = {.template_path = tpath, .seed = 1};
+    if (loom_gen_catalog_source_new(cat, &copts, &cs, &err) != LOOM_OK) {
+        fprintf(stderr, "gen_rate: %s\n", err.msg);
+        loom_catalog_free(cat);
+        return 1;
+    }
+    loom_gen_source_t src = *loom_gen_catalog_source_get(cs);
+    loom_gen_source_t plain = src;
+    plain.make = make_plain;
+    plain.ctx = &src;
 
     /* What one job costs to make, without any pacing. */
     enum { RENDER_N = 20000 };
     int64_t r0 = loom_time_mono_ns();
     for (uint64_t i = 0; i < RENDER_N; i++) {
-        loom_gen_job_t job = {.index = i, .choice = i % 4};
+        loom_gen_job_t job = {.index = i, .choice = i % src.n};
+        loom_gen_submit_id(1, NULL, i, job.submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
-        if (make_job(&ts, &job, &rng, &err) != LOOM_OK) {
+        if (src.make(src.ctx, &job, &rng, &err) != LOOM_OK) {
             fprintf(stderr, "gen_rate: %s\n", err.msg);
             return 1;
         }
         loom_buf_free(&job.text);
+        json_decref(job.spec);
     }
     double render_us = (double)(loom_time_mono_ns() - r0) / 1e3 / RENDER_N;
     printf("render: %.2f us/job\n", render_us);
@@ -503,8 +485,10 @@ int main(int argc, char **argv)
         "Command: `build/bench_gen_rate --out docs/bench --scale %g` (also `make bench`).\n"
         "Machine: %s, %ld CPUs (%s), %s %s. Date: %s. Load average at the start: %.2f %.2f "
         "%.2f.\n\n"
-        "Each job is chosen by weight, its parameters sampled and the shipped Slurm template\n"
-        "(workloads/templates/slurm.sh.mustache) rendered with shell escaping, then discarded.\n"
+        "Jobs come from workloads/catalogs/demo.json through the catalog source, as in\n"
+        "`loom gen --template-kind slurm`: chosen by weight, parameters sampled, the shipped\n"
+        "Slurm template rendered with shell escaping, the job.submit parameters built; the\n"
+        "dry-run sink then discards them.\n"
         "`loom gen`: constant process, real clock (sleep, then a busy wait of min(20 us, half\n"
         "the gap)), 2 sender threads, window 65536, batches of at most 256; once with the pacer\n"
         "thread under SCHED_FIFO (`--realtime`), once under the normal policy, and once with\n"
@@ -563,7 +547,7 @@ int main(int argc, char **argv)
         }
     }
     if (rc == 0 && loomd_exe && access(loomd_exe, X_OK) == 0)
-        rc = loomd_runs(&src, &ts, loomd_exe, loomd_rates, scale, md, sizeof md, &mdlen);
+        rc = loomd_runs(&src, loomd_exe, loomd_rates, scale, md, sizeof md, &mdlen);
     else if (rc == 0)
         mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen,
                                   "\nInto loomd: not measured (no loomd binary at '%s').\n",
@@ -577,7 +561,8 @@ int main(int argc, char **argv)
         "engineers build and test on the same CPUs during the run, so a preempted pacer shows\n"
         "up in p99/max.\n",
         load[0], load[1], load[2]);
-    loom_template_free(ts.tpl);
+    loom_gen_catalog_source_free(cs);
+    loom_catalog_free(cat);
     if (rc == 0 && outdir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/gen_rate.md", outdir);
