@@ -179,6 +179,54 @@ static void pinned_first_jobs(void **state)
     loom_gen_report_free(&r);
 }
 
+static double exp_cdf(double x, void *ctx)
+{
+    double rate = *(double *)ctx;
+    return x <= 0 ? 0 : 1.0 - exp(-rate * x);
+}
+
+/* The send times of a whole run on the virtual clock: poisson gaps pass a
+ * KS test against the exponential CDF (and fail one at 1.1x the rate), and
+ * gamma gaps have the coefficient of variation asked for. */
+static void send_gaps_on_virtual_clock(void **state)
+{
+    enum { N = 8000 };
+    loom_gen_vclock_t vc;
+    loom_gen_clock_t clock;
+    loom_gen_process_t procs[] = {LOOM_GEN_POISSON, LOOM_GEN_GAMMA};
+    for (int k = 0; k < 2; k++) {
+        loom_gen_config_t cfg = vconfig(&vc, &clock, procs[k], 0.5, N, 31);
+        cfg.arrivals.cv = 2.0;
+        loom_gen_sink_t sink;
+        loom_gen_sink_dry_run(&sink, NULL);
+        loom_gen_report_t r;
+        loom_err_t err;
+        assert_int_equal(loom_gen_run(&cfg, &source4, &sink, &r, &err), LOOM_OK);
+        double *gaps = malloc((N - 1) * sizeof *gaps), sum = 0, sq = 0;
+        for (int i = 1; i < N; i++) {
+            gaps[i - 1] = (double)(r.records[i].send_ns - r.records[i - 1].send_ns) / 1e9;
+            sum += gaps[i - 1];
+        }
+        double mean = sum / (N - 1);
+        for (int i = 0; i < N - 1; i++)
+            sq += (gaps[i] - mean) * (gaps[i] - mean);
+        double cv = sqrt(sq / (N - 2)) / mean;
+        if (procs[k] == LOOM_GEN_POISSON) {
+            double rate = 0.5, wrong = 0.55, d, p;
+            loom_gen_ks(gaps, N - 1, exp_cdf, &rate, &d, &p);
+            assert_true(p > 0.001);
+            loom_gen_ks(gaps, N - 1, exp_cdf, &wrong, &d, &p);
+            assert_true(p < 1e-4);
+            assert_true(fabs(cv - 1.0) < 0.05);
+        } else {
+            assert_true(fabs(cv / 2.0 - 1.0) < 0.1);
+        }
+        free(gaps);
+        sink.destroy(sink.ctx);
+        loom_gen_report_free(&r);
+    }
+}
+
 static void chi_square_of_choices(void **state)
 {
     capture_t a;
@@ -513,6 +561,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deterministic_for_a_seed),
         cmocka_unit_test(pinned_first_jobs),
+        cmocka_unit_test(send_gaps_on_virtual_clock),
         cmocka_unit_test(chi_square_of_choices),
         cmocka_unit_test(duration_stop),
         cmocka_unit_test(backlog_drop),
