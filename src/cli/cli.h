@@ -28,9 +28,17 @@ typedef int (*loom_cli_fn)(int argc, char **argv);
 
 /* Each command: argv[0] is the command name. */
 int loom_cmd_version(int argc, char **argv);
+int loom_cmd_submit(int argc, char **argv);
+int loom_cmd_jobs(int argc, char **argv);
+int loom_cmd_show(int argc, char **argv);
+int loom_cmd_cancel(int argc, char **argv);
+int loom_cmd_info(int argc, char **argv);
+int loom_cmd_nodes(int argc, char **argv);
+int loom_cmd_sim(int argc, char **argv);
+int loom_cmd_prof(int argc, char **argv);
+int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);
 int loom_cmd_gen(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
-int loom_cmd_mon(int argc, char **argv);
 
 #endif

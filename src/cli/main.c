@@ -16,10 +16,18 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"submit", loom_cmd_submit, "submit a job script (job.submit)"},
+    {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
+    {"show", loom_cmd_show, "show one job in full (job.get)"},
+    {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
+    {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
+    {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
+    {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
+    {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
     {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
-    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
 };
 
 static void usage(FILE *f)

@@ -1,15 +1,362 @@
-/* loomd — placeholder main until the daemon lands (issue: Foundation). It
- * only answers --help and --version so that the build has its target. */
+/* loomd — the loom daemon. A thin main: parse options, prepare the state
+ * directory (lock, token, database), start the store, the dispatcher with
+ * loomd's methods and the HTTP server, then wait for SIGTERM/SIGINT and stop
+ * in the reverse order: stop accepting and finish requests in flight (their
+ * writes are committed by the still-running store), then close the store. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/methods.h"
+#include "daemon/runner.h"
+#include "loom/core.h"
+#include "loom/rpc.h"
+#include "loom/store.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: loomd [--listen ADDR:PORT] [--socket PATH] [--state-dir DIR]\n"
+            "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
+            "             [--executor local|none] [--queue-policy P] [--placement P]\n"
+            "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
+            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n\n"
+            "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
+            "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
+            "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
+            "                       port; 'none' disables TCP). TCP requires the bearer token.\n"
+            "  --socket PATH        Unix socket (default STATE_DIR/loomd.sock; 'none' disables)\n"
+            "  --state-dir DIR      database, token, socket (default $LOOM_STATE_DIR, else\n"
+            "                       ~/.local/state/loom)\n"
+            "  --durability MODE    normal: an acknowledged job survives a crash of loomd;\n"
+            "                       full: also power loss (fsync per commit). Default normal.\n"
+            "  --log-level L        debug, info, warn, error, off (default info)\n"
+            "  --executor E         local: run jobs on this machine (default); none: only\n"
+            "                       queue them\n"
+            "  --queue-policy P     fifo, sjf, priority, tiresias (default fifo)\n"
+            "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
+            "                       fgd, fgd-cpu (default firstfit)\n"
+            "  --node SPEC          a node of the cluster model, repeatable:\n"
+            "                       name=N,cpus=C,memory=SIZE,gpus=G,gpu_type=T,gpu_memory=SIZE\n"
+            "                       (default: this machine, with --gpus virtual GPUs)\n"
+            "  --gpus N             virtual GPUs on the default node (default 0)\n"
+            "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
+            "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
+            "  --seed S             seed of the random placement and tie breaks (default 1)\n"
+            "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
+            "                       suspend jobs that have run D since they last started\n"
+            "                       (default off)\n"
+            "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
+            "                       GPU when the jobs' step rates show it lowers throughput\n"
+            "  --help, --version\n\n"
+            "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
+            "loomd.url (the TCP URL actually bound, written once listening).\n"
+            "Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, close the\n"
+            "store, exit 0.\n");
+}
+
+static int mkdir_p(const char *path, loom_err_t *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return loom_err_set(err, LOOM_EINVAL, "state dir: path too long");
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+                return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
+    return LOOM_OK;
+}
+
+typedef struct opts {
+    const char *listen;
+    const char *socket;
+    const char *state_dir;
+    loom_durability_t durability;
+    const char *executor;
+    const char *queue_policy, *placement;
+    json_t *nodes; /* from --node, or NULL */
+    int64_t vgpus;
+    const char *gpu_type;
+    uint64_t gpu_memory;
+    int64_t grace_ns;
+    int64_t seed;
+    int64_t timeslice_ns;
+    bool pack_check;
+} opts_t;
+
+static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, 'l'},    {"socket", required_argument, NULL, 's'},
+        {"state-dir", required_argument, NULL, 'd'}, {"durability", required_argument, NULL, 'D'},
+        {"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},         {"executor", required_argument, NULL, 'E'},
+        {"queue-policy", required_argument, NULL, 'Q'}, {"placement", required_argument, NULL, 'P'},
+        {"node", required_argument, NULL, 'N'},      {"gpus", required_argument, NULL, 'G'},
+        {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
+        {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
+        {"timeslice", required_argument, NULL, 'q'}, {"pack-check", no_argument, NULL, 'k'},
+        {NULL, 0, NULL, 0},
+    };
+    loom_err_t err;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l': o->listen = optarg; break;
+        case 's': o->socket = optarg; break;
+        case 'd': o->state_dir = optarg; break;
+        case 'D':
+            if (loom_durability_parse(optarg, &o->durability, &err)) {
+                fprintf(stderr, "loomd: --durability: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
+        case 'L': {
+            loom_log_level_t lvl;
+            if (loom_log_parse_level(optarg, &lvl, &err)) {
+                fprintf(stderr, "loomd: --log-level: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            loom_log_set_level(lvl);
+            break;
+        }
+        case 'E':
+            if (strcmp(optarg, "local") != 0 && strcmp(optarg, "none") != 0) {
+                fprintf(stderr, "loomd: --executor '%s': expected local or none\n", optarg);
+                *exit_code = 2;
+                return -1;
+            }
+            o->executor = optarg;
+            break;
+        case 'Q': o->queue_policy = optarg; break;
+        case 'k': o->pack_check = true; break;
+        case 'q':
+            if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
+                fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
+        case 'P': o->placement = optarg; break;
+        case 'T': o->gpu_type = optarg; break;
+        case 'N': {
+            json_t *n;
+            if (loomd_parse_node(optarg, &n, &err)) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            if (!o->nodes)
+                o->nodes = json_array();
+            json_array_append_new(o->nodes, n);
+            break;
+        }
+        case 'G':
+        case 'M':
+        case 'g':
+        case 'S': {
+            int rc = c == 'G'   ? loom_parse_i64(optarg, 0, 16, &o->vgpus, "--gpus", &err)
+                     : c == 'M' ? loom_parse_size(optarg, &o->gpu_memory, &err)
+                     : c == 'g' ? loom_parse_duration(optarg, &o->grace_ns, &err)
+                                : loom_parse_i64(optarg, 0, INT64_MAX, &o->seed, "--seed", &err);
+            if (rc) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            *exit_code = 0;
+            return -1;
+        case 'V':
+            printf("loomd %s\n", LOOM_VERSION);
+            *exit_code = 0;
+            return -1;
+        default:
+            usage(stderr);
+            *exit_code = 2;
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "loomd: unexpected argument '%s' (see loomd --help)\n", argv[optind]);
+        *exit_code = 2;
+        return -1;
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-        printf("loomd %s\n", LOOM_VERSION);
-        return 0;
+    opts_t o = {.listen = "127.0.0.1:7750",
+                .durability = LOOM_DURABILITY_NORMAL,
+                .executor = "local",
+                .seed = 1};
+    int exit_code = 0;
+    if (parse_args(argc, argv, &o, &exit_code)) {
+        json_decref(o.nodes);
+        return exit_code;
     }
-    fprintf(argc > 1 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
-            "usage: loomd [--help] [--version]\n(the daemon is not built yet)\n");
-    return argc > 1 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+
+    loom_err_t err;
+    char state_dir[4096];
+    if (o.state_dir)
+        snprintf(state_dir, sizeof state_dir, "%s", o.state_dir);
+    else if (loom_store_default_state_dir(state_dir, sizeof state_dir, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    if (mkdir_p(state_dir, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    char path[4200], sock_path[4200], url_path[4200];
+    /* One loomd per state directory. */
+    snprintf(path, sizeof path, "%s/loomd.lock", state_dir);
+    int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "loomd: %s: %s\n", path,
+                lock_fd < 0 ? strerror(errno) : "another loomd is running on this state dir");
+        return 1;
+    }
+    char token[LOOM_RPC_TOKEN_HEX + 1];
+    if (loom_rpc_token_ensure(state_dir, token, &err)) {
+        fprintf(stderr, "loomd: token: %s\n", err.msg);
+        return 1;
+    }
+
+    /* Signals are taken by sigwait in this thread; block them before any
+     * thread starts so that every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    snprintf(path, sizeof path, "%s/loom.db", state_dir);
+    loom_store_options_t sopts = {.durability = o.durability};
+    loom_store_t *store = NULL;
+    if (loom_store_open(path, &sopts, &store, &err)) {
+        fprintf(stderr, "loomd: store: %s\n", err.msg);
+        return 1;
+    }
+
+    loomd_info_t info = {
+        .state_dir = state_dir,
+        .durability = loom_durability_name(o.durability),
+        .started_real_ns = loom_time_real_ns(),
+        .started_mono_ns = loom_time_mono_ns(),
+    };
+    loomd_runner_t *runner = NULL;
+    if (strcmp(o.executor, "local") == 0) {
+        if (!o.nodes) {
+            o.nodes = json_array();
+            json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
+                                                              o.gpu_memory));
+        }
+        char jobs_dir[4200];
+        snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", state_dir);
+        loomd_runner_config_t rcfg = {.queue_policy = o.queue_policy,
+                                      .placement = o.placement,
+                                      .jobs_dir = jobs_dir,
+                                      .grace_ns = o.grace_ns,
+                                      .seed = (uint64_t)o.seed,
+                                      .timeslice_ns = o.timeslice_ns,
+                                      .pack_check = o.pack_check,
+                                      .nodes = o.nodes};
+        if (loomd_runner_start(store, &rcfg, &runner, &err)) {
+            fprintf(stderr, "loomd: %s\n", err.msg);
+            loom_store_close(store);
+            json_decref(o.nodes);
+            return 1;
+        }
+    }
+    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner};
+    loom_rpc_dispatcher_t *disp = NULL;
+    if (loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        loom_rpc_dispatcher_free(disp);
+        loom_store_close(store);
+        return 1;
+    }
+
+    loom_rpc_server_config_t cfg;
+    loom_rpc_server_config_init(&cfg);
+    bool tcp = o.listen && *o.listen && strcmp(o.listen, "none") != 0;
+    cfg.listen = tcp ? o.listen : NULL;
+    if (o.socket && strcmp(o.socket, "none") == 0) {
+        cfg.socket_path = NULL;
+    } else {
+        snprintf(sock_path, sizeof sock_path, "%s", o.socket ? o.socket : "");
+        if (!o.socket)
+            snprintf(sock_path, sizeof sock_path, "%s/loomd.sock", state_dir);
+        cfg.socket_path = sock_path;
+    }
+    cfg.token = token;
+    loom_rpc_server_t *server = NULL;
+    if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        loom_rpc_dispatcher_free(disp);
+        loom_store_close(store);
+        return 1;
+    }
+    loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
+
+    char url[300] = "";
+    if (tcp) {
+        /* The host part as given, the port as bound (port 0 -> a free one). */
+        char host[256];
+        snprintf(host, sizeof host, "%s", o.listen);
+        char *colon = strrchr(host, ':');
+        if (colon)
+            *colon = '\0';
+        snprintf(url, sizeof url, "http://%s:%u", host, loom_rpc_server_port(server));
+        info.tcp_url = url;
+        snprintf(url_path, sizeof url_path, "%s/loomd.url", state_dir);
+        loom_buf_t line = LOOM_BUF_INIT;
+        loom_buf_appendf(&line, "%s\n", url);
+        if (loom_write_file_atomic(url_path, line.data, line.len, 0600, &err))
+            loom_log_warn("loomd.url_file", "error=\"%s\"", err.msg);
+        loom_buf_free(&line);
+    }
+    info.socket = cfg.socket_path;
+    loom_log_info("loomd.started", "version=%s state_dir=%s durability=%s tcp=%s socket=%s pid=%d",
+                  LOOM_VERSION, state_dir, info.durability, tcp ? url : "none",
+                  cfg.socket_path ? cfg.socket_path : "none", (int)getpid());
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    loom_log_info("loomd.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+    /* Stop accepting, let requests in flight finish (their writes are still
+     * committed: the store runs until after the server has stopped). */
+    loom_rpc_server_stop(server);
+    /* Jobs keep running under their shepherds; the next loomd adopts them. */
+    loomd_runner_stop(runner);
+    loom_store_close(store);
+    json_decref(o.nodes);
+    loom_rpc_dispatcher_free(disp);
+    if (tcp)
+        unlink(url_path);
+    close(lock_fd);
+    loom_log_info("loomd.stopped", NULL);
+    return 0;
 }

@@ -4,6 +4,7 @@
  * in the multithreaded loomd), and turns the shepherd's status file into an
  * outcome. It also finds a cgroup v2 for per-job accounting and says which
  * limits it can and cannot enforce on this machine. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -476,6 +477,60 @@ int loom_exec_local_cancel(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err
     return LOOM_OK;
 }
 
+/* Finds a running "loom-shepherd DIR" by its command line: for a job whose
+ * shepherd was spawned but whose PID was recorded nowhere yet (loomd died
+ * in between, before the shepherd wrote shepherd.json). */
+static pid_t find_shepherd(const char *dir)
+{
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return 0;
+    pid_t found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(proc)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%.20s/cmdline", e->d_name);
+        loom_buf_t b = LOOM_BUF_INIT;
+        if (loom_buf_read_file(&b, path, NULL) == LOOM_OK && b.len > 0) {
+            const char *argv0 = b.data, *slash = strrchr(argv0, '/');
+            size_t n0 = strlen(argv0);
+            const char *argv1 = n0 + 1 < b.len ? argv0 + n0 + 1 : "";
+            if (strcmp(slash ? slash + 1 : argv0, "loom-shepherd") == 0 &&
+                strcmp(argv1, dir) == 0)
+                found = (pid_t)atoi(e->d_name);
+        }
+        loom_buf_free(&b);
+    }
+    closedir(proc);
+    return found;
+}
+
+static int signal_shepherd(const loom_exec_handle_t *h, int sig, const char *what,
+                           loom_err_t *err)
+{
+    if (!shepherd_alive(h))
+        return loom_err_set(err, LOOM_ESTATE, "job %lld: cannot %s, it has ended",
+                            (long long)h->job_id, what);
+    if (kill(h->shepherd_pid, sig) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot %s", (long long)h->job_id,
+                              what);
+    return LOOM_OK;
+}
+
+int loom_exec_local_suspend(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    (void)x;
+    return signal_shepherd(h, SIGUSR1, "suspend", err);
+}
+
+int loom_exec_local_resume(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    (void)x;
+    return signal_shepherd(h, SIGUSR2, "resume", err);
+}
+
 int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
 {
     if (!h->dir[0])
@@ -494,6 +549,8 @@ int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_
             h->shepherd_pid = (pid_t)json_integer_value(json_object_get(pf, "shepherd_pid"));
             h->shepherd_start = (uint64_t)json_integer_value(json_object_get(pf, "shepherd_start"));
             json_decref(pf);
+        } else if ((h->shepherd_pid = find_shepherd(h->dir)) > 0) {
+            loom_exec_proc_start_time(h->shepherd_pid, &h->shepherd_start, NULL);
         }
     }
     if (shepherd_alive(h))
@@ -502,6 +559,11 @@ int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_
     snprintf(path, sizeof path, "%s/status.json", h->dir);
     if (access(path, R_OK) == 0)
         return LOOM_OK;
+    snprintf(path, sizeof path, "%s/shepherd.json", h->dir);
+    if (h->shepherd_pid <= 0 && access(path, F_OK) != 0)
+        return loom_err_set(err, LOOM_ESTATE,
+                            "job %lld never started: loomd stopped before its shepherd ran",
+                            (long long)h->job_id);
     return loom_err_set(err, LOOM_ENOTFOUND,
                         "job %lld: shepherd %d is gone and left no status in %s",
                         (long long)h->job_id, (int)h->shepherd_pid, h->dir);

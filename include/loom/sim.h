@@ -1,0 +1,161 @@
+/* loom sim: a trace-driven simulator that runs the very same sched policies
+ * as loomd.
+ *
+ * Inputs: the Alibaba GPU cluster trace 2023 (node list and pod list CSVs)
+ * and loom's own JSONL job manifests (docs/scheduling.md, "Traces").
+ *
+ * Modes:
+ * - packing: the FGD paper's evaluation. Tasks are drawn at random with
+ *   replacement until their total GPU request reaches `inflate` times the
+ *   cluster's GPU capacity; no departures; a task that fits nowhere is
+ *   counted as failed. After every arrival: arrived GPU request (% of
+ *   capacity), GPU allocation ratio (%), fragmented GPUs.
+ * - dynamic: arrivals at creation times, departures after the trace's run
+ *   time, a queue ordered by a queue policy: JCT, waiting time, makespan,
+ *   utilization over time.
+ *
+ * With debug_check the bookkeeping (no over-commit, conservation of GPU
+ * shares) is verified after every event; the tests run that way. */
+#ifndef LOOM_SIM_H
+#define LOOM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+#include "loom/sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_sim_task {
+    char name[48];
+    loom_sched_req_t req;
+    double create_s;   /* arrival (due) time */
+    double duration_s; /* run time; < 0: unknown (runs to the end) */
+    int priority;
+    double estimate_s;
+    double time_limit_s;
+} loom_sim_task_t;
+
+typedef struct loom_sim_trace {
+    loom_sim_task_t *tasks;
+    size_t n, cap;
+} loom_sim_trace_t;
+
+/* Node list CSV (columns sn, cpu_milli, memory_mib, gpu, model; by name,
+ * any order, extra columns ignored). Adds the nodes to c. Errors read
+ * "NAME:LINE:COLUMN: ...". */
+int loom_sim_nodes_parse_csv(const char *text, size_t len, const char *name,
+                             loom_sched_cluster_t *c, loom_err_t *err);
+int loom_sim_nodes_load(const char *path, loom_sched_cluster_t *c, loom_err_t *err);
+
+/* Pod list CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli required;
+ * gpu_spec, creation_time, deletion_time, scheduled_time optional). GPU
+ * types are resolved against c. Appends to t. */
+int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
+                            const loom_sched_cluster_t *c, loom_sim_trace_t *t, loom_err_t *err);
+/* loom's JSONL manifest: one JSON object per line (docs/scheduling.md). */
+int loom_sim_jsonl_parse(const char *text, size_t len, const char *name,
+                         const loom_sched_cluster_t *c, loom_sim_trace_t *t, loom_err_t *err);
+/* By content: a file whose first non-blank byte is '{' is JSONL, else CSV. */
+int loom_sim_tasks_load(const char *path, const loom_sched_cluster_t *c, loom_sim_trace_t *t,
+                        loom_err_t *err);
+void loom_sim_trace_free(loom_sim_trace_t *t);
+
+/* ----------------------------------------------------------------- runs */
+
+typedef struct loom_sim_opts {
+    const char *policy;      /* placement policy name */
+    const char *queue;       /* queue policy (dynamic mode), NULL: fifo */
+    uint64_t seed;
+    double inflate;          /* packing: 0 means 1.3 */
+    bool exact_scores;       /* see loom_sched_placer_opts_t */
+    loom_sched_ties_t ties;  /* see loom_sched_placer_opts_t */
+    bool debug_check;        /* verify bookkeeping after every event */
+    bool keep_points;        /* keep the per-arrival records */
+    const loom_sched_workload_t *workload; /* FGD's; NULL: learned from the trace */
+} loom_sim_opts_t;
+
+typedef struct loom_sim_point {
+    float arrived_pct; /* arrived GPU request, % of capacity */
+    float alloc_pct;   /* allocated GPU, % of capacity */
+    float frag_gpus;   /* fragmented GPUs under the target workload */
+    uint8_t failed;    /* this arrival did not fit */
+} loom_sim_point_t;
+
+typedef struct loom_sim_packing_result {
+    size_t arrivals, failed;
+    double failed_gpus;     /* GPUs asked by failed tasks */
+    double alloc_at_100;    /* allocation ratio (%) when arrived reaches 100% */
+    double frag_at_100;     /* fragmented GPUs then */
+    double frag_pct_at_100; /* fragmented share of the idle GPUs (%) then */
+    double unalloc_at_100;  /* idle GPUs then */
+    double final_alloc;     /* at the end */
+    double seconds;         /* wall time of this run */
+    loom_sim_point_t *points; /* per arrival, when keep_points */
+    size_t npoints;
+} loom_sim_packing_result_t;
+
+int loom_sim_packing(const loom_sched_cluster_t *c, const loom_sim_trace_t *t,
+                     const loom_sim_opts_t *o, loom_sim_packing_result_t *res, loom_err_t *err);
+void loom_sim_packing_result_free(loom_sim_packing_result_t *r);
+
+typedef struct loom_sim_util_point {
+    double t_s;
+    float gpu_pct;   /* allocated GPU, % of capacity, from t_s on */
+    uint32_t pending;
+    uint32_t running;
+} loom_sim_util_point_t;
+
+typedef struct loom_sim_dynamic_result {
+    size_t jobs, completed, unfit, running_at_end;
+    size_t never_started; /* still pending when nothing else could happen */
+    double mean_jct_s, mean_wait_s, p99_wait_s, makespan_s, mean_util_pct;
+    double seconds;
+    loom_sim_util_point_t *timeline; /* when keep_points */
+    size_t ntimeline;
+} loom_sim_dynamic_result_t;
+
+int loom_sim_dynamic(const loom_sched_cluster_t *c, const loom_sim_trace_t *t,
+                     const loom_sim_opts_t *o, loom_sim_dynamic_result_t *res, loom_err_t *err);
+void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r);
+
+/* ------------------------------------------------- many runs, in threads */
+
+typedef struct loom_sim_run {
+    /* in */
+    const loom_sim_trace_t *trace;
+    const char *trace_name;
+    const loom_sched_workload_t *workload;
+    const char *policy;
+    uint64_t seed;
+    /* out */
+    int rc;
+    loom_err_t err;
+    loom_sim_packing_result_t packing;
+    loom_sim_dynamic_result_t dynamic;
+} loom_sim_run_t;
+
+/* Runs every run (packing, or dynamic when `dynamic`) on `threads` threads;
+ * o supplies the shared options (policy, seed and workload per run). */
+int loom_sim_run_all(const loom_sched_cluster_t *c, loom_sim_run_t *runs, size_t n, int threads,
+                     bool dynamic, const loom_sim_opts_t *o, loom_err_t *err);
+
+/* Reports over runs grouped by policy (same order as first seen). */
+int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, bool dynamic);
+int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, bool dynamic);
+/* Per-arrival CSVs (packing) or timelines (dynamic) under dir, one file per
+ * run: POLICY-seedN.csv (plus -TRACE when several traces). */
+int loom_sim_write_csvs(const char *dir, const loom_sim_run_t *runs, size_t n, bool dynamic,
+                        bool multi_trace, loom_err_t *err);
+/* Allocation-ratio and fragmentation figures (SVG and PNG, gnuplot) with one
+ * line per policy (mean over seeds, on a 1% grid of arrived workload). */
+int loom_sim_plot(const char *dir, const loom_sim_run_t *runs, size_t n, loom_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,286 @@
+/* loom store: the durable job queue, SQLite in WAL mode.
+ *
+ * - A schema versioned by PRAGMA user_version and brought up to date by an
+ *   ordered list of migrations when the store opens.
+ * - Jobs (with their resources, labels, state) and job events (every state
+ *   change with its time).
+ * - Group commit: writes (submissions, cancels) are queued; one committer
+ *   thread takes everything queued and writes it in ONE transaction, then
+ *   completes each waiter. A write is reported done only after its commit.
+ * - Idempotent submission: a repeated submit_id returns the first job, also
+ *   when both arrive in the same transaction and across restarts.
+ *
+ * Durability (see docs/store.md): LOOM_DURABILITY_NORMAL is synchronous=
+ * NORMAL in WAL mode: a committed write survives a crash of the process
+ * (kill -9) but may be lost if the machine loses power before the next
+ * checkpoint. LOOM_DURABILITY_FULL is synchronous=FULL: the WAL is fsynced at
+ * every commit, so a committed write also survives power loss.
+ *
+ * The store knows nothing of RPC or HTTP. All functions are thread-safe.
+ */
+#ifndef LOOM_STORE_H
+#define LOOM_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum loom_job_state {
+    LOOM_JOB_PENDING = 0,
+    LOOM_JOB_RUNNING = 1,
+    LOOM_JOB_COMPLETED = 2,
+    LOOM_JOB_FAILED = 3,
+    LOOM_JOB_CANCELLED = 4,
+    LOOM_JOB_TIMEOUT = 5
+} loom_job_state_t;
+
+#define LOOM_JOB_NSTATES 6
+
+/* "PENDING", ... ; NULL for a value out of range. */
+const char *loom_job_state_name(loom_job_state_t state);
+/* Case-insensitive; the error names the text and lists the states. */
+int loom_job_state_parse(const char *text, loom_job_state_t *out, loom_err_t *err);
+/* COMPLETED, FAILED, CANCELLED, TIMEOUT. */
+bool loom_job_state_terminal(loom_job_state_t state);
+
+typedef enum loom_job_format {
+    LOOM_JOB_FORMAT_BATCH = 0, /* a shell batch script (#!/bin/bash ...) */
+    LOOM_JOB_FORMAT_YAML = 1   /* a YAML job description */
+} loom_job_format_t;
+
+const char *loom_job_format_name(loom_job_format_t format); /* "batch" | "yaml" */
+int loom_job_format_parse(const char *text, loom_job_format_t *out, loom_err_t *err);
+
+/* What a submission asks for. Strings are borrowed by the store functions
+ * (copied before they return). */
+typedef struct loom_job_spec {
+    const char *submit_id; /* idempotency key, NULL for none */
+    const char *name;      /* required, non-empty */
+    const char *script;    /* required (may be empty text) */
+    loom_job_format_t format;
+    int64_t cpus;              /* >= 1 */
+    uint64_t memory_bytes;     /* 0 = unspecified */
+    int64_t gpus;              /* whole GPUs, >= 0 */
+    int64_t gpu_share_milli;   /* share of one GPU in milli-GPU, 0..1000 */
+    uint64_t gpu_memory_bytes; /* 0 = unspecified */
+    const char *gpu_type;      /* NULL = any */
+    int64_t time_limit_s;      /* 0 = none */
+    int64_t priority;
+    const char *labels_json; /* a JSON object of string values; NULL = {} */
+} loom_job_spec_t;
+
+/* Limits on a spec (documented in docs/protocol.md, job.submit). */
+#define LOOM_STORE_NAME_MAX        256          /* bytes */
+#define LOOM_STORE_SCRIPT_MAX      (512 * 1024) /* bytes */
+#define LOOM_STORE_SUBMIT_ID_MAX   128          /* bytes */
+#define LOOM_STORE_CPUS_MAX        4096
+#define LOOM_STORE_GPUS_MAX        1024
+#define LOOM_STORE_TIME_LIMIT_MAX  (366LL * 24 * 3600) /* seconds */
+#define LOOM_STORE_PRIORITY_MIN    (-1000000)
+#define LOOM_STORE_PRIORITY_MAX    1000000
+#define LOOM_STORE_LABELS_MAX      64
+#define LOOM_STORE_LABEL_KEY_MAX   63
+#define LOOM_STORE_LABEL_VALUE_MAX 256
+
+/* Checks every field against the limits above; the message names the field
+ * as the protocol spells it ("resources.cpus: expected ..."). */
+int loom_job_spec_validate(const loom_job_spec_t *spec, loom_err_t *err);
+/* Labels: an object of at most 64 string values, keys of 1..63 characters
+ * from A-Z a-z 0-9 . _ - /, values up to 256 bytes without control bytes. */
+int loom_job_labels_validate(const json_t *labels, loom_err_t *err);
+
+/* Initialises a spec with the defaults: cpus 1, everything else 0/NULL,
+ * format batch. */
+void loom_job_spec_init(loom_job_spec_t *spec);
+
+/* A job as stored. Owns its strings; free with loom_job_free. Times are
+ * nanoseconds since the Unix epoch, 0 when the event has not happened. */
+typedef struct loom_job {
+    int64_t id;
+    char *submit_id; /* NULL if none */
+    char *name;
+    char *script;
+    loom_job_format_t format;
+    int64_t cpus;
+    uint64_t memory_bytes;
+    int64_t gpus;
+    int64_t gpu_share_milli;
+    uint64_t gpu_memory_bytes;
+    char *gpu_type; /* NULL if any */
+    int64_t time_limit_s;
+    int64_t priority;
+    char *labels_json; /* never NULL ("{}" if none) */
+    loom_job_state_t state;
+    char *reason; /* NULL if none */
+    int64_t submit_time_ns;
+    int64_t start_time_ns;
+    int64_t end_time_ns;
+    int64_t update_time_ns;
+    char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
+} loom_job_t;
+
+void loom_job_free(loom_job_t *job); /* frees the members, not job itself */
+int loom_job_copy(loom_job_t *dst, const loom_job_t *src);
+
+typedef struct loom_job_event {
+    int64_t time_ns;
+    int has_from; /* 0 for the submission event */
+    loom_job_state_t from;
+    loom_job_state_t to;
+    char *reason; /* NULL if none */
+} loom_job_event_t;
+
+typedef enum loom_durability {
+    LOOM_DURABILITY_NORMAL = 0, /* survives a crash of the process */
+    LOOM_DURABILITY_FULL = 1    /* also survives power loss */
+} loom_durability_t;
+
+const char *loom_durability_name(loom_durability_t d);
+int loom_durability_parse(const char *text, loom_durability_t *out, loom_err_t *err);
+
+typedef struct loom_store_options {
+    loom_durability_t durability;
+    size_t max_queue; /* queued writes before LOOM_ELIMIT; 0 = 65536 */
+    size_t max_group; /* writes per transaction at most; 0 = 8192 */
+} loom_store_options_t;
+
+typedef struct loom_store loom_store_t;
+
+/* Opens (creating if needed) the database at path, applies migrations and
+ * starts the committer thread. opts may be NULL (defaults). */
+int loom_store_open(const char *path, const loom_store_options_t *opts, loom_store_t **out,
+                    loom_err_t *err);
+/* Stops accepting writes, commits everything already queued (completing its
+ * waiters), stops the committer and closes the database. NULL is a no-op. */
+void loom_store_close(loom_store_t *store);
+
+/* Schema version after migrations, and the newest this build knows. */
+int loom_store_schema_version(loom_store_t *store);
+int loom_store_schema_latest(void);
+
+/* Completion of an asynchronous write, called on the committer thread once
+ * the transaction holding the write has committed (or failed). On success
+ * rc is LOOM_OK and job is the job as stored (owned by the store; copy what
+ * you keep); created tells whether a new job was made (false: the submit_id
+ * existed). On failure rc < 0, job is NULL and err says why:
+ * LOOM_EINVAL (bad spec), LOOM_ENOTFOUND (no such job), LOOM_ESTATE (job
+ * already terminal), LOOM_EIO (database error: nothing of the group was
+ * written). The callback must not call back into the store's synchronous
+ * write functions (it runs on the committer). */
+typedef void (*loom_store_done_fn)(void *ctx, int rc, const loom_job_t *job, bool created,
+                                   const loom_err_t *err);
+
+/* Flags of the asynchronous writes. */
+enum {
+    /* The caller will queue more writes right away (the next calls of a
+     * JSON-RPC batch): the committer may wait a moment (at most
+     * LOOM_STORE_LINGER_US) for a write without this flag, so that they
+     * share one transaction. Never needed for correctness. */
+    LOOM_STORE_MORE = 1u << 0
+};
+#define LOOM_STORE_LINGER_US 500
+
+/* Queue a submission. Returns LOOM_OK when queued (done will be called
+ * exactly once), or an error without calling done: LOOM_EINVAL (spec
+ * invalid), LOOM_ELIMIT (queue full), LOOM_ESTATE (store closing). */
+int loom_store_submit_async(loom_store_t *store, const loom_job_spec_t *spec, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err);
+/* Queue a cancel of job id (reason may be NULL). Same contract. */
+int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err);
+
+/* A state change made by the scheduler and executor, e.g. PENDING ->
+ * RUNNING when a job is placed and RUNNING -> COMPLETED when it ends. With
+ * expect >= 0 the change happens only if the job is in that state, else
+ * LOOM_ESTATE (and nothing changes): a job cancelled meanwhile is not
+ * started. to < 0 keeps the state and only replaces the run information.
+ * run_json (NULL: keep) is the job's run object (docs/store.md). A new state
+ * adds an event with the reason; RUNNING sets the start time, a terminal
+ * state the end time. Waits for the commit; job_out may be NULL. */
+int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
+                          const char *reason, const char *run_json, loom_job_t *job_out,
+                          loom_err_t *err);
+
+/* fn(ctx) runs on the committer thread after every committed transaction
+ * (before its waiters are completed), e.g. to wake a scheduler. It must be
+ * quick and must not write to the store. NULL removes it. */
+void loom_store_set_commit_hook(loom_store_t *store, void (*fn)(void *ctx), void *ctx);
+
+/* Synchronous forms: wait for the commit. job_out (may be NULL) receives a
+ * copy (loom_job_free it); created_out may be NULL. */
+int loom_store_submit(loom_store_t *store, const loom_job_spec_t *spec, loom_job_t *job_out,
+                      bool *created_out, loom_err_t *err);
+int loom_store_cancel(loom_store_t *store, int64_t id, const char *reason, loom_job_t *job_out,
+                      loom_err_t *err);
+
+/* Reads (see committed data only). */
+int loom_store_get(loom_store_t *store, int64_t id, loom_job_t *job_out, loom_err_t *err);
+int loom_store_get_by_submit_id(loom_store_t *store, const char *submit_id, loom_job_t *job_out,
+                                loom_err_t *err);
+/* Events of a job, oldest first. Free with loom_store_events_free. */
+int loom_store_events(loom_store_t *store, int64_t id, loom_job_event_t **out, size_t *n,
+                      loom_err_t *err);
+void loom_store_events_free(loom_job_event_t *events, size_t n);
+
+/* Keyset pagination over jobs in ascending id order. */
+typedef struct loom_store_filter {
+    unsigned state_mask; /* bit (1u << state); 0 = every state */
+    int64_t after_id;    /* the cursor: only ids > after_id; 0 = from the start */
+    size_t limit;        /* 1..10000; 0 = 100 */
+} loom_store_filter_t;
+
+typedef struct loom_job_list {
+    loom_job_t *jobs;
+    size_t n;
+    int64_t next_after_id; /* cursor for the next page, 0 if this was the last */
+} loom_job_list_t;
+
+int loom_store_list(loom_store_t *store, const loom_store_filter_t *filter, loom_job_list_t *out,
+                    loom_err_t *err);
+void loom_job_list_free(loom_job_list_t *list);
+
+/* ------------------------------------------------- JSON form (protocol) */
+
+/* Fills spec from a job.submit params object (docs/protocol.md): name,
+ * script, format, resources {cpus, memory, gpus, gpu_share, gpu_memory,
+ * gpu_type}, time_limit, priority, labels, submit_id. Sizes are integers
+ * (bytes) or strings ("16GiB"); time_limit is integer seconds or a duration
+ * string ("1h30m"). Unknown members are errors. Strings in spec point into
+ * obj (keep it alive); *labels_text (free() it) holds the labels as JSON
+ * text. Messages name the parameter ("resources.cpus: expected ..."). The
+ * spec is also validated (loom_job_spec_validate). */
+int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **labels_text,
+                            loom_err_t *err);
+
+/* The protocol's job object. with_script adds "script". NULL if out of
+ * memory. */
+json_t *loom_job_to_json(const loom_job_t *job, bool with_script);
+/* A job event as {"time", "from", "to", "reason"}. */
+json_t *loom_job_event_to_json(const loom_job_event_t *event);
+
+/* The default state directory (database, token, socket): $LOOM_STATE_DIR
+ * if set and non-empty, else $HOME/.local/state/loom. */
+int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
+
+/* Counters for monitoring. */
+typedef struct loom_store_stats {
+    uint64_t queued;                          /* writes waiting for the committer now */
+    uint64_t commits;                         /* transactions committed since open */
+    uint64_t writes;                          /* writes completed since open (ok or not) */
+    uint64_t commit_failures;                 /* transactions that failed */
+    uint64_t last_group;                      /* writes in the last transaction */
+    uint64_t max_group;                       /* most writes in one transaction */
+    uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
+} loom_store_stats_t;
+
+int loom_store_stats(loom_store_t *store, loom_store_stats_t *out, loom_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

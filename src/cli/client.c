@@ -1,0 +1,141 @@
+/* Shared by the loom commands that talk to loomd; see client.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "loom/store.h"
+
+int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn)
+{
+    memset(conn, 0, sizeof *conn);
+    loom_err_t err;
+    char state_dir[4096] = "";
+    bool have_state = loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK;
+    if (loom_cli.url && *loom_cli.url)
+        snprintf(conn->url, sizeof conn->url, "%s", loom_cli.url);
+    else if (have_state)
+        snprintf(conn->url, sizeof conn->url, "unix:%s/loomd.sock", state_dir);
+    else {
+        fprintf(stderr, "loom %s: no loomd address: give --url or set LOOM_URL (%s)\n", cmd,
+                err.msg);
+        return LOOM_EXIT_USAGE;
+    }
+    loom_rpc_client_config_t cfg;
+    loom_rpc_client_config_init(&cfg);
+    cfg.url = conn->url;
+    char token[LOOM_RPC_TOKEN_HEX + 1];
+    if (strncmp(conn->url, "unix:", 5) != 0) {
+        if (loom_cli.token && *loom_cli.token)
+            cfg.token = loom_cli.token;
+        else if (loom_rpc_token_resolve(have_state ? state_dir : NULL, token, &err) == LOOM_OK)
+            cfg.token = token;
+        /* else: no token; loomd answers 401 and we say so. */
+    }
+    if (loom_rpc_client_new(&cfg, &conn->client, &err)) {
+        fprintf(stderr, "loom %s: %s\n", cmd, err.msg);
+        return err.code == LOOM_EINVAL ? LOOM_EXIT_USAGE : LOOM_EXIT_FAILURE;
+    }
+    return LOOM_EXIT_OK;
+}
+
+void loom_cli_disconnect(loom_cli_conn_t *conn)
+{
+    loom_rpc_client_free(conn->client);
+    conn->client = NULL;
+}
+
+int loom_cli_exit_for_rpc(int rpc_code)
+{
+    switch (rpc_code) {
+    case -32001: return LOOM_EXIT_NOTFOUND;
+    case LOOM_RPC_INVALID_PARAMS: return LOOM_EXIT_USAGE;
+    default: return LOOM_EXIT_FAILURE;
+    }
+}
+
+int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e)
+{
+    switch (e->kind) {
+    case LOOM_RPC_FAIL_CONNECT:
+    case LOOM_RPC_FAIL_TIMEOUT:
+    case LOOM_RPC_FAIL_TRANSPORT:
+        fprintf(stderr, "loom %s: cannot reach loomd at %s: %s\n", cmd, conn->url, e->err.msg);
+        return LOOM_EXIT_CONNECT;
+    case LOOM_RPC_FAIL_HTTP:
+        if (e->http_status == 401 || e->http_status == 403) {
+            fprintf(stderr,
+                    "loom %s: loomd at %s refused the request (HTTP %ld): set LOOM_TOKEN or make "
+                    "the token file $LOOM_STATE_DIR/token readable\n",
+                    cmd, conn->url, e->http_status);
+            return LOOM_EXIT_CONNECT;
+        }
+        fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
+        return LOOM_EXIT_FAILURE;
+    case LOOM_RPC_FAIL_RPC:
+        fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
+        return loom_cli_exit_for_rpc(e->rpc_code);
+    default: fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg); return LOOM_EXIT_FAILURE;
+    }
+}
+
+int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, const json_t *params,
+                  unsigned flags, json_t **result)
+{
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    if (loom_rpc_client_call(conn->client, method, params, flags, result, &e) == LOOM_OK) {
+        loom_rpc_client_error_clear(&e);
+        return LOOM_EXIT_OK;
+    }
+    int code = loom_cli_report(cmd, conn, &e);
+    loom_rpc_client_error_clear(&e);
+    return code;
+}
+
+void loom_cli_print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        free(s);
+    }
+}
+
+const char *loom_cli_fmt_size(json_int_t bytes, char *out)
+{
+    if (bytes <= 0)
+        return strcpy(out, "-");
+    return loom_format_size((uint64_t)bytes, out, 32);
+}
+
+const char *loom_cli_fmt_seconds(json_int_t s, char *out)
+{
+    if (s <= 0)
+        return strcpy(out, "-");
+    return loom_format_duration((int64_t)s * LOOM_NS_PER_S, out, 32);
+}
+
+const char *loom_cli_fmt_gpus(const json_t *r, char *out)
+{
+    json_int_t gpus = json_integer_value(json_object_get(r, "gpus"));
+    json_int_t share = json_integer_value(json_object_get(r, "gpu_share"));
+    if (gpus > 0)
+        snprintf(out, 32, "%lld", (long long)gpus);
+    else if (share > 0)
+        snprintf(out, 32, "%g", (double)share / 1000.0);
+    else
+        strcpy(out, "-");
+    return out;
+}
+
+const char *loom_cli_fmt_time(const json_t *t, char *out)
+{
+    const char *s = json_string_value(t);
+    if (!s || strlen(s) < 19)
+        return strcpy(out, "-");
+    snprintf(out, 32, "%.10s %.8s", s, s + 11);
+    return out;
+}

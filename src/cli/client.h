@@ -1,0 +1,38 @@
+/* What the loom commands that talk to loomd share: finding loomd (URL and
+ * token), making calls, turning failures into a message on stderr and the
+ * exit code of docs/cli.md, and a few formatting helpers for tables. */
+#ifndef LOOM_CLI_CLIENT_H
+#define LOOM_CLI_CLIENT_H
+
+#include "loom/rpc.h"
+
+typedef struct loom_cli_conn {
+    loom_rpc_client_t *client;
+    char url[4200];
+} loom_cli_conn_t;
+
+/* Connects per loom_cli (--url, LOOM_URL, LOOM_TOKEN, LOOM_STATE_DIR).
+ * Returns an exit code (0 ok) after printing why on stderr. */
+int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn);
+void loom_cli_disconnect(loom_cli_conn_t *conn);
+
+/* One call; on failure prints "loom CMD: ..." and returns the exit code. */
+int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, const json_t *params,
+                  unsigned flags, json_t **result);
+
+/* Exit code for a JSON-RPC error code (-32001 job not found -> 4, ...). */
+int loom_cli_exit_for_rpc(int rpc_code);
+/* Exit code and message for a failed call. */
+int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e);
+
+/* Prints a JSON value, indented, with a newline. */
+void loom_cli_print_json(const json_t *v);
+
+/* Table cells. out must hold 32 bytes. */
+const char *loom_cli_fmt_size(json_int_t bytes, char *out);        /* "16GiB" or "-" */
+const char *loom_cli_fmt_seconds(json_int_t s, char *out);         /* "1h30m" or "-" */
+const char *loom_cli_fmt_gpus(const json_t *resources, char *out); /* "2", "0.25" or "-" */
+/* "2026-12-02T08:26:15.123456Z" -> "2026-12-02 08:26:15"; "-" for null. */
+const char *loom_cli_fmt_time(const json_t *t, char *out);
+
+#endif

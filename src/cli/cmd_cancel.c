@@ -1,0 +1,110 @@
+/* loom cancel ID...: cancel jobs, all in one JSON-RPC batch (job.cancel). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: loom cancel ID... [--reason TEXT] [--json]\n\n"
+               "Cancels the jobs (one batch request). A job that already ended is an error.\n"
+               "exit codes: 0 all cancelled, 4 some job does not exist, 1 some other failure\n"
+               "(e.g. already ended), 3 cannot connect.\n");
+}
+
+int loom_cmd_cancel(int argc, char **argv)
+{
+    static const struct option opts[] = {{"reason", required_argument, NULL, 'r'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *reason = NULL;
+    bool as_json = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': reason = optarg; break;
+        case 'j': as_json = true; break;
+        case 'h': usage(stdout); return LOOM_EXIT_OK;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+    }
+    size_t n = (size_t)(argc - optind);
+    if (n == 0) {
+        fprintf(stderr, "loom cancel: expected at least one job ID (see loom cancel --help)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    int64_t *ids = calloc(n, sizeof *ids);
+    loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
+    json_t **params = calloc(n, sizeof *params);
+    int rc = LOOM_EXIT_OK;
+    if (!ids || !items || !params) {
+        fprintf(stderr, "loom cancel: out of memory\n");
+        rc = LOOM_EXIT_FAILURE;
+        goto out;
+    }
+    loom_err_t err;
+    for (size_t i = 0; i < n; i++) {
+        if (loom_parse_i64(argv[optind + (int)i], 1, INT64_MAX, &ids[i], "job ID", &err)) {
+            fprintf(stderr, "loom cancel: %s\n", err.msg);
+            rc = LOOM_EXIT_USAGE;
+            goto out;
+        }
+        params[i] = json_pack("{s:I}", "id", (json_int_t)ids[i]);
+        if (reason)
+            json_object_set_new(params[i], "reason", json_string(reason));
+        items[i].method = "job.cancel";
+        items[i].params = params[i];
+    }
+    loom_cli_conn_t conn;
+    if ((rc = loom_cli_connect("cancel", &conn)))
+        goto out;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    /* Cancel is idempotent in effect (a repeat reports "already CANCELLED"),
+     * but a retry could turn success into that error; do not retry. */
+    if (loom_rpc_client_batch(conn.client, items, n, 0, &e) != LOOM_OK) {
+        rc = loom_cli_report("cancel", &conn, &e);
+        loom_rpc_client_error_clear(&e);
+        loom_cli_disconnect(&conn);
+        goto out;
+    }
+    loom_rpc_client_error_clear(&e);
+    loom_cli_disconnect(&conn);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].code == 0) {
+            json_array_append_new(out,
+                                  json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok", 1,
+                                            "job", json_object_get(items[i].result, "job")));
+            if (!as_json)
+                printf("Cancelled job %lld\n", (long long)ids[i]);
+        } else {
+            json_array_append_new(out,
+                                  json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i],
+                                            "ok", 0, "error", "code", items[i].code, "message",
+                                            items[i].message ? items[i].message : ""));
+            fprintf(stderr, "loom cancel: job %lld: %s\n", (long long)ids[i],
+                    items[i].message ? items[i].message : "failed");
+            int code = loom_cli_exit_for_rpc(items[i].code);
+            /* Report "not found" over other failures. */
+            if (code == LOOM_EXIT_NOTFOUND || rc == LOOM_EXIT_OK)
+                rc = code;
+        }
+    }
+    if (as_json)
+        loom_cli_print_json(out);
+    json_decref(out);
+out:
+    if (items)
+        loom_rpc_batch_items_clear(items, n);
+    for (size_t i = 0; params && i < n; i++)
+        json_decref(params[i]);
+    free(params);
+    free(items);
+    free(ids);
+    return rc;
+}

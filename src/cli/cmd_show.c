@@ -1,0 +1,106 @@
+/* loom show ID: one job in full (job.get), with its script and events. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: loom show ID [--json]\n\n"
+               "Shows job ID: its state, resources, labels, script and state changes.\n"
+               "exit codes: 0 shown, 4 no such job, 3 cannot connect.\n");
+}
+
+static void show(const json_t *j)
+{
+    const json_t *r = json_object_get(j, "resources");
+    char a[32], b[32];
+    printf("Job %lld\n", (long long)json_integer_value(json_object_get(j, "id")));
+    printf("  name:        %s\n", json_string_value(json_object_get(j, "name")));
+    printf("  state:       %s\n", json_string_value(json_object_get(j, "state")));
+    if (json_is_string(json_object_get(j, "reason")))
+        printf("  reason:      %s\n", json_string_value(json_object_get(j, "reason")));
+    printf("  format:      %s\n", json_string_value(json_object_get(j, "format")));
+    if (json_is_string(json_object_get(j, "submit_id")))
+        printf("  submit_id:   %s\n", json_string_value(json_object_get(j, "submit_id")));
+    printf("  cpus:        %lld\n", (long long)json_integer_value(json_object_get(r, "cpus")));
+    printf("  memory:      %s\n",
+           loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), a));
+    printf("  gpus:        %s\n", loom_cli_fmt_gpus(r, a));
+    printf("  gpu memory:  %s\n",
+           loom_cli_fmt_size(json_integer_value(json_object_get(r, "gpu_memory")), a));
+    if (json_is_string(json_object_get(r, "gpu_type")))
+        printf("  gpu type:    %s\n", json_string_value(json_object_get(r, "gpu_type")));
+    printf("  time limit:  %s\n",
+           loom_cli_fmt_seconds(json_integer_value(json_object_get(j, "time_limit")), a));
+    printf("  priority:    %lld\n", (long long)json_integer_value(json_object_get(j, "priority")));
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(j, "labels"), k, v)
+        printf("  label:       %s=%s\n", k, json_string_value(v));
+    printf("  submitted:   %s\n", loom_cli_fmt_time(json_object_get(j, "submit_time"), a));
+    printf("  started:     %s\n", loom_cli_fmt_time(json_object_get(j, "start_time"), a));
+    printf("  ended:       %s\n", loom_cli_fmt_time(json_object_get(j, "end_time"), a));
+    printf("  events:\n");
+    size_t i;
+    json_array_foreach(json_object_get(j, "events"), i, v)
+    {
+        const json_t *from = json_object_get(v, "from");
+        const json_t *reason = json_object_get(v, "reason");
+        printf("    %s  %s -> %s%s%s\n", loom_cli_fmt_time(json_object_get(v, "time"), b),
+               json_is_string(from) ? json_string_value(from) : "(submitted)",
+               json_string_value(json_object_get(v, "to")), json_is_string(reason) ? "  " : "",
+               json_is_string(reason) ? json_string_value(reason) : "");
+    }
+    const char *script = json_string_value(json_object_get(j, "script"));
+    printf("  script:\n");
+    for (const char *p = script ? script : ""; *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("    | %.*s\n", n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+int loom_cmd_show(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool as_json = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': as_json = true; break;
+        case 'h': usage(stdout); return LOOM_EXIT_OK;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "loom show: expected exactly one job ID (see loom show --help)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    int64_t id;
+    loom_err_t err;
+    if (loom_parse_i64(argv[optind], 1, INT64_MAX, &id, "job ID", &err)) {
+        fprintf(stderr, "loom show: %s\n", err.msg);
+        return LOOM_EXIT_USAGE;
+    }
+    loom_cli_conn_t conn;
+    int rc = loom_cli_connect("show", &conn);
+    if (rc)
+        return rc;
+    json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
+    rc = loom_cli_call("show", &conn, "job.get", params, LOOM_RPC_CALL_RETRY, &result);
+    json_decref(params);
+    loom_cli_disconnect(&conn);
+    if (rc)
+        return rc;
+    if (as_json)
+        loom_cli_print_json(json_object_get(result, "job"));
+    else
+        show(json_object_get(result, "job"));
+    json_decref(result);
+    return LOOM_EXIT_OK;
+}

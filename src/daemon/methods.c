@@ -1,0 +1,438 @@
+/* loomd's methods. Each handler checks its parameters (a -32602 whose
+ * message names the parameter), then either answers at once (reads) or
+ * queues a write in the store and returns LOOM_RPC_PENDING; the store's
+ * committer completes the call once the write is committed. Error codes are
+ * listed in docs/protocol.md. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/methods.h"
+#include "daemon/runner.h"
+#include "loom/exec.h"
+
+#define LIST_LIMIT_MAX     1000
+#define LIST_LIMIT_DEFAULT 100
+
+static void fail_param(loom_rpc_call_t *call, loom_err_t *err)
+{
+    loom_rpc_call_fail_params(call, err);
+}
+
+static void fail_store(loom_rpc_call_t *call, int code, const loom_err_t *err, bool queued,
+                       int64_t id)
+{
+    int rpc;
+    switch (code) {
+    case LOOM_EINVAL: loom_rpc_call_fail_params(call, err); return;
+    case LOOM_ENOTFOUND: rpc = LOOMD_ERR_JOB_NOT_FOUND; break;
+    /* Before queueing, ESTATE means the store is closing; from the
+     * committer it means the job is in a state that forbids the change. */
+    case LOOM_ESTATE: rpc = queued ? LOOMD_ERR_INVALID_STATE : LOOMD_ERR_SHUTTING_DOWN; break;
+    case LOOM_ELIMIT: rpc = LOOMD_ERR_BUSY; break;
+    default: rpc = LOOMD_ERR_STORE; break;
+    }
+    json_t *data = id > 0 ? json_pack("{s:I}", "id", (json_int_t)id) : NULL;
+    loom_rpc_call_fail(call, rpc, err ? err->msg : "store error", data);
+}
+
+/* A positive integer member (job id). */
+static int get_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err)
+{
+    const json_t *v = params ? json_object_get(params, name) : NULL;
+    if (!v)
+        return loom_err_set(err, LOOM_EINVAL, "%s: required (a positive integer job id)", name);
+    if (!json_is_integer(v))
+        return loom_err_set(err, LOOM_EINVAL, "%s: expected a positive integer job id, found %s",
+                            name, loom_json_type_name(v));
+    if (json_integer_value(v) < 1)
+        return loom_err_set(err, LOOM_EINVAL, "%s: expected a positive integer job id, found %lld",
+                            name, (long long)json_integer_value(v));
+    *out = json_integer_value(v);
+    return LOOM_OK;
+}
+
+/* In a batch, more calls follow this one at once: let the store's committer
+ * wait a moment for them so that they share its transaction. */
+static unsigned more_follow(const loom_rpc_call_t *call)
+{
+    return loom_rpc_call_index(call) + 1 < loom_rpc_call_batch_size(call) ? LOOM_STORE_MORE : 0;
+}
+
+/* ------------------------------------------------------------ job.submit */
+
+/* A YAML job must be a manifest the executor can run (docs/exec.md): refuse
+ * it now, naming the field, rather than when it is started. */
+static int check_yaml_job(const char *script, loom_err_t *err)
+{
+    json_t *argv = json_array(), *env = json_array();
+    char workdir[4096];
+    int rc =
+        loom_exec_yaml_command(script, strlen(script), argv, env, workdir, sizeof workdir, err);
+    json_decref(argv);
+    json_decref(env);
+    if (rc)
+        loom_err_prefix(err, "script (format yaml)");
+    return rc == LOOM_OK ? LOOM_OK : LOOM_EINVAL;
+}
+
+static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
+                        const loom_err_t *err)
+{
+    loom_rpc_call_t *call = ctx;
+    if (rc != LOOM_OK) {
+        fail_store(call, rc, err, true, 0);
+        return;
+    }
+    /* Lean on purpose: this is the hot path (docs/protocol.md). */
+    json_t *res = json_pack("{s:I, s:b, s:s}", "id", (json_int_t)job->id, "created", created,
+                            "state", loom_job_state_name(job->state));
+    if (!res) {
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    loom_rpc_call_complete(call, res);
+}
+
+static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_job_spec_t spec;
+    char *labels = NULL;
+    loom_err_t err;
+    json_t *empty = NULL;
+    if (!params)
+        params = empty = json_object();
+    int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
+    if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
+        rc = check_yaml_job(spec.script, &err);
+    if (rc == LOOM_OK)
+        rc = loom_store_submit_async(m->store, &spec, more_follow(call), submit_done, call, &err);
+    free(labels);
+    json_decref(empty);
+    if (rc == LOOM_OK)
+        return LOOM_RPC_PENDING; /* the committer completes it */
+    if (rc == LOOM_EINVAL)
+        fail_param(call, &err);
+    else
+        fail_store(call, rc, &err, false, 0);
+    return LOOM_RPC_DONE;
+}
+
+/* ------------------------------------------------------------ job.cancel */
+
+typedef struct cancel_ctx {
+    loom_rpc_call_t *call;
+    int64_t id;
+} cancel_ctx_t;
+
+static void cancel_done(void *ctx, int rc, const loom_job_t *job, bool created,
+                        const loom_err_t *err)
+{
+    cancel_ctx_t *c = ctx;
+    loom_rpc_call_t *call = c->call;
+    int64_t id = c->id;
+    free(c);
+    if (rc != LOOM_OK) {
+        fail_store(call, rc, err, true, id);
+        return;
+    }
+    json_t *j = loom_job_to_json(job, false);
+    json_t *res = j ? json_pack("{s:o}", "job", j) : NULL;
+    if (!res) {
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    loom_rpc_call_complete(call, res);
+}
+
+static loom_rpc_status_t m_job_cancel(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_err_t err;
+    int64_t id;
+    if (get_id(params, "id", &id, &err)) {
+        fail_param(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    const char *reason = NULL;
+    if (loom_json_get_string(params, "reason", false, "", &reason, &err)) {
+        loom_err_set(&err, LOOM_EINVAL, "reason: expected a string, found %s",
+                     loom_json_type_name(json_object_get(params, "reason")));
+        fail_param(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    cancel_ctx_t *c = malloc(sizeof *c);
+    if (!c) {
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return LOOM_RPC_DONE;
+    }
+    c->call = call;
+    c->id = id;
+    int rc = loom_store_cancel_async(m->store, id, reason, more_follow(call), cancel_done, c, &err);
+    if (rc == LOOM_OK)
+        return LOOM_RPC_PENDING;
+    free(c);
+    fail_store(call, rc, &err, false, id);
+    return LOOM_RPC_DONE;
+}
+
+/* --------------------------------------------------------------- job.get */
+
+static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_err_t err;
+    int64_t id;
+    if (get_id(params, "id", &id, &err)) {
+        fail_param(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    loom_job_t job;
+    int rc = loom_store_get(m->store, id, &job, &err);
+    if (rc) {
+        fail_store(call, rc, &err, true, id);
+        return LOOM_RPC_DONE;
+    }
+    loom_job_event_t *ev = NULL;
+    size_t nev = 0;
+    rc = loom_store_events(m->store, id, &ev, &nev, &err);
+    json_t *j = rc ? NULL : loom_job_to_json(&job, true);
+    loom_job_free(&job);
+    if (rc) {
+        fail_store(call, rc, &err, true, id);
+        return LOOM_RPC_DONE;
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < nev; i++)
+        json_array_append_new(events, loom_job_event_to_json(&ev[i]));
+    loom_store_events_free(ev, nev);
+    if (!j || !events) {
+        json_decref(j);
+        json_decref(events);
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return LOOM_RPC_DONE;
+    }
+    json_object_set_new(j, "events", events);
+    loom_rpc_call_complete(call, json_pack("{s:o}", "job", j));
+    return LOOM_RPC_DONE;
+}
+
+/* -------------------------------------------------------------- job.list */
+
+static int parse_states(const json_t *v, unsigned *mask, loom_err_t *err)
+{
+    *mask = 0;
+    if (!v || json_is_null(v))
+        return LOOM_OK;
+    if (json_is_string(v)) {
+        loom_job_state_t st;
+        if (loom_job_state_parse(json_string_value(v), &st, err))
+            return loom_err_prefix(err, "state");
+        *mask = 1u << st;
+        return LOOM_OK;
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "state: expected a state name or a non-empty array of them, found %s",
+                            json_is_array(v) ? "an empty array" : loom_json_type_name(v));
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        loom_job_state_t st;
+        if (!json_is_string(e))
+            return loom_err_set(err, LOOM_EINVAL, "state[%zu]: expected a state name, found %s", i,
+                                loom_json_type_name(e));
+        if (loom_job_state_parse(json_string_value(e), &st, err))
+            return loom_err_prefix(err, "state[%zu]", i);
+        *mask |= 1u << st;
+    }
+    return LOOM_OK;
+}
+
+static int parse_cursor(const json_t *v, int64_t *after, loom_err_t *err)
+{
+    *after = 0;
+    if (!v || json_is_null(v))
+        return LOOM_OK;
+    if (!json_is_string(v))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "cursor: expected a string from next_cursor, found %s",
+                            loom_json_type_name(v));
+    if (loom_parse_i64(json_string_value(v), 1, INT64_MAX, after, "cursor", NULL))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "cursor: '%.40s' is not a cursor returned by job.list (next_cursor)",
+                            json_string_value(v));
+    return LOOM_OK;
+}
+
+static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_err_t err;
+    loom_store_filter_t f = {0};
+    int64_t limit = LIST_LIMIT_DEFAULT;
+    const json_t *lim = params ? json_object_get(params, "limit") : NULL;
+    if (lim && !json_is_null(lim)) {
+        if (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
+            json_integer_value(lim) > LIST_LIMIT_MAX) {
+            loom_err_set(&err, LOOM_EINVAL, "limit: expected an integer from 1 to %d, found %s",
+                         LIST_LIMIT_MAX, loom_json_type_name(lim));
+            if (json_is_integer(lim))
+                loom_err_set(&err, LOOM_EINVAL,
+                             "limit: expected an integer from 1 to %d, found %lld", LIST_LIMIT_MAX,
+                             (long long)json_integer_value(lim));
+            fail_param(call, &err);
+            return LOOM_RPC_DONE;
+        }
+        limit = json_integer_value(lim);
+    }
+    if (parse_states(params ? json_object_get(params, "state") : NULL, &f.state_mask, &err) ||
+        parse_cursor(params ? json_object_get(params, "cursor") : NULL, &f.after_id, &err)) {
+        fail_param(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    f.limit = (size_t)limit;
+    loom_job_list_t list;
+    if (loom_store_list(m->store, &f, &list, &err)) {
+        fail_store(call, err.code, &err, true, 0);
+        return LOOM_RPC_DONE;
+    }
+    json_t *jobs = json_array();
+    for (size_t i = 0; jobs && i < list.n; i++)
+        json_array_append_new(jobs, loom_job_to_json(&list.jobs[i], false));
+    json_t *next = json_null();
+    if (list.next_after_id) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)list.next_after_id);
+        next = json_string(buf);
+    }
+    loom_job_list_free(&list);
+    json_t *res = json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", next);
+    if (!res) {
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return LOOM_RPC_DONE;
+    }
+    loom_rpc_call_complete(call, res);
+    return LOOM_RPC_DONE;
+}
+
+/* ----------------------------------------------------------- server.info */
+
+static const char *const method_names[] = {"server.info", "job.submit", "job.get", "job.list",
+                                           "job.cancel", "node.list"};
+
+static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_store_stats_t st;
+    loom_err_t err;
+    loom_store_stats(m->store, &st, &err);
+    json_t *jobs = json_object();
+    for (int i = 0; i < LOOM_JOB_NSTATES; i++)
+        json_object_set_new(jobs, loom_job_state_name(i),
+                            json_integer((json_int_t)st.jobs_by_state[i]));
+    json_t *methods = json_array();
+    for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
+        json_array_append_new(methods, json_string(method_names[i]));
+    char started[32];
+    loom_time_format_rfc3339(m->info->started_real_ns, started);
+    double uptime = (double)(loom_time_mono_ns() - m->info->started_mono_ns) / 1e9;
+    json_t *res = json_pack(
+        "{s:s, s:s, s:i, s:I, s:s, s:f, s:s, s:s, s:i, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:o}",
+        "name", "loomd", "version", LOOM_VERSION, "api_version", 1, "pid", (json_int_t)getpid(),
+        "started_at", started, "uptime_s", uptime, "state_dir", m->info->state_dir, "durability",
+        m->info->durability, "schema_version", loom_store_schema_version(m->store), "tcp",
+        m->info->tcp_url ? json_string(m->info->tcp_url) : json_null(), "socket",
+        m->info->socket ? json_string(m->info->socket) : json_null(), "jobs", jobs, "store",
+        "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "writes",
+        (json_int_t)st.writes, "max_group", (json_int_t)st.max_group, "methods", methods);
+    if (res)
+        json_object_set_new(res, "scheduler",
+                            m->runner ? loomd_runner_stats(m->runner) : json_null());
+    if (!res) {
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return LOOM_RPC_DONE;
+    }
+    loom_rpc_call_complete(call, res);
+    return LOOM_RPC_DONE;
+}
+
+/* ------------------------------------------------------------- node.list */
+
+static loom_rpc_status_t m_node_list(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    json_t *nodes = m->runner ? loomd_runner_nodes(m->runner) : json_array();
+    loom_rpc_call_complete(call, json_pack("{s:o}", "nodes", nodes));
+    return LOOM_RPC_DONE;
+}
+
+/* --------------------------------------------------------------- metrics */
+
+int loomd_methods_metrics(loom_buf_t *out, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_store_stats_t st;
+    loom_err_t err;
+    if (loom_store_stats(m->store, &st, &err))
+        return err.code;
+    int rc = loom_buf_append_str(out, "# HELP loom_jobs Jobs in the store by state.\n"
+                                      "# TYPE loom_jobs gauge\n");
+    for (int i = 0; i < LOOM_JOB_NSTATES && rc == LOOM_OK; i++)
+        rc = loom_buf_appendf(out, "loom_jobs{state=\"%s\"} %llu\n", loom_job_state_name(i),
+                              (unsigned long long)st.jobs_by_state[i]);
+    if (rc == LOOM_OK)
+        rc = loom_buf_appendf(
+            out,
+            "# HELP loom_store_queue_depth Writes waiting for the store's committer.\n"
+            "# TYPE loom_store_queue_depth gauge\n"
+            "loom_store_queue_depth %llu\n"
+            "# HELP loom_store_commits_total Transactions committed (group commits).\n"
+            "# TYPE loom_store_commits_total counter\n"
+            "loom_store_commits_total %llu\n"
+            "# HELP loom_store_commit_failures_total Transactions that failed and were rolled "
+            "back.\n"
+            "# TYPE loom_store_commit_failures_total counter\n"
+            "loom_store_commit_failures_total %llu\n"
+            "# HELP loom_store_writes_total Writes (submissions, cancels) completed.\n"
+            "# TYPE loom_store_writes_total counter\n"
+            "loom_store_writes_total %llu\n"
+            "# HELP loom_store_group_size_max Most writes committed in one transaction.\n"
+            "# TYPE loom_store_group_size_max gauge\n"
+            "loom_store_group_size_max %llu\n",
+            (unsigned long long)st.queued, (unsigned long long)st.commits,
+            (unsigned long long)st.commit_failures, (unsigned long long)st.writes,
+            (unsigned long long)st.max_group);
+    if (rc == LOOM_OK && m->runner)
+        loomd_runner_metrics(m->runner, out);
+    return rc;
+}
+
+/* ------------------------------------------------------------- wiring */
+
+int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
+{
+    static const char *const submit_params[] = {"name",      "script",     "format",
+                                                "resources", "time_limit", "priority",
+                                                "labels",    "submit_id",  NULL};
+    static const char *const id_params[] = {"id", NULL};
+    static const char *const cancel_params[] = {"id", "reason", NULL};
+    static const char *const list_params[] = {"state", "limit", "cursor", NULL};
+    int rc;
+    if ((rc = loom_rpc_dispatcher_add(d, "server.info", m_server_info, m, NULL, LOOM_RPC_NO_PARAMS,
+                                      err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "job.submit", m_job_submit, m, submit_params,
+                                      LOOM_RPC_STRICT_PARAMS, err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "job.get", m_job_get, m, id_params, LOOM_RPC_STRICT_PARAMS,
+                                      err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "job.list", m_job_list, m, list_params,
+                                      LOOM_RPC_STRICT_PARAMS, err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "job.cancel", m_job_cancel, m, cancel_params,
+                                      LOOM_RPC_STRICT_PARAMS, err)) ||
+        (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
+                                      err)))
+        return rc;
+    return LOOM_OK;
+}

@@ -1,0 +1,46 @@
+/* loomd's JSON-RPC methods (server.info, job.*), wired to the store with
+ * deferred completion: a job.submit or job.cancel handler queues its write
+ * and returns LOOM_RPC_PENDING; the store's committer completes the call
+ * after the transaction that holds it has committed. So concurrent requests
+ * and the calls of one batch share transactions. The contract is
+ * docs/protocol.md. */
+#ifndef LOOMD_METHODS_H
+#define LOOMD_METHODS_H
+
+#include "loom/rpc.h"
+#include "loom/store.h"
+
+/* Application error codes (docs/protocol.md). */
+enum {
+    LOOMD_ERR_JOB_NOT_FOUND = -32001,
+    LOOMD_ERR_INVALID_STATE = -32002,
+    LOOMD_ERR_BUSY = -32003,
+    LOOMD_ERR_STORE = -32004,
+    LOOMD_ERR_SHUTTING_DOWN = -32005
+};
+
+typedef struct loomd_info {
+    const char *state_dir;
+    const char *durability;
+    const char *tcp_url; /* "http://127.0.0.1:7750" or NULL */
+    const char *socket;  /* socket path or NULL */
+    int64_t started_real_ns;
+    int64_t started_mono_ns;
+} loomd_info_t;
+
+typedef struct loomd_runner loomd_runner_t;
+
+typedef struct loomd_methods {
+    loom_store_t *store;
+    const loomd_info_t *info;
+    loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
+} loomd_methods_t;
+
+/* Adds every method to d; m must outlive d. */
+int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err);
+
+/* Prometheus families of the store (a loom_rpc_metrics_fn; ctx is a
+ * loomd_methods_t). */
+int loomd_methods_metrics(loom_buf_t *out, void *ctx);
+
+#endif

@@ -1,0 +1,681 @@
+/* loomd's runner: store -> queue policy -> placement policy -> executor.
+ *
+ * One thread owns the cluster model. Each step it (1) polls the jobs it
+ * runs, records how each ended and gives its resources back, and passes on
+ * cancels the store has recorded for running jobs; (2) reads the pending
+ * jobs, orders them with the queue policy and starts, in that order, every
+ * job the placement policy finds room for (greedy backfill: a job that does
+ * not fit does not hold back smaller ones behind it).
+ *
+ * The store is the truth: a job is marked RUNNING (with its node and GPUs)
+ * before its process starts, and the executor's handle is recorded right
+ * after, so a restarted loomd rebuilds the model from the RUNNING jobs and
+ * adopts their processes (the shepherd's own PID file covers a crash in
+ * between). Resources are given back only when the process has really
+ * ended, so the model never lends a GPU that a dying job still holds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/runner_int.h"
+#include "loom/exec.h"
+#include "loom/sched.h"
+
+/* ------------------------------------------------------------ node specs */
+
+json_t *loomd_default_node(int gpus, const char *gpu_type, uint64_t gpu_memory)
+{
+    char host[256] = "local";
+    gethostname(host, sizeof host - 1);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    return json_pack("{s:s, s:I, s:I, s:i, s:s, s:I}", "name", host, "cpus",
+                     (json_int_t)(cpus > 0 ? cpus : 1), "memory_bytes", (json_int_t)mem, "gpus",
+                     gpus, "gpu_type", gpu_type ? gpu_type : "virtual", "gpu_memory_bytes",
+                     (json_int_t)gpu_memory);
+}
+
+int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err)
+{
+    json_t *n = loomd_default_node(0, NULL, 0);
+    char *copy = strdup(spec), *save = NULL;
+    int rc = LOOM_OK;
+    for (char *kv = strtok_r(copy, ",", &save); kv && rc == LOOM_OK;
+         kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            rc = loom_err_set(err, LOOM_EINVAL, "--node '%s': expected KEY=VALUE, found '%s'",
+                              spec, kv);
+            break;
+        }
+        *eq = '\0';
+        const char *v = eq + 1;
+        int64_t i;
+        uint64_t bytes;
+        if (strcmp(kv, "name") == 0 || strcmp(kv, "gpu_type") == 0) {
+            if (!*v || strlen(v) >= LOOM_SCHED_NAME_MAX)
+                rc = loom_err_set(err, LOOM_EINVAL, "--node '%s': %s: expected 1..%d characters",
+                                  spec, kv, LOOM_SCHED_NAME_MAX - 1);
+            else
+                json_object_set_new(n, kv, json_string(v));
+        } else if (strcmp(kv, "cpus") == 0 || strcmp(kv, "gpus") == 0) {
+            if ((rc = loom_parse_i64(v, 0, strcmp(kv, "gpus") == 0 ? LOOM_SCHED_MAX_GPUS : 100000,
+                                     &i, kv, err)) == LOOM_OK)
+                json_object_set_new(n, kv, json_integer(i));
+        } else if (strcmp(kv, "memory") == 0 || strcmp(kv, "gpu_memory") == 0) {
+            if ((rc = loom_parse_size(v, &bytes, err)) == LOOM_OK) {
+                char key[32];
+                snprintf(key, sizeof key, "%s_bytes", kv);
+                json_object_set_new(n, key, json_integer((json_int_t)bytes));
+            }
+        } else {
+            rc = loom_err_set(err, LOOM_EINVAL,
+                              "--node '%s': unknown key '%s' (expected name, cpus, memory, gpus, "
+                              "gpu_type, gpu_memory)",
+                              spec, kv);
+        }
+    }
+    free(copy);
+    if (rc != LOOM_OK) {
+        json_decref(n);
+        return rc;
+    }
+    *out = n;
+    return LOOM_OK;
+}
+
+static int build_cluster(loomd_runner_t *r, const json_t *nodes, loom_err_t *err)
+{
+    loom_sched_cluster_init(&r->cluster);
+    size_t i;
+    json_t *n;
+    if (!json_is_array(nodes) || json_array_size(nodes) == 0)
+        return loom_err_set(err, LOOM_EINVAL, "nodes: expected a non-empty list");
+    json_array_foreach(nodes, i, n)
+    {
+        const char *name = json_string_value(json_object_get(n, "name"));
+        const char *type = json_string_value(json_object_get(n, "gpu_type"));
+        int64_t cpus = json_integer_value(json_object_get(n, "cpus"));
+        int64_t mem = json_integer_value(json_object_get(n, "memory_bytes"));
+        int64_t gpus = json_integer_value(json_object_get(n, "gpus"));
+        int64_t gmem = json_integer_value(json_object_get(n, "gpu_memory_bytes"));
+        if (!name || cpus <= 0)
+            return loom_err_set(err, LOOM_EINVAL, "nodes/%zu: expected a name and cpus > 0", i);
+        int rc = loom_sched_cluster_add_node(&r->cluster, name, cpus * 1000, mem >> 20, (int)gpus,
+                                             gpus ? type : NULL, gmem >> 20, NULL, err);
+        if (rc != LOOM_OK)
+            return loom_err_prefix(err, "nodes/%zu", i);
+    }
+    return loom_sched_cluster_copy(&r->empty, &r->cluster, err);
+}
+
+/* ---------------------------------------------------------- job -> request */
+
+static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req_t *q)
+{
+    memset(q, 0, sizeof *q);
+    q->cpu_milli = j->cpus * 1000;
+    q->mem_mib = (int64_t)((j->memory_bytes + (1u << 20) - 1) >> 20);
+    if (j->gpu_share_milli > 0 && j->gpus <= 1) {
+        q->num_gpus = 1;
+        q->gpu_milli = (int32_t)j->gpu_share_milli;
+    } else if (j->gpus > 0) {
+        q->num_gpus = (int)j->gpus;
+        q->gpu_milli = LOOM_SCHED_MILLI;
+    }
+    if (q->num_gpus)
+        q->gpu_mem_mib = (int64_t)((j->gpu_memory_bytes + (1u << 20) - 1) >> 20);
+    q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(&r->cluster, j->gpu_type) : 0;
+}
+
+static bool fits_somewhere_empty(const loomd_runner_t *r, const loom_sched_req_t *q)
+{
+    for (size_t i = 0; i < r->empty.nnodes; i++)
+        if (loom_sched_fits(&r->empty.nodes[i], q))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------- bookkeeping */
+
+void loomd__account(loomd_runner_t *r)
+{
+    int64_t now = loom_time_mono_ns();
+    r->gpu_busy_milli_s +=
+        (double)r->cluster.gpu_milli_used * (double)(now - r->last_account_ns) / 1e9;
+    r->last_account_ns = now;
+}
+
+static active_t *add_active(loomd_runner_t *r)
+{
+    if (r->nactive == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        active_t *a = realloc(r->active, cap * sizeof *a);
+        if (!a)
+            return NULL;
+        r->active = a;
+        r->cap = cap;
+    }
+    active_t *a = &r->active[r->nactive++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
+{
+    json_t *gpus = json_array();
+    for (int g = 0; g < a->alloc.ngpus; g++)
+        json_array_append_new(gpus, json_integer(a->alloc.gpus[g]));
+    json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", r->cluster.nodes[a->alloc.node].name,
+                          "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli,
+                          "executor", "local", "suspended", a->suspended);
+    if (a->gandiva[0])
+        json_object_set_new(o, "gandiva", json_string(a->gandiva));
+    if (a->h.shepherd_pid > 0) {
+        json_object_set_new(o, "shepherd_pid", json_integer(a->h.shepherd_pid));
+        json_object_set_new(o, "shepherd_start", json_integer((json_int_t)a->h.shepherd_start));
+        json_object_set_new(o, "dir", json_string(a->h.dir));
+        json_object_set_new(o, "stdout", json_string(a->h.stdout_path));
+        json_object_set_new(o, "stderr", json_string(a->h.stderr_path));
+        json_object_set_new(o, "cgroup", json_string(a->h.cgroup));
+        json_object_set_new(o, "limits", json_string(a->h.cgroup_note));
+    }
+    return o;
+}
+
+int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const char *reason,
+                     json_t *run, loom_err_t *err)
+{
+    char *text = run ? json_dumps(run, JSON_COMPACT) : NULL;
+    int rc = loom_store_transition(r->store, id, expect, to, reason, text, NULL, err);
+    free(text);
+    return rc;
+}
+
+static void release(loomd_runner_t *r, size_t i)
+{
+    loom_err_t err;
+    loomd__account(r);
+    if (r->active[i].held && loom_sched_free(&r->cluster, &r->active[i].alloc, &err) != LOOM_OK)
+        loom_log_error("runner.free_failed", "job=%lld error=\"%s\"",
+                       (long long)r->active[i].id, err.msg);
+    r->active[i] = r->active[--r->nactive];
+}
+
+/* -------------------------------------------------------------- one step */
+
+static int end_state(loom_exec_end_t e)
+{
+    switch (e) {
+    case LOOM_EXEC_COMPLETED: return LOOM_JOB_COMPLETED;
+    case LOOM_EXEC_TIMEOUT: return LOOM_JOB_TIMEOUT;
+    case LOOM_EXEC_CANCELLED: return LOOM_JOB_CANCELLED;
+    default: return LOOM_JOB_FAILED;
+    }
+}
+
+static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
+{
+    active_t *a = &r->active[i];
+    json_t *run = loomd__run_json(r, a);
+    json_t *out = json_pack("{s:s, s:s, s:I, s:f, s:f, s:I}", "end", loom_exec_end_name(o->end),
+                            "reason", o->reason, "exit_code", (json_int_t)o->exit_code,
+                            "cpu_user_s", o->cpu_user_us / 1e6, "cpu_sys_s", o->cpu_sys_us / 1e6,
+                            "max_rss_bytes", (json_int_t)o->max_rss_kb * 1024);
+    if (o->signal)
+        json_object_set_new(out, "signal", json_integer(o->signal));
+    if (o->end_ns) { /* when the process really ended (a cancel's event comes earlier) */
+        char t[32];
+        loom_time_format_rfc3339(o->end_ns, t);
+        json_object_set_new(out, "ended_at", json_string(t));
+    }
+    json_object_set_new(run, "outcome", out);
+    loom_err_t err;
+    int rc = loomd__store_run(r, a->id, LOOM_JOB_RUNNING, end_state(o->end), o->reason, run, &err);
+    if (rc == LOOM_ESTATE) /* cancelled through the store meanwhile: keep its state */
+        rc = loomd__store_run(r, a->id, -1, -1, NULL, run, &err);
+    if (rc != LOOM_OK)
+        loom_log_error("runner.record_failed", "job=%lld error=\"%s\"", (long long)a->id, err.msg);
+    loom_log_info("job ended", "job=%lld end=%s reason=\"%s\"", (long long)a->id,
+                  loom_exec_end_name(o->end), o->reason);
+    json_decref(run);
+    r->ended++;
+    release(r, i);
+}
+
+static void poll_running(loomd_runner_t *r)
+{
+    for (size_t i = 0; i < r->nactive;) {
+        active_t *a = &r->active[i];
+        loom_err_t err;
+        if (!a->cancel_sent) {
+            loom_job_t j;
+            if (loom_store_get(r->store, a->id, &j, &err) == LOOM_OK) {
+                if (j.state == LOOM_JOB_CANCELLED) {
+                    loom_exec_local_cancel(r->exec, &a->h, &err);
+                    a->cancel_sent = true;
+                }
+                loom_job_free(&j);
+            }
+        }
+        loom_exec_outcome_t o;
+        int rc = loom_exec_local_poll(r->exec, &a->h, &o, &err);
+        if (rc == 1)
+            finish(r, i, &o); /* a[i] now holds another job: do not advance */
+        else
+            i++;
+    }
+}
+
+static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_alloc_t *place)
+{
+    loom_err_t err;
+    active_t *a = add_active(r);
+    if (!a)
+        return;
+    loomd__account(r);
+    if (loom_sched_alloc(&r->cluster, place->node, &place->req, place->gpus, place->ngpus,
+                         &a->alloc, &err) != LOOM_OK) {
+        loom_log_error("runner.alloc_refused", "job=%lld error=\"%s\"", (long long)j->id,
+                       err.msg);
+        r->nactive--;
+        return;
+    }
+    a->id = j->id;
+    a->held = true;
+    a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+    char reason[160];
+    snprintf(reason, sizeof reason, "placed on %s by %s", r->cluster.nodes[place->node].name,
+             r->place_name);
+    json_t *run = loomd__run_json(r, a);
+    int rc = loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, reason, run, &err);
+    json_decref(run);
+    if (rc != LOOM_OK) { /* cancelled meanwhile, or the store failed: not started */
+        release(r, r->nactive - 1);
+        return;
+    }
+    int gpus[LOOM_SCHED_MAX_GPUS];
+    size_t ngpus = 0;
+    if (place->req.gpu_milli >= LOOM_SCHED_MILLI)
+        for (int g = 0; g < a->alloc.ngpus; g++)
+            gpus[ngpus++] = a->alloc.gpus[g];
+    else if (a->alloc.ngpus == 1) /* a share: the job sees its one GPU */
+        gpus[ngpus++] = a->alloc.gpus[0];
+    loom_exec_job_t ej = {.id = j->id,
+                          .name = j->name,
+                          .format = j->format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML
+                                                                      : LOOM_EXEC_BATCH,
+                          .script = j->script,
+                          .cpus_milli = j->cpus * 1000,
+                          .memory_bytes = j->memory_bytes,
+                          .gpus = gpus,
+                          .n_gpus = ngpus,
+                          .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI
+                                                 ? place->req.gpu_milli
+                                                 : 0,
+                          .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S};
+    if (loom_exec_local_start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
+        loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)j->id, err.msg);
+        loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
+        r->failed_to_start++;
+        release(r, r->nactive - 1);
+        return;
+    }
+    a = &r->active[r->nactive - 1];
+    run = loomd__run_json(r, a);
+    if (loomd__store_run(r, j->id, LOOM_JOB_RUNNING, -1, NULL, run, &err) != LOOM_OK)
+        loom_log_warn("runner.handle_not_recorded", "job=%lld error=\"%s\"", (long long)j->id,
+                      err.msg);
+    json_decref(run);
+    r->started++;
+    loom_log_info("job started", "job=%lld node=%s pid=%d", (long long)j->id,
+                  r->cluster.nodes[place->node].name, (int)a->h.shepherd_pid);
+}
+
+static void schedule_pending(loomd_runner_t *r)
+{
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = 1000};
+    loom_job_list_t list;
+    loom_err_t err;
+    if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
+        loom_log_error("runner.list_failed", "error=\"%s\"", err.msg);
+        return;
+    }
+    if (list.n == 0) {
+        loom_job_list_free(&list);
+        return;
+    }
+    loom_sched_qjob_t *q = calloc(list.n, sizeof *q);
+    loom_sched_qjob_t **order = calloc(list.n, sizeof *order);
+    double now = loom_time_real_ns() / 1e9;
+    for (size_t i = 0; q && order && i < list.n; i++) {
+        loom_job_t *j = &list.jobs[i];
+        q[i] = (loom_sched_qjob_t){.id = (uint64_t)j->id,
+                                   .submit_s = j->submit_time_ns / 1e9,
+                                   .priority = (int)j->priority,
+                                   .time_limit_s = (double)j->time_limit_s,
+                                   .wait_since_s = j->submit_time_ns / 1e9,
+                                   .user = j};
+        order[i] = &q[i];
+    }
+    if (q && order) {
+        loom_sched_queue_order(&r->queue, order, list.n, now);
+        for (size_t i = 0; i < list.n; i++) {
+            loom_job_t *j = order[i]->user;
+            loom_sched_req_t req;
+            job_req(r, j, &req);
+            if (loom_sched_req_validate(&req, &err) != LOOM_OK || !fits_somewhere_empty(r, &req)) {
+                char reason[LOOM_ERR_MSG_MAX + 64];
+                snprintf(reason, sizeof reason, "unschedulable: %s",
+                         err.code ? err.msg : "no node of this cluster can ever hold it");
+                loom_err_clear(&err);
+                loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, reason, NULL, NULL);
+                continue;
+            }
+            loom_sched_alloc_t place;
+            if (loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK ||
+                (r->timeslice_ns > 0 && loomd__gandiva_make_room(r, &req) &&
+                 loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK))
+                start_job(r, j, &place);
+        }
+    }
+    free(q);
+    free(order);
+    loom_job_list_free(&list);
+}
+
+/* ------------------------------------------------------------ the thread */
+
+static void *runner_main(void *arg)
+{
+    loomd_runner_t *r = arg;
+    pthread_mutex_lock(&r->wmu);
+    while (!r->stop) {
+        r->wake = false;
+        pthread_mutex_unlock(&r->wmu);
+        pthread_mutex_lock(&r->mu);
+        poll_running(r);
+        if (r->pack_check)
+            loomd__gandiva_introspect(r);
+        loomd__gandiva_resume(r);
+        schedule_pending(r);
+        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_lock(&r->wmu);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t t = (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec + r->tick_ns;
+        ts.tv_sec = t / LOOM_NS_PER_S;
+        ts.tv_nsec = t % LOOM_NS_PER_S;
+        while (!r->stop && !r->wake &&
+               pthread_cond_timedwait(&r->cv, &r->wmu, &ts) != ETIMEDOUT) {
+        }
+    }
+    pthread_mutex_unlock(&r->wmu);
+    return NULL;
+}
+
+/* Rebuilds the model from the jobs the store says run, and adopts them. */
+static void recover(loomd_runner_t *r)
+{
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_RUNNING, .limit = 10000};
+    loom_job_list_t list;
+    loom_err_t err;
+    if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
+        loom_log_error("runner.recover_failed", "error=\"%s\"", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < list.n; i++) {
+        loom_job_t *j = &list.jobs[i];
+        json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
+        const char *node = json_string_value(json_object_get(run, "node"));
+        int idx = -1;
+        for (size_t k = 0; node && k < r->cluster.nnodes; k++)
+            if (strcmp(r->cluster.nodes[k].name, node) == 0)
+                idx = (int)k;
+        loom_sched_req_t req;
+        job_req(r, j, &req);
+        uint8_t gpus[LOOM_SCHED_MAX_GPUS];
+        int ngpus = 0;
+        json_t *g;
+        size_t gi;
+        json_array_foreach(json_object_get(run, "gpus"), gi, g)
+        {
+            if (ngpus < LOOM_SCHED_MAX_GPUS)
+                gpus[ngpus++] = (uint8_t)json_integer_value(g);
+        }
+        active_t *a = add_active(r);
+        if (!a)
+            break;
+        a->id = j->id;
+        a->h.job_id = j->id;
+        a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
+        a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
+        a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+        if (json_is_true(json_object_get(run, "suspended"))) {
+            /* It stays stopped; its place is taken back when it resumes. */
+            a->suspended = true;
+            a->suspended_ns = a->resumed_ns;
+            a->alloc.node = idx < 0 ? 0 : idx;
+            a->alloc.req = req;
+            a->alloc.ngpus = ngpus;
+            memcpy(a->alloc.gpus, gpus, sizeof gpus);
+            if (idx < 0 || loom_exec_local_adopt(r->exec, &a->h, &err) != LOOM_OK) {
+                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
+                                 "lost while suspended across a restart", NULL, NULL);
+                r->nactive--;
+            }
+        } else if (idx < 0 ||
+                   loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
+            /* Its node is no longer configured, or the model cannot hold it:
+             * stop it rather than over-commit. */
+            loom_exec_local_adopt(r->exec, &a->h, NULL);
+            loom_exec_local_cancel(r->exec, &a->h, NULL);
+            loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
+                      "lost its placement across a restart (node no longer configured)", NULL,
+                      NULL);
+            r->nactive--;
+        } else {
+            a->held = true;
+            int arc = loom_exec_local_adopt(r->exec, &a->h, &err);
+            if (arc == LOOM_ESTATE) {
+                /* Marked RUNNING, but loomd died before starting it: nothing
+                 * ran, so it waits again in the queue. */
+                loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
+                              err.msg);
+                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
+                          "requeued: loomd stopped before the job started", NULL, NULL);
+                release(r, r->nactive - 1);
+            } else if (arc != LOOM_OK)
+                loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
+                              (long long)j->id, err.msg);
+            else
+                loom_log_info("job adopted", "job=%lld pid=%d", (long long)j->id,
+                              (int)a->h.shepherd_pid);
+        }
+        json_decref(run);
+    }
+    loom_job_list_free(&list);
+}
+
+static void wake_hook(void *ctx) { loomd_runner_wake(ctx); }
+
+int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
+                       loomd_runner_t **out, loom_err_t *err)
+{
+    loomd_runner_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    r->store = store;
+    r->tick_ns = cfg->tick_ns > 0 ? cfg->tick_ns : 100 * LOOM_NS_PER_MS;
+    r->timeslice_ns = cfg->timeslice_ns;
+    r->pack_check = cfg->pack_check;
+    snprintf(r->queue_name, sizeof r->queue_name, "%s", cfg->queue_policy ? cfg->queue_policy : "fifo");
+    snprintf(r->place_name, sizeof r->place_name, "%s", cfg->placement ? cfg->placement : "firstfit");
+    int rc;
+    if ((rc = loom_sched_queue_cfg_parse(r->queue_name, &r->queue, err)) != LOOM_OK)
+        goto fail;
+    if ((rc = build_cluster(r, cfg->nodes, err)) != LOOM_OK)
+        goto fail_cluster;
+    loom_sched_placer_opts_t popts = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST};
+    loom_sched_workload_t w = {0};
+    /* FGD's target workload until jobs teach it better: each GPU class
+     * equally likely (whole GPUs of 1, 2, 4, 8 and a half share). */
+    loom_sched_shape_t shapes[] = {{1000, 1, 1000, 0, 1}, {1000, 2, 1000, 0, 1},
+                                   {1000, 4, 1000, 0, 1}, {1000, 8, 1000, 0, 1},
+                                   {1000, 1, 500, 0, 1}};
+    if ((rc = loom_sched_workload_set(&w, shapes, sizeof shapes / sizeof shapes[0], err)) != LOOM_OK)
+        goto fail_cluster;
+    popts.workload = &w;
+    rc = loom_sched_placer_new(r->place_name, &r->cluster, &popts, &r->placer, err);
+    loom_sched_workload_free(&w);
+    if (rc != LOOM_OK)
+        goto fail_cluster;
+    loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
+                               .use_cgroup = true};
+    if ((rc = loom_exec_local_new(&ecfg, &r->exec, err)) != LOOM_OK)
+        goto fail_placer;
+    const char *note = NULL;
+    loom_exec_local_cgroup(r->exec, &note);
+    loom_log_info("runner ready", "queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
+                  r->queue_name, r->place_name, r->cluster.nnodes,
+                  (long long)(r->cluster.gpu_milli_total / 1000), note ? note : "");
+    r->since_ns = r->last_account_ns = loom_time_mono_ns();
+    recover(r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->wmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    loom_store_set_commit_hook(store, wake_hook, r);
+    if ((rc = pthread_create(&r->thread, NULL, runner_main, r)) != 0) {
+        loom_store_set_commit_hook(store, NULL, NULL);
+        rc = loom_err_errno(err, LOOM_EIO, rc, "cannot start the runner thread");
+        goto fail_exec;
+    }
+    *out = r;
+    return LOOM_OK;
+fail_exec:
+    pthread_mutex_destroy(&r->mu);
+    pthread_mutex_destroy(&r->wmu);
+    pthread_cond_destroy(&r->cv);
+    loom_exec_local_free(r->exec);
+fail_placer:
+    loom_sched_placer_free(r->placer);
+fail_cluster:
+    loom_sched_cluster_free(&r->cluster);
+    if (r->empty.nodes)
+        loom_sched_cluster_free(&r->empty);
+fail:
+    free(r->active);
+    free(r);
+    return rc;
+}
+
+void loomd_runner_wake(loomd_runner_t *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->wmu);
+    r->wake = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->wmu);
+}
+
+void loomd_runner_stop(loomd_runner_t *r)
+{
+    if (!r)
+        return;
+    loom_store_set_commit_hook(r->store, NULL, NULL);
+    pthread_mutex_lock(&r->wmu);
+    r->stop = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->wmu);
+    pthread_join(r->thread, NULL);
+    pthread_mutex_destroy(&r->mu);
+    pthread_mutex_destroy(&r->wmu);
+    pthread_cond_destroy(&r->cv);
+    loom_exec_local_free(r->exec);
+    loom_sched_placer_free(r->placer);
+    loom_sched_cluster_free(&r->cluster);
+    loom_sched_cluster_free(&r->empty);
+    free(r->active);
+    free(r);
+}
+
+json_t *loomd_runner_nodes(loomd_runner_t *r)
+{
+    json_t *arr = json_array();
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->cluster.nnodes; i++) {
+        const loom_sched_node_t *n = &r->cluster.nodes[i];
+        json_t *gpus = json_array();
+        for (int g = 0; g < n->ngpus; g++)
+            json_array_append_new(gpus, json_pack("{s:i, s:i, s:I}", "index", g, "free_milli",
+                                                  (int)n->gpu_free[g], "memory_free_bytes",
+                                                  (json_int_t)n->gpu_mem_free[g] << 20));
+        json_t *jobs = json_array();
+        for (size_t k = 0; k < r->nactive; k++)
+            if (r->active[k].alloc.node == (int)i)
+                json_array_append_new(jobs, json_integer(r->active[k].id));
+        json_array_append_new(
+            arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:s?, s:o, s:o}", "name", n->name,
+                           "cpu_milli", (json_int_t)n->cpu_milli, "cpu_free_milli",
+                           (json_int_t)n->cpu_free, "memory_bytes", (json_int_t)n->mem_mib << 20,
+                           "memory_free_bytes", (json_int_t)n->mem_free << 20, "gpu_count",
+                           n->ngpus, "gpu_type",
+                           n->gpu_type >= 0 ? r->cluster.types[n->gpu_type] : NULL, "gpus", gpus,
+                           "jobs", jobs));
+    }
+    pthread_mutex_unlock(&r->mu);
+    return arr;
+}
+
+json_t *loomd_runner_stats(loomd_runner_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    loomd__account(r);
+    double span = (loom_time_mono_ns() - r->since_ns) / 1e9;
+    double cap = (double)r->cluster.gpu_milli_total;
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
+                          r->queue_name, "placement", r->place_name, "running",
+                          (json_int_t)r->nactive, "started", (json_int_t)r->started, "ended",
+                          (json_int_t)r->ended, "failed_to_start",
+                          (json_int_t)r->failed_to_start, "gpu_milli_total",
+                          (json_int_t)r->cluster.gpu_milli_total, "gpu_milli_used",
+                          (json_int_t)r->cluster.gpu_milli_used, "gpu_busy_milli_seconds",
+                          r->gpu_busy_milli_s, "gpu_occupancy",
+                          cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0);
+    pthread_mutex_unlock(&r->mu);
+    return o;
+}
+
+void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
+{
+    pthread_mutex_lock(&r->mu);
+    loomd__account(r);
+    loom_buf_appendf(out,
+                     "# HELP loom_gpus_allocated GPUs allocated to running jobs (fractional for "
+                     "shares).\n# TYPE loom_gpus_allocated gauge\nloom_gpus_allocated %.3f\n"
+                     "# HELP loom_gpus GPUs in the cluster model.\n# TYPE loom_gpus gauge\n"
+                     "loom_gpus %.3f\n"
+                     "# HELP loom_gpu_busy_seconds_total GPU-seconds allocated to jobs.\n"
+                     "# TYPE loom_gpu_busy_seconds_total counter\n"
+                     "loom_gpu_busy_seconds_total %.3f\n"
+                     "# HELP loom_jobs_started_total Jobs started by this loomd.\n"
+                     "# TYPE loom_jobs_started_total counter\nloom_jobs_started_total %" PRIu64
+                     "\n"
+                     "# HELP loom_jobs_ended_total Jobs whose end this loomd recorded.\n"
+                     "# TYPE loom_jobs_ended_total counter\nloom_jobs_ended_total %" PRIu64 "\n",
+                     r->cluster.gpu_milli_used / 1000.0, r->cluster.gpu_milli_total / 1000.0,
+                     r->gpu_busy_milli_s / 1000.0, r->started, r->ended);
+    pthread_mutex_unlock(&r->mu);
+}

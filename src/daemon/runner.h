@@ -1,0 +1,48 @@
+/* loomd's runner: the loop that takes pending jobs from the store, orders
+ * them with the queue policy, places them with the placement policy on the
+ * cluster model, starts them with the executor, and records how they end.
+ * Private to loomd (src/daemon). */
+#ifndef LOOMD_RUNNER_H
+#define LOOMD_RUNNER_H
+
+#include "loom/core.h"
+#include "loom/store.h"
+
+typedef struct loomd_runner loomd_runner_t;
+
+typedef struct loomd_runner_config {
+    const char *queue_policy; /* fifo | sjf | priority | tiresias */
+    const char *placement;    /* firstfit | bestfit | dotprod | packing | clustering | random | fgd */
+    const char *jobs_dir;     /* per-job directories */
+    int64_t grace_ns;         /* TERM -> KILL; 0: 10 s */
+    int64_t tick_ns;          /* poll interval; 0: 100 ms */
+    uint64_t seed;            /* random placement and ties */
+    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off */
+    bool pack_check;          /* Gandiva packing introspection */
+    const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed */
+} loomd_runner_config_t;
+
+/* Builds the cluster model, adopts the jobs the store says are RUNNING, and
+ * starts the runner thread. */
+int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
+                       loomd_runner_t **out, loom_err_t *err);
+/* Something changed (a submission, a cancel): run a step soon. */
+void loomd_runner_wake(loomd_runner_t *r);
+/* Stops the thread. Running jobs go on (their shepherds keep them) and are
+ * adopted by the next loomd. NULL is a no-op. */
+void loomd_runner_stop(loomd_runner_t *r);
+/* node.list: the nodes with capacity, free resources and running jobs. */
+json_t *loomd_runner_nodes(loomd_runner_t *r);
+/* Counters for server.info and /metrics: jobs started/ended, GPU
+ * occupancy integrated over time (milli-GPU seconds), capacity. */
+json_t *loomd_runner_stats(loomd_runner_t *r);
+/* Prometheus families (appends). */
+void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out);
+
+/* The default node: this machine's name, CPUs and memory, and gpus virtual
+ * GPUs (0: none) of type gpu_type with gpu_memory bytes each. */
+json_t *loomd_default_node(int gpus, const char *gpu_type, uint64_t gpu_memory);
+/* Parses "name=N,cpus=C,memory=16GiB,gpus=4,gpu_type=T,gpu_memory=80GiB". */
+int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err);
+
+#endif

@@ -1,0 +1,317 @@
+/* Job vocabulary of the store: state and format names, the submission spec
+ * with its defaults and validation, and owning copies of jobs. Validation
+ * lives here, once, so every way into the store (RPC, tests, a future
+ * importer) gets the same checks and the same messages; messages name the
+ * field as the protocol spells it ("resources.cpus"). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <stdio.h>
+
+#include "loom/store.h"
+#include "store/store_int.h"
+
+static const char *const state_names[LOOM_JOB_NSTATES] = {
+    "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+};
+
+const char *loom_job_state_name(loom_job_state_t state)
+{
+    if ((int)state < 0 || (int)state >= LOOM_JOB_NSTATES)
+        return NULL;
+    return state_names[state];
+}
+
+int loom_job_state_parse(const char *text, loom_job_state_t *out, loom_err_t *err)
+{
+    for (int i = 0; text && i < LOOM_JOB_NSTATES; i++) {
+        if (strcasecmp(text, state_names[i]) == 0) {
+            *out = (loom_job_state_t)i;
+            return LOOM_OK;
+        }
+    }
+    return loom_err_set(err, LOOM_EINVAL,
+                        "unknown job state '%s' (expected PENDING, RUNNING, COMPLETED, FAILED, "
+                        "CANCELLED or TIMEOUT)",
+                        text ? text : "");
+}
+
+bool loom_job_state_terminal(loom_job_state_t state)
+{
+    return state == LOOM_JOB_COMPLETED || state == LOOM_JOB_FAILED || state == LOOM_JOB_CANCELLED ||
+           state == LOOM_JOB_TIMEOUT;
+}
+
+const char *loom_job_format_name(loom_job_format_t format)
+{
+    return format == LOOM_JOB_FORMAT_YAML ? "yaml" : "batch";
+}
+
+int loom_job_format_parse(const char *text, loom_job_format_t *out, loom_err_t *err)
+{
+    if (text && strcmp(text, "batch") == 0) {
+        *out = LOOM_JOB_FORMAT_BATCH;
+        return LOOM_OK;
+    }
+    if (text && strcmp(text, "yaml") == 0) {
+        *out = LOOM_JOB_FORMAT_YAML;
+        return LOOM_OK;
+    }
+    return loom_err_set(err, LOOM_EINVAL,
+                        "unknown job format '%s' (expected \"batch\" or \"yaml\")",
+                        text ? text : "");
+}
+
+const char *loom_durability_name(loom_durability_t d)
+{
+    return d == LOOM_DURABILITY_FULL ? "full" : "normal";
+}
+
+int loom_durability_parse(const char *text, loom_durability_t *out, loom_err_t *err)
+{
+    if (text && strcmp(text, "normal") == 0) {
+        *out = LOOM_DURABILITY_NORMAL;
+        return LOOM_OK;
+    }
+    if (text && strcmp(text, "full") == 0) {
+        *out = LOOM_DURABILITY_FULL;
+        return LOOM_OK;
+    }
+    return loom_err_set(err, LOOM_EINVAL,
+                        "unknown durability '%s' (expected \"normal\" or \"full\")",
+                        text ? text : "");
+}
+
+void loom_job_spec_init(loom_job_spec_t *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->cpus = 1;
+    spec->format = LOOM_JOB_FORMAT_BATCH;
+}
+
+static int check_text(const char *field, const char *s, size_t min, size_t max, bool printable,
+                      loom_err_t *err)
+{
+    size_t len = strlen(s);
+    if (len < min || len > max)
+        return loom_err_set(err, LOOM_EINVAL, "%s: expected %zu to %zu bytes, found %zu", field,
+                            min, max, len);
+    if (!loom_utf8_valid(s, len))
+        return loom_err_set(err, LOOM_EINVAL, "%s: not valid UTF-8", field);
+    if (printable) {
+        for (size_t i = 0; i < len; i++) {
+            if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                return loom_err_set(err, LOOM_EINVAL,
+                                    "%s: control character 0x%02x at byte %zu is not allowed",
+                                    field, (unsigned char)s[i], i);
+        }
+    }
+    return LOOM_OK;
+}
+
+static int check_range(const char *field, int64_t v, int64_t min, int64_t max, loom_err_t *err)
+{
+    if (v < min || v > max)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: expected an integer from %lld to %lld, found %lld", field,
+                            (long long)min, (long long)max, (long long)v);
+    return LOOM_OK;
+}
+
+static bool label_key_ok(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > LOOM_STORE_LABEL_KEY_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = k[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-' || c == '/';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+int loom_job_labels_validate(const json_t *labels, loom_err_t *err)
+{
+    if (!json_is_object(labels))
+        return loom_err_set(err, LOOM_EINVAL, "labels: expected an object, found %s",
+                            loom_json_type_name(labels));
+    if (json_object_size(labels) > LOOM_STORE_LABELS_MAX)
+        return loom_err_set(err, LOOM_EINVAL, "labels: at most %d labels, found %zu",
+                            LOOM_STORE_LABELS_MAX, json_object_size(labels));
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (!label_key_ok(k))
+            return loom_err_set(
+                err, LOOM_EINVAL,
+                "labels: key '%.80s' must be 1 to %d characters of A-Z a-z 0-9 . _ - /", k,
+                LOOM_STORE_LABEL_KEY_MAX);
+        if (!json_is_string(v))
+            return loom_err_set(err, LOOM_EINVAL, "labels/%s: expected a string, found %s", k,
+                                loom_json_type_name(v));
+        char field[128];
+        snprintf(field, sizeof field, "labels/%s", k);
+        if (check_text(field, json_string_value(v), 0, LOOM_STORE_LABEL_VALUE_MAX, true, err))
+            return err ? err->code : LOOM_EINVAL;
+    }
+    return LOOM_OK;
+}
+
+int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
+{
+    int rc;
+    if (!s->name)
+        return loom_err_set(err, LOOM_EINVAL, "name: required");
+    if ((rc = check_text("name", s->name, 1, LOOM_STORE_NAME_MAX, true, err)))
+        return rc;
+    if (!s->script)
+        return loom_err_set(err, LOOM_EINVAL, "script: required");
+    if ((rc = check_text("script", s->script, 0, LOOM_STORE_SCRIPT_MAX, false, err)))
+        return rc;
+    if (s->submit_id &&
+        (rc = check_text("submit_id", s->submit_id, 1, LOOM_STORE_SUBMIT_ID_MAX, true, err)))
+        return rc;
+    if (s->format != LOOM_JOB_FORMAT_BATCH && s->format != LOOM_JOB_FORMAT_YAML)
+        return loom_err_set(err, LOOM_EINVAL, "format: expected \"batch\" or \"yaml\"");
+    if ((rc = check_range("resources.cpus", s->cpus, 1, LOOM_STORE_CPUS_MAX, err)))
+        return rc;
+    if (s->memory_bytes > (uint64_t)INT64_MAX)
+        return loom_err_set(err, LOOM_EINVAL, "resources.memory: at most %lld bytes",
+                            (long long)INT64_MAX);
+    if (s->gpu_memory_bytes > (uint64_t)INT64_MAX)
+        return loom_err_set(err, LOOM_EINVAL, "resources.gpu_memory: at most %lld bytes",
+                            (long long)INT64_MAX);
+    if ((rc = check_range("resources.gpus", s->gpus, 0, LOOM_STORE_GPUS_MAX, err)))
+        return rc;
+    if ((rc = check_range("resources.gpu_share", s->gpu_share_milli, 0, 1000, err)))
+        return rc;
+    if (s->gpus > 0 && s->gpu_share_milli > 0)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "resources: give either gpus (whole GPUs) or gpu_share (a share of one "
+                            "GPU), not both");
+    if (s->gpu_type && (rc = check_text("resources.gpu_type", s->gpu_type, 1, 64, true, err)))
+        return rc;
+    if ((rc = check_range("time_limit", s->time_limit_s, 0, LOOM_STORE_TIME_LIMIT_MAX, err)))
+        return rc;
+    if ((rc = check_range("priority", s->priority, LOOM_STORE_PRIORITY_MIN, LOOM_STORE_PRIORITY_MAX,
+                          err)))
+        return rc;
+    if (s->labels_json) {
+        json_t *labels = NULL;
+        loom_err_t perr;
+        if (loom_json_parse(s->labels_json, strlen(s->labels_json), "labels", 4, &labels, &perr))
+            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+        rc = loom_job_labels_validate(labels, err);
+        json_decref(labels);
+        if (rc)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
+static char *dup_or_null(const char *s, bool *fail)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *fail = true;
+    return d;
+}
+
+void loom_job_free(loom_job_t *job)
+{
+    if (!job)
+        return;
+    free(job->submit_id);
+    free(job->name);
+    free(job->script);
+    free(job->gpu_type);
+    free(job->labels_json);
+    free(job->reason);
+    free(job->run_json);
+    memset(job, 0, sizeof *job);
+}
+
+int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
+{
+    bool fail = false;
+    *dst = *src;
+    dst->submit_id = dup_or_null(src->submit_id, &fail);
+    dst->name = dup_or_null(src->name, &fail);
+    dst->script = dup_or_null(src->script, &fail);
+    dst->gpu_type = dup_or_null(src->gpu_type, &fail);
+    dst->labels_json = dup_or_null(src->labels_json, &fail);
+    dst->reason = dup_or_null(src->reason, &fail);
+    dst->run_json = dup_or_null(src->run_json, &fail);
+    if (fail) {
+        loom_job_free(dst);
+        return LOOM_ENOMEM;
+    }
+    return LOOM_OK;
+}
+
+int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *s)
+{
+    bool fail = false;
+    memset(job, 0, sizeof *job);
+    job->submit_id = dup_or_null(s->submit_id, &fail);
+    job->name = dup_or_null(s->name, &fail);
+    job->script = dup_or_null(s->script, &fail);
+    job->gpu_type = dup_or_null(s->gpu_type, &fail);
+    job->labels_json = dup_or_null(s->labels_json ? s->labels_json : "{}", &fail);
+    job->format = s->format;
+    job->cpus = s->cpus;
+    job->memory_bytes = s->memory_bytes;
+    job->gpus = s->gpus;
+    job->gpu_share_milli = s->gpu_share_milli;
+    job->gpu_memory_bytes = s->gpu_memory_bytes;
+    job->time_limit_s = s->time_limit_s;
+    job->priority = s->priority;
+    job->state = LOOM_JOB_PENDING;
+    if (fail) {
+        loom_job_free(job);
+        return LOOM_ENOMEM;
+    }
+    return LOOM_OK;
+}
+
+void loom_job_list_free(loom_job_list_t *list)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < list->n; i++)
+        loom_job_free(&list->jobs[i]);
+    free(list->jobs);
+    memset(list, 0, sizeof *list);
+}
+
+void loom_store_events_free(loom_job_event_t *events, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(events[i].reason);
+    free(events);
+}
+
+int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err)
+{
+    const char *dir = getenv("LOOM_STATE_DIR");
+    int n;
+    if (dir && *dir)
+        n = snprintf(out, outlen, "%s", dir);
+    else {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "cannot find the state directory: neither LOOM_STATE_DIR nor HOME "
+                                "is set");
+        n = snprintf(out, outlen, "%s/.local/state/loom", home);
+    }
+    if (n < 0 || (size_t)n >= outlen)
+        return loom_err_set(err, LOOM_EINVAL, "state directory path too long");
+    return LOOM_OK;
+}

@@ -1,0 +1,107 @@
+/* The store's schema as an ordered list of migrations. PRAGMA user_version
+ * holds how many have been applied; opening a store applies the rest, each
+ * in its own transaction together with the user_version bump, so a crash
+ * leaves the database at one version or the next, never between. A
+ * database from a newer loom (user_version beyond this list) is refused
+ * rather than guessed at. Never edit a migration that has shipped: append. */
+#include "store/store_int.h"
+
+static const char *const migrations[] = {
+    /* 1: jobs and their state-change events. Job ids are the rowid, i.e.
+     * max(id) + 1: never reused as long as jobs are never deleted (the store
+     * has no delete; one that comes must keep a high-water mark). No
+     * AUTOINCREMENT: it would cost a sqlite_sequence write per commit.
+     * Events are clustered by (job_id, seq) in one WITHOUT ROWID b-tree,
+     * so an event costs one b-tree insert, not a row plus an index entry. */
+    "CREATE TABLE jobs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  submit_id TEXT UNIQUE,"
+    "  name TEXT NOT NULL,"
+    "  script TEXT NOT NULL,"
+    "  format TEXT NOT NULL CHECK (format IN ('batch','yaml')),"
+    "  cpus INTEGER NOT NULL,"
+    "  memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  gpus INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_share_milli INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_type TEXT,"
+    "  time_limit_s INTEGER NOT NULL DEFAULT 0,"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  labels TEXT NOT NULL DEFAULT '{}',"
+    "  state TEXT NOT NULL CHECK (state IN "
+    "    ('PENDING','RUNNING','COMPLETED','FAILED','CANCELLED','TIMEOUT')),"
+    "  reason TEXT,"
+    "  submit_time_ns INTEGER NOT NULL,"
+    "  start_time_ns INTEGER NOT NULL DEFAULT 0,"
+    "  end_time_ns INTEGER NOT NULL DEFAULT 0,"
+    "  update_time_ns INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE job_events ("
+    "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    "  seq INTEGER NOT NULL,"
+    "  time_ns INTEGER NOT NULL,"
+    "  from_state TEXT,"
+    "  to_state TEXT NOT NULL,"
+    "  reason TEXT,"
+    "  PRIMARY KEY (job_id, seq)"
+    ") WITHOUT ROWID;",
+    /* 2: an index for listing by state. */
+    "CREATE INDEX jobs_by_state ON jobs(state, id);",
+    /* 3: what the scheduler and executor record about a job's run: its
+     * placement, the executor's handle (to adopt it after a restart) and its
+     * outcome, as one JSON object (docs/running.md). */
+    "ALTER TABLE jobs ADD COLUMN run TEXT;",
+};
+
+#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+int loom_store_migration_count(void)
+{
+    return NMIGRATIONS;
+}
+
+int loom_store_schema_latest(void)
+{
+    return NMIGRATIONS;
+}
+
+static int user_version(sqlite3 *db, int *out, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return loom_err_set(err, LOOM_EIO, "reading the schema version: %s", sqlite3_errmsg(db));
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return loom_err_set(err, LOOM_EIO, "reading the schema version: %s", sqlite3_errmsg(db));
+    return LOOM_OK;
+}
+
+int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err)
+{
+    int target = upto > 0 && upto < NMIGRATIONS ? upto : NMIGRATIONS;
+    int v;
+    if (user_version(db, &v, err))
+        return err ? err->code : LOOM_EIO;
+    if (v > NMIGRATIONS)
+        return loom_err_set(err, LOOM_ESTATE,
+                            "the database has schema version %d but this loom knows only up to %d "
+                            "(written by a newer loom?)",
+                            v, NMIGRATIONS);
+    for (; v < target; v++) {
+        char *msg = NULL;
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(db, bump, NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+            loom_err_set(err, LOOM_EIO, "migration %d: %s", v + 1, msg ? msg : sqlite3_errmsg(db));
+            sqlite3_free(msg);
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            return LOOM_EIO;
+        }
+    }
+    return LOOM_OK;
+}

@@ -1,0 +1,1173 @@
+/* The store: SQLite in WAL mode with a group-committing writer.
+ *
+ * Two connections. The writer belongs to the committer thread: callers queue
+ * writes (submissions, cancels) and the committer takes everything queued,
+ * runs it in ONE transaction and only then completes each waiter, so a
+ * submission is acknowledged after its commit and a burst of N concurrent
+ * submissions costs one commit (one fsync with durability "full"), not N.
+ * A write whose own check fails (job not found, already terminal) does not
+ * spoil its group; a database error rolls the whole group back and fails
+ * every write in it, so nothing is half-written.
+ *
+ * The reader connection serves get/list/events under a mutex; in WAL mode it
+ * sees the last committed state and never blocks the writer.
+ *
+ * Completions (the callbacks that answer the writers) run on a completer
+ * thread, so that answering group N overlaps committing group N+1.
+ *
+ * Checkpoints (copying the WAL back into the database file, which fsyncs)
+ * run on a third connection in a checkpointer thread, woken by the writer's
+ * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
+ * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/store_int.h"
+
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION };
+
+typedef struct op {
+    struct op *next;
+    int kind;
+    loom_job_t job; /* submit: the spec's fields (owned); result job after commit */
+    int64_t id;     /* cancel, transition */
+    char *reason;   /* cancel, transition */
+    int expect, to; /* transition: required current state (-1 any), new state (-1 same) */
+    char *run;      /* transition: new run JSON, NULL keeps it */
+    loom_store_done_fn done;
+    void *ctx;
+    bool more; /* LOOM_STORE_MORE: its producer queues more at once */
+    int rc;
+    bool created;
+    loom_err_t err;
+    int delta_from, delta_to; /* state counts to adjust after commit, -1 none */
+} op_t;
+
+struct loom_store {
+    sqlite3 *wdb, *rdb;
+    loom_store_options_t opts;
+    int schema_version;
+
+    pthread_mutex_t mu; /* queue, closing, stats */
+    pthread_cond_t cv;
+    op_t *head, *tail;
+    size_t queued;
+    bool closing;
+    bool idle; /* the committer waits for an empty queue to fill */
+    pthread_t committer;
+    loom_store_stats_t stats;
+
+    pthread_mutex_t rmu; /* reader connection */
+
+    pthread_t completer; /* runs the completions of committed groups */
+    pthread_mutex_t dmu;
+    pthread_cond_t dcv;
+    op_t *dhead, *dtail;
+    bool dstop;
+
+    sqlite3 *cdb; /* checkpointer connection */
+    pthread_t checkpointer;
+    pthread_mutex_t cmu;
+    pthread_cond_t ccv;
+    bool ckpt_wanted, ckpt_stop;
+
+    void (*commit_hook)(void *ctx); /* after each committed group */
+    void *commit_hook_ctx;
+
+    /* Writer statements (committer thread only). */
+    sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel, *upd_trans;
+};
+
+#define JOB_COLUMNS                                                                                \
+    "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
+    "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run"
+
+static char *col_text(sqlite3_stmt *st, int i, bool *fail)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    if (!t)
+        return NULL;
+    char *d = strdup((const char *)t);
+    if (!d)
+        *fail = true;
+    return d;
+}
+
+static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
+{
+    bool fail = false;
+    memset(j, 0, sizeof *j);
+    j->id = sqlite3_column_int64(st, 0);
+    j->submit_id = col_text(st, 1, &fail);
+    j->name = col_text(st, 2, &fail);
+    j->script = col_text(st, 3, &fail);
+    const char *fmt = (const char *)sqlite3_column_text(st, 4);
+    j->format = fmt && strcmp(fmt, "yaml") == 0 ? LOOM_JOB_FORMAT_YAML : LOOM_JOB_FORMAT_BATCH;
+    j->cpus = sqlite3_column_int64(st, 5);
+    j->memory_bytes = (uint64_t)sqlite3_column_int64(st, 6);
+    j->gpus = sqlite3_column_int64(st, 7);
+    j->gpu_share_milli = sqlite3_column_int64(st, 8);
+    j->gpu_memory_bytes = (uint64_t)sqlite3_column_int64(st, 9);
+    j->gpu_type = col_text(st, 10, &fail);
+    j->time_limit_s = sqlite3_column_int64(st, 11);
+    j->priority = sqlite3_column_int64(st, 12);
+    j->labels_json = col_text(st, 13, &fail);
+    loom_job_state_t state = LOOM_JOB_PENDING;
+    loom_job_state_parse((const char *)sqlite3_column_text(st, 14), &state, NULL);
+    j->state = state;
+    j->reason = col_text(st, 15, &fail);
+    j->submit_time_ns = sqlite3_column_int64(st, 16);
+    j->start_time_ns = sqlite3_column_int64(st, 17);
+    j->end_time_ns = sqlite3_column_int64(st, 18);
+    j->update_time_ns = sqlite3_column_int64(st, 19);
+    j->run_json = col_text(st, 20, &fail);
+    if (!j->name || !j->script || !j->labels_json)
+        fail = true;
+    if (fail) {
+        loom_job_free(j);
+        return LOOM_ENOMEM;
+    }
+    return LOOM_OK;
+}
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, loom_err_t *err)
+{
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+        return loom_err_set(err, LOOM_EIO, "preparing '%.60s': %s", sql, sqlite3_errmsg(db));
+    return LOOM_OK;
+}
+
+static int exec_sql(sqlite3 *db, const char *sql, loom_err_t *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        loom_err_set(err, LOOM_EIO, "%s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return LOOM_EIO;
+    }
+    return LOOM_OK;
+}
+
+static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_err_t *err)
+{
+    sqlite3 *db = NULL;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        loom_err_set(err, LOOM_EIO, "%s: cannot open database: %s", path,
+                     db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return LOOM_EIO;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_extended_result_codes(db, 1);
+    if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
+        exec_sql(db,
+                 d == LOOM_DURABILITY_FULL ? "PRAGMA synchronous = FULL"
+                                           : "PRAGMA synchronous = NORMAL",
+                 err) ||
+        exec_sql(db, "PRAGMA foreign_keys = ON", err)) {
+        loom_err_prefix(err, "%s", path);
+        sqlite3_close(db);
+        return LOOM_EIO;
+    }
+    *out = db;
+    return LOOM_OK;
+}
+
+/* --------------------------------------------------------- checkpointer */
+
+#define CHECKPOINT_PAGES 4000
+
+/* Runs on the committer after each commit (writer connection's WAL hook). */
+static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
+{
+    loom_store_t *s = ctx;
+    if (pages >= CHECKPOINT_PAGES) {
+        pthread_mutex_lock(&s->cmu);
+        s->ckpt_wanted = true;
+        pthread_cond_signal(&s->ccv);
+        pthread_mutex_unlock(&s->cmu);
+    }
+    return SQLITE_OK;
+}
+
+static void *checkpointer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-checkpoint");
+    pthread_mutex_lock(&s->cmu);
+    for (;;) {
+        while (!s->ckpt_wanted && !s->ckpt_stop)
+            pthread_cond_wait(&s->ccv, &s->cmu);
+        if (s->ckpt_stop)
+            break;
+        s->ckpt_wanted = false;
+        pthread_mutex_unlock(&s->cmu);
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            loom_log_warn("store.checkpoint_failed", "error=\"%s\"", sqlite3_errmsg(s->cdb));
+        pthread_mutex_lock(&s->cmu);
+    }
+    pthread_mutex_unlock(&s->cmu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ committer */
+
+static int bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+static int add_event(loom_store_t *s, int64_t job_id, int64_t t, int from, int to,
+                     const char *reason)
+{
+    sqlite3_stmt *st = s->ins_event;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, t);
+    bind_text_or_null(st, 3, from >= 0 ? loom_job_state_name(from) : NULL);
+    sqlite3_bind_text(st, 4, loom_job_state_name(to), -1, SQLITE_STATIC);
+    bind_text_or_null(st, 5, reason);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Returns an SQLite error code only for database failures (the group is
+ * then rolled back); the op's own outcome goes into o->rc. */
+static int run_submit(loom_store_t *s, op_t *o, int64_t now)
+{
+    loom_job_t *j = &o->job;
+    int rc;
+    sqlite3_stmt *st = s->ins_job;
+    sqlite3_reset(st);
+    bind_text_or_null(st, 1, j->submit_id);
+    sqlite3_bind_text(st, 2, j->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, j->script, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, loom_job_format_name(j->format), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, j->cpus);
+    sqlite3_bind_int64(st, 6, (int64_t)j->memory_bytes);
+    sqlite3_bind_int64(st, 7, j->gpus);
+    sqlite3_bind_int64(st, 8, j->gpu_share_milli);
+    sqlite3_bind_int64(st, 9, (int64_t)j->gpu_memory_bytes);
+    bind_text_or_null(st, 10, j->gpu_type);
+    sqlite3_bind_int64(st, 11, j->time_limit_s);
+    sqlite3_bind_int64(st, 12, j->priority);
+    sqlite3_bind_text(st, 13, j->labels_json, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 14, now);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return rc;
+    if (sqlite3_changes(s->wdb) == 0) {
+        /* ON CONFLICT(submit_id) DO NOTHING: the key exists (committed, or
+         * earlier in this transaction); answer with that job. */
+        sqlite3_stmt *q = s->sel_submit_w;
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+        if (rc != SQLITE_ROW) {
+            sqlite3_reset(q);
+            return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+        }
+        loom_job_t found;
+        int r = row_to_job(q, &found);
+        sqlite3_reset(q);
+        if (r) {
+            o->rc = loom_err_set(&o->err, r, "out of memory reading job");
+            return SQLITE_OK;
+        }
+        loom_job_free(j);
+        *j = found;
+        o->rc = LOOM_OK;
+        o->created = false;
+        return SQLITE_OK;
+    }
+    j->id = sqlite3_last_insert_rowid(s->wdb);
+    j->state = LOOM_JOB_PENDING;
+    j->submit_time_ns = j->update_time_ns = now;
+    if ((rc = add_event(s, j->id, now, -1, LOOM_JOB_PENDING, NULL)) != SQLITE_OK)
+        return rc;
+    o->rc = LOOM_OK;
+    o->created = true;
+    o->delta_to = LOOM_JOB_PENDING;
+    return SQLITE_OK;
+}
+
+static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
+{
+    sqlite3_stmt *q = s->sel_id_w;
+    sqlite3_reset(q);
+    sqlite3_bind_int64(q, 1, o->id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(q);
+        o->rc = loom_err_set(&o->err, LOOM_ENOTFOUND, "job %lld not found", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc;
+    }
+    loom_job_t cur;
+    int r = row_to_job(q, &cur);
+    sqlite3_reset(q);
+    if (r) {
+        o->rc = loom_err_set(&o->err, r, "out of memory reading job %lld", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (loom_job_state_terminal(cur.state)) {
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is already %s and cannot be cancelled",
+                             (long long)o->id, loom_job_state_name(cur.state));
+        loom_job_free(&cur);
+        return SQLITE_OK;
+    }
+    const char *reason = o->reason ? o->reason : "cancelled by request";
+    sqlite3_stmt *st = s->upd_cancel;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int64(st, 3, o->id);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    if ((rc = add_event(s, o->id, now, cur.state, LOOM_JOB_CANCELLED, reason)) != SQLITE_OK) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    o->delta_from = cur.state;
+    o->delta_to = LOOM_JOB_CANCELLED;
+    cur.state = LOOM_JOB_CANCELLED;
+    free(cur.reason);
+    cur.reason = strdup(reason);
+    cur.end_time_ns = cur.update_time_ns = now;
+    loom_job_free(&o->job);
+    o->job = cur;
+    o->rc = LOOM_OK;
+    return SQLITE_OK;
+}
+
+/* Test hook (store_int.h): SQL on the writer connection, in a group. */
+static int run_exec(loom_store_t *s, op_t *o)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->wdb, o->reason, NULL, NULL, &msg) != SQLITE_OK)
+        o->rc = loom_err_set(&o->err, LOOM_EIO, "%s: %s", o->reason, msg ? msg : "failed");
+    else
+        o->rc = LOOM_OK;
+    sqlite3_free(msg);
+    return SQLITE_OK;
+}
+
+/* A state change by the scheduler or executor (PENDING -> RUNNING, RUNNING
+ * -> COMPLETED, ...), or only new run information when o->to < 0. Refused
+ * with LOOM_ESTATE when the job is not in the expected state (say, it was
+ * cancelled meanwhile): the caller then knows and reconciles. */
+static int run_transition(loom_store_t *s, op_t *o, int64_t now)
+{
+    sqlite3_stmt *q = s->sel_id_w;
+    sqlite3_reset(q);
+    sqlite3_bind_int64(q, 1, o->id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(q);
+        o->rc = loom_err_set(&o->err, LOOM_ENOTFOUND, "job %lld not found", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc;
+    }
+    loom_job_t cur;
+    int r = row_to_job(q, &cur);
+    sqlite3_reset(q);
+    if (r) {
+        o->rc = loom_err_set(&o->err, r, "out of memory reading job %lld", (long long)o->id);
+        return SQLITE_OK;
+    }
+    if (o->expect >= 0 && (int)cur.state != o->expect) {
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is %s, not %s", (long long)o->id,
+                             loom_job_state_name(cur.state), loom_job_state_name(o->expect));
+        loom_job_free(&o->job);
+        o->job = cur;
+        return SQLITE_OK;
+    }
+    int to = o->to >= 0 ? o->to : (int)cur.state;
+    bool changes = to != (int)cur.state;
+    int64_t start = cur.start_time_ns, end = cur.end_time_ns;
+    if (changes && to == LOOM_JOB_RUNNING)
+        start = now;
+    if (changes && loom_job_state_terminal(to))
+        end = now;
+    if (changes && to == LOOM_JOB_PENDING) /* requeued */
+        start = end = 0;
+    const char *reason = changes ? o->reason : (o->reason ? o->reason : cur.reason);
+    const char *run = o->run ? o->run : cur.run_json;
+    sqlite3_stmt *st = s->upd_trans;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, loom_job_state_name(to), -1, SQLITE_STATIC);
+    bind_text_or_null(st, 2, reason);
+    sqlite3_bind_int64(st, 3, start);
+    sqlite3_bind_int64(st, 4, end);
+    sqlite3_bind_int64(st, 5, now);
+    bind_text_or_null(st, 6, run);
+    sqlite3_bind_int64(st, 7, o->id);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    if (changes && (rc = add_event(s, o->id, now, cur.state, to, reason)) != SQLITE_OK) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    if (changes) {
+        o->delta_from = cur.state;
+        o->delta_to = to;
+    }
+    char *nreason = reason ? strdup(reason) : NULL, *nrun = run ? strdup(run) : NULL;
+    bool fail = (reason && !nreason) || (run && !nrun);
+    free(cur.reason);
+    free(cur.run_json);
+    cur.reason = nreason;
+    cur.run_json = nrun;
+    cur.state = to;
+    cur.start_time_ns = start;
+    cur.end_time_ns = end;
+    cur.update_time_ns = now;
+    loom_job_free(&o->job);
+    o->job = cur;
+    o->rc = fail ? loom_err_set(&o->err, LOOM_ENOMEM, "out of memory") : LOOM_OK;
+    return SQLITE_OK;
+}
+
+static void free_op(op_t *o)
+{
+    loom_job_free(&o->job);
+    free(o->reason);
+    free(o->run);
+    free(o);
+}
+
+/* Runs one group in one transaction and completes every op in it. */
+static void commit_group(loom_store_t *s, op_t *group, size_t n)
+{
+    int64_t now = loom_time_real_ns();
+    int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
+        o->delta_from = o->delta_to = -1;
+        if (o->kind == OP_SUBMIT)
+            rc = run_submit(s, o, now);
+        else if (o->kind == OP_CANCEL)
+            rc = run_cancel(s, o, now);
+        else if (o->kind == OP_TRANSITION)
+            rc = run_transition(s, o, now);
+        else
+            rc = run_exec(s, o);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->wdb, "COMMIT", NULL, NULL, NULL);
+    bool ok = rc == SQLITE_OK;
+    if (!ok) {
+        loom_err_t dberr;
+        loom_err_set(&dberr, LOOM_EIO,
+                     "database write failed, nothing of this group was stored: %s",
+                     sqlite3_errmsg(s->wdb));
+        loom_log_error("store.commit_failed", "error=\"%s\" writes=%zu", sqlite3_errmsg(s->wdb), n);
+        if (!sqlite3_get_autocommit(s->wdb))
+            sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+        for (op_t *o = group; o; o = o->next) {
+            o->rc = LOOM_EIO;
+            o->err = dberr;
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    if (ok) {
+        s->stats.commits++;
+        for (op_t *o = group; o; o = o->next) {
+            if (o->rc == LOOM_OK && o->delta_from >= 0)
+                s->stats.jobs_by_state[o->delta_from]--;
+            if (o->rc == LOOM_OK && o->delta_to >= 0)
+                s->stats.jobs_by_state[o->delta_to]++;
+        }
+    } else {
+        s->stats.commit_failures++;
+    }
+    s->stats.writes += n;
+    s->stats.last_group = n;
+    if (n > s->stats.max_group)
+        s->stats.max_group = n;
+    void (*hook)(void *) = s->commit_hook;
+    void *hook_ctx = s->commit_hook_ctx;
+    pthread_mutex_unlock(&s->mu);
+    if (ok && hook)
+        hook(hook_ctx);
+    /* Hand the completions to the completer thread and go on committing:
+     * building and sending the answers overlaps the next transaction. */
+    pthread_mutex_lock(&s->dmu);
+    if (s->dtail)
+        s->dtail->next = group;
+    else
+        s->dhead = group;
+    op_t *last = group;
+    while (last->next)
+        last = last->next;
+    s->dtail = last;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+}
+
+static void *completer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-completer");
+    pthread_mutex_lock(&s->dmu);
+    for (;;) {
+        while (!s->dhead && !s->dstop)
+            pthread_cond_wait(&s->dcv, &s->dmu);
+        if (!s->dhead) /* stopping and drained */
+            break;
+        op_t *o = s->dhead;
+        s->dhead = s->dtail = NULL;
+        pthread_mutex_unlock(&s->dmu);
+        while (o) {
+            op_t *next = o->next;
+            if (o->rc == LOOM_OK)
+                o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
+            else
+                o->done(o->ctx, o->rc, NULL, false, &o->err);
+            free_op(o);
+            o = next;
+        }
+        pthread_mutex_lock(&s->dmu);
+    }
+    pthread_mutex_unlock(&s->dmu);
+    return NULL;
+}
+
+static void stop_completer(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->dmu);
+    s->dstop = true;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->dmu);
+    pthread_join(s->completer, NULL);
+}
+
+static void *committer_main(void *arg)
+{
+    loom_store_t *s = arg;
+    pthread_setname_np(pthread_self(), "loom-committer");
+    size_t max_group = s->opts.max_group;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        s->idle = true;
+        while (!s->head && !s->closing)
+            pthread_cond_wait(&s->cv, &s->mu);
+        s->idle = false;
+        if (!s->head) { /* closing and drained */
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        /* The newest write says more follow at once (a batch being
+         * dispatched): give them a moment to join this transaction. */
+        if (s->tail->more && !s->closing) {
+            struct timespec deadline;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_nsec += LOOM_STORE_LINGER_US * 1000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            while (s->tail->more && !s->closing && s->queued < max_group &&
+                   pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
+            }
+        }
+        op_t *group = s->head, *last = group;
+        size_t n = 1;
+        while (last->next && n < max_group) {
+            last = last->next;
+            n++;
+        }
+        s->head = last->next;
+        if (!s->head)
+            s->tail = NULL;
+        last->next = NULL;
+        s->queued -= n;
+        s->stats.queued = s->queued;
+        pthread_mutex_unlock(&s->mu);
+        commit_group(s, group, n);
+    }
+}
+
+static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->mu);
+        return loom_err_set(err, LOOM_ESTATE, "the store is closing; no new writes accepted");
+    }
+    if (s->queued >= s->opts.max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        return loom_err_set(err, LOOM_ELIMIT, "the store's write queue is full (%zu writes); retry",
+                            s->opts.max_queue);
+    }
+    o->next = NULL;
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+    s->queued++;
+    s->stats.queued = s->queued;
+    /* Wake the committer when it waits for work, or when it lingers for
+     * the end of a batch and this is it — not for every write of a batch. */
+    if (s->idle || !o->more || s->queued >= s->opts.max_group)
+        pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return LOOM_OK;
+}
+
+int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+{
+    int rc = loom_job_spec_validate(spec, err);
+    if (rc)
+        return rc;
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || loom_store_job_from_spec(&o->job, spec)) {
+        free(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a submission");
+    }
+    o->kind = OP_SUBMIT;
+    o->more = flags & LOOM_STORE_MORE;
+    o->done = done;
+    o->ctx = ctx;
+    if ((rc = enqueue(s, o, err)))
+        free_op(o);
+    return rc;
+}
+
+int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+{
+    if (id <= 0)
+        return loom_err_set(err, LOOM_EINVAL, "id: expected a positive job id, found %lld",
+                            (long long)id);
+    if (reason) {
+        size_t len = strlen(reason);
+        if (len > 1024 || !loom_utf8_valid(reason, len))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "reason: expected UTF-8 text of at most 1024 bytes");
+    }
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a cancel");
+    o->kind = OP_CANCEL;
+    o->more = flags & LOOM_STORE_MORE;
+    o->id = id;
+    o->done = done;
+    o->ctx = ctx;
+    if (reason && !(o->reason = strdup(reason))) {
+        free(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a cancel");
+    }
+    int rc = enqueue(s, o, err);
+    if (rc)
+        free_op(o);
+    return rc;
+}
+
+/* Synchronous forms: a condvar waiter completed by the committer. */
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int rc;
+    bool created;
+    loom_job_t *job_out;
+    loom_err_t err;
+} waiter_t;
+
+static void waiter_done(void *ctx, int rc, const loom_job_t *job, bool created,
+                        const loom_err_t *err)
+{
+    waiter_t *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->created = created;
+    if (rc == LOOM_OK && w->job_out && loom_job_copy(w->job_out, job))
+        w->rc = loom_err_set(&w->err, LOOM_ENOMEM, "out of memory copying the job");
+    if (rc != LOOM_OK && err)
+        w->err = *err;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int waiter_wait(waiter_t *w, loom_err_t *err)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    if (w->rc != LOOM_OK && err)
+        *err = w->err;
+    return w->rc;
+}
+
+static void waiter_init(waiter_t *w, loom_job_t *job_out)
+{
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->job_out = job_out;
+}
+
+static void waiter_abandon(waiter_t *w)
+{
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *job_out,
+                      bool *created_out, loom_err_t *err)
+{
+    waiter_t w;
+    waiter_init(&w, job_out);
+    int rc = loom_store_submit_async(s, spec, 0, waiter_done, &w, err);
+    if (rc) {
+        waiter_abandon(&w);
+        return rc;
+    }
+    rc = waiter_wait(&w, err);
+    if (created_out)
+        *created_out = w.created;
+    return rc;
+}
+
+int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_t *job_out,
+                      loom_err_t *err)
+{
+    waiter_t w;
+    waiter_init(&w, job_out);
+    int rc = loom_store_cancel_async(s, id, reason, 0, waiter_done, &w, err);
+    if (rc) {
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_exec_for_test(loom_store_t *s, const char *sql, loom_err_t *err)
+{
+    waiter_t w;
+    waiter_init(&w, NULL);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->reason = strdup(sql))) {
+        free(o);
+        waiter_abandon(&w);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    o->kind = OP_EXEC;
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const char *reason,
+                          const char *run_json, loom_job_t *job_out, loom_err_t *err)
+{
+    if (id <= 0 || expect >= LOOM_JOB_NSTATES || to >= LOOM_JOB_NSTATES)
+        return loom_err_set(err, LOOM_EINVAL, "transition of job %lld: bad arguments",
+                            (long long)id);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    o->kind = OP_TRANSITION;
+    o->id = id;
+    o->expect = expect;
+    o->to = to;
+    if ((reason && !(o->reason = strdup(reason))) || (run_json && !(o->run = strdup(run_json)))) {
+        free_op(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    }
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->commit_hook = fn;
+    s->commit_hook_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ----------------------------------------------------------------- reads */
+
+static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text, loom_job_t *out,
+                   loom_err_t *err)
+{
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    int rc = LOOM_OK;
+    if (sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "reading job: %s", sqlite3_errmsg(s->rdb));
+        goto out;
+    }
+    if (text)
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        rc = row_to_job(st, out);
+    else if (r == SQLITE_DONE)
+        rc = text ? loom_err_set(err, LOOM_ENOTFOUND, "no job with submit_id '%.128s'", text)
+                  : loom_err_set(err, LOOM_ENOTFOUND, "job %lld not found", (long long)id);
+    else
+        rc = loom_err_set(err, LOOM_EIO, "reading job: %s", sqlite3_errmsg(s->rdb));
+    sqlite3_finalize(st);
+out:
+    pthread_mutex_unlock(&s->rmu);
+    return rc;
+}
+
+int loom_store_get(loom_store_t *s, int64_t id, loom_job_t *out, loom_err_t *err)
+{
+    return get_one(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1", id, NULL, out, err);
+}
+
+int loom_store_get_by_submit_id(loom_store_t *s, const char *submit_id, loom_job_t *out,
+                                loom_err_t *err)
+{
+    return get_one(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1", 0, submit_id, out,
+                   err);
+}
+
+int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_t *n,
+                      loom_err_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    int rc = LOOM_OK;
+    if (sqlite3_prepare_v2(s->rdb,
+                           "SELECT time_ns, from_state, to_state, reason FROM job_events "
+                           "WHERE job_id = ?1 ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "reading events: %s", sqlite3_errmsg(s->rdb));
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4;
+            loom_job_event_t *g = realloc(*out, cap * sizeof *g);
+            if (!g) {
+                rc = loom_err_set(err, LOOM_ENOMEM, "out of memory reading events");
+                break;
+            }
+            *out = g;
+        }
+        loom_job_event_t *e = &(*out)[*n];
+        memset(e, 0, sizeof *e);
+        e->time_ns = sqlite3_column_int64(st, 0);
+        loom_job_state_t from = LOOM_JOB_PENDING, to = LOOM_JOB_PENDING;
+        const char *f = (const char *)sqlite3_column_text(st, 1);
+        e->has_from = f != NULL;
+        if (f)
+            loom_job_state_parse(f, &from, NULL);
+        loom_job_state_parse((const char *)sqlite3_column_text(st, 2), &to, NULL);
+        e->from = from;
+        e->to = to;
+        const char *reason = (const char *)sqlite3_column_text(st, 3);
+        e->reason = reason ? strdup(reason) : NULL;
+        (*n)++;
+    }
+    if (rc == LOOM_OK && r != SQLITE_DONE)
+        rc = loom_err_set(err, LOOM_EIO, "reading events: %s", sqlite3_errmsg(s->rdb));
+    sqlite3_finalize(st);
+    if (rc) {
+        loom_store_events_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+out:
+    pthread_mutex_unlock(&s->rmu);
+    return rc;
+}
+
+int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list_t *out,
+                    loom_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t limit = f->limit ? f->limit : 100;
+    if (limit > 10000)
+        return loom_err_set(err, LOOM_EINVAL, "limit: expected 1 to 10000, found %zu", limit);
+    if (f->after_id < 0)
+        return loom_err_set(err, LOOM_EINVAL, "cursor: expected a non-negative job id");
+    unsigned all = (1u << LOOM_JOB_NSTATES) - 1;
+    if (f->state_mask & ~all)
+        return loom_err_set(err, LOOM_EINVAL, "state: unknown state bit in mask 0x%x",
+                            f->state_mask);
+    loom_buf_t sql = LOOM_BUF_INIT;
+    loom_buf_append_str(&sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE id > ?1");
+    if (f->state_mask && f->state_mask != all) {
+        loom_buf_append_str(&sql, " AND state IN (");
+        const char *sep = "";
+        for (int i = 0; i < LOOM_JOB_NSTATES; i++) {
+            if (f->state_mask & (1u << i)) {
+                loom_buf_appendf(&sql, "%s'%s'", sep, loom_job_state_name(i));
+                sep = ",";
+            }
+        }
+        loom_buf_append_char(&sql, ')');
+    }
+    /* One row more than asked tells whether another page exists. */
+    loom_buf_append_str(&sql, " ORDER BY id LIMIT ?2");
+    if (!sql.data)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+
+    int rc = LOOM_OK;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb, sql.data, -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "listing jobs: %s", sqlite3_errmsg(s->rdb));
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, f->after_id);
+    sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
+    out->jobs = calloc(limit, sizeof *out->jobs);
+    if (!out->jobs) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory listing jobs");
+        sqlite3_finalize(st);
+        goto out;
+    }
+    int r;
+    bool more = false;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (out->n == limit) {
+            more = true;
+            break;
+        }
+        if ((rc = row_to_job(st, &out->jobs[out->n]))) {
+            loom_err_set(err, rc, "out of memory listing jobs");
+            break;
+        }
+        out->n++;
+    }
+    if (rc == LOOM_OK && r != SQLITE_ROW && r != SQLITE_DONE)
+        rc = loom_err_set(err, LOOM_EIO, "listing jobs: %s", sqlite3_errmsg(s->rdb));
+    sqlite3_finalize(st);
+    if (rc == LOOM_OK && more)
+        out->next_after_id = out->jobs[out->n - 1].id;
+out:
+    pthread_mutex_unlock(&s->rmu);
+    loom_buf_free(&sql);
+    if (rc)
+        loom_job_list_free(out);
+    return rc;
+}
+
+int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+    return LOOM_OK;
+}
+
+int loom_store_schema_version(loom_store_t *s)
+{
+    return s->schema_version;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static int count_states(loom_store_t *s, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb, "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st,
+                           NULL) != SQLITE_OK)
+        return loom_err_set(err, LOOM_EIO, "counting jobs: %s", sqlite3_errmsg(s->rdb));
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        loom_job_state_t state;
+        if (loom_job_state_parse((const char *)sqlite3_column_text(st, 0), &state, NULL) == 0)
+            s->stats.jobs_by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return LOOM_OK;
+}
+
+static void stop_checkpointer(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->cmu);
+    s->ckpt_stop = true;
+    pthread_cond_signal(&s->ccv);
+    pthread_mutex_unlock(&s->cmu);
+    pthread_join(s->checkpointer, NULL);
+}
+
+static void finalize_all(loom_store_t *s)
+{
+    sqlite3_finalize(s->ins_job);
+    sqlite3_finalize(s->ins_event);
+    sqlite3_finalize(s->sel_submit_w);
+    sqlite3_finalize(s->sel_id_w);
+    sqlite3_finalize(s->upd_cancel);
+    sqlite3_finalize(s->upd_trans);
+}
+
+int loom_store_open(const char *path, const loom_store_options_t *opts, loom_store_t **out,
+                    loom_err_t *err)
+{
+    *out = NULL;
+    loom_store_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
+    if (opts)
+        s->opts = *opts;
+    if (!s->opts.max_queue)
+        s->opts.max_queue = 65536;
+    if (!s->opts.max_group)
+        s->opts.max_group = 8192;
+    int rc;
+    if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
+        goto fail_alloc;
+    if ((rc = loom_store_migrate(s->wdb, 0, err))) {
+        loom_err_prefix(err, "%s", path);
+        goto fail_wdb;
+    }
+    s->schema_version = loom_store_schema_latest();
+    if ((rc = open_conn(path, s->opts.durability, &s->rdb, err)))
+        goto fail_wdb;
+    if ((rc = prep(s->wdb,
+                   "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
+                   "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
+                   "state, submit_time_ns, update_time_ns) VALUES "
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14) "
+                   "ON CONFLICT(submit_id) DO NOTHING",
+                   &s->ins_job, err)) ||
+        (rc = prep(s->wdb,
+                   "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
+                   "VALUES (?1, COALESCE((SELECT max(seq) + 1 FROM job_events WHERE job_id = ?1), "
+                   "0), ?2, ?3, ?4, ?5)",
+                   &s->ins_event, err)) ||
+        (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1",
+                   &s->sel_submit_w, err)) ||
+        (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1", &s->sel_id_w, err)) ||
+        (rc = prep(s->wdb,
+                   "UPDATE jobs SET state = 'CANCELLED', reason = ?1, end_time_ns = ?2, "
+                   "update_time_ns = ?2 WHERE id = ?3",
+                   &s->upd_cancel, err)) ||
+        (rc = prep(s->wdb,
+                   "UPDATE jobs SET state = ?1, reason = ?2, start_time_ns = ?3, end_time_ns = ?4, "
+                   "update_time_ns = ?5, run = ?6 WHERE id = ?7",
+                   &s->upd_trans, err)))
+        goto fail_stmts;
+    if ((rc = count_states(s, err)))
+        goto fail_stmts;
+    if ((rc = open_conn(path, s->opts.durability, &s->cdb, err)))
+        goto fail_stmts;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->rmu, NULL);
+    pthread_mutex_init(&s->cmu, NULL);
+    pthread_mutex_init(&s->dmu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->ccv, NULL);
+    pthread_cond_init(&s->dcv, NULL);
+    sqlite3_wal_hook(s->wdb, wal_hook, s);
+    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's checkpointer thread");
+        goto fail_sync;
+    }
+    if (pthread_create(&s->completer, NULL, completer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's completer thread");
+        stop_checkpointer(s);
+        goto fail_sync;
+    }
+    if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
+        rc = loom_err_set(err, LOOM_EIO, "cannot start the store's committer thread");
+        stop_completer(s);
+        stop_checkpointer(s);
+        goto fail_sync;
+    }
+    *out = s;
+    return LOOM_OK;
+
+fail_sync:
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
+    pthread_cond_destroy(&s->ccv);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->cmu);
+    pthread_mutex_destroy(&s->rmu);
+    pthread_mutex_destroy(&s->mu);
+    sqlite3_close(s->cdb);
+fail_stmts:
+    finalize_all(s);
+    sqlite3_close(s->rdb);
+fail_wdb:
+    sqlite3_close(s->wdb);
+fail_alloc:
+    free(s);
+    return rc;
+}
+
+void loom_store_close(loom_store_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_broadcast(&s->cv); /* also ends a linger */
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->committer, NULL);
+    stop_completer(s); /* after the committer: it completes what was committed */
+    stop_checkpointer(s);
+    finalize_all(s);
+    /* The last connection to close checkpoints the WAL into the main file. */
+    sqlite3_close(s->cdb);
+    sqlite3_close(s->rdb);
+    sqlite3_close(s->wdb);
+    pthread_cond_destroy(&s->dcv);
+    pthread_mutex_destroy(&s->dmu);
+    pthread_cond_destroy(&s->ccv);
+    pthread_mutex_destroy(&s->cmu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->rmu);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,23 @@
+/* Private to the store part. */
+#ifndef LOOM_STORE_INT_H
+#define LOOM_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "loom/store.h"
+
+/* A job with the spec's fields copied, state PENDING, no id or times. */
+int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *spec);
+
+/* Brings db's schema to the newest version (schema.c), one transaction per
+ * migration. Applies only the first `upto` migrations when upto > 0 (tests
+ * use this to build an old database). */
+int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err);
+int loom_store_migration_count(void);
+
+/* Tests only: runs sql on the writer connection, on the committer thread,
+ * inside a group transaction (e.g. "PRAGMA max_page_count = 10" to make
+ * later writes fail as on a full disk). */
+int loom_store_exec_for_test(loom_store_t *store, const char *sql, loom_err_t *err);
+
+#endif

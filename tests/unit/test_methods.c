@@ -1,0 +1,372 @@
+/* loomd's methods through the real JSON-RPC dispatcher and a real store:
+ * results, parameter errors naming the parameter, application errors, and
+ * that the calls of one batch share a transaction. methods.c belongs to the
+ * loomd executable, so it is compiled into this test directly. */
+#include <pthread.h>
+#include <semaphore.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "daemon/methods.c"
+#include "daemon/runner.c"
+#include "daemon/gandiva.c"
+#include "test_util.h"
+
+typedef struct {
+    char dir[64];
+    char db[128];
+    loom_store_t *store;
+    loom_rpc_dispatcher_t *disp;
+    loomd_info_t info;
+    loomd_methods_t m;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/loom-test-methods-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof f->db, "%s/loom.db", f->dir);
+    loom_err_t err;
+    if (loom_store_open(f->db, NULL, &f->store, &err))
+        fail_msg("%s", err.msg);
+    f->info = (loomd_info_t){.state_dir = f->dir,
+                             .durability = "normal",
+                             .started_real_ns = loom_time_real_ns(),
+                             .started_mono_ns = loom_time_mono_ns()};
+    f->m = (loomd_methods_t){.store = f->store, .info = &f->info};
+    assert_int_equal(loom_rpc_dispatcher_new(NULL, &f->disp, &err), LOOM_OK);
+    assert_int_equal(loomd_methods_add(f->disp, &f->m, &err), LOOM_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    loom_store_close(f->store);
+    loom_rpc_dispatcher_free(f->disp);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+/* Sends body, returns the parsed response (NULL if none). */
+static json_t *rpc(fixture_t *f, const char *body)
+{
+    loom_buf_t out = LOOM_BUF_INIT;
+    assert_int_equal(loom_rpc_handle(f->disp, body, strlen(body), NULL, &out), LOOM_OK);
+    if (!out.data || out.len == 0) {
+        loom_buf_free(&out);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *v = json_loads(out.data, 0, &je);
+    if (!v)
+        fail_msg("response is not JSON: %s", out.data);
+    loom_buf_free(&out);
+    return v;
+}
+
+static json_t *result_of(json_t *resp)
+{
+    json_t *r = json_object_get(resp, "result");
+    if (!r) {
+        char *s = json_dumps(resp, 0);
+        fail_msg("expected a result, got %s", s);
+    }
+    return r;
+}
+
+static void expect_error(fixture_t *f, const char *body, int code, const char *needle)
+{
+    json_t *resp = rpc(f, body);
+    json_t *e = json_object_get(resp, "error");
+    char *s = json_dumps(resp, 0);
+    if (!e || json_integer_value(json_object_get(e, "code")) != code ||
+        !strstr(json_string_value(json_object_get(e, "message")), needle))
+        fail_msg("for %s expected error %d with '%s', got %s", body, code, needle, s);
+    free(s);
+    json_decref(resp);
+}
+
+static void server_info(void **state)
+{
+    fixture_t *f = *state;
+    json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}");
+    json_t *r = result_of(resp);
+    assert_string_equal(json_string_value(json_object_get(r, "name")), "loomd");
+    assert_string_equal(json_string_value(json_object_get(r, "durability")), "normal");
+    assert_int_equal(json_integer_value(json_object_get(r, "api_version")), 1);
+    assert_int_equal(json_array_size(json_object_get(r, "methods")), 6);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "jobs"), "PENDING")), 0);
+    json_decref(resp);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"params\":{\"x\":1},\"id\":1}",
+                 -32602, "");
+}
+
+static void submit_get(void **state)
+{
+    fixture_t *f = *state;
+    json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"id\":7,\"params\":"
+                          "{\"name\":\"train\",\"script\":\"#!/bin/sh\\necho\\n\",\"resources\":"
+                          "{\"cpus\":4,\"memory\":\"8GiB\",\"gpus\":2},\"time_limit\":\"2h\","
+                          "\"labels\":{\"team\":\"nlp\"},\"submit_id\":\"s1\"}}");
+    assert_int_equal(json_integer_value(json_object_get(resp, "id")), 7);
+    json_t *r = result_of(resp);
+    assert_true(json_is_true(json_object_get(r, "created")));
+    json_int_t id = json_integer_value(json_object_get(r, "id"));
+    assert_true(id > 0);
+    assert_string_equal(json_string_value(json_object_get(r, "state")), "PENDING");
+    assert_int_equal(json_object_size(r), 3);
+    json_decref(resp);
+
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":%lld},\"id\":\"g\"}",
+             (long long)id);
+    resp = rpc(f, body);
+    json_t *job = json_object_get(result_of(resp), "job");
+    assert_string_equal(json_string_value(json_object_get(job, "script")), "#!/bin/sh\necho\n");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(job, "resources"), "memory")),
+        8LL << 30);
+    assert_int_equal(json_array_size(json_object_get(job, "events")), 1);
+    assert_int_equal(json_integer_value(json_object_get(job, "time_limit")), 7200);
+    json_decref(resp);
+
+    /* Positional params follow the documented order (name, script, ...). */
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":[\"p\",\"echo\","
+                  "\"batch\"],\"id\":2}");
+    loom_job_t pj;
+    assert_int_equal(loom_store_get(f->store,
+                                    json_integer_value(json_object_get(result_of(resp), "id")), &pj,
+                                    NULL),
+                     LOOM_OK);
+    assert_string_equal(pj.name, "p");
+    loom_job_free(&pj);
+    json_decref(resp);
+
+    /* The same submit_id again: the first job, not a new one. */
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"id\":8,\"params\":"
+                  "{\"name\":\"other\",\"script\":\"\",\"submit_id\":\"s1\"}}");
+    r = result_of(resp);
+    assert_false(json_is_true(json_object_get(r, "created")));
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), id);
+    json_decref(resp);
+
+    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":999},\"id\":1}",
+                 -32001, "job 999 not found");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":\"1\"},\"id\":1}",
+                 -32602, "id: expected a positive integer");
+    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"id\":1}", -32602,
+                 "id: required");
+}
+
+static void submit_errors(void **state)
+{
+    fixture_t *f = *state;
+    static const struct {
+        const char *params, *needle;
+    } cases[] = {
+        {"{\"script\":\"\"}", "name: required"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"cpus\":\"many\"}}", "resources.cpus"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpu_share\":2000}}",
+         "resources.gpu_share"},
+        {"{\"name\":\"n\",\"script\":\"\",\"format\":\"json\"}", "format"},
+        {"{\"name\":\"n\",\"script\":\"\",\"time_limit\":-5}", "time_limit"},
+        {"{\"name\":\"n\",\"script\":\"\",\"labels\":{\"k\":1}}", "labels/k"},
+        {"[1,2]", "name: expected a string"},
+        {"{\"name\":\"n\",\"script\":\"\",\"bogus\":1}", "bogus"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":%s,\"id\":1}",
+                 cases[i].params);
+        expect_error(f, body, -32602, cases[i].needle);
+    }
+    loom_store_stats_t st;
+    loom_store_stats(f->store, &st, NULL);
+    assert_int_equal(st.writes, 0); /* nothing reached the store */
+}
+
+static void cancel_and_list(void **state)
+{
+    fixture_t *f = *state;
+    for (int i = 0; i < 12; i++)
+        json_decref(rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":{\"name\":"
+                           "\"l\",\"script\":\"\"},\"id\":1}"));
+    json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":3,"
+                          "\"reason\":\"test\"},\"id\":1}");
+    json_t *job = json_object_get(result_of(resp), "job");
+    assert_string_equal(json_string_value(json_object_get(job, "state")), "CANCELLED");
+    assert_string_equal(json_string_value(json_object_get(job, "reason")), "test");
+    json_decref(resp);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":3},\"id\":1}",
+                 -32002, "already CANCELLED");
+    expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":[77],\"id\":1}",
+                 -32001, "not found");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.cancel\",\"params\":{\"id\":0},\"id\":1}",
+                 -32602, "id");
+
+    /* Pages of 5 over 12 jobs. */
+    char body[256];
+    const char *cursor = NULL;
+    char cur[32];
+    int total = 0, pages = 0;
+    do {
+        if (cursor)
+            snprintf(body, sizeof body,
+                     "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":5,"
+                     "\"cursor\":\"%s\"},\"id\":1}",
+                     cursor);
+        else
+            snprintf(
+                body, sizeof body,
+                "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":5},\"id\":1}");
+        resp = rpc(f, body);
+        json_t *r = result_of(resp);
+        total += (int)json_array_size(json_object_get(r, "jobs"));
+        json_t *next = json_object_get(r, "next_cursor");
+        cursor = NULL;
+        if (json_is_string(next)) {
+            snprintf(cur, sizeof cur, "%s", json_string_value(next));
+            cursor = cur;
+        }
+        pages++;
+        json_decref(resp);
+    } while (cursor);
+    assert_int_equal(total, 12);
+    assert_int_equal(pages, 3);
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"state\":"
+                  "[\"cancelled\"]},\"id\":1}");
+    assert_int_equal(json_array_size(json_object_get(result_of(resp), "jobs")), 1);
+    json_decref(resp);
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"state\":\"PENDING\"},"
+                  "\"id\":1}");
+    assert_int_equal(json_array_size(json_object_get(result_of(resp), "jobs")), 11);
+    json_decref(resp);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"state\":\"DONE\"},"
+                 "\"id\":1}",
+                 -32602, "state");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":0},\"id\":1}",
+                 -32602, "limit");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":\"x\"},"
+                 "\"id\":1}",
+                 -32602, "cursor");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"cursor\":5},"
+                 "\"id\":1}",
+                 -32602, "cursor");
+
+    loom_buf_t m = LOOM_BUF_INIT;
+    assert_int_equal(loomd_methods_metrics(&m, &f->m), LOOM_OK);
+    assert_non_null(strstr(m.data, "loom_jobs{state=\"PENDING\"} 11\n"));
+    assert_non_null(strstr(m.data, "loom_jobs{state=\"CANCELLED\"} 1\n"));
+    assert_non_null(strstr(m.data, "loom_store_queue_depth 0\n"));
+    loom_buf_free(&m);
+}
+
+/* A batch of 100 submissions while another connection holds SQLite's
+ * write lock and the committer waits for it with one earlier write: every
+ * handler of the batch queues its write and returns PENDING; once the lock
+ * goes, the committer writes the earlier write, then all 100 in one
+ * transaction, and only then is the batch answered. */
+static sem_t batch_done;
+
+static void on_batch(const char *response, size_t len, void *ctx)
+{
+    *(char **)ctx = strndup(response, len);
+    sem_post(&batch_done);
+}
+
+static void batch_shares_transactions(void **state)
+{
+    fixture_t *f = *state;
+    sqlite3 *blocker;
+    assert_int_equal(sqlite3_open(f->db, &blocker), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+
+    /* A first call takes the committer, which then waits for the lock. */
+    sem_init(&batch_done, 0, 0);
+    const char *one = "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":{\"name\":"
+                      "\"first\",\"script\":\"\"},\"id\":0}";
+    char *single_response = NULL, *batch_response = NULL;
+    assert_int_equal(loom_rpc_dispatch(f->disp, one, strlen(one), NULL, on_batch, &single_response),
+                     LOOM_OK);
+    loom_store_stats_t st;
+    do {
+        usleep(1000);
+        loom_store_stats(f->store, &st, NULL);
+    } while (st.queued != 0);
+    loom_buf_t body = LOOM_BUF_INIT;
+    loom_buf_append_char(&body, '[');
+    for (int i = 0; i < 100; i++)
+        loom_buf_appendf(&body,
+                         "%s{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":{\"name\":"
+                         "\"b%d\",\"script\":\"\",\"submit_id\":\"%s\"},\"id\":%d}",
+                         i ? "," : "", i, i == 51 ? "k50" : (i == 50 ? "k50" : "x"), i);
+    loom_buf_append_char(&body, ']');
+    /* Keys: "x" for 98 calls (one job), "k50" twice (one job). */
+    assert_int_equal(
+        loom_rpc_dispatch(f->disp, body.data, body.len, NULL, on_batch, &batch_response), LOOM_OK);
+    loom_buf_free(&body);
+    usleep(20000);
+    assert_int_equal(sem_trywait(&batch_done), -1); /* not answered before commit */
+    sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(blocker);
+    sem_wait(&batch_done); /* the single call and the batch, in either order */
+    sem_wait(&batch_done);
+    assert_non_null(single_response);
+    free(single_response);
+    sem_destroy(&batch_done);
+
+    json_t *resp = json_loads(batch_response, 0, NULL);
+    free(batch_response);
+    assert_int_equal(json_array_size(resp), 100);
+    json_int_t x_id = 0;
+    size_t i;
+    json_t *r;
+    int created = 0;
+    json_array_foreach(resp, i, r)
+    {
+        json_t *res = result_of(r);
+        json_int_t id = json_integer_value(json_object_get(res, "id"));
+        created += json_is_true(json_object_get(res, "created"));
+        json_int_t call = json_integer_value(json_object_get(r, "id"));
+        if (call != 50 && call != 51) {
+            if (!x_id)
+                x_id = id;
+            assert_int_equal(id, x_id);
+        }
+    }
+    assert_int_equal(created, 2);
+    json_decref(resp);
+    loom_store_stats(f->store, &st, NULL);
+    assert_int_equal(st.commits, 2);
+    assert_int_equal(st.max_group, 100);
+    assert_int_equal(st.jobs_by_state[LOOM_JOB_PENDING], 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(server_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(submit_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(submit_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(cancel_and_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(batch_shares_transactions, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

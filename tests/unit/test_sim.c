@@ -1,0 +1,292 @@
+/* sim: trace parsing (good input and clear errors), and the simulator's
+ * bookkeeping on small hand-built traces with outcomes worked out by hand,
+ * run with the debug check after every event. */
+#include <math.h>
+#include <stdio.h>
+
+#include "test_util.h"
+
+#include "loom/sim.h"
+
+#define S(x) x, strlen(x)
+
+static const char *nodes_csv = "sn,cpu_milli,memory_mib,gpu,model\n"
+                               "n0,8000,65536,2,V100\r\n"
+                               "\"n,1\",4000,32768,1,T4\n";
+
+static void test_nodes_csv(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    loom_err_t err;
+    assert_int_equal(loom_sim_nodes_parse_csv(S(nodes_csv), "nodes.csv", &c, &err), 0);
+    assert_int_equal(c.nnodes, 2);
+    assert_string_equal(c.nodes[1].name, "n,1");
+    assert_int_equal(c.gpu_milli_total, 3000);
+    /* errors name the file, line and column; nothing is added */
+    const char *bad[] = {
+        "sn,cpu_milli,memory_mib,gpu\nx,12a,1,1\n",        /* bad integer */
+        "sn,cpu_milli,gpu,model\nx,1,1,T4\n",               /* missing column */
+        "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,1\n",     /* too few fields */
+        "sn,cpu_milli,memory_mib,gpu,model\n\"x,1,1,1,T4\n", /* open quote */
+        "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,99,T4\n", /* 99 GPUs */
+        "",
+        "sn,cpu_milli,memory_mib,gpu,model\n",
+    };
+    const char *want[] = {"nodes.csv:2:3: cpu_milli '12a': expected an integer",
+                          "header lacks column 'memory_mib'",
+                          "nodes.csv:2: 4 fields, expected 5",
+                          "nodes.csv:2:1: quoted field not closed",
+                          "gpu '99': out of range",
+                          "empty file",
+                          "no nodes"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loom_sim_nodes_parse_csv(S(bad[i]), "nodes.csv", &c, &err), LOOM_EINVAL);
+        if (!strstr(err.msg, want[i]))
+            fail_msg("case %zu: got '%s', want '%s'", i, err.msg, want[i]);
+        assert_int_equal(c.nnodes, 2);
+    }
+    loom_sched_cluster_free(&c);
+}
+
+static void test_pods_csv(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sim_nodes_parse_csv(S(nodes_csv), "nodes.csv", &c, NULL), 0);
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    const char *full = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                       "creation_time,deletion_time,scheduled_time\n"
+                       "p0,1000,100,1,500,T4|V100,LS,Running,10,110,20\n"
+                       "p1,2000,100,0,0,,BE,Pending,30,40,\n"
+                       "p2,2000,100,2,1000,A100,LS,Running,5,100,5\n";
+    assert_int_equal(loom_sim_pods_parse_csv(S(full), "pods.csv", &c, &t, &err), 0);
+    assert_int_equal(t.n, 3);
+    assert_int_equal(t.tasks[0].req.gpu_milli, 500);
+    assert_int_equal(t.tasks[0].req.gpu_types, 3); /* V100 = bit 0, T4 = bit 1 */
+    assert_true(fabs(t.tasks[0].duration_s - 90) < 1e-9); /* deletion - scheduled */
+    assert_true(fabs(t.tasks[1].duration_s - 10) < 1e-9); /* no schedule: from creation */
+    assert_true(t.tasks[2].req.gpu_types & LOOM_SCHED_TYPE_UNKNOWN);
+    /* the multigpu variant: five columns only */
+    const char *five = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np3,1,1,8,1000\n";
+    assert_int_equal(loom_sim_pods_parse_csv(S(five), "m.csv", &c, &t, &err), 0);
+    assert_int_equal(t.n, 4);
+    assert_true(t.tasks[3].duration_s < 0);
+    const char *bad[] = {
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\np,1,1,1,500,-3\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1001\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,5\"0\n",
+    };
+    const char *want[] = {"m.csv:2: pod 'p': a share of a GPU", "creation_time '-3'",
+                          "gpu_milli '1001': out of range", "m.csv:2:10: '\"' inside"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loom_sim_pods_parse_csv(S(bad[i]), "m.csv", &c, &t, &err), LOOM_EINVAL);
+        if (!strstr(err.msg, want[i]))
+            fail_msg("case %zu: got '%s', want '%s'", i, err.msg, want[i]);
+        assert_int_equal(t.n, 4);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+static void test_jsonl(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sim_nodes_parse_csv(S(nodes_csv), "nodes.csv", &c, NULL), 0);
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    const char *good =
+        "{\"id\": \"a\", \"due\": \"1m\", \"duration\": \"1h\", \"resources\": {\"cpus\": 4, "
+        "\"mem\": \"16GiB\", \"gpus\": 2, \"gpu_types\": [\"V100\"]}}\n"
+        "\n"
+        "{\"due_s\": 5, \"gpus\": 0.25, \"gpu_mem\": \"4GiB\", \"priority\": 3, \"estimate_s\": 60}\n";
+    assert_int_equal(loom_sim_jsonl_parse(S(good), "m.jsonl", &c, &t, &err), 0);
+    assert_int_equal(t.n, 2);
+    assert_string_equal(t.tasks[0].name, "a");
+    assert_true(fabs(t.tasks[0].create_s - 60) < 1e-9);
+    assert_true(fabs(t.tasks[0].duration_s - 3600) < 1e-9);
+    assert_int_equal(t.tasks[0].req.cpu_milli, 4000);
+    assert_int_equal(t.tasks[0].req.mem_mib, 16384);
+    assert_int_equal(t.tasks[0].req.num_gpus, 2);
+    assert_int_equal(t.tasks[0].req.gpu_types, 1);
+    assert_int_equal(t.tasks[1].req.num_gpus, 1);
+    assert_int_equal(t.tasks[1].req.gpu_milli, 250);
+    assert_int_equal(t.tasks[1].req.gpu_mem_mib, 4096);
+    assert_int_equal(t.tasks[1].priority, 3);
+    assert_string_equal(t.tasks[1].name, "line3");
+    const char *bad[] = {"{\"gpus\": 1}\n", "{\"due\": 1}\n{\"due\": 2, \"gpus\": \"x\"}\n",
+                         "{\"due\": 1}\n{\"due\": 2,\n", "[1]\n", "{\"due\": \"soon\"}\n",
+                         "{\"due\": 1, \"gpus\": 1.5}\n"};
+    const char *want[] = {"m.jsonl:1: missing 'due'", "m.jsonl:2/gpus: expected a number",
+                          "m.jsonl:2:10: ", "m.jsonl:1: expected an object", "m.jsonl:1/due:",
+                          "whole number"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loom_sim_jsonl_parse(S(bad[i]), "m.jsonl", &c, &t, &err), LOOM_EINVAL);
+        if (!strstr(err.msg, want[i]))
+            fail_msg("case %zu: got '%s', want '%s'", i, err.msg, want[i]);
+        assert_int_equal(t.n, 2);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+/* One node (8 CPUs, 2 GPUs); every task is (2 CPUs, 600 milli-GPU). With
+ * inflate 1.2 the draws stop when 2400 milli-GPU have arrived: four tasks.
+ * The first two take GPU 0 and GPU 1 (600 each), the next two find 400 left
+ * on each GPU and fail. Arrived 30, 60, 90, 120%; allocated 30, 60, 60, 60%.
+ * At 100% (the fourth arrival): 0.8 GPUs idle, all of them fragments for the
+ * only task shape (no GPU has 600 free). */
+static void test_packing_small(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 8000, 0, 2, "G", 0, NULL, NULL), 0);
+    loom_sim_trace_t t = {0};
+    const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,2000,0,1,600\n";
+    assert_int_equal(loom_sim_pods_parse_csv(S(pods), "p.csv", &c, &t, NULL), 0);
+    const char *policies[] = {"random", "dotprod", "clustering", "packing", "bestfit", "fgd",
+                              "fgd-cpu", "firstfit"};
+    for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
+        loom_sim_opts_t o = {0};
+        o.policy = policies[k];
+        o.seed = 42;
+        o.inflate = 1.2;
+        o.debug_check = true;
+        o.keep_points = true;
+        loom_sim_packing_result_t r;
+        loom_err_t err;
+        if (loom_sim_packing(&c, &t, &o, &r, &err))
+            fail_msg("%s: %s", policies[k], err.msg);
+        assert_int_equal(r.arrivals, 4);
+        assert_int_equal(r.failed, 2);
+        assert_int_equal(r.npoints, 4);
+        float arrived[] = {30, 60, 90, 120}, alloc[] = {30, 60, 60, 60};
+        for (int i = 0; i < 4; i++) {
+            assert_true(fabsf(r.points[i].arrived_pct - arrived[i]) < 1e-3);
+            assert_true(fabsf(r.points[i].alloc_pct - alloc[i]) < 1e-3);
+        }
+        assert_int_equal(r.points[2].failed, 1);
+        assert_true(fabs(r.alloc_at_100 - 60) < 1e-9);
+        assert_true(fabs(r.unalloc_at_100 - 0.8) < 1e-9);
+        assert_true(fabs(r.frag_at_100 - 0.8) < 1e-9);
+        assert_true(fabs(r.frag_pct_at_100 - 100) < 1e-9);
+        assert_true(fabs(r.failed_gpus - 1.2) < 1e-9);
+        loom_sim_packing_result_free(&r);
+    }
+    /* a trace without GPU demand cannot drive packing */
+    loom_sim_trace_t cpu = {0};
+    const char *cpus = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,2000,0,0,0\n";
+    assert_int_equal(loom_sim_pods_parse_csv(S(cpus), "c.csv", &c, &cpu, NULL), 0);
+    loom_sim_opts_t o = {.policy = "fgd", .seed = 1};
+    loom_sim_packing_result_t r;
+    loom_err_t err;
+    assert_int_equal(loom_sim_packing(&c, &cpu, &o, &r, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "requests no GPU"));
+    loom_sim_trace_free(&cpu);
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+/* One node with one GPU. A (t=0, 10 s, 1 GPU), B (t=1, 5 s, 1 GPU, estimate
+ * 5), C (t=2, 1 s, half a GPU, estimate 1), D (t=3, 2 GPUs: fits nowhere).
+ * fifo: A 0-10, B 10-15, C 15-16. JCT 10, 14, 14; waits 0, 9, 13; makespan
+ * 16; GPU use 100% for 15 s and 50% for 1 s: 15.5/16 = 96.875%.
+ * sjf: at t=10 C (estimate 1) goes first: C 10-11, B 11-16. JCT 10, 15, 9;
+ * waits 0, 10, 8. */
+static void test_dynamic_small(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 8000, 0, 1, "G", 0, NULL, NULL), 0);
+    const char *jobs = "{\"id\":\"A\",\"due\":0,\"duration\":10,\"gpus\":1,\"cpus\":1}\n"
+                       "{\"id\":\"B\",\"due\":1,\"duration\":5,\"gpus\":1,\"estimate_s\":5}\n"
+                       "{\"id\":\"C\",\"due\":2,\"duration\":1,\"gpus\":0.5,\"estimate_s\":1}\n"
+                       "{\"id\":\"D\",\"due\":3,\"duration\":1,\"gpus\":2}\n";
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(S(jobs), "j.jsonl", &c, &t, &err), 0);
+    loom_sim_opts_t o = {0};
+    o.policy = "bestfit";
+    o.debug_check = true;
+    o.keep_points = true;
+    o.queue = "fifo";
+    loom_sim_dynamic_result_t r;
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.jobs, 4);
+    assert_int_equal(r.completed, 3);
+    assert_int_equal(r.unfit, 1);
+    assert_int_equal(r.never_started, 0);
+    assert_true(fabs(r.mean_jct_s - 38.0 / 3) < 1e-9);
+    assert_true(fabs(r.mean_wait_s - 22.0 / 3) < 1e-9);
+    assert_true(fabs(r.makespan_s - 16) < 1e-9);
+    assert_true(fabs(r.mean_util_pct - 96.875) < 1e-9);
+    assert_true(r.ntimeline > 0);
+    loom_sim_dynamic_result_free(&r);
+    o.queue = "sjf";
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_true(fabs(r.mean_jct_s - 34.0 / 3) < 1e-9);
+    assert_true(fabs(r.mean_wait_s - 18.0 / 3) < 1e-9);
+    assert_true(fabs(r.makespan_s - 16) < 1e-9);
+    loom_sim_dynamic_result_free(&r);
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+/* The real trace, a slice of it, with the debug check after every arrival
+ * (no over-commit, conservation, incremental fragmentation = recount). */
+static void test_packing_real_trace_checked(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    loom_err_t err;
+    if (loom_sim_nodes_load(loom_test_shared("data/alibaba-gpu-2023/openb_node_list_gpu_node.csv"),
+                            &c, &err))
+        fail_msg("%s", err.msg);
+    loom_sim_trace_t t = {0};
+    if (loom_sim_tasks_load(loom_test_shared("data/alibaba-gpu-2023/openb_pod_list_gpuspec33.csv"),
+                            &c, &t, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(t.n, 8152);
+    /* keep 200 nodes so that the checked run stays short */
+    for (size_t i = 200; i < c.nnodes; i++) {
+        c.gpu_milli_total -= (int64_t)c.nodes[i].ngpus * LOOM_SCHED_MILLI;
+        c.cpu_milli_total -= c.nodes[i].cpu_milli;
+    }
+    c.nnodes = 200;
+    const char *policies[] = {"fgd", "fgd-cpu", "packing", "clustering"};
+    for (size_t k = 0; k < 4; k++) {
+        loom_sim_opts_t o = {0};
+        o.policy = policies[k];
+        o.seed = 7;
+        o.debug_check = true;
+        loom_sim_packing_result_t r;
+        if (loom_sim_packing(&c, &t, &o, &r, &err))
+            fail_msg("%s: %s", policies[k], err.msg);
+        assert_true(r.alloc_at_100 > 50 && r.alloc_at_100 <= 100);
+        assert_true(r.failed > 0);
+        loom_sim_packing_result_free(&r);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nodes_csv),     cmocka_unit_test(test_pods_csv),
+        cmocka_unit_test(test_jsonl),         cmocka_unit_test(test_packing_small),
+        cmocka_unit_test(test_dynamic_small), cmocka_unit_test(test_packing_real_trace_checked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
