@@ -26,6 +26,7 @@ static const struct {
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
