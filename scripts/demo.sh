@@ -54,12 +54,14 @@ done
 
 echo
 echo "== all jobs ended"
-"$build/loom" jobs --limit 1000 | tail -n +1 | head -40
+"$build/loom" jobs --limit 1000 > "$state/jobs.txt"
+head -n 40 "$state/jobs.txt"
 first=$("$build/loom" jobs --state COMPLETED --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(j[0]["id"] if j else "")')
 if [ -n "$first" ]; then
   echo
   echo "== loom show $first"
-  "$build/loom" show "$first" | head -n 28
+  "$build/loom" show "$first" > "$state/show.txt"
+  head -n 28 "$state/show.txt"
 fi
 
 echo
