@@ -181,11 +181,15 @@ double loom_sched_frag_state(int64_t cpu_free, int gpu_type, int ngpus, const in
 
 typedef struct loom_sched_placer loom_sched_placer_t;
 
-/* Equal best scores: the published FGD simulator's results are reproduced
- * only when the lowest-numbered node wins (docs/scheduling.md). */
+/* Which node wins among equal best scores. The published FGD simulator
+ * (Kubernetes' scheduler over a fake API server) takes the first best node
+ * in an order that is fixed for a run but arbitrary: TIES_ORDER models it
+ * with a seeded shuffle of the nodes and reproduces its results
+ * (docs/scheduling.md). */
 typedef enum loom_sched_ties {
-    LOOM_SCHED_TIES_FIRST = 0, /* lowest-numbered node (default) */
-    LOOM_SCHED_TIES_RANDOM     /* uniformly at random (seeded) */
+    LOOM_SCHED_TIES_ORDER = 0, /* first in a seeded, fixed order (default) */
+    LOOM_SCHED_TIES_FIRST,     /* lowest-numbered node */
+    LOOM_SCHED_TIES_RANDOM     /* uniformly at random, per decision */
 } loom_sched_ties_t;
 
 typedef struct loom_sched_placer_opts {

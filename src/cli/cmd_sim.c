@@ -14,7 +14,7 @@ static void sim_usage(FILE *f)
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
             "                [--queue fifo|sjf|priority|tiresias] [--out DIR] [--json] [--plot]\n"
-            "                [--jobs N] [--ties first|random] [--exact-scores] [--check]\n\n"
+            "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n\n"
             "Replays a trace (Alibaba GPU trace 2023 CSV, or loom JSONL) through placement\n"
             "policies: %s.\n\n"
             "  --nodes FILE     node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
@@ -28,8 +28,9 @@ static void sim_usage(FILE *f)
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
             "  --jobs N         threads (default 2)\n"
-            "  --ties M         equal scores: first (lowest-numbered node, as the published\n"
-            "                   simulator behaves; default) or random (seeded)\n"
+            "  --ties M         equal best scores go to the first node in a seeded order fixed\n"
+            "                   for the run (order, default: as the published simulator),\n"
+            "                   the lowest-numbered node (first), or a random one (random)\n"
             "  --exact-scores   compare real-valued scores, not the published integer ones\n"
             "  --check          verify bookkeeping after every event (slow)\n",
             loom_sched_place_names());
@@ -95,7 +96,7 @@ int loom_cmd_sim(int argc, char **argv)
     const char *queue = "fifo", *out = NULL;
     double inflate = 1.3;
     bool json = false, plot = false, exact = false, check = false;
-    loom_sched_ties_t ties = LOOM_SCHED_TIES_FIRST;
+    loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
     int jobs = 2, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -121,12 +122,14 @@ int loom_cmd_sim(int argc, char **argv)
         case 'x': exact = true; break;
         case 'c': check = true; break;
         case 't':
-            if (strcmp(optarg, "first") == 0)
+            if (strcmp(optarg, "order") == 0)
+                ties = LOOM_SCHED_TIES_ORDER;
+            else if (strcmp(optarg, "first") == 0)
                 ties = LOOM_SCHED_TIES_FIRST;
             else if (strcmp(optarg, "random") == 0)
                 ties = LOOM_SCHED_TIES_RANDOM;
             else {
-                fprintf(stderr, "loom sim: --ties '%s': expected first or random\n", optarg);
+                fprintf(stderr, "loom sim: --ties '%s': expected order, first or random\n", optarg);
                 return LOOM_EXIT_USAGE;
             }
             break;

@@ -55,6 +55,9 @@ struct loom_sched_placer {
     char name[16];
     bool exact;
     loom_rng_t rng;
+    uint64_t seed;
+    loom_sched_ties_t ties;
+    uint32_t *rank; /* tie order: lower rank wins (TIES_FIRST, TIES_ORDER) */
     loom_sched_workload_t wl;
     loom_frag_model_t model;
     bool has_model;
@@ -73,7 +76,6 @@ struct loom_sched_placer {
     int *cand;
     double *pscore;
     int8_t *cgpu;
-    bool random_ties; /* else ties go to the lowest-numbered node */
     double cpu_per_gpu; /* the workload's milli-CPU per milli-GPU */
 };
 
@@ -106,6 +108,8 @@ static void caches_free(loom_sched_placer_t *p)
     free(p->cand);
     free(p->pscore);
     free(p->cgpu);
+    free(p->rank);
+    p->rank = NULL;
     p->pscore = NULL;
     p->cgpu = NULL;
     p->frag_ver = NULL;
@@ -129,13 +133,21 @@ static int caches_bind(loom_sched_placer_t *p, const loom_sched_cluster_t *c, si
     p->cand = calloc(nn, sizeof *p->cand);
     p->pscore = calloc(nn, sizeof *p->pscore);
     p->cgpu = calloc(nn, sizeof *p->cgpu);
+    p->rank = calloc(nn, sizeof *p->rank);
     p->c_ver = calloc(nn * scap, sizeof *p->c_ver);
     p->c_delta = calloc(nn * scap, sizeof *p->c_delta);
     p->c_gpu = calloc(nn * scap, sizeof *p->c_gpu);
     if (!p->frag_ver || !p->frag || !p->raw || !p->cand || !p->c_ver || !p->c_delta || !p->c_gpu ||
-        !p->pscore || !p->cgpu) {
+        !p->pscore || !p->cgpu || !p->rank) {
         caches_free(p);
         return LOOM_ENOMEM;
+    }
+    for (size_t i = 0; i < c->nnodes; i++)
+        p->rank[i] = (uint32_t)i;
+    if (p->ties == LOOM_SCHED_TIES_ORDER) { /* one seeded order for the whole run */
+        loom_rng_t r;
+        loom_rng_init(&r, p->seed, 0x0de7);
+        loom_rng_shuffle(&r, p->rank, c->nnodes, sizeof *p->rank);
     }
     p->bound = c;
     p->nnodes = c->nnodes;
@@ -196,7 +208,8 @@ int loom_sched_placer_new(const char *name, const loom_sched_cluster_t *c,
     p->kind = (pkind_t)kind;
     snprintf(p->name, sizeof p->name, "%s", name);
     p->exact = opts && opts->exact_scores;
-    p->random_ties = opts && opts->ties == LOOM_SCHED_TIES_RANDOM;
+    p->seed = opts ? opts->seed : 0;
+    p->ties = opts ? opts->ties : LOOM_SCHED_TIES_ORDER;
     loom_rng_init(&p->rng, opts ? opts->seed : 0, 0x91ace);
     bool fgd = p->kind == P_FGD || p->kind == P_FGDCPU;
     if (fgd && (!opts || !opts->workload || opts->workload->nshapes == 0)) {
@@ -529,14 +542,16 @@ int loom_sched_place(loom_sched_placer_t *p, const loom_sched_cluster_t *c,
         double s = p->pscore[k];
         if (p->kind == P_BESTFIT && !p->exact) /* min-max normalised to 0..100 */
             s = hi == lo ? 0 : (double)(((int64_t)s - lo) * 100 / (hi - lo));
-        if (b.node < 0 || s > b.score + eps) {
+        bool tie = b.node >= 0 && s >= b.score - eps && s <= b.score + eps;
+        if (b.node < 0 || s > b.score + eps ||
+            (tie && p->ties != LOOM_SCHED_TIES_RANDOM && p->rank[p->cand[k]] < p->rank[b.node])) {
             b.score = s;
             b.node = p->cand[k];
             b.gpu = p->cgpu[k];
             b.ties = 1;
-        } else if (s >= b.score - eps) {
+        } else if (tie && p->ties == LOOM_SCHED_TIES_RANDOM) {
             b.ties++;
-            if (p->random_ties && loom_rng_below(&p->rng, (uint64_t)b.ties) == 0) {
+            if (loom_rng_below(&p->rng, (uint64_t)b.ties) == 0) {
                 b.node = p->cand[k];
                 b.gpu = p->cgpu[k];
             }
