@@ -72,6 +72,7 @@ typedef struct loom_sim_opts {
     const char *queue;       /* queue policy (dynamic mode), NULL: fifo */
     uint64_t seed;
     double inflate;          /* packing: 0 means 1.3 */
+    double compress;         /* dynamic: arrival times divided by this (0 means 1) */
     bool exact_scores;       /* see loom_sched_placer_opts_t */
     loom_sched_ties_t ties;  /* see loom_sched_placer_opts_t */
     bool debug_check;        /* verify bookkeeping after every event */

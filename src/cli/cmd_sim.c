@@ -13,7 +13,8 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias] [--out DIR] [--json] [--plot]\n"
+            "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--out DIR]\n"
+            "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n\n"
             "Replays a trace (Alibaba GPU trace 2023 CSV, or loom JSONL) through placement\n"
             "policies: %s.\n\n"
@@ -24,6 +25,7 @@ static void sim_usage(FILE *f)
             "  --inflate X      packing: stop when GPU request reaches X x capacity (1.3)\n"
             "  --mode M         packing (FGD paper's experiment) or dynamic (queue, departures)\n"
             "  --queue NAME     dynamic mode's queue order (fifo)\n"
+            "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
             "  --out DIR        per-run CSVs (per arrival, or utilization timeline)\n"
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
@@ -89,12 +91,12 @@ int loom_cmd_sim(int argc, char **argv)
         {"json", no_argument, NULL, 'j'}, {"plot", no_argument, NULL, 'g'},
         {"jobs", required_argument, NULL, 'J'}, {"exact-scores", no_argument, NULL, 'x'},
         {"check", no_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
-        {"ties", required_argument, NULL, 't'},
+        {"ties", required_argument, NULL, 't'}, {"compress", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";
     const char *queue = "fifo", *out = NULL;
-    double inflate = 1.3;
+    double inflate = 1.3, compress = 1.0;
     bool json = false, plot = false, exact = false, check = false;
     loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
     int jobs = 2, c;
@@ -109,6 +111,15 @@ int loom_cmd_sim(int argc, char **argv)
             inflate = strtod(optarg, &end);
             if (*end || !(inflate > 0 && inflate <= 100)) {
                 fprintf(stderr, "loom sim: --inflate '%s': expected a number in (0, 100]\n", optarg);
+                return LOOM_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'C': {
+            char *end;
+            compress = strtod(optarg, &end);
+            if (*end || !(compress > 0 && compress <= 1e9)) {
+                fprintf(stderr, "loom sim: --compress '%s': expected a number > 0\n", optarg);
                 return LOOM_EXIT_USAGE;
             }
             break;
@@ -204,6 +215,7 @@ int loom_cmd_sim(int argc, char **argv)
     loom_sim_opts_t o = {0};
     o.queue = queue;
     o.inflate = inflate;
+    o.compress = compress;
     o.exact_scores = exact;
     o.ties = ties;
     o.debug_check = check;
