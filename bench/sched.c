@@ -30,8 +30,8 @@ static int cmp_i64(const void *a, const void *b)
 static void synthetic(loom_sim_trace_t *t, size_t n)
 {
     static const loom_sched_req_t mix[] = {
-        {3152, 0, 1, 810, 0, 0},  {11300, 0, 1, 1000, 0, 0}, {11908, 0, 1, 470, 0, 0},
-        {12500, 0, 0, 0, 0, 0},   {4000, 0, 1, 320, 0, 0},   {18708, 0, 1, 1000, 0, 0},
+        {3152, 0, 1, 810, 0, 0},   {11300, 0, 1, 1000, 0, 0}, {11908, 0, 1, 470, 0, 0},
+        {12500, 0, 0, 0, 0, 0},    {4000, 0, 1, 320, 0, 0},   {18708, 0, 1, 1000, 0, 0},
         {24000, 0, 2, 1000, 0, 0}, {48000, 0, 4, 1000, 0, 0}, {88000, 0, 8, 1000, 0, 0},
     };
     t->tasks = calloc(n, sizeof *t->tasks);
@@ -128,8 +128,8 @@ int main(int argc, char **argv)
                      date, cpu, sysconf(_SC_NPROCESSORS_ONLN), un.sysname, un.release, nnodes,
                      njobs, source);
     printf("%-12s %10s %8s %8s %8s\n", "policy", "mean us", "p50", "p99", "max");
-    const char *policies[] = {"firstfit", "random", "bestfit", "dotprod", "packing",
-                              "clustering", "fgd", "fgd-cpu"};
+    const char *policies[] = {"firstfit", "random",     "bestfit", "dotprod",
+                              "packing",  "clustering", "fgd",     "fgd-cpu"};
     int64_t *lat = malloc((size_t)njobs * sizeof *lat);
     loom_sched_alloc_t *live = malloc(((size_t)njobs + (size_t)nnodes * 64) * sizeof *live);
     for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
@@ -163,7 +163,8 @@ int main(int argc, char **argv)
                 live[nlive++] = a;
                 placed++;
             }
-            while (nlive > 0 && (rc != LOOM_OK || cl.gpu_milli_used * 10 > cl.gpu_milli_total * 9)) {
+            while (nlive > 0 &&
+                   (rc != LOOM_OK || cl.gpu_milli_used * 10 > cl.gpu_milli_total * 9)) {
                 size_t v = (size_t)loom_rng_below(&r2, nlive);
                 loom_sched_free(&cl, &live[v], NULL);
                 live[v] = live[--nlive];
@@ -185,8 +186,9 @@ int main(int argc, char **argv)
     /* ordering the pending queue */
     loom_sched_qjob_t *q = calloc((size_t)njobs, sizeof *q);
     loom_sched_qjob_t **qp = calloc((size_t)njobs, sizeof *qp);
-    loom_buf_appendf(&md, "\nOrdering the %d-job queue (`loom_sched_queue_order`):\n\n"
-                          "| queue policy | ms per ordering |\n|---|---:|\n",
+    loom_buf_appendf(&md,
+                     "\nOrdering the %d-job queue (`loom_sched_queue_order`):\n\n"
+                     "| queue policy | ms per ordering |\n|---|---:|\n",
                      njobs);
     const char *queues[] = {"fifo", "sjf", "priority", "tiresias"};
     for (int k = 0; k < 4; k++) {

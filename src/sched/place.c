@@ -377,8 +377,8 @@ static double node_frag(loom_sched_placer_t *p, const loom_sched_cluster_t *c, s
 {
     const loom_sched_node_t *n = &c->nodes[i];
     if (p->frag_ver[i] != n->version + 1) {
-        p->frag[i] = loom_frag_model_eval(&p->model, n->cpu_free, n->gpu_type, n->ngpus,
-                                          n->gpu_free);
+        p->frag[i] =
+            loom_frag_model_eval(&p->model, n->cpu_free, n->gpu_type, n->ngpus, n->gpu_free);
         p->frag_ver[i] = n->version + 1;
     }
     return p->frag[i];

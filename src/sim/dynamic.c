@@ -29,7 +29,7 @@ typedef struct job {
     loom_sched_qjob_t q;
     loom_sched_alloc_t alloc;
     double start_s, finish_s;
-    int state; /* 0 future, 1 pending, 2 running, 3 done, 4 unfit */
+    int state;             /* 0 future, 1 pending, 2 running, 3 done, 4 unfit */
     uint64_t failed_epoch; /* frees count + 1 when it last failed */
     size_t live_slot;
 } job_t;
@@ -269,8 +269,9 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                 tl = np;
                 cap_tl = nc;
             }
-            tl[ntl++] = (loom_sim_util_point_t){now, (float)(100.0 * (double)c.gpu_milli_used / cap),
-                                                (uint32_t)npend, (uint32_t)(heap.n + res->running_at_end)};
+            tl[ntl++] =
+                (loom_sim_util_point_t){now, (float)(100.0 * (double)c.gpu_milli_used / cap),
+                                        (uint32_t)npend, (uint32_t)(heap.n + res->running_at_end)};
         }
     }
     res->never_started = npend;

@@ -106,24 +106,24 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
             double m = (double)g[k].n;
             if (multi)
                 rc |= loom_buf_appendf(out, "%-27s", base_name(g[k].trace));
-            rc |= loom_buf_appendf(out, "%-12s %5zu %13.2f %6.2f %11.1f %10.1f %9.1f %9.1f %8.2f\n",
-                                   g[k].policy, g[k].n, g[k].alloc / m, sd(&g[k]),
-                                   g[k].unalloc / m, g[k].frag / m, g[k].frag_pct / m,
-                                   g[k].failed / m, g[k].final / m);
+            rc |=
+                loom_buf_appendf(out, "%-12s %5zu %13.2f %6.2f %11.1f %10.1f %9.1f %9.1f %8.2f\n",
+                                 g[k].policy, g[k].n, g[k].alloc / m, sd(&g[k]), g[k].unalloc / m,
+                                 g[k].frag / m, g[k].frag_pct / m, g[k].failed / m, g[k].final / m);
         }
     } else {
         rc |= loom_buf_appendf(out, "%s%-12s %5s %10s %12s %12s %12s %12s %8s %6s %6s\n",
                                multi ? "trace                      " : "", "policy", "seeds",
-                               "completed", "mean JCT s", "mean wait s", "p99 wait s",
-                               "makespan s", "util %", "unfit", "stuck");
+                               "completed", "mean JCT s", "mean wait s", "p99 wait s", "makespan s",
+                               "util %", "unfit", "stuck");
         for (size_t k = 0; k < ng; k++) {
             double m = (double)g[k].n;
             if (multi)
                 rc |= loom_buf_appendf(out, "%-27s", base_name(g[k].trace));
-            rc |= loom_buf_appendf(out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
-                                   g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m,
-                                   g[k].wait / m, g[k].p99 / m, g[k].makespan / m, g[k].util / m,
-                                   g[k].unfit / m, g[k].never / m);
+            rc |= loom_buf_appendf(
+                out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
+                g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m, g[k].wait / m, g[k].p99 / m,
+                g[k].makespan / m, g[k].util / m, g[k].unfit / m, g[k].never / m);
         }
     }
     free(g);
@@ -201,7 +201,6 @@ static int mkdir_p(const char *dir, loom_err_t *err)
         return loom_err_errno(err, LOOM_EIO, errno, "mkdir %s", tmp);
     return LOOM_OK;
 }
-
 
 int loom_sim_write_csvs(const char *dir, const loom_sim_run_t *runs, size_t n, bool dynamic,
                         bool multi_trace, loom_err_t *err)

@@ -276,9 +276,9 @@ static void test_fgd_cache_consistent(void **state)
     for (int i = 0; i < 6; i++) {
         char name[8];
         snprintf(name, sizeof name, "m%d", i);
-        assert_int_equal(loom_sched_cluster_add_node(&c, name, 32000, 0, 4, i % 2 ? "A" : "B", 0,
-                                                     NULL, NULL),
-                         0);
+        assert_int_equal(
+            loom_sched_cluster_add_node(&c, name, 32000, 0, 4, i % 2 ? "A" : "B", 0, NULL, NULL),
+            0);
     }
     loom_sched_req_t reqs[] = {{4000, 0, 1, 300, 0, 0}, {8000, 0, 1, 1000, 0, 0},
                                {2000, 0, 0, 0, 0, 0},   {6000, 0, 2, 1000, 0, 0},
@@ -359,12 +359,18 @@ static void test_random_ties(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),       cmocka_unit_test(test_firstfit_and_none),
-        cmocka_unit_test(test_bestfit),     cmocka_unit_test(test_dotprod),
-        cmocka_unit_test(test_packing),     cmocka_unit_test(test_clustering),
-        cmocka_unit_test(test_random),      cmocka_unit_test(test_fgd_delta),
-        cmocka_unit_test(test_fgd_gpu_choice), cmocka_unit_test(test_fgd_cpu),
-        cmocka_unit_test(test_fgd_cache_consistent), cmocka_unit_test(test_workload_learn),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_firstfit_and_none),
+        cmocka_unit_test(test_bestfit),
+        cmocka_unit_test(test_dotprod),
+        cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_clustering),
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_fgd_delta),
+        cmocka_unit_test(test_fgd_gpu_choice),
+        cmocka_unit_test(test_fgd_cpu),
+        cmocka_unit_test(test_fgd_cache_consistent),
+        cmocka_unit_test(test_workload_learn),
         cmocka_unit_test(test_random_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
