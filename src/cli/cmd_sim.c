@@ -15,7 +15,8 @@ static void sim_usage(FILE *f)
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
             "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--out DIR]\n"
             "                [--json] [--plot]\n"
-            "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n\n"
+            "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
+            "                [--workload FILE]\n\n"
             "Replays a trace (Alibaba GPU trace 2023 CSV, or loom JSONL) through placement\n"
             "policies: %s.\n\n"
             "  --nodes FILE     node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
@@ -34,7 +35,9 @@ static void sim_usage(FILE *f)
             "                   for the run (order, default: as the published simulator),\n"
             "                   the lowest-numbered node (first), or a random one (random)\n"
             "  --exact-scores   compare real-valued scores, not the published integer ones\n"
-            "  --check          verify bookkeeping after every event (slow)\n",
+            "  --check          verify bookkeeping after every event (slow)\n"
+            "  --workload FILE  FGD's target workload: the common shapes of this job list\n"
+            "                   (CSV or JSONL) instead of those of each --pods file\n",
             loom_sched_place_names());
 }
 
@@ -97,13 +100,14 @@ int loom_cmd_sim(int argc, char **argv)
         {"jobs", required_argument, NULL, 'J'},
         {"exact-scores", no_argument, NULL, 'x'},
         {"check", no_argument, NULL, 'c'},
+        {"workload", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {"ties", required_argument, NULL, 't'},
         {"compress", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";
-    const char *queue = "fifo", *out = NULL;
+    const char *queue = "fifo", *out = NULL, *workload = NULL;
     double inflate = 1.3, compress = 1.0;
     bool json = false, plot = false, exact = false, check = false;
     loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
@@ -141,6 +145,7 @@ int loom_cmd_sim(int argc, char **argv)
         case 'J': jobs = atoi(optarg); break;
         case 'x': exact = true; break;
         case 'c': check = true; break;
+        case 'W': workload = optarg; break;
         case 't':
             if (strcmp(optarg, "order") == 0)
                 ties = LOOM_SCHED_TIES_ORDER;
@@ -188,6 +193,8 @@ int loom_cmd_sim(int argc, char **argv)
     loom_sim_trace_t *traces = calloc(npod ? npod : 1, sizeof *traces);
     loom_sim_run_t *runs = NULL;
     size_t nruns = 0;
+    loom_sim_trace_t wtrace = {0};
+    loom_sched_workload_t given = {0};
     for (size_t i = 0; i < npol; i++) {
         if (!loom_sched_place_known(pol[i])) {
             fprintf(stderr, "loom sim: --policy '%s': expected one of: %s\n", pol[i],
@@ -208,6 +215,21 @@ int loom_cmd_sim(int argc, char **argv)
             goto done;
         }
     }
+    if (workload) { /* FGD's target workload from another job list */
+        loom_sched_req_t *reqs = NULL;
+        int rc = loom_sim_tasks_load(workload, &cl, &wtrace, &err);
+        if (!rc && !(reqs = malloc(wtrace.n * sizeof *reqs)))
+            rc = loom_err_set(&err, LOOM_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < wtrace.n; i++)
+            reqs[i] = wtrace.tasks[i].req;
+        if (!rc)
+            rc = loom_sched_workload_learn(reqs, wtrace.n, 0.95, &given, &err);
+        free(reqs);
+        if (rc) {
+            fprintf(stderr, "loom sim: --workload: %s\n", err.msg);
+            goto done;
+        }
+    }
     ret = LOOM_EXIT_FAILURE;
     runs = calloc(npod * npol * nseeds, sizeof *runs);
     if (!runs)
@@ -220,6 +242,7 @@ int loom_cmd_sim(int argc, char **argv)
                 r->trace_name = podf[t];
                 r->policy = pol[p];
                 r->seed = seeds[s];
+                r->workload = workload ? &given : NULL;
             }
     loom_sim_opts_t o = {0};
     o.queue = queue;
@@ -263,6 +286,8 @@ done:
         for (size_t i = 0; i < npod; i++)
             loom_sim_trace_free(&traces[i]);
     free(traces);
+    loom_sim_trace_free(&wtrace);
+    loom_sched_workload_free(&given);
     loom_sched_cluster_free(&cl);
     free(pol_s);
     free(pod_s);

@@ -57,6 +57,14 @@ msg=$("$loom" sim --nodes "$tmp/bad.csv" --pods "$tmp/pods.csv" --policy fgd 2>&
 set -e
 [ $rc -eq 5 ] || fail "bad input exit $rc"
 echo "$msg" | grep -q 'bad.csv:2:4: cpu_milli' || fail "message: $msg"
+# a given target workload (learned from another job list)
+"$loom" sim --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --policy fgd --workload "$tmp/pods.csv" \
+    | grep -q '^fgd ' || fail "--workload"
+set +e
+"$loom" sim --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --policy fgd --workload "$tmp/none" \
+    2>/dev/null; rc=$?
+set -e
+[ $rc -eq 5 ] || fail "missing workload exit $rc"
 # usage errors: exit 2
 set +e
 "$loom" sim --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --policy tetris 2>/dev/null; rc=$?
