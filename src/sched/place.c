@@ -40,6 +40,7 @@ static const struct {
     {"fgd", P_FGD},           {"fgd-cpu", P_FGDCPU},
 };
 
+#define MAX_SHAPES   1024     /* task shapes with cached FGD deltas */
 #define MAX_SPEC_CPU 128000.0 /* the published simulator's normalisers */
 #define MAX_SPEC_GPU 8000.0
 
@@ -359,13 +360,17 @@ static int shape_id(loom_sched_placer_t *p, const loom_sched_req_t *r)
         if (memcmp(&p->shapes[i], &k, sizeof k) == 0)
             return (int)i;
     if (p->nshapes == p->scap) {
-        if (caches_bind(p, p->bound, p->scap * 2))
+        /* Bounded memory (nodes x shapes): beyond MAX_SHAPES distinct
+         * shapes a job is scored without the per-shape cache. */
+        if (p->scap >= MAX_SHAPES)
             return -1;
+        if (caches_bind(p, p->bound, p->scap * 2))
+            return -2;
     }
     if (p->nshapes % 16 == 0) {
         shape_key_t *ns = realloc(p->shapes, (p->nshapes + 16) * sizeof *ns);
         if (!ns)
-            return -1;
+            return -2;
         p->shapes = ns;
     }
     memset(&p->shapes[p->nshapes], 0, sizeof k);
@@ -514,6 +519,8 @@ int loom_sched_place(loom_sched_placer_t *p, const loom_sched_cluster_t *c,
             return LOOM_ENOMEM;
     }
     int sid = fgd ? shape_id(p, r) : -1;
+    if (sid == -2)
+        return LOOM_ENOMEM;
     size_t nc = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < c->nnodes; i++) {
