@@ -28,5 +28,6 @@ typedef int (*loom_cli_fn)(int argc, char **argv);
 
 /* Each command: argv[0] is the command name. */
 int loom_cmd_version(int argc, char **argv);
+int loom_cmd_estimate(int argc, char **argv);
 
 #endif

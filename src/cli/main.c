@@ -16,6 +16,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"version", loom_cmd_version, "print loom's version"},
+    {"estimate", loom_cmd_estimate, "predict a model's memory, FLOPs and step time (ONNX)"},
 };
 
 static void usage(FILE *f)
