@@ -181,6 +181,10 @@ def build(name, image=64, classes=100):
         def loss(out, b):
             return F.cross_entropy(out.reshape(-1, out.shape[-1]), torch.randint(0, vocab, (b * seq,)))
         return mod, lambda b: (torch.randint(0, vocab, (b, seq)),), ["ids"], loss
+    if name == "mlp":  # not in the zoo: bench/estimate.sh calibrates with it
+        m = _mlp([256, 256, 10], last_act=False)
+        return m, lambda b: (torch.randn(b, 256),), ["input"], \
+            lambda out, b: F.cross_entropy(out, torch.randint(0, 10, (b,)))
     if name == "dlrm":
         return DLRM(), lambda b: (torch.randn(b, 13), torch.randint(0, 10000, (b, 8, 4))), \
             ["dense", "sparse"], \

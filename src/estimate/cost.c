@@ -337,9 +337,31 @@ static int saved_of(cost_t *c, int ni, int *s)
         op_is(n, "Gelu") || op_is(n, "LayerNormalization") || op_is(n, "Pow") ||
         op_is(n, "MaxPool") || op_is(n, "LSTM"))
         s[k++] = x;
-    else if (op_is(n, "Gemm") || op_is(n, "MatMul") || op_is(n, "Mul") || op_is(n, "Div")) {
-        s[k++] = n->in[0];
-        s[k++] = n->in[1];
+    else if (op_is(n, "Gemm") || op_is(n, "MatMul")) {
+        /* each operand is kept for the other's gradient; a non-contiguous
+         * batched operand is copied first and the copy is kept (extra_bytes) */
+        for (int j = 0; j < 2; j++) {
+            int t = n->in[j], other = n->in[1 - j];
+            bool copied = op_is(n, "MatMul") && !c->contig[t] && c->m->t[t].rank >= 3;
+            if (c->req[other] && !copied)
+                s[k++] = t;
+        }
+    } else if (op_is(n, "Mul") || op_is(n, "Div")) {
+        /* a*b keeps b for a's gradient and a for b's; a/b keeps b, and a
+         * only for b's gradient; constants are scalars, not tensors */
+        int a = n->in[0], b = n->in[1];
+        bool bconst = c->m->t[b].has_val, aconst = c->m->t[a].has_val;
+        if (op_is(n, "Mul")) {
+            if (c->req[b] && !aconst)
+                s[k++] = a;
+            if (c->req[a] && !bconst)
+                s[k++] = b;
+        } else {
+            if (c->req[b] && !aconst)
+                s[k++] = a;
+            if ((c->req[a] || c->req[b]) && !bconst)
+                s[k++] = b;
+        }
     } else if (op_is(n, "Relu") || op_is(n, "Sigmoid") || op_is(n, "Tanh") || op_is(n, "Sqrt") ||
                op_is(n, "Softmax") || op_is(n, "LogSoftmax") || op_is(n, "Exp")) {
         s[k++] = n->out[0];
@@ -354,8 +376,9 @@ static int saved_of(cost_t *c, int ni, int *s)
 }
 
 /* Extra tensors PyTorch allocates that the ONNX graph does not show:
- * max-pool indices (int64, output-sized, kept) and the LSTM's per-step
- * gate activations and cell states kept for backward. */
+ * max-pool indices (int64, output-sized, kept), the LSTM's per-step
+ * gate activations and cell states kept for backward, and the contiguous
+ * copies torch.matmul makes of non-contiguous batched operands. */
 static uint64_t extra_bytes(const cost_t *c, int ni)
 {
     const est_node_t *n = &c->m->n[ni];
@@ -365,6 +388,13 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
     if (op_is(n, "LSTM")) {
         /* Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per step */
         return (uint64_t)numel(o) * 7 * esize(c, n->out[0]);
+    }
+    if (op_is(n, "MatMul")) { /* torch.matmul reshapes batched operands: copies */
+        uint64_t b = 0;
+        for (int j = 0; j < 2; j++)
+            if (!c->contig[n->in[j]] && c->m->t[n->in[j]].rank >= 3)
+                b += tbytes(c, n->in[j]);
+        return b;
     }
     return 0;
 }
@@ -649,8 +679,11 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                     c->handle[n->out[k]] = mem_alloc(c, tbytes(c, n->out[k]), CAT_ACT);
             uint64_t ex = extra_bytes(c, ni);
             if (ex) {
+                bool kept = false;
+                for (size_t k = 0; k < n->nout; k++)
+                    kept |= n->out[k] >= 0 && c->req[n->out[k]];
                 extra_handles[ni] = mem_alloc(c, ex, CAT_ACT);
-                if (!train)
+                if (!train || !kept)
                     mem_free(c, &extra_handles[ni]);
             }
         }
@@ -668,14 +701,20 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
     }
     uint64_t loss = 0;
     if (train) {
+        /* cross-entropy = log_softmax (its output kept) + nll_loss; its
+         * backward makes d(log_softmax), then d(logits) while both live */
+        uint64_t lsm_bytes = 0, glsm = 0;
         for (size_t i = 0; i < m->nouts; i++)
-            loss = mem_alloc(c, (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4, CAT_ACT);
+            lsm_bytes += (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4;
+        loss = mem_alloc(c, lsm_bytes, CAT_ACT);
+        glsm = mem_alloc(c, lsm_bytes, CAT_TEMP);
         for (size_t i = 0; i < m->nouts; i++) {
             int t = m->graph_outputs[i];
             if (c->req[t] && !c->ghandle[t])
                 c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
         }
         mem_free(c, &loss);
+        mem_free(c, &glsm);
         for (size_t i = 0; i < m->nouts; i++) { /* outputs not saved die now */
             int r = c->root[m->graph_outputs[i]];
             if (c->nsaved[r] == 0)
