@@ -80,12 +80,22 @@ def child(name, batch, optimizer, steps):
 
 
 def run_child(args, name, batch):
+    key = f"{name}:{batch}:{args.optimizer}:{args.steps}"
+    cache = {}
+    if args.cache and os.path.exists(args.cache):
+        cache = json.load(open(args.cache))
+        if key in cache:
+            return cache[key]
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(os.path.join(args.build, "libloom_alloctrack.so")))
     p = subprocess.run([sys.executable, __file__, "--child", name, str(batch), args.optimizer,
                         str(args.steps)], env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode:
         raise RuntimeError(f"{name} batch {batch}: measurement failed: {p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    if args.cache:
+        cache[key] = result
+        json.dump(cache, open(args.cache, "w"), indent=1)
+    return result
 
 
 def estimate(args, name, batch):
@@ -110,6 +120,8 @@ def main():
     ap.add_argument("--optimizer", default="adam")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--models", default=",".join(PLAN))
+    ap.add_argument("--cache", help="JSON file of measurements to reuse (estimator work: "
+                    "re-estimate without re-measuring)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench", "estimate.md"))
     a = ap.parse_args()
     dev = json.load(open(a.device))

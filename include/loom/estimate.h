@@ -52,6 +52,7 @@ typedef struct loom_est_device {
     double flops_fp32;      /* dense matmul FLOP/s at fp32 (TF32 off) */
     double flops_half;      /* dense matmul FLOP/s at fp16/bf16 */
     double flops_vector;    /* elementwise FLOP/s */
+    double flops_conv;      /* convolution FLOP/s at fp32 (default flops_fp32) */
     double mem_bandwidth;   /* bytes/s */
     double op_overhead_s;   /* per operator launch/dispatch cost */
     uint64_t memory_bytes;  /* capacity (0 = unknown) */

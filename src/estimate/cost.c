@@ -309,7 +309,7 @@ static bool makes_noncontig(cost_t *c, const est_node_t *n)
         for (int i = lead + 1; i < x->rank && i < o->rank; i++)
             if (o->dims[i] != x->dims[i])
                 return true;
-        return op_is(n, "Gather");
+        return op_is(n, "Gather") || !c->contig[n->in[0]];
     }
     return !c->contig[n->in[0]];
 }
@@ -322,12 +322,15 @@ static int saved_of(cost_t *c, int ni, int *s)
     switch (c->gkind[ni]) {
     case G_LAYERNORM:
     case G_GELU: s[k++] = c->gin[ni]; return k;
-    case G_LINEAR: {
-        int mm = c->m->t[n->in[0]].producer;
-        if (mm >= 0 && c->leader[mm] == ni)
-            n = &c->m->n[mm];
-        s[k++] = n->in[0];
-        s[k++] = n->in[1];
+    case G_LINEAR: { /* the MatMul member keeps its input (x; the weight is a parameter) */
+        for (size_t j = 0; j < n->nin; j++) {
+            int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+            if (mm >= 0 && c->leader[mm] == ni) {
+                s[k++] = c->m->n[mm].in[0];
+                s[k++] = c->m->n[mm].in[1];
+                break;
+            }
+        }
         return k;
     }
     default: break;
@@ -892,6 +895,10 @@ static void roofline(cost_t *c, loom_est_result_t *res)
                   strcmp(op->op_type, "ConvTranspose") == 0 ||
                   strcmp(op->op_type, "Linear(fused)") == 0;
         double rate = mm ? (half ? d->flops_half : d->flops_fp32) : d->flops_vector;
+        if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
+            rate = d->flops_conv > 0 ? (half ? d->flops_half * d->flops_conv / d->flops_fp32
+                                             : d->flops_conv)
+                                     : rate;
         double tf = fmax(op->fwd_flops / rate, op->bytes / d->mem_bandwidth) + d->op_overhead_s;
         double tb = 0;
         if (op->bwd_flops > 0)

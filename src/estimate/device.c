@@ -4,6 +4,7 @@
  *
  *   {"name": "h200", "description": "...",
  *    "flops_fp32": 6.7e13, "flops_half": 9.89e14, "flops_vector": 6.7e13,
+ *    "flops_conv": 6.7e13 (optional, default flops_fp32),
  *    "mem_bandwidth": 4.8e12, "op_overhead_s": 5e-6,
  *    "memory_bytes": 150323855360, "context_bytes": 536870912,
  *    "allocator": "cuda-caching" | "malloc"}
@@ -50,13 +51,16 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         return rc;
     out->flops_half = out->flops_fp32;
     out->flops_vector = out->flops_fp32;
+    out->flops_conv = out->flops_fp32;
     if ((rc = get_pos(obj, "flops_half", name, false, &out->flops_half, err)) ||
         (rc = get_pos(obj, "flops_vector", name, false, &out->flops_vector, err)) ||
+        (rc = get_pos(obj, "flops_conv", name, false, &out->flops_conv, err)) ||
         (rc = get_pos(obj, "op_overhead_s", name, false, &out->op_overhead_s, err)) ||
         (rc = get_pos(obj, "memory_bytes", name, false, &mem, err)) ||
         (rc = get_pos(obj, "context_bytes", name, false, &ctx, err)))
         return rc;
     if (out->flops_fp32 <= 0 || out->flops_half <= 0 || out->flops_vector <= 0 ||
+        out->flops_conv <= 0 ||
         out->mem_bandwidth <= 0)
         return loom_err_set(err, LOOM_EINVAL,
                             "device %s: FLOP rates and mem_bandwidth must be positive", name);

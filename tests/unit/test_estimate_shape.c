@@ -326,6 +326,35 @@ static void test_lstm_and_gather(void **state)
     loom_est_model_free(m);
 }
 
+/* Linear as torch exports it: MatMul, then Add(bias, product) with the
+ * bias first. The fused Linear must keep x (for W's gradient). */
+static void test_linear_keeps_input(void **state)
+{
+    (void)state;
+    pbw_t g = {0};
+    onnx_node(&g, "MatMul", "mm", "x,W", "p");
+    onnx_node(&g, "Add", "bias", "b,p", "l");
+    onnx_node(&g, "Relu", "relu", "l", "y");
+    onnx_init(&g, "W", 1, 2, (int64_t[]){8, 16}, NULL, 0);
+    onnx_init(&g, "b", 1, 1, (int64_t[]){16}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 2, (int64_t[]){-1, 8});
+    onnx_value_info(&g, 12, "y", 1, 2, (int64_t[]){-1, 16});
+    loom_est_model_t *m = build(&g);
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &cpu};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    /* weights 576; the peak is in the Linear's backward, after both
+     * parameter gradients (576) exist while x (64, kept) and the gradient
+     * of the Linear's output (128) still live: 1344 */
+    assert_int_equal(r.nops, 2);
+    assert_string_equal(r.ops[0].op_type, "Linear(fused)");
+    assert_int_equal(r.mem.peak_live, 1344);
+    assert_int_equal(r.mem.activations, 64);
+    assert_int_equal(r.mem.gradients, 576);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_folding_and_fusion),
         cmocka_unit_test(test_broadcast_and_errors),
         cmocka_unit_test(test_lstm_and_gather),
+        cmocka_unit_test(test_linear_keeps_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
