@@ -640,7 +640,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
 {
     loom_est_model_t *m = c->m;
     bool train = c->opt->train;
-    uint64_t *persist = calloc(m->nt ? m->nt : 1, 3 * sizeof *persist);
+    uint64_t *persist = calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
     if (!persist)
         return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
     uint64_t largest = 0;
@@ -652,7 +652,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                      (c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16
                           ? (is_float(m->t[i].dtype) ? 2 : est_dtype_size(m->t[i].dtype))
                           : est_dtype_size(m->t[i].dtype));
-        persist[3 * i] = mem_alloc(c, b, CAT_WEIGHT);
+        persist[4 * i] = mem_alloc(c, b, CAT_WEIGHT);
         if (c->param[i]) {
             res->params += (uint64_t)numel(&m->t[i]);
             if (b > largest)
@@ -664,7 +664,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             int nstate = c->opt->optimizer == LOOM_EST_ADAM ? 2
                          : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1 : 0;
             for (int s = 0; s < nstate; s++)
-                persist[3 * i + 1 + (size_t)s] = mem_alloc(c, b, CAT_OPT);
+                persist[4 * i + 1 + (size_t)s] = mem_alloc(c, b, CAT_OPT);
         }
     }
     for (size_t i = 0; i < m->nt; i++)
@@ -692,8 +692,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         }
         if (c->opt->precision == LOOM_EST_MIXED && matmul_class(n))
             for (size_t k = 1; k < n->nin; k++) /* autocast's half copies of weights */
-                if (n->in[k] >= 0 && c->param[n->in[k]] && !persist[3 * n->in[k] + 2])
-                    persist[3 * n->in[k] + 2] = mem_alloc(c, tbytes(c, n->in[k]) / 2, CAT_TEMP);
+                if (n->in[k] >= 0 && c->param[n->in[k]] && !persist[4 * n->in[k] + 3])
+                    persist[4 * n->in[k] + 3] = mem_alloc(c, tbytes(c, n->in[k]) / 2, CAT_TEMP);
         int p = leader_pos(c, ni);
         for (size_t k = 0; k < n->nin; k++)
             if (n->in[k] >= 0)
@@ -792,7 +792,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             if (!c->param[i])
                 mem_free(c, &c->ghandle[i]);
             mem_free(c, &c->handle[i]);
-            mem_free(c, &persist[3 * i + 2]);
+            mem_free(c, &persist[4 * i + 3]);
         }
         /* optimizer: Adam's single-tensor step divides into two temporaries */
         if (c->opt->optimizer == LOOM_EST_ADAM) {
@@ -804,8 +804,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
     for (size_t i = 0; i < m->nt; i++) {
         mem_free(c, &c->ghandle[i]);
         mem_free(c, &c->handle[i]);
-        for (int s = 0; s < 3; s++)
-            mem_free(c, &persist[3 * i + (size_t)s]);
+        for (int s = 0; s < 4; s++)
+            mem_free(c, &persist[4 * i + (size_t)s]);
     }
     free(persist);
     if (c->oom)

@@ -352,6 +352,16 @@ static void test_linear_keeps_input(void **state)
     assert_int_equal(r.mem.activations, 64);
     assert_int_equal(r.mem.gradients, 576);
     loom_est_result_free(&r);
+    /* Adam: two states (1152) for the whole step; the peak moves to the
+     * optimizer step, where the single-tensor update makes two temporaries
+     * of the largest parameter (W, 512 each) while the gradients (576)
+     * live: 576 + 1152 + 576 + 1024 = 3328 (backward: 1344 + 1152) */
+    o.optimizer = LOOM_EST_ADAM;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.mem.peak_live, 3328);
+    assert_int_equal(r.mem.optimizer_state, 1152);
+    assert_int_equal(r.mem.temporaries, 1024);
+    loom_est_result_free(&r);
     loom_est_model_free(m);
 }
 
