@@ -86,7 +86,10 @@ def run_child(args, name, batch):
         cache = json.load(open(args.cache))
         if key in cache:
             return cache[key]
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(os.path.join(args.build, "libloom_alloctrack.so")))
+    # one thread everywhere: OpenBLAS's own pthreads otherwise spin and
+    # their CPU time lands in the measurement
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               LD_PRELOAD=os.path.abspath(os.path.join(args.build, "libloom_alloctrack.so")))
     p = subprocess.run([sys.executable, __file__, "--child", name, str(batch), args.optimizer,
                         str(args.steps)], env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode:
@@ -161,6 +164,8 @@ def main():
         f"{a.optimizer}`). Training step = forward + cross-entropy + backward + "
         f"{a.optimizer} step, fp32. Device file: `{os.path.relpath(a.device, ROOT)}` "
         f"(GEMM {dev['flops_fp32'] / 1e9:.1f} GFLOP/s, triad {dev['mem_bandwidth'] / 1e9:.2f} GB/s, "
+        f"conv {dev.get('flops_conv', dev['flops_fp32']) / 1e9:.1f} GFLOP/s, matmul by size "
+        f"{', '.join(f'{int(d)}: {f / 1e9:.0f}' for d, f in dev.get('matmul_curve', []))} GFLOP/s, "
         f"op overhead {dev['op_overhead_s'] * 1e6:.1f} us).",
         "",
         "Memory: measured = peak live heap bytes during one step (LD_PRELOAD "

@@ -53,6 +53,12 @@ typedef struct loom_est_device {
     double flops_half;      /* dense matmul FLOP/s at fp16/bf16 */
     double flops_vector;    /* elementwise FLOP/s */
     double flops_conv;      /* convolution FLOP/s at fp32 (default flops_fp32) */
+    /* Optional matrix-product rate by size: ncurve points (smallest of M, N,
+     * K; FLOP/s at fp32), interpolated in log(size); replaces flops_fp32
+     * for MatMul, Gemm and Linear (scaled by flops_half / flops_fp32 at
+     * half precision). */
+    int ncurve;
+    double curve_dim[8], curve_flops[8];
     double mem_bandwidth;   /* bytes/s */
     double op_overhead_s;   /* per operator launch/dispatch cost */
     uint64_t memory_bytes;  /* capacity (0 = unknown) */
@@ -117,6 +123,7 @@ typedef struct loom_est_op {
     const char *op_type;
     double fwd_flops, bwd_flops;
     double bytes;        /* bytes read + written, forward */
+    double min_dim;      /* smallest of M, N, K of a matrix product, else 0 */
     double time_s;       /* forward + backward roofline time */
     uint64_t out_bytes;  /* outputs allocated (0 for views) */
 } loom_est_op_t;

@@ -829,6 +829,48 @@ static double node_bytes(const cost_t *c, int ni)
     return b;
 }
 
+/* Smallest of M, N, K of a matrix product node (0 for anything else). */
+static double product_min_dim(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    if (c->gkind[ni] == G_LINEAR)
+        for (size_t j = 0; j < n->nin; j++) {
+            int p = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+            if (p >= 0 && p != ni && c->leader[p] == ni)
+                return product_min_dim(c, p);
+        }
+    const est_tensor_t *a = tin(c, n, 0), *b = tin(c, n, 1);
+    if (!a || !b || a->rank < 1 || b->rank < 1)
+        return 0;
+    double M, K, N;
+    if (op_is(n, "MatMul")) {
+        M = a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
+        K = (double)a->dims[a->rank - 1];
+        N = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
+    } else if (op_is(n, "Gemm") && a->rank == 2 && b->rank == 2) {
+        const est_attr_t *ta = est_attr(n, "transA"), *tb = est_attr(n, "transB");
+        M = (double)(ta && ta->i ? a->dims[1] : a->dims[0]);
+        K = (double)(ta && ta->i ? a->dims[0] : a->dims[1]);
+        N = (double)(tb && tb->i ? b->dims[0] : b->dims[1]);
+    } else {
+        return 0;
+    }
+    return fmin(M, fmin(K, N));
+}
+
+static double curve_rate(const loom_est_device_t *d, double dim)
+{
+    if (dim <= d->curve_dim[0])
+        return d->curve_flops[0];
+    for (int i = 1; i < d->ncurve; i++)
+        if (dim <= d->curve_dim[i]) {
+            double t = (log(dim) - log(d->curve_dim[i - 1])) /
+                       (log(d->curve_dim[i]) - log(d->curve_dim[i - 1]));
+            return d->curve_flops[i - 1] + t * (d->curve_flops[i] - d->curve_flops[i - 1]);
+        }
+    return d->curve_flops[d->ncurve - 1];
+}
+
 static void roofline(cost_t *c, loom_est_result_t *res)
 {
     loom_est_model_t *m = c->m;
@@ -868,6 +910,7 @@ static void roofline(cost_t *c, loom_est_result_t *res)
             op->fwd_flops += f;
             op->bwd_flops += b;
             op->bytes = is_alias(c, n) ? 0 : node_bytes(c, ni);
+            op->min_dim = product_min_dim(c, ni);
             for (size_t j = 0; j < n->nout; j++)
                 if (n->out[j] >= 0 && !is_alias(c, n))
                     op->out_bytes += tbytes(c, n->out[j]);
@@ -895,6 +938,8 @@ static void roofline(cost_t *c, loom_est_result_t *res)
                   strcmp(op->op_type, "ConvTranspose") == 0 ||
                   strcmp(op->op_type, "Linear(fused)") == 0;
         double rate = mm ? (half ? d->flops_half : d->flops_fp32) : d->flops_vector;
+        if (op->min_dim > 0 && d->ncurve > 0)
+            rate = curve_rate(d, op->min_dim) * (half ? d->flops_half / d->flops_fp32 : 1);
         if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
             rate = d->flops_conv > 0 ? (half ? d->flops_half * d->flops_conv / d->flops_fp32
                                              : d->flops_conv)

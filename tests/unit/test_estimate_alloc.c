@@ -139,6 +139,15 @@ static void test_device_json(void **state)
     json_object_set_new(j, "mem_bandwidth", json_real(-1));
     assert_int_equal(loom_est_device_from_json(j, "x.json", &d, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "mem_bandwidth"));
+    /* a matmul rate curve: sizes increasing, rates positive */
+    json_object_set_new(j, "mem_bandwidth", json_real(1e11));
+    json_object_set_new(j, "matmul_curve", json_pack("[[i,f],[i,f]]", 16, 1e10, 256, 1e11));
+    assert_int_equal(loom_est_device_from_json(j, "x.json", &d, &err), LOOM_OK);
+    assert_int_equal(d.ncurve, 2);
+    assert_true(d.curve_dim[1] == 256 && d.curve_flops[0] == 1e10);
+    json_object_set_new(j, "matmul_curve", json_pack("[[i,f],[i,f]]", 256, 1e10, 16, 1e11));
+    assert_int_equal(loom_est_device_from_json(j, "x.json", &d, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "/matmul_curve/1"));
     json_decref(j);
     /* the shipped H200 description loads by name */
     assert_int_equal(loom_est_device_load("h200", "workloads/devices", &d, &err), LOOM_OK);
