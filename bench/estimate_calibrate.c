@@ -132,8 +132,9 @@ static double stream_triad(int threads)
         pthread_t tid[64];
         triad_t arg[64];
         for (int k = 0; k < threads; k++) {
-            arg[k] = (triad_t){a, b, c, n * (size_t)k / (size_t)threads,
-                               n * (size_t)(k + 1) / (size_t)threads, &bar};
+            arg[k] = (triad_t){
+                a,   b, c, n * (size_t)k / (size_t)threads, n * (size_t)(k + 1) / (size_t)threads,
+                &bar};
             pthread_create(&tid[k], NULL, triad_run, &arg[k]);
         }
         pthread_barrier_wait(&bar); /* the main thread sleeps: process CPU time is the worker's */
@@ -156,10 +157,14 @@ static double stream_triad(int threads)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"out", required_argument, NULL, 'o'},      {"device-out", required_argument, NULL, 'd'},
-        {"name", required_argument, NULL, 'n'},     {"op-overhead", required_argument, NULL, 'v'},
-        {"threads", required_argument, NULL, 't'},  {"torch-gemm", required_argument, NULL, 'g'},
-        {"torch-conv", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+        {"out", required_argument, NULL, 'o'},
+        {"device-out", required_argument, NULL, 'd'},
+        {"name", required_argument, NULL, 'n'},
+        {"op-overhead", required_argument, NULL, 'v'},
+        {"threads", required_argument, NULL, 't'},
+        {"torch-gemm", required_argument, NULL, 'g'},
+        {"torch-conv", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *out = "docs/bench", *dev_out = "workloads/devices/cpu-local.json",
@@ -178,7 +183,8 @@ int main(int argc, char **argv)
         case 'c': torch_conv = atof(optarg); break;
         case 'h':
             printf("usage: bench_estimate_calibrate [--out DIR] [--device-out FILE] [--name NAME] "
-                   "[--op-overhead SECONDS] [--threads N] [--torch-gemm FLOPS] [--torch-conv FLOPS]\n");
+                   "[--op-overhead SECONDS] [--threads N] [--torch-gemm FLOPS] [--torch-conv "
+                   "FLOPS]\n");
             return 0;
         default: return 2;
         }
@@ -216,17 +222,17 @@ int main(int argc, char **argv)
      * Linear and a 3x3 convolution outside the zoo), when given, are what the
      * roofline uses; the BLAS peak is kept in the description and the table. */
     double mm = torch_gemm > 0 ? torch_gemm : gemm, conv = torch_conv > 0 ? torch_conv : mm;
-    json_t *j = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "name", name,
-                          "description", model, "flops_fp32", mm, "flops_half", mm,
-                          "flops_vector", mm, "flops_conv", conv, "mem_bandwidth", bw,
-                          "op_overhead_s", overhead,
-                          "memory_bytes", (json_int_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE),
-                          "context_bytes", (json_int_t)0, "allocator", "malloc");
+    json_t *j =
+        json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "name", name,
+                  "description", model, "flops_fp32", mm, "flops_half", mm, "flops_vector", mm,
+                  "flops_conv", conv, "mem_bandwidth", bw, "op_overhead_s", overhead,
+                  "memory_bytes", (json_int_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE),
+                  "context_bytes", (json_int_t)0, "allocator", "malloc");
     char desc[400];
     snprintf(desc, sizeof desc,
              "%s, %d thread(s); measured %s by bench_estimate_calibrate (%s %.1f GFLOP/s%s)", model,
-             threads, date, f ? "cblas_sgemm of libblas.so.3" : "C loop, no BLAS found",
-             gemm / 1e9, torch_gemm > 0 ? "; matmul and conv rates achieved by PyTorch" : "");
+             threads, date, f ? "cblas_sgemm of libblas.so.3" : "C loop, no BLAS found", gemm / 1e9,
+             torch_gemm > 0 ? "; matmul and conv rates achieved by PyTorch" : "");
     json_object_set_new(j, "description", json_string(desc));
     loom_err_t err;
     loom_buf_t b = LOOM_BUF_INIT;
@@ -240,9 +246,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/estimate_calibrate.md", out);
     FILE *md = fopen(path, "a");
     if (md) {
-        fprintf(md,
-                "| %s | %s (%s) | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n",
-                date, host, u.machine, model, threads, g1 / 1e9, g2 / 1e9, torch_gemm / 1e9,
+        fprintf(md, "| %s | %s (%s) | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", date,
+                host, u.machine, model, threads, g1 / 1e9, g2 / 1e9, torch_gemm / 1e9,
                 torch_conv / 1e9, bw / 1e9, overhead * 1e6);
         fclose(md);
     }

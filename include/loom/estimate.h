@@ -31,8 +31,8 @@ typedef struct loom_est_model loom_est_model_t;
  * ("ModelProto.graph.node[3].attribute[0].t.dims") and the byte offset.
  * The graph is checked: every node input is defined, no tensor has two
  * producers, no cycles. Weight data is not copied (only small constants). */
-int loom_est_model_parse(const void *data, size_t len, const char *name,
-                         loom_est_model_t **out, loom_err_t *err);
+int loom_est_model_parse(const void *data, size_t len, const char *name, loom_est_model_t **out,
+                         loom_err_t *err);
 /* Maps the file and parses it. */
 int loom_est_model_load(const char *path, loom_est_model_t **out, loom_err_t *err);
 void loom_est_model_free(loom_est_model_t *m);
@@ -49,10 +49,10 @@ typedef enum loom_est_alloc_kind {
 typedef struct loom_est_device {
     char name[64];
     char description[160];
-    double flops_fp32;      /* dense matmul FLOP/s at fp32 (TF32 off) */
-    double flops_half;      /* dense matmul FLOP/s at fp16/bf16 */
-    double flops_vector;    /* elementwise FLOP/s */
-    double flops_conv;      /* convolution FLOP/s at fp32 (default flops_fp32) */
+    double flops_fp32;   /* dense matmul FLOP/s at fp32 (TF32 off) */
+    double flops_half;   /* dense matmul FLOP/s at fp16/bf16 */
+    double flops_vector; /* elementwise FLOP/s */
+    double flops_conv;   /* convolution FLOP/s at fp32 (default flops_fp32) */
     /* Optional matrix-product rate by size: ncurve points (smallest of M, N,
      * K; FLOP/s at fp32), interpolated in log(size); replaces flops_fp32
      * for MatMul, Gemm and Linear (scaled by flops_half / flops_fp32 at
@@ -88,8 +88,8 @@ void loom_est_alloc_free_all(loom_est_alloc_t *a);
 /* Returns a handle (> 0) or 0 when out of memory (of this process). */
 uint64_t loom_est_alloc_malloc(loom_est_alloc_t *a, uint64_t bytes);
 void loom_est_alloc_release(loom_est_alloc_t *a, uint64_t handle);
-uint64_t loom_est_alloc_allocated(const loom_est_alloc_t *a);      /* rounded, live */
-uint64_t loom_est_alloc_reserved(const loom_est_alloc_t *a);       /* segments */
+uint64_t loom_est_alloc_allocated(const loom_est_alloc_t *a); /* rounded, live */
+uint64_t loom_est_alloc_reserved(const loom_est_alloc_t *a);  /* segments */
 uint64_t loom_est_alloc_peak_reserved(const loom_est_alloc_t *a);
 uint64_t loom_est_alloc_peak_allocated(const loom_est_alloc_t *a);
 uint64_t loom_est_alloc_round(uint64_t bytes);        /* 512-byte rounding */
@@ -122,10 +122,10 @@ typedef struct loom_est_op {
     const char *name; /* node name (owned by the model) */
     const char *op_type;
     double fwd_flops, bwd_flops;
-    double bytes;        /* bytes read + written, forward */
-    double min_dim;      /* smallest of M, N, K of a matrix product, else 0 */
-    double time_s;       /* forward + backward roofline time */
-    uint64_t out_bytes;  /* outputs allocated (0 for views) */
+    double bytes;       /* bytes read + written, forward */
+    double min_dim;     /* smallest of M, N, K of a matrix product, else 0 */
+    double time_s;      /* forward + backward roofline time */
+    uint64_t out_bytes; /* outputs allocated (0 for views) */
 } loom_est_op_t;
 
 /* Memory categories at the moment of the peak (bytes). */
@@ -133,15 +133,15 @@ typedef struct loom_est_memory {
     uint64_t weights, gradients, optimizer_state, activations, temporaries;
     uint64_t allocator_slack; /* reserved - live at the peak */
     uint64_t context;
-    uint64_t peak_live;       /* sum of live tensors at the peak */
-    uint64_t peak_reserved;   /* what the allocator holds at the peak */
-    uint64_t total;           /* peak_reserved + context */
+    uint64_t peak_live;     /* sum of live tensors at the peak */
+    uint64_t peak_reserved; /* what the allocator holds at the peak */
+    uint64_t total;         /* peak_reserved + context */
 } loom_est_memory_t;
 
 typedef struct loom_est_result {
     int64_t batch;
-    uint64_t params;          /* trainable elements */
-    uint64_t buffers;         /* non-trainable initializer elements */
+    uint64_t params;  /* trainable elements */
+    uint64_t buffers; /* non-trainable initializer elements */
     double fwd_flops, bwd_flops, opt_flops;
     loom_est_memory_t mem;
     double fwd_time_s, bwd_time_s, opt_time_s, step_time_s;
@@ -150,8 +150,8 @@ typedef struct loom_est_result {
 } loom_est_result_t;
 
 /* Infers shapes (kept in m for loom_est_tensor_shape), then costs. */
-int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt,
-                 loom_est_result_t *out, loom_err_t *err);
+int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_result_t *out,
+                 loom_err_t *err);
 void loom_est_result_free(loom_est_result_t *r);
 /* The result as JSON (caller decrefs). */
 json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_t *opt);

@@ -55,10 +55,14 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
     struct {
         const char *name;
         uint64_t v;
-    } rows[] = {{"weights", m->weights},           {"gradients", m->gradients},
-                {"optimizer state", m->optimizer_state}, {"activations", m->activations},
-                {"temporaries", m->temporaries},   {"allocator slack", m->allocator_slack},
-                {"CUDA context", m->context},      {"total", m->total}};
+    } rows[] = {{"weights", m->weights},
+                {"gradients", m->gradients},
+                {"optimizer state", m->optimizer_state},
+                {"activations", m->activations},
+                {"temporaries", m->temporaries},
+                {"allocator slack", m->allocator_slack},
+                {"CUDA context", m->context},
+                {"total", m->total}};
     printf("%-18s %14s %8s\n", "memory at peak", "bytes", "");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         char s[32];
@@ -67,8 +71,7 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
     }
     if (o->device)
         printf("\nstep time  %.3f ms (forward %.3f, backward %.3f, optimizer %.3f)\n",
-               r->step_time_s * 1e3, r->fwd_time_s * 1e3, r->bwd_time_s * 1e3,
-               r->opt_time_s * 1e3);
+               r->step_time_s * 1e3, r->fwd_time_s * 1e3, r->bwd_time_s * 1e3, r->opt_time_s * 1e3);
     /* top operators by time (or FLOPs without a device) */
     size_t n = r->nops, *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)
@@ -78,7 +81,8 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
     for (size_t i = 1; i < n; i++) { /* insertion sort: n is a few thousand at most */
         size_t v = idx[i], j = i;
         double kv = o->device ? r->ops[v].time_s : r->ops[v].fwd_flops;
-        while (j > 0 && (o->device ? r->ops[idx[j - 1]].time_s : r->ops[idx[j - 1]].fwd_flops) < kv) {
+        while (j > 0 &&
+               (o->device ? r->ops[idx[j - 1]].time_s : r->ops[idx[j - 1]].fwd_flops) < kv) {
             idx[j] = idx[j - 1];
             j--;
         }
@@ -97,10 +101,14 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
 int loom_cmd_estimate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"batch", required_argument, NULL, 'b'},  {"train", no_argument, NULL, 't'},
-        {"optimizer", required_argument, NULL, 'o'}, {"precision", required_argument, NULL, 'p'},
-        {"device", required_argument, NULL, 'd'}, {"top", required_argument, NULL, 'k'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+        {"batch", required_argument, NULL, 'b'},
+        {"train", no_argument, NULL, 't'},
+        {"optimizer", required_argument, NULL, 'o'},
+        {"precision", required_argument, NULL, 'p'},
+        {"device", required_argument, NULL, 'd'},
+        {"top", required_argument, NULL, 'k'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     loom_est_options_t o = {.batch = 0, .optimizer = LOOM_EST_ADAM, .precision = LOOM_EST_FP32};
@@ -139,7 +147,7 @@ int loom_cmd_estimate(int argc, char **argv)
     if (loom_est_device_load(device, dir ? dir : "workloads/devices", &dev, &err)) {
         fprintf(stderr, "loom estimate: %s\n", err.msg);
         return err.code == LOOM_ENOTFOUND || err.code == LOOM_EIO ? LOOM_EXIT_NOTFOUND
-                                                                   : LOOM_EXIT_INPUT;
+                                                                  : LOOM_EXIT_INPUT;
     }
     o.device = &dev;
     loom_est_model_t *m = NULL;

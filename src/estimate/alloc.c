@@ -25,12 +25,12 @@
 
 #include "estimate/est.h"
 
-#define MIN_BLOCK 512ull
-#define SMALL_SIZE (1ull << 20)
-#define SMALL_BUFFER (2ull << 20)
+#define MIN_BLOCK       512ull
+#define SMALL_SIZE      (1ull << 20)
+#define SMALL_BUFFER    (2ull << 20)
 #define MIN_LARGE_ALLOC (10ull << 20)
-#define LARGE_BUFFER (20ull << 20)
-#define ROUND_LARGE (2ull << 20)
+#define LARGE_BUFFER    (20ull << 20)
+#define ROUND_LARGE     (2ull << 20)
 
 typedef struct block {
     uint64_t seg, off, size;
@@ -179,7 +179,19 @@ void loom_est_alloc_release(loom_est_alloc_t *a, uint64_t handle)
     }
 }
 
-uint64_t loom_est_alloc_allocated(const loom_est_alloc_t *a) { return a->allocated; }
-uint64_t loom_est_alloc_reserved(const loom_est_alloc_t *a) { return a->reserved; }
-uint64_t loom_est_alloc_peak_reserved(const loom_est_alloc_t *a) { return a->peak_reserved; }
-uint64_t loom_est_alloc_peak_allocated(const loom_est_alloc_t *a) { return a->peak_allocated; }
+uint64_t loom_est_alloc_allocated(const loom_est_alloc_t *a)
+{
+    return a->allocated;
+}
+uint64_t loom_est_alloc_reserved(const loom_est_alloc_t *a)
+{
+    return a->reserved;
+}
+uint64_t loom_est_alloc_peak_reserved(const loom_est_alloc_t *a)
+{
+    return a->peak_reserved;
+}
+uint64_t loom_est_alloc_peak_allocated(const loom_est_alloc_t *a)
+{
+    return a->peak_allocated;
+}

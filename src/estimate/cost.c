@@ -35,15 +35,15 @@ typedef struct cost {
     const loom_est_options_t *opt;
     loom_err_t *err;
     /* per node */
-    int *leader;          /* group leader node, or self */
-    int *gkind;           /* G_* of a leader */
-    int *gin;             /* the group's data input tensor (leader only), -1 */
-    int *pos;             /* position in the compute order, -1 if folded */
+    int *leader; /* group leader node, or self */
+    int *gkind;  /* G_* of a leader */
+    int *gin;    /* the group's data input tensor (leader only), -1 */
+    int *pos;    /* position in the compute order, -1 if folded */
     /* per tensor */
-    int *root;            /* storage root */
+    int *root; /* storage root */
     bool *param, *buffer, *req, *half, *contig;
-    int *last_use;        /* position of last forward use of a root */
-    int *nsaved;          /* remaining backward users of a root */
+    int *last_use; /* position of last forward use of a root */
+    int *nsaved;   /* remaining backward users of a root */
     uint64_t *handle, *ghandle;
     /* compute order */
     int *order;
@@ -65,7 +65,10 @@ static bool is_float(int d)
     return d == EST_T_FLOAT || d == EST_T_DOUBLE || d == EST_T_FLOAT16 || d == EST_T_BFLOAT16;
 }
 
-static bool op_is(const est_node_t *n, const char *op) { return strcmp(n->op, op) == 0; }
+static bool op_is(const est_node_t *n, const char *op)
+{
+    return strcmp(n->op, op) == 0;
+}
 
 static bool matmul_class(const est_node_t *n)
 {
@@ -92,7 +95,10 @@ static uint64_t esize(const cost_t *c, int t)
     }
 }
 
-static uint64_t tbytes(const cost_t *c, int t) { return (uint64_t)numel(&c->m->t[t]) * esize(c, t); }
+static uint64_t tbytes(const cost_t *c, int t)
+{
+    return (uint64_t)numel(&c->m->t[t]) * esize(c, t);
+}
 
 static est_tensor_t *tin(const cost_t *c, const est_node_t *n, size_t i)
 {
@@ -257,8 +263,8 @@ static void fuse(cost_t *c)
 
 static bool differentiable(const est_node_t *n)
 {
-    static const char *no[] = {"Shape", "Equal", "Less", "Greater", "Not", "ConstantOfShape",
-                               "Range", "Constant"};
+    static const char *no[] = {"Shape", "Equal",           "Less",  "Greater",
+                               "Not",   "ConstantOfShape", "Range", "Constant"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (op_is(n, no[i]))
             return false;
@@ -454,10 +460,10 @@ static double fwd_flops(const cost_t *c, const est_node_t *n)
         return (double)numel(x);
     if (op_is(n, "Gelu"))
         return 8 * E;
-    static const char *ew[] = {"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh",
-                               "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Clip",
-                               "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Max",
-                               "Min", "Where"};
+    static const char *ew[] = {
+        "Add",       "Sub",         "Mul",       "Div",      "Pow", "Relu", "Sigmoid",    "Tanh",
+        "Erf",       "Sqrt",        "Exp",       "Log",      "Neg", "Abs",  "Reciprocal", "Clip",
+        "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Max", "Min",  "Where"};
     for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
         if (op_is(n, ew[i]))
             return E;
@@ -595,7 +601,10 @@ static void propagate(cost_t *c)
     }
 }
 
-static int leader_pos(const cost_t *c, int ni) { return c->pos[c->leader[ni]]; }
+static int leader_pos(const cost_t *c, int ni)
+{
+    return c->pos[c->leader[ni]];
+}
 
 static void lifetimes(cost_t *c)
 {
@@ -640,7 +649,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
 {
     loom_est_model_t *m = c->m;
     bool train = c->opt->train;
-    uint64_t *persist = calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
+    uint64_t *persist =
+        calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
     if (!persist)
         return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
     uint64_t largest = 0;
@@ -661,8 +671,9 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             res->buffers += (uint64_t)numel(&m->t[i]);
         }
         if (train && c->param[i]) {
-            int nstate = c->opt->optimizer == LOOM_EST_ADAM ? 2
-                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1 : 0;
+            int nstate = c->opt->optimizer == LOOM_EST_ADAM       ? 2
+                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1
+                                                                  : 0;
             for (int s = 0; s < nstate; s++)
                 persist[4 * i + 1 + (size_t)s] = mem_alloc(c, b, CAT_OPT);
         }
@@ -941,26 +952,31 @@ static void roofline(cost_t *c, loom_est_result_t *res)
         if (op->min_dim > 0 && d->ncurve > 0)
             rate = curve_rate(d, op->min_dim) * (half ? d->flops_half / d->flops_fp32 : 1);
         if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
-            rate = d->flops_conv > 0 ? (half ? d->flops_half * d->flops_conv / d->flops_fp32
-                                             : d->flops_conv)
-                                     : rate;
+            rate = d->flops_conv > 0
+                       ? (half ? d->flops_half * d->flops_conv / d->flops_fp32 : d->flops_conv)
+                       : rate;
         double tf = fmax(op->fwd_flops / rate, op->bytes / d->mem_bandwidth) + d->op_overhead_s;
         double tb = 0;
         if (op->bwd_flops > 0)
-            tb = fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) +
-                 2 * d->op_overhead_s;
+            tb =
+                fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
         op->time_s = tf + tb;
         res->fwd_time_s += tf;
         res->bwd_time_s += tb;
     }
     if (c->opt->train) {
         /* per parameter tensor: bytes read+written by the update */
-        double per = c->opt->optimizer == LOOM_EST_ADAM ? 7 : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5 : 3;
-        double elem = c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
+        double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
+                     : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
+                                                              : 3;
+        double elem =
+            c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
         size_t ntensors = 0;
         for (size_t i = 0; i < m->nt; i++)
             ntensors += c->param[i];
-        double kernels = c->opt->optimizer == LOOM_EST_ADAM ? 10 : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3 : 1;
+        double kernels = c->opt->optimizer == LOOM_EST_ADAM       ? 10
+                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3
+                                                                  : 1;
         res->opt_flops = (double)res->params * (c->opt->optimizer == LOOM_EST_ADAM ? 12 : 3);
         res->opt_time_s = (double)res->params * per * elem / d->mem_bandwidth +
                           (double)ntensors * kernels * d->op_overhead_s;

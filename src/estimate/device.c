@@ -60,26 +60,30 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         (rc = get_pos(obj, "context_bytes", name, false, &ctx, err)))
         return rc;
     if (out->flops_fp32 <= 0 || out->flops_half <= 0 || out->flops_vector <= 0 ||
-        out->flops_conv <= 0 ||
-        out->mem_bandwidth <= 0)
+        out->flops_conv <= 0 || out->mem_bandwidth <= 0)
         return loom_err_set(err, LOOM_EINVAL,
                             "device %s: FLOP rates and mem_bandwidth must be positive", name);
     const json_t *curve = json_object_get(obj, "matmul_curve");
     if (curve) {
         if (!json_is_array(curve) || json_array_size(curve) < 1 || json_array_size(curve) > 8)
-            return loom_err_set(err, LOOM_EINVAL,
-                                "device %s: /matmul_curve must be an array of 1 to 8 [size, FLOP/s] "
-                                "pairs in increasing size", name);
+            return loom_err_set(
+                err, LOOM_EINVAL,
+                "device %s: /matmul_curve must be an array of 1 to 8 [size, FLOP/s] "
+                "pairs in increasing size",
+                name);
         for (size_t i = 0; i < json_array_size(curve); i++) {
             const json_t *p = json_array_get(curve, i);
             double d = p && json_is_array(p) && json_array_size(p) == 2
-                           ? json_number_value(json_array_get(p, 0)) : -1;
+                           ? json_number_value(json_array_get(p, 0))
+                           : -1;
             double f = p && json_is_array(p) && json_array_size(p) == 2
-                           ? json_number_value(json_array_get(p, 1)) : -1;
+                           ? json_number_value(json_array_get(p, 1))
+                           : -1;
             if (!(d >= 1) || !(f > 0) || f > 1e20 || (i && d <= out->curve_dim[i - 1]))
                 return loom_err_set(err, LOOM_EINVAL,
                                     "device %s: /matmul_curve/%zu must be [size >= 1, FLOP/s > 0] "
-                                    "with sizes increasing", name, i);
+                                    "with sizes increasing",
+                                    name, i);
             out->curve_dim[i] = d;
             out->curve_flops[i] = f;
         }
@@ -95,9 +99,9 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
     else if (strcmp(s, "malloc") == 0)
         out->allocator = LOOM_EST_ALLOC_MALLOC;
     else
-        return loom_err_set(err, LOOM_EINVAL,
-                            "device %s: /allocator is '%s', expected \"cuda-caching\" or \"malloc\"",
-                            name, s);
+        return loom_err_set(
+            err, LOOM_EINVAL,
+            "device %s: /allocator is '%s', expected \"cuda-caching\" or \"malloc\"", name, s);
     return LOOM_OK;
 }
 

@@ -10,18 +10,31 @@
 
 /* ONNX TensorProto.DataType */
 enum {
-    EST_T_UNDEF = 0, EST_T_FLOAT = 1, EST_T_UINT8 = 2, EST_T_INT8 = 3, EST_T_UINT16 = 4,
-    EST_T_INT16 = 5, EST_T_INT32 = 6, EST_T_INT64 = 7, EST_T_STRING = 8, EST_T_BOOL = 9,
-    EST_T_FLOAT16 = 10, EST_T_DOUBLE = 11, EST_T_UINT32 = 12, EST_T_UINT64 = 13,
-    EST_T_COMPLEX64 = 14, EST_T_COMPLEX128 = 15, EST_T_BFLOAT16 = 16
+    EST_T_UNDEF = 0,
+    EST_T_FLOAT = 1,
+    EST_T_UINT8 = 2,
+    EST_T_INT8 = 3,
+    EST_T_UINT16 = 4,
+    EST_T_INT16 = 5,
+    EST_T_INT32 = 6,
+    EST_T_INT64 = 7,
+    EST_T_STRING = 8,
+    EST_T_BOOL = 9,
+    EST_T_FLOAT16 = 10,
+    EST_T_DOUBLE = 11,
+    EST_T_UINT32 = 12,
+    EST_T_UINT64 = 13,
+    EST_T_COMPLEX64 = 14,
+    EST_T_COMPLEX128 = 15,
+    EST_T_BFLOAT16 = 16
 };
 
 typedef struct est_tensor {
     char *name;
-    int dtype;                    /* EST_T_*, 0 unknown */
-    int rank;                     /* -1 unknown */
-    int64_t dims[EST_MAX_RANK];   /* -1: symbolic / unknown */
-    int producer;                 /* node index, -1 none */
+    int dtype;                  /* EST_T_*, 0 unknown */
+    int rank;                   /* -1 unknown */
+    int64_t dims[EST_MAX_RANK]; /* -1: symbolic / unknown */
+    int producer;               /* node index, -1 none */
     bool is_init, is_input, is_output;
     /* Values of small constants (initializers, Constant nodes, folded
      * shape arithmetic); ints for integer/bool types, reals for floats. */
@@ -35,12 +48,12 @@ typedef struct est_tensor {
     /* Set by shape inference / costing. */
     bool inferred;
     bool requires_grad;
-    int view_of;                  /* tensor whose storage this aliases, -1 */
+    int view_of; /* tensor whose storage this aliases, -1 */
 } est_tensor_t;
 
 typedef struct est_attr {
     char *name;
-    int type;                     /* AttributeProto.AttributeType */
+    int type; /* AttributeProto.AttributeType */
     int64_t i;
     double f;
     char *s;
@@ -48,20 +61,20 @@ typedef struct est_attr {
     size_t nints;
     double *floats;
     size_t nfloats;
-    est_tensor_t *t;              /* TENSOR attribute (Constant value) */
+    est_tensor_t *t; /* TENSOR attribute (Constant value) */
     bool has_i, has_f;
 } est_attr_t;
 
 typedef struct est_node {
     char *name, *op, *domain;
-    int *in;                      /* tensor indices; -1 = omitted optional input */
+    int *in; /* tensor indices; -1 = omitted optional input */
     size_t nin;
     int *out;
     size_t nout;
     est_attr_t *attrs;
     size_t nattrs;
-    uint64_t offset;              /* byte offset of the NodeProto in the file */
-    bool folded;                  /* every output is a known constant */
+    uint64_t offset; /* byte offset of the NodeProto in the file */
+    bool folded;     /* every output is a known constant */
 } est_node_t;
 
 struct loom_est_model {
@@ -71,7 +84,7 @@ struct loom_est_model {
     size_t nt, capt;
     est_node_t *n;
     size_t nn, capn;
-    int *order;                   /* topological order of nodes */
+    int *order; /* topological order of nodes */
     /* name -> tensor index, open addressing */
     int *hash;
     size_t hcap;

@@ -29,15 +29,15 @@
 
 #include "estimate/est.h"
 
-#define PB_MAX_DEPTH 16
-#define EST_MAX_DIM ((int64_t)1 << 40)     /* one dimension */
-#define EST_MAX_NUMEL ((int64_t)1 << 48)   /* elements of one tensor */
+#define PB_MAX_DEPTH  16
+#define EST_MAX_DIM   ((int64_t)1 << 40) /* one dimension */
+#define EST_MAX_NUMEL ((int64_t)1 << 48) /* elements of one tensor */
 
 /* ------------------------------------------------------------ wire format */
 
 typedef struct pb {
-    const uint8_t *p;   /* whole input */
-    size_t pos, end;    /* current message: [pos, end) */
+    const uint8_t *p; /* whole input */
+    size_t pos, end;  /* current message: [pos, end) */
     const char *src;
     char path[512];
     size_t plen;
@@ -94,8 +94,8 @@ static int pb_varint(pb_t *r, uint64_t *v, const char *what)
 
 static const char *wt_name(int wt)
 {
-    static const char *names[] = {"varint", "64-bit", "length-delimited", "start-group",
-                                  "end-group", "32-bit", "invalid(6)", "invalid(7)"};
+    static const char *names[] = {"varint",    "64-bit", "length-delimited", "start-group",
+                                  "end-group", "32-bit", "invalid(6)",       "invalid(7)"};
     return names[wt & 7];
 }
 
@@ -123,8 +123,8 @@ static int pb_expect(pb_t *r, size_t off, uint32_t field, const char *name, int 
 {
     if (wt == want)
         return LOOM_OK;
-    return pb_fail(r, off, "field %s (%u) has wire type %s, expected %s", name, field,
-                   wt_name(wt), wt_name(want));
+    return pb_fail(r, off, "field %s (%u) has wire type %s, expected %s", name, field, wt_name(wt),
+                   wt_name(want));
 }
 
 /* Length-delimited payload: [*start, *start + *len). */
@@ -207,8 +207,8 @@ static void pb_leave(pb_t *r, size_t saved_end)
 
 /* A repeated scalar field, packed (wire type 2) or not. kind: 0 varint
  * (int64), 5 fixed32 float, 1 fixed64 double. Appends to *vals / *dvals. */
-static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **vals,
-                       double **dvals, size_t *n)
+static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **vals, double **dvals,
+                       size_t *n)
 {
     size_t start = r->pos, end;
     bool packed = wt == 2;
@@ -280,10 +280,20 @@ static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **va
 size_t est_dtype_size(int dtype)
 {
     switch (dtype) {
-    case EST_T_FLOAT: case EST_T_INT32: case EST_T_UINT32: return 4;
-    case EST_T_UINT8: case EST_T_INT8: case EST_T_BOOL: return 1;
-    case EST_T_UINT16: case EST_T_INT16: case EST_T_FLOAT16: case EST_T_BFLOAT16: return 2;
-    case EST_T_INT64: case EST_T_DOUBLE: case EST_T_UINT64: case EST_T_COMPLEX64: return 8;
+    case EST_T_FLOAT:
+    case EST_T_INT32:
+    case EST_T_UINT32: return 4;
+    case EST_T_UINT8:
+    case EST_T_INT8:
+    case EST_T_BOOL: return 1;
+    case EST_T_UINT16:
+    case EST_T_INT16:
+    case EST_T_FLOAT16:
+    case EST_T_BFLOAT16: return 2;
+    case EST_T_INT64:
+    case EST_T_DOUBLE:
+    case EST_T_UINT64:
+    case EST_T_COMPLEX64: return 8;
     case EST_T_COMPLEX128: return 16;
     default: return 0;
     }
@@ -291,9 +301,10 @@ size_t est_dtype_size(int dtype)
 
 const char *est_dtype_name(int dtype)
 {
-    static const char *names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16",
-                                  "int32", "int64", "string", "bool", "float16", "double",
-                                  "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+    static const char *names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                  "int16",      "int32",   "int64",  "string", "bool",
+                                  "float16",    "double",  "uint32", "uint64", "complex64",
+                                  "complex128", "bfloat16"};
     return dtype >= 0 && dtype <= 16 ? names[dtype] : "unknown";
 }
 
@@ -337,11 +348,32 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
             const uint8_t *p = raw + i * es;
             int64_t v = 0;
             switch (t->dtype) {
-            case EST_T_INT64: case EST_T_UINT64: memcpy(&v, p, 8); break;
-            case EST_T_INT32: { int32_t x; memcpy(&x, p, 4); v = x; break; }
-            case EST_T_UINT32: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
-            case EST_T_INT16: { int16_t x; memcpy(&x, p, 2); v = x; break; }
-            case EST_T_UINT16: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
+            case EST_T_INT64:
+            case EST_T_UINT64: memcpy(&v, p, 8); break;
+            case EST_T_INT32: {
+                int32_t x;
+                memcpy(&x, p, 4);
+                v = x;
+                break;
+            }
+            case EST_T_UINT32: {
+                uint32_t x;
+                memcpy(&x, p, 4);
+                v = x;
+                break;
+            }
+            case EST_T_INT16: {
+                int16_t x;
+                memcpy(&x, p, 2);
+                v = x;
+                break;
+            }
+            case EST_T_UINT16: {
+                uint16_t x;
+                memcpy(&x, p, 2);
+                v = x;
+                break;
+            }
             case EST_T_INT8: v = (int8_t)p[0]; break;
             default: v = p[0]; break;
             }
@@ -442,9 +474,8 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
     }
     size_t es = est_dtype_size(t->dtype);
     if (has_raw && es && !external && (uint64_t)raw_l != (uint64_t)numel * es) {
-        rc = pb_fail(r, raw_s, "raw_data holds %zu bytes, but %lld elements of %s need %llu",
-                     raw_l, (long long)numel, est_dtype_name(t->dtype),
-                     (unsigned long long)numel * es);
+        rc = pb_fail(r, raw_s, "raw_data holds %zu bytes, but %lld elements of %s need %llu", raw_l,
+                     (long long)numel, est_dtype_name(t->dtype), (unsigned long long)numel * es);
         goto out;
     }
     if (numel <= EST_MAX_FOLD && !external) {
@@ -455,7 +486,8 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
             ints = NULL;
             t->nval = nints;
             t->has_val = true;
-        } else if (nreals == (size_t)numel && (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE)) {
+        } else if (nreals == (size_t)numel &&
+                   (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE)) {
             t->fval = reals;
             reals = NULL;
             t->nval = nreals;
@@ -713,7 +745,9 @@ static int parse_attr(pb_t *r, est_attr_t *a)
                 pb_pop(r, saved);
             break;
         }
-        case 7: rc = pb_repeated(r, wt, 5, "AttributeProto.floats", NULL, &a->floats, &a->nfloats); break;
+        case 7:
+            rc = pb_repeated(r, wt, 5, "AttributeProto.floats", NULL, &a->floats, &a->nfloats);
+            break;
         case 8: rc = pb_repeated(r, wt, 0, "AttributeProto.ints", &a->ints, NULL, &a->nints); break;
         default: rc = pb_skip(r, wt, f); break;
         }
@@ -1002,14 +1036,14 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
     char lbl[300];
     for (size_t i = 0; i < g->ninits; i++) {
         if (!g->inits[i].name || !*g->inits[i].name)
-            return loom_err_set(err, LOOM_EINVAL, "%s: ModelProto.graph.initializer[%zu] has no name",
-                                m->source, i);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: ModelProto.graph.initializer[%zu] has no name", m->source, i);
         int idx = tensor_intern(m, &g->inits[i], &is_new, err);
         if (idx < 0)
             return idx;
         if (!is_new)
-            return loom_err_set(err, LOOM_EINVAL, "%s: initializer '%s' is defined twice", m->source,
-                                m->t[idx].name);
+            return loom_err_set(err, LOOM_EINVAL, "%s: initializer '%s' is defined twice",
+                                m->source, m->t[idx].name);
         m->t[idx].is_init = true;
         m->t[idx].decl_rank = -1;
     }
@@ -1051,7 +1085,8 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
         if (!n->name)
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
         if (!n->op || !*n->op)
-            return loom_err_set(err, LOOM_EINVAL, "%s: byte %zu: ModelProto.graph.node[%zu] has no op_type",
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: byte %zu: ModelProto.graph.node[%zu] has no op_type",
                                 m->source, rn->offset, i);
         n->in = calloc(rn->in.n ? rn->in.n : 1, sizeof *n->in);
         n->out = calloc(rn->out.n ? rn->out.n : 1, sizeof *n->out);
@@ -1069,15 +1104,15 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
                 return idx;
             est_tensor_t *t = &m->t[idx];
             if (t->is_init || t->is_input)
-                return loom_err_set(err, LOOM_EINVAL,
-                                    "%s: node %s output '%s' overwrites a graph %s", m->source,
-                                    node_label(n, lbl, sizeof lbl), t->name,
-                                    t->is_init ? "initializer" : "input");
+                return loom_err_set(
+                    err, LOOM_EINVAL, "%s: node %s output '%s' overwrites a graph %s", m->source,
+                    node_label(n, lbl, sizeof lbl), t->name, t->is_init ? "initializer" : "input");
             if (t->producer >= 0) {
                 char l2[300];
                 return loom_err_set(err, LOOM_EINVAL,
                                     "%s: tensor '%s' is produced twice: by node %s and by node %s",
-                                    m->source, t->name, node_label(&m->n[t->producer], l2, sizeof l2),
+                                    m->source, t->name,
+                                    node_label(&m->n[t->producer], l2, sizeof l2),
                                     node_label(n, lbl, sizeof lbl));
             }
             t->producer = (int)i;
@@ -1107,8 +1142,9 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
     for (size_t i = 0; i < g->noutputs; i++) {
         int idx = g->outputs[i].name ? est_tensor_find(m, g->outputs[i].name) : -1;
         if (idx < 0)
-            return loom_err_set(err, LOOM_EINVAL, "%s: graph output '%s' is not produced by any node",
-                                m->source, g->outputs[i].name ? g->outputs[i].name : "");
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: graph output '%s' is not produced by any node", m->source,
+                                g->outputs[i].name ? g->outputs[i].name : "");
         m->t[idx].is_output = true;
         m->graph_outputs[m->nouts++] = idx;
     }
@@ -1331,8 +1367,14 @@ void loom_est_model_free(loom_est_model_t *m)
     free(m);
 }
 
-size_t loom_est_model_node_count(const loom_est_model_t *m) { return m->nn; }
-int64_t loom_est_model_opset(const loom_est_model_t *m) { return m->opset; }
+size_t loom_est_model_node_count(const loom_est_model_t *m)
+{
+    return m->nn;
+}
+int64_t loom_est_model_opset(const loom_est_model_t *m)
+{
+    return m->opset;
+}
 
 const est_attr_t *est_attr(const est_node_t *n, const char *name)
 {

@@ -43,11 +43,10 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
     json_t *ops = json_array();
     for (size_t i = 0; i < r->nops; i++) {
         const loom_est_op_t *o = &r->ops[i];
-        json_array_append_new(ops, json_pack("{s:s, s:s, s:f, s:f, s:f, s:I, s:f}", "name", o->name,
-                                             "op", o->op_type, "fwd_flops", o->fwd_flops,
-                                             "bwd_flops", o->bwd_flops, "bytes", o->bytes,
-                                             "out_bytes", (json_int_t)o->out_bytes, "time_s",
-                                             o->time_s));
+        json_array_append_new(
+            ops, json_pack("{s:s, s:s, s:f, s:f, s:f, s:I, s:f}", "name", o->name, "op", o->op_type,
+                           "fwd_flops", o->fwd_flops, "bwd_flops", o->bwd_flops, "bytes", o->bytes,
+                           "out_bytes", (json_int_t)o->out_bytes, "time_s", o->time_s));
     }
     json_t *mem = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "weights", (json_int_t)m->weights,
@@ -56,14 +55,12 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
         "allocator_slack", (json_int_t)m->allocator_slack, "context", (json_int_t)m->context,
         "peak_live", (json_int_t)m->peak_live, "peak_reserved", (json_int_t)m->peak_reserved,
         "total", (json_int_t)m->total);
-    json_t *o = json_pack("{s:I, s:b, s:s, s:s, s:s?, s:I, s:I, s:f, s:f, s:f, s:o}", "batch",
-                          (json_int_t)r->batch, "train", opt->train, "optimizer",
-                          loom_est_optimizer_name(opt->optimizer), "precision",
-                          loom_est_precision_name(opt->precision), "device",
-                          opt->device ? opt->device->name : NULL, "params",
-                          (json_int_t)r->params, "buffers", (json_int_t)r->buffers, "fwd_flops",
-                          r->fwd_flops, "bwd_flops", r->bwd_flops, "opt_flops", r->opt_flops,
-                          "memory", mem);
+    json_t *o = json_pack(
+        "{s:I, s:b, s:s, s:s, s:s?, s:I, s:I, s:f, s:f, s:f, s:o}", "batch", (json_int_t)r->batch,
+        "train", opt->train, "optimizer", loom_est_optimizer_name(opt->optimizer), "precision",
+        loom_est_precision_name(opt->precision), "device", opt->device ? opt->device->name : NULL,
+        "params", (json_int_t)r->params, "buffers", (json_int_t)r->buffers, "fwd_flops",
+        r->fwd_flops, "bwd_flops", r->bwd_flops, "opt_flops", r->opt_flops, "memory", mem);
     if (opt->device)
         json_object_set_new(o, "time_s",
                             json_pack("{s:f, s:f, s:f, s:f}", "forward", r->fwd_time_s, "backward",

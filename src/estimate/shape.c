@@ -62,9 +62,24 @@ static bool is_int_type(int d)
 
 static double val(const est_tensor_t *t, size_t i)
 {
+    if (t->nval == 0 || (t->nval > 1 && i >= t->nval))
+        return 0; /* callers check counts; an empty constant reads as 0 */
     if (t->ival)
         return (double)t->ival[t->nval == 1 ? 0 : i];
     return t->fval[t->nval == 1 ? 0 : i];
+}
+
+/* double -> int64 without undefined behaviour: NaN is 0, out of range
+ * clamps (folded values come from untrusted files). */
+static int64_t to_i64(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9.2e18)
+        return INT64_MAX;
+    if (v <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)v;
 }
 
 static int set_shape(ctx_t *c, est_tensor_t *t, int rank, const int64_t *dims, int dtype)
@@ -118,7 +133,7 @@ static int alloc_vals(ctx_t *c, est_tensor_t *o)
 static void put(est_tensor_t *o, size_t i, double v)
 {
     if (o->ival)
-        o->ival[i] = (int64_t)v;
+        o->ival[i] = to_i64(v);
     else
         o->fval[i] = v;
 }
@@ -175,7 +190,12 @@ static size_t bindex(const est_tensor_t *t, int r, const int64_t *dims, size_t i
     return off;
 }
 
-static int64_t norm_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
+#define LIM ((int64_t)1 << 31) /* bound of kernel, stride, dilation, pads attributes */
+
+static int64_t norm_axis(int64_t axis, int rank)
+{
+    return axis < 0 ? axis + rank : axis;
+}
 
 static int check_axis(ctx_t *c, int64_t *axis, int rank, bool inclusive)
 {
@@ -210,7 +230,7 @@ static int int_list(ctx_t *c, const char *attr, size_t input, int64_t *vals, int
     if (t->nval > EST_MAX_RANK * 2)
         return fail(c, "input '%s' has %zu values", t->name, t->nval);
     for (size_t i = 0; i < t->nval; i++)
-        vals[i] = (int64_t)val(t, i);
+        vals[i] = to_i64(val(t, i));
     *n = (int)t->nval;
     *found = true;
     return LOOM_OK;
@@ -252,30 +272,48 @@ static int op_elementwise(ctx_t *c, int out_dtype)
         double x = val(a, bindex(a, r, dims, i));
         double y = c->n->nin > 1 && in(c, 1) ? val(in(c, 1), bindex(in(c, 1), r, dims, i)) : 0;
         double v;
-        if (!strcmp(op, "Add")) v = x + y;
-        else if (!strcmp(op, "Sub")) v = x - y;
-        else if (!strcmp(op, "Mul")) v = x * y;
+        if (!strcmp(op, "Add"))
+            v = x + y;
+        else if (!strcmp(op, "Sub"))
+            v = x - y;
+        else if (!strcmp(op, "Mul"))
+            v = x * y;
         else if (!strcmp(op, "Div")) {
             if (y == 0 && is_int_type(o->dtype))
                 return fail(c, "integer division by zero while folding constants");
-            v = is_int_type(o->dtype) ? (double)((int64_t)x / (int64_t)y) : x / y;
-        }
-        else if (!strcmp(op, "Equal")) v = x == y;
-        else if (!strcmp(op, "Less")) v = x < y;
-        else if (!strcmp(op, "Greater")) v = x > y;
-        else if (!strcmp(op, "Pow")) v = pow(x, y);
+            if (is_int_type(o->dtype)) {
+                int64_t xi = to_i64(x), yi = to_i64(y);
+                v = yi == -1 ? -(double)xi : (double)(xi / yi);
+            } else {
+                v = x / y;
+            }
+        } else if (!strcmp(op, "Equal"))
+            v = x == y;
+        else if (!strcmp(op, "Less"))
+            v = x < y;
+        else if (!strcmp(op, "Greater"))
+            v = x > y;
+        else if (!strcmp(op, "Pow"))
+            v = pow(x, y);
         else if (!strcmp(op, "Where")) {
             double z = val(in(c, 2), bindex(in(c, 2), r, dims, i));
             v = x != 0 ? y : z;
-        }
-        else if (!strcmp(op, "Cast")) v = x;
-        else if (!strcmp(op, "Neg")) v = -x;
-        else if (!strcmp(op, "Sqrt")) v = sqrt(x);
-        else if (!strcmp(op, "Identity")) v = x;
-        else if (!strcmp(op, "Not")) v = x == 0;
-        else if (!strcmp(op, "Abs")) v = fabs(x);
-        else if (!strcmp(op, "Max")) v = x > y ? x : y;
-        else if (!strcmp(op, "Min")) v = x < y ? x : y;
+        } else if (!strcmp(op, "Cast"))
+            v = x;
+        else if (!strcmp(op, "Neg"))
+            v = -x;
+        else if (!strcmp(op, "Sqrt"))
+            v = sqrt(x);
+        else if (!strcmp(op, "Identity"))
+            v = x;
+        else if (!strcmp(op, "Not"))
+            v = x == 0;
+        else if (!strcmp(op, "Abs"))
+            v = fabs(x);
+        else if (!strcmp(op, "Max"))
+            v = x > y ? x : y;
+        else if (!strcmp(op, "Min"))
+            v = x < y ? x : y;
         else {
             free(o->ival);
             free(o->fval);
@@ -347,19 +385,25 @@ static int op_conv(ctx_t *c, bool transpose)
     dims[0] = x->dims[0];
     dims[1] = transpose ? w->dims[1] * group : w->dims[0];
     for (int i = 0; i < sp; i++) {
-        if (s[i] < 1 || d[i] < 1 || k[i] < 1)
-            return fail(c, "kernel, stride and dilation must be >= 1");
+        if (s[i] < 1 || d[i] < 1 || k[i] < 1 || s[i] > LIM || d[i] > LIM || k[i] > LIM)
+            return fail(c, "kernel, stride and dilation must be in [1, 2^31]");
+        if (p[i] < 0 || p[i + sp] < 0 || p[i] > LIM || p[i + sp] > LIM || op_[i] < 0 ||
+            op_[i] > LIM)
+            return fail(c, "pads and output_padding must be in [0, 2^31]");
         int64_t in_ = x->dims[2 + i], ek = d[i] * (k[i] - 1) + 1;
         if (transpose) {
+            if ((double)s[i] * (double)in_ > (double)((int64_t)1 << 48))
+                return fail(c, "spatial dim %d: output larger than 2^48", i);
             dims[2 + i] = s[i] * (in_ - 1) + op_[i] + ek - p[i] - p[i + sp];
         } else if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER")) {
             dims[2 + i] = (in_ + s[i] - 1) / s[i];
         } else {
             int64_t padded = in_ + (strcmp(auto_pad, "VALID") ? p[i] + p[i + sp] : 0);
             if (padded < ek)
-                return fail(c, "spatial dim %d: input %lld (padded %lld) is smaller than the "
-                               "kernel extent %lld", i, (long long)in_, (long long)padded,
-                            (long long)ek);
+                return fail(c,
+                            "spatial dim %d: input %lld (padded %lld) is smaller than the "
+                            "kernel extent %lld",
+                            i, (long long)in_, (long long)padded, (long long)ek);
             dims[2 + i] = (padded - ek) / s[i] + 1;
         }
     }
@@ -400,8 +444,10 @@ static int op_pool(ctx_t *c)
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int i = 0; i < sp; i++) {
-        if (s[i] < 1 || k[i] < 1 || d[i] < 1)
-            return fail(c, "kernel, stride and dilation must be >= 1");
+        if (s[i] < 1 || k[i] < 1 || d[i] < 1 || s[i] > LIM || k[i] > LIM || d[i] > LIM)
+            return fail(c, "kernel, stride and dilation must be in [1, 2^31]");
+        if (p[i] < 0 || p[i + sp] < 0 || p[i] > LIM || p[i + sp] > LIM)
+            return fail(c, "pads must be in [0, 2^31]");
         int64_t ek = d[i] * (k[i] - 1) + 1, padded = x->dims[2 + i] + p[i] + p[i + sp];
         if (padded < ek)
             return fail(c, "spatial dim %d: input %lld is smaller than the kernel %lld", i,
@@ -461,7 +507,7 @@ static int op_reshape(ctx_t *c)
     int neg = -1;
     bool allowzero = attr_i(c->n, "allowzero", 0);
     for (size_t i = 0; i < s->nval; i++) {
-        int64_t v = (int64_t)val(s, i);
+        int64_t v = to_i64(val(s, i));
         if (v == 0 && !allowzero) {
             if ((int)i >= x->rank)
                 return fail(c, "shape[%zu] = 0 copies a dimension the input lacks", i);
@@ -474,8 +520,10 @@ static int op_reshape(ctx_t *c)
             dims[i] = 1;
             continue;
         }
-        if (v < 0)
-            return fail(c, "shape[%zu] = %lld", i, (long long)v);
+        if (v < 0 || v > ((int64_t)1 << 40))
+            return fail(c, "shape[%zu] = %lld is out of range", i, (long long)v);
+        if (v && known > ((int64_t)1 << 48) / v)
+            return fail(c, "target shape has more than 2^48 elements");
         dims[i] = v;
         known *= v;
     }
@@ -597,7 +645,7 @@ static int op_gather(ctx_t *c)
     size_t pos = 0;
     for (size_t o_ = 0; o_ < outer; o_++)
         for (size_t j = 0; j < ni; j++) {
-            int64_t k = (int64_t)val(idx, j);
+            int64_t k = to_i64(val(idx, j));
             if (k < 0)
                 k += x->dims[axis];
             if (k < 0 || k >= x->dims[axis])
@@ -700,18 +748,20 @@ static int op_slice(ctx_t *c)
         if ((rc = check_axis(c, &a, x->rank, false)))
             return rc;
         int64_t d = x->dims[a], s = st[i], e = en[i], k = sp[i];
-        if (k == 0)
-            return fail(c, "step 0 on axis %lld", (long long)a);
-        if (s < 0) s += d;
-        if (e < 0 && e > INT64_MIN / 2) e += d;
+        if (k == 0 || k == INT64_MIN)
+            return fail(c, "step %lld on axis %lld", (long long)k, (long long)a);
+        if (s < 0)
+            s += d;
+        if (e < 0 && e > INT64_MIN / 2)
+            e += d;
         if (k > 0) {
             s = s < 0 ? 0 : s > d ? d : s;
             e = e < 0 ? 0 : e > d ? d : e;
-            dims[a] = e > s ? (e - s + k - 1) / k : 0;
+            dims[a] = e > s ? (e - s - 1) / k + 1 : 0;
         } else {
             s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
             e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            dims[a] = s > e ? (s - e + (-k) - 1) / (-k) : 0;
+            dims[a] = s > e ? (s - e - 1) / (-k) + 1 : 0;
         }
         first[a] = s;
         step[a] = k;
@@ -759,7 +809,7 @@ static int op_split(ctx_t *c)
             return fail(c, "split sizes must be a constant with one value per output");
         }
         for (size_t i = 0; i < nout; i++)
-            sizes[i] = (int64_t)val(s, i);
+            sizes[i] = to_i64(val(s, i));
     } else {
         if (!nout || x->dims[axis] % (int64_t)nout) {
             free(sizes);
@@ -771,6 +821,13 @@ static int op_split(ctx_t *c)
     }
     (void)parts;
     int64_t sum = 0;
+    for (size_t i = 0; i < nout; i++)
+        if (sizes[i] < 0 || sizes[i] > x->dims[axis]) {
+            int64_t bad = sizes[i];
+            free(sizes);
+            return fail(c, "split size %lld is out of range [0, %lld]", (long long)bad,
+                        (long long)x->dims[axis]);
+        }
     for (size_t i = 0; i < nout && !rc; i++) {
         int64_t dims[EST_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
@@ -824,7 +881,7 @@ static int op_lstm(ctx_t *c)
     int64_t h = attr_i(c->n, "hidden_size", -1);
     if (x->rank != 3 || !w || w->rank != 3)
         return fail(c, "X and W must have rank 3");
-    if (h <= 0 || w->dims[1] != 4 * h)
+    if (h <= 0 || h > ((int64_t)1 << 40) || w->dims[1] != 4 * h)
         return fail(c, "hidden_size %lld does not match W's %lld rows (4 x hidden)", (long long)h,
                     (long long)w->dims[1]);
     bool batch_first = attr_i(c->n, "layout", 0) == 1;
@@ -904,7 +961,7 @@ static int shape_from_value(ctx_t *c, const est_tensor_t *s, int64_t *dims, int 
     if (s->nval > EST_MAX_RANK)
         return fail(c, "shape has %zu dimensions (at most %d)", s->nval, EST_MAX_RANK);
     for (size_t i = 0; i < s->nval; i++)
-        dims[i] = (int64_t)val(s, i);
+        dims[i] = to_i64(val(s, i));
     *rank = (int)s->nval;
     return LOOM_OK;
 }
@@ -952,12 +1009,15 @@ static int op_expand(ctx_t *c)
 static int op_range(ctx_t *c)
 {
     est_tensor_t *s = in(c, 0), *l = in(c, 1), *d = in(c, 2);
-    if (!s || !l || !d || !s->has_val || !l->has_val || !d->has_val)
-        return fail(c, "start, limit and delta must be constants the estimator can fold");
+    if (!s || !l || !d || !s->has_val || !l->has_val || !d->has_val || s->nval != 1 ||
+        l->nval != 1 || d->nval != 1)
+        return fail(c, "start, limit and delta must be scalar constants the estimator can fold");
     double st = val(s, 0), li = val(l, 0), de = val(d, 0);
     if (de == 0)
         return fail(c, "delta is 0");
     double n = ceil((li - st) / de);
+    if (n != n)
+        return fail(c, "start, limit and delta give no element count");
     if (n < 0)
         n = 0;
     if (n > (double)((int64_t)1 << 40))
@@ -976,8 +1036,10 @@ static int op_shape(ctx_t *c)
 {
     est_tensor_t *x = in(c, 0);
     int64_t start = attr_i(c->n, "start", 0), end = attr_i(c->n, "end", x->rank);
-    if (start < 0) start += x->rank;
-    if (end < 0) end += x->rank;
+    if (start < 0)
+        start += x->rank;
+    if (end < 0)
+        end += x->rank;
     start = start < 0 ? 0 : start > x->rank ? x->rank : start;
     end = end < start ? start : end > x->rank ? x->rank : end;
     int64_t dims[1] = {end - start};
@@ -1064,46 +1126,111 @@ static int op_cast(ctx_t *c)
 }
 
 typedef int (*op_fn)(ctx_t *);
-static int op_unary(ctx_t *c) { return op_elementwise(c, 0); }
-static int op_compare(ctx_t *c) { return op_elementwise(c, EST_T_BOOL); }
-static int op_conv_(ctx_t *c) { return op_conv(c, false); }
-static int op_convt(ctx_t *c) { return op_conv(c, true); }
-static int op_unsq(ctx_t *c) { return op_unsqueeze(c, false); }
-static int op_sq(ctx_t *c) { return op_unsqueeze(c, true); }
-static int op_bn(ctx_t *c) { return op_norm(c, false); }
-static int op_ln(ctx_t *c) { return op_norm(c, true); }
+static int op_unary(ctx_t *c)
+{
+    return op_elementwise(c, 0);
+}
+static int op_compare(ctx_t *c)
+{
+    return op_elementwise(c, EST_T_BOOL);
+}
+static int op_conv_(ctx_t *c)
+{
+    return op_conv(c, false);
+}
+static int op_convt(ctx_t *c)
+{
+    return op_conv(c, true);
+}
+static int op_unsq(ctx_t *c)
+{
+    return op_unsqueeze(c, false);
+}
+static int op_sq(ctx_t *c)
+{
+    return op_unsqueeze(c, true);
+}
+static int op_bn(ctx_t *c)
+{
+    return op_norm(c, false);
+}
+static int op_ln(ctx_t *c)
+{
+    return op_norm(c, true);
+}
 
 static const struct {
     const char *op;
     op_fn fn;
     int min_in;
 } ops[] = {
-    {"Conv", op_conv_, 2}, {"ConvTranspose", op_convt, 2}, {"Gemm", op_gemm, 2},
-    {"MatMul", op_matmul, 2}, {"BatchNormalization", op_bn, 5}, {"LayerNormalization", op_ln, 2},
-    {"Relu", op_unary, 1}, {"Gelu", op_unary, 1}, {"Erf", op_unary, 1}, {"Sigmoid", op_unary, 1},
-    {"Tanh", op_unary, 1}, {"Sqrt", op_unary, 1}, {"Exp", op_unary, 1}, {"Log", op_unary, 1},
-    {"Neg", op_unary, 1}, {"Abs", op_unary, 1}, {"Reciprocal", op_unary, 1},
-    {"Clip", op_unary, 1}, {"LeakyRelu", op_unary, 1}, {"HardSigmoid", op_unary, 1},
-    {"HardSwish", op_unary, 1}, {"Softplus", op_unary, 1}, {"Not", op_unary, 1},
-    {"Identity", op_unary, 1}, {"Add", op_unary, 2}, {"Sub", op_unary, 2}, {"Mul", op_unary, 2},
-    {"Div", op_unary, 2}, {"Pow", op_unary, 2}, {"Max", op_unary, 1}, {"Min", op_unary, 1},
-    {"Where", op_unary, 3}, {"Equal", op_compare, 2}, {"Less", op_compare, 2},
-    {"Greater", op_compare, 2}, {"Cast", op_cast, 1}, {"Softmax", op_softmax, 1},
-    {"LogSoftmax", op_softmax, 1}, {"MaxPool", op_pool, 1}, {"AveragePool", op_pool, 1},
-    {"GlobalAveragePool", op_global_pool, 1}, {"GlobalMaxPool", op_global_pool, 1},
-    {"Flatten", op_flatten, 1}, {"Reshape", op_reshape, 2}, {"Transpose", op_transpose, 1},
-    {"Concat", op_concat, 1}, {"Gather", op_gather, 2}, {"LSTM", op_lstm, 3},
-    {"Slice", op_slice, 1}, {"Split", op_split, 1}, {"Unsqueeze", op_unsq, 1},
-    {"Squeeze", op_sq, 1}, {"Shape", op_shape, 1}, {"Constant", op_constant, 0},
-    {"ConstantOfShape", op_constant_of_shape, 1}, {"Expand", op_expand, 2},
-    {"Range", op_range, 3}, {"Dropout", op_dropout, 1}, {"ReduceMean", op_reduce, 1},
-    {"ReduceSum", op_reduce, 1}, {"ReduceMax", op_reduce, 1},
+    {"Conv", op_conv_, 2},
+    {"ConvTranspose", op_convt, 2},
+    {"Gemm", op_gemm, 2},
+    {"MatMul", op_matmul, 2},
+    {"BatchNormalization", op_bn, 5},
+    {"LayerNormalization", op_ln, 2},
+    {"Relu", op_unary, 1},
+    {"Gelu", op_unary, 1},
+    {"Erf", op_unary, 1},
+    {"Sigmoid", op_unary, 1},
+    {"Tanh", op_unary, 1},
+    {"Sqrt", op_unary, 1},
+    {"Exp", op_unary, 1},
+    {"Log", op_unary, 1},
+    {"Neg", op_unary, 1},
+    {"Abs", op_unary, 1},
+    {"Reciprocal", op_unary, 1},
+    {"Clip", op_unary, 1},
+    {"LeakyRelu", op_unary, 1},
+    {"HardSigmoid", op_unary, 1},
+    {"HardSwish", op_unary, 1},
+    {"Softplus", op_unary, 1},
+    {"Not", op_unary, 1},
+    {"Identity", op_unary, 1},
+    {"Add", op_unary, 2},
+    {"Sub", op_unary, 2},
+    {"Mul", op_unary, 2},
+    {"Div", op_unary, 2},
+    {"Pow", op_unary, 2},
+    {"Max", op_unary, 1},
+    {"Min", op_unary, 1},
+    {"Where", op_unary, 3},
+    {"Equal", op_compare, 2},
+    {"Less", op_compare, 2},
+    {"Greater", op_compare, 2},
+    {"Cast", op_cast, 1},
+    {"Softmax", op_softmax, 1},
+    {"LogSoftmax", op_softmax, 1},
+    {"MaxPool", op_pool, 1},
+    {"AveragePool", op_pool, 1},
+    {"GlobalAveragePool", op_global_pool, 1},
+    {"GlobalMaxPool", op_global_pool, 1},
+    {"Flatten", op_flatten, 1},
+    {"Reshape", op_reshape, 2},
+    {"Transpose", op_transpose, 1},
+    {"Concat", op_concat, 1},
+    {"Gather", op_gather, 2},
+    {"LSTM", op_lstm, 3},
+    {"Slice", op_slice, 1},
+    {"Split", op_split, 1},
+    {"Unsqueeze", op_unsq, 1},
+    {"Squeeze", op_sq, 1},
+    {"Shape", op_shape, 1},
+    {"Constant", op_constant, 0},
+    {"ConstantOfShape", op_constant_of_shape, 1},
+    {"Expand", op_expand, 2},
+    {"Range", op_range, 3},
+    {"Dropout", op_dropout, 1},
+    {"ReduceMean", op_reduce, 1},
+    {"ReduceSum", op_reduce, 1},
+    {"ReduceMax", op_reduce, 1},
 };
 
 bool est_op_is_view(const char *op)
 {
     static const char *views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-                                  "Slice", "Split", "Expand", "Identity"};
+                                  "Slice",   "Split",   "Expand",  "Identity"};
     for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
         if (strcmp(op, views[i]) == 0)
             return true;
@@ -1171,8 +1298,10 @@ int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
             if (strcmp(ops[k].op, n->op) == 0)
                 break;
         if (k == sizeof ops / sizeof ops[0])
-            return fail(&c, "operator '%s' is not supported by the estimator (docs/estimate.md "
-                            "lists the supported operators)", n->op);
+            return fail(&c,
+                        "operator '%s' is not supported by the estimator (docs/estimate.md "
+                        "lists the supported operators)",
+                        n->op);
         if ((int)n->nin < ops[k].min_in)
             return fail(&c, "%zu inputs, expected at least %d", n->nin, ops[k].min_in);
         if (ops[k].min_in > 0 && !in(&c, 0))

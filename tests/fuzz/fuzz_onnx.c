@@ -15,9 +15,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             abort(); /* an error must leave no model and say why */
         return 0;
     }
-    static const loom_est_device_t dev = {
-        .name = "fuzz", .flops_fp32 = 1e12, .flops_half = 1e12, .flops_vector = 1e12,
-        .mem_bandwidth = 1e12, .allocator = LOOM_EST_ALLOC_CUDA_CACHING};
+    static const loom_est_device_t dev = {.name = "fuzz",
+                                          .flops_fp32 = 1e12,
+                                          .flops_half = 1e12,
+                                          .flops_vector = 1e12,
+                                          .mem_bandwidth = 1e12,
+                                          .allocator = LOOM_EST_ALLOC_CUDA_CACHING};
     loom_est_options_t o = {.batch = 2, .device = &dev};
     loom_est_result_t r;
     if (loom_est_run(m, &o, &r, &err) == LOOM_OK) {

@@ -37,15 +37,25 @@ static inline void pbw_varint(pbw_t *w, uint64_t v)
     pbw_raw(w, b, k);
 }
 
-static inline void pbw_key(pbw_t *w, unsigned field, unsigned wt) { pbw_varint(w, (uint64_t)field << 3 | wt); }
-static inline void pbw_int(pbw_t *w, unsigned field, int64_t v) { pbw_key(w, field, 0); pbw_varint(w, (uint64_t)v); }
+static inline void pbw_key(pbw_t *w, unsigned field, unsigned wt)
+{
+    pbw_varint(w, (uint64_t)field << 3 | wt);
+}
+static inline void pbw_int(pbw_t *w, unsigned field, int64_t v)
+{
+    pbw_key(w, field, 0);
+    pbw_varint(w, (uint64_t)v);
+}
 static inline void pbw_bytes(pbw_t *w, unsigned field, const void *p, size_t n)
 {
     pbw_key(w, field, 2);
     pbw_varint(w, n);
     pbw_raw(w, p, n);
 }
-static inline void pbw_str(pbw_t *w, unsigned field, const char *s) { pbw_bytes(w, field, s, strlen(s)); }
+static inline void pbw_str(pbw_t *w, unsigned field, const char *s)
+{
+    pbw_bytes(w, field, s, strlen(s));
+}
 /* Appends sub as a length-delimited field and frees it. */
 static inline void pbw_msg(pbw_t *w, unsigned field, pbw_t *sub)
 {
@@ -144,7 +154,10 @@ static inline void onnx_node_begin(pbw_t *node, const char *op, const char *name
     pbw_str(node, 4, op);
 }
 
-static inline void onnx_node_end(pbw_t *g, pbw_t *node) { pbw_msg(g, 1, node); }
+static inline void onnx_node_end(pbw_t *g, pbw_t *node)
+{
+    pbw_msg(g, 1, node);
+}
 
 static inline void onnx_node(pbw_t *g, const char *op, const char *name, const char *ins,
                              const char *outs)

@@ -64,8 +64,7 @@ static void test_worked_example(void **state)
      * off (large pool splits only remainders > 1 MiB) */
     uint64_t h7 = loom_est_alloc_malloc(a, 13 * MiB);
     assert_int_equal(loom_est_alloc_reserved(a), 38 * MiB);
-    assert_int_equal(loom_est_alloc_allocated(a),
-                     3 * MiB / 2 + 5 * MiB + 14 * MiB + 27 * MiB / 2);
+    assert_int_equal(loom_est_alloc_allocated(a), 3 * MiB / 2 + 5 * MiB + 14 * MiB + 27 * MiB / 2);
     assert_int_equal(loom_est_alloc_peak_reserved(a), 38 * MiB);
     /* frees merge neighbours: everything free again, one request of the
      * whole first segment (20 MiB) fits without a new segment */
@@ -77,7 +76,8 @@ static void test_worked_example(void **state)
     loom_est_alloc_release(a, h8);
     loom_est_alloc_release(a, h6);
     assert_int_equal(loom_est_alloc_allocated(a), 0);
-    assert_int_equal(loom_est_alloc_peak_allocated(a), 3 * MiB / 2 + 5 * MiB + 14 * MiB + 27 * MiB / 2);
+    assert_int_equal(loom_est_alloc_peak_allocated(a),
+                     3 * MiB / 2 + 5 * MiB + 14 * MiB + 27 * MiB / 2);
     loom_est_alloc_free_all(a);
 }
 
@@ -98,7 +98,7 @@ static void test_fragmentation(void **state)
     loom_est_alloc_release(a, h[2]); /* not adjacent to h[0] */
     uint64_t big = loom_est_alloc_malloc(a, 1 * MiB);
     assert_int_equal(loom_est_alloc_reserved(a), 6 * MiB); /* no hole fits */
-    loom_est_alloc_release(a, h[1]); /* h0+h1+h2 merge: 1800 KiB */
+    loom_est_alloc_release(a, h[1]);                       /* h0+h1+h2 merge: 1800 KiB */
     uint64_t big2 = loom_est_alloc_malloc(a, 1 * MiB);
     assert_int_equal(loom_est_alloc_reserved(a), 6 * MiB);
     loom_est_alloc_release(a, big);
@@ -161,10 +161,8 @@ static void test_device_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rounding_and_segments),
-        cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_fragmentation),
-        cmocka_unit_test(test_malloc_kind),
+        cmocka_unit_test(test_rounding_and_segments), cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_fragmentation),         cmocka_unit_test(test_malloc_kind),
         cmocka_unit_test(test_device_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

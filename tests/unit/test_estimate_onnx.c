@@ -220,14 +220,10 @@ static void test_load_missing_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_truncated_everywhere),
-        cmocka_unit_test(test_wrong_wire_type),
-        cmocka_unit_test(test_varint_overflow),
-        cmocka_unit_test(test_absurd_dims),
-        cmocka_unit_test(test_raw_data_size),
-        cmocka_unit_test(test_graph_errors),
-        cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_valid),           cmocka_unit_test(test_truncated_everywhere),
+        cmocka_unit_test(test_wrong_wire_type), cmocka_unit_test(test_varint_overflow),
+        cmocka_unit_test(test_absurd_dims),     cmocka_unit_test(test_raw_data_size),
+        cmocka_unit_test(test_graph_errors),    cmocka_unit_test(test_load_missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,7 +44,8 @@ static void expect_shape(loom_est_model_t *m, const char *t, int rank, const int
         fail_msg("%s: rank %d, expected %d", t, r, rank);
     for (int i = 0; i < rank; i++)
         if (d[i] != dims[i])
-            fail_msg("%s: dim %d is %lld, expected %lld", t, i, (long long)d[i], (long long)dims[i]);
+            fail_msg("%s: dim %d is %lld, expected %lld", t, i, (long long)d[i],
+                     (long long)dims[i]);
 }
 
 /* x[N,3,32,32] -> Conv(16, 3x3, pad 1) -> Relu -> MaxPool(2, 2) -> Flatten
@@ -100,9 +101,13 @@ static void test_cnn_shapes_and_flops(void **state)
     loom_est_model_free(m);
 }
 
-static const loom_est_device_t cpu = {
-    .name = "test", .flops_fp32 = 1e9, .flops_half = 1e9, .flops_vector = 1e9,
-    .mem_bandwidth = 1e9, .op_overhead_s = 0, .allocator = LOOM_EST_ALLOC_MALLOC};
+static const loom_est_device_t cpu = {.name = "test",
+                                      .flops_fp32 = 1e9,
+                                      .flops_half = 1e9,
+                                      .flops_vector = 1e9,
+                                      .mem_bandwidth = 1e9,
+                                      .op_overhead_s = 0,
+                                      .allocator = LOOM_EST_ALLOC_MALLOC};
 
 static void test_cnn_memory_inference(void **state)
 {
@@ -294,6 +299,14 @@ static void test_broadcast_and_errors(void **state)
     m = build(&g);
     expect_run_error(m, 2, "target shape must be a constant");
     loom_est_model_free(m);
+
+    g = (pbw_t){0}; /* a folded shape whose product overflows (found by fuzz.onnx) */
+    onnx_node(&g, "Reshape", "rs", "a,shp", "y");
+    onnx_value_info(&g, 11, "a", 1, 1, (int64_t[]){-1});
+    onnx_init(&g, "shp", 7, 1, (int64_t[]){3}, (int64_t[]){1 << 30, 1 << 30, 1 << 30}, 3);
+    m = build(&g);
+    expect_run_error(m, 2, "more than 2^48 elements");
+    loom_est_model_free(m);
 }
 
 static void test_lstm_and_gather(void **state)
@@ -368,12 +381,9 @@ static void test_linear_keeps_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cnn_shapes_and_flops),
-        cmocka_unit_test(test_cnn_memory_inference),
-        cmocka_unit_test(test_cnn_memory_training),
-        cmocka_unit_test(test_folding_and_fusion),
-        cmocka_unit_test(test_broadcast_and_errors),
-        cmocka_unit_test(test_lstm_and_gather),
+        cmocka_unit_test(test_cnn_shapes_and_flops), cmocka_unit_test(test_cnn_memory_inference),
+        cmocka_unit_test(test_cnn_memory_training),  cmocka_unit_test(test_folding_and_fusion),
+        cmocka_unit_test(test_broadcast_and_errors), cmocka_unit_test(test_lstm_and_gather),
         cmocka_unit_test(test_linear_keeps_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,12 +44,11 @@ static void count_add(void *p)
     if (!p)
         return;
     int64_t sz = (int64_t)malloc_usable_size(p);
-    int64_t now = __atomic_add_fetch(&live_bytes, sz, __ATOMIC_RELAXED) ;
+    int64_t now = __atomic_add_fetch(&live_bytes, sz, __ATOMIC_RELAXED);
     __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
     int64_t peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
-    while (now > peak &&
-           !__atomic_compare_exchange_n(&peak_bytes, &peak, now, true, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
+    while (now > peak && !__atomic_compare_exchange_n(&peak_bytes, &peak, now, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
 }
 
@@ -131,9 +130,18 @@ EXPORT void *pvalloc(size_t n)
     return p;
 }
 
-EXPORT int64_t loom_alloctrack_live(void) { return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED); }
-EXPORT int64_t loom_alloctrack_peak(void) { return __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED); }
-EXPORT uint64_t loom_alloctrack_allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }
+EXPORT int64_t loom_alloctrack_live(void)
+{
+    return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+}
+EXPORT int64_t loom_alloctrack_peak(void)
+{
+    return __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
+}
+EXPORT uint64_t loom_alloctrack_allocs(void)
+{
+    return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED);
+}
 /* Peak := live now, so the next peak is of what follows. */
 EXPORT void loom_alloctrack_reset_peak(void)
 {
