@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "daemon/runner.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
@@ -291,11 +292,17 @@ int main(int argc, char **argv)
         }
     }
     loomd_methods_t methods = {.store = store, .info = &info, .runner = runner};
+    loomd_monitor_t *monitor = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
-    if (loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err)) {
+    if (loomd_monitor_open(store, runner, &monitor, &err) ||
+        loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
+        loomd_monitor_add_methods(disp, monitor, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
+        loomd_monitor_close(monitor);
+        loomd_runner_stop(runner);
         loom_store_close(store);
+        json_decref(o.nodes);
         return 1;
     }
 
@@ -316,10 +323,14 @@ int main(int argc, char **argv)
     if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
+        loomd_monitor_close(monitor);
+        loomd_runner_stop(runner);
         loom_store_close(store);
+        json_decref(o.nodes);
         return 1;
     }
     loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
+    loom_rpc_server_add_metrics_source(server, loomd_monitor_metrics, monitor);
 
     char url[300] = "";
     if (tcp) {
@@ -351,6 +362,7 @@ int main(int argc, char **argv)
     loom_rpc_server_stop(server);
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
     loomd_runner_stop(runner);
+    loomd_monitor_close(monitor);
     loom_store_close(store);
     json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);

@@ -679,3 +679,18 @@ void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
                      r->gpu_busy_milli_s / 1000.0, r->started, r->ended);
     pthread_mutex_unlock(&r->mu);
 }
+
+size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nactive && n < max; i++) {
+        if (r->active[i].suspended || r->active[i].h.shepherd_pid <= 0)
+            continue;
+        ids[n] = r->active[i].id;
+        pids[n] = r->active[i].h.shepherd_pid;
+        n++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}

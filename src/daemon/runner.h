@@ -5,6 +5,8 @@
 #ifndef LOOMD_RUNNER_H
 #define LOOMD_RUNNER_H
 
+#include <sys/types.h>
+
 #include "loom/core.h"
 #include "loom/store.h"
 
@@ -36,6 +38,9 @@ json_t *loomd_runner_nodes(loomd_runner_t *r);
 /* Counters for server.info and /metrics: jobs started/ended, GPU
  * occupancy integrated over time (milli-GPU seconds), capacity. */
 json_t *loomd_runner_stats(loomd_runner_t *r);
+/* The running (not suspended) jobs: up to max ids and shepherd PIDs.
+ * Returns how many. */
+size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max);
 /* Prometheus families (appends). */
 void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out);
 

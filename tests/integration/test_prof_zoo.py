@@ -39,6 +39,9 @@ def catalog_checks(names, parse):
         check(model in names, f"{job['name']}: model {model} is in the zoo")
         used = set(re.findall(r"\$\{(\w+)\}", " ".join(args + list(job["environment"].values()))))
         check(used == set(job["parameters"]), f"{job['name']}: parameters match their uses")
+        if job["name"] == "mobilenet-v2-train":
+            check(job["parameters"]["precision"]["values"] == ["fp32"],
+                  "mobilenet-v2-train on the CPU is fp32 only")
         # Substitute each parameter's first or minimum value; run.py must accept the result.
         vals = {k: str(p["values"][0] if p["type"] == "choice" else p["min"])
                 for k, p in job["parameters"].items()}
@@ -49,6 +52,15 @@ def catalog_checks(names, parse):
             except SystemExit:
                 check(False, f"{job['name']}: run.py rejects {concrete}")
     check(seen == set(names), "every zoo model has catalog jobs")
+    # The catalog loader (part catalog), where this build has it.
+    loom = os.path.join(BUILD, "loom")
+    if "catalog" in subprocess.run([loom, "--help"], capture_output=True, text=True).stdout:
+        path = os.path.join(SRC, "workloads", "catalogs", "zoo.json")
+        p = subprocess.run([loom, "catalog", "check", path], capture_output=True, text=True)
+        check(p.returncode == 0 and "ok, 27 jobs" in p.stdout,
+              f"loom catalog check accepts zoo.json: {p.stdout}{p.stderr}")
+    else:
+        print("this build has no 'loom catalog': catalog loader check skipped")
 
 
 def main():
@@ -77,6 +89,25 @@ def main():
         with torch.inference_mode():
             out = zm.module(*inputs)
         check(out.shape[0] == 2, f"{name}: inference keeps the batch dimension")
+    # bf16 (autocast) training on the CPU: every model but those this torch
+    # lacks kernels for, which run.py must refuse clearly (exit 3).
+    for name in zoo.NAMES:
+        kw = {} if name == "dlrm" else ({"seq": 16} if name in ("bert", "gpt2", "lstm")
+                                        else {"image": 32})
+        zm = zoo.build(name, **kw)
+        inputs, target = zm.make_batch(2, "cpu")
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = zm.loss_fn(zm.module(*inputs), target)
+            loss.backward()
+        except RuntimeError as e:
+            p = subprocess.run(["/usr/bin/python3", os.path.join(MODELS, "run.py"), "--model",
+                                name, "--precision", "bf16", "--steps", "1", "--batch", "2"],
+                               capture_output=True, text=True, timeout=300)
+            print(f"{name}: bf16 training unsupported by this torch: {e}")
+            check(p.returncode == 3 and "is not supported by this torch" in p.stderr,
+                  f"{name}: run.py refuses bf16 training clearly ({p.returncode})")
+            check(name == "mobilenet_v2", f"{name}: bf16 training fails: {e}")
     try:
         zoo.build("nope")
         check(False, "an unknown model is refused")

@@ -118,13 +118,16 @@ class BertEncoder(nn.Module):
         self.seg = nn.Embedding(2, dim)
         self.ln = nn.LayerNorm(dim)
         self.blocks = nn.Sequential(*[Block(dim, heads, pre_ln=False) for _ in range(depth)])
-        self.mlm = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.LayerNorm(dim))
+        self.mlm_dense = nn.Linear(dim, dim)
+        self.mlm_ln = nn.LayerNorm(dim)
         self.bias = nn.Parameter(torch.zeros(vocab))
 
     def forward(self, ids, segments):
         pos = torch.arange(ids.shape[1], device=ids.device)
         x = self.ln(self.tok(ids) + self.pos(pos)[None] + self.seg(segments))
-        x = self.mlm(self.blocks(x))
+        # The head's LayerNorm runs in fp32: under CPU autocast (torch 1.13) a
+        # bf16 input to layer_norm with fp32 weights is an error.
+        x = self.mlm_ln(F.gelu(self.mlm_dense(self.blocks(x))).float())
         return x @ self.tok.weight.t() + self.bias
 
 
