@@ -28,6 +28,7 @@ static const struct {
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
     {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
+    {"estimate", loom_cmd_estimate, "predict a model's memory, FLOPs and step time (ONNX)"},
 };
 
 static void usage(FILE *f)
