@@ -271,8 +271,9 @@ static pid_t start_loomd(const char *exe, const char *dir, char *url, size_t url
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    char *argv[] = {(char *)exe, "--listen",    "none", "--state-dir",
-                    (char *)dir, "--log-level", "warn", NULL};
+    /* --executor none: loomd only queues; the bench measures submission. */
+    char *argv[] = {(char *)exe,   "--listen", "none",       "--state-dir", (char *)dir,
+                    "--log-level", "warn",     "--executor", "none",        NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -307,7 +308,8 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
     *mdlen += (size_t)snprintf(
         md + *mdlen, mdcap - *mdlen,
         "\n## Into loomd\n\n"
-        "loomd (`%s --listen none`, durability normal, its own state directory) on its Unix\n"
+        "loomd (`%s --listen none --executor none`: durability normal, queueing only, its own\n"
+        "state directory) on its Unix "
         "socket. `loom gen --realtime`: the same jobs through the submit sink (JSON-RPC batches\n"
         "of job.submit, 2 sender threads, batches of at most 256). Baseline: sample and render,\n"
         "one synchronous job.submit, sleep(1/rate). ack = send to loomd's answer.\n\n"

@@ -19,6 +19,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -105,7 +106,11 @@ typedef struct engine {
     unsigned window, batch;
 
     pthread_mutex_t mu;
-    pthread_cond_t work_cv, space_cv;
+    pthread_cond_t space_cv;
+    /* Idle senders wait on a semaphore, not a condition variable: posting
+     * takes no lock, so a realtime pacer can never wait behind a preempted
+     * sender inside the condition variable's own lock. */
+    sem_t work_sem;
     loom_gen_job_t **q; /* ring of window slots */
     size_t qhead, qlen;
     size_t inflight; /* queued or in a sink call; written under mu */
@@ -232,7 +237,10 @@ static void *worker_main(void *arg)
     for (;;) {
         while (e->qlen == 0 && !e->closing) {
             e->idle++;
-            pthread_cond_wait(&e->work_cv, &e->mu);
+            pthread_mutex_unlock(&e->mu);
+            while (sem_wait(&e->work_sem) != 0) { /* EINTR */
+            }
+            pthread_mutex_lock(&e->mu);
             e->idle--;
         }
         if (e->qlen == 0)
@@ -287,13 +295,10 @@ static void flush(engine_t *e, loom_gen_job_t **pending, size_t *npending, job_c
         e->q[(e->qhead + e->qlen + i) % e->window] = pending[i];
     e->qlen += *npending;
     __atomic_store_n(&e->inflight, e->inflight + *npending, __ATOMIC_RELAXED);
-    if (e->idle > 0) {
-        if (*npending > 1)
-            pthread_cond_broadcast(&e->work_cv);
-        else
-            pthread_cond_signal(&e->work_cv);
-    }
+    size_t wake = e->idle < *npending ? e->idle : *npending;
     pthread_mutex_unlock(&e->mu);
+    for (size_t i = 0; i < wake; i++)
+        sem_post(&e->work_sem);
     *npending = 0;
 }
 
@@ -579,7 +584,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
     pthread_mutex_init(&e.mu, &ma);
     pthread_mutexattr_destroy(&ma);
-    pthread_cond_init(&e.work_cv, NULL);
+    sem_init(&e.work_sem, 0, 0);
     pthread_cond_init(&e.space_cv, NULL);
 
     pthread_t threads[256];
@@ -615,8 +620,9 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
 
     pthread_mutex_lock(&e.mu);
     e.closing = true;
-    pthread_cond_broadcast(&e.work_cv);
     pthread_mutex_unlock(&e.mu);
+    for (unsigned i = 0; i < started; i++)
+        sem_post(&e.work_sem);
     for (unsigned i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
 
@@ -642,7 +648,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     }
 out:
     pthread_cond_destroy(&e.space_cv);
-    pthread_cond_destroy(&e.work_cv);
+    sem_destroy(&e.work_sem);
     pthread_mutex_destroy(&e.mu);
     for (size_t k = 0; k < e.npool; k++)
         job_free(e.pool[k]);
