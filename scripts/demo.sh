@@ -32,7 +32,7 @@ echo "== loomd $("$build/loomd" --version | cut -d' ' -f2) at $(cat "$state/loom
 echo
 echo "== loom gen: $count jobs from workloads/catalogs/demo.json at $rate into loomd"
 "$build/loom" gen --catalog "$src/workloads/catalogs/demo.json" --rate "$rate" --count "$count" \
-  --seed 7 --submit "unix:$state/loomd.sock" --json > "$state/gen.json"
+  --seed 7 --submit - --json > "$state/gen.json"
 /usr/bin/python3 - "$state/gen.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

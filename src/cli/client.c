@@ -7,21 +7,31 @@
 #include "cli/client.h"
 #include "loom/store.h"
 
+int loom_cli_url(const char *cmd, char *url, size_t len)
+{
+    loom_err_t err;
+    char state_dir[4096] = "";
+    if (loom_cli.url && *loom_cli.url) {
+        snprintf(url, len, "%s", loom_cli.url);
+    } else if (loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK) {
+        snprintf(url, len, "unix:%s/loomd.sock", state_dir);
+    } else {
+        fprintf(stderr, "loom %s: no loomd address: give --url or set LOOM_URL (%s)\n", cmd,
+                err.msg);
+        return LOOM_EXIT_USAGE;
+    }
+    return LOOM_EXIT_OK;
+}
+
 int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn)
 {
     memset(conn, 0, sizeof *conn);
     loom_err_t err;
     char state_dir[4096] = "";
     bool have_state = loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK;
-    if (loom_cli.url && *loom_cli.url)
-        snprintf(conn->url, sizeof conn->url, "%s", loom_cli.url);
-    else if (have_state)
-        snprintf(conn->url, sizeof conn->url, "unix:%s/loomd.sock", state_dir);
-    else {
-        fprintf(stderr, "loom %s: no loomd address: give --url or set LOOM_URL (%s)\n", cmd,
-                err.msg);
-        return LOOM_EXIT_USAGE;
-    }
+    int rc = loom_cli_url(cmd, conn->url, sizeof conn->url);
+    if (rc != LOOM_EXIT_OK)
+        return rc;
     loom_rpc_client_config_t cfg;
     loom_rpc_client_config_init(&cfg);
     cfg.url = conn->url;

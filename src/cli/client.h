@@ -13,6 +13,9 @@ typedef struct loom_cli_conn {
 
 /* Connects per loom_cli (--url, LOOM_URL, LOOM_TOKEN, LOOM_STATE_DIR).
  * Returns an exit code (0 ok) after printing why on stderr. */
+/* loomd's address as every command uses it: --url, else $LOOM_URL, else
+ * unix:$LOOM_STATE_DIR/loomd.sock. Prints the error and returns an exit code. */
+int loom_cli_url(const char *cmd, char *url, size_t len);
 int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn);
 void loom_cli_disconnect(loom_cli_conn_t *conn);
 

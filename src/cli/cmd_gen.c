@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "loom/catalog.h"
 #include "loom/gen.h"
 #include "loom/rpc.h"
@@ -42,7 +43,8 @@ static void usage(FILE *f)
         "  --dry-run             generate and render, then discard\n"
         "  --stdout              every job's text to standard output\n"
         "  --out DIR             DIR/job-N.EXT and DIR/manifest.jsonl\n"
-        "  --submit URL          job.submit to loomd (URL '-': the global --url or $LOOM_URL)\n"
+        "  --submit URL          job.submit to loomd (URL '-': loomd's address as\n"
+        "                        for every command: --url, $LOOM_URL, else its socket)\n"
         "  --slurm               sbatch --parsable with each script on standard input\n"
         "  --sbatch-arg ARG      --slurm: one more sbatch argument (repeatable), e.g. --hold\n"
         "sending:\n"
@@ -428,7 +430,15 @@ int loom_cmd_gen(int argc, char **argv)
         src_rc = loom_gen_sink_dir(&sink, out_dir, kind == LOOM_GEN_KIND_K8S ? "yaml" : "sh", &err);
         break;
     case OPT_SUBMIT: {
-        const char *url = strcmp(submit_url, "-") == 0 ? loom_cli.url : submit_url;
+        char default_url[4200];
+        const char *url = submit_url;
+        if (strcmp(submit_url, "-") == 0) {
+            if (loom_cli_url("gen", default_url, sizeof default_url) != LOOM_EXIT_OK) {
+                src_rc = loom_err_set(&err, LOOM_EINVAL, "--submit -: no loomd address");
+                break;
+            }
+            url = default_url;
+        }
         char token[LOOM_RPC_TOKEN_HEX + 1];
         const char *tok = loom_cli.token;
         if (!tok && loom_rpc_token_resolve(getenv("LOOM_STATE_DIR"), token, NULL) == LOOM_OK)
