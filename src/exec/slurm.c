@@ -28,6 +28,7 @@ struct loom_exec_slurm {
     char jobs_dir[LOOM_EXEC_PATH_MAX];
     char partition[64];
     char bin_dir[LOOM_EXEC_PATH_MAX];
+    json_t *snap; /* Slurm job id -> [state, reason] from the last sync, or NULL */
 };
 
 int loom_exec_slurm_new(const loom_exec_slurm_config_t *cfg, loom_exec_slurm_t **out,
@@ -49,7 +50,13 @@ int loom_exec_slurm_new(const loom_exec_slurm_config_t *cfg, loom_exec_slurm_t *
     return LOOM_OK;
 }
 
-void loom_exec_slurm_free(loom_exec_slurm_t *x) { free(x); }
+void loom_exec_slurm_free(loom_exec_slurm_t *x)
+{
+    if (!x)
+        return;
+    json_decref(x->snap);
+    free(x);
+}
 
 /* Runs a Slurm tool, collecting stdout and stderr. Returns the exit status
  * (>= 0) or a negative error if it could not run. */
@@ -194,6 +201,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     int n = 0, k = 0;
     argv[n++] = "sbatch";
     argv[n++] = "--parsable";
+    argv[n++] = "--no-requeue"; /* pinned by loom: Slurm must not move or rerun it */
 #define OPT(...) (snprintf(opt[k], sizeof opt[k], __VA_ARGS__), argv[n++] = opt[k++])
     OPT("--job-name=%s", job->name && *job->name ? job->name : "loom");
     OPT("--comment=%s", job->tag ? job->tag : "");
@@ -305,12 +313,52 @@ static bool scontrol_field(const char *text, const char *key, char *out, size_t 
     return false;
 }
 
+int loom_exec_slurm_sync(loom_exec_slurm_t *x, loom_err_t *err)
+{
+    json_decref(x->snap);
+    x->snap = NULL;
+    char *argv[] = {"squeue", "-h", "-a", "-t", "all", "-o", "%i|%T|%r", NULL};
+    loom_buf_t o = LOOM_BUF_INIT, e = LOOM_BUF_INIT;
+    int status = run_tool(x, argv, &o, &e, err);
+    int rc = LOOM_OK;
+    if (status < 0) {
+        rc = status;
+    } else if (status != 0) {
+        chomp(e.data);
+        rc = loom_err_set(err, LOOM_EUNAVAIL, "squeue failed: %s", e.data);
+    } else {
+        x->snap = json_object();
+        char *save = NULL;
+        for (char *line = strtok_r(o.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *b1 = strchr(line, '|'), *b2 = b1 ? strchr(b1 + 1, '|') : NULL;
+            if (!b2)
+                continue;
+            *b1 = *b2 = '\0';
+            json_object_set_new(x->snap, line, json_pack("[s, s]", b1 + 1, b2 + 1));
+        }
+    }
+    loom_buf_free(&o);
+    loom_buf_free(&e);
+    return rc;
+}
+
 int loom_exec_slurm_poll(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
                          loom_err_t *err)
 {
     if (!h->ext_id[0])
         return loom_err_set(err, LOOM_ESTATE, "job %lld has no Slurm job id",
                             (long long)h->job_id);
+    json_t *seen = x->snap ? json_object_get(x->snap, h->ext_id) : NULL;
+    if (seen) {
+        const char *st = json_string_value(json_array_get(seen, 0));
+        const char *why = json_string_value(json_array_get(seen, 1));
+        loom_exec_outcome_t tmp;
+        if (loom_exec_slurm_map_state(st, NULL, why, &tmp) == 0) {
+            snprintf(h->ext_state, sizeof h->ext_state, "%s", st);
+            snprintf(h->ext_reason, sizeof h->ext_reason, "%s", why);
+            return 0;
+        }
+    }
     char *argv[] = {"scontrol", "--oneliner", "show", "job", h->ext_id, NULL};
     loom_buf_t o = LOOM_BUF_INIT, e = LOOM_BUF_INIT;
     int status = run_tool(x, argv, &o, &e, err);
