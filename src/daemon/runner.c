@@ -682,8 +682,6 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
         }
         nodes = slurm_nodes;
         r->refresh_ns = cfg->node_refresh_ns > 0 ? cfg->node_refresh_ns : 5 * LOOM_NS_PER_S;
-        if (cfg->tick_ns <= 0) /* each poll runs scontrol: a slower beat */
-            r->tick_ns = 250 * LOOM_NS_PER_MS;
     } else if (cfg->executor && strcmp(cfg->executor, "local") != 0) {
         rc = loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
                           cfg->executor);
