@@ -14,7 +14,8 @@
  * root), a single-node Slurm is started (scripts/slurm/cluster.sh) and
  * min(N, --sbatch-jobs) held `sbatch --wrap` submissions from C parallel
  * clients are timed too, in the same run.
- * Results are printed and written to DIR/rpc_submit.md (default docs/bench).
+ * Results are printed and written to DIR/rpc_submit.md (default docs/bench),
+ * or DIR/rpc_submit_full.md with --durability full.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -533,7 +534,8 @@ int main(int argc, char **argv)
     fputs(md.data, stdout);
     mkdir(out_dir, 0755);
     char path[4200];
-    snprintf(path, sizeof path, "%s/rpc_submit.md", out_dir);
+    snprintf(path, sizeof path, "%s/rpc_submit%s.md", out_dir,
+             strcmp(durability, "full") == 0 ? "_full" : "");
     loom_err_t err;
     if (loom_write_file_atomic(path, md.data, md.len, 0644, &err))
         fprintf(stderr, "bench_rpc_submit: %s\n", err.msg);

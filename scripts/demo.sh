@@ -12,7 +12,7 @@ state=$(mktemp -d /tmp/loom-demo-XXXXXX)
 export LOOM_STATE_DIR=$state
 "$build/loomd" --listen 127.0.0.1:0 --log-level warn &
 loomd_pid=$!
-trap 'kill $loomd_pid 2>/dev/null; wait $loomd_pid 2>/dev/null; rm -rf "$state"' EXIT
+trap 'kill $loomd_pid 2>/dev/null || true; wait $loomd_pid 2>/dev/null || true; rm -rf "$state"' EXIT
 for _ in $(seq 200); do [ -s "$state/loomd.url" ] && break; sleep 0.05; done
 printf '#!/bin/bash\npython train.py --epochs 3\n' > "$state/train.sh"
 echo "== loom submit / jobs / cancel / show / info (loomd at $(cat "$state/loomd.url"))"

@@ -118,6 +118,13 @@ int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_
 /* Asks the shepherd to stop the job: TERM to the group, KILL after grace.
  * The outcome (CANCELLED) arrives through poll. */
 int loom_exec_local_cancel(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err);
+/* Time-slicing: the shepherd stops the job's process group (SIGSTOP) or lets
+ * it go on (SIGCONT). Suspended time does not count against the time limit.
+ * A stopped job keeps its memory, GPU memory included (docs/exec.md).
+ * LOOM_ESTATE if the job has ended. */
+int loom_exec_local_suspend(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err);
+int loom_exec_local_resume(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err);
+
 /* After a restart: h holds the persisted fields (the PID may be 0 when loomd
  * died before recording it: the shepherd's own PID file, or its command line
  * in /proc, finds it). Returns LOOM_OK if the shepherd still runs (same PID

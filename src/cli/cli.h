@@ -35,5 +35,9 @@ int loom_cmd_cancel(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);
 int loom_cmd_nodes(int argc, char **argv);
 int loom_cmd_sim(int argc, char **argv);
+int loom_cmd_prof(int argc, char **argv);
+int loom_cmd_mon(int argc, char **argv);
+int loom_cmd_render(int argc, char **argv);
+int loom_cmd_catalog(int argc, char **argv);
 
 #endif

@@ -13,7 +13,53 @@ static void usage(FILE *f)
                "exit codes: 0 shown, 4 no such job, 3 cannot connect.\n");
 }
 
-static void show(const json_t *j)
+/* Where the job runs, its output files and, once ended, its outcome; for a
+ * running job its usage now (monitor.snapshot), when loomd could read it. */
+static void show_run(const json_t *run, const json_t *usage)
+{
+    if (!json_is_object(run))
+        return;
+    printf("  node:        %s\n", json_string_value(json_object_get(run, "node")));
+    printf("  gpu ids:     ");
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(run, "gpus"), i, g)
+        printf("%s%lld", i ? "," : "", (long long)json_integer_value(g));
+    json_int_t share = json_integer_value(json_object_get(run, "gpu_share"));
+    printf("%s\n", share && share < 1000 ? " (shared)" : "");
+    const char *out = json_string_value(json_object_get(run, "stdout"));
+    const char *err = json_string_value(json_object_get(run, "stderr"));
+    if (out)
+        printf("  stdout:      %s\n  stderr:      %s\n", out, err ? err : "-");
+    const char *limits = json_string_value(json_object_get(run, "limits"));
+    if (limits && *limits)
+        printf("  limits:      %s\n", limits);
+    if (json_is_true(json_object_get(run, "suspended")))
+        printf("  suspended:   yes\n");
+    const char *gandiva = json_string_value(json_object_get(run, "gandiva"));
+    if (gandiva)
+        printf("  gandiva:     %s\n", gandiva);
+    const json_t *o = json_object_get(run, "outcome");
+    if (json_is_object(o)) {
+        char mem[32];
+        loom_format_size((uint64_t)json_integer_value(json_object_get(o, "max_rss_bytes")), mem,
+                         sizeof mem);
+        printf("  usage:       %.2f s user, %.2f s system, peak RSS %s\n",
+               json_number_value(json_object_get(o, "cpu_user_s")),
+               json_number_value(json_object_get(o, "cpu_sys_s")), mem);
+    } else if (json_is_object(usage)) {
+        const json_t *p = json_object_get(usage, "process");
+        char mem[32];
+        loom_format_size((uint64_t)json_integer_value(json_object_get(p, "rss_bytes")), mem,
+                         sizeof mem);
+        printf("  usage now:   %.2f s user, %.2f s system, RSS %s, %lld processes\n",
+               json_number_value(json_object_get(p, "user_seconds")),
+               json_number_value(json_object_get(p, "system_seconds")), mem,
+               (long long)json_integer_value(json_object_get(p, "processes")));
+    }
+}
+
+static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
     char a[32], b[32];
@@ -43,6 +89,7 @@ static void show(const json_t *j)
     printf("  submitted:   %s\n", loom_cli_fmt_time(json_object_get(j, "submit_time"), a));
     printf("  started:     %s\n", loom_cli_fmt_time(json_object_get(j, "start_time"), a));
     printf("  ended:       %s\n", loom_cli_fmt_time(json_object_get(j, "end_time"), a));
+    show_run(json_object_get(j, "run"), usage_now);
     printf("  events:\n");
     size_t i;
     json_array_foreach(json_object_get(j, "events"), i, v)
@@ -93,6 +140,18 @@ int loom_cmd_show(int argc, char **argv)
         return rc;
     json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
     rc = loom_cli_call("show", &conn, "job.get", params, LOOM_RPC_CALL_RETRY, &result);
+    json_t *usage = NULL;
+    const char *state = rc ? NULL : json_string_value(json_object_get(json_object_get(result, "job"), "state"));
+    if (!as_json && state && strcmp(state, "RUNNING") == 0) {
+        /* Best effort: the job may end between the two calls. */
+        json_t *p = json_pack("{s:I}", "job", (json_int_t)id);
+        loom_rpc_client_error_t e;
+        loom_rpc_client_error_init(&e);
+        if (loom_rpc_client_call(conn.client, "monitor.snapshot", p, 0, &usage, &e) != LOOM_OK)
+            usage = NULL;
+        loom_rpc_client_error_clear(&e);
+        json_decref(p);
+    }
     json_decref(params);
     loom_cli_disconnect(&conn);
     if (rc)
@@ -100,7 +159,8 @@ int loom_cmd_show(int argc, char **argv)
     if (as_json)
         loom_cli_print_json(json_object_get(result, "job"));
     else
-        show(json_object_get(result, "job"));
+        show(json_object_get(result, "job"), usage);
+    json_decref(usage);
     json_decref(result);
     return LOOM_EXIT_OK;
 }

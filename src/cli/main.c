@@ -23,6 +23,10 @@ static const struct {
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
+    {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
+    {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
+    {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
 };
 
 static void usage(FILE *f)

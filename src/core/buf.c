@@ -126,8 +126,12 @@ int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err)
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
                            loom_err_t *err)
 {
+    /* Unique per process, thread and call, so that concurrent writers of the
+     * same path never share a temporary file. */
+    static _Atomic unsigned long counter;
     char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld.%lu", path, (long)getpid(), (long)gettid(),
+                 counter++) >= (int)sizeof tmp)
         return loom_err_set(err, LOOM_EINVAL, "path too long: '%s'", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)

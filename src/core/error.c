@@ -42,9 +42,19 @@ int loom_err_prefix(loom_err_t *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    /* Assemble "prefix: old" by hand: the result is cut at the buffer's
+     * size on purpose, which snprintf("%s: %s") makes gcc warn about. */
     char old[LOOM_ERR_MSG_MAX];
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    size_t n = strnlen(prefix, sizeof err->msg - 1);
+    memcpy(err->msg, prefix, n);
+    const char *parts[2] = {": ", old};
+    for (int i = 0; i < 2; i++) {
+        size_t len = strnlen(parts[i], sizeof err->msg - 1 - n);
+        memcpy(err->msg + n, parts[i], len);
+        n += len;
+    }
+    err->msg[n] = '\0';
     return err->code;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "daemon/runner.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
@@ -29,7 +30,7 @@ static void usage(FILE *f)
             "             [--executor local|slurm|none] [--slurm-partition P]\n"
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
-            "             [--grace D] [--seed S]\n\n"
+            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -54,6 +55,11 @@ static void usage(FILE *f)
             "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
             "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
             "  --seed S             seed of the random placement and tie breaks (default 1)\n"
+            "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
+            "                       suspend jobs that have run D since they last started\n"
+            "                       (default off)\n"
+            "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
+            "                       GPU when the jobs' step rates show it lowers throughput\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -93,6 +99,8 @@ typedef struct opts {
     uint64_t gpu_memory;
     int64_t grace_ns;
     int64_t seed;
+    int64_t timeslice_ns;
+    bool pack_check;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -107,6 +115,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
         {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
         {"slurm-partition", required_argument, NULL, 'p'},
+        {"timeslice", required_argument, NULL, 'q'}, {"pack-check", no_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -145,6 +154,14 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             break;
         case 'Q': o->queue_policy = optarg; break;
         case 'p': o->slurm_partition = optarg; break;
+        case 'k': o->pack_check = true; break;
+        case 'q':
+            if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
+                fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
         case 'P': o->placement = optarg; break;
         case 'T': o->gpu_type = optarg; break;
         case 'N': {
@@ -279,6 +296,8 @@ int main(int argc, char **argv)
                                       .jobs_dir = jobs_dir,
                                       .grace_ns = o.grace_ns,
                                       .seed = (uint64_t)o.seed,
+                                      .timeslice_ns = o.timeslice_ns,
+                                      .pack_check = o.pack_check,
                                       .nodes = o.nodes,
                                       .executor = o.executor,
                                       .slurm_partition = o.slurm_partition};
@@ -290,11 +309,17 @@ int main(int argc, char **argv)
         }
     }
     loomd_methods_t methods = {.store = store, .info = &info, .runner = runner};
+    loomd_monitor_t *monitor = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
-    if (loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err)) {
+    if (loomd_monitor_open(store, runner, &monitor, &err) ||
+        loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
+        loomd_monitor_add_methods(disp, monitor, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
+        loomd_monitor_close(monitor);
+        loomd_runner_stop(runner);
         loom_store_close(store);
+        json_decref(o.nodes);
         return 1;
     }
 
@@ -315,10 +340,14 @@ int main(int argc, char **argv)
     if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
+        loomd_monitor_close(monitor);
+        loomd_runner_stop(runner);
         loom_store_close(store);
+        json_decref(o.nodes);
         return 1;
     }
     loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
+    loom_rpc_server_add_metrics_source(server, loomd_monitor_metrics, monitor);
 
     char url[300] = "";
     if (tcp) {
@@ -350,6 +379,7 @@ int main(int argc, char **argv)
     loom_rpc_server_stop(server);
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
     loomd_runner_stop(runner);
+    loomd_monitor_close(monitor);
     loom_store_close(store);
     json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);

@@ -9,6 +9,7 @@
 
 #include "daemon/methods.h"
 #include "daemon/runner.h"
+#include "loom/exec.h"
 
 #define LIST_LIMIT_MAX     1000
 #define LIST_LIMIT_DEFAULT 100
@@ -60,6 +61,21 @@ static unsigned more_follow(const loom_rpc_call_t *call)
 
 /* ------------------------------------------------------------ job.submit */
 
+/* A YAML job must be a manifest the executor can run (docs/exec.md): refuse
+ * it now, naming the field, rather than when it is started. */
+static int check_yaml_job(const char *script, loom_err_t *err)
+{
+    json_t *argv = json_array(), *env = json_array();
+    char workdir[4096];
+    int rc =
+        loom_exec_yaml_command(script, strlen(script), argv, env, workdir, sizeof workdir, err);
+    json_decref(argv);
+    json_decref(env);
+    if (rc)
+        loom_err_prefix(err, "script (format yaml)");
+    return rc == LOOM_OK ? LOOM_OK : LOOM_EINVAL;
+}
+
 static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
                         const loom_err_t *err)
 {
@@ -88,6 +104,8 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     if (!params)
         params = empty = json_object();
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
+    if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
+        rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK)
         rc = loom_store_submit_async(m->store, &spec, more_follow(call), submit_done, call, &err);
     free(labels);
@@ -303,7 +321,7 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 /* ----------------------------------------------------------- server.info */
 
 static const char *const method_names[] = {"server.info", "job.submit", "job.get", "job.list",
-                                           "job.cancel", "node.list"};
+                                           "job.cancel", "node.list", "monitor.snapshot"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {

@@ -23,47 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/runner.h"
+#include "daemon/runner_int.h"
 #include "loom/exec.h"
 #include "loom/sched.h"
-
-typedef struct active {
-    int64_t id;
-    loom_sched_alloc_t alloc;
-    loom_exec_handle_t h;
-    bool cancel_sent;
-    bool requeue; /* slurm: cancelled because its node went down before it started */
-    int64_t gpu_milli;
-} active_t;
-
-struct loomd_runner {
-    loom_store_t *store;
-    const loom_exec_ops_t *ops; /* the executor: local or Slurm */
-    void *exec;                 /* its self */
-    loom_exec_local_t *local;
-    loom_exec_slurm_t *slurm;
-    bool *down;                 /* per node: unavailable for placement (Slurm: down, drained) */
-    int64_t refresh_ns, next_refresh_ns;
-    loom_sched_cluster_t cluster, empty;
-    loom_sched_placer_t *placer;
-    loom_sched_queue_cfg_t queue;
-    char queue_name[32], place_name[32];
-    int64_t tick_ns;
-
-    pthread_t thread;
-    pthread_mutex_t wmu; /* stop and wake only: RPC handlers never wait for a step */
-    pthread_cond_t cv;
-    bool stop, wake;
-    pthread_mutex_t mu; /* everything below, and the cluster for readers */
-
-    active_t *active;
-    size_t nactive, cap;
-
-    uint64_t started, ended, failed_to_start;
-    double gpu_busy_milli_s; /* integral of GPUs in use over time */
-    int64_t last_account_ns;
-    int64_t since_ns;
-};
 
 /* ------------------------------------------------------------ node specs */
 
@@ -184,7 +146,7 @@ static bool fits_somewhere_empty(const loomd_runner_t *r, const loom_sched_req_t
 
 /* ------------------------------------------------------------- bookkeeping */
 
-static void account(loomd_runner_t *r)
+void loomd__account(loomd_runner_t *r)
 {
     int64_t now = loom_time_mono_ns();
     r->gpu_busy_milli_s +=
@@ -207,14 +169,16 @@ static active_t *add_active(loomd_runner_t *r)
     return a;
 }
 
-static json_t *run_json(const loomd_runner_t *r, const active_t *a)
+json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
 {
     json_t *gpus = json_array();
     for (int g = 0; g < a->alloc.ngpus; g++)
         json_array_append_new(gpus, json_integer(a->alloc.gpus[g]));
-    json_t *o = json_pack("{s:s, s:o, s:I, s:s}", "node", r->cluster.nodes[a->alloc.node].name,
+    json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", r->cluster.nodes[a->alloc.node].name,
                           "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli,
-                          "executor", r->ops->name);
+                          "executor", r->ops->name, "suspended", a->suspended);
+    if (a->gandiva[0])
+        json_object_set_new(o, "gandiva", json_string(a->gandiva));
     if (a->h.ext_id[0]) {
         json_object_set_new(o, "slurm_job_id", json_string(a->h.ext_id));
         json_object_set_new(o, "slurm_state", json_string(a->h.ext_state));
@@ -234,7 +198,7 @@ static json_t *run_json(const loomd_runner_t *r, const active_t *a)
     return o;
 }
 
-static int store_run(loomd_runner_t *r, int64_t id, int expect, int to, const char *reason,
+int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const char *reason,
                      json_t *run, loom_err_t *err)
 {
     char *text = run ? json_dumps(run, JSON_COMPACT) : NULL;
@@ -246,8 +210,8 @@ static int store_run(loomd_runner_t *r, int64_t id, int expect, int to, const ch
 static void release(loomd_runner_t *r, size_t i)
 {
     loom_err_t err;
-    account(r);
-    if (loom_sched_free(&r->cluster, &r->active[i].alloc, &err) != LOOM_OK)
+    loomd__account(r);
+    if (r->active[i].held && loom_sched_free(&r->cluster, &r->active[i].alloc, &err) != LOOM_OK)
         loom_log_error("runner.free_failed", "job=%lld error=\"%s\"",
                        (long long)r->active[i].id, err.msg);
     r->active[i] = r->active[--r->nactive];
@@ -268,7 +232,7 @@ static int end_state(loom_exec_end_t e)
 static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
 {
     active_t *a = &r->active[i];
-    json_t *run = run_json(r, a);
+    json_t *run = loomd__run_json(r, a);
     json_t *out = json_pack("{s:s, s:s, s:I, s:f, s:f, s:I}", "end", loom_exec_end_name(o->end),
                             "reason", o->reason, "exit_code", (json_int_t)o->exit_code,
                             "cpu_user_s", o->cpu_user_us / 1e6, "cpu_sys_s", o->cpu_sys_us / 1e6,
@@ -282,9 +246,9 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
     }
     json_object_set_new(run, "outcome", out);
     loom_err_t err;
-    int rc = store_run(r, a->id, LOOM_JOB_RUNNING, end_state(o->end), o->reason, run, &err);
+    int rc = loomd__store_run(r, a->id, LOOM_JOB_RUNNING, end_state(o->end), o->reason, run, &err);
     if (rc == LOOM_ESTATE) /* cancelled through the store meanwhile: keep its state */
-        rc = store_run(r, a->id, -1, -1, NULL, run, &err);
+        rc = loomd__store_run(r, a->id, -1, -1, NULL, run, &err);
     if (rc != LOOM_OK)
         loom_log_error("runner.record_failed", "job=%lld error=\"%s\"", (long long)a->id, err.msg);
     loom_log_info("job ended", "job=%lld end=%s reason=\"%s\"", (long long)a->id,
@@ -298,7 +262,7 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
 static void requeue(loomd_runner_t *r, size_t i, const char *why)
 {
     loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)r->active[i].id, why);
-    store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
+    loomd__store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
     release(r, i);
 }
 
@@ -382,8 +346,8 @@ static void poll_running(loomd_runner_t *r)
         char now[sizeof seen];
         snprintf(now, sizeof now, "%s|%s", a->h.ext_state, a->h.ext_reason);
         if (strcmp(seen, now) != 0) { /* Slurm's state or reason changed: keep it on the job */
-            json_t *run = run_json(r, a);
-            store_run(r, a->id, LOOM_JOB_RUNNING, -1, NULL, run, NULL);
+            json_t *run = loomd__run_json(r, a);
+            loomd__store_run(r, a->id, LOOM_JOB_RUNNING, -1, NULL, run, NULL);
             json_decref(run);
         }
         i++;
@@ -396,7 +360,7 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
     active_t *a = add_active(r);
     if (!a)
         return;
-    account(r);
+    loomd__account(r);
     if (loom_sched_alloc(&r->cluster, place->node, &place->req, place->gpus, place->ngpus,
                          &a->alloc, &err) != LOOM_OK) {
         loom_log_error("runner.alloc_refused", "job=%lld error=\"%s\"", (long long)j->id,
@@ -405,13 +369,15 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
         return;
     }
     a->id = j->id;
+    a->held = true;
+    a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
     char tag[48];
     snprintf(tag, sizeof tag, "loom:%lld", (long long)j->id);
     char reason[160];
     snprintf(reason, sizeof reason, "placed on %s by %s", r->cluster.nodes[place->node].name,
              r->place_name);
-    json_t *run = run_json(r, a);
-    int rc = store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, reason, run, &err);
+    json_t *run = loomd__run_json(r, a);
+    int rc = loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, reason, run, &err);
     json_decref(run);
     if (rc != LOOM_OK) { /* cancelled meanwhile, or the store failed: not started */
         release(r, r->nactive - 1);
@@ -441,14 +407,14 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
                           .tag = tag};
     if (r->ops->start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
         loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)j->id, err.msg);
-        store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
+        loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
         r->failed_to_start++;
         release(r, r->nactive - 1);
         return;
     }
     a = &r->active[r->nactive - 1];
-    run = run_json(r, a);
-    if (store_run(r, j->id, LOOM_JOB_RUNNING, -1, NULL, run, &err) != LOOM_OK)
+    run = loomd__run_json(r, a);
+    if (loomd__store_run(r, j->id, LOOM_JOB_RUNNING, -1, NULL, run, &err) != LOOM_OK)
         loom_log_warn("runner.handle_not_recorded", "job=%lld error=\"%s\"", (long long)j->id,
                       err.msg);
     json_decref(run);
@@ -515,11 +481,13 @@ static void schedule_pending(loomd_runner_t *r)
                 snprintf(reason, sizeof reason, "unschedulable: %s",
                          err.code ? err.msg : "no node of this cluster can ever hold it");
                 loom_err_clear(&err);
-                store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, reason, NULL, NULL);
+                loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, reason, NULL, NULL);
                 continue;
             }
             loom_sched_alloc_t place;
-            if (loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK &&
+            if ((loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK ||
+                 (r->timeslice_ns > 0 && loomd__gandiva_make_room(r, &req) &&
+                  loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK)) &&
                 !r->down[place.node])
                 start_job(r, j, &place);
         }
@@ -552,6 +520,9 @@ static void *runner_main(void *arg)
         pthread_mutex_lock(&r->mu);
         refresh_nodes(r);
         poll_running(r);
+        if (r->pack_check)
+            loomd__gandiva_introspect(r);
+        loomd__gandiva_resume(r);
         schedule_pending(r);
         pthread_mutex_unlock(&r->mu);
         pthread_mutex_lock(&r->wmu);
@@ -604,19 +575,35 @@ static void recover(loomd_runner_t *r)
         a->h.job_id = j->id;
         a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
         a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
+        a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
         const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
         if (sid)
             snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
-        if (idx < 0 || loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
+        if (json_is_true(json_object_get(run, "suspended"))) {
+            /* It stays stopped; its place is taken back when it resumes. */
+            a->suspended = true;
+            a->suspended_ns = a->resumed_ns;
+            a->alloc.node = idx < 0 ? 0 : idx;
+            a->alloc.req = req;
+            a->alloc.ngpus = ngpus;
+            memcpy(a->alloc.gpus, gpus, sizeof gpus);
+            if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK) {
+                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
+                                 "lost while suspended across a restart", NULL, NULL);
+                r->nactive--;
+            }
+        } else if (idx < 0 ||
+                   loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
             /* Its node is no longer configured, or the model cannot hold it:
              * stop it rather than over-commit. */
             r->ops->adopt(r->exec, &a->h, NULL);
             r->ops->cancel(r->exec, &a->h, NULL);
-            store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
+            loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
                       "lost its placement across a restart (node no longer configured)", NULL,
                       NULL);
             r->nactive--;
         } else {
+            a->held = true;
             int arc = r->ops->adopt(r->exec, &a->h, &err);
             if (r->slurm && arc == LOOM_ENOTFOUND)
                 arc = LOOM_ESTATE; /* no Slurm job carries its tag: never submitted */
@@ -625,7 +612,7 @@ static void recover(loomd_runner_t *r)
                  * ran, so it waits again in the queue. */
                 loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
                               err.msg);
-                store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
+                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
                           "requeued: loomd stopped before the job started", NULL, NULL);
                 release(r, r->nactive - 1);
             } else if (arc != LOOM_OK)
@@ -650,6 +637,8 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     r->store = store;
     r->tick_ns = cfg->tick_ns > 0 ? cfg->tick_ns : 100 * LOOM_NS_PER_MS;
+    r->timeslice_ns = cfg->timeslice_ns;
+    r->pack_check = cfg->pack_check;
     snprintf(r->queue_name, sizeof r->queue_name, "%s", cfg->queue_policy ? cfg->queue_policy : "fifo");
     snprintf(r->place_name, sizeof r->place_name, "%s", cfg->placement ? cfg->placement : "firstfit");
     int rc;
@@ -678,6 +667,13 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
         if (json_array_size(slurm_nodes) == 0) {
             rc = loom_err_set(err, LOOM_EUNAVAIL, "slurm: partition '%s' has no nodes",
                               cfg->slurm_partition ? cfg->slurm_partition : "(default)");
+            goto fail;
+        }
+        if (cfg->timeslice_ns > 0 || cfg->pack_check) {
+            json_decref(slurm_nodes);
+            rc = loom_err_set(err, LOOM_EINVAL,
+                              "--timeslice and --pack-check need the local executor (Slurm "
+                              "jobs cannot be stopped and resumed by loomd)");
             goto fail;
         }
         nodes = slurm_nodes;
@@ -823,7 +819,7 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
 json_t *loomd_runner_stats(loomd_runner_t *r)
 {
     pthread_mutex_lock(&r->mu);
-    account(r);
+    loomd__account(r);
     double span = (loom_time_mono_ns() - r->since_ns) / 1e9;
     double cap = (double)r->cluster.gpu_milli_total;
     json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
@@ -842,7 +838,7 @@ json_t *loomd_runner_stats(loomd_runner_t *r)
 void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
 {
     pthread_mutex_lock(&r->mu);
-    account(r);
+    loomd__account(r);
     loom_buf_appendf(out,
                      "# HELP loom_gpus_allocated GPUs allocated to running jobs (fractional for "
                      "shares).\n# TYPE loom_gpus_allocated gauge\nloom_gpus_allocated %.3f\n"
@@ -859,4 +855,19 @@ void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
                      r->cluster.gpu_milli_used / 1000.0, r->cluster.gpu_milli_total / 1000.0,
                      r->gpu_busy_milli_s / 1000.0, r->started, r->ended);
     pthread_mutex_unlock(&r->mu);
+}
+
+size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nactive && n < max; i++) {
+        if (r->active[i].suspended || r->active[i].h.shepherd_pid <= 0)
+            continue;
+        ids[n] = r->active[i].id;
+        pids[n] = r->active[i].h.shepherd_pid;
+        n++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
 }

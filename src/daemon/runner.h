@@ -5,6 +5,8 @@
 #ifndef LOOMD_RUNNER_H
 #define LOOMD_RUNNER_H
 
+#include <sys/types.h>
+
 #include "loom/core.h"
 #include "loom/store.h"
 
@@ -17,6 +19,8 @@ typedef struct loomd_runner_config {
     int64_t grace_ns;         /* TERM -> KILL; 0: 10 s */
     int64_t tick_ns;          /* poll interval; 0: 100 ms */
     uint64_t seed;            /* random placement and ties */
+    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off (local executor only) */
+    bool pack_check;          /* Gandiva packing introspection (local executor only) */
     const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed; local only */
     const char *executor;     /* "local" (default) or "slurm" (docs/slurm.md) */
     const char *slurm_partition; /* slurm: NULL = the default partition */
@@ -37,6 +41,9 @@ json_t *loomd_runner_nodes(loomd_runner_t *r);
 /* Counters for server.info and /metrics: jobs started/ended, GPU
  * occupancy integrated over time (milli-GPU seconds), capacity. */
 json_t *loomd_runner_stats(loomd_runner_t *r);
+/* The running (not suspended) jobs: up to max ids and shepherd PIDs.
+ * Returns how many. */
+size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max);
 /* Prometheus families (appends). */
 void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out);
 

@@ -507,6 +507,30 @@ static pid_t find_shepherd(const char *dir)
     return found;
 }
 
+static int signal_shepherd(const loom_exec_handle_t *h, int sig, const char *what,
+                           loom_err_t *err)
+{
+    if (!shepherd_alive(h))
+        return loom_err_set(err, LOOM_ESTATE, "job %lld: cannot %s, it has ended",
+                            (long long)h->job_id, what);
+    if (kill(h->shepherd_pid, sig) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot %s", (long long)h->job_id,
+                              what);
+    return LOOM_OK;
+}
+
+int loom_exec_local_suspend(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    (void)x;
+    return signal_shepherd(h, SIGUSR1, "suspend", err);
+}
+
+int loom_exec_local_resume(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
+{
+    (void)x;
+    return signal_shepherd(h, SIGUSR2, "resume", err);
+}
+
 int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
 {
     if (!h->dir[0])

@@ -4,7 +4,10 @@
  * loomd's session, starts the job in a process group of its own (inside a
  * cgroup v2 when one is given), and then only waits: for the job to end, for
  * the time limit, or for SIGTERM from loomd (a cancel). On a limit or cancel
- * it sends TERM to the job's group and KILL after the grace period. When the
+ * it sends TERM to the job's group and KILL after the grace period. SIGUSR1
+ * suspends the job's group (SIGSTOP) and SIGUSR2 resumes it (SIGCONT), for
+ * time-slicing; time spent suspended does not count against the time
+ * limit. When the
  * job has ended it kills what is left of the group (and the cgroup), and
  * writes DIR/status.json atomically. Because all of this lives outside loomd,
  * a kill -9 of loomd changes nothing for the job: limits hold, the outcome is
@@ -160,7 +163,8 @@ static void cgroup_remove(const char *cgroup)
 }
 
 static int write_status(const char *dir, const spec_t *s, int status, const struct rusage *ru,
-                        int64_t start_ns, bool timed_out, bool cancelled, int64_t cg_cpu_us)
+                        int64_t start_ns, bool timed_out, bool cancelled, int64_t cg_cpu_us,
+                        int64_t suspended_ns)
 {
     json_t *st = json_object();
     json_object_set_new(st, "exit_code",
@@ -179,6 +183,7 @@ static int write_status(const char *dir, const spec_t *s, int status, const stru
                         json_integer((json_int_t)ru->ru_stime.tv_sec * 1000000 +
                                      ru->ru_stime.tv_usec));
     json_object_set_new(st, "max_rss_kb", json_integer(ru->ru_maxrss));
+    json_object_set_new(st, "suspended_ns", json_integer(suspended_ns));
     if (cg_cpu_us >= 0)
         json_object_set_new(st, "cgroup_cpu_usage_us", json_integer(cg_cpu_us));
     loom_buf_t b = LOOM_BUF_INIT;
@@ -207,14 +212,14 @@ static int write_pid_file(const char *dir, pid_t shepherd, pid_t job)
 
 /* Waits for the job, enforcing the time limit and cancel requests. */
 static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *status,
-                     struct rusage *ru, bool *timed_out, bool *cancelled)
+                     struct rusage *ru, bool *timed_out, bool *cancelled, int64_t *suspended_ns)
 {
     int64_t t0 = loom_time_mono_ns();
     int64_t limit_at = s->time_limit_ns > 0 ? t0 + s->time_limit_ns : 0;
-    int64_t kill_at = 0;
+    int64_t kill_at = 0, suspended_at = 0;
     for (;;) {
         int64_t now = loom_time_mono_ns();
-        if (limit_at && now >= limit_at && !*timed_out && !*cancelled) {
+        if (limit_at && now >= limit_at && !*timed_out && !*cancelled && !suspended_at) {
             *timed_out = true;
             kill_group(pid, s->cgroup, SIGTERM);
             kill_at = now + s->grace_ns;
@@ -223,13 +228,15 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
             kill_group(pid, s->cgroup, SIGKILL);
             kill_at = 0;
         }
-        pid_t r = wait4(pid, status, WNOHANG, ru);
+        pid_t r = wait4(pid, status, WNOHANG | WUNTRACED, ru);
+        if (r == pid && WIFSTOPPED(*status))
+            continue; /* our own SIGSTOP: not an end */
         if (r == pid)
             return 0;
         if (r < 0 && errno != EINTR)
             return -1;
         int64_t next = 0;
-        if (limit_at && !*timed_out && !*cancelled)
+        if (limit_at && !*timed_out && !*cancelled && !suspended_at)
             next = limit_at;
         if (kill_at && (!next || kill_at < next))
             next = kill_at;
@@ -247,7 +254,19 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
         if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out) {
             *cancelled = true;
             kill_group(pid, s->cgroup, SIGTERM);
+            if (suspended_at) /* a stopped job cannot act on TERM */
+                kill_group(pid, s->cgroup, SIGCONT);
             kill_at = loom_time_mono_ns() + s->grace_ns;
+        } else if (sig == SIGUSR1 && !suspended_at && !*cancelled && !*timed_out) {
+            kill_group(pid, s->cgroup, SIGSTOP);
+            suspended_at = loom_time_mono_ns();
+        } else if (sig == SIGUSR2 && suspended_at) {
+            kill_group(pid, s->cgroup, SIGCONT);
+            int64_t paused = loom_time_mono_ns() - suspended_at;
+            *suspended_ns += paused;
+            if (limit_at)
+                limit_at += paused; /* suspended time does not count */
+            suspended_at = 0;
         }
     }
 }
@@ -274,6 +293,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     sigprocmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
 
@@ -291,7 +312,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
     int status = 0;
     struct rusage ru = {0};
     bool timed_out = false, cancelled = false;
-    if (supervise(pid, &s, &set, &status, &ru, &timed_out, &cancelled) != 0)
+    int64_t suspended_ns = 0;
+    if (supervise(pid, &s, &set, &status, &ru, &timed_out, &cancelled, &suspended_ns) != 0)
         fprintf(stderr, "loom-shepherd: wait: %s\n", strerror(errno));
     /* Whatever the job left behind in its group or cgroup goes with it. */
     kill_group(pid, s.cgroup, SIGKILL);
@@ -300,7 +322,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
         cg_cpu = cgroup_cpu_usage_us(s.cgroup);
         cgroup_remove(s.cgroup);
     }
-    int rc = write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu);
+    int rc = write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu,
+                          suspended_ns);
     free(s.argv);
     free(s.envp);
     json_decref(root);

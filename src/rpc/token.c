@@ -102,8 +102,9 @@ int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1
     hex[LOOM_RPC_TOKEN_HEX + 1] = '\0';
     explicit_bzero(raw, sizeof raw);
 
-    snprintf(staging, sizeof staging, "%s.new.%ld.%02x%02x", path, (long)getpid(),
-             (unsigned char)hex[0], (unsigned char)hex[1]);
+    /* One staging file per process and thread: two threads must never
+     * share one, or one could link the other's token. */
+    snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(), (long)gettid());
     int rc = loom_write_file_atomic(staging, hex, LOOM_RPC_TOKEN_HEX + 1, 0600, err);
     if (rc != LOOM_OK)
         return loom_err_prefix(err, "creating token '%s'", path);

@@ -9,6 +9,7 @@
 
 #include "daemon/methods.c"
 #include "daemon/runner.c"
+#include "daemon/gandiva.c"
 
 static loom_store_t *store;
 static loom_rpc_dispatcher_t *disp;

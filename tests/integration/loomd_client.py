@@ -191,6 +191,10 @@ class Loomd:
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="loom-it-")
         self.durability = durability
         self.extra_args = list(extra_args)
+        # Protocol and store tests only queue jobs; tests of running them
+        # choose an executor (and nodes) themselves.
+        if "--executor" not in self.extra_args:
+            self.extra_args += ["--executor", "none"]
         self.proc = None
         self.url = None
         self.token = None

@@ -70,6 +70,8 @@ CASES = [
     ("name with newline", submit(name="a\nb"), -32602),
     ("script too large", submit(script="#" * (600 * 1024)), -32602),
     ("format unknown", submit(format="docker"), -32602),
+    ("yaml job not YAML", submit(format="yaml", script="a: [1"), -32602),
+    ("yaml job not a Job manifest", submit(format="yaml", script="kind: Pod\n"), -32602),
     ("resources not object", submit(resources=[1]), -32602),
     ("cpus string", res(cpus="4"), -32602),
     ("cpus zero", res(cpus=0), -32602),

@@ -25,7 +25,8 @@ class Cli(unittest.TestCase):
             f.write("#!/bin/bash\npython train.py --epochs 3\n")
         cls.yaml = os.path.join(cls.tmp, "job.yaml")
         with open(cls.yaml, "w") as f:
-            f.write("name: y\nsteps: 10\n")
+            f.write("apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n"
+                    "      containers:\n      - name: main\n        command: [python, train.py]\n")
 
     @classmethod
     def tearDownClass(cls):

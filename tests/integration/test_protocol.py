@@ -10,6 +10,19 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from loomd_client import Loomd, RpcError, HttpError, Client  # noqa: E402
 
+MANIFEST = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: y
+spec:
+  template:
+    spec:
+      containers:
+      - name: main
+        command: [python, train.py]
+      restartPolicy: Never
+"""
+
 
 class Protocol(unittest.TestCase):
     def setUp(self):
@@ -29,7 +42,9 @@ class Protocol(unittest.TestCase):
         self.assertEqual(info["socket"], self.d.socket_path)
         self.assertEqual(info["state_dir"], self.d.state_dir)
         self.assertEqual(sorted(info["methods"]),
-                         sorted(["server.info", "job.submit", "job.get", "job.list", "job.cancel"]))
+                         sorted(["server.info", "job.submit", "job.get", "job.list", "job.cancel",
+                                 "node.list", "monitor.snapshot"]))
+        self.assertIsNone(info["scheduler"])  # --executor none: jobs are only queued
         self.assertEqual(info["jobs"]["PENDING"], 0)
         self.assertEqual(self.c.call("server.info", [])["name"], "loomd")
         self.assertEqual(self.c.call("server.info", {})["name"], "loomd")
@@ -70,11 +85,20 @@ class Protocol(unittest.TestCase):
         self.assertEqual(d["labels"], {})
         self.assertIsNone(d["submit_id"])
         # Positional params in the documented order.
-        p = self.c.get(self.c.call("job.submit", ["pos", "steps: 1\n", "yaml", {"gpus": 2}, 60,
+        p = self.c.get(self.c.call("job.submit", ["pos", MANIFEST, "yaml", {"gpus": 2}, 60,
                                                   -1, {"k": "v"}, "t-pos"])["id"])
         self.assertEqual((p["name"], p["format"], p["resources"]["gpus"], p["time_limit"],
                           p["priority"], p["submit_id"]), ("pos", "yaml", 2, 60, -1, "t-pos"))
-        self.assertEqual(self.c.call("job.get", [p["id"]])["job"]["script"], "steps: 1\n")
+        self.assertEqual(self.c.call("job.get", [p["id"]])["job"]["script"], MANIFEST)
+        # A YAML job must be a runnable batch/v1 Job manifest (docs/exec.md).
+        for bad, needle in [("steps: [1\n", "line"), ("steps: 1\n", "batch/v1"),
+                            (MANIFEST.replace("command: [python, train.py]", "image: x"),
+                             "command")]:
+            with self.assertRaises(RpcError) as e:
+                self.c.submit("bad", bad, format="yaml")
+            self.assertEqual(e.exception.code, -32602)
+            self.assertIn("script (format yaml)", e.exception.message)
+            self.assertIn(needle, e.exception.message)
 
     def test_idempotent_submit_id(self):
         a = self.c.submit("first", "a", submit_id="same")
@@ -192,6 +216,11 @@ class Protocol(unittest.TestCase):
         self.assertIn("loom_store_queue_depth 0\n", text)
         self.assertIn("loom_store_commits_total ", text)
         self.assertIn("# TYPE loom_jobs gauge", text)
+        import shutil
+        import subprocess
+        if shutil.which("promtool"):  # optional (DESIGN.md): lint when present
+            p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_sigterm_and_restart(self):
         ids = [self.c.submit(f"r{i}", "x", submit_id=f"r{i}")["id"] for i in range(10)]

@@ -121,7 +121,7 @@ def processes_mentioning(text):
 
 def main():
     jobs = make_jobs()
-    args = ["--node", "name=n1,cpus=16,memory=16GiB,gpus=4,gpu_type=virtual",
+    args = ["--executor", "local", "--node", "name=n1,cpus=16,memory=16GiB,gpus=4,gpu_type=virtual",
             "--placement", "packing", "--grace", "500ms"]
     d = Loomd(extra_args=args).start()
     try:

@@ -232,6 +232,45 @@ static void adopt_after_restart(void **state)
     loom_exec_local_free(x);
 }
 
+static int count_lines(const char *path)
+{
+    char *s = slurp(path);
+    int n = 0;
+    for (char *p = s; *p; p++)
+        n += *p == '\n';
+    free(s);
+    return n;
+}
+
+/* Suspended time stops the job and does not count against its limit. */
+static void suspend_and_resume(void **state)
+{
+    loom_exec_local_t *x = executor("s", 0);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    loom_exec_job_t job = {.id = 1, .name = "ts",
+                           .script = "for i in $(seq 12); do echo $i >> count; sleep 0.05; done\n",
+                           .time_limit_ns = 1500 * LOOM_NS_PER_MS};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    char count[600];
+    snprintf(count, sizeof count, "%s/count", h.dir);
+    while (count_lines(count) < 2)
+        usleep(5000);
+    assert_int_equal(loom_exec_local_suspend(x, &h, &err), LOOM_OK);
+    usleep(200000);
+    int before = count_lines(count);
+    usleep(1300000); /* suspended past the time limit */
+    assert_int_equal(count_lines(count), before);
+    loom_exec_outcome_t out;
+    assert_int_equal(loom_exec_local_poll(x, &h, &out, &err), 0);
+    assert_int_equal(loom_exec_local_resume(x, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_COMPLETED);
+    assert_int_equal(count_lines(count), 12);
+    assert_int_equal(loom_exec_local_suspend(x, &h, &err), LOOM_ESTATE);
+    loom_exec_local_free(x);
+}
+
 static void yaml_jobs(void **state)
 {
     loom_exec_local_t *x = executor("f", 0);
@@ -287,6 +326,7 @@ int main(void)
         cmocka_unit_test(time_limit_term_then_kill),
         cmocka_unit_test(cancel_kills_group),
         cmocka_unit_test(adopt_after_restart),
+        cmocka_unit_test(suspend_and_resume),
         cmocka_unit_test(yaml_jobs),
         cmocka_unit_test(cgroup_is_reported),
     };

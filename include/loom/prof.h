@@ -1,0 +1,219 @@
+/* loom prof: profiling DNN workloads (docs/profiling.md).
+ *
+ * `loom prof -- COMMAND` runs a command, samples its process tree on an
+ * absolute schedule from one thread, collects the step markers it reports
+ * (a stdout line or a line on the descriptor named by LOOM_PROF_FD), and
+ * turns both into a run record (JSON, CSV) and a report: step-time
+ * distribution, throughput, warm-up, CPU utilisation, memory peak and the
+ * time split the markers allow. With --kernels it injects a CUPTI activity
+ * tracer (src/prof/cupti/) through CUDA_INJECTION64_PATH. loom_prof_ab
+ * measures the profiler's own cost by alternating runs with and without it.
+ *
+ * The process-tree sampler (proctree.c) reads /proc itself, with one pread
+ * of an open /proc/PID/stat per member and tick: the monitoring part's tree
+ * read walks /proc on every call, about 50 times the cost (docs/bench/
+ * prof_sample.md), too much at 100 Hz. GPUs are read through the monitoring
+ * part (NVML).
+ */
+#ifndef LOOM_PROF_H
+#define LOOM_PROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------- step markers */
+
+#define LOOM_PROF_FD_ENV     "LOOM_PROF_FD"
+#define LOOM_PROF_MARKER_MAX 1024 /* longest marker line, bytes, no newline */
+
+/* One step as the workload reported it. Unknown optional fields are -1. */
+typedef struct loom_prof_step {
+    int64_t step;     /* the workload's step number, >= 0 */
+    int64_t start_ns; /* CLOCK_MONOTONIC */
+    int64_t end_ns;   /* >= start_ns */
+    int64_t items;    /* samples processed in the step (for throughput) */
+    int64_t data_ns;  /* input preparation inside the step */
+    int64_t copy_ns;  /* host<->device copies inside the step */
+} loom_prof_step_t;
+
+typedef enum loom_prof_line_kind {
+    LOOM_PROF_LINE_OTHER = 0, /* not a marker: ordinary output */
+    LOOM_PROF_LINE_STEP = 1,
+    LOOM_PROF_LINE_META = 2
+} loom_prof_line_kind_t;
+
+/* Classifies and parses one line (without its newline). A line is a marker
+ * if it starts with "LOOM_STEP" or "LOOM_META" followed by a space or the
+ * end; anything else is LOOM_PROF_LINE_OTHER and returns LOOM_OK. A
+ * malformed marker returns LOOM_EINVAL with a message naming the field.
+ * For META lines, each key=value is set as a string member of meta (which
+ * may be NULL to only validate). */
+int loom_prof_marker_parse(const char *line, size_t len, loom_prof_line_kind_t *kind,
+                           loom_prof_step_t *step, json_t *meta, loom_err_t *err);
+
+/* Formats a step marker into out (>= LOOM_PROF_MARKER_MAX + 2 bytes),
+ * newline included; returns its length. Optional fields < 0 are left out. */
+size_t loom_prof_marker_format(const loom_prof_step_t *s, char *out, size_t outlen);
+
+/* ---------------------------------------------------------------- sampling */
+
+/* One sample of the profiled process tree. */
+typedef struct loom_prof_sample {
+    int64_t t_ns;      /* CLOCK_MONOTONIC when the sample was taken */
+    int64_t user_ns;   /* cumulative user CPU time of the tree, exited members included */
+    int64_t sys_ns;    /* cumulative system CPU time, likewise */
+    int64_t rss_bytes; /* resident set of the live members, summed */
+    int32_t nprocs;    /* live processes in the tree */
+    int32_t nthreads;  /* their threads */
+} loom_prof_sample_t;
+
+/* One reading of one GPU (through libloom's monitoring part, NVML).
+ * Values NVML could not give are -1. */
+typedef struct loom_prof_gpu_sample {
+    int64_t t_ns;
+    uint32_t index;
+    int status;          /* NVML code of the device (0 ok) */
+    double util_gpu_pct; /* NVML's utilisation over its own window */
+    double util_mem_pct;
+    double mem_used_bytes;
+    double mem_total_bytes;
+    double power_w;
+    double tree_mem_bytes; /* memory of the profiled tree's processes on this GPU */
+} loom_prof_gpu_sample_t;
+
+/* --------------------------------------------------------------------- run */
+
+typedef struct loom_prof_opts {
+    char *const *argv;       /* the command; argv[0] is looked up in PATH */
+    int64_t interval_ns;     /* sampling period; 0 = do not sample (A/B baseline) */
+    int64_t rescan_ns;       /* how often the tree is searched for new members; 0 = 1 s */
+    int64_t gpu_interval_ns; /* GPU sampling period; 0 = no GPU sampling */
+    bool kernels;            /* inject the CUPTI tracer */
+    const char *cupti_lib;   /* path of libloom_cupti.so (needed with kernels) */
+    const char *work_dir;    /* where the tracer writes (needed with kernels) */
+    int echo_fd;             /* the workload's stdout is copied here; -1 = discarded */
+} loom_prof_opts_t;
+
+/* Everything one profiled run produced. */
+typedef struct loom_prof_run {
+    char **argv;              /* a copy of the command */
+    int64_t start_ns, end_ns; /* monotonic: fork and reap */
+    int64_t start_real_ns;    /* wall clock at fork */
+    int exit_status;          /* as from waitpid */
+    int64_t rusage_user_ns;   /* kernel's account of the tree (the command and its */
+    int64_t rusage_sys_ns;    /* waited-for descendants): the ground truth */
+    int64_t rusage_maxrss_bytes;
+    loom_prof_sample_t *samples;
+    size_t nsamples;
+    int64_t interval_ns;
+    size_t missed_ticks;    /* schedule slots skipped because the sampler ran late */
+    int64_t sampler_cpu_ns; /* CPU time of the sampling thread (its own clock) */
+    int64_t loom_cpu_ns;    /* CPU time of the whole profiler process over the run */
+    loom_prof_step_t *steps;
+    size_t nsteps;
+    json_t *meta;        /* LOOM_META key/values (an object, never NULL) */
+    size_t bad_markers;  /* malformed marker lines (ignored) */
+    char first_bad[256]; /* the first one's error, "" if none */
+    bool kernels;
+    char *kernels_path;   /* the tracer's record file (if kernels) */
+    bool gpu;             /* GPU sampling was asked for */
+    char gpu_status[256]; /* "" if NVML answered, else why not */
+    json_t *gpu_names;    /* array: name of each GPU index */
+    loom_prof_gpu_sample_t *gpu_samples;
+    size_t ngpu_samples;
+} loom_prof_run_t;
+
+/* Runs the command to completion. Fails (and returns no run) only if it
+ * cannot start it; a command that fails is a run with its exit status. */
+int loom_prof_run(const loom_prof_opts_t *opts, loom_prof_run_t **out, loom_err_t *err);
+void loom_prof_run_free(loom_prof_run_t *run);
+
+/* ------------------------------------------------------------------ report */
+
+typedef struct loom_prof_dist {
+    size_t n;
+    double mean, stdev, min, p5, p50, p95, p99, max; /* seconds */
+} loom_prof_dist_t;
+
+typedef struct loom_prof_summary {
+    double wall_s;    /* fork to reap */
+    double startup_s; /* fork to the start of the first step; -1 if no steps */
+    size_t nsteps;
+    size_t warmup_steps;                       /* see docs/profiling.md, "Warm-up" */
+    double warmup_s;                           /* their total duration */
+    loom_prof_dist_t steady;                   /* step times after warm-up */
+    double steps_per_s;                        /* steady: steps / summed step time */
+    double items_per_s;                        /* steady: items / summed step time; -1 if unknown */
+    double cpu_cores_run;                      /* sampled CPU time / wall time, whole run */
+    double cpu_cores_steady;                   /* sampled, over the steady steps' span; -1 if n/a */
+    double user_frac;                          /* user share of sampled CPU time */
+    double sampled_cpu_s;                      /* last sample's cumulative CPU */
+    double kernel_cpu_s;                       /* rusage ground truth */
+    double cpu_error;                          /* (sampled - kernel) / kernel; 0 if kernel is 0 */
+    double rss_peak_bytes;                     /* sampled peak of the tree */
+    double data_frac, copy_frac, compute_frac; /* of steady step time; -1 if unknown */
+    double interval_achieved_s;                /* mean gap between samples */
+    double profiler_cpu_share; /* loom's CPU time / the command's (kernel) CPU time */
+} loom_prof_summary_t;
+
+/* Derives the summary of a run. */
+void loom_prof_summarize(const loom_prof_run_t *run, loom_prof_summary_t *s);
+
+/* Warm-up length of a series of step times (seconds), as defined in
+ * docs/profiling.md: the steps before the first one within the steady band
+ * of the second half. */
+size_t loom_prof_warmup(const double *t, size_t n);
+
+/* Quantile q in [0, 1] of sorted values (linear interpolation). */
+double loom_prof_quantile(const double *sorted, size_t n, double q);
+
+/* Cumulative CPU (ns) of the tree at time t_ns, linearly interpolated
+ * between samples (and from 0 at the fork); -1 before the fork or after
+ * the last sample. */
+double loom_prof_cpu_at(const loom_prof_run_t *run, int64_t t_ns);
+
+/* Writes run.json, samples.csv, steps.csv, report.md, cpu.svg (and
+ * gpu.csv when GPUs were sampled) into dir
+ * (created if missing); each file atomically. */
+int loom_prof_write(const loom_prof_run_t *run, const char *dir, loom_err_t *err);
+/* The report as Markdown (appended to b). */
+int loom_prof_report_md(const loom_prof_run_t *run, loom_buf_t *b);
+
+/* ------------------------------------------------------------------- A/B */
+
+typedef struct loom_prof_ab {
+    size_t pairs;
+    double *base_mean_s;    /* per pair: mean steady step time without the profiler */
+    double *prof_mean_s;    /* with it */
+    double *base_p50_s;     /* per pair: median steady step time without the profiler */
+    double *prof_p50_s;     /* with it */
+    double overhead;        /* mean of per-pair (prof - base) / base, on the means */
+    double ci_low, ci_high; /* 95% t-interval of that mean */
+    double overhead_p50;    /* the same on the medians (robust to bursts of load) */
+    double ci_low_p50, ci_high_p50;
+    double *prof_cpu_share; /* per pair: profiler CPU / command CPU in the profiled run */
+} loom_prof_ab_t;
+
+/* Runs `pairs` pairs of the command, with and without sampling (the order
+ * alternates per pair), and computes the overhead on mean steady step time
+ * with a 95% confidence interval. Every run must report steps. */
+int loom_prof_ab_run(const loom_prof_opts_t *opts, size_t pairs, loom_prof_ab_t *out,
+                     loom_err_t *err);
+/* Computes overheads and CIs from the filled arrays (the p50 arrays may be
+ * NULL: then the p50 figures are not computed). */
+void loom_prof_ab_stats(loom_prof_ab_t *ab);
+void loom_prof_ab_free(loom_prof_ab_t *ab);
+/* Two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */
+double loom_prof_t95(size_t df);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+"""loom: Python helpers for the loom resource manager (ctypes bindings to libloom)."""

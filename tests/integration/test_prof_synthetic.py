@@ -1,0 +1,199 @@
+"""loom prof on a synthetic workload with known behaviour (prof_synth):
+step markers over both transports, sampled CPU time against the kernel's
+own account, per-step busy fraction against the program's own CPU clock,
+the run record's files, error paths, --ab and --kernels plumbing.
+
+No assertion is about speed: the busy phases burn a fixed amount of CPU
+time, so the ground truth holds however loaded the machine is."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("LOOM_BUILD_DIR", "build")
+LOOM = os.path.join(BUILD, "loom")
+SYNTH = os.path.join(BUILD, "prof_synth")
+TICK = 1.0 / os.sysconf("SC_CLK_TCK")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def prof(args, cmd, **kw):
+    return subprocess.run([LOOM, "prof", *args, "--", *cmd], capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def load(d):
+    with open(os.path.join(d, "run.json")) as f:
+        return json.load(f)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="loom-test-prof-")
+    try:
+        run_tests(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+def run_tests(tmp):
+    # 1. Markers on LOOM_PROF_FD, a tree of 3 processes, some junk output.
+    out, truth = os.path.join(tmp, "fd"), os.path.join(tmp, "fd-truth.json")
+    p = prof(["--interval", "10ms", "--out", out],
+             [SYNTH, "--steps", "15", "--busy-ms", "30", "--idle-ms", "30", "--children", "2",
+              "--truth", truth, "--garbage"])
+    check(p.returncode == 0, f"fd run exits 0 (got {p.returncode}: {p.stderr[-500:]})")
+    check("an ordinary line of output" in p.stdout, "the command's stdout is passed on")
+    check(not any(l.startswith("LOOM_STEP 0") for l in p.stdout.splitlines()),
+          "markers sent on LOOM_PROF_FD do not appear on stdout")
+    r, t = load(out), json.load(open(truth))
+    check(len(r["steps"]) == 15, f"15 steps recorded (got {len(r['steps'])})")
+    durations = [s["end_ns"] - s["start_ns"] for s in r["steps"]]
+    check(durations == [s["wall_ns"] for s in t["steps"]], "step times equal the program's own")
+    check(r["markers"]["malformed"] == 1 and "step number" in r["markers"]["first_error"],
+          f"the malformed marker is counted and explained: {r['markers']}")
+    check(all(s.get("items") == 4 for s in r["steps"]), "items field carried")
+    truth_cpu = (t["self_cpu_ns"] + t["children_cpu_ns"]) / 1e9
+    sampled = r["summary"]["sampled_cpu_s"]
+    # /proc/<pid>/stat counts in clock ticks: each of the 3 processes can
+    # lose up to a tick in each of utime, stime, cutime and cstime.
+    tol = 0.02 * truth_cpu + 3 * 4 * TICK
+    print(f"tree CPU: sampled {sampled:.3f} s, kernel (program's rusage) {truth_cpu:.3f} s")
+    check(abs(sampled - truth_cpu) <= tol,
+          f"tree CPU sampled {sampled:.3f} s vs truth {truth_cpu:.3f} s (tol {tol:.3f})")
+    gt = r["ground_truth"]
+    check(abs(gt["rusage_user_s"] + gt["rusage_sys_s"] - truth_cpu) <= 0.02 * truth_cpu + 0.02,
+          "the profiler's rusage agrees with the program's")
+    samples = list(csv.DictReader(open(os.path.join(out, "samples.csv"))))
+    cum = [int(s["user_ns"]) + int(s["sys_ns"]) for s in samples]
+    check(all(b >= a for a, b in zip(cum, cum[1:])), "cumulative CPU never decreases")
+    check(max(int(s["nprocs"]) for s in samples) == 3, "the two children are found")
+    smp = r["sampler"]
+    check(0 < smp["thread_cpu_s"] <= smp["profiler_cpu_s"] and
+          abs(smp["profiler_cpu_share"] - smp["profiler_cpu_s"] /
+              (gt["rusage_user_s"] + gt["rusage_sys_s"])) < 1e-6,
+          f"the profiler's own CPU time is recorded: {smp}")
+    for name in ("steps.csv", "samples.csv", "cpu.svg", "report.md"):
+        check(os.path.getsize(os.path.join(out, name)) > 0, f"{name} written")
+
+    # 2. Markers on stdout, one process: per-step busy fraction.
+    out, truth = os.path.join(tmp, "stdout"), os.path.join(tmp, "stdout-truth.json")
+    p = prof(["--interval", "10ms", "--out", out],
+             [SYNTH, "--steps", "20", "--busy-ms", "40", "--idle-ms", "40", "--markers",
+              "stdout", "--truth", truth])
+    check(p.returncode == 0, f"stdout run exits 0 ({p.stderr[-300:]})")
+    check("LOOM_STEP 0 " in p.stdout, "stdout markers are passed on unchanged")
+    r, t = load(out), json.load(open(truth))
+    check(len(r["steps"]) == 20, "20 steps from stdout markers")
+    errs = []
+    for s, g in zip(r["steps"], t["steps"]):
+        if s["cpu_cores"] is not None:
+            errs.append(abs(s["cpu_cores"] - g["cpu_ns"] / g["wall_ns"]))
+    check(len(errs) == 20, f"every step has a sampled busy fraction ({len(errs)})")
+    mae = sum(errs) / max(len(errs), 1)
+    print(f"per-step busy fraction: mean abs error {mae:.4f} cores, max {max(errs):.4f}")
+    # A step of 80 ms, ticks of 10 ms: a boundary is off by at most a tick
+    # of CPU plus one sampling interval of interpolation.
+    check(mae <= 0.15, f"per-step busy fraction mean abs error {mae:.3f} <= 0.15")
+    w = r["summary"]["warmup_steps"]
+    steady = t["steps"][w:]
+    true_frac = sum(s["cpu_ns"] for s in steady) / sum(s["wall_ns"] for s in steady)
+    got = r["summary"]["cpu_cores_steady"]
+    print(f"steady busy fraction: sampled {got:.4f}, truth {true_frac:.4f}")
+    check(abs(got - true_frac) <= 0.03, f"steady busy fraction {got:.3f} vs {true_frac:.3f}")
+
+    # 3. Error paths.
+    p = prof(["--out", os.path.join(tmp, "x")], ["/nonexistent/cmd"])
+    check(p.returncode == 1 and "cannot run '/nonexistent/cmd'" in p.stderr,
+          f"a missing command is named ({p.returncode}, {p.stderr.strip()})")
+    p = prof(["--out", os.path.join(tmp, "false")], ["false"])
+    check(p.returncode == 1 and load(os.path.join(tmp, "false"))["exit"] == {"code": 1},
+          "a failing command is recorded with its exit code")
+    p = prof(["--out", os.path.join(tmp, "sig")], ["/bin/sh", "-c", "kill -INT $$; sleep 1"])
+    check(p.returncode == 1 and load(os.path.join(tmp, "sig"))["exit"] == {"signal": 2},
+          "a command killed by SIGINT is recorded with its signal")
+    p = prof(["--out", os.path.join(tmp, "ign")], ["cat", "/proc/self/status"])
+    ign = [int(l.split()[1], 16) for l in p.stdout.splitlines() if l.startswith("SigIgn:")]
+    # SIGINT 2, SIGQUIT 3, SIGPIPE 13, SIGTERM 15: loom ignores some, the command must not.
+    mask = sum(1 << (n - 1) for n in (2, 3, 13, 15))
+    check(len(ign) == 1 and ign[0] & mask == 0,
+          f"the command has default SIGINT/QUIT/PIPE/TERM (SigIgn {ign})")
+    p = subprocess.run([LOOM, "prof"], capture_output=True, text=True)
+    check(p.returncode == 2 and "no command" in p.stderr, "no command is a usage error")
+    p = prof(["--interval", "fast"], ["true"])
+    check(p.returncode == 2 and "--interval 'fast'" in p.stderr, "a bad interval is named")
+    p = prof(["--ab", "1"], ["true"])
+    check(p.returncode == 2 and "--ab" in p.stderr, "--ab 1 is refused")
+    p = prof(["--gpu-interval", "0"], ["true"])
+    check(p.returncode == 2 and "--gpu-interval '0'" in p.stderr, "a zero GPU interval is named")
+
+    # GPUs through the monitoring part, against mon's NVML test double.
+    nvml = os.path.join(BUILD, "nvml-double", "libnvidia-ml.so.1")
+    src = os.environ.get("LOOM_SOURCE_DIR", ".")
+    for scenario in ("h200x2", "no_driver"):
+        out = os.path.join(tmp, "gpu-" + scenario)
+        env = dict(os.environ, LOOM_NVML_LIB=nvml,
+                   LOOM_NVML_SCENARIO=os.path.join(src, "tests", "nvml", scenario + ".json"))
+        p = prof(["--gpu", "--gpu-interval", "20ms", "--out", out],
+                 [SYNTH, "--steps", "5", "--busy-ms", "10", "--idle-ms", "10"], env=env)
+        check(p.returncode == 0, f"--gpu with {scenario}: the run succeeds ({p.stderr[-300:]})")
+        g = load(out)["gpu"]
+        rows = list(csv.DictReader(open(os.path.join(out, "gpu.csv"))))
+        if scenario == "h200x2":
+            d0 = g["devices"][0] if g["devices"] else {}
+            check(g["status"] == "ok" and len(g["devices"]) == 3, f"3 GPUs read: {g}")
+            check(d0.get("util_gpu_mean_pct") == 37 and d0.get("power_mean_w") == 312.5 and
+                  d0.get("memory_used_peak_bytes") == 52613349376 and
+                  d0.get("tree_memory_peak_bytes") == 0, f"GPU 0's values: {d0}")
+            lost = [r for r in rows if r["index"] == "2" and r["status"] == "15"]
+            check(lost and all(r["util_gpu_pct"] == "-1" for r in lost),
+                  "a lost GPU is recorded with its NVML status and no values")
+        else:
+            check("DRIVER_NOT_LOADED" in g["status"] and not rows and not g["devices"],
+                  f"no driver: said, and nothing invented: {g}")
+
+    # 4. --ab: pairs of runs, an overhead with an interval (no claim on size).
+    out = os.path.join(tmp, "ab")
+    p = prof(["--ab", "2", "--interval", "10ms", "--out", out],
+             [SYNTH, "--steps", "6", "--busy-ms", "5", "--idle-ms", "5"])
+    check(p.returncode == 0, f"--ab runs ({p.stderr[-300:]})")
+    if p.returncode == 0:
+        ab = json.load(open(os.path.join(out, "ab.json")))
+        check(ab["pairs"] == 2 and len(ab["base_mean_step_s"]) == 2 and
+              ab["ci95_low"] <= ab["overhead"] <= ab["ci95_high"] and
+              ab["ci95_low_p50"] <= ab["overhead_p50"] <= ab["ci95_high_p50"] and
+              len(ab["prof_p50_step_s"]) == 2 and len(ab["profiler_cpu_share"]) == 2 and
+              all(0 < x < 1 for x in ab["profiler_cpu_share"]), f"ab.json consistent: {ab}")
+        check("overhead on mean steady step time" in p.stdout, "--ab prints the overhead")
+
+    # 5. --kernels plumbing: the tracer's path reaches the command.
+    lib = os.path.join(BUILD, "libloom_cupti.so")
+    out = os.path.join(tmp, "k")
+    p = prof(["--kernels", "--out", out], ["/bin/sh", "-c", "echo inj=$CUDA_INJECTION64_PATH"])
+    if os.path.exists(lib):
+        inj = p.stdout.strip().partition("inj=")[2]
+        check(p.returncode == 0 and inj and os.path.realpath(inj) == os.path.realpath(lib),
+              f"CUDA_INJECTION64_PATH is set for the command ({p.stdout!r} {p.stderr[-200:]})")
+        k = load(out).get("kernels", {})
+        check("did not initialise CUDA" in k.get("status", ""),
+              f"no tracer status is explained: {k}")
+    else:
+        check(p.returncode == 1 and "missing" in p.stderr, "--kernels without the tracer")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
