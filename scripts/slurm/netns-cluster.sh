@@ -23,6 +23,13 @@
 # character devices (c 1 3) named in gres.conf, as in cluster.sh. Each node
 # declares 8 CPUs and 16 GiB (SlurmdParameters=config_overrides: this VM
 # has fewer), so CPU is not what limits the GPU jobs.
+#
+# Daemons enter the namespaces with `nsenter --net=/run/netns/NAME` rather
+# than `ip netns exec`, which also remounts /sys and so hides the cgroup
+# file system that slurmd needs at start ("No filesystem mounted on
+# /sys/fs/cgroup"). ReturnToService=1 keeps a node an administrator set
+# DOWN down until resumed; EnforcePartLimits=ALL and MaxTime=60 make sbatch
+# refuse a job over the time limit at once (the integration test uses it).
 set -euo pipefail
 cmd=${1:?usage: netns-cluster.sh up|exec|down DIR ...}
 dir=${2:?usage: netns-cluster.sh up|exec|down DIR ...}
