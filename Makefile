@@ -41,6 +41,7 @@ test: deps-test build $(TEST_BUILD)/CMakeCache.txt
 	@scripts/run-tests.sh $(TEST_BUILD)
 
 run: build
+	@scripts/deps.sh run
 	@scripts/demo.sh $(BUILD)
 
 bench: build

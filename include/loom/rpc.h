@@ -155,6 +155,19 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
 int loom_rpc_handle(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
                     loom_buf_t *response);
 
+/* Called on the dispatching thread once per request (single call or whole
+ * batch), after the handlers of all its calls have been invoked and before
+ * its response is awaited; not called for requests rejected as a whole
+ * (parse error, limits, empty batch). A method that queues deferred calls
+ * for a committer (group commit) can use it to kick the committer once per
+ * request. Note that loom_rpc_call_index/_batch_size count every element of
+ * a batch, including invalid ones that never reach a handler, so "index + 1
+ * == batch_size" does not reliably mark the last queued call; this hook
+ * does. Set it before the first dispatch; fn NULL removes it. */
+typedef void (*loom_rpc_dispatched_fn)(void *request_ctx, void *ctx);
+void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
+                                       void *ctx);
+
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 
@@ -237,8 +250,7 @@ int loom_rpc_response_parse(const json_t *response, json_t **result, int *code, 
  * is never overwritten: then it is loaded instead. state_dir must exist.
  * out receives the 64 hex characters and a NUL. Loading refuses a token file
  * that group or others may read (LOOM_EINVAL naming the path and mode). */
-int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1],
-                          loom_err_t *err);
+int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1], loom_err_t *err);
 
 /* Reads a token file: exactly 64 hex characters, optionally followed by one
  * newline. Errors name the path and what was wrong. */
@@ -275,11 +287,11 @@ typedef struct loom_rpc_server_config {
     /* If true, GET /healthz over TCP needs no token (default true: it says
      * only "ok" and is what load balancers and scripts poll). */
     bool healthz_without_auth;
-    size_t max_body;              /* default 1 MiB; larger -> HTTP 413 */
-    unsigned max_connections;     /* per listener; default 128 */
-    unsigned idle_timeout_s;      /* keep-alive idle; default 30 */
-    unsigned request_timeout_s;   /* to receive one whole request; default 10 */
-    unsigned drain_timeout_s;     /* graceful stop waits this long; default 30 */
+    size_t max_body;            /* default 1 MiB; larger -> HTTP 413 */
+    unsigned max_connections;   /* per listener; default 128 */
+    unsigned idle_timeout_s;    /* keep-alive idle; default 30 */
+    unsigned request_timeout_s; /* to receive one whole request; default 10 */
+    unsigned drain_timeout_s;   /* graceful stop waits this long; default 30 */
 } loom_rpc_server_config_t;
 
 void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg);
@@ -293,8 +305,8 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
 
 /* What loom_rpc_call_request_ctx returns for calls that came over HTTP. */
 typedef struct loom_rpc_transport {
-    bool unix_socket;   /* came on the Unix socket (else TCP, authenticated) */
-    char peer[64];      /* "127.0.0.1:51234", "unix" */
+    bool unix_socket; /* came on the Unix socket (else TCP, authenticated) */
+    char peer[64];    /* "127.0.0.1:51234", "unix" */
 } loom_rpc_transport_t;
 
 /* The TCP port actually bound (useful with port 0), or 0 without TCP. */
@@ -320,11 +332,11 @@ typedef struct loom_rpc_client_config {
     /* "http://HOST:PORT" (path /rpc is added unless the URL has a path) or
      * "unix:PATH". Default (NULL): $LOOM_URL, else http://127.0.0.1:7750. */
     const char *url;
-    const char *token;           /* bearer token, or NULL (Unix socket) */
-    int64_t connect_timeout_ms;  /* default 2000 */
-    int64_t timeout_ms;          /* whole call; default 30000 */
-    unsigned retries;            /* extra attempts for LOOM_RPC_CALL_RETRY; default 3 */
-    int64_t backoff_ms;          /* first backoff, doubled each retry; default 100 */
+    const char *token;          /* bearer token, or NULL (Unix socket) */
+    int64_t connect_timeout_ms; /* default 2000 */
+    int64_t timeout_ms;         /* whole call; default 30000 */
+    unsigned retries;           /* extra attempts for LOOM_RPC_CALL_RETRY; default 3 */
+    int64_t backoff_ms;         /* first backoff, doubled each retry; default 100 */
 } loom_rpc_client_config_t;
 
 void loom_rpc_client_config_init(loom_rpc_client_config_t *cfg);
@@ -336,12 +348,12 @@ void loom_rpc_client_free(loom_rpc_client_t *c);
 /* Why a client call failed (kind); LOOM_RPC_FAIL_NONE on success. */
 typedef enum loom_rpc_fail_kind {
     LOOM_RPC_FAIL_NONE = 0,
-    LOOM_RPC_FAIL_CONNECT,  /* could not connect (refused, no such socket, DNS) */
-    LOOM_RPC_FAIL_TIMEOUT,  /* connect or total timeout */
+    LOOM_RPC_FAIL_CONNECT,   /* could not connect (refused, no such socket, DNS) */
+    LOOM_RPC_FAIL_TIMEOUT,   /* connect or total timeout */
     LOOM_RPC_FAIL_TRANSPORT, /* connection broke, malformed HTTP */
-    LOOM_RPC_FAIL_HTTP,     /* HTTP status other than 200/204: http_status */
-    LOOM_RPC_FAIL_PROTOCOL, /* 200 but the body is not a valid JSON-RPC response */
-    LOOM_RPC_FAIL_RPC       /* a JSON-RPC error: rpc_code, err.msg, rpc_data */
+    LOOM_RPC_FAIL_HTTP,      /* HTTP status other than 200/204: http_status */
+    LOOM_RPC_FAIL_PROTOCOL,  /* 200 but the body is not a valid JSON-RPC response */
+    LOOM_RPC_FAIL_RPC        /* a JSON-RPC error: rpc_code, err.msg, rpc_data */
 } loom_rpc_fail_kind_t;
 
 /* Failure details. err.code is a loom code (LOOM_EUNAVAIL for CONNECT,
@@ -385,8 +397,8 @@ typedef struct loom_rpc_batch_item {
     const json_t *params;
     /* out */
     json_t *result;
-    int code;          /* 0 on success */
-    char *message;     /* malloc'd, NULL on success */
+    int code;      /* 0 on success */
+    char *message; /* malloc'd, NULL on success */
     json_t *data;
 } loom_rpc_batch_item_t;
 
@@ -401,9 +413,8 @@ void loom_rpc_batch_items_clear(loom_rpc_batch_item_t *items, size_t n);
 
 /* Sends a raw body and returns the raw response (for tests and tools):
  * *http_status and the body appended to *response. */
-int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len,
-                             long *http_status, loom_buf_t *response,
-                             loom_rpc_client_error_t *e);
+int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len, long *http_status,
+                             loom_buf_t *response, loom_rpc_client_error_t *e);
 
 #ifdef __cplusplus
 }

@@ -27,11 +27,11 @@
 extern "C" {
 #endif
 
-#define LOOM_SCHED_MILLI 1000      /* milli-GPU in one GPU */
-#define LOOM_SCHED_MAX_GPUS 16     /* GPUs on one node */
-#define LOOM_SCHED_MAX_TYPES 63    /* distinct GPU types in one cluster */
+#define LOOM_SCHED_MILLI        1000                /* milli-GPU in one GPU */
+#define LOOM_SCHED_MAX_GPUS     16                  /* GPUs on one node */
+#define LOOM_SCHED_MAX_TYPES    63                  /* distinct GPU types in one cluster */
 #define LOOM_SCHED_TYPE_UNKNOWN (UINT64_C(1) << 63) /* a type no node has */
-#define LOOM_SCHED_NAME_MAX 64
+#define LOOM_SCHED_NAME_MAX     64
 
 /* GPU classes of a job, as GPU clustering groups them. */
 enum {
@@ -51,12 +51,12 @@ typedef struct loom_sched_node {
     char name[LOOM_SCHED_NAME_MAX];
     int64_t cpu_milli, cpu_free; /* milli-CPU */
     int64_t mem_mib, mem_free;
-    int gpu_type;        /* index into the cluster's type table; -1: no GPU */
+    int gpu_type; /* index into the cluster's type table; -1: no GPU */
     int ngpus;
-    int64_t gpu_mem_mib; /* memory of each GPU; 0: not tracked */
+    int64_t gpu_mem_mib;                       /* memory of each GPU; 0: not tracked */
     int32_t gpu_free[LOOM_SCHED_MAX_GPUS];     /* milli-GPU free on each GPU */
     int64_t gpu_mem_free[LOOM_SCHED_MAX_GPUS]; /* MiB free on each GPU */
-    char *labels;        /* "k=v,k=v" or NULL (owned) */
+    char *labels;                              /* "k=v,k=v" or NULL (owned) */
     /* Bookkeeping the policies read. */
     uint32_t ntasks;
     uint32_t class_count[LOOM_SCHED_NCLASSES];
@@ -164,8 +164,8 @@ typedef struct loom_sched_workload {
 int loom_sched_workload_learn(const loom_sched_req_t *reqs, size_t n, double coverage,
                               loom_sched_workload_t *out, loom_err_t *err);
 /* A given workload (weights need not sum to 1; they are normalised). */
-int loom_sched_workload_set(loom_sched_workload_t *out, const loom_sched_shape_t *shapes,
-                            size_t n, loom_err_t *err);
+int loom_sched_workload_set(loom_sched_workload_t *out, const loom_sched_shape_t *shapes, size_t n,
+                            loom_err_t *err);
 void loom_sched_workload_free(loom_sched_workload_t *w);
 
 /* FGD's fragmentation of a node under a workload, in milli-GPU:
@@ -181,18 +181,22 @@ double loom_sched_frag_state(int64_t cpu_free, int gpu_type, int ngpus, const in
 
 typedef struct loom_sched_placer loom_sched_placer_t;
 
-/* Equal best scores: the published FGD simulator's results are reproduced
- * only when the lowest-numbered node wins (docs/scheduling.md). */
+/* Which node wins among equal best scores. The published FGD simulator
+ * (Kubernetes' scheduler over a fake API server) takes the first best node
+ * in an order that is fixed for a run but arbitrary: TIES_ORDER models it
+ * with a seeded shuffle of the nodes and reproduces its results
+ * (docs/scheduling.md). */
 typedef enum loom_sched_ties {
-    LOOM_SCHED_TIES_FIRST = 0, /* lowest-numbered node (default) */
-    LOOM_SCHED_TIES_RANDOM     /* uniformly at random (seeded) */
+    LOOM_SCHED_TIES_ORDER = 0, /* first in a seeded, fixed order (default) */
+    LOOM_SCHED_TIES_FIRST,     /* lowest-numbered node */
+    LOOM_SCHED_TIES_RANDOM     /* uniformly at random, per decision */
 } loom_sched_ties_t;
 
 typedef struct loom_sched_placer_opts {
-    uint64_t seed;                   /* random choices and tie breaks */
+    uint64_t seed;                         /* random choices and tie breaks */
     const loom_sched_workload_t *workload; /* FGD's target workload (copied) */
-    bool exact_scores; /* compare real-valued scores instead of the published
-                          simulator's integer 0..100 scores */
+    bool exact_scores;                     /* compare real-valued scores instead of the published
+                                              simulator's integer 0..100 scores */
     loom_sched_ties_t ties;
 } loom_sched_placer_opts_t;
 

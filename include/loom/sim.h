@@ -68,14 +68,15 @@ void loom_sim_trace_free(loom_sim_trace_t *t);
 /* ----------------------------------------------------------------- runs */
 
 typedef struct loom_sim_opts {
-    const char *policy;      /* placement policy name */
-    const char *queue;       /* queue policy (dynamic mode), NULL: fifo */
+    const char *policy; /* placement policy name */
+    const char *queue;  /* queue policy (dynamic mode), NULL: fifo */
     uint64_t seed;
-    double inflate;          /* packing: 0 means 1.3 */
-    bool exact_scores;       /* see loom_sched_placer_opts_t */
-    loom_sched_ties_t ties;  /* see loom_sched_placer_opts_t */
-    bool debug_check;        /* verify bookkeeping after every event */
-    bool keep_points;        /* keep the per-arrival records */
+    double inflate;                        /* packing: 0 means 1.3 */
+    double compress;                       /* dynamic: arrival times divided by this (0 means 1) */
+    bool exact_scores;                     /* see loom_sched_placer_opts_t */
+    loom_sched_ties_t ties;                /* see loom_sched_placer_opts_t */
+    bool debug_check;                      /* verify bookkeeping after every event */
+    bool keep_points;                      /* keep the per-arrival records */
     const loom_sched_workload_t *workload; /* FGD's; NULL: learned from the trace */
 } loom_sim_opts_t;
 
@@ -88,13 +89,13 @@ typedef struct loom_sim_point {
 
 typedef struct loom_sim_packing_result {
     size_t arrivals, failed;
-    double failed_gpus;     /* GPUs asked by failed tasks */
-    double alloc_at_100;    /* allocation ratio (%) when arrived reaches 100% */
-    double frag_at_100;     /* fragmented GPUs then */
-    double frag_pct_at_100; /* fragmented share of the idle GPUs (%) then */
-    double unalloc_at_100;  /* idle GPUs then */
-    double final_alloc;     /* at the end */
-    double seconds;         /* wall time of this run */
+    double failed_gpus;       /* GPUs asked by failed tasks */
+    double alloc_at_100;      /* allocation ratio (%) when arrived reaches 100% */
+    double frag_at_100;       /* fragmented GPUs then */
+    double frag_pct_at_100;   /* fragmented share of the idle GPUs (%) then */
+    double unalloc_at_100;    /* idle GPUs then */
+    double final_alloc;       /* at the end */
+    double seconds;           /* wall time of this run */
     loom_sim_point_t *points; /* per arrival, when keep_points */
     size_t npoints;
 } loom_sim_packing_result_t;
@@ -105,7 +106,7 @@ void loom_sim_packing_result_free(loom_sim_packing_result_t *r);
 
 typedef struct loom_sim_util_point {
     double t_s;
-    float gpu_pct;   /* allocated GPU, % of capacity, from t_s on */
+    float gpu_pct; /* allocated GPU, % of capacity, from t_s on */
     uint32_t pending;
     uint32_t running;
 } loom_sim_util_point_t;

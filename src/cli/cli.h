@@ -38,6 +38,8 @@ int loom_cmd_sim(int argc, char **argv);
 int loom_cmd_prof(int argc, char **argv);
 int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);
+int loom_cmd_gen(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
+int loom_cmd_estimate(int argc, char **argv);
 
 #endif

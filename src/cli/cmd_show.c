@@ -25,6 +25,8 @@ static void show_run(const json_t *run, const json_t *usage)
     json_t *g;
     json_array_foreach(json_object_get(run, "gpus"), i, g)
         printf("%s%lld", i ? "," : "", (long long)json_integer_value(g));
+    if (json_array_size(json_object_get(run, "gpus")) == 0)
+        printf("-");
     json_int_t share = json_integer_value(json_object_get(run, "gpu_share"));
     printf("%s\n", share && share < 1000 ? " (shared)" : "");
     const char *out = json_string_value(json_object_get(run, "stdout"));

@@ -13,8 +13,10 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias] [--out DIR] [--json] [--plot]\n"
-            "                [--jobs N] [--ties first|random] [--exact-scores] [--check]\n\n"
+            "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--out DIR]\n"
+            "                [--json] [--plot]\n"
+            "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
+            "                [--workload FILE]\n\n"
             "Replays a trace (Alibaba GPU trace 2023 CSV, or loom JSONL) through placement\n"
             "policies: %s.\n\n"
             "  --nodes FILE     node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
@@ -24,14 +26,18 @@ static void sim_usage(FILE *f)
             "  --inflate X      packing: stop when GPU request reaches X x capacity (1.3)\n"
             "  --mode M         packing (FGD paper's experiment) or dynamic (queue, departures)\n"
             "  --queue NAME     dynamic mode's queue order (fifo)\n"
+            "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
             "  --out DIR        per-run CSVs (per arrival, or utilization timeline)\n"
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
             "  --jobs N         threads (default 2)\n"
-            "  --ties M         equal scores: first (lowest-numbered node, as the published\n"
-            "                   simulator behaves; default) or random (seeded)\n"
+            "  --ties M         equal best scores go to the first node in a seeded order fixed\n"
+            "                   for the run (order, default: as the published simulator),\n"
+            "                   the lowest-numbered node (first), or a random one (random)\n"
             "  --exact-scores   compare real-valued scores, not the published integer ones\n"
-            "  --check          verify bookkeeping after every event (slow)\n",
+            "  --check          verify bookkeeping after every event (slow)\n"
+            "  --workload FILE  FGD's target workload: the common shapes of this job list\n"
+            "                   (CSV or JSONL) instead of those of each --pods file\n",
             loom_sched_place_names());
 }
 
@@ -81,21 +87,21 @@ static size_t split(char *s, char **parts, size_t max)
 int loom_cmd_sim(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"nodes", required_argument, NULL, 'n'}, {"pods", required_argument, NULL, 'p'},
-        {"policy", required_argument, NULL, 'P'}, {"seeds", required_argument, NULL, 's'},
-        {"inflate", required_argument, NULL, 'i'}, {"mode", required_argument, NULL, 'm'},
-        {"queue", required_argument, NULL, 'q'}, {"out", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'}, {"plot", no_argument, NULL, 'g'},
-        {"jobs", required_argument, NULL, 'J'}, {"exact-scores", no_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
-        {"ties", required_argument, NULL, 't'},
-        {NULL, 0, NULL, 0},
+        {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
+        {"policy", required_argument, NULL, 'P'},   {"seeds", required_argument, NULL, 's'},
+        {"inflate", required_argument, NULL, 'i'},  {"mode", required_argument, NULL, 'm'},
+        {"queue", required_argument, NULL, 'q'},    {"out", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},           {"plot", no_argument, NULL, 'g'},
+        {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
+        {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
+        {"compress", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
     };
     const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";
-    const char *queue = "fifo", *out = NULL;
-    double inflate = 1.3;
+    const char *queue = "fifo", *out = NULL, *workload = NULL;
+    double inflate = 1.3, compress = 1.0;
     bool json = false, plot = false, exact = false, check = false;
-    loom_sched_ties_t ties = LOOM_SCHED_TIES_FIRST;
+    loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
     int jobs = 2, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -107,7 +113,17 @@ int loom_cmd_sim(int argc, char **argv)
             char *end;
             inflate = strtod(optarg, &end);
             if (*end || !(inflate > 0 && inflate <= 100)) {
-                fprintf(stderr, "loom sim: --inflate '%s': expected a number in (0, 100]\n", optarg);
+                fprintf(stderr, "loom sim: --inflate '%s': expected a number in (0, 100]\n",
+                        optarg);
+                return LOOM_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'C': {
+            char *end;
+            compress = strtod(optarg, &end);
+            if (*end || !(compress > 0 && compress <= 1e9)) {
+                fprintf(stderr, "loom sim: --compress '%s': expected a number > 0\n", optarg);
                 return LOOM_EXIT_USAGE;
             }
             break;
@@ -120,13 +136,16 @@ int loom_cmd_sim(int argc, char **argv)
         case 'J': jobs = atoi(optarg); break;
         case 'x': exact = true; break;
         case 'c': check = true; break;
+        case 'W': workload = optarg; break;
         case 't':
-            if (strcmp(optarg, "first") == 0)
+            if (strcmp(optarg, "order") == 0)
+                ties = LOOM_SCHED_TIES_ORDER;
+            else if (strcmp(optarg, "first") == 0)
                 ties = LOOM_SCHED_TIES_FIRST;
             else if (strcmp(optarg, "random") == 0)
                 ties = LOOM_SCHED_TIES_RANDOM;
             else {
-                fprintf(stderr, "loom sim: --ties '%s': expected first or random\n", optarg);
+                fprintf(stderr, "loom sim: --ties '%s': expected order, first or random\n", optarg);
                 return LOOM_EXIT_USAGE;
             }
             break;
@@ -165,6 +184,8 @@ int loom_cmd_sim(int argc, char **argv)
     loom_sim_trace_t *traces = calloc(npod ? npod : 1, sizeof *traces);
     loom_sim_run_t *runs = NULL;
     size_t nruns = 0;
+    loom_sim_trace_t wtrace = {0};
+    loom_sched_workload_t given = {0};
     for (size_t i = 0; i < npol; i++) {
         if (!loom_sched_place_known(pol[i])) {
             fprintf(stderr, "loom sim: --policy '%s': expected one of: %s\n", pol[i],
@@ -185,6 +206,21 @@ int loom_cmd_sim(int argc, char **argv)
             goto done;
         }
     }
+    if (workload) { /* FGD's target workload from another job list */
+        loom_sched_req_t *reqs = NULL;
+        int rc = loom_sim_tasks_load(workload, &cl, &wtrace, &err);
+        if (!rc && !(reqs = malloc(wtrace.n * sizeof *reqs)))
+            rc = loom_err_set(&err, LOOM_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < wtrace.n; i++)
+            reqs[i] = wtrace.tasks[i].req;
+        if (!rc)
+            rc = loom_sched_workload_learn(reqs, wtrace.n, 0.95, &given, &err);
+        free(reqs);
+        if (rc) {
+            fprintf(stderr, "loom sim: --workload: %s\n", err.msg);
+            goto done;
+        }
+    }
     ret = LOOM_EXIT_FAILURE;
     runs = calloc(npod * npol * nseeds, sizeof *runs);
     if (!runs)
@@ -197,10 +233,12 @@ int loom_cmd_sim(int argc, char **argv)
                 r->trace_name = podf[t];
                 r->policy = pol[p];
                 r->seed = seeds[s];
+                r->workload = workload ? &given : NULL;
             }
     loom_sim_opts_t o = {0};
     o.queue = queue;
     o.inflate = inflate;
+    o.compress = compress;
     o.exact_scores = exact;
     o.ties = ties;
     o.debug_check = check;
@@ -239,6 +277,8 @@ done:
         for (size_t i = 0; i < npod; i++)
             loom_sim_trace_free(&traces[i]);
     free(traces);
+    loom_sim_trace_free(&wtrace);
+    loom_sched_workload_free(&given);
     loom_sched_cluster_free(&cl);
     free(pol_s);
     free(pod_s);

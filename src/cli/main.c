@@ -26,7 +26,9 @@ static const struct {
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
     {"render", loom_cmd_render, "render a Mustache template with JSON data"},
+    {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
+    {"estimate", loom_cmd_estimate, "predict a model's memory, FLOPs and step time (ONNX)"},
 };
 
 static void usage(FILE *f)

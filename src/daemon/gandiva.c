@@ -153,7 +153,12 @@ void loomd__gandiva_resume(loomd_runner_t *r)
             active_t *b = &r->active[k];
             if (b == a || !had_quantum(r, b, now) || b->alloc.node != a->alloc.node)
                 continue;
-            victims[nv++] = b;
+            bool overlaps = a->alloc.ngpus == 0; /* a CPU job: anyone on the node */
+            for (int ga = 0; ga < a->alloc.ngpus && !overlaps; ga++)
+                for (int gb = 0; gb < b->alloc.ngpus; gb++)
+                    overlaps |= a->alloc.gpus[ga] == b->alloc.gpus[gb];
+            if (overlaps)
+                victims[nv++] = b;
         }
         if (nv && fits_without(r, a, victims, nv)) {
             for (size_t k = 0; k < nv; k++)

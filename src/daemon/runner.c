@@ -510,6 +510,8 @@ static void schedule_pending(loomd_runner_t *r)
 
 /* ------------------------------------------------------------ the thread */
 
+#define MIN_GAP_NS (10 * LOOM_NS_PER_MS)
+
 static void *runner_main(void *arg)
 {
     loomd_runner_t *r = arg;
@@ -528,11 +530,21 @@ static void *runner_main(void *arg)
         pthread_mutex_lock(&r->wmu);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t t = (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec + r->tick_ns;
+        int64_t now = (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec;
+        int64_t t = now + r->tick_ns;
         ts.tv_sec = t / LOOM_NS_PER_S;
         ts.tv_nsec = t % LOOM_NS_PER_S;
         while (!r->stop && !r->wake &&
                pthread_cond_timedwait(&r->cv, &r->wmu, &ts) != ETIMEDOUT) {
+        }
+        /* Under a burst of submissions every commit wakes the runner: at
+         * most one step per MIN_GAP, so a step's reading of the queue is
+         * shared by all the jobs that arrived meanwhile. */
+        int64_t gap = now + MIN_GAP_NS - loom_time_mono_ns();
+        if (!r->stop && gap > 0) {
+            pthread_mutex_unlock(&r->wmu);
+            loom_time_sleep_until_ns(loom_time_mono_ns() + gap);
+            pthread_mutex_lock(&r->wmu);
         }
     }
     pthread_mutex_unlock(&r->wmu);

@@ -89,8 +89,8 @@ static int parse_url(loom_rpc_client_t *c, const char *url, loom_err_t *err)
         }
         c->url = loom_buf_detach(&b);
     } else {
-        return loom_err_set(err, LOOM_EINVAL,
-                            "URL '%s': expected http://HOST:PORT or unix:PATH", url);
+        return loom_err_set(err, LOOM_EINVAL, "URL '%s': expected http://HOST:PORT or unix:PATH",
+                            url);
     }
     if (!c->url || (strncmp(url, "unix:", 5) == 0 && !c->unix_path))
         return loom_err_set(err, LOOM_ENOMEM, "rpc client: out of memory");
@@ -218,8 +218,7 @@ static int post_once(loom_rpc_client_t *c, const char *body, size_t len, long *s
     case CURLE_OPERATION_TIMEDOUT:
         return fail(e, LOOM_RPC_FAIL_TIMEOUT, LOOM_ETIMEDOUT, "%s: timed out: %s", endpoint(c),
                     why);
-    default:
-        return fail(e, LOOM_RPC_FAIL_TRANSPORT, LOOM_EIO, "%s: %s", endpoint(c), why);
+    default: return fail(e, LOOM_RPC_FAIL_TRANSPORT, LOOM_EIO, "%s: %s", endpoint(c), why);
     }
     curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, status);
     return LOOM_OK;
@@ -290,8 +289,8 @@ static int exchange(loom_rpc_client_t *c, const char *body, size_t len, unsigned
     return rc;
 }
 
-int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len,
-                             long *http_status, loom_buf_t *response, loom_rpc_client_error_t *e)
+int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len, long *http_status,
+                             loom_buf_t *response, loom_rpc_client_error_t *e)
 {
     int rc = post_once(c, body, len, http_status, e);
     if (rc == LOOM_OK && c->resp.len)
@@ -311,8 +310,8 @@ static json_t *parse_reply(loom_rpc_client_t *c, loom_rpc_client_error_t *e, int
 {
     loom_err_t perr;
     json_t *v = NULL;
-    if (loom_json_parse(c->resp.data ? c->resp.data : "", c->resp.len, "response", 0, &v,
-                        &perr) != LOOM_OK) {
+    if (loom_json_parse(c->resp.data ? c->resp.data : "", c->resp.len, "response", 0, &v, &perr) !=
+        LOOM_OK) {
         *rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_EIO, "%s: malformed reply: %s", endpoint(c),
                    perr.msg);
         return NULL;
@@ -465,8 +464,8 @@ int loom_rpc_client_batch(loom_rpc_client_t *c, loom_rpc_batch_item_t *items, si
             loom_err_t perr;
             if (loom_rpc_response_parse(r, &res, &code, msg, sizeof msg, &data, &rid, &perr) !=
                 LOOM_OK) {
-                rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_EIO, "%s: reply[%zu]: %s", endpoint(c),
-                          i, perr.msg);
+                rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_EIO, "%s: reply[%zu]: %s", endpoint(c), i,
+                          perr.msg);
                 break;
             }
             json_int_t k = json_is_integer(rid) ? json_integer_value(rid) - base : -1;

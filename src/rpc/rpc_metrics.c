@@ -4,8 +4,8 @@
 #include "rpc/rpc_metrics.h"
 
 static const double bucket_le[RPC_HIST_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                    0.005,  0.01,    0.025,  0.05,  0.1,
-                                                    0.25,   0.5,     1.0,    2.5,   10.0};
+                                                   0.005,  0.01,    0.025,  0.05,  0.1,
+                                                   0.25,   0.5,     1.0,    2.5,   10.0};
 
 void rpc_hist_observe(rpc_hist_t *h, int64_t ns)
 {

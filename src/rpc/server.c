@@ -47,7 +47,7 @@
 enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_N };
 static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other"};
 static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
-#define N_STATUS (sizeof status_codes / sizeof status_codes[0])
+#define N_STATUS    (sizeof status_codes / sizeof status_codes[0])
 #define MAX_SOURCES 32
 
 typedef enum phase { PHASE_IDLE, PHASE_REQUEST, PHASE_BUSY } phase_t;
@@ -64,6 +64,7 @@ typedef struct conn {
 } conn_t;
 
 typedef struct req {
+    loom_rpc_server_t *s;
     conn_t *conn;
     int64_t start_ns;
     int path;
@@ -147,7 +148,7 @@ static void count_request(loom_rpc_server_t *s, req_t *r)
 static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned status,
                                const char *ctype, const char *body, size_t len, bool close)
 {
-    loom_rpc_server_t *s = r->conn ? r->conn->l->s : NULL;
+    loom_rpc_server_t *s = r->s;
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
@@ -159,7 +160,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned stat
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
                                 r->path == PATH_RPC ? "POST" : "GET, HEAD");
-    if (close || (s && atomic_load(&s->draining)))
+    if (close || atomic_load(&s->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -178,9 +179,9 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, req_t *r, unsigne
         int n = snprintf(text, sizeof text, "%s\n", detail);
         return respond(c, r, status, "text/plain; charset=utf-8", text, (size_t)n, close);
     }
-    json_t *body = json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
-                             LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data",
-                             detail, "id");
+    json_t *body =
+        json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
+                  LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data", detail, "id");
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     enum MHD_Result ret = respond(c, r, status, "application/json", text ? text : "{}",
@@ -256,6 +257,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     if (!r)
         return NULL;
     r->start_ns = loom_time_mono_ns();
+    r->s = l->s;
     r->conn = conn_of(c);
     r->path = PATH_OTHER;
     r->status = 0;
@@ -306,7 +308,7 @@ static void *watchdog_main(void *arg)
         }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
+        ts.tv_nsec += 200L * 1000 * 1000; /* wake every 200 ms */
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
@@ -413,8 +415,7 @@ static enum MHD_Result serve_metrics(loom_rpc_server_t *s, struct MHD_Connection
         ret = respond(c, r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                       b.data ? b.data : "", b.len, false);
     else
-        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "a metrics source failed",
-                            false);
+        ret = respond_error(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "a metrics source failed", false);
     loom_buf_free(&b);
     return ret;
 }
@@ -425,12 +426,13 @@ static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c,
         char detail[160];
         snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
                  s->cfg.max_body);
-        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
+        /* the body was read (and dropped): the connection stays in step */
+        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
     }
     set_phase(s, r->conn, PHASE_BUSY);
     loom_buf_t out = LOOM_BUF_INIT;
-    int rc = loom_rpc_handle(s->d, r->body.data ? r->body.data : "", r->body.len, &r->transport,
-                             &out);
+    int rc =
+        loom_rpc_handle(s->d, r->body.data ? r->body.data : "", r->body.len, &r->transport, &out);
     set_phase(s, r->conn, PHASE_REQUEST);
     enum MHD_Result ret;
     if (rc != LOOM_OK)
@@ -495,8 +497,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         r->path = PATH_METRICS;
     describe_peer(l, c, &r->transport);
 
-    bool needs_token = s->auth && !l->is_unix &&
-                       !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
+    bool needs_token =
+        s->auth && !l->is_unix && !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
     if (needs_token && !authorized(s, c)) {
         return defer_error(r, MHD_HTTP_UNAUTHORIZED,
                            "missing or wrong bearer token: send 'Authorization: Bearer "
@@ -532,6 +534,12 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
                 snprintf(detail, sizeof detail,
                          "request body of %llu bytes exceeds the limit of %zu bytes", n,
                          s->cfg.max_body);
+                /* Up to 8 times the limit, read and drop the body, then
+                 * answer: a client still sending would otherwise meet a
+                 * reset instead of the 413 (curl reports "send failure").
+                 * Beyond that, answer at once and close. */
+                if (n / 8 <= s->cfg.max_body)
+                    return defer_error(r, MHD_HTTP_CONTENT_TOO_LARGE, detail);
                 *ret = respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, true);
                 return true;
             }
@@ -541,9 +549,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     listener_t *l = cls;
@@ -576,6 +583,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond_error(c, r, r->early_status, r->early_detail, false);
     if (r->path == PATH_RPC)
         return serve_rpc(s, c, r);
+    if (r->path == PATH_HEALTHZ && atomic_load(&s->draining)) /* tell balancers to go */
+        return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                       "stopping\n", 9, true);
     if (r->path == PATH_HEALTHZ)
         return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
     return serve_metrics(s, c, r);
@@ -593,8 +603,8 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     const char *h = addr;
     if (addr[0] == '[') {
         if (hlen < 2 || addr[hlen - 1] != ']')
-            return loom_err_set(err, LOOM_EINVAL,
-                                "listen address '%s': expected [IPV6]:PORT", addr);
+            return loom_err_set(err, LOOM_EINVAL, "listen address '%s': expected [IPV6]:PORT",
+                                addr);
         h = addr + 1;
         hlen -= 2;
     }
@@ -606,7 +616,8 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     if (loom_parse_i64(colon + 1, 0, 65535, &p, "port", err) != LOOM_OK)
         return loom_err_prefix(err, "listen address '%s'", addr);
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, colon + 1, &hints, &ai);
@@ -627,9 +638,13 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
                               "cannot listen on '%s'", addr);
     }
     freeaddrinfo(ai);
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        int e = errno;
+        close(fd);
+        return loom_err_errno(err, LOOM_EIO, e, "listen address '%s': getsockname", addr);
+    }
     *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     *out_fd = fd;
@@ -642,7 +657,7 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
     if (strlen(path) >= sizeof sa.sun_path)
         return loom_err_set(err, LOOM_EINVAL, "socket path '%s': longer than %zu bytes", path,
                             sizeof sa.sun_path - 1);
-    strcpy(sa.sun_path, path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
@@ -679,18 +694,20 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* MHD's own inactivity timeout is set 2 s beyond idle_timeout_s: the
+ * watchdog closes idle connections (and counts them); MHD's is a backstop. */
 static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
 {
     l->s = s;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    l->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
-        MHD_OPTION_END);
+    l->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
+                              mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s + 2,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED,
+                              on_completed, l, MHD_OPTION_END);
     if (!l->mhd)
         return loom_err_set(err, LOOM_EIO, "cannot start the HTTP server on the %s listener",
                             l->is_unix ? "Unix socket" : "TCP");
@@ -781,10 +798,18 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
         rc = loom_err_set(err, LOOM_EIO, "rpc server: cannot start the watchdog thread");
         goto fail_unix;
     }
-    if (tcp && (rc = start_mhd(s, &s->tcp, err)) != LOOM_OK)
+    /* If MHD fails to start, whether it closed the socket we handed it is
+     * not documented: forget the fd (a leak on a failed start) rather than
+     * risk closing a number that may already be reused. */
+    if (tcp && (rc = start_mhd(s, &s->tcp, err)) != LOOM_OK) {
+        s->tcp.fd = -1;
         goto fail_watchdog;
-    if (s->socket_copy && (rc = start_mhd(s, &s->unx, err)) != LOOM_OK)
+    }
+    if (s->socket_copy && (rc = start_mhd(s, &s->unx, err)) != LOOM_OK) {
+        s->unx.fd = -1;
+        unlink(s->socket_copy);
         goto fail_mhd;
+    }
     loom_log_info("rpc server listening", "tcp=\"%s\" port=%u unix=\"%s\" auth=%s",
                   tcp ? s->listen_copy : "", s->port, s->socket_copy ? s->socket_copy : "",
                   s->auth ? "token" : "none");

@@ -43,8 +43,8 @@ int loom_rpc_token_load(const char *path, char out[LOOM_RPC_TOKEN_HEX + 1], loom
         if (!is_lower_hex(b.data[i])) {
             loom_buf_free(&b);
             return loom_err_set(err, LOOM_EINVAL,
-                                "token file '%s': byte %zu: expected a lower-case hex digit",
-                                path, i + 1);
+                                "token file '%s': byte %zu: expected a lower-case hex digit", path,
+                                i + 1);
         }
     }
     memcpy(out, b.data, LOOM_RPC_TOKEN_HEX);
@@ -76,8 +76,7 @@ static int fsync_dir(const char *dir, loom_err_t *err)
     return rc;
 }
 
-int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1],
-                          loom_err_t *err)
+int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1], loom_err_t *err)
 {
     char path[PATH_MAX], staging[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/token", state_dir) >= (int)sizeof path)
@@ -125,8 +124,7 @@ int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1
     return LOOM_OK;
 }
 
-int loom_rpc_token_resolve(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1],
-                           loom_err_t *err)
+int loom_rpc_token_resolve(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1], loom_err_t *err)
 {
     const char *env = getenv("LOOM_TOKEN");
     if (env && env[0]) {

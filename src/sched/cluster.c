@@ -33,8 +33,8 @@ int loom_sched_cluster_type(loom_sched_cluster_t *c, const char *name, loom_err_
         if (strcmp(c->types[t], name) == 0)
             return t;
     if (c->ntypes >= LOOM_SCHED_MAX_TYPES) {
-        loom_err_set(err, LOOM_ELIMIT, "GPU type '%s': more than %d GPU types in one cluster",
-                     name, LOOM_SCHED_MAX_TYPES);
+        loom_err_set(err, LOOM_ELIMIT, "GPU type '%s': more than %d GPU types in one cluster", name,
+                     LOOM_SCHED_MAX_TYPES);
         return -1;
     }
     char *dup = strdup(name);
@@ -266,8 +266,7 @@ int loom_sched_alloc(loom_sched_cluster_t *c, int node, const loom_sched_req_t *
         return loom_err_set(err, LOOM_EINVAL, "node index %d out of range", node);
     loom_sched_node_t *n = &c->nodes[node];
     if (ngpus != r->num_gpus)
-        return loom_err_set(err, LOOM_EINVAL, "%d GPUs given for a job of %d", ngpus,
-                            r->num_gpus);
+        return loom_err_set(err, LOOM_EINVAL, "%d GPUs given for a job of %d", ngpus, r->num_gpus);
     if (n->cpu_free < r->cpu_milli || n->mem_free < r->mem_mib)
         return loom_err_set(err, LOOM_ESTATE, "node %s: not enough CPU or memory", n->name);
     if (!type_ok(n, r))
@@ -358,8 +357,8 @@ int loom_sched_cluster_check(const loom_sched_cluster_t *c, const loom_sched_all
                                 n->name);
         for (int g = 0; g < n->ngpus; g++) {
             if (n->gpu_free[g] < 0 || n->gpu_free[g] > LOOM_SCHED_MILLI)
-                return loom_err_set(err, LOOM_EINTERNAL, "node %s GPU %d: free share %d",
-                                    n->name, g, (int)n->gpu_free[g]);
+                return loom_err_set(err, LOOM_EINTERNAL, "node %s GPU %d: free share %d", n->name,
+                                    g, (int)n->gpu_free[g]);
             if (n->gpu_mem_free[g] < 0 || n->gpu_mem_free[g] > n->gpu_mem_mib)
                 return loom_err_set(err, LOOM_EINTERNAL, "node %s GPU %d: free memory %lld",
                                     n->name, g, (long long)n->gpu_mem_free[g]);
@@ -369,8 +368,7 @@ int loom_sched_cluster_check(const loom_sched_cluster_t *c, const loom_sched_all
         for (int k = 0; k < LOOM_SCHED_NCLASSES; k++)
             cls_sum += n->class_count[k];
         if (cls_sum > n->ntasks)
-            return loom_err_set(err, LOOM_EINTERNAL, "node %s: class counts exceed tasks",
-                                n->name);
+            return loom_err_set(err, LOOM_EINTERNAL, "node %s: class counts exceed tasks", n->name);
         gpu_total += (int64_t)n->ngpus * LOOM_SCHED_MILLI;
         cpu_total += n->cpu_milli;
         cpu_used += n->cpu_milli - n->cpu_free;

@@ -87,16 +87,16 @@ int loom_sched_workload_learn(const loom_sched_req_t *reqs, size_t n, double cov
     return LOOM_OK;
 }
 
-int loom_sched_workload_set(loom_sched_workload_t *out, const loom_sched_shape_t *shapes,
-                            size_t n, loom_err_t *err)
+int loom_sched_workload_set(loom_sched_workload_t *out, const loom_sched_shape_t *shapes, size_t n,
+                            loom_err_t *err)
 {
     memset(out, 0, sizeof *out);
     double sum = 0;
     for (size_t i = 0; i < n; i++) {
         if (!(shapes[i].weight >= 0))
             return loom_err_set(err, LOOM_EINVAL, "workload shape %zu: negative weight", i);
-        loom_sched_req_t r = {shapes[i].cpu_milli, 0, shapes[i].num_gpus, shapes[i].gpu_milli,
-                              0, shapes[i].gpu_types};
+        loom_sched_req_t r = {shapes[i].cpu_milli, 0, shapes[i].num_gpus,
+                              shapes[i].gpu_milli, 0, shapes[i].gpu_types};
         if (r.num_gpus >= 1 && r.gpu_milli == 0)
             r.gpu_mem_mib = 1; /* a memory-only shape is valid */
         int rc = loom_sched_req_validate(&r, err);
@@ -151,8 +151,8 @@ double loom_sched_frag_state(int64_t cpu_free, int gpu_type, int ngpus, const in
         return 0;
     double f = 0;
     for (size_t i = 0; i < w->nshapes; i++)
-        f += w->shapes[i].weight * shape_frag(cpu_free, gpu_type, ngpus, gpu_free, total,
-                                              &w->shapes[i]);
+        f += w->shapes[i].weight *
+             shape_frag(cpu_free, gpu_type, ngpus, gpu_free, total, &w->shapes[i]);
     return f;
 }
 

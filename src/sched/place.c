@@ -40,6 +40,7 @@ static const struct {
     {"fgd", P_FGD},           {"fgd-cpu", P_FGDCPU},
 };
 
+#define MAX_SHAPES   1024     /* task shapes with cached FGD deltas */
 #define MAX_SPEC_CPU 128000.0 /* the published simulator's normalisers */
 #define MAX_SPEC_GPU 8000.0
 
@@ -55,6 +56,9 @@ struct loom_sched_placer {
     char name[16];
     bool exact;
     loom_rng_t rng;
+    uint64_t seed;
+    loom_sched_ties_t ties;
+    uint32_t *rank; /* tie order: lower rank wins (TIES_FIRST, TIES_ORDER) */
     loom_sched_workload_t wl;
     loom_frag_model_t model;
     bool has_model;
@@ -73,7 +77,6 @@ struct loom_sched_placer {
     int *cand;
     double *pscore;
     int8_t *cgpu;
-    bool random_ties; /* else ties go to the lowest-numbered node */
     double cpu_per_gpu; /* the workload's milli-CPU per milli-GPU */
 };
 
@@ -106,6 +109,8 @@ static void caches_free(loom_sched_placer_t *p)
     free(p->cand);
     free(p->pscore);
     free(p->cgpu);
+    free(p->rank);
+    p->rank = NULL;
     p->pscore = NULL;
     p->cgpu = NULL;
     p->frag_ver = NULL;
@@ -129,13 +134,21 @@ static int caches_bind(loom_sched_placer_t *p, const loom_sched_cluster_t *c, si
     p->cand = calloc(nn, sizeof *p->cand);
     p->pscore = calloc(nn, sizeof *p->pscore);
     p->cgpu = calloc(nn, sizeof *p->cgpu);
+    p->rank = calloc(nn, sizeof *p->rank);
     p->c_ver = calloc(nn * scap, sizeof *p->c_ver);
     p->c_delta = calloc(nn * scap, sizeof *p->c_delta);
     p->c_gpu = calloc(nn * scap, sizeof *p->c_gpu);
     if (!p->frag_ver || !p->frag || !p->raw || !p->cand || !p->c_ver || !p->c_delta || !p->c_gpu ||
-        !p->pscore || !p->cgpu) {
+        !p->pscore || !p->cgpu || !p->rank) {
         caches_free(p);
         return LOOM_ENOMEM;
+    }
+    for (size_t i = 0; i < c->nnodes; i++)
+        p->rank[i] = (uint32_t)i;
+    if (p->ties == LOOM_SCHED_TIES_ORDER) { /* one seeded order for the whole run */
+        loom_rng_t r;
+        loom_rng_init(&r, p->seed, 0x0de7);
+        loom_rng_shuffle(&r, p->rank, c->nnodes, sizeof *p->rank);
     }
     p->bound = c;
     p->nnodes = c->nnodes;
@@ -196,7 +209,8 @@ int loom_sched_placer_new(const char *name, const loom_sched_cluster_t *c,
     p->kind = (pkind_t)kind;
     snprintf(p->name, sizeof p->name, "%s", name);
     p->exact = opts && opts->exact_scores;
-    p->random_ties = opts && opts->ties == LOOM_SCHED_TIES_RANDOM;
+    p->seed = opts ? opts->seed : 0;
+    p->ties = opts ? opts->ties : LOOM_SCHED_TIES_ORDER;
     loom_rng_init(&p->rng, opts ? opts->seed : 0, 0x91ace);
     bool fgd = p->kind == P_FGD || p->kind == P_FGDCPU;
     if (fgd && (!opts || !opts->workload || opts->workload->nshapes == 0)) {
@@ -346,13 +360,17 @@ static int shape_id(loom_sched_placer_t *p, const loom_sched_req_t *r)
         if (memcmp(&p->shapes[i], &k, sizeof k) == 0)
             return (int)i;
     if (p->nshapes == p->scap) {
-        if (caches_bind(p, p->bound, p->scap * 2))
+        /* Bounded memory (nodes x shapes): beyond MAX_SHAPES distinct
+         * shapes a job is scored without the per-shape cache. */
+        if (p->scap >= MAX_SHAPES)
             return -1;
+        if (caches_bind(p, p->bound, p->scap * 2))
+            return -2;
     }
     if (p->nshapes % 16 == 0) {
         shape_key_t *ns = realloc(p->shapes, (p->nshapes + 16) * sizeof *ns);
         if (!ns)
-            return -1;
+            return -2;
         p->shapes = ns;
     }
     memset(&p->shapes[p->nshapes], 0, sizeof k);
@@ -364,8 +382,8 @@ static double node_frag(loom_sched_placer_t *p, const loom_sched_cluster_t *c, s
 {
     const loom_sched_node_t *n = &c->nodes[i];
     if (p->frag_ver[i] != n->version + 1) {
-        p->frag[i] = loom_frag_model_eval(&p->model, n->cpu_free, n->gpu_type, n->ngpus,
-                                          n->gpu_free);
+        p->frag[i] =
+            loom_frag_model_eval(&p->model, n->cpu_free, n->gpu_type, n->ngpus, n->gpu_free);
         p->frag_ver[i] = n->version + 1;
     }
     return p->frag[i];
@@ -501,6 +519,8 @@ int loom_sched_place(loom_sched_placer_t *p, const loom_sched_cluster_t *c,
             return LOOM_ENOMEM;
     }
     int sid = fgd ? shape_id(p, r) : -1;
+    if (sid == -2)
+        return LOOM_ENOMEM;
     size_t nc = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -529,14 +549,16 @@ int loom_sched_place(loom_sched_placer_t *p, const loom_sched_cluster_t *c,
         double s = p->pscore[k];
         if (p->kind == P_BESTFIT && !p->exact) /* min-max normalised to 0..100 */
             s = hi == lo ? 0 : (double)(((int64_t)s - lo) * 100 / (hi - lo));
-        if (b.node < 0 || s > b.score + eps) {
+        bool tie = b.node >= 0 && s >= b.score - eps && s <= b.score + eps;
+        if (b.node < 0 || s > b.score + eps ||
+            (tie && p->ties != LOOM_SCHED_TIES_RANDOM && p->rank[p->cand[k]] < p->rank[b.node])) {
             b.score = s;
             b.node = p->cand[k];
             b.gpu = p->cgpu[k];
             b.ties = 1;
-        } else if (s >= b.score - eps) {
+        } else if (tie && p->ties == LOOM_SCHED_TIES_RANDOM) {
             b.ties++;
-            if (p->random_ties && loom_rng_below(&p->rng, (uint64_t)b.ties) == 0) {
+            if (loom_rng_below(&p->rng, (uint64_t)b.ties) == 0) {
                 b.node = p->cand[k];
                 b.gpu = p->cgpu[k];
             }

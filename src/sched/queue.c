@@ -102,8 +102,9 @@ void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t
                             double now_s)
 {
     for (size_t i = 0; i < n; i++)
-        jobs[i]->level =
-            cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS ? loom_sched_tiresias_level(cfg, jobs[i], now_s) : 0;
+        jobs[i]->level = cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS
+                             ? loom_sched_tiresias_level(cfg, jobs[i], now_s)
+                             : 0;
     sort_cfg = cfg;
     qsort(jobs, n, sizeof *jobs, cmp_jobs);
     sort_cfg = NULL;

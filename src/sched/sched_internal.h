@@ -13,8 +13,8 @@ typedef struct loom_frag_group {
     int32_t gpu_milli;
     uint64_t types;
     size_t n;
-    int64_t *cpu;  /* ascending */
-    double *cum;   /* cum[i] = weight of shapes 0..i-1 (n+1 entries) */
+    int64_t *cpu; /* ascending */
+    double *cum;  /* cum[i] = weight of shapes 0..i-1 (n+1 entries) */
 } loom_frag_group_t;
 
 typedef struct loom_frag_model {

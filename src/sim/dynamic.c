@@ -29,7 +29,7 @@ typedef struct job {
     loom_sched_qjob_t q;
     loom_sched_alloc_t alloc;
     double start_s, finish_s;
-    int state; /* 0 future, 1 pending, 2 running, 3 done, 4 unfit */
+    int state;             /* 0 future, 1 pending, 2 running, 3 done, 4 unfit */
     uint64_t failed_epoch; /* frees count + 1 when it last failed */
     size_t live_slot;
 } job_t;
@@ -79,8 +79,8 @@ static job_t *heap_pop(heap_t *h)
 static int cmp_arrival(const void *x, const void *y)
 {
     const job_t *a = *(job_t *const *)x, *b = *(job_t *const *)y;
-    if (a->task->create_s != b->task->create_s)
-        return a->task->create_s < b->task->create_s ? -1 : 1;
+    if (a->q.submit_s != b->q.submit_s)
+        return a->q.submit_s < b->q.submit_s ? -1 : 1;
     return a->q.id < b->q.id ? -1 : a->q.id > b->q.id;
 }
 
@@ -155,15 +155,19 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     loom_sched_placer_opts_t po = {o->seed, wl, o->exact_scores, o->ties};
     if ((rc = loom_sched_placer_new(o->policy, &c, &po, &pl, err)))
         goto out;
+    const double compress = o->compress > 0 ? o->compress : 1.0;
     for (size_t i = 0; i < t->n; i++) {
         job_t *j = &jobs[i];
         j->task = &t->tasks[i];
         j->q.id = i;
-        j->q.submit_s = j->task->create_s;
+        j->q.submit_s = j->task->create_s / compress;
         j->q.priority = j->task->priority;
-        j->q.estimate_s = j->task->estimate_s > 0 ? j->task->estimate_s : 0;
+        /* no estimate given: the trace's own run time (an oracle for sjf) */
+        j->q.estimate_s = j->task->estimate_s > 0    ? j->task->estimate_s
+                          : j->task->duration_s >= 0 ? j->task->duration_s
+                                                     : 0;
         j->q.time_limit_s = j->task->time_limit_s;
-        j->q.wait_since_s = j->task->create_s;
+        j->q.wait_since_s = j->q.submit_s;
         j->q.user = j;
         order[i] = j;
     }
@@ -171,10 +175,10 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     res->jobs = t->n;
     const double cap = c.gpu_milli_total > 0 ? (double)c.gpu_milli_total : 1;
     size_t next = 0, npend = 0, nwaits = 0;
-    double first = order[0]->task->create_s, now = first, last_end = first;
+    double first = order[0]->q.submit_s, now = first, last_end = first;
     double util_area = 0, last_t = first, jct_sum = 0;
     for (;;) {
-        double ta = next < t->n ? order[next]->task->create_s : INFINITY;
+        double ta = next < t->n ? order[next]->q.submit_s : INFINITY;
         double tf = heap.n ? heap.a[0]->finish_s : INFINITY;
         double tnext = ta < tf ? ta : tf;
         if (!isfinite(tnext))
@@ -196,10 +200,10 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
             }
             j->state = 3;
             res->completed++;
-            jct_sum += j->finish_s - j->task->create_s;
+            jct_sum += j->finish_s - j->q.submit_s;
             last_end = j->finish_s > last_end ? j->finish_s : last_end;
         }
-        while (next < t->n && order[next]->task->create_s <= now) {
+        while (next < t->n && order[next]->q.submit_s <= now) {
             job_t *j = order[next++];
             if (!fits_empty(&c, &j->task->req)) {
                 j->state = 4;
@@ -233,7 +237,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
             }
             j->state = 2;
             j->start_s = now;
-            waits[nwaits++] = now - j->task->create_s;
+            waits[nwaits++] = now - j->q.submit_s;
             if (j->task->duration_s >= 0) {
                 j->finish_s = now + j->task->duration_s;
                 heap_push(&heap, j);
@@ -265,8 +269,9 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                 tl = np;
                 cap_tl = nc;
             }
-            tl[ntl++] = (loom_sim_util_point_t){now, (float)(100.0 * (double)c.gpu_milli_used / cap),
-                                                (uint32_t)npend, (uint32_t)(heap.n + res->running_at_end)};
+            tl[ntl++] =
+                (loom_sim_util_point_t){now, (float)(100.0 * (double)c.gpu_milli_used / cap),
+                                        (uint32_t)npend, (uint32_t)(heap.n + res->running_at_end)};
         }
     }
     res->never_started = npend;

@@ -21,6 +21,14 @@ typedef struct group {
     double jct, wait, p99, makespan, util, completed, unfit, never;
 } group_t;
 
+static const char *base_name(const char *path)
+{
+    if (!path)
+        return "trace";
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
 static bool same(const char *a, const char *b)
 {
     return (a == b) || (a && b && strcmp(a, b) == 0);
@@ -97,25 +105,25 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
         for (size_t k = 0; k < ng; k++) {
             double m = (double)g[k].n;
             if (multi)
-                rc |= loom_buf_appendf(out, "%-27s", g[k].trace ? g[k].trace : "");
-            rc |= loom_buf_appendf(out, "%-12s %5zu %13.2f %6.2f %11.1f %10.1f %9.1f %9.1f %8.2f\n",
-                                   g[k].policy, g[k].n, g[k].alloc / m, sd(&g[k]),
-                                   g[k].unalloc / m, g[k].frag / m, g[k].frag_pct / m,
-                                   g[k].failed / m, g[k].final / m);
+                rc |= loom_buf_appendf(out, "%-27s", base_name(g[k].trace));
+            rc |=
+                loom_buf_appendf(out, "%-12s %5zu %13.2f %6.2f %11.1f %10.1f %9.1f %9.1f %8.2f\n",
+                                 g[k].policy, g[k].n, g[k].alloc / m, sd(&g[k]), g[k].unalloc / m,
+                                 g[k].frag / m, g[k].frag_pct / m, g[k].failed / m, g[k].final / m);
         }
     } else {
         rc |= loom_buf_appendf(out, "%s%-12s %5s %10s %12s %12s %12s %12s %8s %6s %6s\n",
                                multi ? "trace                      " : "", "policy", "seeds",
-                               "completed", "mean JCT s", "mean wait s", "p99 wait s",
-                               "makespan s", "util %", "unfit", "stuck");
+                               "completed", "mean JCT s", "mean wait s", "p99 wait s", "makespan s",
+                               "util %", "unfit", "stuck");
         for (size_t k = 0; k < ng; k++) {
             double m = (double)g[k].n;
             if (multi)
-                rc |= loom_buf_appendf(out, "%-27s", g[k].trace ? g[k].trace : "");
-            rc |= loom_buf_appendf(out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
-                                   g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m,
-                                   g[k].wait / m, g[k].p99 / m, g[k].makespan / m, g[k].util / m,
-                                   g[k].unfit / m, g[k].never / m);
+                rc |= loom_buf_appendf(out, "%-27s", base_name(g[k].trace));
+            rc |= loom_buf_appendf(
+                out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
+                g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m, g[k].wait / m, g[k].p99 / m,
+                g[k].makespan / m, g[k].util / m, g[k].unfit / m, g[k].never / m);
         }
     }
     free(g);
@@ -153,7 +161,7 @@ int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, 
             goto out;
         json_t *parent = root;
         if (multi) {
-            const char *tn = g[k].trace ? g[k].trace : "";
+            const char *tn = base_name(g[k].trace);
             parent = json_object_get(root, tn);
             if (!parent) {
                 parent = json_object();
@@ -192,14 +200,6 @@ static int mkdir_p(const char *dir, loom_err_t *err)
     if (mkdir(tmp, 0755) && errno != EEXIST)
         return loom_err_errno(err, LOOM_EIO, errno, "mkdir %s", tmp);
     return LOOM_OK;
-}
-
-static const char *base_name(const char *path)
-{
-    if (!path)
-        return "trace";
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
 }
 
 int loom_sim_write_csvs(const char *dir, const loom_sim_run_t *runs, size_t n, bool dynamic,
@@ -268,7 +268,9 @@ static void grid_mean(const loom_sim_run_t *runs, size_t n, const char *policy, 
                 last = what == 0 ? p->points[k].alloc_pct : p->points[k].frag_gpus;
                 k++;
             }
-            if (k == p->npoints && (p->npoints == 0 || p->points[p->npoints - 1].arrived_pct < x))
+            if (k == 0)
+                continue; /* before this run's first record */
+            if (k == p->npoints && p->points[p->npoints - 1].arrived_pct < x)
                 continue; /* beyond this run */
             out[x] += last;
             cnt[x]++;
@@ -343,10 +345,10 @@ int loom_sim_plot(const char *dir, const loom_sim_run_t *runs, size_t n, loom_er
             loom_buf_appendf(&gp,
                              "set terminal %s size 800,500\nset output '%s/%s.%s'\n"
                              "set xlabel 'arrived workload (%% of GPU capacity)'\nset ylabel '%s'\n"
-                             "set key left top\nset grid\nset datafile missing 'NaN'\n"
+                             "set key %s top\nset grid\nset datafile missing 'NaN'\n"
                              "set xrange [0:130]\n",
                              term ? "pngcairo" : "svg", dir, what_name[w], term ? "png" : "svg",
-                             ylabel[w]);
+                             ylabel[w], w == 0 ? "left" : "right");
             if (w == 0)
                 loom_buf_append_str(&gp, "set yrange [0:100]\n");
             loom_buf_append_str(&gp, "plot ");

@@ -17,7 +17,7 @@
 
 typedef struct csv {
     const char *p, *end, *name;
-    size_t line; /* line of the next record */
+    size_t line;    /* line of the next record */
     loom_buf_t buf; /* unquoted fields, NUL-separated */
     size_t nf;
     size_t off[CSV_MAX_FIELDS];
@@ -110,8 +110,8 @@ static int csv_next(csv_t *c, loom_err_t *err)
             if (c->p + 1 < c->end && c->p[1] == '\n')
                 c->p++;
             else
-                return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: bare carriage return",
-                                    c->name, c->line, (size_t)(c->p - line_start) + 1);
+                return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: bare carriage return", c->name,
+                                    c->line, (size_t)(c->p - line_start) + 1);
         }
         c->p++; /* '\n' */
         c->line++;
@@ -214,8 +214,8 @@ int loom_sim_nodes_parse_csv(const char *text, size_t len, const char *name,
             goto out;
         const char *model = field_str(&c, idx[4]);
         loom_err_t e;
-        if ((rc = loom_sched_cluster_add_node(cl, field_str(&c, idx[0]), cpu, mem, (int)gpus,
-                                              model, 0, NULL, &e))) {
+        if ((rc = loom_sched_cluster_add_node(cl, field_str(&c, idx[0]), cpu, mem, (int)gpus, model,
+                                              0, NULL, &e))) {
             loom_err_set(err, rc, "%s:%zu: %s", name, c.rec_line, e.msg);
             goto out;
         }
@@ -257,8 +257,8 @@ int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
                             const loom_sched_cluster_t *cl, loom_sim_trace_t *t, loom_err_t *err)
 {
     csv_t c = {text, text + len, name, 1, LOOM_BUF_INIT, 0, {0}, {0}, 0};
-    static const char *const cols[] = {"name",      "cpu_milli",     "memory_mib",
-                                       "num_gpu",   "gpu_milli",     "gpu_spec",
+    static const char *const cols[] = {"name",          "cpu_milli",     "memory_mib",
+                                       "num_gpu",       "gpu_milli",     "gpu_spec",
                                        "creation_time", "deletion_time", "scheduled_time"};
     bool req[] = {true, true, true, true, true, false, false, false, false};
     int idx[9];
@@ -287,9 +287,10 @@ int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
             (rc = field_i64(&c, idx[3], "num_gpu", 0, LOOM_SCHED_MAX_GPUS, &ngpu, err)) ||
             (rc = field_i64(&c, idx[4], "gpu_milli", 0, LOOM_SCHED_MILLI, &milli, err)))
             goto out;
-        task.req = (loom_sched_req_t){cpu, mem, (int)ngpu, (int32_t)milli, 0,
-                                      ngpu ? loom_sched_cluster_type_mask(cl, field_str(&c, idx[5]))
-                                           : 0};
+        task.req = (loom_sched_req_t){
+            cpu,       mem,
+            (int)ngpu, (int32_t)milli,
+            0,         ngpu ? loom_sched_cluster_type_mask(cl, field_str(&c, idx[5])) : 0};
         if (ngpu == 0)
             task.req.gpu_milli = 0;
         loom_err_t e;
@@ -443,7 +444,9 @@ static int jsonl_task(json_t *root, const char *where, const loom_sched_cluster_
         return rc;
     if (cpus > 1e9 || cpu_milli > 1e12 || gpus > LOOM_SCHED_MAX_GPUS || milli > LOOM_SCHED_MILLI)
         return loom_err_set(err, LOOM_EINVAL, "%s: resource request out of range", rwhere);
-    task->req.cpu_milli = cpu_milli >= 0 ? (int64_t)cpu_milli : cpus >= 0 ? (int64_t)(cpus * 1000) : 0;
+    task->req.cpu_milli = cpu_milli >= 0 ? (int64_t)cpu_milli
+                          : cpus >= 0    ? (int64_t)(cpus * 1000)
+                                         : 0;
     task->req.mem_mib = mem;
     task->req.gpu_mem_mib = gmem;
     /* "gpus": 0.5 means half a GPU */

@@ -300,8 +300,13 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
-static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
+/* Reads job o->id on the writer connection for an op that changes it.
+ * Returns an SQLite error for database failures; otherwise SQLITE_OK with
+ * *found false when the op's own outcome is already set (no such job, out
+ * of memory). */
+static int read_job_w(loom_store_t *s, op_t *o, loom_job_t *cur, bool *found)
 {
+    *found = false;
     sqlite3_stmt *q = s->sel_id_w;
     sqlite3_reset(q);
     sqlite3_bind_int64(q, 1, o->id);
@@ -315,13 +320,23 @@ static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
         sqlite3_reset(q);
         return rc;
     }
-    loom_job_t cur;
-    int r = row_to_job(q, &cur);
+    int r = row_to_job(q, cur);
     sqlite3_reset(q);
     if (r) {
         o->rc = loom_err_set(&o->err, r, "out of memory reading job %lld", (long long)o->id);
         return SQLITE_OK;
     }
+    *found = true;
+    return SQLITE_OK;
+}
+
+static int run_cancel(loom_store_t *s, op_t *o, int64_t now)
+{
+    loom_job_t cur;
+    bool found;
+    int rc = read_job_w(s, o, &cur, &found);
+    if (rc != SQLITE_OK || !found)
+        return rc;
     if (loom_job_state_terminal(cur.state)) {
         o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is already %s and cannot be cancelled",
                              (long long)o->id, loom_job_state_name(cur.state));
@@ -374,26 +389,11 @@ static int run_exec(loom_store_t *s, op_t *o)
  * cancelled meanwhile): the caller then knows and reconciles. */
 static int run_transition(loom_store_t *s, op_t *o, int64_t now)
 {
-    sqlite3_stmt *q = s->sel_id_w;
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, o->id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(q);
-        o->rc = loom_err_set(&o->err, LOOM_ENOTFOUND, "job %lld not found", (long long)o->id);
-        return SQLITE_OK;
-    }
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(q);
-        return rc;
-    }
     loom_job_t cur;
-    int r = row_to_job(q, &cur);
-    sqlite3_reset(q);
-    if (r) {
-        o->rc = loom_err_set(&o->err, r, "out of memory reading job %lld", (long long)o->id);
-        return SQLITE_OK;
-    }
+    bool found;
+    int rc = read_job_w(s, o, &cur, &found);
+    if (rc != SQLITE_OK || !found)
+        return rc;
     if (o->expect >= 0 && (int)cur.state != o->expect) {
         o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is %s, not %s", (long long)o->id,
                              loom_job_state_name(cur.state), loom_job_state_name(o->expect));

@@ -98,8 +98,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         loom_log_set_level(LOOM_LOG_OFF);
         if (loom_rpc_dispatcher_new(&lim, &d, NULL) != LOOM_OK ||
             loom_rpc_dispatcher_add(d, "echo", h_echo, NULL, NULL, 0, NULL) != LOOM_OK ||
-            loom_rpc_dispatcher_add(d, "typed", h_typed, NULL, typed_params,
-                                    LOOM_RPC_STRICT_PARAMS, NULL) != LOOM_OK ||
+            loom_rpc_dispatcher_add(d, "typed", h_typed, NULL, typed_params, LOOM_RPC_STRICT_PARAMS,
+                                    NULL) != LOOM_OK ||
             loom_rpc_dispatcher_add(d, "none", h_echo, NULL, NULL, LOOM_RPC_NO_PARAMS, NULL) !=
                 LOOM_OK ||
             loom_rpc_dispatcher_add(d, "later", h_later, NULL, typed_params, 0, NULL) != LOOM_OK)

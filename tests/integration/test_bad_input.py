@@ -117,7 +117,9 @@ CASES = [
     ("batch: cancels that all fail", b'[' + req("job.cancel", {"id": 1}, 1) + b',' + req("job.cancel", {"id": 9999}, 2) + b']',
      [-32002, -32001]),
     ("notification with bad params", b'{"jsonrpc":"2.0","method":"job.submit","params":{"name":5}}', ("http", 204)),
-    ("huge body, Content-Length", BIG, ("http", 413), {"headers_only": True}),
+    # Beyond 8x the limit loomd answers 413 on the headers alone (smaller
+    # oversized bodies are read and dropped first: docs/rpc.md).
+    ("huge body, Content-Length", 8 * BIG + 1, ("http", 413), {"headers_only": True}),
     ("huge body, chunked", b'{"jsonrpc":"2.0","method":"job.submit","params":{"name":"n","script":"' + b"a" * BIG + b'"},"id":1}', ("http", 413), {"chunked": True}),
     ("wrong content type", submit(), ("http", 415), {"headers": {"Content-Type": "text/plain"}}),
     ("missing token", submit(), ("http", 401), {"auth": False}),

@@ -79,11 +79,11 @@ static loom_rpc_status_t h_echo_params(loom_rpc_call_t *call, json_t *params, vo
 static loom_rpc_status_t h_ctx(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     (void)params;
-    loom_rpc_call_complete(call, json_pack("{s:s,s:s,s:i,s:i}", "method_ctx", (const char *)ctx,
-                                           "request_ctx",
-                                           (const char *)loom_rpc_call_request_ctx(call), "index",
-                                           (json_int_t)loom_rpc_call_index(call), "size",
-                                           (json_int_t)loom_rpc_call_batch_size(call)));
+    loom_rpc_call_complete(call,
+                           json_pack("{s:s,s:s,s:i,s:i}", "method_ctx", (const char *)ctx,
+                                     "request_ctx", (const char *)loom_rpc_call_request_ctx(call),
+                                     "index", (json_int_t)loom_rpc_call_index(call), "size",
+                                     (json_int_t)loom_rpc_call_batch_size(call)));
     return LOOM_RPC_DONE;
 }
 
@@ -318,9 +318,11 @@ static void expect(loom_rpc_dispatcher_t *d, const char *body, const char *expec
 static void spec_positional(void **state)
 {
     fx_t *f = *state;
-    expect(f->d, "{\"jsonrpc\": \"2.0\", \"method\": \"subtract\", \"params\": [42, 23], \"id\": 1}",
+    expect(f->d,
+           "{\"jsonrpc\": \"2.0\", \"method\": \"subtract\", \"params\": [42, 23], \"id\": 1}",
            "{\"jsonrpc\": \"2.0\", \"result\": 19, \"id\": 1}");
-    expect(f->d, "{\"jsonrpc\": \"2.0\", \"method\": \"subtract\", \"params\": [23, 42], \"id\": 2}",
+    expect(f->d,
+           "{\"jsonrpc\": \"2.0\", \"method\": \"subtract\", \"params\": [23, 42], \"id\": 2}",
            "{\"jsonrpc\": \"2.0\", \"result\": -19, \"id\": 2}");
 }
 
@@ -511,8 +513,8 @@ static void detail_names_the_problem(void **state)
                              "\"method\":\"sum\",\"params\":\"x\",\"id\":1}]");
     assert_true(json_is_array(got));
     assert_int_equal(json_array_size(got), 1);
-    const char *data =
-        json_string_value(json_object_get(json_object_get(json_array_get(got, 0), "error"), "data"));
+    const char *data = json_string_value(
+        json_object_get(json_object_get(json_array_get(got, 0), "error"), "data"));
     assert_non_null(data);
     assert_non_null(strstr(data, "request[1]/params"));
     assert_non_null(strstr(data, "expected an object or an array"));
@@ -522,9 +524,16 @@ static void detail_names_the_problem(void **state)
 static void parse_errors(void **state)
 {
     fx_t *f = *state;
-    const char *bodies[] = {"", " ", "{", "[", "{\"jsonrpc\":\"2.0\",}", "nul", "[1,]",
+    const char *bodies[] = {"",
+                            " ",
+                            "{",
+                            "[",
+                            "{\"jsonrpc\":\"2.0\",}",
+                            "nul",
+                            "[1,]",
                             "{\"a\":1,\"a\":2}", /* duplicate keys */
-                            "\"\\u0000\"", "{\"jsonrpc\":\"2.0\"} trailing",
+                            "\"\\u0000\"",
+                            "{\"jsonrpc\":\"2.0\"} trailing",
                             "{\"s\":\"\xff\xfe\"}", /* invalid UTF-8 */
                             "\xc3\x28"};
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
@@ -584,7 +593,8 @@ static void params_errors(void **state)
 {
     fx_t *f = *state;
     /* too many positional params */
-    json_t *r = send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[1,2,3],\"id\":1}");
+    json_t *r =
+        send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[1,2,3],\"id\":1}");
     json_t *e = error_of(r, -32602);
     assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
                            "subtract takes at most 2 positional parameters, found 3"));
@@ -600,13 +610,15 @@ static void params_errors(void **state)
                         "an integer");
     json_decref(r);
     /* a missing parameter */
-    r = send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":{\"minuend\":2},\"id\":1}");
+    r = send(f->d,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":{\"minuend\":2},\"id\":1}");
     e = error_of(r, -32602);
     assert_string_equal(json_string_value(json_object_get(e, "message")),
                         "Invalid params: 'subtrahend': expected an integer, found nothing");
     json_decref(r);
     /* unknown named parameter on a strict method */
-    r = send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"echo.strict\",\"params\":{\"nmae\":1},\"id\":1}");
+    r = send(f->d,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"echo.strict\",\"params\":{\"nmae\":1},\"id\":1}");
     e = error_of(r, -32602);
     assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "'nmae'"));
     assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "name, size"));
@@ -688,8 +700,9 @@ static void limits(void **state)
     expect(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"[[[[[[\"],\"id\":1}",
            "{\"jsonrpc\":\"2.0\",\"result\":[\"[[[[[[\"],\"id\":1}");
     /* batch length */
-    r = send(f->d, "[{\"jsonrpc\":\"2.0\",\"method\":\"sum\"},{\"jsonrpc\":\"2.0\",\"method\":\"sum\"},"
-                   "1,2]");
+    r = send(f->d,
+             "[{\"jsonrpc\":\"2.0\",\"method\":\"sum\"},{\"jsonrpc\":\"2.0\",\"method\":\"sum\"},"
+             "1,2]");
     assert_true(json_is_object(r));
     e = error_of(r, -32600);
     assert_non_null(strstr(json_string_value(json_object_get(e, "data")),
@@ -721,8 +734,9 @@ static void deferred_batch_of_100(void **state)
     loom_buf_t body = LOOM_BUF_INIT;
     loom_buf_append_char(&body, '[');
     for (int i = 0; i < 100; i++)
-        loom_buf_appendf(&body, "%s{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":{\"x\":%d},"
-                                "\"id\":%d}",
+        loom_buf_appendf(&body,
+                         "%s{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":{\"x\":%d},"
+                         "\"id\":%d}",
                          i ? "," : "", i, i);
     loom_buf_append_char(&body, ']');
     json_t *r = send(f->d, body.data);
@@ -750,6 +764,42 @@ static void deferred_mixed(void **state)
            "[{\"jsonrpc\":\"2.0\",\"result\":10,\"id\":\"a\"},"
            "{\"jsonrpc\":\"2.0\",\"result\":2,\"id\":\"b\"},"
            "{\"jsonrpc\":\"2.0\",\"result\":\"early\",\"id\":\"c\"}]");
+}
+
+/* The dispatched hook: once per request, after the last handler, even when
+ * the last element of a batch is invalid; the worker "commits" on it. */
+static int dispatched_count;
+static void on_dispatched(void *request_ctx, void *ctx)
+{
+    worker_t *w = ctx;
+    assert_string_equal((const char *)request_ctx, "rq");
+    dispatched_count++;
+    pthread_mutex_lock(&w->mu);
+    w->expect = 0; /* commit whatever is queued now */
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void dispatched_hook(void **state)
+{
+    fx_t *f = *state;
+    f->w.expect = 1000; /* never by count: only the hook releases the worker */
+    loom_rpc_dispatcher_on_dispatched(f->d, on_dispatched, &f->w);
+    dispatched_count = 0;
+    json_t *r = send_ctx(f->d,
+                         "[{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":[1],\"id\":1},"
+                         "{\"jsonrpc\":\"2.0\",\"method\":\"deferred\",\"params\":[2],\"id\":2},"
+                         "{\"foo\":1}]",
+                         "rq");
+    assert_int_equal(json_array_size(r), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 1), "result")), 20);
+    json_decref(r);
+    assert_int_equal(dispatched_count, 1);
+    /* not called for a request rejected as a whole */
+    json_decref(send_ctx(f->d, "[]", "rq"));
+    json_decref(send_ctx(f->d, "{", "rq"));
+    assert_int_equal(dispatched_count, 1);
+    loom_rpc_dispatcher_on_dispatched(f->d, NULL, NULL);
 }
 
 /* The asynchronous entry point: done runs on the completing thread. */
@@ -820,7 +870,8 @@ static void concurrent_dispatch(void **state)
         pthread_join(t[i], NULL);
     loom_buf_t m = LOOM_BUF_INIT;
     assert_int_equal(loom_rpc_dispatcher_metrics(f->d, &m), LOOM_OK);
-    assert_non_null(strstr(m.data, "loom_rpc_calls_total{method=\"deferred\",outcome=\"ok\"} 400\n"));
+    assert_non_null(
+        strstr(m.data, "loom_rpc_calls_total{method=\"deferred\",outcome=\"ok\"} 400\n"));
     assert_non_null(
         strstr(m.data, "loom_rpc_call_duration_seconds_count{method=\"deferred\"} 400\n"));
     assert_non_null(strstr(m.data, "loom_rpc_calls_in_flight 0\n"));
@@ -833,7 +884,8 @@ static void metrics_outcomes(void **state)
     json_decref(send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":1}"));
     json_decref(send(f->d, "{"));
     json_decref(send(f->d, "[1]"));
-    json_decref(send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[1],\"id\":1}"));
+    json_decref(
+        send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[1],\"id\":1}"));
     json_decref(send(f->d, "{\"jsonrpc\":\"2.0\",\"method\":\"app.error\",\"id\":1}"));
     loom_buf_t m = LOOM_BUF_INIT;
     assert_int_equal(loom_rpc_dispatcher_metrics(f->d, &m), LOOM_OK);
@@ -881,8 +933,8 @@ static void codec_roundtrip(void **state)
     const json_t *rid;
     loom_err_t err;
     json_t *resp = json_loads("{\"jsonrpc\":\"2.0\",\"result\":[1],\"id\":3}", 0, NULL);
-    assert_int_equal(loom_rpc_response_parse(resp, &result, &code, msg, sizeof msg, &data, &rid, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_rpc_response_parse(resp, &result, &code, msg, sizeof msg, &data, &rid, &err), LOOM_OK);
     assert_int_equal(code, 0);
     assert_int_equal(json_array_size(result), 1);
     assert_int_equal(json_integer_value(rid), 3);
@@ -891,21 +943,22 @@ static void codec_roundtrip(void **state)
     resp = json_loads("{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32001,\"message\":\"m\",\"data\":"
                       "{\"k\":1}},\"id\":null}",
                       0, NULL);
-    assert_int_equal(loom_rpc_response_parse(resp, &result, &code, msg, sizeof msg, &data, &rid, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_rpc_response_parse(resp, &result, &code, msg, sizeof msg, &data, &rid, &err), LOOM_OK);
     assert_null(result);
     assert_int_equal(code, -32001);
     assert_string_equal(msg, "m");
     assert_int_equal(json_integer_value(json_object_get(data, "k")), 1);
     json_decref(data);
     json_decref(resp);
-    const char *bad[] = {"[]",
-                         "{\"jsonrpc\":\"2.0\",\"id\":1}",
-                         "{\"jsonrpc\":\"2.0\",\"result\":1,\"error\":{},\"id\":1}",
-                         "{\"jsonrpc\":\"1.0\",\"result\":1,\"id\":1}",
-                         "{\"jsonrpc\":\"2.0\",\"result\":1}",
-                         "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":\"x\",\"message\":\"m\"},\"id\":1}",
-                         "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-1},\"id\":1}"};
+    const char *bad[] = {
+        "[]",
+        "{\"jsonrpc\":\"2.0\",\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"result\":1,\"error\":{},\"id\":1}",
+        "{\"jsonrpc\":\"1.0\",\"result\":1,\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"result\":1}",
+        "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":\"x\",\"message\":\"m\"},\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-1},\"id\":1}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         resp = json_loads(bad[i], 0, NULL);
         assert_non_null(resp);
@@ -944,6 +997,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(deferred_single, setup, teardown),
         cmocka_unit_test_setup_teardown(deferred_batch_of_100, setup, teardown),
         cmocka_unit_test_setup_teardown(deferred_mixed, setup, teardown),
+        cmocka_unit_test_setup_teardown(dispatched_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(async_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(concurrent_dispatch, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_outcomes, setup, teardown),

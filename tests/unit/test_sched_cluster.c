@@ -9,9 +9,9 @@
 static void two_nodes(loom_sched_cluster_t *c)
 {
     loom_sched_cluster_init(c);
-    assert_int_equal(loom_sched_cluster_add_node(c, "a", 8000, 65536, 2, "V100", 16384, "rack=1",
-                                                 NULL),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_sched_cluster_add_node(c, "a", 8000, 65536, 2, "V100", 16384, "rack=1", NULL),
+        LOOM_OK);
     assert_int_equal(loom_sched_cluster_add_node(c, "b", 4000, 32768, 0, NULL, 0, NULL, NULL),
                      LOOM_OK);
 }

@@ -276,9 +276,9 @@ static void test_fgd_cache_consistent(void **state)
     for (int i = 0; i < 6; i++) {
         char name[8];
         snprintf(name, sizeof name, "m%d", i);
-        assert_int_equal(loom_sched_cluster_add_node(&c, name, 32000, 0, 4, i % 2 ? "A" : "B", 0,
-                                                     NULL, NULL),
-                         0);
+        assert_int_equal(
+            loom_sched_cluster_add_node(&c, name, 32000, 0, 4, i % 2 ? "A" : "B", 0, NULL, NULL),
+            0);
     }
     loom_sched_req_t reqs[] = {{4000, 0, 1, 300, 0, 0}, {8000, 0, 1, 1000, 0, 0},
                                {2000, 0, 0, 0, 0, 0},   {6000, 0, 2, 1000, 0, 0},
@@ -305,6 +305,34 @@ static void test_fgd_cache_consistent(void **state)
         assert_int_equal(loom_sched_alloc(&c, a.node, &r, a.gpus, a.ngpus, NULL, NULL), 0);
     }
     loom_sched_placer_free(cached);
+    loom_sched_workload_free(&w);
+    loom_sched_cluster_free(&c);
+}
+
+/* More distinct job shapes than the per-shape cache holds: still the same
+ * choices as a fresh placer. */
+static void test_fgd_many_shapes(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    cluster_a(&c);
+    loom_sched_shape_t shapes[] = {{1000, 1, 500, 0, 0.5}, {1000, 1, 1000, 0, 0.5}};
+    loom_sched_workload_t w;
+    assert_int_equal(loom_sched_workload_set(&w, shapes, 2, NULL), 0);
+    loom_sched_placer_t *p = placer("fgd", &c, &w, false);
+    for (int i = 0; i < 1300; i++) {
+        loom_sched_req_t r = {i, 0, 1, 100 + (i % 7) * 100, 0, 0};
+        loom_sched_alloc_t a, b;
+        assert_int_equal(loom_sched_place(p, &c, &r, &a), 0);
+        if (i % 97 == 0) {
+            loom_sched_placer_t *fresh = placer("fgd", &c, &w, false);
+            assert_int_equal(loom_sched_place(fresh, &c, &r, &b), 0);
+            assert_int_equal(a.node, b.node);
+            assert_int_equal(a.gpus[0], b.gpus[0]);
+            loom_sched_placer_free(fresh);
+        }
+    }
+    loom_sched_placer_free(p);
     loom_sched_workload_free(&w);
     loom_sched_cluster_free(&c);
 }
@@ -359,12 +387,19 @@ static void test_random_ties(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),       cmocka_unit_test(test_firstfit_and_none),
-        cmocka_unit_test(test_bestfit),     cmocka_unit_test(test_dotprod),
-        cmocka_unit_test(test_packing),     cmocka_unit_test(test_clustering),
-        cmocka_unit_test(test_random),      cmocka_unit_test(test_fgd_delta),
-        cmocka_unit_test(test_fgd_gpu_choice), cmocka_unit_test(test_fgd_cpu),
-        cmocka_unit_test(test_fgd_cache_consistent), cmocka_unit_test(test_workload_learn),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_firstfit_and_none),
+        cmocka_unit_test(test_bestfit),
+        cmocka_unit_test(test_dotprod),
+        cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_clustering),
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_fgd_delta),
+        cmocka_unit_test(test_fgd_gpu_choice),
+        cmocka_unit_test(test_fgd_cpu),
+        cmocka_unit_test(test_fgd_cache_consistent),
+        cmocka_unit_test(test_fgd_many_shapes),
+        cmocka_unit_test(test_workload_learn),
         cmocka_unit_test(test_random_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,10 +90,9 @@ static void test_tiresias_starvation(void **state)
     loom_sched_queue_cfg_t cfg;
     assert_int_equal(loom_sched_queue_cfg_parse("tiresias", &cfg, NULL), 0);
     /* K=2, threshold 3200 GPU-s, promote after waiting 2 x the last run */
-    loom_sched_qjob_t old = {.id = 1, .submit_s = 0, .attained_gpu_s = 8000,
-                             .wait_since_s = 1000, .last_run_s = 100};
-    loom_sched_qjob_t fresh = {.id = 2, .submit_s = 900, .attained_gpu_s = 0,
-                               .wait_since_s = 900};
+    loom_sched_qjob_t old = {
+        .id = 1, .submit_s = 0, .attained_gpu_s = 8000, .wait_since_s = 1000, .last_run_s = 100};
+    loom_sched_qjob_t fresh = {.id = 2, .submit_s = 900, .attained_gpu_s = 0, .wait_since_s = 900};
     assert_int_equal(loom_sched_tiresias_level(&cfg, &old, 1150), 1); /* waited 150 < 200 */
     assert_int_equal(loom_sched_tiresias_level(&cfg, &old, 1200), 0); /* waited 200: promoted */
     loom_sched_qjob_t j[2] = {old, fresh};

@@ -1,0 +1,171 @@
+/* loom estimate: predict a deep-learning job's parameters, FLOPs, peak
+ * memory and step time from its model graph (ONNX), before it runs.
+ *
+ *   loom_est_model_load()   ONNX file -> graph (own protobuf reader)
+ *   loom_est_run()          graph + batch + training setup + device
+ *                           -> shapes, FLOPs, memory timeline, roofline time
+ *   loom_est_alloc_*()      the PyTorch CUDA caching-allocator model
+ *   loom_est_device_load()  device description (JSON)
+ *
+ * docs/estimate.md documents every rule (FLOPs per operator, what is kept
+ * for the backward pass, the allocator model and its sources).
+ */
+#ifndef LOOM_ESTIMATE_H
+#define LOOM_ESTIMATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct loom_est_model loom_est_model_t;
+
+/* Parses an ONNX ModelProto. Errors name the source, the field path
+ * ("ModelProto.graph.node[3].attribute[0].t.dims") and the byte offset.
+ * The graph is checked: every node input is defined, no tensor has two
+ * producers, no cycles. Weight data is not copied (only small constants). */
+int loom_est_model_parse(const void *data, size_t len, const char *name, loom_est_model_t **out,
+                         loom_err_t *err);
+/* Maps the file and parses it. */
+int loom_est_model_load(const char *path, loom_est_model_t **out, loom_err_t *err);
+void loom_est_model_free(loom_est_model_t *m);
+size_t loom_est_model_node_count(const loom_est_model_t *m);
+int64_t loom_est_model_opset(const loom_est_model_t *m); /* default domain */
+
+/* ------------------------------------------------------------------ device */
+
+typedef enum loom_est_alloc_kind {
+    LOOM_EST_ALLOC_MALLOC = 0,      /* host heap: bytes as requested (CPU runs) */
+    LOOM_EST_ALLOC_CUDA_CACHING = 1 /* PyTorch's CUDA caching allocator */
+} loom_est_alloc_kind_t;
+
+typedef struct loom_est_device {
+    char name[64];
+    char description[160];
+    double flops_fp32;   /* dense matmul FLOP/s at fp32 (TF32 off) */
+    double flops_half;   /* dense matmul FLOP/s at fp16/bf16 */
+    double flops_vector; /* elementwise FLOP/s */
+    double flops_conv;   /* convolution FLOP/s at fp32 (default flops_fp32) */
+    /* Optional matrix-product rate by size: ncurve points (smallest of M, N,
+     * K; FLOP/s at fp32), interpolated in log(size); replaces flops_fp32
+     * for MatMul, Gemm and Linear (scaled by flops_half / flops_fp32 at
+     * half precision). */
+    int ncurve;
+    double curve_dim[8], curve_flops[8];
+    double mem_bandwidth;   /* bytes/s */
+    double op_overhead_s;   /* per operator launch/dispatch cost */
+    uint64_t memory_bytes;  /* capacity (0 = unknown) */
+    uint64_t context_bytes; /* CUDA context + library handles */
+    loom_est_alloc_kind_t allocator;
+} loom_est_device_t;
+
+/* name_or_path: a file path (contains '/' or ends in .json) or a name looked
+ * up as DIR/NAME.json in dir (loom's workloads/devices). */
+int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_device_t *out,
+                         loom_err_t *err);
+int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_device_t *out,
+                              loom_err_t *err);
+
+/* --------------------------------------------------------------- allocator */
+
+/* PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, 1.13):
+ * requests round up to 512 B; <= 1 MiB come from a small pool of 2 MiB
+ * segments; larger ones from a large pool: 20 MiB segments for requests
+ * < 10 MiB, else the request rounded up to 2 MiB. Blocks are best-fit,
+ * split, cached on free and merged with free neighbours; segments are never
+ * returned (no empty_cache). LOOM_EST_ALLOC_MALLOC counts bytes as asked. */
+typedef struct loom_est_alloc loom_est_alloc_t;
+
+loom_est_alloc_t *loom_est_alloc_new(loom_est_alloc_kind_t kind);
+void loom_est_alloc_free_all(loom_est_alloc_t *a);
+/* Returns a handle (> 0) or 0 when out of memory (of this process). */
+uint64_t loom_est_alloc_malloc(loom_est_alloc_t *a, uint64_t bytes);
+void loom_est_alloc_release(loom_est_alloc_t *a, uint64_t handle);
+uint64_t loom_est_alloc_allocated(const loom_est_alloc_t *a); /* rounded, live */
+uint64_t loom_est_alloc_reserved(const loom_est_alloc_t *a);  /* segments */
+uint64_t loom_est_alloc_peak_reserved(const loom_est_alloc_t *a);
+uint64_t loom_est_alloc_peak_allocated(const loom_est_alloc_t *a);
+uint64_t loom_est_alloc_round(uint64_t bytes);        /* 512-byte rounding */
+uint64_t loom_est_alloc_segment_size(uint64_t bytes); /* segment for a cache miss */
+
+/* ---------------------------------------------------------------- estimate */
+
+typedef enum loom_est_precision {
+    LOOM_EST_FP32 = 0,
+    LOOM_EST_FP16 = 1,
+    LOOM_EST_BF16 = 2,
+    LOOM_EST_MIXED = 3 /* torch.autocast fp16 with fp32 master weights */
+} loom_est_precision_t;
+
+typedef enum loom_est_optimizer {
+    LOOM_EST_SGD = 0,
+    LOOM_EST_MOMENTUM = 1,
+    LOOM_EST_ADAM = 2
+} loom_est_optimizer_t;
+
+typedef struct loom_est_options {
+    int64_t batch; /* > 0: overrides dim 0 of every graph input */
+    bool train;
+    loom_est_optimizer_t optimizer;
+    loom_est_precision_t precision;
+    const loom_est_device_t *device; /* NULL: no time estimate */
+} loom_est_options_t;
+
+typedef struct loom_est_op {
+    const char *name; /* node name (owned by the model) */
+    const char *op_type;
+    double fwd_flops, bwd_flops;
+    double bytes;       /* bytes read + written, forward */
+    double min_dim;     /* smallest of M, N, K of a matrix product, else 0 */
+    double time_s;      /* forward + backward roofline time */
+    uint64_t out_bytes; /* outputs allocated (0 for views) */
+} loom_est_op_t;
+
+/* Memory categories at the moment of the peak (bytes). */
+typedef struct loom_est_memory {
+    uint64_t weights, gradients, optimizer_state, activations, temporaries;
+    uint64_t allocator_slack; /* reserved - live at the peak */
+    uint64_t context;
+    uint64_t peak_live;     /* sum of live tensors at the peak */
+    uint64_t peak_reserved; /* what the allocator holds at the peak */
+    uint64_t total;         /* peak_reserved + context */
+} loom_est_memory_t;
+
+typedef struct loom_est_result {
+    int64_t batch;
+    uint64_t params;  /* trainable elements */
+    uint64_t buffers; /* non-trainable initializer elements */
+    double fwd_flops, bwd_flops, opt_flops;
+    loom_est_memory_t mem;
+    double fwd_time_s, bwd_time_s, opt_time_s, step_time_s;
+    size_t nops;
+    loom_est_op_t *ops; /* compute nodes in topological order */
+} loom_est_result_t;
+
+/* Infers shapes (kept in m for loom_est_tensor_shape), then costs. */
+int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_result_t *out,
+                 loom_err_t *err);
+void loom_est_result_free(loom_est_result_t *r);
+/* The result as JSON (caller decrefs). */
+json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_t *opt);
+
+/* Shape of a tensor after loom_est_run's inference, for tests and tools.
+ * Returns the rank, or -1 if the tensor is unknown. dims must hold 8. */
+int loom_est_tensor_shape(const loom_est_model_t *m, const char *tensor, int64_t dims[8]);
+
+int loom_est_parse_precision(const char *s, loom_est_precision_t *out, loom_err_t *err);
+int loom_est_parse_optimizer(const char *s, loom_est_optimizer_t *out, loom_err_t *err);
+const char *loom_est_precision_name(loom_est_precision_t p);
+const char *loom_est_optimizer_name(loom_est_optimizer_t o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

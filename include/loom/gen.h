@@ -1,0 +1,377 @@
+/* loom gen: the workload generator's engine.
+ *
+ * - arrival processes (constant, poisson, gamma with a coefficient of
+ *   variation, trace replay from a CSV column) that yield each job's due
+ *   time as an absolute offset from the start of the run;
+ * - a pacer that releases jobs at their due times on an injectable clock
+ *   (real or virtual) and hands them to sender threads through a bounded
+ *   in-flight window, so a slow sink cannot bend the schedule;
+ * - a source (what a job is: a choice among weighted entries, rendered by
+ *   the caller's make function) and sinks (dry run, stream, directory,
+ *   loomd, Slurm) behind one small interface;
+ * - statistics: lateness histograms, chi-square and Kolmogorov-Smirnov.
+ *
+ * A seed decides everything that is random: arrival gaps come from RNG
+ * stream LOOM_GEN_STREAM_ARRIVALS, job choices from LOOM_GEN_STREAM_CHOICES
+ * (drawn in index order by the pacer), and each job's own parameters from
+ * stream LOOM_GEN_STREAM_JOB + index, so job i is the same whatever the
+ * timing, the thread that renders it or the jobs dropped before it.
+ * See docs/generator.md.
+ */
+#ifndef LOOM_GEN_H
+#define LOOM_GEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_GEN_STREAM_ARRIVALS 1
+#define LOOM_GEN_STREAM_CHOICES  2
+#define LOOM_GEN_STREAM_JOB      ((uint64_t)1 << 32)
+
+/* ---------------------------------------------------------------- traces */
+
+/* What to do with a row whose time field is empty or not a number. */
+typedef enum loom_gen_missing {
+    LOOM_GEN_MISSING_ERROR = 0, /* stop with an error naming file:line (default) */
+    LOOM_GEN_MISSING_SKIP = 1   /* leave the row out and count it */
+} loom_gen_missing_t;
+
+/* Arrival times read from one column of a CSV file (RFC 4180: a header
+ * row, commas, optional double quotes, LF or CRLF). Times are seconds
+ * (any real number); rows may come in any order and are sorted. */
+typedef struct loom_gen_trace {
+    double *times; /* seconds, ascending */
+    size_t n;
+    size_t skipped;  /* rows left out under LOOM_GEN_MISSING_SKIP */
+    size_t unsorted; /* rows that came earlier than the row before */
+} loom_gen_trace_t;
+
+int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, const char *name,
+                         const char *column, loom_gen_missing_t missing, loom_err_t *err);
+int loom_gen_trace_load(loom_gen_trace_t *t, const char *path, const char *column,
+                        loom_gen_missing_t missing, loom_err_t *err);
+void loom_gen_trace_free(loom_gen_trace_t *t);
+/* The time scale that makes the trace's mean rate equal to rate (jobs/s);
+ * 0 if the trace spans no time. */
+double loom_gen_trace_scale_for_rate(const loom_gen_trace_t *t, double rate);
+
+/* -------------------------------------------------------------- arrivals */
+
+typedef enum loom_gen_process {
+    LOOM_GEN_CONSTANT = 0, /* gaps of exactly 1/rate */
+    LOOM_GEN_POISSON = 1,  /* exponential gaps, mean 1/rate */
+    LOOM_GEN_GAMMA = 2,    /* gamma gaps, mean 1/rate, coefficient of variation cv */
+    LOOM_GEN_TRACE = 3     /* (t_i - t_0) * time_scale from a trace */
+} loom_gen_process_t;
+
+int loom_gen_process_parse(const char *name, loom_gen_process_t *out, loom_err_t *err);
+const char *loom_gen_process_name(loom_gen_process_t p);
+
+typedef struct loom_gen_arrivals_config {
+    loom_gen_process_t process;
+    double rate;                   /* jobs per second (not used by trace) */
+    double cv;                     /* gamma only: > 0; shape = 1/cv^2 */
+    const loom_gen_trace_t *trace; /* trace only, borrowed */
+    double time_scale;             /* trace only: > 0 */
+} loom_gen_arrivals_config_t;
+
+typedef struct loom_gen_arrivals {
+    loom_gen_arrivals_config_t cfg;
+    loom_rng_t rng;
+    uint64_t index;
+    double t_ns; /* poisson/gamma: due time of the next arrival */
+} loom_gen_arrivals_t;
+
+/* Checks cfg (errors name the option: rate, cv, time scale, trace). */
+int loom_gen_arrivals_init(loom_gen_arrivals_t *a, const loom_gen_arrivals_config_t *cfg,
+                           uint64_t seed, loom_err_t *err);
+/* The next arrival's due time in ns from the start. The first arrival is
+ * due at 0. Constant and trace times are computed from the index, never
+ * summed; poisson and gamma times are the running sum of their gaps (kept
+ * in double precision). Returns false at the end of a trace. */
+bool loom_gen_arrivals_next(loom_gen_arrivals_t *a, int64_t *due_ns);
+/* The mean rate the configuration asks for, in jobs/s. */
+double loom_gen_arrivals_rate(const loom_gen_arrivals_config_t *cfg);
+
+/* ----------------------------------------------------------------- clock */
+
+/* The pacer's clock. now() may be called from any thread; sleep_until()
+ * only from the pacer. Times are ns on the clock's own axis. */
+typedef struct loom_gen_clock {
+    int64_t (*now)(void *ctx);
+    void (*sleep_until)(void *ctx, int64_t deadline_ns);
+    void *ctx;
+} loom_gen_clock_t;
+
+/* CLOCK_MONOTONIC. sleep_until sleeps (loom_time_sleep_until_ns) until
+ * spin_ns before the deadline and busy-waits the rest (spin_ns 0: none). */
+typedef struct loom_gen_realclock {
+    int64_t spin_ns;
+} loom_gen_realclock_t;
+loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc);
+/* The spin loom_gen_run uses with its default clock: 20 us, at most half
+ * the mean gap at rate (jobs/s). */
+int64_t loom_gen_default_spin_ns(double rate);
+
+/* A virtual clock for tests and simulation: sleep_until() moves time
+ * forward to the deadline at once; nothing else moves it. */
+typedef struct loom_gen_vclock {
+    int64_t now_ns;
+} loom_gen_vclock_t;
+loom_gen_clock_t loom_gen_clock_virtual(loom_gen_vclock_t *vc);
+
+/* ------------------------------------------------------- jobs and sinks */
+
+/* One generated job as it travels from the pacer to a sink. */
+typedef struct loom_gen_job {
+    uint64_t index;
+    int64_t due_ns;   /* from the start of the run */
+    int64_t send_ns;  /* when the pacer released it (lateness = send - due) */
+    int64_t ack_ns;   /* when the sink finished with it */
+    size_t choice;    /* index into the source's entries */
+    const char *name; /* the source's name of that entry (borrowed) */
+    char submit_id[64];
+    /* Filled by the source's make(): */
+    loom_buf_t text; /* the rendered script or manifest */
+    json_t *spec;    /* the job as job.submit takes it (owned; may be NULL) */
+    /* Filled by the sink: */
+    int rc;          /* LOOM_OK or an error code */
+    char *error;     /* malloc'd message when rc != LOOM_OK */
+    char *remote_id; /* malloc'd id the sink assigned (job id), or NULL */
+} loom_gen_job_t;
+
+/* Sets job->rc and job->error (a copy of err's message). */
+void loom_gen_job_fail(loom_gen_job_t *job, const loom_err_t *err);
+
+/* What the jobs are: n weighted entries; make() renders job->choice into
+ * job->text / job->spec, drawing its parameters from rng only. make() runs
+ * on sender threads, several at once: it must be thread-safe. */
+typedef struct loom_gen_source {
+    size_t n;
+    const double *weights;
+    const char *const *names;
+    int (*make)(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err);
+    void *ctx;
+} loom_gen_source_t;
+
+/* Where jobs go. send() delivers n jobs and sets each job's rc; it returns
+ * LOOM_OK unless the sink as a whole broke (then the run stops). It runs
+ * on sender threads, several at once unless max_workers is 1. finish()
+ * runs once after the last job (flush, fsync); destroy() frees ctx. */
+typedef struct loom_gen_sink {
+    const char *name;
+    int (*send)(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err);
+    int (*finish)(void *ctx, loom_err_t *err);
+    void (*destroy)(void *ctx);
+    void *ctx;
+    unsigned max_workers; /* 0: any number */
+} loom_gen_sink_t;
+
+/* Generate and render, then discard. */
+int loom_gen_sink_dry_run(loom_gen_sink_t *out, loom_err_t *err);
+/* Each job's text to f in index order, each preceded by a line
+ * "# loom-gen job INDEX submit_id=ID" and followed by a newline if the
+ * text lacks one. f is borrowed. */
+int loom_gen_sink_stream(loom_gen_sink_t *out, FILE *f, loom_err_t *err);
+/* DIR/job-INDEX.EXT (written atomically) plus DIR/manifest.jsonl, one line
+ * per job appended in one write after its script exists. DIR is created;
+ * it must not already hold a manifest.jsonl. ext: "sh", "yaml", ... */
+int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, loom_err_t *err);
+/* job.submit to loomd at url (NULL: $LOOM_URL, else the default) with a
+ * bearer token (NULL: none), a JSON-RPC batch per sender batch, each call
+ * with its job's spec (submit_id included). Batches that may not have
+ * arrived (connect, timeout, transport failures, HTTP 502-504) are sent
+ * again with the same submit_ids for up to retry_for_ns (0: 30 s), so
+ * loomd can restart during a run without duplicates or losses. */
+int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *token,
+                         int64_t retry_for_ns, loom_err_t *err);
+/* sbatch --parsable EXTRA_ARGS... with the script on standard input;
+ * sbatch is the program to run (NULL: "sbatch" from PATH); extra_args a
+ * NULL-terminated list (may be NULL), e.g. {"--hold", "-p", "gpu", NULL}.
+ * The job id sbatch prints becomes job->remote_id. */
+int loom_gen_sink_slurm(loom_gen_sink_t *out, const char *sbatch, const char *const *extra_args,
+                        loom_err_t *err);
+
+/* --------------------------------------------------- catalog as a source */
+
+struct loom_catalog; /* include/loom/catalog.h */
+
+/* The kind of output; each has a shipped template in the templates
+ * directory (workloads/templates): slurm.sh.mustache,
+ * k8s-job.yaml.mustache, local.sh.mustache. */
+typedef enum loom_gen_kind {
+    LOOM_GEN_KIND_SLURM = 0,
+    LOOM_GEN_KIND_K8S = 1,
+    LOOM_GEN_KIND_LOCAL = 2
+} loom_gen_kind_t;
+
+int loom_gen_kind_parse(const char *name, loom_gen_kind_t *out, loom_err_t *err);
+const char *loom_gen_kind_name(loom_gen_kind_t k);
+/* The shipped template of kind: templates_dir (NULL: $LOOM_TEMPLATE_DIR,
+ * else the source tree's workloads/templates) + its file name. */
+int loom_gen_kind_template(loom_gen_kind_t kind, const char *templates_dir, char *out,
+                           size_t outlen, loom_err_t *err);
+
+typedef struct loom_gen_catalog_options {
+    loom_gen_kind_t kind;      /* the shipped template for jobs without their own */
+    const char *template_path; /* if set, used for every job */
+    const char *templates_dir; /* see loom_gen_kind_template */
+    uint64_t seed;             /* put into the render context as "seed" */
+} loom_gen_catalog_options_t;
+
+/* A source over a loaded catalog (borrowed; must outlive the source).
+ * Weights are the catalog's; make() samples the job's parameters
+ * (loom_catalog_sample), adds submit_id, index, seed and due_s to the
+ * context, renders the job's template strictly (a template named *.yaml*
+ * or *.yml* with YAML escaping and job format "yaml", any other with shell
+ * escaping and format "batch") and builds job->spec as job.submit takes
+ * it. Every template is compiled here, so a broken one fails at once. */
+typedef struct loom_gen_catalog_source loom_gen_catalog_source_t;
+int loom_gen_catalog_source_new(const struct loom_catalog *cat,
+                                const loom_gen_catalog_options_t *opts,
+                                loom_gen_catalog_source_t **out, loom_err_t *err);
+const loom_gen_source_t *loom_gen_catalog_source_get(const loom_gen_catalog_source_t *s);
+void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s);
+
+/* ------------------------------------------------------------ statistics */
+
+/* A log-linear histogram of non-negative ns values: exact below 128,
+ * then 64 buckets per power of two (relative error < 1.6%). */
+#define LOOM_GEN_HIST_BUCKETS 3904
+typedef struct loom_gen_hist {
+    uint64_t counts[LOOM_GEN_HIST_BUCKETS];
+    uint64_t n;
+    int64_t max;
+    double sum;
+} loom_gen_hist_t;
+
+void loom_gen_hist_init(loom_gen_hist_t *h);
+void loom_gen_hist_add(loom_gen_hist_t *h, int64_t v); /* v < 0 counts as 0 */
+void loom_gen_hist_merge(loom_gen_hist_t *into, const loom_gen_hist_t *from);
+/* The q-quantile (0..1): the upper edge of its bucket, at most max. */
+int64_t loom_gen_hist_quantile(const loom_gen_hist_t *h, double q);
+
+/* Pearson's chi-square of observed counts against expected proportions
+ * weights/sum(weights). Entries of weight 0 are left out of the degrees
+ * of freedom; a count in one makes p 0. p is the upper tail. */
+int loom_gen_chi2(const uint64_t *observed, const double *weights, size_t n, double *stat,
+                  double *dof, double *p, loom_err_t *err);
+/* Regularized lower incomplete gamma P(a, x): the CDF of Gamma(a, 1) at x. */
+double loom_gen_gamma_p(double a, double x);
+/* Upper tail of the chi-square distribution: Q(dof/2, x/2). */
+double loom_gen_chi2_sf(double x, double dof);
+/* One-sample Kolmogorov-Smirnov of x against cdf (sorts x in place):
+ * statistic D and the asymptotic p-value (with Stephens' correction). */
+void loom_gen_ks(double *x, size_t n, double (*cdf)(double x, void *ctx), void *ctx, double *d,
+                 double *p);
+
+/* ------------------------------------------------------------------- run */
+
+typedef enum loom_gen_backlog {
+    LOOM_GEN_BACKLOG_WAIT = 0, /* the pacer waits for a free slot (later sends) */
+    LOOM_GEN_BACKLOG_DROP = 1, /* the job is dropped and counted */
+    LOOM_GEN_BACKLOG_FAIL = 2  /* the run stops with LOOM_ELIMIT */
+} loom_gen_backlog_t;
+
+int loom_gen_backlog_parse(const char *name, loom_gen_backlog_t *out, loom_err_t *err);
+const char *loom_gen_backlog_name(loom_gen_backlog_t b);
+
+/* What happened to one job (kept when config.keep_records). */
+enum {
+    LOOM_GEN_JOB_UNSENT = 0, /* never released (run stopped first) */
+    LOOM_GEN_JOB_OK = 1,
+    LOOM_GEN_JOB_FAILED = 2,
+    LOOM_GEN_JOB_DROPPED = 3
+};
+
+typedef struct loom_gen_record {
+    int64_t due_ns, send_ns, ack_ns;
+    uint32_t choice;
+    uint8_t state;
+    uint8_t waited; /* the pacer waited for a window slot first */
+} loom_gen_record_t;
+
+typedef struct loom_gen_report {
+    uint64_t scheduled;     /* arrivals that came due (sent + dropped) */
+    uint64_t sent;          /* released to the sink */
+    uint64_t ok, failed;    /* sink outcomes */
+    uint64_t dropped;       /* --on-backlog drop */
+    uint64_t backlog_waits; /* jobs that waited for a slot (--on-backlog wait) */
+    bool backlog_failed;    /* --on-backlog fail stopped the run */
+    bool stopped;           /* config.stop ended the run early */
+    int64_t backlog_wait_max_ns;
+    double rate_target;   /* what was asked, jobs/s */
+    double rate_schedule; /* of the due times actually generated */
+    double rate_achieved; /* (sent - 1) / (last send - first send) */
+    double rate_error_pct;
+    int64_t elapsed_ns;       /* start to the last ack */
+    loom_gen_hist_t lateness; /* send - due, sent jobs */
+    loom_gen_hist_t ack;      /* ack - send */
+    size_t n_choices;
+    uint64_t *per_choice; /* jobs chosen per entry (sent or dropped) */
+    uint64_t *per_choice_ok;
+    double chi2, chi2_dof, chi2_p;
+    char first_error[512];
+    bool realtime;              /* the pacer ran under SCHED_FIFO */
+    loom_gen_record_t *records; /* config.keep_records: one per index */
+    size_t n_records;
+} loom_gen_report_t;
+
+typedef struct loom_gen_config {
+    loom_gen_arrivals_config_t arrivals;
+    uint64_t seed;
+    const char *run_tag; /* mixed into submit_id (NULL: none) */
+    uint64_t count;      /* stop after this many arrivals (0: no limit) */
+    int64_t duration_ns; /* stop at the first arrival due at or after (0: none) */
+    unsigned window;     /* in-flight bound (0: 1024) */
+    unsigned workers;    /* sender threads (0: 2) */
+    unsigned batch;      /* most jobs per sink call (0: 64) */
+    loom_gen_backlog_t on_backlog;
+    const loom_gen_clock_t *clock; /* NULL: real, spin loom_gen_default_spin_ns */
+    bool keep_records;             /* needs count, or a trace */
+    /* Run the pacer thread (only) under SCHED_FIFO priority 1 when allowed
+     * (root or CAP_SYS_NICE), so that other processes cannot delay its
+     * wake-ups; report.realtime says whether it took effect. */
+    bool realtime;
+    /* Called on the pacer thread about every progress_ns (0: never). */
+    void (*progress)(void *ctx, const loom_gen_report_t *snapshot);
+    void *progress_ctx;
+    int64_t progress_ns;
+    /* Called on the pacer thread when the window is full (before the
+     * policy acts), with the job's index. */
+    void (*backlog_hook)(void *ctx, uint64_t index);
+    void *backlog_ctx;
+    /* If not NULL: when *stop becomes non-zero (e.g. set by a SIGINT
+     * handler) no further job is released; the jobs in flight are finished
+     * and the run returns LOOM_OK with report.stopped set. Checked at least
+     * every 100 ms. */
+    volatile int *stop;
+} loom_gen_config_t;
+
+/* submit_id of job index in a run: "g" + 16 hex digits of a hash of seed
+ * and run_tag + "-" + index. Same inputs, same id, on any machine. */
+void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t index, char out[64]);
+
+/* Runs the generator to the end (count, duration or end of trace). Fills
+ * report (free it with loom_gen_report_free) even when it fails: a broken
+ * sink (LOOM_EIO, ...) or --on-backlog fail (LOOM_ELIMIT) stop the run
+ * after the jobs in flight are finished. Per-job failures do not stop it;
+ * they are counted. */
+int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loom_gen_sink_t *sink,
+                 loom_gen_report_t *report, loom_err_t *err);
+void loom_gen_report_free(loom_gen_report_t *r);
+/* The summary as a JSON object (see docs/generator.md). */
+json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t *src,
+                             const loom_gen_config_t *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

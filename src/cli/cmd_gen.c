@@ -1,0 +1,506 @@
+/* loom gen: the workload generator's command line. Parses options, loads
+ * the catalog (and a trace), builds a source and a sink, runs
+ * loom_gen_run and prints the summary. All logic is in libloom (src/gen). */
+#include <getopt.h>
+#include <signal.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "loom/catalog.h"
+#include "loom/gen.h"
+#include "loom/rpc.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: loom gen --catalog FILE --rate R [options] [sink]\n\n"
+        "Generates jobs from a catalog at a rate and sends them to a sink.\n\n"
+        "arrivals:\n"
+        "  --rate R              jobs per unit time: 10/s, 600/min, 2.5/h (a bare number is /s)\n"
+        "  --process P           constant (default), poisson, gamma or trace\n"
+        "  --cv X                gamma: coefficient of variation of the gaps (> 0)\n"
+        "  --trace FILE          trace: CSV file with a header row\n"
+        "  --trace-column NAME   trace: column of times in seconds (default creation_time)\n"
+        "  --time-scale F        trace: multiply trace times by F (default: match --rate, else 1)\n"
+        "  --trace-missing M     trace: error (default) or skip rows without a time\n"
+        "  --duration D          stop at the first job due at or after D (90s, 1h, ...)\n"
+        "  --count N             stop after N jobs\n"
+        "  --seed S              seed of every random choice (default: random, printed)\n"
+        "  --run-tag TAG         mixed into submit ids (runs with one seed stay apart)\n"
+        "jobs:\n"
+        "  --template-kind K     slurm (default), k8s or local: the shipped template used\n"
+        "                        for every job (default: the job's own, else slurm)\n"
+        "  --template FILE       use this template for every job\n"
+        "  --templates DIR       where the shipped templates are\n"
+        "sinks (one; default --dry-run):\n"
+        "  --dry-run             generate and render, then discard\n"
+        "  --stdout              every job's text to standard output\n"
+        "  --out DIR             DIR/job-N.EXT and DIR/manifest.jsonl\n"
+        "  --submit URL          job.submit to loomd (URL '-': the global --url or $LOOM_URL)\n"
+        "  --slurm               sbatch --parsable with each script on standard input\n"
+        "  --sbatch-arg ARG      --slurm: one more sbatch argument (repeatable), e.g. --hold\n"
+        "sending:\n"
+        "  --window N            jobs in flight at most (default 1024)\n"
+        "  --workers N           sender threads (default 2)\n"
+        "  --batch N             jobs per sink call at most (default 64)\n"
+        "  --on-backlog P        at a full window: wait (default), drop or fail\n"
+        "  --retry-for D         --submit: keep retrying an unreachable loomd this long (30s)\n"
+        "  --spin US             busy-wait the last US microseconds before a due time\n"
+        "                        (default 20, at most half the mean gap)\n"
+        "  --realtime            run the pacer thread under SCHED_FIFO (needs root or\n"
+        "                        CAP_SYS_NICE; ignored otherwise, see realtime in --json)\n"
+        "output:\n"
+        "  --json                the summary as one JSON object on standard output\n"
+        "                        (standard error with --stdout)\n\n"
+        "Live progress goes to standard error when it is a terminal. Exit codes: 0 ok,\n"
+        "1 jobs failed or the run stopped, 2 usage, 3 cannot reach loomd, 5 bad catalog\n"
+        "or trace. See docs/generator.md.\n");
+}
+
+enum {
+    OPT_CATALOG = 256,
+    OPT_RATE,
+    OPT_PROCESS,
+    OPT_CV,
+    OPT_TRACE,
+    OPT_TRACE_COLUMN,
+    OPT_TIME_SCALE,
+    OPT_TRACE_MISSING,
+    OPT_DURATION,
+    OPT_COUNT,
+    OPT_SEED,
+    OPT_RUN_TAG,
+    OPT_KIND,
+    OPT_TEMPLATE,
+    OPT_TEMPLATES,
+    OPT_DRY_RUN,
+    OPT_STDOUT,
+    OPT_OUT,
+    OPT_SUBMIT,
+    OPT_SLURM,
+    OPT_WINDOW,
+    OPT_WORKERS,
+    OPT_BATCH,
+    OPT_BACKLOG,
+    OPT_RETRY_FOR,
+    OPT_SPIN,
+    OPT_JSON,
+    OPT_REALTIME,
+    OPT_SBATCH_ARG,
+    OPT_HELP
+};
+
+typedef struct progress_ctx {
+    bool tty;
+} progress_ctx_t;
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+    stop_flag = 1;
+}
+
+static void on_progress(void *ctx, const loom_gen_report_t *r)
+{
+    fprintf(stderr,
+            "\r\033[Ksent %llu  rate %.2f/s  lateness p99 %.0f us  errors %llu  dropped %llu",
+            (unsigned long long)r->sent, r->rate_achieved,
+            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3, (unsigned long long)r->failed,
+            (unsigned long long)r->dropped);
+    fflush(stderr);
+}
+
+static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_source_t *src,
+                          const loom_gen_config_t *cfg)
+{
+    fprintf(f,
+            "generated %llu jobs (%s, seed %llu) in %.3f s: sent %llu, ok %llu, failed %llu, "
+            "dropped %llu\n",
+            (unsigned long long)r->scheduled, loom_gen_process_name(cfg->arrivals.process),
+            (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9, (unsigned long long)r->sent,
+            (unsigned long long)r->ok, (unsigned long long)r->failed,
+            (unsigned long long)r->dropped);
+    if (r->stopped)
+        fprintf(f, "stopped early by a signal\n");
+    if (cfg->realtime)
+        fprintf(f, "pacer: %s\n",
+                r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
+    fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
+            r->rate_target, r->rate_schedule, r->rate_achieved, r->rate_error_pct);
+    fprintf(f, "lateness: p50 %.1f us, p99 %.1f us, max %.1f us; ack p50 %.1f us, p99 %.1f us\n",
+            (double)loom_gen_hist_quantile(&r->lateness, 0.5) / 1e3,
+            (double)loom_gen_hist_quantile(&r->lateness, 0.99) / 1e3, (double)r->lateness.max / 1e3,
+            (double)loom_gen_hist_quantile(&r->ack, 0.5) / 1e3,
+            (double)loom_gen_hist_quantile(&r->ack, 0.99) / 1e3);
+    fprintf(f, "backlog (window %u, %s): %llu waits (longest %.1f ms), %llu dropped%s\n",
+            cfg->window ? cfg->window : 1024, loom_gen_backlog_name(cfg->on_backlog),
+            (unsigned long long)r->backlog_waits, (double)r->backlog_wait_max_ns / 1e6,
+            (unsigned long long)r->dropped, r->backlog_failed ? ", run stopped" : "");
+    double wsum = 0;
+    for (size_t i = 0; i < src->n; i++)
+        wsum += src->weights[i];
+    for (size_t i = 0; i < src->n; i++)
+        fprintf(f, "  %-24s %8llu chosen (expected %.1f), %llu ok\n", src->names[i],
+                (unsigned long long)r->per_choice[i], (double)r->scheduled * src->weights[i] / wsum,
+                (unsigned long long)r->per_choice_ok[i]);
+    fprintf(f, "chi-square of choices: %.3f on %.0f dof, p = %.4f\n", r->chi2, r->chi2_dof,
+            r->chi2_p);
+    if (r->first_error[0])
+        fprintf(f, "first error: %s\n", r->first_error);
+}
+
+static int parse_u64(const char *s, const char *what, uint64_t max, uint64_t *out)
+{
+    int64_t v;
+    loom_err_t err;
+    if (loom_parse_i64(s, 0, (int64_t)max, &v, what, &err) != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int loom_cmd_gen(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"catalog", required_argument, NULL, OPT_CATALOG},
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"process", required_argument, NULL, OPT_PROCESS},
+        {"cv", required_argument, NULL, OPT_CV},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"trace-column", required_argument, NULL, OPT_TRACE_COLUMN},
+        {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
+        {"trace-missing", required_argument, NULL, OPT_TRACE_MISSING},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"run-tag", required_argument, NULL, OPT_RUN_TAG},
+        {"template-kind", required_argument, NULL, OPT_KIND},
+        {"template", required_argument, NULL, OPT_TEMPLATE},
+        {"templates", required_argument, NULL, OPT_TEMPLATES},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {"stdout", no_argument, NULL, OPT_STDOUT},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"submit", required_argument, NULL, OPT_SUBMIT},
+        {"slurm", no_argument, NULL, OPT_SLURM},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"on-backlog", required_argument, NULL, OPT_BACKLOG},
+        {"retry-for", required_argument, NULL, OPT_RETRY_FOR},
+        {"spin", required_argument, NULL, OPT_SPIN},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"realtime", no_argument, NULL, OPT_REALTIME},
+        {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *catalog_path = NULL, *rate_text = NULL, *trace_path = NULL;
+    const char *trace_column = "creation_time", *template_path = NULL, *templates_dir = NULL;
+    const char *out_dir = NULL, *submit_url = NULL;
+    double cv = 0, time_scale = 0;
+    bool have_seed = false, have_kind = false, json_out = false;
+    int sinks = 0, sink_kind = OPT_DRY_RUN;
+    char *sbatch_args[33];
+    size_t nsbatch_args = 0;
+    uint64_t u;
+    int64_t retry_for = 0, spin_us = -1;
+    loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
+    loom_gen_kind_t kind = LOOM_GEN_KIND_SLURM;
+    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}};
+    loom_err_t err;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case OPT_CATALOG: catalog_path = optarg; break;
+        case OPT_RATE: rate_text = optarg; break;
+        case OPT_PROCESS: bad = loom_gen_process_parse(optarg, &cfg.arrivals.process, &err); break;
+        case OPT_CV: {
+            char *end;
+            cv = strtod(optarg, &end);
+            if (*end || !(cv > 0))
+                bad = loom_err_set(&err, LOOM_EINVAL, "--cv '%s': expected a number > 0", optarg);
+            break;
+        }
+        case OPT_TRACE: trace_path = optarg; break;
+        case OPT_TRACE_COLUMN: trace_column = optarg; break;
+        case OPT_TIME_SCALE: {
+            char *end;
+            time_scale = strtod(optarg, &end);
+            if (*end || !(time_scale > 0) || !isfinite(time_scale))
+                bad = loom_err_set(&err, LOOM_EINVAL, "--time-scale '%s': expected a number > 0",
+                                   optarg);
+            break;
+        }
+        case OPT_TRACE_MISSING:
+            if (strcmp(optarg, "error") == 0)
+                missing = LOOM_GEN_MISSING_ERROR;
+            else if (strcmp(optarg, "skip") == 0)
+                missing = LOOM_GEN_MISSING_SKIP;
+            else
+                bad = loom_err_set(&err, LOOM_EINVAL,
+                                   "--trace-missing '%s': expected error or skip", optarg);
+            break;
+        case OPT_DURATION:
+            bad = loom_parse_duration(optarg, &cfg.duration_ns, &err);
+            if (!bad && cfg.duration_ns <= 0)
+                bad = loom_err_set(&err, LOOM_EINVAL, "--duration '%s': expected > 0", optarg);
+            break;
+        case OPT_COUNT:
+            if (parse_u64(optarg, "--count", INT64_MAX, &cfg.count) || cfg.count == 0) {
+                fprintf(stderr, "loom gen: --count '%s': expected an integer >= 1\n", optarg);
+                return LOOM_EXIT_USAGE;
+            }
+            break;
+        case OPT_SEED:
+            if (parse_u64(optarg, "--seed", INT64_MAX, &cfg.seed))
+                return LOOM_EXIT_USAGE;
+            have_seed = true;
+            break;
+        case OPT_RUN_TAG: cfg.run_tag = optarg; break;
+        case OPT_KIND:
+            bad = loom_gen_kind_parse(optarg, &kind, &err);
+            have_kind = true;
+            break;
+        case OPT_TEMPLATE: template_path = optarg; break;
+        case OPT_TEMPLATES: templates_dir = optarg; break;
+        case OPT_DRY_RUN:
+            sinks++;
+            sink_kind = c;
+            break;
+        case OPT_STDOUT:
+            sinks++;
+            sink_kind = c;
+            break;
+        case OPT_OUT:
+            sinks++;
+            sink_kind = c;
+            out_dir = optarg;
+            break;
+        case OPT_SUBMIT:
+            sinks++;
+            sink_kind = c;
+            submit_url = optarg;
+            break;
+        case OPT_SLURM:
+            sinks++;
+            sink_kind = c;
+            break;
+        case OPT_WINDOW:
+            if (parse_u64(optarg, "--window", 1u << 24, &u) || u == 0)
+                return LOOM_EXIT_USAGE;
+            cfg.window = (unsigned)u;
+            break;
+        case OPT_WORKERS:
+            if (parse_u64(optarg, "--workers", 256, &u) || u == 0)
+                return LOOM_EXIT_USAGE;
+            cfg.workers = (unsigned)u;
+            break;
+        case OPT_BATCH:
+            if (parse_u64(optarg, "--batch", 4096, &u) || u == 0)
+                return LOOM_EXIT_USAGE;
+            cfg.batch = (unsigned)u;
+            break;
+        case OPT_BACKLOG: bad = loom_gen_backlog_parse(optarg, &cfg.on_backlog, &err); break;
+        case OPT_RETRY_FOR: bad = loom_parse_duration(optarg, &retry_for, &err); break;
+        case OPT_SPIN:
+            if (parse_u64(optarg, "--spin", 1000000, &u))
+                return LOOM_EXIT_USAGE;
+            spin_us = (int64_t)u;
+            break;
+        case OPT_JSON: json_out = true; break;
+        case OPT_REALTIME: cfg.realtime = true; break;
+        case OPT_SBATCH_ARG:
+            if (nsbatch_args >= 32) {
+                fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");
+                return LOOM_EXIT_USAGE;
+            }
+            sbatch_args[nsbatch_args++] = optarg;
+            break;
+        case OPT_HELP:
+        case 'h': usage(stdout); return LOOM_EXIT_OK;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+        if (bad) {
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "loom gen: unexpected argument '%s'\n", argv[optind]);
+        return LOOM_EXIT_USAGE;
+    }
+    const char *problem = NULL;
+    bool is_trace = cfg.arrivals.process == LOOM_GEN_TRACE;
+    if (!catalog_path)
+        problem = "--catalog FILE is required";
+    else if (!rate_text && !(is_trace && (time_scale > 0 || trace_path)))
+        problem = "--rate R is required (10/s, 600/min, 2.5/h)";
+    else if (is_trace && !trace_path)
+        problem = "--process trace needs --trace FILE";
+    else if (!is_trace && trace_path)
+        problem = "--trace needs --process trace";
+    else if (cfg.arrivals.process == LOOM_GEN_GAMMA && cv <= 0)
+        problem = "--process gamma needs --cv X";
+    else if (!is_trace && !cfg.count && !cfg.duration_ns)
+        problem = "give --count N or --duration D";
+    else if (sinks > 1)
+        problem = "give one sink: --dry-run, --stdout, --out DIR, --submit URL or --slurm";
+    if (problem) {
+        fprintf(stderr, "loom gen: %s (see loom gen --help)\n", problem);
+        return LOOM_EXIT_USAGE;
+    }
+    if (rate_text && loom_parse_rate(rate_text, &cfg.arrivals.rate, &err) != LOOM_OK) {
+        fprintf(stderr, "loom gen: --rate: %s\n", err.msg);
+        return LOOM_EXIT_USAGE;
+    }
+    cfg.arrivals.cv = cv;
+    if (!have_seed) {
+        if (getrandom(&cfg.seed, sizeof cfg.seed, 0) != sizeof cfg.seed)
+            cfg.seed = (uint64_t)loom_time_real_ns();
+        cfg.seed &= INT64_MAX; /* printable in JSON as a non-negative integer */
+    }
+
+    int exit_code = LOOM_EXIT_OK;
+    loom_gen_trace_t trace = {0};
+    loom_catalog_t *cat = NULL;
+    loom_gen_catalog_source_t *cs = NULL;
+    loom_gen_sink_t sink = {0};
+    loom_gen_report_t *report = NULL;
+
+    if (is_trace) {
+        if (loom_gen_trace_load(&trace, trace_path, trace_column, missing, &err) != LOOM_OK) {
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+            return err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
+        }
+        cfg.arrivals.trace = &trace;
+        cfg.arrivals.time_scale = time_scale > 0 ? time_scale
+                                  : rate_text
+                                      ? loom_gen_trace_scale_for_rate(&trace, cfg.arrivals.rate)
+                                      : 1.0;
+        if (!(cfg.arrivals.time_scale > 0))
+            cfg.arrivals.time_scale = 1.0; /* a trace spanning no time */
+    }
+
+    loom_catalog_issues_t issues = LOOM_CATALOG_ISSUES_INIT;
+    if (loom_catalog_load_file(catalog_path, &cat, &issues, &err) != LOOM_OK) {
+        if (issues.count == 0)
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+        for (size_t i = 0; i < issues.count; i++)
+            fprintf(stderr, "%s\n", issues.items[i].text);
+        loom_catalog_issues_free(&issues);
+        exit_code = err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
+        goto out;
+    }
+    char kind_path[4096];
+    if (have_kind && !template_path) {
+        if (loom_gen_kind_template(kind, templates_dir, kind_path, sizeof kind_path, &err)) {
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+            exit_code = LOOM_EXIT_USAGE;
+            goto out;
+        }
+        template_path = kind_path;
+    }
+    loom_gen_catalog_options_t copts = {.kind = kind,
+                                        .template_path = template_path,
+                                        .templates_dir = templates_dir,
+                                        .seed = cfg.seed};
+    if (loom_gen_catalog_source_new(cat, &copts, &cs, &err) != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        exit_code = LOOM_EXIT_INPUT;
+        goto out;
+    }
+    const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
+
+    int src_rc;
+    switch (sink_kind) {
+    case OPT_STDOUT: src_rc = loom_gen_sink_stream(&sink, stdout, &err); break;
+    case OPT_OUT:
+        src_rc = loom_gen_sink_dir(&sink, out_dir, kind == LOOM_GEN_KIND_K8S ? "yaml" : "sh", &err);
+        break;
+    case OPT_SUBMIT: {
+        const char *url = strcmp(submit_url, "-") == 0 ? loom_cli.url : submit_url;
+        char token[LOOM_RPC_TOKEN_HEX + 1];
+        const char *tok = loom_cli.token;
+        if (!tok && loom_rpc_token_resolve(getenv("LOOM_STATE_DIR"), token, NULL) == LOOM_OK)
+            tok = token;
+        src_rc = loom_gen_sink_submit(&sink, url, tok, retry_for, &err);
+        break;
+    }
+    case OPT_SLURM:
+        sbatch_args[nsbatch_args] = NULL;
+        src_rc = loom_gen_sink_slurm(&sink, NULL, (const char *const *)sbatch_args, &err);
+        break;
+    default: src_rc = loom_gen_sink_dry_run(&sink, &err); break;
+    }
+    if (src_rc != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        exit_code = src_rc == LOOM_EUNAVAIL ? LOOM_EXIT_CONNECT : LOOM_EXIT_FAILURE;
+        goto out;
+    }
+
+    loom_gen_realclock_t rc = {.spin_ns = spin_us * LOOM_NS_PER_US};
+    loom_gen_clock_t clock = loom_gen_clock_real(&rc);
+    if (spin_us >= 0)
+        cfg.clock = &clock; /* else the default: loom_gen_default_spin_ns */
+    progress_ctx_t pctx = {.tty = isatty(2)};
+    if (pctx.tty) {
+        cfg.progress = on_progress;
+        cfg.progress_ctx = &pctx;
+        cfg.progress_ns = 250 * LOOM_NS_PER_MS;
+    }
+    /* Ctrl-C / SIGTERM: stop releasing jobs, finish those in flight, print
+     * the summary (a directory sink then still gets its manifest). */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    cfg.stop = &stop_flag;
+    report = malloc(sizeof *report);
+    if (!report) {
+        fprintf(stderr, "loom gen: out of memory\n");
+        exit_code = LOOM_EXIT_FAILURE;
+        goto out;
+    }
+    int rc_run = loom_gen_run(&cfg, src, &sink, report, &err);
+    if (pctx.tty)
+        fprintf(stderr, "\r\033[K");
+    FILE *summary = sink_kind == OPT_STDOUT ? stderr : stdout;
+    if (json_out) {
+        json_t *j = loom_gen_report_json(report, src, &cfg);
+        if (rc_run != LOOM_OK)
+            json_object_set_new(j, "error", json_string(err.msg));
+        loom_buf_t b = LOOM_BUF_INIT;
+        loom_json_dump(&b, j);
+        fprintf(summary, "%s\n", b.data ? b.data : "{}");
+        loom_buf_free(&b);
+        json_decref(j);
+    } else {
+        print_summary(summary, report, src, &cfg);
+    }
+    if (rc_run != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        exit_code = rc_run == LOOM_EUNAVAIL ? LOOM_EXIT_CONNECT : LOOM_EXIT_FAILURE;
+    } else if (report->failed > 0) {
+        exit_code = LOOM_EXIT_FAILURE;
+    }
+    loom_gen_report_free(report);
+
+out:
+    free(report);
+    if (sink.destroy)
+        sink.destroy(sink.ctx);
+    loom_gen_catalog_source_free(cs);
+    loom_catalog_free(cat);
+    loom_gen_trace_free(&trace);
+    return exit_code;
+}

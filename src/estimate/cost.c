@@ -1,0 +1,1045 @@
+/* Costing: FLOPs, a memory timeline through the allocator model, and a
+ * roofline step time, for one inference pass or one training step.
+ *
+ * The graph is the exported ONNX graph, but the costs are PyTorch's: three
+ * decompositions the exporter produces are fused back into the one kernel
+ * PyTorch runs (LayerNorm from ReduceMean/Sub/Pow/.../Add; erf-GELU from
+ * Div/Erf/Add/Mul/Mul; Linear from MatMul + bias Add), view operators
+ * (Reshape, Transpose, Squeeze, ...) allocate nothing unless PyTorch must
+ * copy (a Reshape/Flatten of a transposed tensor), and every operator
+ * keeps for its backward pass exactly what its PyTorch autograd formula
+ * saves (docs/estimate.md lists them). The timeline:
+ *
+ *   persistent  weights, buffers, optimizer state (steady state: step >= 2)
+ *   forward     outputs allocated in topological order; a tensor is freed
+ *               after its last use unless the backward pass saved it
+ *   loss        log-softmax of the logits (kept) for cross-entropy
+ *   backward    reverse order: gradients of inputs allocated, gradients of
+ *               outputs and the node's saved tensors released
+ *   optimizer   parameter gradients live; Adam's two temporaries per tensor
+ *
+ * Every allocation goes through loom_est_alloc_* so the caching allocator's
+ * rounding and segments are in the peak.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/est.h"
+
+enum { CAT_WEIGHT, CAT_GRAD, CAT_OPT, CAT_ACT, CAT_TEMP, CAT_N };
+enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR };
+
+typedef struct cost {
+    loom_est_model_t *m;
+    const loom_est_options_t *opt;
+    loom_err_t *err;
+    /* per node */
+    int *leader; /* group leader node, or self */
+    int *gkind;  /* G_* of a leader */
+    int *gin;    /* the group's data input tensor (leader only), -1 */
+    int *pos;    /* position in the compute order, -1 if folded */
+    /* per tensor */
+    int *root; /* storage root */
+    bool *param, *buffer, *req, *half, *contig;
+    int *last_use; /* position of last forward use of a root */
+    int *nsaved;   /* remaining backward users of a root */
+    uint64_t *handle, *ghandle;
+    /* compute order */
+    int *order;
+    size_t norder;
+    /* allocator and categories */
+    loom_est_alloc_t *alloc;
+    int *hcat;
+    uint64_t *hbytes;
+    size_t hcap;
+    uint64_t live[CAT_N], live_total, peak_total;
+    uint64_t at_peak[CAT_N];
+    bool oom;
+} cost_t;
+
+/* ------------------------------------------------------------ helpers */
+
+static bool is_float(int d)
+{
+    return d == EST_T_FLOAT || d == EST_T_DOUBLE || d == EST_T_FLOAT16 || d == EST_T_BFLOAT16;
+}
+
+static bool op_is(const est_node_t *n, const char *op)
+{
+    return strcmp(n->op, op) == 0;
+}
+
+static bool matmul_class(const est_node_t *n)
+{
+    return op_is(n, "Conv") || op_is(n, "ConvTranspose") || op_is(n, "Gemm") ||
+           op_is(n, "MatMul") || op_is(n, "LSTM");
+}
+
+static int64_t numel(const est_tensor_t *t)
+{
+    int64_t n = est_numel(t);
+    return n < 0 ? 0 : n;
+}
+
+static uint64_t esize(const cost_t *c, int t)
+{
+    const est_tensor_t *x = &c->m->t[t];
+    if (!is_float(x->dtype))
+        return est_dtype_size(x->dtype);
+    switch (c->opt->precision) {
+    case LOOM_EST_FP16:
+    case LOOM_EST_BF16: return 2;
+    case LOOM_EST_MIXED: return c->half[t] ? 2 : 4;
+    default: return 4;
+    }
+}
+
+static uint64_t tbytes(const cost_t *c, int t)
+{
+    return (uint64_t)numel(&c->m->t[t]) * esize(c, t);
+}
+
+static est_tensor_t *tin(const cost_t *c, const est_node_t *n, size_t i)
+{
+    return i < n->nin && n->in[i] >= 0 ? &c->m->t[n->in[i]] : NULL;
+}
+
+/* ------------------------------------------------------------ allocator */
+
+static uint64_t mem_alloc(cost_t *c, uint64_t bytes, int cat)
+{
+    if (bytes == 0)
+        return 0;
+    uint64_t h = loom_est_alloc_malloc(c->alloc, bytes);
+    if (!h) {
+        c->oom = true;
+        return 0;
+    }
+    if (h >= c->hcap) {
+        size_t cap = c->hcap ? 2 * c->hcap : 1024;
+        while (cap <= h)
+            cap *= 2;
+        int *nc = realloc(c->hcat, cap * sizeof *nc);
+        if (nc)
+            c->hcat = nc;
+        uint64_t *nb = realloc(c->hbytes, cap * sizeof *nb);
+        if (nb)
+            c->hbytes = nb;
+        if (!nc || !nb) {
+            c->oom = true;
+            return 0;
+        }
+        c->hcap = cap;
+    }
+    c->hcat[h] = cat;
+    c->hbytes[h] = bytes;
+    c->live[cat] += bytes;
+    c->live_total += bytes;
+    if (c->live_total > c->peak_total) {
+        c->peak_total = c->live_total;
+        memcpy(c->at_peak, c->live, sizeof c->live);
+    }
+    return h;
+}
+
+static void mem_free(cost_t *c, uint64_t *h)
+{
+    if (!*h)
+        return;
+    loom_est_alloc_release(c->alloc, *h);
+    c->live[c->hcat[*h]] -= c->hbytes[*h];
+    c->live_total -= c->hbytes[*h];
+    *h = 0;
+}
+
+/* ------------------------------------------------------------ analysis */
+
+/* Consumers of tensor t among compute nodes (fills up to max). */
+static int consumers(const cost_t *c, int t, int *out, int max)
+{
+    int k = 0;
+    for (size_t i = 0; i < c->norder; i++) {
+        const est_node_t *n = &c->m->n[c->order[i]];
+        for (size_t j = 0; j < n->nin; j++)
+            if (n->in[j] == t) {
+                if (k < max)
+                    out[k] = c->order[i];
+                k++;
+                break;
+            }
+    }
+    return k;
+}
+
+static int only_consumer(const cost_t *c, int t, const char *op)
+{
+    int who[2];
+    if (t < 0 || consumers(c, t, who, 2) != 1 || c->m->t[t].is_output)
+        return -1;
+    return op_is(&c->m->n[who[0]], op) ? who[0] : -1;
+}
+
+static int other_input(const est_node_t *n, int t)
+{
+    return n->nin == 2 ? (n->in[0] == t ? n->in[1] : n->in[0]) : -1;
+}
+
+static void group(cost_t *c, const int *nodes, int k, int kind, int input)
+{
+    int lead = nodes[k - 1];
+    for (int i = 0; i < k; i++)
+        c->leader[nodes[i]] = lead;
+    c->gkind[lead] = kind;
+    c->gin[lead] = input;
+}
+
+/* Pattern fusion: LayerNorm, erf-GELU, Linear (MatMul + bias Add). */
+static void fuse(cost_t *c)
+{
+    loom_est_model_t *m = c->m;
+    for (size_t i = 0; i < c->norder; i++) {
+        int ni = c->order[i];
+        est_node_t *n = &m->n[ni];
+        if (c->leader[ni] != ni)
+            continue;
+        if (op_is(n, "ReduceMean")) { /* LN: mean -> sub -> pow -> mean -> add -> sqrt -> div */
+            int x = n->in[0], g[9], k = 0, who[4];
+            g[k++] = ni;
+            int nc = consumers(c, n->out[0], who, 4);
+            if (nc != 1 || !op_is(&m->n[who[0]], "Sub") || m->n[who[0]].in[0] != x)
+                continue;
+            int sub = who[0];
+            g[k++] = sub;
+            nc = consumers(c, m->n[sub].out[0], who, 4);
+            if (nc != 2)
+                continue;
+            int pw = op_is(&m->n[who[0]], "Pow") ? who[0] : who[1];
+            int dv = pw == who[0] ? who[1] : who[0];
+            if (!op_is(&m->n[pw], "Pow") || !op_is(&m->n[dv], "Div"))
+                continue;
+            int r2 = only_consumer(c, m->n[pw].out[0], "ReduceMean");
+            int ad = r2 >= 0 ? only_consumer(c, m->n[r2].out[0], "Add") : -1;
+            int sq = ad >= 0 ? only_consumer(c, m->n[ad].out[0], "Sqrt") : -1;
+            if (sq < 0 || only_consumer(c, m->n[sq].out[0], "Div") != dv)
+                continue;
+            g[k++] = pw;
+            g[k++] = r2;
+            g[k++] = ad;
+            g[k++] = sq;
+            g[k++] = dv;
+            int mu = only_consumer(c, m->n[dv].out[0], "Mul");
+            if (mu >= 0 && c->param[other_input(&m->n[mu], m->n[dv].out[0])]) {
+                g[k++] = mu;
+                int ab = only_consumer(c, m->n[mu].out[0], "Add");
+                if (ab >= 0 && c->param[other_input(&m->n[ab], m->n[mu].out[0])])
+                    g[k++] = ab;
+            }
+            group(c, g, k, G_LAYERNORM, x);
+        } else if (op_is(n, "Erf")) { /* GELU: div -> erf -> add -> mul(x) -> mul */
+            int dv = m->t[n->in[0]].producer;
+            if (dv < 0 || !op_is(&m->n[dv], "Div") || c->leader[dv] != dv)
+                continue;
+            int x = m->n[dv].in[0];
+            int ad = only_consumer(c, n->out[0], "Add");
+            int m1 = ad >= 0 ? only_consumer(c, m->n[ad].out[0], "Mul") : -1;
+            if (m1 < 0 || other_input(&m->n[m1], m->n[ad].out[0]) != x)
+                continue;
+            int m2 = only_consumer(c, m->n[m1].out[0], "Mul");
+            int g[5] = {dv, ni, ad, m1, m2};
+            group(c, g, m2 >= 0 ? 5 : 4, G_GELU, x);
+        } else if (op_is(n, "MatMul")) {
+            int ad = only_consumer(c, n->out[0], "Add");
+            if (ad < 0)
+                continue;
+            int b = other_input(&m->n[ad], n->out[0]);
+            if (b < 0 || !c->param[b] || m->t[b].rank != 1)
+                continue;
+            int g[2] = {ni, ad};
+            group(c, g, 2, G_LINEAR, n->in[0]);
+        }
+    }
+}
+
+static bool differentiable(const est_node_t *n)
+{
+    static const char *no[] = {"Shape", "Equal",           "Less",  "Greater",
+                               "Not",   "ConstantOfShape", "Range", "Constant"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (op_is(n, no[i]))
+            return false;
+    if (op_is(n, "Cast") && n->nout && n->out[0] >= 0)
+        return true;
+    return true;
+}
+
+/* Does this view-op output alias its input in PyTorch? */
+static bool is_alias(cost_t *c, const est_node_t *n)
+{
+    if (op_is(n, "Gather")) { /* x[:, 0] on an activation is a select view */
+        const est_tensor_t *d = tin(c, n, 0), *i = tin(c, n, 1);
+        return !c->param[n->in[0]] && !d->is_init && i->rank == 0;
+    }
+    if (op_is(n, "Dropout"))
+        return !c->opt->train;
+    if (!est_op_is_view(n->op))
+        return false;
+    if ((op_is(n, "Reshape") || op_is(n, "Flatten")) && !c->contig[n->in[0]])
+        return false; /* reshape of a non-contiguous tensor copies */
+    return true;
+}
+
+static bool makes_noncontig(cost_t *c, const est_node_t *n)
+{
+    const est_tensor_t *x = tin(c, n, 0);
+    if (op_is(n, "Transpose")) {
+        const est_attr_t *p = est_attr(n, "perm");
+        int last = -1;
+        for (int i = 0; p && i < (int)p->nints; i++) { /* moving size-1 dims keeps it contiguous */
+            int64_t d = p->ints[i];
+            if (d < 0 || d >= x->rank || x->dims[d] == 1)
+                continue;
+            if (d < last)
+                return true;
+            last = (int)d;
+        }
+        return !p;
+    }
+    if (op_is(n, "Expand"))
+        return true;
+    if (op_is(n, "Slice") || op_is(n, "Split") || op_is(n, "Gather")) {
+        const est_tensor_t *o = &c->m->t[n->out[0]];
+        int lead = 0; /* slicing after leading size-1 dims only: still contiguous */
+        while (lead < x->rank && o->dims[lead] == 1 && x->dims[lead] == 1)
+            lead++;
+        for (int i = lead + 1; i < x->rank && i < o->rank; i++)
+            if (o->dims[i] != x->dims[i])
+                return true;
+        return op_is(n, "Gather") || !c->contig[n->in[0]];
+    }
+    return !c->contig[n->in[0]];
+}
+
+/* What the node's backward keeps (tensor ids, roots resolved later). */
+static int saved_of(cost_t *c, int ni, int *s)
+{
+    est_node_t *n = &c->m->n[ni];
+    int k = 0, x = n->in[0];
+    switch (c->gkind[ni]) {
+    case G_LAYERNORM:
+    case G_GELU: s[k++] = c->gin[ni]; return k;
+    case G_LINEAR: { /* the MatMul member keeps its input (x; the weight is a parameter) */
+        for (size_t j = 0; j < n->nin; j++) {
+            int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+            if (mm >= 0 && c->leader[mm] == ni) {
+                s[k++] = c->m->n[mm].in[0];
+                s[k++] = c->m->n[mm].in[1];
+                break;
+            }
+        }
+        return k;
+    }
+    default: break;
+    }
+    if (op_is(n, "Conv") || op_is(n, "ConvTranspose") || op_is(n, "BatchNormalization") ||
+        op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "LeakyRelu") || op_is(n, "HardSwish") ||
+        op_is(n, "Gelu") || op_is(n, "LayerNormalization") || op_is(n, "Pow") ||
+        op_is(n, "MaxPool") || op_is(n, "LSTM"))
+        s[k++] = x;
+    else if (op_is(n, "Gemm") || op_is(n, "MatMul")) {
+        /* each operand is kept for the other's gradient; a non-contiguous
+         * batched operand is copied first and the copy is kept (extra_bytes) */
+        for (int j = 0; j < 2; j++) {
+            int t = n->in[j], other = n->in[1 - j];
+            bool copied = op_is(n, "MatMul") && !c->contig[t] && c->m->t[t].rank >= 3;
+            if (c->req[other] && !copied)
+                s[k++] = t;
+        }
+    } else if (op_is(n, "Mul") || op_is(n, "Div")) {
+        /* a*b keeps b for a's gradient and a for b's; a/b keeps b, and a
+         * only for b's gradient; constants are scalars, not tensors */
+        int a = n->in[0], b = n->in[1];
+        bool bconst = c->m->t[b].has_val, aconst = c->m->t[a].has_val;
+        if (op_is(n, "Mul")) {
+            if (c->req[b] && !aconst)
+                s[k++] = a;
+            if (c->req[a] && !bconst)
+                s[k++] = b;
+        } else {
+            if (c->req[b] && !aconst)
+                s[k++] = a;
+            if ((c->req[a] || c->req[b]) && !bconst)
+                s[k++] = b;
+        }
+    } else if (op_is(n, "Relu") || op_is(n, "Sigmoid") || op_is(n, "Tanh") || op_is(n, "Sqrt") ||
+               op_is(n, "Softmax") || op_is(n, "LogSoftmax") || op_is(n, "Exp")) {
+        s[k++] = n->out[0];
+    } else if (op_is(n, "Where")) {
+        s[k++] = x;
+    } else if (op_is(n, "Gather") && c->param[x]) {
+        s[k++] = n->in[1];
+    } else if (op_is(n, "Dropout") && n->nout > 1 && n->out[1] >= 0) {
+        s[k++] = n->out[1];
+    }
+    return k;
+}
+
+/* Extra tensors PyTorch allocates that the ONNX graph does not show:
+ * max-pool indices (int64, output-sized, kept), the LSTM's per-step
+ * gate activations and cell states kept for backward, and the contiguous
+ * copies torch.matmul makes of non-contiguous batched operands. */
+static uint64_t extra_bytes(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    const est_tensor_t *o = &c->m->t[n->out[0]];
+    if (op_is(n, "MaxPool") && (n->nout < 2 || n->out[1] < 0))
+        return (uint64_t)numel(o) * 8;
+    if (op_is(n, "LSTM")) {
+        /* Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per step */
+        return (uint64_t)numel(o) * 7 * esize(c, n->out[0]);
+    }
+    if (op_is(n, "MatMul")) { /* torch.matmul reshapes batched operands: copies */
+        uint64_t b = 0;
+        for (int j = 0; j < 2; j++)
+            if (!c->contig[n->in[j]] && c->m->t[n->in[j]].rank >= 3)
+                b += tbytes(c, n->in[j]);
+        return b;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ FLOPs */
+
+static double fwd_flops(const cost_t *c, const est_node_t *n)
+{
+    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    const est_tensor_t *o = n->nout && n->out[0] >= 0 ? &c->m->t[n->out[0]] : NULL;
+    double E = o ? (double)numel(o) : 0;
+    if (op_is(n, "Conv")) {
+        double k = 1;
+        for (int i = 1; i < w->rank; i++)
+            k *= (double)w->dims[i]; /* Cin/group x kernel */
+        return 2 * E * k + (tin(c, n, 2) ? E : 0);
+    }
+    if (op_is(n, "ConvTranspose")) {
+        double k = 1;
+        for (int i = 1; i < w->rank; i++)
+            k *= (double)w->dims[i]; /* Cout/group x kernel */
+        return 2 * (double)numel(x) * k + (tin(c, n, 2) ? E : 0);
+    }
+    if (op_is(n, "Gemm")) {
+        bool ta = false;
+        const est_attr_t *a = est_attr(n, "transA");
+        if (a && a->i)
+            ta = true;
+        double K = (double)(ta ? x->dims[0] : x->dims[1]);
+        return 2 * E * K + (tin(c, n, 2) ? E : 0);
+    }
+    if (op_is(n, "MatMul"))
+        return 2 * E * (double)x->dims[x->rank - 1];
+    if (op_is(n, "LSTM")) {
+        double H = (double)w->dims[1] / 4, I = (double)w->dims[2];
+        double steps_batch = E / H; /* seq x dirs x batch */
+        return steps_batch * (8 * H * (I + H) + 14 * H);
+    }
+    if (op_is(n, "BatchNormalization"))
+        return 5 * E;
+    if (op_is(n, "LayerNormalization"))
+        return 8 * E;
+    if (op_is(n, "Softmax") || op_is(n, "LogSoftmax"))
+        return 5 * E;
+    if (op_is(n, "MaxPool") || op_is(n, "AveragePool")) {
+        const est_attr_t *k = est_attr(n, "kernel_shape");
+        double kk = 1;
+        for (size_t i = 0; k && i < k->nints; i++)
+            kk *= (double)k->ints[i];
+        return E * kk;
+    }
+    if (op_is(n, "GlobalAveragePool") || op_is(n, "GlobalMaxPool") || op_is(n, "ReduceMean") ||
+        op_is(n, "ReduceSum") || op_is(n, "ReduceMax"))
+        return (double)numel(x);
+    if (op_is(n, "Gelu"))
+        return 8 * E;
+    static const char *ew[] = {
+        "Add",       "Sub",         "Mul",       "Div",      "Pow", "Relu", "Sigmoid",    "Tanh",
+        "Erf",       "Sqrt",        "Exp",       "Log",      "Neg", "Abs",  "Reciprocal", "Clip",
+        "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Max", "Min",  "Where"};
+    for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
+        if (op_is(n, ew[i]))
+            return E;
+    return 0; /* data movement only: Gather, Concat, Cast, copies */
+}
+
+/* ------------------------------------------------------------ the run */
+
+static void cost_free(cost_t *c)
+{
+    free(c->leader);
+    free(c->gkind);
+    free(c->gin);
+    free(c->pos);
+    free(c->root);
+    free(c->param);
+    free(c->buffer);
+    free(c->req);
+    free(c->half);
+    free(c->contig);
+    free(c->last_use);
+    free(c->nsaved);
+    free(c->handle);
+    free(c->ghandle);
+    free(c->order);
+    free(c->hcat);
+    free(c->hbytes);
+    loom_est_alloc_free_all(c->alloc);
+}
+
+static int cost_init(cost_t *c)
+{
+    size_t nn = c->m->nn ? c->m->nn : 1, nt = c->m->nt ? c->m->nt : 1;
+    c->leader = calloc(nn, sizeof *c->leader);
+    c->gkind = calloc(nn, sizeof *c->gkind);
+    c->gin = calloc(nn, sizeof *c->gin);
+    c->pos = calloc(nn, sizeof *c->pos);
+    c->order = calloc(nn, sizeof *c->order);
+    c->root = calloc(nt, sizeof *c->root);
+    c->param = calloc(nt, sizeof *c->param);
+    c->buffer = calloc(nt, sizeof *c->buffer);
+    c->req = calloc(nt, sizeof *c->req);
+    c->half = calloc(nt, sizeof *c->half);
+    c->contig = calloc(nt, sizeof *c->contig);
+    c->last_use = calloc(nt, sizeof *c->last_use);
+    c->nsaved = calloc(nt, sizeof *c->nsaved);
+    c->handle = calloc(nt, sizeof *c->handle);
+    c->ghandle = calloc(nt, sizeof *c->ghandle);
+    c->alloc = loom_est_alloc_new(c->opt->device ? c->opt->device->allocator
+                                                 : LOOM_EST_ALLOC_CUDA_CACHING);
+    if (!c->leader || !c->gkind || !c->gin || !c->pos || !c->order || !c->root || !c->param ||
+        !c->buffer || !c->req || !c->half || !c->contig || !c->last_use || !c->nsaved ||
+        !c->handle || !c->ghandle || !c->alloc)
+        return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
+    return LOOM_OK;
+}
+
+static void classify(cost_t *c)
+{
+    loom_est_model_t *m = c->m;
+    for (size_t i = 0; i < m->nt; i++) {
+        c->root[i] = (int)i;
+        c->contig[i] = true;
+        c->last_use[i] = -1;
+        c->param[i] = m->t[i].is_init && is_float(m->t[i].dtype);
+        c->buffer[i] = m->t[i].is_init && !c->param[i];
+    }
+    for (size_t i = 0; i < m->nn; i++) {
+        est_node_t *n = &m->n[i];
+        c->leader[i] = (int)i;
+        c->gin[i] = -1;
+        c->pos[i] = -1;
+        if (op_is(n, "BatchNormalization"))
+            for (size_t k = 3; k < 5 && k < n->nin; k++)
+                if (n->in[k] >= 0 && m->t[n->in[k]].is_init) {
+                    c->param[n->in[k]] = false;
+                    c->buffer[n->in[k]] = true;
+                }
+    }
+    for (size_t i = 0; i < m->nn; i++) {
+        int ni = m->order[i];
+        if (m->n[ni].folded)
+            continue;
+        c->pos[ni] = (int)c->norder;
+        c->order[c->norder++] = ni;
+    }
+    for (size_t i = 0; i < m->nt; i++)
+        c->req[i] = c->opt->train && c->param[i];
+}
+
+static void propagate(cost_t *c)
+{
+    loom_est_model_t *m = c->m;
+    for (size_t i = 0; i < c->norder; i++) {
+        est_node_t *n = &m->n[c->order[i]];
+        bool any_req = false, all_half = true, any_float = false;
+        for (size_t k = 0; k < n->nin; k++) {
+            int t = n->in[k];
+            if (t < 0)
+                continue;
+            if (c->req[t] && !(op_is(n, "Where") && k == 0))
+                any_req = true;
+            if (is_float(m->t[t].dtype) && !m->t[t].has_val) {
+                any_float = true;
+                if (!c->half[t])
+                    all_half = false;
+            }
+        }
+        bool half;
+        if (matmul_class(n))
+            half = true;
+        else if (op_is(n, "Softmax") || op_is(n, "LogSoftmax") || op_is(n, "LayerNormalization") ||
+                 op_is(n, "Pow") || op_is(n, "ReduceSum") || op_is(n, "Exp") || op_is(n, "Log"))
+            half = false;
+        else
+            half = any_float && all_half;
+        bool alias = is_alias(c, n);
+        bool noncontig = alias && makes_noncontig(c, n);
+        for (size_t k = 0; k < n->nout; k++) {
+            int t = n->out[k];
+            if (t < 0)
+                continue;
+            c->req[t] = any_req && differentiable(n) && is_float(m->t[t].dtype);
+            c->half[t] = half && is_float(m->t[t].dtype);
+            if (alias) {
+                c->root[t] = c->root[n->in[0]];
+                c->contig[t] = !noncontig;
+            }
+        }
+        /* Dropout's mask and BN's running statistics are not on the grad path */
+        if (op_is(n, "Dropout") || op_is(n, "BatchNormalization"))
+            for (size_t k = 1; k < n->nout; k++)
+                if (n->out[k] >= 0)
+                    c->req[n->out[k]] = false;
+    }
+}
+
+static int leader_pos(const cost_t *c, int ni)
+{
+    return c->pos[c->leader[ni]];
+}
+
+static void lifetimes(cost_t *c)
+{
+    loom_est_model_t *m = c->m;
+    for (size_t i = 0; i < c->norder; i++) {
+        int ni = c->order[i];
+        est_node_t *n = &m->n[ni];
+        int p = leader_pos(c, ni);
+        for (size_t k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0) {
+                int r = c->root[n->in[k]];
+                if (p > c->last_use[r])
+                    c->last_use[r] = p;
+            }
+        if (c->opt->train && c->leader[ni] == ni) {
+            bool out_req = false;
+            for (size_t k = 0; k < n->nout; k++)
+                if (n->out[k] >= 0 && c->req[n->out[k]])
+                    out_req = true;
+            if (!out_req)
+                continue;
+            int s[4];
+            int ns = saved_of(c, ni, s);
+            for (int k = 0; k < ns; k++)
+                if (s[k] >= 0 && !m->t[c->root[s[k]]].is_init)
+                    c->nsaved[c->root[s[k]]]++;
+        }
+    }
+    for (size_t i = 0; i < m->nouts; i++) /* the loss reads the outputs */
+        c->last_use[c->root[m->graph_outputs[i]]] = (int)c->norder;
+}
+
+static void maybe_free_fwd(cost_t *c, int t, int p)
+{
+    int r = c->root[t];
+    if (!c->handle[r] || c->nsaved[r] > 0 || c->last_use[r] > p)
+        return;
+    mem_free(c, &c->handle[r]);
+}
+
+static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
+{
+    loom_est_model_t *m = c->m;
+    bool train = c->opt->train;
+    uint64_t *persist =
+        calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
+    if (!persist)
+        return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
+    uint64_t largest = 0;
+    /* persistent state */
+    for (size_t i = 0; i < m->nt; i++) {
+        if (!c->param[i] && !c->buffer[i])
+            continue;
+        uint64_t b = (uint64_t)numel(&m->t[i]) *
+                     (c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16
+                          ? (is_float(m->t[i].dtype) ? 2 : est_dtype_size(m->t[i].dtype))
+                          : est_dtype_size(m->t[i].dtype));
+        persist[4 * i] = mem_alloc(c, b, CAT_WEIGHT);
+        if (c->param[i]) {
+            res->params += (uint64_t)numel(&m->t[i]);
+            if (b > largest)
+                largest = b;
+        } else {
+            res->buffers += (uint64_t)numel(&m->t[i]);
+        }
+        if (train && c->param[i]) {
+            int nstate = c->opt->optimizer == LOOM_EST_ADAM       ? 2
+                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1
+                                                                  : 0;
+            for (int s = 0; s < nstate; s++)
+                persist[4 * i + 1 + (size_t)s] = mem_alloc(c, b, CAT_OPT);
+        }
+    }
+    for (size_t i = 0; i < m->nt; i++)
+        if (m->t[i].is_input)
+            c->handle[i] = mem_alloc(c, tbytes(c, (int)i), CAT_ACT);
+    /* forward */
+    for (size_t i = 0; i < c->norder; i++) {
+        int ni = c->order[i];
+        est_node_t *n = &m->n[ni];
+        bool alias = is_alias(c, n);
+        bool internal = c->leader[ni] != ni;
+        if (!alias && !internal) {
+            for (size_t k = 0; k < n->nout; k++)
+                if (n->out[k] >= 0 && c->root[n->out[k]] == n->out[k])
+                    c->handle[n->out[k]] = mem_alloc(c, tbytes(c, n->out[k]), CAT_ACT);
+            uint64_t ex = extra_bytes(c, ni);
+            if (ex) {
+                bool kept = false;
+                for (size_t k = 0; k < n->nout; k++)
+                    kept |= n->out[k] >= 0 && c->req[n->out[k]];
+                extra_handles[ni] = mem_alloc(c, ex, CAT_ACT);
+                if (!train || !kept)
+                    mem_free(c, &extra_handles[ni]);
+            }
+        }
+        if (c->opt->precision == LOOM_EST_MIXED && matmul_class(n))
+            for (size_t k = 1; k < n->nin; k++) /* autocast's half copies of weights */
+                if (n->in[k] >= 0 && c->param[n->in[k]] && !persist[4 * n->in[k] + 3])
+                    persist[4 * n->in[k] + 3] = mem_alloc(c, tbytes(c, n->in[k]) / 2, CAT_TEMP);
+        int p = leader_pos(c, ni);
+        for (size_t k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0)
+                maybe_free_fwd(c, n->in[k], p);
+        for (size_t k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0)
+                maybe_free_fwd(c, n->out[k], p);
+    }
+    uint64_t loss = 0;
+    if (train) {
+        /* cross-entropy = log_softmax (its output kept) + nll_loss; its
+         * backward makes d(log_softmax), then d(logits) while both live */
+        uint64_t lsm_bytes = 0, glsm = 0;
+        for (size_t i = 0; i < m->nouts; i++)
+            lsm_bytes += (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4;
+        loss = mem_alloc(c, lsm_bytes, CAT_ACT);
+        glsm = mem_alloc(c, lsm_bytes, CAT_TEMP);
+        for (size_t i = 0; i < m->nouts; i++) {
+            int t = m->graph_outputs[i];
+            if (c->req[t] && !c->ghandle[t])
+                c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
+        }
+        mem_free(c, &loss);
+        mem_free(c, &glsm);
+        for (size_t i = 0; i < m->nouts; i++) { /* outputs not saved die now */
+            int r = c->root[m->graph_outputs[i]];
+            if (c->nsaved[r] == 0)
+                mem_free(c, &c->handle[r]);
+        }
+        /* backward */
+        for (size_t i = c->norder; i-- > 0;) {
+            int ni = c->order[i];
+            est_node_t *n = &m->n[ni];
+            if (c->leader[ni] != ni)
+                continue;
+            bool out_req = false;
+            for (size_t k = 0; k < n->nout; k++)
+                if (n->out[k] >= 0 && c->req[n->out[k]])
+                    out_req = true;
+            if (!out_req)
+                continue;
+            bool alias = is_alias(c, n) || op_is(n, "Concat");
+            /* inputs of the group: every member's inputs (internal ones skipped below) */
+            int ins[64], nin = 0;
+            for (size_t q = 0; q < c->norder; q++) {
+                const est_node_t *mn = &m->n[c->order[q]];
+                if (c->leader[c->order[q]] != ni)
+                    continue;
+                for (size_t k = 0; k < mn->nin && nin < 64; k++) {
+                    bool dup = false;
+                    for (int j = 0; j < nin; j++)
+                        dup |= ins[j] == mn->in[k];
+                    if (mn->in[k] >= 0 && !dup)
+                        ins[nin++] = mn->in[k];
+                }
+            }
+            uint64_t gh = n->out[0] >= 0 ? c->ghandle[n->out[0]] : 0;
+            bool passed = false;
+            for (int k = 0; k < nin; k++) {
+                int t = ins[k];
+                int pr = m->t[t].producer;
+                if (!c->req[t] || (pr >= 0 && pr != ni && c->leader[pr] == ni))
+                    continue; /* not on the grad path, or internal to the group */
+                if (c->param[t]) {
+                    if (!c->ghandle[t])
+                        c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_GRAD);
+                } else if (alias && !passed && !c->ghandle[t]) {
+                    c->ghandle[t] = gh; /* the gradient of a view is a view */
+                    passed = true;
+                } else if (!c->ghandle[t]) {
+                    c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
+                }
+            }
+            for (size_t k = 0; k < n->nout; k++) {
+                int t = n->out[k];
+                if (t < 0)
+                    continue;
+                if (passed && k == 0)
+                    c->ghandle[t] = 0;
+                else
+                    mem_free(c, &c->ghandle[t]);
+            }
+            int s[4];
+            int ns = saved_of(c, ni, s);
+            for (int k = 0; k < ns; k++) {
+                if (s[k] < 0 || m->t[c->root[s[k]]].is_init)
+                    continue;
+                int r = c->root[s[k]];
+                if (--c->nsaved[r] == 0)
+                    mem_free(c, &c->handle[r]);
+            }
+            mem_free(c, &extra_handles[ni]);
+        }
+        /* anything left of the forward (inputs, unused outputs) */
+        for (size_t i = 0; i < m->nt; i++) {
+            if (!c->param[i])
+                mem_free(c, &c->ghandle[i]);
+            mem_free(c, &c->handle[i]);
+            mem_free(c, &persist[4 * i + 3]);
+        }
+        /* optimizer: Adam's single-tensor step divides into two temporaries */
+        if (c->opt->optimizer == LOOM_EST_ADAM) {
+            uint64_t a = mem_alloc(c, largest, CAT_TEMP), b = mem_alloc(c, largest, CAT_TEMP);
+            mem_free(c, &a);
+            mem_free(c, &b);
+        }
+    }
+    for (size_t i = 0; i < m->nt; i++) {
+        mem_free(c, &c->ghandle[i]);
+        mem_free(c, &c->handle[i]);
+        for (int s = 0; s < 4; s++)
+            mem_free(c, &persist[4 * i + (size_t)s]);
+    }
+    free(persist);
+    if (c->oom)
+        return loom_err_set(c->err, LOOM_ENOMEM, "out of memory in the memory model");
+    return LOOM_OK;
+}
+
+static double node_bytes(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    double b = 0;
+    if (c->gin[ni] >= 0)
+        b += (double)tbytes(c, c->gin[ni]);
+    for (size_t k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && (c->gin[ni] < 0 || c->m->t[n->in[k]].producer < 0 ||
+                              c->leader[c->m->t[n->in[k]].producer] != ni))
+            b += (double)tbytes(c, n->in[k]);
+    for (size_t k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0)
+            b += (double)tbytes(c, n->out[k]);
+    return b;
+}
+
+/* Smallest of M, N, K of a matrix product node (0 for anything else). */
+static double product_min_dim(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    if (c->gkind[ni] == G_LINEAR)
+        for (size_t j = 0; j < n->nin; j++) {
+            int p = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+            if (p >= 0 && p != ni && c->leader[p] == ni)
+                return product_min_dim(c, p);
+        }
+    const est_tensor_t *a = tin(c, n, 0), *b = tin(c, n, 1);
+    if (!a || !b || a->rank < 1 || b->rank < 1)
+        return 0;
+    double M, K, N;
+    if (op_is(n, "MatMul")) {
+        M = a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
+        K = (double)a->dims[a->rank - 1];
+        N = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
+    } else if (op_is(n, "Gemm") && a->rank == 2 && b->rank == 2) {
+        const est_attr_t *ta = est_attr(n, "transA"), *tb = est_attr(n, "transB");
+        M = (double)(ta && ta->i ? a->dims[1] : a->dims[0]);
+        K = (double)(ta && ta->i ? a->dims[0] : a->dims[1]);
+        N = (double)(tb && tb->i ? b->dims[0] : b->dims[1]);
+    } else {
+        return 0;
+    }
+    return fmin(M, fmin(K, N));
+}
+
+static double curve_rate(const loom_est_device_t *d, double dim)
+{
+    if (dim <= d->curve_dim[0])
+        return d->curve_flops[0];
+    for (int i = 1; i < d->ncurve; i++)
+        if (dim <= d->curve_dim[i]) {
+            double t = (log(dim) - log(d->curve_dim[i - 1])) /
+                       (log(d->curve_dim[i]) - log(d->curve_dim[i - 1]));
+            return d->curve_flops[i - 1] + t * (d->curve_flops[i] - d->curve_flops[i - 1]);
+        }
+    return d->curve_flops[d->ncurve - 1];
+}
+
+static void roofline(cost_t *c, loom_est_result_t *res)
+{
+    loom_est_model_t *m = c->m;
+    const loom_est_device_t *d = c->opt->device;
+    bool half = c->opt->precision != LOOM_EST_FP32;
+    size_t k = 0;
+    for (size_t i = 0; i < c->norder; i++) {
+        int ni = c->order[i];
+        est_node_t *n = &m->n[ni];
+        int lead = c->leader[ni];
+        double f = fwd_flops(c, n);
+        bool any_req = false;
+        for (size_t j = 0; j < n->nout; j++)
+            if (n->out[j] >= 0 && c->req[n->out[j]])
+                any_req = true;
+        double b = 0;
+        if (any_req && c->opt->train) {
+            if (matmul_class(n)) {
+                int nreq = 0;
+                for (size_t j = 0; j < n->nin && j < 2; j++)
+                    if (n->in[j] >= 0 && c->req[n->in[j]])
+                        nreq++;
+                b = f * nreq;
+            } else {
+                b = 2 * f;
+            }
+        }
+        res->fwd_flops += f;
+        res->bwd_flops += b;
+        if (lead == ni) {
+            loom_est_op_t *op = &res->ops[k++];
+            op->name = n->name;
+            op->op_type = c->gkind[ni] == G_LAYERNORM ? "LayerNorm(fused)"
+                          : c->gkind[ni] == G_GELU    ? "Gelu(fused)"
+                          : c->gkind[ni] == G_LINEAR  ? "Linear(fused)"
+                                                      : n->op;
+            op->fwd_flops += f;
+            op->bwd_flops += b;
+            op->bytes = is_alias(c, n) ? 0 : node_bytes(c, ni);
+            op->min_dim = product_min_dim(c, ni);
+            for (size_t j = 0; j < n->nout; j++)
+                if (n->out[j] >= 0 && !is_alias(c, n))
+                    op->out_bytes += tbytes(c, n->out[j]);
+        } else {
+            /* accumulate into a scratch slot: the leader's index is found below */
+            for (size_t q = i + 1; q < c->norder; q++)
+                if (c->order[q] == lead) {
+                    size_t slot = k; /* leader not emitted yet: count leaders before it */
+                    for (size_t r = i + 1; r < q; r++)
+                        if (c->leader[c->order[r]] == c->order[r])
+                            slot++;
+                    res->ops[slot].fwd_flops += f;
+                    res->ops[slot].bwd_flops += b;
+                    break;
+                }
+        }
+    }
+    res->nops = k;
+    if (!d)
+        return;
+    for (size_t i = 0; i < res->nops; i++) {
+        loom_est_op_t *op = &res->ops[i];
+        bool mm = strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "Gemm") == 0 ||
+                  strcmp(op->op_type, "MatMul") == 0 || strcmp(op->op_type, "LSTM") == 0 ||
+                  strcmp(op->op_type, "ConvTranspose") == 0 ||
+                  strcmp(op->op_type, "Linear(fused)") == 0;
+        double rate = mm ? (half ? d->flops_half : d->flops_fp32) : d->flops_vector;
+        if (op->min_dim > 0 && d->ncurve > 0)
+            rate = curve_rate(d, op->min_dim) * (half ? d->flops_half / d->flops_fp32 : 1);
+        if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
+            rate = d->flops_conv > 0
+                       ? (half ? d->flops_half * d->flops_conv / d->flops_fp32 : d->flops_conv)
+                       : rate;
+        double tf = fmax(op->fwd_flops / rate, op->bytes / d->mem_bandwidth) + d->op_overhead_s;
+        double tb = 0;
+        if (op->bwd_flops > 0)
+            tb =
+                fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
+        op->time_s = tf + tb;
+        res->fwd_time_s += tf;
+        res->bwd_time_s += tb;
+    }
+    if (c->opt->train) {
+        /* per parameter tensor: bytes read+written by the update */
+        double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
+                     : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
+                                                              : 3;
+        double elem =
+            c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
+        size_t ntensors = 0;
+        for (size_t i = 0; i < m->nt; i++)
+            ntensors += c->param[i];
+        double kernels = c->opt->optimizer == LOOM_EST_ADAM       ? 10
+                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3
+                                                                  : 1;
+        res->opt_flops = (double)res->params * (c->opt->optimizer == LOOM_EST_ADAM ? 12 : 3);
+        res->opt_time_s = (double)res->params * per * elem / d->mem_bandwidth +
+                          (double)ntensors * kernels * d->op_overhead_s;
+    }
+    res->step_time_s = res->fwd_time_s + res->bwd_time_s + res->opt_time_s;
+}
+
+int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_result_t *res,
+                 loom_err_t *err)
+{
+    memset(res, 0, sizeof *res);
+    if (opt->batch < 0 || opt->batch > ((int64_t)1 << 24))
+        return loom_err_set(err, LOOM_EINVAL, "batch %lld is out of range [1, 2^24]",
+                            (long long)opt->batch);
+    int rc = est_infer_shapes(m, opt->batch, err);
+    if (rc)
+        return rc;
+    cost_t c = {.m = m, .opt = opt, .err = err};
+    uint64_t *extra = NULL;
+    if ((rc = cost_init(&c)))
+        goto out;
+    classify(&c);
+    fuse(&c);
+    propagate(&c);
+    lifetimes(&c);
+    res->ops = calloc(c.norder ? c.norder : 1, sizeof *res->ops);
+    extra = calloc(m->nn ? m->nn : 1, sizeof *extra);
+    if (!res->ops || !extra) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < m->nt; i++)
+        if (m->t[i].is_input)
+            res->batch = m->t[i].dims[0];
+    if ((rc = cost_walk(&c, res, extra)))
+        goto out;
+    roofline(&c, res);
+    loom_est_memory_t *mem = &res->mem;
+    mem->weights = c.at_peak[CAT_WEIGHT];
+    mem->gradients = c.at_peak[CAT_GRAD];
+    mem->optimizer_state = c.at_peak[CAT_OPT];
+    mem->activations = c.at_peak[CAT_ACT];
+    mem->temporaries = c.at_peak[CAT_TEMP];
+    mem->peak_live = c.peak_total;
+    mem->peak_reserved = loom_est_alloc_peak_reserved(c.alloc);
+    if (mem->peak_reserved < mem->peak_live)
+        mem->peak_reserved = mem->peak_live;
+    mem->allocator_slack = mem->peak_reserved - mem->peak_live;
+    mem->context = opt->device ? opt->device->context_bytes : 0;
+    mem->total = mem->peak_reserved + mem->context;
+out:
+    free(extra);
+    cost_free(&c);
+    if (rc)
+        loom_est_result_free(res);
+    return rc;
+}
+
+void loom_est_result_free(loom_est_result_t *r)
+{
+    if (!r)
+        return;
+    free(r->ops);
+    r->ops = NULL;
+    r->nops = 0;
+}

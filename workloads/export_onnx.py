@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""Export the loom model zoo to ONNX (opset 13) for `loom estimate`.
+
+    /usr/bin/python3 workloads/export_onnx.py OUTDIR [--models a,b] [--image 64]
+
+Each model is exported in training mode (BatchNormalization and Dropout stay
+in the graph, nothing is constant-folded into the weights) with a symbolic
+batch dimension named "batch" on every input and output, so one file serves
+every batch size: `loom estimate MODEL.onnx --batch N` fixes it.
+
+The model definitions below mirror the zoo on branch `prof`
+(workloads/models/zoo.py: same layers and default sizes) so that this script
+runs before that branch is merged. One deliberate difference: the DLRM
+sparse features use nn.Embedding + sum instead of nn.EmbeddingBag, because
+torch 1.13 exports EmbeddingBag as an ONNX Loop, which the estimator does
+not model. torchvision supplies the CNNs with weights=None (no downloads).
+
+`build(name, image)` is also used by bench/estimate_measure.py, so the
+measured model is the very module that was exported.
+"""
+import argparse
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads, causal=False, seq=0):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        if causal:  # a constant buffer: aten::triu has no opset-13 export
+            self.register_buffer("mask", torch.ones(seq, seq, dtype=torch.bool).triu(1),
+                                 persistent=False)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(x).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // h)
+        if self.causal:
+            scores = scores.masked_fill(self.mask[:t, :t], float("-inf"))
+        att = scores.softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, causal=False, pre_ln=True, seq=0):
+        super().__init__()
+        self.pre_ln = pre_ln
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = SelfAttention(dim, heads, causal, seq)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        if self.pre_ln:
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.mlp(x))
+
+
+class ViT(nn.Module):
+    def __init__(self, image=64, patch=8, dim=192, depth=6, heads=3, classes=100):
+        super().__init__()
+        n = (image // patch) ** 2
+        self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
+        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, img):
+        x = self.patch(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        x = self.ln(self.blocks(x))
+        return self.head(x[:, 0])
+
+
+class Bert(nn.Module):
+    def __init__(self, vocab=4096, seq=64, dim=256, depth=4, heads=4):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(seq, dim)
+        self.ln = nn.LayerNorm(dim)
+        self.blocks = nn.Sequential(*[Block(dim, heads, pre_ln=False) for _ in range(depth)])
+        self.mlm = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.LayerNorm(dim))
+        self.bias = nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1])
+        x = self.ln(self.tok(ids) + self.pos(pos)[None])
+        x = self.mlm(self.blocks(x))
+        return x @ self.tok.weight.t() + self.bias
+
+
+class GPT2(nn.Module):
+    def __init__(self, vocab=8192, seq=128, dim=256, depth=4, heads=4):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(seq, dim)
+        self.blocks = nn.Sequential(*[Block(dim, heads, causal=True, seq=seq) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1])
+        x = self.ln(self.blocks(self.tok(ids) + self.pos(pos)[None]))
+        return x @ self.tok.weight.t()
+
+
+class LSTMLM(nn.Module):
+    def __init__(self, vocab=8192, dim=256, hidden=256, layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, layers, batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        y, _ = self.lstm(self.emb(ids))
+        return self.out(y)
+
+
+def _mlp(sizes, last_act=True):
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2 or last_act:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class DLRM(nn.Module):
+    def __init__(self, dense=13, tables=8, rows=10000, dim=32, bottom=(64,), top=(128, 64),
+                 lookups=4):
+        super().__init__()
+        self.bottom = _mlp([dense, *bottom, dim])
+        self.emb = nn.ModuleList(nn.Embedding(rows, dim) for _ in range(tables))
+        f = tables + 1
+        self.top = _mlp([dim + f * (f - 1) // 2, *top, 1], last_act=False)
+        i, j = torch.tril_indices(f, f, -1)
+        self.register_buffer("li", i * f + j, persistent=False)
+
+    def forward(self, dense, sparse):
+        x = self.bottom(dense)
+        feats = [x] + [e(sparse[:, i]).sum(1) for i, e in enumerate(self.emb)]
+        z = torch.stack(feats, dim=1)
+        inter = (z @ z.transpose(1, 2)).flatten(1)
+        return self.top(torch.cat([x, inter[:, self.li]], dim=1)).squeeze(1)
+
+
+NAMES = ("resnet18", "resnet50", "vgg16", "mobilenet_v2", "vit", "bert", "gpt2", "lstm", "dlrm")
+
+
+def build(name, image=64, classes=100):
+    """(module, example_inputs(batch) -> tuple, input names, loss(out, batch) -> scalar)."""
+    if name == "vgg16" and image % 224:
+        # VGG's AdaptiveAvgPool2d((7, 7)) exports only when 7 divides the
+        # feature map; 224 is the smallest input that gives 7x7.
+        image = 224
+    if name in ("resnet18", "resnet50", "vgg16", "mobilenet_v2"):
+        import torchvision.models as tvm
+        m = getattr(tvm, name)(weights=None, num_classes=classes)
+        return m, lambda b: (torch.randn(b, 3, image, image),), ["input"], \
+            lambda out, b: F.cross_entropy(out, torch.randint(0, classes, (b,)))
+    if name == "vit":
+        return ViT(image=image, classes=classes), \
+            lambda b: (torch.randn(b, 3, image, image),), ["input"], \
+            lambda out, b: F.cross_entropy(out, torch.randint(0, classes, (b,)))
+    if name in ("bert", "gpt2", "lstm"):
+        m, vocab, seq = {"bert": (Bert, 4096, 64), "gpt2": (GPT2, 8192, 128),
+                         "lstm": (LSTMLM, 8192, 32)}[name]
+        mod = m()
+
+        def loss(out, b):
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), torch.randint(0, vocab, (b * seq,)))
+        return mod, lambda b: (torch.randint(0, vocab, (b, seq)),), ["ids"], loss
+    if name == "mlp":  # not in the zoo: bench/estimate.sh calibrates with it
+        m = _mlp([256, 256, 10], last_act=False)
+        return m, lambda b: (torch.randn(b, 256),), ["input"], \
+            lambda out, b: F.cross_entropy(out, torch.randint(0, 10, (b,)))
+    if name == "dlrm":
+        return DLRM(), lambda b: (torch.randn(b, 13), torch.randint(0, 10000, (b, 8, 4))), \
+            ["dense", "sparse"], \
+            lambda out, b: F.binary_cross_entropy_with_logits(out, torch.rand(b))
+    raise ValueError(f"unknown model '{name}' (known: {', '.join(NAMES)})")
+
+
+def export(name, path, image=64):
+    torch.manual_seed(0)
+    mod, inputs, names, _ = build(name, image)
+    mod.train()
+    axes = {n: {0: "batch"} for n in names}
+    axes["output"] = {0: "batch"}
+    torch.onnx.export(mod, inputs(2), path, opset_version=13, input_names=names,
+                      output_names=["output"], dynamic_axes=axes,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--models", default=",".join(NAMES))
+    ap.add_argument("--image", type=int, default=64)
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    rc = 0
+    for name in a.models.split(","):
+        path = os.path.join(a.outdir, name + ".onnx")
+        try:
+            export(name, path, a.image)
+            print(f"{name}: {path} ({os.path.getsize(path)} bytes)")
+        except Exception as e:  # report every model, fail at the end
+            print(f"{name}: export failed: {e}", file=sys.stderr)
+            rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
