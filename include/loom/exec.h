@@ -153,6 +153,12 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
 int loom_exec_slurm_poll(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
                          loom_err_t *err);
 int loom_exec_slurm_cancel(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_err_t *err);
+/* Reads the state of all Slurm jobs with one squeue. Until the next sync,
+ * poll answers jobs that are still pending or running from this snapshot
+ * instead of running scontrol for each (a job that ended, or that the
+ * snapshot lacks, is still asked with scontrol, for its exit code). On
+ * error the snapshot is dropped and poll asks scontrol. */
+int loom_exec_slurm_sync(loom_exec_slurm_t *x, loom_err_t *err);
 /* Finds the job again: by h->ext_id, else by the tag in Slurm's comment
  * (so a job submitted just before a crash is never submitted twice). */
 int loom_exec_slurm_adopt(loom_exec_slurm_t *x, loom_exec_handle_t *h, const char *tag,

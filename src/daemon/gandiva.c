@@ -60,7 +60,7 @@ static void record(loomd_runner_t *r, active_t *a, const char *reason)
 int loomd__gandiva_suspend(loomd_runner_t *r, active_t *a, const char *why)
 {
     loom_err_t err;
-    if (loom_exec_local_suspend(r->exec, &a->h, &err) != LOOM_OK)
+    if (loom_exec_local_suspend(r->local, &a->h, &err) != LOOM_OK)
         return err.code;
     loomd__account(r);
     loom_sched_free(&r->cluster, &a->alloc, NULL);
@@ -80,7 +80,7 @@ static bool resume(loomd_runner_t *r, active_t *a)
     if (loom_sched_alloc(&r->cluster, a->alloc.node, &a->alloc.req, a->alloc.gpus,
                          a->alloc.ngpus, &again, NULL) != LOOM_OK)
         return false;
-    if (loom_exec_local_resume(r->exec, &a->h, &err) != LOOM_OK) {
+    if (loom_exec_local_resume(r->local, &a->h, &err) != LOOM_OK) {
         loom_sched_free(&r->cluster, &again, NULL); /* it ended meanwhile: poll records it */
         return false;
     }

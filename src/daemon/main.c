@@ -27,7 +27,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: loomd [--listen ADDR:PORT] [--socket PATH] [--state-dir DIR]\n"
             "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
-            "             [--executor local|none] [--queue-policy P] [--placement P]\n"
+            "             [--executor local|slurm|none] [--slurm-partition P]\n"
+            "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
@@ -40,8 +41,10 @@ static void usage(FILE *f)
             "  --durability MODE    normal: an acknowledged job survives a crash of loomd;\n"
             "                       full: also power loss (fsync per commit). Default normal.\n"
             "  --log-level L        debug, info, warn, error, off (default info)\n"
-            "  --executor E         local: run jobs on this machine (default); none: only\n"
-            "                       queue them\n"
+            "  --executor E         local: run jobs on this machine (default); slurm: place\n"
+            "                       them on the Slurm partition's nodes and run them with\n"
+            "                       sbatch (docs/slurm.md); none: only queue them\n"
+            "  --slurm-partition P  the Slurm partition (default: Slurm's default)\n"
             "  --queue-policy P     fifo, sjf, priority, tiresias (default fifo)\n"
             "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
             "                       fgd, fgd-cpu (default firstfit)\n"
@@ -88,6 +91,7 @@ typedef struct opts {
     const char *state_dir;
     loom_durability_t durability;
     const char *executor;
+    const char *slurm_partition;
     const char *queue_policy, *placement;
     json_t *nodes; /* from --node, or NULL */
     int64_t vgpus;
@@ -110,6 +114,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"node", required_argument, NULL, 'N'},      {"gpus", required_argument, NULL, 'G'},
         {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
         {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
+        {"slurm-partition", required_argument, NULL, 'p'},
         {"timeslice", required_argument, NULL, 'q'}, {"pack-check", no_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
@@ -138,14 +143,17 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             break;
         }
         case 'E':
-            if (strcmp(optarg, "local") != 0 && strcmp(optarg, "none") != 0) {
-                fprintf(stderr, "loomd: --executor '%s': expected local or none\n", optarg);
+            if (strcmp(optarg, "local") != 0 && strcmp(optarg, "slurm") != 0 &&
+                strcmp(optarg, "none") != 0) {
+                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n",
+                        optarg);
                 *exit_code = 2;
                 return -1;
             }
             o->executor = optarg;
             break;
         case 'Q': o->queue_policy = optarg; break;
+        case 'p': o->slurm_partition = optarg; break;
         case 'k': o->pack_check = true; break;
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
@@ -268,8 +276,15 @@ int main(int argc, char **argv)
         .started_mono_ns = loom_time_mono_ns(),
     };
     loomd_runner_t *runner = NULL;
-    if (strcmp(o.executor, "local") == 0) {
-        if (!o.nodes) {
+    if (strcmp(o.executor, "slurm") == 0 && o.nodes) {
+        fprintf(stderr, "loomd: --node: the Slurm executor mirrors the partition's nodes; "
+                        "--node applies to --executor local only\n");
+        loom_store_close(store);
+        json_decref(o.nodes);
+        return 2;
+    }
+    if (strcmp(o.executor, "none") != 0) {
+        if (!o.nodes && strcmp(o.executor, "local") == 0) {
             o.nodes = json_array();
             json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
                                                               o.gpu_memory));
@@ -283,7 +298,9 @@ int main(int argc, char **argv)
                                       .seed = (uint64_t)o.seed,
                                       .timeslice_ns = o.timeslice_ns,
                                       .pack_check = o.pack_check,
-                                      .nodes = o.nodes};
+                                      .nodes = o.nodes,
+                                      .executor = o.executor,
+                                      .slurm_partition = o.slurm_partition};
         if (loomd_runner_start(store, &rcfg, &runner, &err)) {
             fprintf(stderr, "loomd: %s\n", err.msg);
             loom_store_close(store);

@@ -124,8 +124,9 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
     q->cpu_milli = j->cpus * 1000;
     q->mem_mib = (int64_t)((j->memory_bytes + (1u << 20) - 1) >> 20);
     if (j->gpu_share_milli > 0 && j->gpus <= 1) {
+        /* Slurm has no fractional GPU: a share holds a whole one there. */
         q->num_gpus = 1;
-        q->gpu_milli = (int32_t)j->gpu_share_milli;
+        q->gpu_milli = r->slurm ? LOOM_SCHED_MILLI : (int32_t)j->gpu_share_milli;
     } else if (j->gpus > 0) {
         q->num_gpus = (int)j->gpus;
         q->gpu_milli = LOOM_SCHED_MILLI;
@@ -175,9 +176,16 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
         json_array_append_new(gpus, json_integer(a->alloc.gpus[g]));
     json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", r->cluster.nodes[a->alloc.node].name,
                           "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli,
-                          "executor", "local", "suspended", a->suspended);
+                          "executor", r->ops->name, "suspended", a->suspended);
     if (a->gandiva[0])
         json_object_set_new(o, "gandiva", json_string(a->gandiva));
+    if (a->h.ext_id[0]) {
+        json_object_set_new(o, "slurm_job_id", json_string(a->h.ext_id));
+        json_object_set_new(o, "slurm_state", json_string(a->h.ext_state));
+        json_object_set_new(o, "slurm_reason", json_string(a->h.ext_reason));
+        json_object_set_new(o, "stdout", json_string(a->h.stdout_path));
+        json_object_set_new(o, "stderr", json_string(a->h.stderr_path));
+    }
     if (a->h.shepherd_pid > 0) {
         json_object_set_new(o, "shepherd_pid", json_integer(a->h.shepherd_pid));
         json_object_set_new(o, "shepherd_start", json_integer((json_int_t)a->h.shepherd_start));
@@ -250,8 +258,66 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
     release(r, i);
 }
 
+/* Gives a job that never ran back to the queue. */
+static void requeue(loomd_runner_t *r, size_t i, const char *why)
+{
+    loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)r->active[i].id, why);
+    loomd__store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
+    release(r, i);
+}
+
+/* Slurm: re-reads the partition's nodes. A node that is down, drained or
+ * gone takes no new placement; its running jobs are left to Slurm (which
+ * ends them with NODE_FAIL), and the jobs Slurm has not started there yet
+ * are cancelled in Slurm and queued again in loom. A node that returns
+ * takes placements again. */
+static void refresh_nodes(loomd_runner_t *r)
+{
+    if (!r->slurm || loom_time_mono_ns() < r->next_refresh_ns)
+        return;
+    r->next_refresh_ns = loom_time_mono_ns() + r->refresh_ns;
+    json_t *nodes = NULL;
+    loom_err_t err;
+    if (loom_exec_slurm_nodes(r->slurm, &nodes, &err) != LOOM_OK) {
+        loom_log_warn("runner.nodes_unreadable", "error=\"%s\"", err.msg);
+        return;
+    }
+    for (size_t k = 0; k < r->cluster.nnodes; k++) {
+        bool down = true;
+        const char *state = "gone";
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n)
+        {
+            if (strcmp(json_string_value(json_object_get(n, "name")), r->cluster.nodes[k].name) ==
+                0) {
+                down = !json_is_true(json_object_get(n, "available"));
+                state = json_string_value(json_object_get(n, "state"));
+            }
+        }
+        loom_log_debug("runner.node_state", "node=%s state=%s", r->cluster.nodes[k].name, state);
+        if (down != r->down[k])
+            loom_log_info(down ? "node unavailable" : "node available", "node=%s state=%s",
+                          r->cluster.nodes[k].name, state);
+        r->down[k] = down;
+        if (!down)
+            continue;
+        for (size_t a = 0; a < r->nactive; a++) {
+            active_t *x = &r->active[a];
+            if (x->alloc.node == (int)k && !x->requeue && !x->cancel_sent &&
+                strcmp(x->h.ext_state, "PENDING") == 0) {
+                x->requeue = true;
+                r->ops->cancel(r->exec, &x->h, NULL);
+            }
+        }
+    }
+    json_decref(nodes);
+}
+
 static void poll_running(loomd_runner_t *r)
 {
+    if (r->slurm && r->nactive > 0) /* one squeue for all, not one scontrol per job */
+        loom_exec_slurm_sync(r->slurm, NULL);
     for (size_t i = 0; i < r->nactive;) {
         active_t *a = &r->active[i];
         loom_err_t err;
@@ -259,18 +325,32 @@ static void poll_running(loomd_runner_t *r)
             loom_job_t j;
             if (loom_store_get(r->store, a->id, &j, &err) == LOOM_OK) {
                 if (j.state == LOOM_JOB_CANCELLED) {
-                    loom_exec_local_cancel(r->exec, &a->h, &err);
+                    r->ops->cancel(r->exec, &a->h, &err);
                     a->cancel_sent = true;
                 }
                 loom_job_free(&j);
             }
         }
         loom_exec_outcome_t o;
-        int rc = loom_exec_local_poll(r->exec, &a->h, &o, &err);
-        if (rc == 1)
+        char seen[sizeof a->h.ext_state + sizeof a->h.ext_reason];
+        snprintf(seen, sizeof seen, "%s|%s", a->h.ext_state, a->h.ext_reason);
+        int rc = r->ops->poll(r->exec, &a->h, &o, &err);
+        if (rc == 1 && a->requeue) {
+            requeue(r, i, "requeued: its node went down before Slurm started it");
+            continue;
+        }
+        if (rc == 1) {
             finish(r, i, &o); /* a[i] now holds another job: do not advance */
-        else
-            i++;
+            continue;
+        }
+        char now[sizeof seen];
+        snprintf(now, sizeof now, "%s|%s", a->h.ext_state, a->h.ext_reason);
+        if (strcmp(seen, now) != 0) { /* Slurm's state or reason changed: keep it on the job */
+            json_t *run = loomd__run_json(r, a);
+            loomd__store_run(r, a->id, LOOM_JOB_RUNNING, -1, NULL, run, NULL);
+            json_decref(run);
+        }
+        i++;
     }
 }
 
@@ -291,6 +371,8 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
     a->id = j->id;
     a->held = true;
     a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+    char tag[48];
+    snprintf(tag, sizeof tag, "loom:%lld", (long long)j->id);
     char reason[160];
     snprintf(reason, sizeof reason, "placed on %s by %s", r->cluster.nodes[place->node].name,
              r->place_name);
@@ -320,8 +402,10 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
                           .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI
                                                  ? place->req.gpu_milli
                                                  : 0,
-                          .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S};
-    if (loom_exec_local_start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
+                          .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S,
+                          .node = r->cluster.nodes[place->node].name,
+                          .tag = tag};
+    if (r->ops->start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
         loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)j->id, err.msg);
         loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
         r->failed_to_start++;
@@ -335,8 +419,8 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
                       err.msg);
     json_decref(run);
     r->started++;
-    loom_log_info("job started", "job=%lld node=%s pid=%d", (long long)j->id,
-                  r->cluster.nodes[place->node].name, (int)a->h.shepherd_pid);
+    loom_log_info("job started", "job=%lld node=%s pid=%d slurm_id=%s", (long long)j->id,
+                  r->cluster.nodes[place->node].name, (int)a->h.shepherd_pid, a->h.ext_id);
 }
 
 static void schedule_pending(loomd_runner_t *r)
@@ -365,7 +449,28 @@ static void schedule_pending(loomd_runner_t *r)
                                    .user = j};
         order[i] = &q[i];
     }
-    if (q && order) {
+    /* Nodes that are down show nothing free to the placement policy while
+     * it places (a policy may cache per node: their version changes). */
+    typedef struct saved {
+        int64_t cpu, mem;
+        int32_t gpu[LOOM_SCHED_MAX_GPUS];
+        int64_t gmem[LOOM_SCHED_MAX_GPUS];
+    } saved_t;
+    saved_t *hidden = calloc(r->cluster.nnodes, sizeof *hidden);
+    for (size_t k = 0; hidden && k < r->cluster.nnodes; k++) {
+        loom_sched_node_t *n = &r->cluster.nodes[k];
+        if (!r->down[k])
+            continue;
+        hidden[k].cpu = n->cpu_free;
+        hidden[k].mem = n->mem_free;
+        memcpy(hidden[k].gpu, n->gpu_free, sizeof n->gpu_free);
+        memcpy(hidden[k].gmem, n->gpu_mem_free, sizeof n->gpu_mem_free);
+        n->cpu_free = n->mem_free = 0;
+        memset(n->gpu_free, 0, sizeof n->gpu_free);
+        memset(n->gpu_mem_free, 0, sizeof n->gpu_mem_free);
+        n->version++;
+    }
+    if (q && order && hidden) {
         loom_sched_queue_order(&r->queue, order, list.n, now);
         for (size_t i = 0; i < list.n; i++) {
             loom_job_t *j = order[i]->user;
@@ -380,12 +485,24 @@ static void schedule_pending(loomd_runner_t *r)
                 continue;
             }
             loom_sched_alloc_t place;
-            if (loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK ||
-                (r->timeslice_ns > 0 && loomd__gandiva_make_room(r, &req) &&
-                 loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK))
+            if ((loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK ||
+                 (r->timeslice_ns > 0 && loomd__gandiva_make_room(r, &req) &&
+                  loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK)) &&
+                !r->down[place.node])
                 start_job(r, j, &place);
         }
     }
+    for (size_t k = 0; hidden && k < r->cluster.nnodes; k++) {
+        loom_sched_node_t *n = &r->cluster.nodes[k];
+        if (!r->down[k])
+            continue;
+        n->cpu_free = hidden[k].cpu;
+        n->mem_free = hidden[k].mem;
+        memcpy(n->gpu_free, hidden[k].gpu, sizeof n->gpu_free);
+        memcpy(n->gpu_mem_free, hidden[k].gmem, sizeof n->gpu_mem_free);
+        n->version++;
+    }
+    free(hidden);
     free(q);
     free(order);
     loom_job_list_free(&list);
@@ -403,6 +520,7 @@ static void *runner_main(void *arg)
         r->wake = false;
         pthread_mutex_unlock(&r->wmu);
         pthread_mutex_lock(&r->mu);
+        refresh_nodes(r);
         poll_running(r);
         if (r->pack_check)
             loomd__gandiva_introspect(r);
@@ -470,6 +588,9 @@ static void recover(loomd_runner_t *r)
         a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
         a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
         a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+        const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
+        if (sid)
+            snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
         if (json_is_true(json_object_get(run, "suspended"))) {
             /* It stays stopped; its place is taken back when it resumes. */
             a->suspended = true;
@@ -478,7 +599,7 @@ static void recover(loomd_runner_t *r)
             a->alloc.req = req;
             a->alloc.ngpus = ngpus;
             memcpy(a->alloc.gpus, gpus, sizeof gpus);
-            if (idx < 0 || loom_exec_local_adopt(r->exec, &a->h, &err) != LOOM_OK) {
+            if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK) {
                 loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
                                  "lost while suspended across a restart", NULL, NULL);
                 r->nactive--;
@@ -487,15 +608,17 @@ static void recover(loomd_runner_t *r)
                    loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
             /* Its node is no longer configured, or the model cannot hold it:
              * stop it rather than over-commit. */
-            loom_exec_local_adopt(r->exec, &a->h, NULL);
-            loom_exec_local_cancel(r->exec, &a->h, NULL);
+            r->ops->adopt(r->exec, &a->h, NULL);
+            r->ops->cancel(r->exec, &a->h, NULL);
             loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
                       "lost its placement across a restart (node no longer configured)", NULL,
                       NULL);
             r->nactive--;
         } else {
             a->held = true;
-            int arc = loom_exec_local_adopt(r->exec, &a->h, &err);
+            int arc = r->ops->adopt(r->exec, &a->h, &err);
+            if (r->slurm && arc == LOOM_ENOTFOUND)
+                arc = LOOM_ESTATE; /* no Slurm job carries its tag: never submitted */
             if (arc == LOOM_ESTATE) {
                 /* Marked RUNNING, but loomd died before starting it: nothing
                  * ran, so it waits again in the queue. */
@@ -508,8 +631,8 @@ static void recover(loomd_runner_t *r)
                 loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
                               (long long)j->id, err.msg);
             else
-                loom_log_info("job adopted", "job=%lld pid=%d", (long long)j->id,
-                              (int)a->h.shepherd_pid);
+                loom_log_info("job adopted", "job=%lld pid=%d slurm_id=%s", (long long)j->id,
+                              (int)a->h.shepherd_pid, a->h.ext_id);
         }
         json_decref(run);
     }
@@ -533,7 +656,59 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
     int rc;
     if ((rc = loom_sched_queue_cfg_parse(r->queue_name, &r->queue, err)) != LOOM_OK)
         goto fail;
-    if ((rc = build_cluster(r, cfg->nodes, err)) != LOOM_OK)
+    const json_t *nodes = cfg->nodes;
+    json_t *slurm_nodes = NULL;
+    if (cfg->executor && strcmp(cfg->executor, "slurm") == 0) {
+        /* The cluster model mirrors the partition's nodes. */
+        loom_exec_slurm_config_t scfg = {.jobs_dir = cfg->jobs_dir,
+                                         .partition = cfg->slurm_partition};
+        if ((rc = loom_exec_slurm_new(&scfg, &r->slurm, err)) != LOOM_OK)
+            goto fail;
+        r->ops = &loom_exec_slurm_ops;
+        r->exec = r->slurm;
+        if ((rc = loom_exec_slurm_nodes(r->slurm, &slurm_nodes, err)) != LOOM_OK) {
+            loom_err_prefix(err, "slurm: cannot read the partition's nodes");
+            goto fail;
+        }
+        size_t i;
+        json_t *n;
+        json_array_foreach(slurm_nodes, i, n)
+        {
+            json_object_set_new(n, "gpu_type", json_string("gpu"));
+        }
+        if (json_array_size(slurm_nodes) == 0) {
+            rc = loom_err_set(err, LOOM_EUNAVAIL, "slurm: partition '%s' has no nodes",
+                              cfg->slurm_partition ? cfg->slurm_partition : "(default)");
+            goto fail;
+        }
+        if (cfg->timeslice_ns > 0 || cfg->pack_check) {
+            json_decref(slurm_nodes);
+            rc = loom_err_set(err, LOOM_EINVAL,
+                              "--timeslice and --pack-check need the local executor (Slurm "
+                              "jobs cannot be stopped and resumed by loomd)");
+            goto fail;
+        }
+        nodes = slurm_nodes;
+        r->refresh_ns = cfg->node_refresh_ns > 0 ? cfg->node_refresh_ns : 5 * LOOM_NS_PER_S;
+    } else if (cfg->executor && strcmp(cfg->executor, "local") != 0) {
+        rc = loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
+                          cfg->executor);
+        goto fail;
+    } else {
+        loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
+                                   .use_cgroup = true};
+        if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
+            goto fail;
+        r->ops = &loom_exec_local_ops;
+        r->exec = r->local;
+    }
+    rc = build_cluster(r, nodes, err);
+    if (rc == LOOM_OK && !(r->down = calloc(r->cluster.nnodes + 1, sizeof *r->down)))
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < r->cluster.nnodes; k++)
+        r->down[k] = !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available"));
+    json_decref(slurm_nodes);
+    if (rc != LOOM_OK)
         goto fail_cluster;
     loom_sched_placer_opts_t popts = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST};
     loom_sched_workload_t w = {0};
@@ -549,14 +724,12 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
     loom_sched_workload_free(&w);
     if (rc != LOOM_OK)
         goto fail_cluster;
-    loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
-                               .use_cgroup = true};
-    if ((rc = loom_exec_local_new(&ecfg, &r->exec, err)) != LOOM_OK)
-        goto fail_placer;
-    const char *note = NULL;
-    loom_exec_local_cgroup(r->exec, &note);
-    loom_log_info("runner ready", "queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
-                  r->queue_name, r->place_name, r->cluster.nnodes,
+    const char *note = "limits enforced by Slurm";
+    if (r->local)
+        loom_exec_local_cgroup(r->local, &note);
+    loom_log_info("runner ready",
+                  "executor=%s queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
+                  r->ops->name, r->queue_name, r->place_name, r->cluster.nnodes,
                   (long long)(r->cluster.gpu_milli_total / 1000), note ? note : "");
     r->since_ns = r->last_account_ns = loom_time_mono_ns();
     recover(r);
@@ -579,14 +752,15 @@ fail_exec:
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->wmu);
     pthread_cond_destroy(&r->cv);
-    loom_exec_local_free(r->exec);
-fail_placer:
     loom_sched_placer_free(r->placer);
 fail_cluster:
     loom_sched_cluster_free(&r->cluster);
     if (r->empty.nodes)
         loom_sched_cluster_free(&r->empty);
 fail:
+    loom_exec_local_free(r->local);
+    loom_exec_slurm_free(r->slurm);
+    free(r->down);
     free(r->active);
     free(r);
     return rc;
@@ -615,7 +789,9 @@ void loomd_runner_stop(loomd_runner_t *r)
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->wmu);
     pthread_cond_destroy(&r->cv);
-    loom_exec_local_free(r->exec);
+    loom_exec_local_free(r->local);
+    loom_exec_slurm_free(r->slurm);
+    free(r->down);
     loom_sched_placer_free(r->placer);
     loom_sched_cluster_free(&r->cluster);
     loom_sched_cluster_free(&r->empty);
@@ -646,6 +822,7 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
                            n->ngpus, "gpu_type",
                            n->gpu_type >= 0 ? r->cluster.types[n->gpu_type] : NULL, "gpus", gpus,
                            "jobs", jobs));
+        json_object_set_new(json_array_get(arr, i), "available", json_boolean(!r->down[i]));
     }
     pthread_mutex_unlock(&r->mu);
     return arr;

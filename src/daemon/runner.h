@@ -19,12 +19,15 @@ typedef struct loomd_runner_config {
     int64_t grace_ns;         /* TERM -> KILL; 0: 10 s */
     int64_t tick_ns;          /* poll interval; 0: 100 ms */
     uint64_t seed;            /* random placement and ties */
-    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off */
-    bool pack_check;          /* Gandiva packing introspection */
-    const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed */
+    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off (local executor only) */
+    bool pack_check;          /* Gandiva packing introspection (local executor only) */
+    const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed; local only */
+    const char *executor;     /* "local" (default) or "slurm" (docs/slurm.md) */
+    const char *slurm_partition; /* slurm: NULL = the default partition */
+    int64_t node_refresh_ns;  /* slurm: how often the partition's nodes are re-read; 0: 5 s */
 } loomd_runner_config_t;
 
-/* Builds the cluster model, adopts the jobs the store says are RUNNING, and
+/* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are RUNNING, and
  * starts the runner thread. */
 int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
                        loomd_runner_t **out, loom_err_t *err);

@@ -13,6 +13,7 @@ typedef struct active {
     loom_sched_alloc_t alloc;
     loom_exec_handle_t h;
     bool cancel_sent;
+    bool requeue;        /* slurm: cancelled because its node went down before it started */
     bool held;           /* its allocation is in the model (false while suspended) */
     bool suspended;      /* stopped by time-slicing or by packing introspection */
     bool no_pack;        /* introspection found packing hurts: resume it only alone */
@@ -34,7 +35,12 @@ typedef struct active {
 
 struct loomd_runner {
     loom_store_t *store;
-    loom_exec_local_t *exec;
+    const loom_exec_ops_t *ops; /* the executor: local or Slurm */
+    void *exec;                 /* its self */
+    loom_exec_local_t *local;   /* when local (time-slicing needs it) */
+    loom_exec_slurm_t *slurm;   /* when Slurm */
+    bool *down;                 /* per node: unavailable for placement (Slurm: down, drained) */
+    int64_t refresh_ns, next_refresh_ns;
     loom_sched_cluster_t cluster, empty;
     loom_sched_placer_t *placer;
     loom_sched_queue_cfg_t queue;

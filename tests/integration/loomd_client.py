@@ -183,7 +183,10 @@ class Loomd:
     """A loomd process in its own temporary state directory, TCP on a free
     port (127.0.0.1:0) and the Unix socket. Use as a context manager."""
 
-    def __init__(self, state_dir=None, durability="normal", extra_args=()):
+    def __init__(self, state_dir=None, durability="normal", extra_args=(), wrapper=()):
+        """wrapper: a command that execs loomd (same PID), e.g. nsenter into
+        a network namespace."""
+        self.wrapper = list(wrapper)
         self.own_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="loom-it-")
         self.durability = durability
@@ -208,7 +211,7 @@ class Loomd:
         exe = os.path.join(build_dir(), "loomd")
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [exe, "--listen", "127.0.0.1:0", "--state-dir", self.state_dir,
+            self.wrapper + [exe, "--listen", "127.0.0.1:0", "--state-dir", self.state_dir,
              "--durability", self.durability, "--log-level", "warn"] + self.extra_args,
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout

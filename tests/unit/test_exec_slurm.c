@@ -171,6 +171,68 @@ static void yaml_job_on_slurm(void **state)
     loom_buf_free(&b);
 }
 
+/* One squeue per step: poll answers waiting and running jobs from the
+ * snapshot, and still finds the end (and exit code) of a job that ended. */
+static void sync_snapshot(void **state)
+{
+    loom_exec_job_t job = {.id = 6, .name = "snap", .tag = "loom:6", .script = "sleep 300\n"};
+    loom_exec_handle_t h;
+    loom_err_t err;
+    assert_int_equal(loom_exec_slurm_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t o;
+    if (loom_exec_slurm_sync(x, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(loom_exec_slurm_poll(x, &h, &o, &err), 0);
+    assert_true(strcmp(h.ext_state, "PENDING") == 0 || strcmp(h.ext_state, "RUNNING") == 0);
+    assert_int_equal(loom_exec_slurm_cancel(x, &h, &err), LOOM_OK);
+    int rc;
+    do {
+        usleep(100000);
+        assert_int_equal(loom_exec_slurm_sync(x, &err), LOOM_OK);
+    } while ((rc = loom_exec_slurm_poll(x, &h, &o, &err)) == 0);
+    assert_int_equal(rc, 1);
+    assert_int_equal(o.end, LOOM_EXEC_CANCELLED);
+    /* A Slurm id nobody knows: not in the snapshot, scontrol and sacct do
+     * not know it either. */
+    loom_exec_handle_t ghost = {.job_id = 7};
+    snprintf(ghost.ext_id, sizeof ghost.ext_id, "987654");
+    assert_int_equal(loom_exec_slurm_poll(x, &ghost, &o, &err), 1);
+    assert_int_equal(o.end, LOOM_EXEC_FAILED);
+    assert_non_null(strstr(o.reason, "lost: Slurm no longer knows job 987654"));
+}
+
+static bool node_available(const char *name)
+{
+    json_t *nodes = NULL;
+    loom_err_t err;
+    if (loom_exec_slurm_nodes(x, &nodes, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    bool avail = false;
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        if (strcmp(json_string_value(json_object_get(n, "name")), name) == 0)
+            avail = json_is_true(json_object_get(n, "available"));
+    }
+    json_decref(nodes);
+    return avail;
+}
+
+/* What loomd's model follows: a drained node is unavailable, and available
+ * again once resumed. */
+static void node_states(void **state)
+{
+    assert_true(node_available("loom1"));
+    assert_int_equal(system("scontrol update nodename=loom1 state=drain reason=unit-test"), 0);
+    assert_false(node_available("loom1"));
+    assert_int_equal(system("scontrol update nodename=loom1 state=resume"), 0);
+    assert_true(node_available("loom1"));
+    /* DOWN is covered by tests/integration/test_slurm_loomd.py: this
+     * cluster (ReturnToService=2) returns a DOWN node to service as soon as
+     * its slurmd answers. */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +242,8 @@ int main(void)
         cmocka_unit_test(refusal_names_slurms_reason),
         cmocka_unit_test(cancel_and_adopt_by_tag),
         cmocka_unit_test(yaml_job_on_slurm),
+        cmocka_unit_test(sync_snapshot),
+        cmocka_unit_test(node_states),
     };
     return cmocka_run_group_tests(tests, cluster_up, cluster_down);
 }
