@@ -552,91 +552,123 @@ static void *runner_main(void *arg)
 }
 
 /* Rebuilds the model from the jobs the store says run, and adopts them. */
-static void recover(loomd_runner_t *r)
+/* Puts one job the store shows RUNNING (or CANCELLED while it ran) back
+ * into the model and adopts its process. */
+static void recover_one(loomd_runner_t *r, loom_job_t *j)
 {
-    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_RUNNING, .limit = 10000};
-    loom_job_list_t list;
     loom_err_t err;
-    if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
-        loom_log_error("runner.recover_failed", "error=\"%s\"", err.msg);
+    json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
+    const char *node = json_string_value(json_object_get(run, "node"));
+    int idx = -1;
+    for (size_t k = 0; node && k < r->cluster.nnodes; k++)
+        if (strcmp(r->cluster.nodes[k].name, node) == 0)
+            idx = (int)k;
+    loom_sched_req_t req;
+    job_req(r, j, &req);
+    uint8_t gpus[LOOM_SCHED_MAX_GPUS];
+    int ngpus = 0;
+    json_t *g;
+    size_t gi;
+    json_array_foreach(json_object_get(run, "gpus"), gi, g)
+    {
+        if (ngpus < LOOM_SCHED_MAX_GPUS)
+            gpus[ngpus++] = (uint8_t)json_integer_value(g);
+    }
+    active_t *a = add_active(r);
+    if (!a) {
+        json_decref(run);
         return;
     }
-    for (size_t i = 0; i < list.n; i++) {
-        loom_job_t *j = &list.jobs[i];
-        json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
-        const char *node = json_string_value(json_object_get(run, "node"));
-        int idx = -1;
-        for (size_t k = 0; node && k < r->cluster.nnodes; k++)
-            if (strcmp(r->cluster.nodes[k].name, node) == 0)
-                idx = (int)k;
-        loom_sched_req_t req;
-        job_req(r, j, &req);
-        uint8_t gpus[LOOM_SCHED_MAX_GPUS];
-        int ngpus = 0;
-        json_t *g;
-        size_t gi;
-        json_array_foreach(json_object_get(run, "gpus"), gi, g)
-        {
-            if (ngpus < LOOM_SCHED_MAX_GPUS)
-                gpus[ngpus++] = (uint8_t)json_integer_value(g);
-        }
-        active_t *a = add_active(r);
-        if (!a)
-            break;
-        a->id = j->id;
-        a->h.job_id = j->id;
-        a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
-        a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
-        a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
-        const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
-        if (sid)
-            snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
-        if (json_is_true(json_object_get(run, "suspended"))) {
-            /* It stays stopped; its place is taken back when it resumes. */
-            a->suspended = true;
-            a->suspended_ns = a->resumed_ns;
-            a->alloc.node = idx < 0 ? 0 : idx;
-            a->alloc.req = req;
-            a->alloc.ngpus = ngpus;
-            memcpy(a->alloc.gpus, gpus, sizeof gpus);
-            if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK) {
-                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
-                                 "lost while suspended across a restart", NULL, NULL);
-                r->nactive--;
-            }
-        } else if (idx < 0 ||
-                   loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
-            /* Its node is no longer configured, or the model cannot hold it:
-             * stop it rather than over-commit. */
-            r->ops->adopt(r->exec, &a->h, NULL);
-            r->ops->cancel(r->exec, &a->h, NULL);
+    a->id = j->id;
+    a->h.job_id = j->id;
+    a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
+    a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
+    a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+    const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
+    if (sid)
+        snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
+    if (json_is_true(json_object_get(run, "suspended"))) {
+        /* It stays stopped; its place is taken back when it resumes. */
+        a->suspended = true;
+        a->suspended_ns = a->resumed_ns;
+        a->alloc.node = idx < 0 ? 0 : idx;
+        a->alloc.req = req;
+        a->alloc.ngpus = ngpus;
+        memcpy(a->alloc.gpus, gpus, sizeof gpus);
+        if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK) {
             loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
-                      "lost its placement across a restart (node no longer configured)", NULL,
-                      NULL);
+                             "lost while suspended across a restart", NULL, NULL);
             r->nactive--;
-        } else {
-            a->held = true;
-            int arc = r->ops->adopt(r->exec, &a->h, &err);
-            if (r->slurm && arc == LOOM_ENOTFOUND)
-                arc = LOOM_ESTATE; /* no Slurm job carries its tag: never submitted */
-            if (arc == LOOM_ESTATE) {
-                /* Marked RUNNING, but loomd died before starting it: nothing
-                 * ran, so it waits again in the queue. */
-                loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
-                              err.msg);
-                loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
-                          "requeued: loomd stopped before the job started", NULL, NULL);
-                release(r, r->nactive - 1);
-            } else if (arc != LOOM_OK)
-                loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
-                              (long long)j->id, err.msg);
-            else
-                loom_log_info("job adopted", "job=%lld pid=%d slurm_id=%s", (long long)j->id,
-                              (int)a->h.shepherd_pid, a->h.ext_id);
         }
-        json_decref(run);
+    } else if (idx < 0 ||
+               loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
+        /* Its node is no longer configured, or the model cannot hold it:
+         * stop it rather than over-commit. */
+        r->ops->adopt(r->exec, &a->h, NULL);
+        r->ops->cancel(r->exec, &a->h, NULL);
+        loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
+                  "lost its placement across a restart (node no longer configured)", NULL,
+                  NULL);
+        r->nactive--;
+    } else {
+        a->held = true;
+        int arc = r->ops->adopt(r->exec, &a->h, &err);
+        if (r->slurm && arc == LOOM_ENOTFOUND)
+            arc = LOOM_ESTATE; /* no Slurm job carries its tag: never submitted */
+        if (arc == LOOM_ESTATE) {
+            /* Marked RUNNING, but loomd died before starting it: nothing
+             * ran, so it waits again in the queue. */
+            loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
+                          err.msg);
+            loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
+                      "requeued: loomd stopped before the job started", NULL, NULL);
+            release(r, r->nactive - 1);
+        } else if (arc != LOOM_OK)
+            loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
+                          (long long)j->id, err.msg);
+        else
+            loom_log_info("job adopted", "job=%lld pid=%d slurm_id=%s", (long long)j->id,
+                          (int)a->h.shepherd_pid, a->h.ext_id);
     }
-    loom_job_list_free(&list);
+    json_decref(run);
+}
+
+/* A job cancelled while it ran whose end was never recorded (loomd died
+ * before its process was stopped): its process may still run. */
+static bool cancelled_unfinished(const loom_job_t *j)
+{
+    json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
+    bool started = json_integer_value(json_object_get(run, "shepherd_pid")) > 0 ||
+                   json_is_string(json_object_get(run, "slurm_job_id"));
+    bool ended = json_object_get(run, "outcome") != NULL;
+    json_decref(run);
+    return started && !ended;
+}
+
+/* Rebuilds the model from the jobs whose processes may run, and adopts
+ * them: every RUNNING job, and CANCELLED ones whose end was not recorded
+ * (the next step sees them cancelled and stops them). */
+static void recover(loomd_runner_t *r)
+{
+    static const int states[] = {LOOM_JOB_RUNNING, LOOM_JOB_CANCELLED};
+    for (size_t s = 0; s < 2; s++) {
+        loom_store_filter_t f = {.state_mask = 1u << states[s], .limit = 1000};
+        for (;;) {
+            loom_job_list_t list;
+            loom_err_t err;
+            if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
+                loom_log_error("runner.recover_failed", "error=\"%s\"", err.msg);
+                return;
+            }
+            for (size_t i = 0; i < list.n; i++)
+                if (states[s] == LOOM_JOB_RUNNING || cancelled_unfinished(&list.jobs[i]))
+                    recover_one(r, &list.jobs[i]);
+            f.after_id = list.next_after_id;
+            loom_job_list_free(&list);
+            if (!f.after_id)
+                break;
+        }
+    }
 }
 
 static void wake_hook(void *ctx) { loomd_runner_wake(ctx); }
