@@ -184,6 +184,9 @@ enum {
     LOOM_STORE_MORE = 1u << 0
 };
 #define LOOM_STORE_LINGER_US 500
+/* Commit delay: when the previous transaction held several writers, the
+ * committer waits up to this long for as many to queue again. */
+#define LOOM_STORE_COMMIT_DELAY_US 150
 
 /* Queue a submission. Returns LOOM_OK when queued (done will be called
  * exactly once), or an error without calling done: LOOM_EINVAL (spec

@@ -592,6 +592,21 @@ static void *committer_main(void *arg)
             while (s->tail->more && !s->closing && s->queued < max_group &&
                    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
             }
+        } else if (s->stats.last_group > 1 && s->queued < s->stats.last_group && !s->closing) {
+            /* The last transaction had concurrent writers: wait a moment
+             * (at most LOOM_STORE_COMMIT_DELAY_US) for as many to join this
+             * one, so that they share its WAL write instead of each paying
+             * for their own. */
+            struct timespec deadline;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_nsec += LOOM_STORE_COMMIT_DELAY_US * 1000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            while (!s->closing && s->queued < s->stats.last_group &&
+                   pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
+            }
         }
         op_t *group = s->head, *last = group;
         size_t n = 1;
