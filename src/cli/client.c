@@ -1,4 +1,5 @@
 /* Shared by the loom commands that talk to loomd; see client.h. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,4 +149,34 @@ const char *loom_cli_fmt_time(const json_t *t, char *out)
         return strcpy(out, "-");
     snprintf(out, 32, "%.10s %.8s", s, s + 11);
     return out;
+}
+
+int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
+                         const char *method, bool *as_json, json_t **result, char *url,
+                         size_t urllen)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    *as_json = false;
+    *result = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': *as_json = true; break;
+        case 'h': usage(stdout); return LOOM_EXIT_OK;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "loom %s: unexpected argument '%s'\n", cmd, argv[optind]);
+        return LOOM_EXIT_USAGE;
+    }
+    loom_cli_conn_t conn;
+    int rc = loom_cli_connect(cmd, &conn);
+    if (rc)
+        return rc;
+    snprintf(url, urllen, "%s", conn.url);
+    rc = loom_cli_call(cmd, &conn, method, NULL, LOOM_RPC_CALL_RETRY, result);
+    loom_cli_disconnect(&conn);
+    return rc;
 }

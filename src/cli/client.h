@@ -30,6 +30,13 @@ int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc
 
 /* Prints a JSON value, indented, with a newline. */
 void loom_cli_print_json(const json_t *v);
+/* The whole of a command that takes only [--json] and calls one method
+ * without params: parses the options (--help prints usage and returns 0
+ * with *result NULL), connects, calls. On success *result is the method's
+ * result (json_decref it) and url holds loomd's address. */
+int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
+                         const char *method, bool *as_json, json_t **result, char *url,
+                         size_t urllen);
 
 /* Table cells. out must hold 32 bytes. */
 const char *loom_cli_fmt_size(json_int_t bytes, char *out);        /* "16GiB" or "-" */

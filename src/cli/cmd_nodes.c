@@ -14,29 +14,12 @@ static void usage(FILE *f)
 
 int loom_cmd_nodes(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    bool as_json = false;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = true; break;
-        case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "loom nodes: unexpected argument '%s'\n", argv[optind]);
-        return LOOM_EXIT_USAGE;
-    }
-    loom_cli_conn_t conn;
-    int rc = loom_cli_connect("nodes", &conn);
-    if (rc)
-        return rc;
-    json_t *r = NULL;
-    rc = loom_cli_call("nodes", &conn, "node.list", NULL, LOOM_RPC_CALL_RETRY, &r);
-    loom_cli_disconnect(&conn);
-    if (rc)
+    bool as_json;
+    json_t *r;
+    char url[4200];
+    int rc = loom_cli_simple_call(argc, argv, "nodes", usage, "node.list", &as_json, &r, url,
+                                  sizeof url);
+    if (rc || !r)
         return rc;
     if (as_json) {
         loom_cli_print_json(r);
