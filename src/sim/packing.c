@@ -69,16 +69,7 @@ int loom_sim_packing(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     loom_sched_cluster_reset(&c);
     const loom_sched_workload_t *wl = o->workload;
     if (!wl) {
-        loom_sched_req_t *reqs = malloc(t->n * sizeof *reqs);
-        if (!reqs) {
-            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < t->n; i++)
-            reqs[i] = t->tasks[i].req;
-        rc = loom_sched_workload_learn(reqs, t->n, 0.95, &learned, err);
-        free(reqs);
-        if (rc)
+        if ((rc = loom_sim_trace_workload(t, &learned, err)))
             goto out;
         wl = &learned;
     }

@@ -570,3 +570,16 @@ void loom_sim_trace_free(loom_sim_trace_t *t)
     free(t->tasks);
     memset(t, 0, sizeof *t);
 }
+
+int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *out,
+                            loom_err_t *err)
+{
+    loom_sched_req_t *reqs = malloc((t->n ? t->n : 1) * sizeof *reqs);
+    if (!reqs)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->n; i++)
+        reqs[i] = t->tasks[i].req;
+    int rc = loom_sched_workload_learn(reqs, t->n, 0.95, out, err);
+    free(reqs);
+    return rc;
+}
