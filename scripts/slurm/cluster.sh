@@ -20,6 +20,7 @@ dir=${2:?usage: cluster.sh up|down DIR [NODES] [GPUS_PER_NODE]}
 nodes=${3:-1}
 gpus=${4:-4}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/conf-common.sh"
 
 down() {
   for f in "$dir"/run/*.pid; do
@@ -59,31 +60,10 @@ ClusterName=loomtest
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=${SLURM_CTLD_PORT:-6817}
 SlurmdPort=${SLURM_SLURMD_PORT:-6818}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/state/slurmd-%n
-SlurmctldPidFile=$dir/run/slurmctld.pid.slurm
-SlurmdPidFile=$dir/run/slurmd-%n.pid.slurm
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=100
-MailProg=/bin/true
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc=$dir/log/jobcomp.log
-JobAcctGatherType=jobacct_gather/none
 ReturnToService=2
-SlurmdTimeout=30
 MinJobAge=600
-GresTypes=gpu
 CONF
+  slurm_conf_common "$dir"
   for i in $(seq 1 "$nodes"); do
     echo "NodeName=loom$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(( ${SLURM_SLURMD_PORT:-6818} + i - 1 )) CPUs=$cpus RealMemory=$mem Gres=gpu:$gpus State=UNKNOWN"
   done

@@ -35,6 +35,7 @@ cmd=${1:?usage: netns-cluster.sh up|exec|down DIR ...}
 dir=${2:?usage: netns-cluster.sh up|exec|down DIR ...}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/conf-common.sh"
 gpus_of=(0 4 4 8)
 nodes=3
 
@@ -116,33 +117,12 @@ ClusterName=loomnet
 SlurmctldHost=localhost(10.77.0.1)
 SlurmctldPort=6817
 SlurmdPort=6818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/state/slurmd-%n
-SlurmctldPidFile=$dir/run/slurmctld.pid.slurm
-SlurmdPidFile=$dir/run/slurmd-%n.pid.slurm
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd-%n.log
 SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=100
-MailProg=/bin/true
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc=$dir/log/jobcomp.log
-JobAcctGatherType=jobacct_gather/none
 ReturnToService=1
-SlurmdTimeout=30
 MinJobAge=900
 EnforcePartLimits=ALL
-GresTypes=gpu
 CONF
+  slurm_conf_common "$dir"
   for i in $(seq 1 $nodes); do
     echo "NodeName=loom$i NodeHostname=localhost NodeAddr=10.77.0.1$i Port=6818 CPUs=8 RealMemory=16384 Gres=gpu:${gpus_of[$i]} State=UNKNOWN"
   done
