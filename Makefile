@@ -26,13 +26,13 @@ deps:
 deps-test:
 	@scripts/deps.sh test
 
-$(BUILD)/CMakeCache.txt:
+$(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-$(TEST_BUILD)/CMakeCache.txt:
+$(TEST_BUILD)/CMakeCache.txt: | deps-test
 	cmake -S . -B $(TEST_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=ON -DLOOM_FUZZ=ON \
 	      -DLOOM_PLAIN_BUILD_DIR=$(abspath $(BUILD))
 
