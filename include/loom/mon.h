@@ -441,6 +441,53 @@ typedef struct loom_mon_proc {
  * during the scan are skipped. */
 int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out, loom_err_t *err);
 
+/* The incremental process-tree reader: a tree read many times a second (a
+ * profiler's tick, a job's usage). loom_mon_proc_read(tree) walks all of
+ * /proc on every call; the tree reader instead
+ * - keeps /proc/PID/stat (and with details status and io) of every member
+ *   open: a reading is one pread per file and member, no allocation;
+ * - looks for new members only when a pid has been allocated since it last
+ *   looked (the last field of /proc/loadavg, one pread per reading), and
+ *   then opens only the processes whose pid was allocated since: a walk of
+ *   the /proc directory that opens nothing else;
+ * - walks all of /proc every rescan_ns, as a safety net (pid wrap-around,
+ *   a fork seen half-done).
+ * Membership: the root, and every process whose parent is a member when it
+ * is found. A member stays one until it is reaped (a re-parented orphan
+ * keeps being counted). */
+typedef struct loom_mon_tree loom_mon_tree_t;
+
+typedef struct loom_mon_tree_opts {
+    int64_t rescan_ns;   /* full walk of /proc at least this often; 0: 10 s; < 0: never */
+    int64_t discover_ns; /* at most one look for new pids per this period; 0: at every reading */
+    bool details;        /* also read status (context switches) and io of each member */
+} loom_mon_tree_opts_t;
+
+typedef struct loom_mon_tree_stats {
+    uint64_t readings;
+    uint64_t looks;      /* walks of /proc limited to new pids */
+    uint64_t full_scans; /* walks that probed every pid (the first, and each rescan) */
+    uint64_t probes;     /* /proc/PID/stat files opened to test for membership */
+    uint64_t members;    /* processes ever tracked, the root included */
+} loom_mon_tree_stats_t;
+
+/* opts may be NULL. The tree borrows m (for its /proc root). LOOM_ENOTFOUND
+ * if root does not exist, LOOM_EINVAL for root <= 0. */
+int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,
+                       const loom_mon_tree_opts_t *opts, loom_err_t *err);
+/* Reads every member; fills out as loom_mon_proc_read(m, root, true) does,
+ * except that user_seconds and system_seconds are the tree's cumulative CPU:
+ * the members' own and that of the children they have reaped (cutime,
+ * cstime), plus the last reading of members that ended without a member to
+ * reap them; it never goes back. n_processes counts the members read now
+ * (zombies too; 0 once all have been reaped). Without details the context
+ * switches are 0 and io_source is LOOM_EUNAVAIL. */
+int loom_mon_tree_read(loom_mon_tree_t *t, loom_mon_proc_t *out, loom_err_t *err);
+/* Whether pid was a live member at the last reading. */
+bool loom_mon_tree_has(const loom_mon_tree_t *t, pid_t pid);
+void loom_mon_tree_stats(const loom_mon_tree_t *t, loom_mon_tree_stats_t *out);
+void loom_mon_tree_close(loom_mon_tree_t *t);
+
 typedef struct loom_mon_cgroup {
     char path[512];               /* the cgroup directory read */
     loom_mon_source_t cpu_source; /* cpu.stat */

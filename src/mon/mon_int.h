@@ -49,6 +49,7 @@ typedef struct loom_mon_pidstat {
     char state;
     int64_t ppid;
     uint64_t utime_ticks, stime_ticks;
+    uint64_t cutime_ticks, cstime_ticks; /* of the children it has waited for */
     uint64_t num_threads;
     uint64_t starttime_ticks;
     uint64_t vsize_bytes;
@@ -56,6 +57,11 @@ typedef struct loom_mon_pidstat {
 } loom_mon_pidstat_t;
 int loom_mon__parse_pidstat(const char *buf, size_t len, const char *name, loom_mon_pidstat_t *out,
                             loom_err_t *err);
+
+/* The pid allocated last in the reader's pid namespace: the fifth field of
+ * /proc/loadavg ("0.42 0.35 0.30 2/145 31994"). */
+int loom_mon__parse_last_pid(const char *buf, size_t len, const char *name, int64_t *pid,
+                             loom_err_t *err);
 
 /* "key value" (or "key: value") lines: for each keys[i] found, vals[i] is
  * set and bit i of *found. Keys are exact words; values unsigned decimal

@@ -218,6 +218,23 @@ int loom_mon__parse_loadavg(const char *buf, size_t len, const char *name, loom_
     return LOOM_OK;
 }
 
+int loom_mon__parse_last_pid(const char *buf, size_t len, const char *name, int64_t *pid,
+                             loom_err_t *err)
+{
+    /* Skip the three averages and RUNNABLE/TOTAL; the kernel has printed
+     * the last pid there since Linux 2.6 (never absent, never signed). */
+    cur_t c = {buf, buf + len, 1};
+    const char *w;
+    for (int k = 0; k < 4; k++)
+        if (get_word(&c, &w) == 0)
+            return bad(err, name, 1, "five fields (load1 load5 load15 R/T LASTPID)");
+    uint64_t v;
+    if (!get_u64(&c, &v) || v > INT32_MAX || !at_eol(&c))
+        return bad(err, name, 1, "the last pid allocated (fifth field)");
+    *pid = (int64_t)v;
+    return LOOM_OK;
+}
+
 /* -------------------------------------------------------------------- PSI */
 
 int loom_mon__parse_psi(const char *buf, size_t len, const char *name, loom_mon_psi_t *psi,
@@ -588,7 +605,7 @@ int loom_mon__parse_pidstat(const char *buf, size_t len, const char *name, loom_
         return bad(err, name, 1, "a one-letter state");
     out->state = w[0];
     /* Fields 4.. (1-based as in proc(5)); we need 4 ppid, 14 utime, 15
-     * stime, 20 num_threads, 22 starttime, 23 vsize, 24 rss. */
+     * stime, 16 cutime, 17 cstime, 20 num_threads, 22 starttime, 23 vsize, 24 rss. */
     uint64_t f[25] = {0};
     for (int k = 4; k <= 24; k++) {
         if (k == 4) {
@@ -603,6 +620,8 @@ int loom_mon__parse_pidstat(const char *buf, size_t len, const char *name, loom_
     }
     out->utime_ticks = f[14];
     out->stime_ticks = f[15];
+    out->cutime_ticks = f[16];
+    out->cstime_ticks = f[17];
     out->num_threads = f[20];
     out->starttime_ticks = f[22];
     out->vsize_bytes = f[23];

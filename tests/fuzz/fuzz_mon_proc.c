@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int which = data[0] % 8;
+    int which = data[0] % 9;
     const char *buf = (const char *)data + 1;
     size_t len = size - 1;
     loom_err_t e;
@@ -94,6 +94,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
                 names_ok(f.fs[i].mountpoint, sizeof f.fs[i].mountpoint);
             }
         free(f.fs);
+        break;
+    }
+    case 8: {
+        int64_t pid = -1;
+        if (loom_mon__parse_last_pid(buf, len, "loadavg", &pid, &e) == LOOM_OK &&
+            (pid < 0 || pid > INT32_MAX))
+            abort();
         break;
     }
     }

@@ -71,6 +71,16 @@ static void test_loadavg_psi(void **st)
     assert_int_equal(c.tasks_total, 112);
     assert_int_equal(loom_mon__parse_loadavg(P("0.64 0.35\n"), "la", &c, &e), LOOM_EINVAL);
     assert_int_equal(loom_mon__parse_loadavg(P("0.64 0.35 0.1 4 1\n"), "la", &c, &e), LOOM_EINVAL);
+    int64_t last = 0;
+    assert_int_equal(loom_mon__parse_last_pid(P("0.64 0.35 0.16 4/112 9617\n"), "la", &last, &e),
+                     0);
+    assert_int_equal(last, 9617);
+    assert_int_equal(loom_mon__parse_last_pid(P("0.64 0.35 0.16 4/112\n"), "la", &last, &e),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(e.msg, "la: line 1: expected the last pid allocated"));
+    assert_int_equal(
+        loom_mon__parse_last_pid(P("0.6 0.3 0.1 4/112 99999999999\n"), "la", &last, &e),
+        LOOM_EINVAL);
 
     loom_mon_psi_t p;
     memset(&p, 0, sizeof p);
@@ -208,6 +218,7 @@ static void test_pidstat_keyed_iostat(void **st)
     (void)st;
     const char *txt = "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 75 0 0 20 "
                       "0 7 0 12345 104857600 2560 18446744073709551615 1 1 0 0 0 0 0\n";
+    const char *reaped = "9 (r) S 1 9 9 0 -1 0 0 0 0 0 3 4 500 60 20 0 1 0 1 1 1\n";
     loom_mon_pidstat_t ps;
     loom_err_t e;
     assert_int_equal(loom_mon__parse_pidstat(P(txt), "stat", &ps, &e), 0);
@@ -219,6 +230,9 @@ static void test_pidstat_keyed_iostat(void **st)
     assert_int_equal(ps.num_threads, 7);
     assert_int_equal(ps.vsize_bytes, 104857600);
     assert_int_equal(ps.rss_pages, 2560);
+    assert_int_equal(loom_mon__parse_pidstat(P(reaped), "stat", &ps, &e), 0);
+    assert_int_equal(ps.cutime_ticks, 500); /* CPU of children waited for */
+    assert_int_equal(ps.cstime_ticks, 60);
     assert_int_equal(loom_mon__parse_pidstat(P("1234 (x) S 1 2\n"), "stat", &ps, &e), LOOM_EINVAL);
     assert_int_equal(loom_mon__parse_pidstat(P("1234 x S\n"), "stat", &ps, &e), LOOM_EINVAL);
 
