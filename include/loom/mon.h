@@ -447,11 +447,14 @@ int loom_mon_proc_read(loom_mon_t *m, pid_t pid, bool tree, loom_mon_proc_t *out
  * - keeps /proc/PID/stat (and with details status and io) of every member
  *   open: a reading is one pread per file and member, no allocation;
  * - looks for new members only when a pid has been allocated since it last
- *   looked (the last field of /proc/loadavg, one pread per reading), and
- *   then opens only the processes whose pid was allocated since: a walk of
- *   the /proc directory that opens nothing else;
- * - walks all of /proc every rescan_ns, as a safety net (pid wrap-around,
- *   a fork seen half-done).
+ *   looked (the last field of /proc/loadavg, one pread per check; checks
+ *   at most every discover_ns), and then reads the members' children files
+ *   (/proc/PID/task/TID/children; one pread per single-threaded member) and
+ *   opens only the children it does not know: a cost that grows with the
+ *   tree, not with the host. Without children files (a kernel without
+ *   CONFIG_PROC_CHILDREN) a look lists /proc and opens only the pids
+ *   allocated since the last look;
+ * - walks all of /proc every rescan_ns, as a safety net.
  * Membership: the root, and every process whose parent is a member when it
  * is found. A member stays one until it is reaped (a re-parented orphan
  * keeps being counted). */
@@ -459,7 +462,8 @@ typedef struct loom_mon_tree loom_mon_tree_t;
 
 typedef struct loom_mon_tree_opts {
     int64_t rescan_ns;   /* full walk of /proc at least this often; 0: 10 s; < 0: never */
-    int64_t discover_ns; /* at most one look for new pids per this period; 0: at every reading */
+    int64_t discover_ns; /* check for new pids (a pread of /proc/loadavg, then a look if there
+                            are any) at most once per this period; 0: at every reading */
     bool details;        /* also read status (context switches) and io of each member */
 } loom_mon_tree_opts_t;
 

@@ -9,11 +9,11 @@
  * tracer (src/prof/cupti/) through CUDA_INJECTION64_PATH. loom_prof_ab
  * measures the profiler's own cost by alternating runs with and without it.
  *
- * The process-tree sampler (proctree.c) reads /proc itself, with one pread
- * of an open /proc/PID/stat per member and tick: the monitoring part's tree
- * read walks /proc on every call, about 50 times the cost (docs/bench/
- * prof_sample.md), too much at 100 Hz. GPUs are read through the monitoring
- * part (NVML).
+ * The process tree is sampled through the monitoring part's incremental
+ * tree reader (loom_mon_tree_*: one pread of an open /proc/PID/stat per
+ * member and tick, a look at new pids only when the kernel allocated some;
+ * costs in docs/bench/prof_sample.md). GPUs are read through the
+ * monitoring part too (NVML).
  */
 #ifndef LOOM_PROF_H
 #define LOOM_PROF_H

@@ -63,6 +63,11 @@ int loom_mon__parse_pidstat(const char *buf, size_t len, const char *name, loom_
 int loom_mon__parse_last_pid(const char *buf, size_t len, const char *name, int64_t *pid,
                              loom_err_t *err);
 
+/* /proc/PID/task/TID/children: pids separated by blanks ("812 813 "),
+ * appended to *pids (grown as needed; *n in use, *cap allocated). */
+int loom_mon__parse_pid_list(const char *buf, size_t len, const char *name, pid_t **pids, size_t *n,
+                             size_t *cap, loom_err_t *err);
+
 /* "key value" (or "key: value") lines: for each keys[i] found, vals[i] is
  * set and bit i of *found. Keys are exact words; values unsigned decimal
  * (an optional " kB" suffix multiplies by 1024 when kb is true). */

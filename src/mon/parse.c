@@ -235,6 +235,25 @@ int loom_mon__parse_last_pid(const char *buf, size_t len, const char *name, int6
     return LOOM_OK;
 }
 
+int loom_mon__parse_pid_list(const char *buf, size_t len, const char *name, pid_t **pids, size_t *n,
+                             size_t *cap, loom_err_t *err)
+{
+    cur_t c = {buf, buf + len, 1};
+    for (;;) {
+        while (c.p < c.end && (*c.p == ' ' || *c.p == '\t' || *c.p == '\n'))
+            c.p++;
+        if (c.p >= c.end)
+            return LOOM_OK;
+        uint64_t v;
+        if (!get_u64(&c, &v) || v == 0 || v > INT32_MAX ||
+            (c.p < c.end && *c.p != ' ' && *c.p != '\t' && *c.p != '\n'))
+            return bad(err, name, 1, "process ids separated by blanks");
+        if (loom_mon__grow((void **)pids, cap, *n + 1, sizeof **pids, err))
+            return LOOM_ENOMEM;
+        (*pids)[(*n)++] = (pid_t)v;
+    }
+}
+
 /* -------------------------------------------------------------------- PSI */
 
 int loom_mon__parse_psi(const char *buf, size_t len, const char *name, loom_mon_psi_t *psi,

@@ -10,17 +10,20 @@
  * a failed read means it has been reaped, even if its pid is reused). New
  * members can only be processes created since the last look, and the
  * kernel tells which pid it allocated last (the fifth field of
- * /proc/loadavg, in the reader's pid namespace). Pids are allocated
- * cyclically, so the new ones lie in (last looked-at, now]: a look lists
- * the /proc directory, which shows processes and not threads, and opens
- * only those. A pid allocated by a fork still under way may not be listed
- * yet, so a look covers the pids of the previous reading again; a full
- * walk every rescan_ns catches what wrap-around could hide.
- *
- * /proc/PID/task/TID/children would give the children directly, but a
- * child is listed under the thread that forked it, so a complete look
- * reads one file per thread of every member: DL processes have dozens of
- * threads each, which costs more than one listing of /proc.
+ * /proc/loadavg, in the reader's pid namespace): a reading whose last pid
+ * has not moved since the last look does not look. A look reads the
+ * members' /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): a child is
+ * listed under the thread that forked it, so a single-threaded member costs
+ * one pread of its kept-open children file and a multi-threaded one a
+ * listing of its tasks; only the children not yet tracked are opened. Its
+ * cost grows with the tree, not with the host: a look that listed /proc
+ * and opened every new pid cost hundreds of microseconds whenever anything
+ * on the host forked (docs/bench/prof_sample.md). Without children files a
+ * look lists /proc and opens only the pids allocated since the last look
+ * (pids are allocated cyclically: they lie in (last looked-at, now]). A
+ * fork still under way may not be listed yet, so the pids of the previous
+ * reading count as new once more; a full walk every rescan_ns catches what
+ * the looks could miss.
  *
  * Cumulative CPU follows the kernel's own bookkeeping: a member's CPU is
  * its utime+stime plus cutime+cstime, the CPU of the children it waited
@@ -42,6 +45,8 @@
 typedef struct member {
     pid_t pid, ppid;
     int fd_stat, fd_status, fd_io; /* -1 when not open */
+    int fd_children;               /* task/PID/children (the main thread's), -1 if none */
+    uint64_t threads;              /* at the last reading */
     double user_s, sys_s;          /* own + reaped children, at the last reading */
     bool alive;
 } member_t;
@@ -49,6 +54,7 @@ typedef struct member {
 /* A process found by a look, not yet known to be a member. */
 typedef struct cand {
     pid_t pid, ppid;
+    uint64_t threads;
     int fd;
 } cand_t;
 
@@ -63,6 +69,9 @@ struct loom_mon_tree {
     size_t n, cap;
     cand_t *cand;
     size_t n_cand, cap_cand;
+    pid_t *kids; /* children read by a look */
+    size_t n_kids, cap_kids;
+    bool use_children; /* task/TID/children exist (CONFIG_PROC_CHILDREN) */
     double retired_user_s, retired_sys_s;
     double last_user_s, last_sys_s;
     int fd_loadavg; /* -1: unknown last pid, every look is a full walk */
@@ -70,7 +79,8 @@ struct loom_mon_tree {
     int64_t lo;     /* pids cyclically <= lo have been looked at */
     int64_t seen;   /* last pid at the previous reading */
     bool have_lo;
-    int64_t last_look_ns, last_full_ns;
+    int64_t last_check_ns, last_full_ns;
+    bool have_check;
     loom_buf_t buf;
     loom_mon_tree_stats_t st;
 };
@@ -102,14 +112,20 @@ static int open_pid_file(loom_mon_tree_t *t, pid_t pid, const char *file)
 
 /* Adds pid with its already open stat descriptor (owned by the tree from
  * now on). */
-static int add_member(loom_mon_tree_t *t, pid_t pid, pid_t ppid, int fd_stat, loom_err_t *err)
+static int add_member(loom_mon_tree_t *t, pid_t pid, pid_t ppid, uint64_t threads, int fd_stat,
+                      loom_err_t *err)
 {
     if (loom_mon__grow((void **)&t->mem, &t->cap, t->n + 1, sizeof *t->mem, err)) {
         close(fd_stat);
         return LOOM_ENOMEM;
     }
     member_t *p = &t->mem[t->n++];
-    *p = (member_t){pid, ppid, fd_stat, -1, -1, 0, 0, true};
+    *p = (member_t){pid, ppid, fd_stat, -1, -1, -1, threads, 0, 0, true};
+    if (t->use_children) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "task/%d/children", (int)pid);
+        p->fd_children = open_pid_file(t, pid, rel);
+    }
     if (t->opts.details) {
         p->fd_status = open_pid_file(t, pid, "status");
         p->fd_io = open_pid_file(t, pid, "io"); /* fails without ptrace access */
@@ -126,7 +142,9 @@ static void close_member(member_t *p)
         close(p->fd_status);
     if (p->fd_io >= 0)
         close(p->fd_io);
-    p->fd_stat = p->fd_status = p->fd_io = -1;
+    if (p->fd_children >= 0)
+        close(p->fd_children);
+    p->fd_stat = p->fd_status = p->fd_io = p->fd_children = -1;
 }
 
 /* ------------------------------------------------------------- looking */
@@ -196,7 +214,7 @@ static int look(loom_mon_tree_t *t, bool full, int64_t lo, int64_t hi, loom_err_
             close(fd);
             break;
         }
-        t->cand[t->n_cand++] = (cand_t){(pid_t)pid, (pid_t)ps.ppid, fd};
+        t->cand[t->n_cand++] = (cand_t){(pid_t)pid, (pid_t)ps.ppid, ps.num_threads, fd};
     }
     int rc = LOOM_OK;
     for (bool added = true; added && rc == LOOM_OK;) {
@@ -206,7 +224,7 @@ static int look(loom_mon_tree_t *t, bool full, int64_t lo, int64_t hi, loom_err_
             member_t *parent = c->fd >= 0 ? find(t, c->ppid) : NULL;
             if (!parent || !parent->alive)
                 continue;
-            rc = add_member(t, c->pid, c->ppid, c->fd, err);
+            rc = add_member(t, c->pid, c->ppid, c->threads, c->fd, err);
             c->fd = -1;
             added = true;
         }
@@ -220,31 +238,101 @@ static int look(loom_mon_tree_t *t, bool full, int64_t lo, int64_t hi, loom_err_
 
 enum { OPEN_LOOKBACK = 32 };
 
+/* Reads one children file into t->kids (appended). */
+static void read_kids(loom_mon_tree_t *t, int fd)
+{
+    if (loom_mon__pread_all(fd, &t->buf, "children", NULL) == LOOM_OK)
+        loom_mon__parse_pid_list(t->buf.data, t->buf.len, "children", &t->kids, &t->n_kids,
+                                 &t->cap_kids, NULL);
+}
+
+/* The children of every thread of member pid: a child is listed under the
+ * thread that forked it. */
+static void read_task_kids(loom_mon_tree_t *t, pid_t pid)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%d/task", loom_mon__proc_root(t->m), (int)pid);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "task/%s/children", e->d_name);
+        int fd = open_pid_file(t, pid, rel);
+        if (fd >= 0) {
+            read_kids(t, fd);
+            close(fd);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* A look through the members' children files: each member in turn (those
+ * added by this look too, so a child and its own child are found
+ * together). A single-threaded member costs one pread of its kept-open
+ * children file; a multi-threaded one a listing of its tasks. */
+static int look_children(loom_mon_tree_t *t, loom_err_t *err)
+{
+    t->st.looks++;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->mem[i].alive)
+            continue;
+        t->n_kids = 0;
+        if (t->mem[i].threads <= 1 && t->mem[i].fd_children >= 0)
+            read_kids(t, t->mem[i].fd_children);
+        else
+            read_task_kids(t, t->mem[i].pid);
+        pid_t parent = t->mem[i].pid; /* t->mem may move as members are added */
+        for (size_t k = 0; k < t->n_kids; k++) {
+            if (find(t, t->kids[k]))
+                continue;
+            int fd = open_pid_file(t, t->kids[k], "stat");
+            if (fd < 0)
+                continue; /* gone already */
+            t->st.probes++;
+            loom_mon_pidstat_t ps;
+            if (loom_mon__pread_all(fd, &t->buf, "stat", NULL) != LOOM_OK ||
+                loom_mon__parse_pidstat(t->buf.data, t->buf.len, "stat", &ps, NULL) != LOOM_OK) {
+                close(fd);
+                continue;
+            }
+            int rc = add_member(t, t->kids[k], parent, ps.num_threads, fd, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return LOOM_OK;
+}
+
 /* Decides whether this reading looks for new members, and how. */
 static int maybe_look(loom_mon_tree_t *t, int64_t now, loom_err_t *err)
 {
+    bool full_due = t->opts.rescan_ns >= 0 && now - t->last_full_ns >= t->opts.rescan_ns;
+    /* Between checks a reading reads the members and nothing else. */
+    if (!full_due && t->have_check && now - t->last_check_ns < t->opts.discover_ns)
+        return LOOM_OK;
+    t->last_check_ns = now;
+    t->have_check = true;
     int64_t cur = 0;
     bool known = read_last_pid(t, &cur) == LOOM_OK;
-    bool full_due = t->opts.rescan_ns >= 0 && now - t->last_full_ns >= t->opts.rescan_ns;
-    int rc = LOOM_OK;
+    int rc;
     if (!known || !t->have_lo || full_due) {
-        if (!known && !full_due && now - t->last_look_ns < t->opts.discover_ns)
-            return LOOM_OK;
         rc = look(t, true, 0, 0, err);
-        t->last_full_ns = t->last_look_ns = now;
-    } else if (cur != t->lo && now - t->last_look_ns >= t->opts.discover_ns) {
-        rc = look(t, false, t->lo, cur, err);
-        t->last_look_ns = now;
+        t->last_full_ns = now;
+    } else if (cur != t->lo) {
+        rc = t->use_children ? look_children(t, err) : look(t, false, t->lo, cur, err);
     } else {
         t->seen = cur;
         return LOOM_OK;
     }
-    /* Pids up to the one seen at the previous reading were allocated at
-     * least one reading ago, so their forks have finished and this look
-     * found them; the newer ones are looked at again next time. */
+    /* Pids up to the one seen at the previous check were allocated at
+     * least one check ago, so their forks have finished and this look
+     * found them; the newer ones count as new once more next time. */
     if (known) {
-        /* The first walk has no previous reading: the last OPEN_LOOKBACK
-         * pids (forks that may have been under way) are looked at again. */
+        /* The first walk has no previous check: the last OPEN_LOOKBACK
+         * pids (forks that may have been under way) count as new again. */
         t->lo = t->have_lo ? t->seen : (cur > OPEN_LOOKBACK ? cur - OPEN_LOOKBACK : 0);
         t->have_lo = true;
         t->seen = cur;
@@ -293,6 +381,7 @@ static bool read_member(loom_mon_tree_t *t, member_t *p, loom_mon_proc_t *out)
         loom_mon__parse_pidstat(t->buf.data, t->buf.len, "stat", &ps, NULL) != LOOM_OK)
         return false;
     p->ppid = (pid_t)ps.ppid;
+    p->threads = ps.num_threads;
     p->user_s = (double)(ps.utime_ticks + ps.cutime_ticks) / t->hz;
     p->sys_s = (double)(ps.stime_ticks + ps.cstime_ticks) / t->hz;
     if (p->pid == t->root)
@@ -391,7 +480,13 @@ int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,
             return loom_err_set(err, LOOM_ENOTFOUND, "pid %d: no such process", (int)root);
         return loom_err_errno(err, LOOM_EIO, e, "%s/%d/stat", loom_mon__proc_root(m), (int)root);
     }
-    int rc = add_member(t, root, 0, fd, err);
+    char rel[64];
+    snprintf(rel, sizeof rel, "task/%d/children", (int)root);
+    int fd_children = open_pid_file(t, root, rel);
+    t->use_children = fd_children >= 0; /* else: looks list /proc */
+    if (fd_children >= 0)
+        close(fd_children);
+    int rc = add_member(t, root, 0, 0, fd, err);
     if (rc) {
         free(t);
         return rc;
@@ -423,6 +518,7 @@ void loom_mon_tree_close(loom_mon_tree_t *t)
         close_member(&t->mem[i]);
     free(t->mem);
     free(t->cand);
+    free(t->kids);
     if (t->fd_loadavg >= 0)
         close(t->fd_loadavg);
     if (t->proc_dir)

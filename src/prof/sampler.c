@@ -5,14 +5,26 @@
  * slot is skipped and counted (missed), never bunched up. The thread waits
  * on a condition variable with an absolute monotonic deadline, so stopping
  * does not wait for the next tick. Samples stay owned by the thread until
- * it is joined: no locking on the sample path. */
+ * it is joined: no locking on the sample path.
+ *
+ * The process tree is read through the monitoring part's incremental tree
+ * reader (loom_mon_tree_*, src/mon/tree.c): one pread of each member's
+ * open /proc/PID/stat per tick; every PROF_LOOK_NS one pread of
+ * /proc/loadavg and, when the kernel allocated a pid since, a look at the
+ * members' children; a full walk of /proc every --rescan. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "prof/prof_internal.h"
+
+/* How often the tree is checked for new processes: a tenth of a second
+ * finds a DataLoader worker soon after it starts, at a tenth of the cost
+ * of checking at every 10 ms tick (docs/bench/prof_sample.md). */
+#define PROF_LOOK_NS (100 * LOOM_NS_PER_MS)
 
 static void append(prof_sampler_t *s, const loom_prof_sample_t *x)
 {
@@ -68,7 +80,7 @@ static void read_gpus(prof_sampler_t *s)
         if (ok && fs[LOOM_MON_GPU_F_PROCESSES] == 0) {
             tree = 0;
             for (size_t k = 0; k < d->n_procs; k++)
-                if (d->procs[k].memory_known && prof_tree_has(&s->tree, (pid_t)d->procs[k].pid))
+                if (d->procs[k].memory_known && loom_mon_tree_has(s->tree, (pid_t)d->procs[k].pid))
                     tree += (double)d->procs[k].used_memory_bytes;
         }
         bool util = ok && fs[LOOM_MON_GPU_F_UTIL] == 0, mem = ok && fs[LOOM_MON_GPU_F_MEMORY] == 0;
@@ -86,11 +98,29 @@ static void read_gpus(prof_sampler_t *s)
     }
 }
 
+/* One tick of the tree: cumulative CPU (ns), memory, processes, threads. */
+static void sample_tree(prof_sampler_t *s, loom_prof_sample_t *x)
+{
+    loom_mon_proc_t p;
+    memset(x, 0, sizeof *x);
+    if (loom_mon_tree_read(s->tree, &p, NULL) == LOOM_OK) {
+        x->user_ns = (int64_t)llround(p.user_seconds * 1e9);
+        x->sys_ns = (int64_t)llround(p.system_seconds * 1e9);
+        x->rss_bytes = (int64_t)p.rss_bytes;
+        x->nprocs = (int32_t)p.n_processes;
+        x->nthreads = (int32_t)p.threads;
+        s->last = *x;
+    } else {
+        *x = s->last; /* a failed look (out of memory): repeat the totals */
+    }
+    x->t_ns = loom_time_mono_ns();
+}
+
 static void *run(void *arg)
 {
     prof_sampler_t *s = arg;
     int64_t start = loom_time_mono_ns();
-    int64_t next = start, next_rescan = start, next_gpu = start;
+    int64_t next = start, next_gpu = start;
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (!s->stop && loom_time_mono_ns() < next) {
@@ -101,14 +131,10 @@ static void *run(void *arg)
             break;
         pthread_mutex_unlock(&s->lock);
         int64_t now = loom_time_mono_ns();
-        if (now >= next_rescan) {
-            prof_tree_rescan(&s->tree);
-            next_rescan = now + s->rescan_ns;
-        }
         loom_prof_sample_t x;
-        prof_tree_sample(&s->tree, &x);
+        sample_tree(s, &x);
         append(s, &x);
-        if (s->mon && now >= next_gpu) {
+        if (s->gpu_on && now >= next_gpu) {
             read_gpus(s);
             next_gpu += s->gpu_interval_ns;
             if (next_gpu <= now)
@@ -126,9 +152,8 @@ static void *run(void *arg)
     pthread_mutex_unlock(&s->lock);
     /* The last sample: the caller stops us after the command exited and
      * before reaping it, so the zombie's totals are still readable. */
-    prof_tree_rescan(&s->tree);
     loom_prof_sample_t x;
-    prof_tree_sample(&s->tree, &x);
+    sample_tree(s, &x);
     append(s, &x);
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
@@ -144,19 +169,22 @@ int prof_sampler_start(prof_sampler_t *s, pid_t root, int64_t interval_ns, int64
         return loom_err_set(err, LOOM_EINVAL, "sampling interval must be > 0");
     s->interval_ns = interval_ns;
     s->rescan_ns = rescan_ns > 0 ? rescan_ns : LOOM_NS_PER_S;
-    int rc = prof_tree_init(&s->tree, root, err);
+    loom_mon_snapshot_init(&s->snap);
+    int rc = loom_mon_open(&s->mon, NULL, err);
     if (rc)
         return rc;
-    loom_mon_snapshot_init(&s->snap);
+    /* New processes: a check every PROF_LOOK_NS (and a look at the members'
+     * children when the kernel allocated a pid since), a full walk every
+     * --rescan. */
+    loom_mon_tree_opts_t to = {.rescan_ns = s->rescan_ns, .discover_ns = PROF_LOOK_NS};
+    if ((rc = loom_mon_tree_open(&s->tree, s->mon, root, &to, err)))
+        goto fail_mon;
     if (gpu_interval_ns > 0) {
-        /* No GPU source is not an error: the run goes on and says why. */
-        loom_err_t merr;
+        /* No GPU source is not an error: the run goes on and says why
+         * (the first reading records it in gpu_status). */
+        s->gpu_on = true;
         s->gpu_interval_ns = gpu_interval_ns;
         s->gpu_names = json_array();
-        if (loom_mon_open(&s->mon, NULL, &merr)) {
-            snprintf(s->gpu_status, sizeof s->gpu_status, "%s", merr.msg);
-            s->mon = NULL;
-        }
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -166,15 +194,21 @@ int prof_sampler_start(prof_sampler_t *s, pid_t root, int64_t interval_ns, int64
     pthread_mutex_init(&s->lock, NULL);
     int e = pthread_create(&s->thread, NULL, run, s);
     if (e) {
+        rc = loom_err_errno(err, LOOM_EIO, e, "cannot start the sampling thread");
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
-        prof_tree_free(&s->tree);
-        loom_mon_close(s->mon);
-        loom_mon_snapshot_free(&s->snap);
         json_decref(s->gpu_names);
-        return loom_err_errno(err, LOOM_EIO, e, "cannot start the sampling thread");
+        s->gpu_names = NULL;
+        loom_mon_tree_close(s->tree);
+        goto fail_mon;
     }
     return LOOM_OK;
+fail_mon:
+    loom_mon_close(s->mon);
+    s->mon = NULL;
+    s->tree = NULL;
+    loom_mon_snapshot_free(&s->snap);
+    return rc;
 }
 
 void prof_sampler_stop(prof_sampler_t *s)
@@ -186,7 +220,8 @@ void prof_sampler_stop(prof_sampler_t *s)
     pthread_join(s->thread, NULL);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
-    prof_tree_free(&s->tree);
+    loom_mon_tree_close(s->tree);
+    s->tree = NULL;
     loom_mon_close(s->mon);
     s->mon = NULL;
     loom_mon_snapshot_free(&s->snap);

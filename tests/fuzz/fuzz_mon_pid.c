@@ -1,6 +1,6 @@
 /* Fuzz the parsers of per-process, cgroup and sysfs files (src/mon/
  * parse.c): /proc/PID/stat, "key value" files (status, io, cpu.stat),
- * cgroup io.stat and one-integer sysfs files. First byte picks the parser. */
+ * cgroup io.stat, one-integer sysfs files and children pid lists. First byte picks the parser. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int which = data[0] % 4;
+    int which = data[0] % 5;
     const char *buf = (const char *)data + 1;
     size_t len = size - 1;
     loom_err_t e;
@@ -40,6 +40,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     case 3: {
         int64_t x;
         loom_mon__parse_int_file(buf, len, "int", (len & 1) != 0, &x, &e);
+        break;
+    }
+    case 4: {
+        pid_t *pids = NULL;
+        size_t n = 0, cap = 0;
+        if (loom_mon__parse_pid_list(buf, len, "children", &pids, &n, &cap, &e) == LOOM_OK)
+            for (size_t i = 0; i < n; i++)
+                if (pids[i] <= 0)
+                    abort();
+        free(pids);
         break;
     }
     }

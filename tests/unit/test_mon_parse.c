@@ -218,7 +218,7 @@ static void test_pidstat_keyed_iostat(void **st)
     (void)st;
     const char *txt = "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 75 0 0 20 "
                       "0 7 0 12345 104857600 2560 18446744073709551615 1 1 0 0 0 0 0\n";
-    const char *reaped = "9 (r) S 1 9 9 0 -1 0 0 0 0 0 3 4 500 60 20 0 1 0 1 1 1\n";
+    const char *reaped = "9 (a) b) c) S 1 9 9 0 -1 0 0 0 0 0 3 4 500 60 20 0 1 0 1 1 1\n";
     loom_mon_pidstat_t ps;
     loom_err_t e;
     assert_int_equal(loom_mon__parse_pidstat(P(txt), "stat", &ps, &e), 0);
@@ -231,8 +231,23 @@ static void test_pidstat_keyed_iostat(void **st)
     assert_int_equal(ps.vsize_bytes, 104857600);
     assert_int_equal(ps.rss_pages, 2560);
     assert_int_equal(loom_mon__parse_pidstat(P(reaped), "stat", &ps, &e), 0);
-    assert_int_equal(ps.cutime_ticks, 500); /* CPU of children waited for */
+    assert_string_equal(ps.comm, "a) b) c"); /* the last ')' ends it */
+    assert_int_equal(ps.cutime_ticks, 500);  /* CPU of children waited for */
     assert_int_equal(ps.cstime_ticks, 60);
+
+    pid_t *pids = NULL;
+    size_t n = 0, cap = 0;
+    assert_int_equal(loom_mon__parse_pid_list(P("812 813 \n"), "children", &pids, &n, &cap, &e), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(pids[1], 813);
+    assert_int_equal(loom_mon__parse_pid_list(P(""), "children", &pids, &n, &cap, &e), 0);
+    assert_int_equal(n, 2); /* appended, nothing to append */
+    assert_int_equal(loom_mon__parse_pid_list(P("812 x13"), "children", &pids, &n, &cap, &e),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(e.msg, "children: line 1: expected process ids"));
+    assert_int_equal(loom_mon__parse_pid_list(P("0"), "children", &pids, &n, &cap, &e),
+                     LOOM_EINVAL);
+    free(pids);
     assert_int_equal(loom_mon__parse_pidstat(P("1234 (x) S 1 2\n"), "stat", &ps, &e), LOOM_EINVAL);
     assert_int_equal(loom_mon__parse_pidstat(P("1234 x S\n"), "stat", &ps, &e), LOOM_EINVAL);
 

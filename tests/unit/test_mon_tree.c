@@ -1,10 +1,12 @@
 /* The incremental process-tree reader (src/mon/tree.c): real process trees
  * (discovery of a new child without a full walk, CPU of a reaped child
  * moving into its parent, members retired when reaped by an outsider,
- * totals that never go back, details), and a fixture /proc whose last-pid
- * field and stat files the test controls, to check exactly which pids a
- * look opens (the new ones, those of the previous reading again, across a
- * wrap-around) and when a full walk happens. */
+ * totals that never go back, details), and fixture /proc trees whose
+ * last-pid field, stat and children files the test controls, to check
+ * exactly which pids a look opens (without children files: the new ones,
+ * those of the previous reading again, across a wrap-around; with them:
+ * only the members' new children, those of any thread) and when a full
+ * walk happens. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -200,15 +202,20 @@ static void put(const char *rel, const char *text)
     fclose(f);
 }
 
-static void put_pid(int pid, int ppid)
+static void put_pid_threads(int pid, int ppid, int threads)
 {
     char rel[64], text[256];
     snprintf(rel, sizeof rel, "proc/%d/stat", pid);
-    /* utime 10, stime 5, cutime 2, cstime 1 ticks; 1 thread; 100 pages */
+    /* utime 10, stime 5, cutime 2, cstime 1 ticks; 100 pages */
     snprintf(text, sizeof text,
-             "%d (p%d) S %d %d %d 0 -1 0 0 0 0 0 10 5 2 1 20 0 1 0 1000 4096000 100 0\n", pid, pid,
-             ppid, pid, pid);
+             "%d (p%d) S %d %d %d 0 -1 0 0 0 0 0 10 5 2 1 20 0 %d 0 1000 4096000 100 0\n", pid, pid,
+             ppid, pid, pid, threads);
     put(rel, text);
+}
+
+static void put_pid(int pid, int ppid)
+{
+    put_pid_threads(pid, ppid, 1);
 }
 
 static void put_last_pid(int pid)
@@ -333,11 +340,72 @@ static void test_fixture_looks(void **st)
     loom_mon_close(m);
 }
 
+/* With children files (the kernel's CONFIG_PROC_CHILDREN): a look reads
+ * the members' children, whatever else was born on the host. */
+static int setup_fx2(void **st)
+{
+    (void)st;
+    snprintf(fx, sizeof fx, "/tmp/loom-mon-tree2-%d", (int)getpid());
+    mkdir(fx, 0755);
+    put("proc/stat", "cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\n");
+    put_pid(200, 1);
+    put("proc/200/task/200/children", "201 ");
+    put_pid_threads(201, 200, 2); /* threads 201 and 203 */
+    put("proc/201/task/201/children", "");
+    put("proc/201/task/203/children", "204 ");
+    put_pid(204, 201);
+    put_pid(205, 1);
+    put_last_pid(205);
+    return 0;
+}
+
+static void test_fixture_children(void **st)
+{
+    (void)st;
+    char proc[300];
+    snprintf(proc, sizeof proc, "%s/proc", fx);
+    loom_mon_opts_t mo = {.proc_root = proc, .sys_root = fx, .nvml_lib = "/nonexistent"};
+    loom_mon_t *m;
+    loom_err_t e;
+    assert_int_equal(loom_mon_open(&m, &mo, &e), LOOM_OK);
+    loom_mon_tree_t *t;
+    assert_int_equal(loom_mon_tree_open(&t, m, 200, NULL, &e), LOOM_OK);
+    loom_mon_tree_stats_t s = read_stats(t, 3); /* 200, 201, 204 (by the walk at open) */
+    assert_int_equal(s.full_scans, 1);
+    uint64_t probes = s.probes;
+
+    /* New pids on the host (206 unrelated, 207 a child of the root): only
+     * the root's child is opened. */
+    put_pid(206, 1);
+    put_pid(207, 200);
+    put("proc/200/task/200/children", "201 207 ");
+    put_last_pid(207);
+    s = read_stats(t, 4);
+    assert_int_equal(s.probes, probes + 1);
+    assert_true(loom_mon_tree_has(t, 207));
+    assert_false(loom_mon_tree_has(t, 206));
+
+    /* A child forked by a second thread of 201 is listed under that
+     * thread; its own child is found in the same look. */
+    put_pid(208, 201);
+    put_pid(209, 208);
+    put("proc/201/task/203/children", "204 208 ");
+    put("proc/208/task/208/children", "209 ");
+    put_last_pid(209);
+    s = read_stats(t, 6);
+    assert_int_equal(s.probes, probes + 3);
+    assert_true(loom_mon_tree_has(t, 209));
+    assert_int_equal(s.full_scans, 1);
+    loom_mon_tree_close(t);
+    loom_mon_close(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_real_tree),
         cmocka_unit_test_setup_teardown(test_fixture_looks, setup_fx, teardown_fx),
+        cmocka_unit_test_setup_teardown(test_fixture_children, setup_fx2, teardown_fx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

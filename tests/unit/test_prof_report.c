@@ -1,5 +1,5 @@
-/* The profiler's numbers (src/prof/report.c, ab.c) and its /proc/<pid>/stat
- * parser (proctree.c), on inputs whose answers are known by hand. */
+/* The profiler's numbers (src/prof/report.c, ab.c), on inputs whose answers
+ * are known by hand. */
 #include <stdio.h>
 
 #include "test_util.h"
@@ -234,31 +234,12 @@ static void test_kernels_summary(void **state)
     loom_prof_run_free(r);
 }
 
-static void test_parse_stat(void **state)
-{
-    (void)state;
-    const char *line = "42 (a) b) c) S 7 42 42 0 -1 4194560 100 0 0 0 11 3 2 1 20 0 4 0 100 "
-                       "1000 250 18446744073709551615";
-    prof_stat_t st;
-    assert_int_equal(prof_parse_stat(line, strlen(line), &st), LOOM_OK);
-    assert_int_equal(st.ppid, 7);
-    assert_int_equal(st.utime, 11);
-    assert_int_equal(st.stime, 3);
-    assert_int_equal(st.cutime, 2);
-    assert_int_equal(st.cstime, 1);
-    assert_int_equal(st.threads, 4);
-    assert_int_equal(st.rss_pages, 250);
-    assert_int_equal(prof_parse_stat("42 (x) S 1 2", 12, &st), LOOM_EINVAL);
-    assert_int_equal(prof_parse_stat("no paren", 8, &st), LOOM_EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantile),        cmocka_unit_test(test_warmup),
         cmocka_unit_test(test_t95_and_ab),      cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_write_record),    cmocka_unit_test(test_parse_stat),
-        cmocka_unit_test(test_kernels_summary),
+        cmocka_unit_test(test_write_record),    cmocka_unit_test(test_kernels_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
