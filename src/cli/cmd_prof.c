@@ -23,7 +23,7 @@ static void prof_usage(FILE *f)
             "record and report into DIR (default ./loom-prof-YYYYMMDD-HHMMSS): run.json,\n"
             "steps.csv, samples.csv, cpu.svg, report.md. The report also goes to stderr.\n\n"
             "  --interval D  sampling period (\"10ms\", \"1s\")\n"
-            "  --rescan D    how often new processes of the tree are looked for (1s)\n"
+            "  --rescan D    how often all of /proc is walked for new processes (1s)\n"
             "  --gpu         also sample GPUs through NVML (utilisation, memory, power, the\n"
             "                tree's GPU memory) every --gpu-interval (100ms); gpu.csv\n"
             "  --kernels     trace GPU kernels and copies with CUPTI (libloom_cupti.so next\n"
