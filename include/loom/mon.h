@@ -15,6 +15,10 @@
  *   from two snapshots (it checks the order); the sampler
  *   (loom_mon_sampler_t) holds the previous reading for you, so that each
  *   loom_mon_sampler_next() gives rates over the interval since the last.
+ * - Processes: loom_mon_proc_read() reads one process or tree once; the
+ *   tree reader (loom_mon_tree_t) reads one tree many times a second, its
+ *   files kept open and new members looked for only when pids were
+ *   allocated.
  * - A source that is absent (no RAPL, no hwmon, no GPU driver) is marked
  *   unavailable with the reason (loom_mon_source_t); its numbers are not
  *   zeros to be trusted.

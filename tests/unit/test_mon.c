@@ -337,8 +337,11 @@ static void test_sampler(void **st)
     assert_int_equal(loom_mon_sampler_rates(s)->groups, 0);
     assert_true(isnan(loom_mon_sampler_rates(s)->cpu_busy_fraction));
     int64_t t0 = loom_mon_sampler_snapshot(s)->mono_ns;
-    usleep(20000);
+    uint64_t ctxt0 = loom_mon_sampler_snapshot(s)->cpu.context_switches;
+    usleep(20000); /* at least one context switch, ours */
     assert_int_equal(loom_mon_sampler_next(s, &e), LOOM_OK);
+    /* The same open /proc/stat, read again at offset 0, is formatted anew. */
+    assert_true(loom_mon_sampler_snapshot(s)->cpu.context_switches > ctxt0);
     const loom_mon_rates_t *r = loom_mon_sampler_rates(s);
     assert_int_equal(r->groups, LOOM_MON_CPU | LOOM_MON_NET);
     assert_true(r->interval_seconds >= 0.02);
