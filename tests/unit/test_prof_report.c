@@ -237,9 +237,9 @@ static void test_kernels_summary(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantile),        cmocka_unit_test(test_warmup),
-        cmocka_unit_test(test_t95_and_ab),      cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_write_record),    cmocka_unit_test(test_kernels_summary),
+        cmocka_unit_test(test_quantile),     cmocka_unit_test(test_warmup),
+        cmocka_unit_test(test_t95_and_ab),   cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_write_record), cmocka_unit_test(test_kernels_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
