@@ -21,6 +21,7 @@
  * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -156,7 +157,11 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 {
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+    /* The WAL-gathering shim (walbuf.c) unless LOOM_STORE_WALBUF=0 asks
+     * for SQLite's default VFS (to compare the two). */
+    const char *wb = getenv("LOOM_STORE_WALBUF");
+    const char *vfs = wb && strcmp(wb, "0") == 0 ? NULL : loom_store_walbuf_vfs();
+    if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK) {
         loom_err_set(err, LOOM_EIO, "%s: cannot open database: %s", path,
                      db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
@@ -523,8 +528,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     while (last->next)
         last = last->next;
     s->dtail = last;
-    pthread_cond_signal(&s->dcv);
     pthread_mutex_unlock(&s->dmu);
+    pthread_cond_signal(&s->dcv); /* after unlocking: see enqueue */
 }
 
 static void *completer_main(void *arg)
@@ -646,10 +651,13 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
     s->queued++;
     s->stats.queued = s->queued;
     /* Wake the committer when it waits for work, or when it lingers for
-     * the end of a batch and this is it — not for every write of a batch. */
-    if (s->idle || !o->more || s->queued >= s->opts.max_group)
-        pthread_cond_signal(&s->cv);
+     * the end of a batch and this is it — not for every write of a batch.
+     * Signalled after unlocking, so that it does not wake only to block on
+     * the mutex still held here. */
+    bool wake = s->idle || !o->more || s->queued >= s->opts.max_group;
     pthread_mutex_unlock(&s->mu);
+    if (wake)
+        pthread_cond_signal(&s->cv);
     return LOOM_OK;
 }
 
@@ -703,11 +711,12 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
     return rc;
 }
 
-/* Synchronous forms: a condvar waiter completed by the committer. */
+/* Synchronous forms: a waiter posted by the completer. A semaphore, not a
+ * mutex and condition variable, so the poster holds no lock the woken
+ * thread would block on; sem_post is safe when the waiter destroys the
+ * semaphore as soon as sem_wait returns. */
 typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
+    sem_t posted;
     int rc;
     bool created;
     loom_job_t *job_out;
@@ -718,26 +727,20 @@ static void waiter_done(void *ctx, int rc, const loom_job_t *job, bool created,
                         const loom_err_t *err)
 {
     waiter_t *w = ctx;
-    pthread_mutex_lock(&w->mu);
     w->rc = rc;
     w->created = created;
     if (rc == LOOM_OK && w->job_out && loom_job_copy(w->job_out, job))
         w->rc = loom_err_set(&w->err, LOOM_ENOMEM, "out of memory copying the job");
     if (rc != LOOM_OK && err)
         w->err = *err;
-    w->done = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    sem_post(&w->posted); /* last touch of w */
 }
 
 static int waiter_wait(waiter_t *w, loom_err_t *err)
 {
-    pthread_mutex_lock(&w->mu);
-    while (!w->done)
-        pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    while (sem_wait(&w->posted) != 0) /* EINTR only */
+        ;
+    sem_destroy(&w->posted);
     if (w->rc != LOOM_OK && err)
         *err = w->err;
     return w->rc;
@@ -746,15 +749,13 @@ static int waiter_wait(waiter_t *w, loom_err_t *err)
 static void waiter_init(waiter_t *w, loom_job_t *job_out)
 {
     memset(w, 0, sizeof *w);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    sem_init(&w->posted, 0, 0);
     w->job_out = job_out;
 }
 
 static void waiter_abandon(waiter_t *w)
 {
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    sem_destroy(&w->posted);
 }
 
 int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *job_out,
