@@ -12,8 +12,10 @@
  * The reader connection serves get/list/events under a mutex; in WAL mode it
  * sees the last committed state and never blocks the writer.
  *
- * Completions (the callbacks that answer the writers) run on a completer
- * thread, so that answering group N overlaps committing group N+1.
+ * Completions (the callbacks that answer the writers) of a large group run
+ * on a completer thread, so that answering group N overlaps committing
+ * group N+1; a small group is answered by the committer itself, which is
+ * cheaper than waking another thread.
  *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
@@ -58,6 +60,7 @@ struct loom_store {
     size_t queued;
     bool closing;
     bool idle; /* the committer waits for an empty queue to fill */
+    size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
 
@@ -67,6 +70,7 @@ struct loom_store {
     pthread_mutex_t dmu;
     pthread_cond_t dcv;
     op_t *dhead, *dtail;
+    bool dbusy; /* the completer is running completions */
     bool dstop;
 
     sqlite3 *cdb; /* checkpointer connection */
@@ -464,6 +468,23 @@ static void free_op(op_t *o)
     free(o);
 }
 
+/* Groups of at most this many writes are completed on the committer. */
+#define INLINE_COMPLETIONS 8
+
+/* Calls each op's completion and frees it. */
+static void complete_ops(op_t *o)
+{
+    while (o) {
+        op_t *next = o->next;
+        if (o->rc == LOOM_OK)
+            o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
+        else
+            o->done(o->ctx, o->rc, NULL, false, &o->err);
+        free_op(o);
+        o = next;
+    }
+}
+
 /* Runs one group in one transaction and completes every op in it. */
 static void commit_group(loom_store_t *s, op_t *group, size_t n)
 {
@@ -517,9 +538,18 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     pthread_mutex_unlock(&s->mu);
     if (ok && hook)
         hook(hook_ctx);
-    /* Hand the completions to the completer thread and go on committing:
-     * building and sending the answers overlaps the next transaction. */
+    /* A small group while the completer is idle is completed right here:
+     * waking the completer would cost more (a futex wake, a context switch
+     * and its wait) than answering a few writes. Otherwise hand the
+     * completions to the completer thread and go on committing: building
+     * and sending many answers overlaps the next transaction. Either way
+     * only one thread at a time runs completions, in commit order. */
     pthread_mutex_lock(&s->dmu);
+    if (n <= INLINE_COMPLETIONS && !s->dhead && !s->dbusy) {
+        pthread_mutex_unlock(&s->dmu);
+        complete_ops(group);
+        return;
+    }
     if (s->dtail)
         s->dtail->next = group;
     else
@@ -544,17 +574,11 @@ static void *completer_main(void *arg)
             break;
         op_t *o = s->dhead;
         s->dhead = s->dtail = NULL;
+        s->dbusy = true;
         pthread_mutex_unlock(&s->dmu);
-        while (o) {
-            op_t *next = o->next;
-            if (o->rc == LOOM_OK)
-                o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
-            else
-                o->done(o->ctx, o->rc, NULL, false, &o->err);
-            free_op(o);
-            o = next;
-        }
+        complete_ops(o);
         pthread_mutex_lock(&s->dmu);
+        s->dbusy = false;
     }
     pthread_mutex_unlock(&s->dmu);
     return NULL;
@@ -609,9 +633,11 @@ static void *committer_main(void *arg)
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000L;
             }
+            s->delay_target = s->stats.last_group;
             while (!s->closing && s->queued < s->stats.last_group &&
                    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
             }
+            s->delay_target = 0;
         }
         op_t *group = s->head, *last = group;
         size_t n = 1;
@@ -651,10 +677,13 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
     s->queued++;
     s->stats.queued = s->queued;
     /* Wake the committer when it waits for work, or when it lingers for
-     * the end of a batch and this is it — not for every write of a batch.
+     * the end of a batch and this is it — not for every write of a batch —
+     * or, during a commit delay, once as many writes as it waits for are
+     * queued (not for each of them).
      * Signalled after unlocking, so that it does not wake only to block on
      * the mutex still held here. */
-    bool wake = s->idle || !o->more || s->queued >= s->opts.max_group;
+    bool wake = s->idle || s->queued >= s->opts.max_group ||
+                (s->delay_target ? s->queued >= s->delay_target : !o->more);
     pthread_mutex_unlock(&s->mu);
     if (wake)
         pthread_cond_signal(&s->cv);
