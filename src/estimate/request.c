@@ -269,11 +269,15 @@ static void device_file(const loom_est_sizer_t *s, const char *dev, char *out, s
 int loom_est_sizer_new(const loom_est_sizer_opts_t *o, loom_est_sizer_t **out, loom_err_t *err)
 {
     *out = NULL;
+    loom_est_margin_t margin =
+        o ? o->margin : (loom_est_margin_t){LOOM_EST_MARGIN_FRACTION, LOOM_EST_MARGIN_EXTRA};
+    if (!(margin.fraction >= 0 && margin.fraction <= 10))
+        return loom_err_set(err, LOOM_EINVAL, "estimate margin: fraction %g outside [0, 10]",
+                            margin.fraction);
     loom_est_sizer_t *s = calloc(1, sizeof *s);
     if (!s)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    s->margin =
-        o ? o->margin : (loom_est_margin_t){LOOM_EST_MARGIN_FRACTION, LOOM_EST_MARGIN_EXTRA};
+    s->margin = margin;
     s->cap = o && o->cache_entries ? o->cache_entries : CACHE_DEFAULT;
     s->device = strdup(o && o->device ? o->device : "h200");
     const char *dir = o && o->device_dir ? o->device_dir : getenv("LOOM_DEVICE_DIR");
@@ -285,11 +289,6 @@ int loom_est_sizer_new(const loom_est_sizer_opts_t *o, loom_est_sizer_t **out, l
         free(s->cache);
         free(s);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    }
-    if (!(s->margin.fraction >= 0 && s->margin.fraction <= 10)) {
-        loom_est_sizer_free(s);
-        return loom_err_set(err, LOOM_EINVAL, "estimate margin: fraction %g outside [0, 10]",
-                            o ? o->margin.fraction : 0);
     }
     pthread_mutex_init(&s->mu, NULL);
     *out = s;

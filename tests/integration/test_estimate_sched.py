@@ -248,6 +248,7 @@ class MarginCatalogAndNvml(unittest.TestCase):
                     "model": {"path": "m.onnx", "batch": "${batch}", "train": True,
                               "device": "h200"},
                     "parameters": {"batch": {"type": "choice", "values": [2, 8]}}}]}, f)
+            before = c.info()["estimator"]
             p = subprocess.run([LOOM, "gen", "--catalog", catalog, "--count", "12",
                                 "--rate", "200/s", "--seed", "5", "--submit",
                                 "unix:" + d.socket_path, "--json"],
@@ -264,7 +265,11 @@ class MarginCatalogAndNvml(unittest.TestCase):
                 self.assertEqual(j["resources"]["gpu_share"], 250)
                 self.assertEqual(j["resources"]["gpu_memory"], want[b])
             self.assertEqual(seen, {2, 8})
-            self.assertGreaterEqual(c.info()["estimator"]["cache_hits"], 10)
+            # each generated submission consulted the estimator once (hits
+            # vary: the generator's senders may miss the same key at once)
+            after = c.info()["estimator"]
+            self.assertEqual(after["cache_hits"] + after["cache_misses"] -
+                             before["cache_hits"] - before["cache_misses"], 12)
             c.close()
         finally:
             d.stop()

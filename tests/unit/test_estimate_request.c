@@ -358,6 +358,11 @@ static void test_sizer_errors(void **st)
     loom_est_sizer_stats(s, &hits, &misses);
     assert_int_equal(hits, 0); /* failures are not cached */
     loom_est_sizer_free(s);
+    loom_est_sizer_opts_t o = {.margin = {20, 0}};
+    loom_err_t err;
+    assert_int_equal(loom_est_sizer_new(&o, &s, &err), LOOM_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "outside [0, 10]"));
 }
 
 /* Several threads at once (loomd serves each connection on its own
