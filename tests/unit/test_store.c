@@ -156,6 +156,47 @@ static void submit_get_events(void **state)
     tmpdb_remove(&t);
 }
 
+/* The estimate record a job keeps (schema migration 4): stored, read back,
+ * and only a JSON object is accepted. */
+static void estimate_record(void **state)
+{
+    tmpdb_t t;
+    tmpdb_make(&t);
+    loom_store_t *s = open_ok(t.path);
+    loom_job_spec_t spec;
+    loom_job_spec_init(&spec);
+    spec.name = "m";
+    spec.script = "";
+    spec.gpu_share_milli = 500;
+    spec.gpu_memory_bytes = 3ULL << 30;
+    spec.estimate_json = "{\"request_bytes\":3221225472,\"applied\":true}";
+    loom_job_t job, got;
+    loom_err_t err;
+    assert_int_equal(loom_store_submit(s, &spec, &job, NULL, &err), LOOM_OK);
+    assert_string_equal(job.estimate_json, spec.estimate_json);
+    assert_int_equal(loom_store_get(s, job.id, &got, &err), LOOM_OK);
+    assert_string_equal(got.estimate_json, spec.estimate_json);
+    loom_job_t copy;
+    assert_int_equal(loom_job_copy(&copy, &got), LOOM_OK);
+    assert_string_equal(copy.estimate_json, spec.estimate_json);
+    loom_job_free(&copy);
+    loom_job_free(&got);
+    loom_job_free(&job);
+    spec.estimate_json = NULL; /* none: NULL back */
+    assert_int_equal(loom_store_submit(s, &spec, &job, NULL, &err), LOOM_OK);
+    assert_int_equal(loom_store_get(s, job.id, &got, &err), LOOM_OK);
+    assert_null(got.estimate_json);
+    loom_job_free(&got);
+    loom_job_free(&job);
+    spec.estimate_json = "[1]";
+    assert_int_equal(loom_store_submit(s, &spec, NULL, NULL, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "estimate: expected a JSON object"));
+    spec.estimate_json = "{";
+    assert_int_equal(loom_store_submit(s, &spec, NULL, NULL, &err), LOOM_EINVAL);
+    loom_store_close(s);
+    tmpdb_remove(&t);
+}
+
 static void validation(void **state)
 {
     tmpdb_t t;
@@ -682,6 +723,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(migrations),
+        cmocka_unit_test(estimate_record),
         cmocka_unit_test(submit_get_events),
         cmocka_unit_test(validation),
         cmocka_unit_test(idempotent_concurrent),
