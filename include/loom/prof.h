@@ -254,8 +254,10 @@ int loom_prof_report_md(const loom_prof_run_t *run, loom_buf_t *b);
 typedef enum loom_prof_ab_metric {
     LOOM_PROF_AB_WALL_MEAN = 0, /* mean steady step time, wall clock */
     LOOM_PROF_AB_WALL_P50,      /* median steady step time, wall clock */
+    LOOM_PROF_AB_WALL_MIN,      /* shortest steady step: the least disturbed by other load */
     LOOM_PROF_AB_CPU_MEAN,      /* mean steady step CPU time (markers' cpu_ns) */
     LOOM_PROF_AB_CPU_P50,       /* median of those */
+    LOOM_PROF_AB_CPU_MIN,       /* shortest of those */
     LOOM_PROF_AB_NMETRICS
 } loom_prof_ab_metric_t;
 

@@ -87,9 +87,11 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
            (double)o->interval_ns / 1e6, ab.pairs, dir);
     print_est("mean steady step time", &ab.est[LOOM_PROF_AB_WALL_MEAN]);
     print_est("median steady step time", &ab.est[LOOM_PROF_AB_WALL_P50]);
+    print_est("shortest steady step time", &ab.est[LOOM_PROF_AB_WALL_MIN]);
     if (ab.est[LOOM_PROF_AB_CPU_MEAN].n) {
         print_est("mean steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_MEAN]);
         print_est("median steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_P50]);
+        print_est("shortest steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_MIN]);
     } else {
         printf("step CPU time: not measured (the markers carry no cpu_ns)\n");
     }

@@ -3,11 +3,12 @@
  * Pairs of runs of the same command, one sampled and one not (the baseline
  * still reads step markers, which costs the workload the same pipe writes),
  * in ABBA order (profiled first in pairs 1, 3, ...) so that a linear drift
- * in the machine's load falls evenly on both arms. Per run, four numbers:
- * the mean and the median steady step time on the wall clock, and the same
- * on the workload's own CPU clock (markers' cpu_ns), which other programs'
- * load hardly moves (they take the CPU away, they do not add to the
- * workload's CPU time). Per pair and number, prof / base; over pairs, the
+ * in the machine's load falls evenly on both arms. Per run, six numbers:
+ * the mean, median and shortest steady step time on the wall clock, and
+ * the same on the workload's own CPU clock (markers' cpu_ns), which other
+ * programs move less: waiting for a core does not count as CPU time, only
+ * their sharing of caches and cores does. Per pair and number, prof / base;
+ * over pairs, the
  * mean relative difference with a Student t and a bootstrap interval, and
  * the geometric mean ratio with a t interval on the log ratios.
  *
@@ -23,8 +24,8 @@
 
 #include "prof/prof_internal.h"
 
-const char *const loom_prof_ab_metric_names[LOOM_PROF_AB_NMETRICS] = {"wall_mean", "wall_p50",
-                                                                      "cpu_mean", "cpu_p50"};
+const char *const loom_prof_ab_metric_names[LOOM_PROF_AB_NMETRICS] = {
+    "wall_mean", "wall_p50", "wall_min", "cpu_mean", "cpu_p50", "cpu_min"};
 
 #define BOOT_RESAMPLES 10000
 #define BOOT_SEED      0x6c6f6f6d /* "loom" */
@@ -175,8 +176,10 @@ static int one(const loom_prof_opts_t *o, loom_prof_ab_run_t *out, loom_err_t *e
     } else {
         out->value[LOOM_PROF_AB_WALL_MEAN] = s.steady.mean;
         out->value[LOOM_PROF_AB_WALL_P50] = s.steady.p50;
+        out->value[LOOM_PROF_AB_WALL_MIN] = s.steady.min;
         out->value[LOOM_PROF_AB_CPU_MEAN] = s.steady_cpu.n ? s.steady_cpu.mean : -1;
         out->value[LOOM_PROF_AB_CPU_P50] = s.steady_cpu.n ? s.steady_cpu.p50 : -1;
+        out->value[LOOM_PROF_AB_CPU_MIN] = s.steady_cpu.n ? s.steady_cpu.min : -1;
         out->steps = s.nsteps;
         out->warmup_steps = s.warmup_steps;
         out->wall_s = s.wall_s;
@@ -290,14 +293,18 @@ int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *o, cons
     if (rc)
         return rc;
     loom_buf_t b = LOOM_BUF_INIT;
-    loom_buf_append_str(&b, "pair,order,arm,steps,warmup_steps,wall_mean_s,wall_p50_s,cpu_mean_s,"
-                            "cpu_p50_s,run_wall_s,command_cpu_s,sampler_cpu_s,loom_cpu_s\n");
+    loom_buf_append_str(&b, "pair,order,arm,steps,warmup_steps");
+    for (int m = 0; m < LOOM_PROF_AB_NMETRICS; m++)
+        loom_buf_appendf(&b, ",%s_s", loom_prof_ab_metric_names[m]);
+    loom_buf_append_str(&b, ",run_wall_s,command_cpu_s,sampler_cpu_s,loom_cpu_s\n");
     for (size_t i = 0; i < 2 * ab->pairs; i++) {
         const loom_prof_ab_run_t *r = &ab->runs[i];
-        loom_buf_appendf(&b, "%zu,%d,%s,%zu,%zu,%.9f,%.9f,%.9f,%.9f,%.6f,%.6f,%.6f,%.6f\n",
-                         r->pair + 1, r->first ? 1 : 2, r->profiled ? "prof" : "base", r->steps,
-                         r->warmup_steps, r->value[0], r->value[1], r->value[2], r->value[3],
-                         r->wall_s, r->command_cpu_s, r->sampler_cpu_s, r->loom_cpu_s);
+        loom_buf_appendf(&b, "%zu,%d,%s,%zu,%zu", r->pair + 1, r->first ? 1 : 2,
+                         r->profiled ? "prof" : "base", r->steps, r->warmup_steps);
+        for (int m = 0; m < LOOM_PROF_AB_NMETRICS; m++)
+            loom_buf_appendf(&b, ",%.9f", r->value[m]);
+        loom_buf_appendf(&b, ",%.6f,%.6f,%.6f,%.6f\n", r->wall_s, r->command_cpu_s,
+                         r->sampler_cpu_s, r->loom_cpu_s);
     }
     rc = b.data ? write_text(dir, "ab_runs.csv", b.data, b.len, err)
                 : loom_err_set(err, LOOM_ENOMEM, "prof --ab: out of memory");

@@ -207,7 +207,7 @@ def run_tests(tmp):
         check(ab["pairs"] == 3 and len(runs) == 6, f"3 pairs, 6 runs ({len(runs)})")
         check([r["arm"] for r in runs] == ["prof", "base", "base", "prof", "prof", "base"],
               f"ABBA order: {[r['arm'] for r in runs]}")
-        for name in ("wall_mean", "wall_p50", "cpu_mean", "cpu_p50"):
+        for name in ("wall_mean", "wall_p50", "wall_min", "cpu_mean", "cpu_p50", "cpu_min"):
             e = ab["metrics"][name]
             lo, hi = e["ci95_t"]
             blo, bhi = e["ci95_bootstrap"]
@@ -215,7 +215,7 @@ def run_tests(tmp):
             check(e["pairs"] == 3 and lo <= e["overhead"] <= hi and blo <= e["overhead"] <= bhi
                   and rlo <= e["ratio_geomean"] <= rhi, f"{name}: consistent estimate {e}")
         # The estimate is recomputable from the runs.
-        key = {"wall_mean": "wall_mean_s", "cpu_mean": "cpu_mean_s"}
+        key = {"wall_mean": "wall_mean_s", "cpu_mean": "cpu_mean_s", "wall_min": "wall_min_s"}
         for name, col in key.items():
             rel = []
             for k in range(1, 4):

@@ -108,6 +108,8 @@ static void test_ab_runs(void **state)
         r->value[LOOM_PROF_AB_WALL_P50] = f * 0.5;
         r->value[LOOM_PROF_AB_CPU_MEAN] = (r->profiled ? 1.01 : 1.0) * 0.25;
         r->value[LOOM_PROF_AB_CPU_P50] = -1; /* unknown */
+        r->value[LOOM_PROF_AB_WALL_MIN] = f * 0.25;
+        r->value[LOOM_PROF_AB_CPU_MIN] = -1;
         r->wall_s = 10;
         r->command_cpu_s = 5;
         r->sampler_cpu_s = r->profiled ? 0.01 * (1 + (double)r->pair) : 0;
@@ -119,6 +121,7 @@ static void test_ab_runs(void **state)
     assert_double_equal(ab.est[LOOM_PROF_AB_WALL_P50].ratio, 1.02, 1e-12);
     assert_double_equal(ab.est[LOOM_PROF_AB_CPU_MEAN].overhead, 0.01, 1e-12);
     assert_int_equal(ab.est[LOOM_PROF_AB_CPU_P50].n, 0);
+    assert_double_equal(ab.est[LOOM_PROF_AB_WALL_MIN].boot_high, 0.02, 1e-12);
     /* Sampler: 0.001, 0.002, 0.003 cores: mean .002, sd .001, t(2) 4.303. */
     assert_double_equal(ab.sampler_cores, 0.002, 1e-12);
     assert_double_equal(ab.sampler_cores_ci, 4.303 * 0.001 / sqrt(3), 1e-12);
@@ -156,6 +159,8 @@ static void test_ab_runs(void **state)
     for (size_t i = 0; i < b.len; i++)
         lines += b.data[i] == '\n';
     assert_int_equal(lines, 7); /* header + 6 runs */
+    assert_non_null(
+        strstr(b.data, "wall_mean_s,wall_p50_s,wall_min_s,cpu_mean_s,cpu_p50_s,cpu_min_s"));
     assert_non_null(strstr(b.data, "\n1,1,prof,"));
     assert_non_null(strstr(b.data, "\n2,1,base,"));
     loom_buf_free(&b);
