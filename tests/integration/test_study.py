@@ -62,6 +62,12 @@ def find(table, *first):
     return next((r for r in table if r[:len(first)] == list(first)), None)
 
 
+def row(table, *first):
+    """The first row starting with `first`, as {column heading: cell}."""
+    r = find(table[1:], *first) if table else None
+    return dict(zip(table[0], r)) if r else {}
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="loom-test-study-")
     try:
@@ -96,20 +102,28 @@ def run_tests(tmp):
     rep = find(rows(md, "2. Run-to-run"), "resnet18")
     check(rep is not None and rep[3] == "6.7%" and rep[5] == "0.0%",
           f"between-run CV: {rep}")
-    alpha = [x for x in rows(md, "3. Batch") if x[0] == "resnet18" and "–" in x[1]]
-    check(alpha and alpha[0][2] == "0.00" and alpha[0][4] == "0.0%",
-          f"batch scaling exponent and fixed cost: {alpha}")
+    batch = rows(md, "3. Batch")
+    summary = [batch[i:] for i, x in enumerate(batch) if "α" in x]
+    a = row(summary[0], "resnet18") if summary else {}
+    check(a.get("α") == "0.00" and a.get("α_q") == "0.00" and a.get("t₀ / Tc(8)") == "0.0%",
+          f"batch scaling exponent and fixed cost: {a}")
+    b16 = row(batch, "resnet18", "16")
+    check(b16.get("Tc") == "200.0" and b16.get("items/CPU-s") == "80.0", f"batch 16 row: {b16}")
     prec = rows(md, "4. Precision")
-    check(find(prec, "resnet18") and find(prec, "resnet18")[3] == "2.00",
-          f"bf16 speed-up: {find(prec, 'resnet18')}")
-    mob = find(prec, "mobilenet_v2")
-    check(mob is not None and "not supported" in mob[-1], f"unsupported run explained: {mob}")
-    el = find(rows(md, "5. Input size"), "resnet18", "2.00")
-    check(el is not None and el[2] == "2.00", f"time and FLOP elasticity: {el}")
-    th = find(rows(md, "6. Threads"), "resnet18")
-    check(th is not None and th[3] == "2.00" and th[4] == "100.0%" and th[7] == "1.20",
-          f"thread speed-up, efficiency, CPU inflation: {th}")
-    check("## Findings" in md and "speed-up resnet18 2.00" in md, "findings are computed")
+    pr = row(prec, "resnet18")
+    check(pr.get("speed-up (Tc fp32 / Tc bf16)") == "2.00" and pr.get("speed-up on Tq") == "2.00",
+          f"bf16 speed-up: {pr}")
+    mob = row(prec, "mobilenet_v2")
+    check("not supported" in mob.get("note", ""), f"unsupported run explained: {mob}")
+    inp = rows(md, "5. Input size")
+    el = [inp[i:] for i, x in enumerate(inp) if "FLOP elasticity" in x]
+    e = row(el[0], "resnet18") if el else {}
+    check(e.get("time elasticity (Tc)") == "2.00" and e.get("time elasticity (Tq)") == "2.00" and
+          e.get("FLOP elasticity") == "2.00", f"time and FLOP elasticity: {e}")
+    th = row(rows(md, "6. Threads"), "resnet18")
+    check(th.get("speed-up S") == "2.00" and th.get("efficiency S/2") == "100.0%" and
+          th.get("CPU inflation Tc2/Tc1") == "1.20", f"thread speed-up, efficiency: {th}")
+    check("## Findings" in md and "resnet18 2.00 / 2.00" in md, "findings are computed")
 
     figs = os.path.join(out, "figures")
     names = sorted(os.listdir(figs))
