@@ -143,6 +143,9 @@ typedef struct loom_est_result {
     uint64_t params;  /* trainable elements */
     uint64_t buffers; /* non-trainable initializer elements */
     double fwd_flops, bwd_flops, opt_flops;
+    /* Bytes read and written to memory (the traffic the step time charges):
+     * forward, backward, optimizer update. Device-independent. */
+    double fwd_bytes, bwd_bytes, opt_bytes;
     loom_est_memory_t mem;
     double fwd_time_s, bwd_time_s, opt_time_s, step_time_s;
     size_t nops;
