@@ -5,6 +5,7 @@
  * writes are committed by the still-running store), then close the store. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -273,6 +274,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
+    /* Absolute from here on: job scripts, outputs and the socket are named
+     * by paths that other processes (shepherds in their own working
+     * directories, Slurm) must resolve the same way. */
+    char abs_dir[PATH_MAX];
+    if (!realpath(state_dir, abs_dir) || strlen(abs_dir) >= sizeof state_dir) {
+        fprintf(stderr, "loomd: state directory '%s': cannot resolve its absolute path: %s\n",
+                state_dir, strerror(errno));
+        return 1;
+    }
+    snprintf(state_dir, sizeof state_dir, "%s", abs_dir);
     char path[4200], sock_path[4200], url_path[4200];
     /* One loomd per state directory. */
     snprintf(path, sizeof path, "%s/loomd.lock", state_dir);
