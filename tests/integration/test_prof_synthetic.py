@@ -95,8 +95,12 @@ def run_tests(tmp):
     check(abs(sampled - truth_cpu) <= tol,
           f"tree CPU sampled {sampled:.3f} s vs truth {truth_cpu:.3f} s (tol {tol:.3f})")
     gt = r["ground_truth"]
-    check(abs(gt["rusage_user_s"] + gt["rusage_sys_s"] - truth_cpu) <= 0.02 * truth_cpu + 0.02,
-          "the profiler's rusage agrees with the program's")
+    # wait4's rusage also counts what the program spends after its last
+    # self-measurement (exit, and in this sanitizer build the leak check),
+    # so it may exceed the program's own figure by a little, never fall short.
+    ru = gt["rusage_user_s"] + gt["rusage_sys_s"]
+    check(-0.02 * truth_cpu - 0.02 <= ru - truth_cpu <= 0.03 * truth_cpu + 0.08,
+          f"the profiler's rusage {ru:.3f} s agrees with the program's {truth_cpu:.3f} s")
     samples = list(csv.DictReader(open(os.path.join(out, "samples.csv"))))
     cum = [int(s["user_ns"]) + int(s["sys_ns"]) for s in samples]
     check(all(b >= a for a, b in zip(cum, cum[1:])), "cumulative CPU never decreases")
