@@ -78,6 +78,7 @@ struct loom_store {
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
+    int ckpt_done;               /* WAL frames the last checkpoint copied */
 
     void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
@@ -192,16 +193,26 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 
 #define CHECKPOINT_PAGES 4000
 
-/* Runs on the committer after each commit (writer connection's WAL hook). */
+/* Runs on the committer after each commit (writer connection's WAL hook).
+ * `pages` is the WAL's length in frames. A checkpoint is wanted once the WAL
+ * holds CHECKPOINT_PAGES frames that no checkpoint has copied yet: while
+ * writes go on, a PASSIVE checkpoint rarely lets the WAL restart, and
+ * asking again after every commit past the threshold would run a
+ * checkpoint (two fsyncs) every few commits for a handful of new frames.
+ * The checkpointer records how far it got in ckpt_done; a WAL shorter than
+ * that has restarted from its beginning. */
 static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 {
     loom_store_t *s = ctx;
-    if (pages >= CHECKPOINT_PAGES) {
-        pthread_mutex_lock(&s->cmu);
+    pthread_mutex_lock(&s->cmu);
+    if (pages < s->ckpt_done)
+        s->ckpt_done = 0;
+    bool want = pages - s->ckpt_done >= CHECKPOINT_PAGES && !s->ckpt_wanted;
+    if (want)
         s->ckpt_wanted = true;
+    pthread_mutex_unlock(&s->cmu);
+    if (want)
         pthread_cond_signal(&s->ccv);
-        pthread_mutex_unlock(&s->cmu);
-    }
     return SQLITE_OK;
 }
 
@@ -222,6 +233,8 @@ static void *checkpointer_main(void *arg)
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
             loom_log_warn("store.checkpoint_failed", "error=\"%s\"", sqlite3_errmsg(s->cdb));
         pthread_mutex_lock(&s->cmu);
+        if (rc == SQLITE_OK && done > 0)
+            s->ckpt_done = done;
     }
     pthread_mutex_unlock(&s->cmu);
     return NULL;
