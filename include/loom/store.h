@@ -153,6 +153,13 @@ typedef struct loom_store_options {
     loom_durability_t durability;
     size_t max_queue; /* queued writes before LOOM_ELIMIT; 0 = 65536 */
     size_t max_group; /* writes per transaction at most; 0 = 8192 */
+    /* Checkpoints (docs/store.md): a PASSIVE one once the WAL holds this many
+     * frames not yet copied (0 = 4000), and a RESTART one, which lets the
+     * next writer start the WAL over, once the WAL is this long (0 = 16000,
+     * 64 MiB of 4 KiB pages), so that steady writes cannot grow it without
+     * bound. */
+    int checkpoint_frames;
+    int wal_restart_frames;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;

@@ -19,8 +19,9 @@
  *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
- * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
- * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers.
+ * WAL hook once enough new frames accumulate, so a commit rarely
+ * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers; a
+ * RESTART one, past a WAL length, briefly does (to bound the WAL).
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -191,11 +192,10 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 
 /* --------------------------------------------------------- checkpointer */
 
-#define CHECKPOINT_PAGES 4000
 
 /* Runs on the committer after each commit (writer connection's WAL hook).
  * `pages` is the WAL's length in frames. A checkpoint is wanted once the WAL
- * holds CHECKPOINT_PAGES frames that no checkpoint has copied yet: while
+ * holds checkpoint_frames frames that no checkpoint has copied yet: while
  * writes go on, a PASSIVE checkpoint rarely lets the WAL restart, and
  * asking again after every commit past the threshold would run a
  * checkpoint (two fsyncs) every few commits for a handful of new frames.
@@ -207,7 +207,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
     pthread_mutex_lock(&s->cmu);
     if (pages < s->ckpt_done)
         s->ckpt_done = 0;
-    bool want = pages - s->ckpt_done >= CHECKPOINT_PAGES && !s->ckpt_wanted;
+    bool want = pages - s->ckpt_done >= s->opts.checkpoint_frames && !s->ckpt_wanted;
     if (want)
         s->ckpt_wanted = true;
     pthread_mutex_unlock(&s->cmu);
@@ -232,6 +232,18 @@ static void *checkpointer_main(void *arg)
         int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
             loom_log_warn("store.checkpoint_failed", "error=\"%s\"", sqlite3_errmsg(s->cdb));
+        if (rc == SQLITE_OK && log >= s->opts.wal_restart_frames) {
+            /* Under steady writes a PASSIVE checkpoint never catches up
+             * with the WAL's end, so the WAL would never restart and grow
+             * without bound. Past wal_restart_frames frames, copy the rest
+             * and make the next writer restart the WAL from its beginning:
+             * writers wait (busy handler) for the few frames written since
+             * the passive pass, no longer. */
+            rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+            if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+                loom_log_warn("store.checkpoint_failed", "mode=restart error=\"%s\"",
+                              sqlite3_errmsg(s->cdb));
+        }
         pthread_mutex_lock(&s->cmu);
         if (rc == SQLITE_OK && done > 0)
             s->ckpt_done = done;
@@ -1123,6 +1135,10 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         s->opts.max_queue = 65536;
     if (!s->opts.max_group)
         s->opts.max_group = 8192;
+    if (s->opts.checkpoint_frames <= 0)
+        s->opts.checkpoint_frames = 4000;
+    if (s->opts.wal_restart_frames <= 0)
+        s->opts.wal_restart_frames = 16000;
     int rc;
     if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
         goto fail_alloc;
