@@ -121,6 +121,7 @@ typedef struct {
     double p50_ms, p99_ms, max_ms;
     long requests, submissions, failures;
     double seconds;
+    double per_commit; /* store writes per transaction during the phase (0: unknown) */
 } result_t;
 
 static pid_t loomd_pid;
@@ -158,9 +159,37 @@ static double children_cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The store's commit and write counters, from server.info. */
+static int store_counters(const char *url, const char *token, double *commits, double *writes)
+{
+    loom_rpc_client_config_t cfg;
+    loom_rpc_client_config_init(&cfg);
+    cfg.url = url;
+    cfg.token = token;
+    loom_rpc_client_t *c;
+    loom_err_t err;
+    if (loom_rpc_client_new(&cfg, &c, &err))
+        return -1;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    json_t *res = NULL;
+    int rc = loom_rpc_client_call(c, "server.info", NULL, 0, &res, &e);
+    json_t *st = rc == LOOM_OK ? json_object_get(res, "store") : NULL;
+    if (st) {
+        *commits = (double)json_integer_value(json_object_get(st, "commits"));
+        *writes = (double)json_integer_value(json_object_get(st, "writes"));
+    }
+    json_decref(res);
+    loom_rpc_client_error_clear(&e);
+    loom_rpc_client_free(c);
+    return st ? 0 : -1;
+}
+
 static int run_phase(const char *url, const char *token, int conns, long jobs, int batch,
                      result_t *r, char *first_error, size_t errlen)
 {
+    double commits0 = 0, writes0 = 0, commits1 = 0, writes1 = 0;
+    int have_counters = store_counters(url, token, &commits0, &writes0) == 0;
     double cpu_d0 = proc_cpu_s(loomd_pid), cpu_c0 = self_cpu_s();
     int per_req = batch ? batch : 1;
     long requests = jobs / per_req;
@@ -186,6 +215,9 @@ static int run_phase(const char *url, const char *token, int conns, long jobs, i
     memset(r, 0, sizeof *r);
     r->loomd_cpu_s = proc_cpu_s(loomd_pid) - cpu_d0;
     r->client_cpu_s = self_cpu_s() - cpu_c0;
+    if (have_counters && store_counters(url, token, &commits1, &writes1) == 0 &&
+        commits1 > commits0)
+        r->per_commit = (writes1 - writes0) / (commits1 - commits0);
     for (int i = 0; i < conns; i++) {
         r->failures += w[i].failures;
         if (w[i].failures && !first_error[0])
@@ -203,6 +235,38 @@ static int run_phase(const char *url, const char *token, int conns, long jobs, i
     free(th);
     free(w);
     return r->failures ? -1 : 0;
+}
+
+enum { MAX_ROUNDS = 20 };
+
+/* The round with the median rate (the lower middle one for an even count). */
+static void append_row(loom_buf_t *md, const char *phase, int conns, int round,
+                       const result_t *r)
+{
+    char per_commit[32] = "?";
+    if (r->per_commit > 0)
+        snprintf(per_commit, sizeof per_commit, "%.2f", r->per_commit);
+    loom_buf_appendf(md,
+                     "| %s, %d connections | %d | %ld | %ld | %.2f | %.0f | %.3f | %.3f | %.3f | "
+                     "%ld | %.1f | %.1f | %s |\n",
+                     phase, conns, round, r->submissions, r->requests, r->seconds, r->per_s,
+                     r->p50_ms, r->p99_ms, r->max_ms, r->failures,
+                     r->loomd_cpu_s * 1e6 / (double)r->submissions,
+                     r->client_cpu_s * 1e6 / (double)r->submissions, per_commit);
+}
+
+static result_t median_round(const result_t *r, int n)
+{
+    int idx[MAX_ROUNDS];
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && r[idx[j]].per_s < r[idx[j - 1]].per_s; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    return r[idx[(n - 1) / 2]];
 }
 
 /* sbatch through a single-node Slurm of its own (scripts/slurm/cluster.sh on
@@ -384,6 +448,7 @@ int main(int argc, char **argv)
         {"batch", required_argument, NULL, 'b'},
         {"durability", required_argument, NULL, 'd'},
         {"sbatch-jobs", required_argument, NULL, 's'},
+        {"rounds", required_argument, NULL, 'r'},
         {"slurm-script", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -391,7 +456,7 @@ int main(int argc, char **argv)
     const char *out_dir = "docs/bench", *loomd = NULL, *durability = "normal";
     long jobs = 40000, sbatch_max = 2000;
     const char *slurm_script = "scripts/slurm/cluster.sh";
-    int conns = 4, batch = 100, c;
+    int conns = 4, batch = 100, rounds = 3, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out_dir = optarg; break;
@@ -401,13 +466,21 @@ int main(int argc, char **argv)
         case 'b': batch = atoi(optarg); break;
         case 'd': durability = optarg; break;
         case 's': sbatch_max = atol(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
         case 'S': slurm_script = optarg; break;
         case 'h':
             printf("usage: bench_rpc_submit [--out DIR] [--loomd PATH] [--jobs N] [--conns C] "
-                   "[--batch B] [--durability normal|full] [--sbatch-jobs M] [--slurm-script P]\n");
+                   "[--batch B] [--durability normal|full] [--sbatch-jobs M] [--slurm-script P] "
+                   "[--rounds R]\n"
+                   "Runs R rounds (default 3) of the single-call and the batched phase, "
+                   "alternating, and judges the targets on the median round.\n");
             return 0;
         default: return 2;
         }
+    }
+    if (rounds < 1 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "bench_rpc_submit: --rounds: expected 1..%d\n", MAX_ROUNDS);
+        return 2;
     }
     if (jobs < batch * conns || conns < 1 || batch < 2) {
         fprintf(stderr, "bench_rpc_submit: need --jobs >= --batch * --conns, --conns >= 1, "
@@ -442,12 +515,16 @@ int main(int argc, char **argv)
     loom_time_format_rfc3339(loom_time_real_ns(), date);
 
     /* Warm-up (connections, page cache, SQLite statement caches). */
-    result_t warm, single, batched, slurm;
+    result_t warm, singles[MAX_ROUNDS], batches[MAX_ROUNDS], slurm;
     char err1[256] = "", err2[256] = "", note[256] = "";
     run_phase(url, token, conns, 2000, 0, &warm, err1, sizeof err1);
     err1[0] = '\0';
-    int rc1 = run_phase(url, token, conns, jobs, 0, &single, err1, sizeof err1);
-    int rc2 = run_phase(url, token, conns, jobs, batch, &batched, err2, sizeof err2);
+    int rc1 = 0, rc2 = 0;
+    for (int i = 0; i < rounds; i++) {
+        rc1 |= run_phase(url, token, conns, jobs, 0, &singles[i], err1, sizeof err1);
+        rc2 |= run_phase(url, token, conns, jobs, batch, &batches[i], err2, sizeof err2);
+    }
+    result_t single = median_round(singles, rounds), batched = median_round(batches, rounds);
     long sb_jobs = jobs < sbatch_max ? jobs : sbatch_max;
     int have_slurm =
         sbatch_max > 0 && run_sbatch(slurm_script, sb_jobs, conns, &slurm, note, sizeof note) == 0;
@@ -475,29 +552,22 @@ int main(int argc, char **argv)
         "- command: `build/bench_rpc_submit --jobs %ld --conns %d --batch %d "
         "--durability %s` (also run by `make bench`)\n"
         "- machine: %s\n- date: %s\n\n"
-        "| phase | submissions | requests | seconds | submissions/s | p50 ms | p99 ms | "
-        "max ms | failures | server CPU µs/submission | client CPU µs/submission |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| phase | round | submissions | requests | seconds | submissions/s | p50 ms | p99 ms | "
+        "max ms | failures | server CPU µs/submission | client CPU µs/submission | "
+        "writes per commit |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         durability, jobs, conns, batch, durability, mach, date);
-    loom_buf_appendf(&md,
-                     "| single calls, %d connections | %ld | %ld | %.2f | %.0f | %.3f | %.3f | "
-                     "%.3f | %ld | %.1f | %.1f |\n",
-                     conns, single.submissions, single.requests, single.seconds, single.per_s,
-                     single.p50_ms, single.p99_ms, single.max_ms, single.failures,
-                     single.loomd_cpu_s * 1e6 / (double)single.submissions,
-                     single.client_cpu_s * 1e6 / (double)single.submissions);
-    loom_buf_appendf(&md,
-                     "| batches of %d, %d connections (latency per batch) | %ld | %ld | %.2f | "
-                     "%.0f | %.3f | %.3f | %.3f | %ld | %.1f | %.1f |\n",
-                     batch, conns, batched.submissions, batched.requests, batched.seconds,
-                     batched.per_s, batched.p50_ms, batched.p99_ms, batched.max_ms,
-                     batched.failures, batched.loomd_cpu_s * 1e6 / (double)batched.submissions,
-                     batched.client_cpu_s * 1e6 / (double)batched.submissions);
+    for (int i = 0; i < rounds; i++)
+        append_row(&md, "single calls", conns, i + 1, &singles[i]);
+    char batch_phase[64];
+    snprintf(batch_phase, sizeof batch_phase, "batches of %d (latency per batch)", batch);
+    for (int i = 0; i < rounds; i++)
+        append_row(&md, batch_phase, conns, i + 1, &batches[i]);
     if (have_slurm) {
         loom_buf_appendf(&md,
-                         "| sbatch --hold --wrap, %d parallel clients | %ld | %ld | %.2f | %.1f | "
-                         "%.3f | %.3f | %.3f | %ld | %.1f (slurmctld) | %.1f (sbatch "
-                         "processes) |\n",
+                         "| sbatch --hold --wrap, %d parallel clients | 1 | %ld | %ld | %.2f | "
+                         "%.1f | %.3f | %.3f | %.3f | %ld | %.1f (slurmctld) | %.1f (sbatch "
+                         "processes) | |\n",
                          conns, slurm.submissions, slurm.requests, slurm.seconds, slurm.per_s,
                          slurm.p50_ms, slurm.p99_ms, slurm.max_ms, slurm.failures,
                          slurm.loomd_cpu_s * 1e6 / (double)slurm.submissions,
@@ -526,8 +596,11 @@ int main(int argc, char **argv)
                      us_single, us_batch, ncpu, 1e6 * (double)ncpu / us_single,
                      1e6 * (double)ncpu / us_batch);
     loom_buf_appendf(&md,
-                     "\nTargets (issue 2, this 2-core machine): >= 10000 single/s: %s; "
+                     "\nTargets (issue 2, this 2-core machine), judged on the median of the %d "
+                     "rounds (single %.0f/s, batched %.0f/s, single p99 %.3f ms): "
+                     ">= 10000 single/s: %s; "
                      ">= 50000 batched/s: %s; p99 < 5 ms (single): %s.\n",
+                     rounds, single.per_s, batched.per_s, single.p99_ms,
                      single.per_s >= 10000 ? "met" : "NOT met",
                      batched.per_s >= 50000 ? "met" : "NOT met",
                      single.p99_ms < 5 ? "met" : "NOT met");

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Export the loom model zoo to ONNX (opset 13) for `loom estimate`.
 
-    /usr/bin/python3 workloads/export_onnx.py OUTDIR [--models a,b] [--image 64]
+    /usr/bin/python3 workloads/export_onnx.py OUTDIR [--models a,b] [--image 64] [--seq N]
 
 Each model is exported in training mode (BatchNormalization and Dropout stay
 in the graph, nothing is constant-folded into the weights) with a symbolic
@@ -158,8 +158,9 @@ class DLRM(nn.Module):
 NAMES = ("resnet18", "resnet50", "vgg16", "mobilenet_v2", "vit", "bert", "gpt2", "lstm", "dlrm")
 
 
-def build(name, image=64, classes=100):
-    """(module, example_inputs(batch) -> tuple, input names, loss(out, batch) -> scalar)."""
+def build(name, image=64, classes=100, seq=0):
+    """(module, example_inputs(batch) -> tuple, input names, loss(out, batch) -> scalar).
+    seq: sequence length of the text models (0 = their default)."""
     if name == "vgg16" and image % 224:
         # VGG's AdaptiveAvgPool2d((7, 7)) exports only when 7 divides the
         # feature map; 224 is the smallest input that gives 7x7.
@@ -174,9 +175,10 @@ def build(name, image=64, classes=100):
             lambda b: (torch.randn(b, 3, image, image),), ["input"], \
             lambda out, b: F.cross_entropy(out, torch.randint(0, classes, (b,)))
     if name in ("bert", "gpt2", "lstm"):
-        m, vocab, seq = {"bert": (Bert, 4096, 64), "gpt2": (GPT2, 8192, 128),
-                         "lstm": (LSTMLM, 8192, 32)}[name]
-        mod = m()
+        m, vocab, default = {"bert": (Bert, 4096, 64), "gpt2": (GPT2, 8192, 128),
+                             "lstm": (LSTMLM, 8192, 32)}[name]
+        seq = seq or default
+        mod = m(seq=seq) if name != "lstm" else m()
 
         def loss(out, b):
             return F.cross_entropy(out.reshape(-1, out.shape[-1]), torch.randint(0, vocab, (b * seq,)))
@@ -192,9 +194,9 @@ def build(name, image=64, classes=100):
     raise ValueError(f"unknown model '{name}' (known: {', '.join(NAMES)})")
 
 
-def export(name, path, image=64):
+def export(name, path, image=64, seq=0):
     torch.manual_seed(0)
-    mod, inputs, names, _ = build(name, image)
+    mod, inputs, names, _ = build(name, image, seq=seq)
     mod.train()
     axes = {n: {0: "batch"} for n in names}
     axes["output"] = {0: "batch"}
@@ -208,13 +210,15 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--models", default=",".join(NAMES))
     ap.add_argument("--image", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=0,
+                    help="sequence length of bert, gpt2 and lstm (0 = their default)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     rc = 0
     for name in a.models.split(","):
         path = os.path.join(a.outdir, name + ".onnx")
         try:
-            export(name, path, a.image)
+            export(name, path, a.image, a.seq)
             print(f"{name}: {path} ({os.path.getsize(path)} bytes)")
         except Exception as e:  # report every model, fail at the end
             print(f"{name}: export failed: {e}", file=sys.stderr)

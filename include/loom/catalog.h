@@ -111,7 +111,7 @@ typedef struct loom_catalog_job {
     int64_t time_limit_ns;     /* 0 = none */
     double weight;             /* > 0; default 1 */
     const char *template_path; /* resolved against the catalog's directory; may be NULL */
-    const char *model_path;    /* resolved likewise; may be NULL */
+    const char *model_path;    /* resolved likewise (the "path" of a model object); may be NULL */
     size_t param_count;        /* parameters, in document order */
     const json_t *merged;      /* the merged job object as written (for inspection) */
     const char *image;         /* container image for Kubernetes; may be NULL */
@@ -182,7 +182,11 @@ double loom_catalog_probability(const loom_catalog_t *c, size_t i);
  *   label_list    [{"name": "team", "value": "vision"}, ...] sorted by name
  *   weight        3.0
  *   template      "/abs/or/relative/path/slurm.sh.mustache" (only if given)
- *   model         path (only if given)
+ *   model         path (only if given; also when "model" is an object)
+ *   model_spec    only for a "model" object: {"path" (resolved), "batch",
+ *                 "train", "optimizer", "precision", "device"} as written, with
+ *                 "${param}" members replaced by the sampled values (typed) —
+ *                 what loom gen sends as job.submit's "model"
  *   image         container image (only if given)
  *
  * The generator adds its own members (index, submit_id, seed, ...) on top.

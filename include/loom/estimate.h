@@ -143,6 +143,9 @@ typedef struct loom_est_result {
     uint64_t params;  /* trainable elements */
     uint64_t buffers; /* non-trainable initializer elements */
     double fwd_flops, bwd_flops, opt_flops;
+    /* Bytes read and written to memory (the traffic the step time charges):
+     * forward, backward, optimizer update. Device-independent. */
+    double fwd_bytes, bwd_bytes, opt_bytes;
     loom_est_memory_t mem;
     double fwd_time_s, bwd_time_s, opt_time_s, step_time_s;
     size_t nops;
@@ -164,6 +167,72 @@ int loom_est_parse_precision(const char *s, loom_est_precision_t *out, loom_err_
 int loom_est_parse_optimizer(const char *s, loom_est_optimizer_t *out, loom_err_t *err);
 const char *loom_est_precision_name(loom_est_precision_t p);
 const char *loom_est_optimizer_name(loom_est_optimizer_t o);
+
+/* ------------------------------------------ GPU memory requests (request.c)
+ *
+ * What loomd does with a job that names a model: estimate it, add a safety
+ * margin, and ask the scheduler for that much GPU memory. Estimates are
+ * cached per (model file, its identity and times, batch, training setup,
+ * device file), since the same model is submitted many times. */
+
+/* request = total x (1 + fraction) + extra_bytes, rounded up to whole MiB
+ * (docs/estimate.md, "Scheduler integration", says why 10% + 256 MiB). */
+typedef struct loom_est_margin {
+    double fraction;      /* 0 .. 10 */
+    uint64_t extra_bytes; /* a fixed allowance */
+} loom_est_margin_t;
+
+#define LOOM_EST_MARGIN_FRACTION 0.10
+#define LOOM_EST_MARGIN_EXTRA    ((uint64_t)256 << 20)
+
+/* "10%+256MiB", "15%", "512MiB", "0"; the error names the text. */
+int loom_est_margin_parse(const char *text, loom_est_margin_t *out, loom_err_t *err);
+/* The request for an estimated total: total x (1 + fraction) + extra, rounded
+ * up to whole MiB (saturates at the largest whole MiB in 64 bits). */
+uint64_t loom_est_margin_apply(const loom_est_margin_t *m, uint64_t total_bytes);
+
+/* A job's model reference, as job.submit's "model" object gives it. */
+typedef struct loom_est_ref {
+    const char *path;               /* absolute path of the ONNX file */
+    int64_t batch;                  /* 1 .. 2^24, per GPU */
+    bool train;                     /* default false (inference), as loom estimate */
+    loom_est_optimizer_t optimizer; /* default adam */
+    loom_est_precision_t precision; /* default fp32 */
+    const char *device; /* a device name or an absolute path to a device file; NULL: default */
+} loom_est_ref_t;
+
+/* Reads {"path", "batch", "train", "optimizer", "precision", "device"}.
+ * Messages name the member as "model.batch: ..."; strings point into obj. */
+int loom_est_ref_from_json(const json_t *obj, loom_est_ref_t *out, loom_err_t *err);
+/* The reference with every default filled in (device: the one used). */
+json_t *loom_est_ref_json(const loom_est_ref_t *ref, const char *device);
+
+typedef struct loom_est_sizer loom_est_sizer_t;
+
+typedef struct loom_est_sizer_opts {
+    loom_est_margin_t margin;
+    const char *device;     /* default device (name or path); NULL: "h200" */
+    const char *device_dir; /* where device names are looked up; NULL: $LOOM_DEVICE_DIR,
+                               else the source tree's workloads/devices */
+    size_t cache_entries;   /* 0: 256 */
+} loom_est_sizer_opts_t;
+
+int loom_est_sizer_new(const loom_est_sizer_opts_t *opts, loom_est_sizer_t **out, loom_err_t *err);
+void loom_est_sizer_free(loom_est_sizer_t *s);
+/* Estimates ref (or finds it in the cache) and returns the record a job
+ * keeps, a new object (caller decrefs):
+ *   {"model": {path, batch, train, optimizer, precision, device},
+ *    "params": N, "step_time_s": s,
+ *    "memory": {weights, gradients, optimizer_state, activations, temporaries,
+ *               allocator_slack, context, peak_live, peak_reserved, total},
+ *    "margin": {"fraction": f, "extra_bytes": B}, "request_bytes": B}
+ * and *request_bytes. Errors: LOOM_EINVAL (bad reference, malformed model
+ * or device file, an operator the estimator cannot cost), LOOM_ENOTFOUND /
+ * LOOM_EIO (file not readable); the message names the file. Thread-safe. */
+int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *ref, json_t **record,
+                        uint64_t *request_bytes, loom_err_t *err);
+/* Cache hits and misses since creation. */
+void loom_est_sizer_stats(loom_est_sizer_t *s, uint64_t *hits, uint64_t *misses);
 
 #ifdef __cplusplus
 }

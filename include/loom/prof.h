@@ -41,7 +41,11 @@ typedef struct loom_prof_step {
     int64_t items;    /* samples processed in the step (for throughput) */
     int64_t data_ns;  /* input preparation inside the step */
     int64_t copy_ns;  /* host<->device copies inside the step */
+    int64_t cpu_ns;   /* the workload process's CPU time inside the step */
 } loom_prof_step_t;
+
+/* A step with every optional field unknown. */
+#define LOOM_PROF_STEP_INIT(n, start, end) ((loom_prof_step_t){(n), (start), (end), -1, -1, -1, -1})
 
 typedef enum loom_prof_line_kind {
     LOOM_PROF_LINE_OTHER = 0, /* not a marker: ordinary output */
@@ -101,6 +105,27 @@ typedef struct loom_prof_opts {
     int echo_fd;             /* the workload's stdout is copied here; -1 = discarded */
 } loom_prof_opts_t;
 
+/* What the roofline needs besides the run (docs/profiling.md, "Roofline"):
+ * the FLOPs and bytes of one step and the device's peak rates. Zero means
+ * unknown. Filled by loom_prof_roof_load_estimate and _device; without an
+ * estimate, the counts come from the workload's LOOM_META flops_per_step=
+ * and bytes_per_step= if it gives them. */
+typedef struct loom_prof_roof_input {
+    double flops_per_step;   /* forward, backward and update of one step */
+    double bytes_per_step;   /* bytes read and written to memory in one step */
+    char counts_source[256]; /* where the counts came from */
+    /* What the counts were computed for, checked against the run's
+     * LOOM_META (batch, mode, precision); 0 or "" = not stated. */
+    int64_t batch;
+    char mode[8];      /* "train" or "infer" */
+    char precision[8]; /* "fp32", "fp16", "bf16", "mixed" */
+    double peak_fp32;  /* FLOP/s */
+    double peak_half;  /* FLOP/s at fp16/bf16 */
+    double peak_bw;    /* bytes/s */
+    char device[64];   /* device name, "" if none */
+    char device_desc[160];
+} loom_prof_roof_input_t;
+
 /* Everything one profiled run produced. */
 typedef struct loom_prof_run {
     char **argv;              /* a copy of the command */
@@ -128,6 +153,7 @@ typedef struct loom_prof_run {
     json_t *gpu_names;    /* array: name of each GPU index */
     loom_prof_gpu_sample_t *gpu_samples;
     size_t ngpu_samples;
+    loom_prof_roof_input_t roof; /* set by the caller before writing; zeros: unknown */
 } loom_prof_run_t;
 
 /* Runs the command to completion. Fails (and returns no run) only if it
@@ -146,21 +172,24 @@ typedef struct loom_prof_summary {
     double wall_s;    /* fork to reap */
     double startup_s; /* fork to the start of the first step; -1 if no steps */
     size_t nsteps;
-    size_t warmup_steps;                       /* see docs/profiling.md, "Warm-up" */
-    double warmup_s;                           /* their total duration */
-    loom_prof_dist_t steady;                   /* step times after warm-up */
-    double steps_per_s;                        /* steady: steps / summed step time */
-    double items_per_s;                        /* steady: items / summed step time; -1 if unknown */
-    double cpu_cores_run;                      /* sampled CPU time / wall time, whole run */
-    double cpu_cores_steady;                   /* sampled, over the steady steps' span; -1 if n/a */
-    double user_frac;                          /* user share of sampled CPU time */
-    double sampled_cpu_s;                      /* last sample's cumulative CPU */
-    double kernel_cpu_s;                       /* rusage ground truth */
-    double cpu_error;                          /* (sampled - kernel) / kernel; 0 if kernel is 0 */
-    double rss_peak_bytes;                     /* sampled peak of the tree */
+    size_t warmup_steps;         /* see docs/profiling.md, "Warm-up" */
+    double warmup_s;             /* their total duration */
+    loom_prof_dist_t steady;     /* step times after warm-up */
+    loom_prof_dist_t steady_cpu; /* their CPU times (markers' cpu_ns); n = 0 unless all carry it */
+    double steps_per_s;          /* steady: steps / summed step time */
+    double items_per_s;          /* steady: items / summed step time; -1 if unknown */
+    double cpu_cores_run;        /* sampled CPU time / wall time, whole run */
+    double cpu_cores_steady;     /* sampled, over the steady steps' span; -1 if n/a */
+    double user_frac;            /* user share of sampled CPU time */
+    double sampled_cpu_s;        /* last sample's cumulative CPU */
+    double kernel_cpu_s;         /* rusage ground truth */
+    double cpu_error;            /* (sampled - kernel) / kernel; 0 if kernel is 0 */
+    double rss_peak_bytes;       /* sampled peak of the tree */
     double data_frac, copy_frac, compute_frac; /* of steady step time; -1 if unknown */
     double interval_achieved_s;                /* mean gap between samples */
     double profiler_cpu_share; /* loom's CPU time / the command's (kernel) CPU time */
+    double sampler_cores;      /* the sampling thread's CPU time / wall time */
+    double profiler_cores;     /* loom's whole CPU time / wall time */
 } loom_prof_summary_t;
 
 /* Derives the summary of a run. */
@@ -179,8 +208,41 @@ double loom_prof_quantile(const double *sorted, size_t n, double q);
  * the last sample. */
 double loom_prof_cpu_at(const loom_prof_run_t *run, int64_t t_ns);
 
-/* Writes run.json, samples.csv, steps.csv, report.md, cpu.svg (and
- * gpu.csv when GPUs were sampled) into dir
+/* ---------------------------------------------------------------- roofline */
+
+typedef struct loom_prof_roofline {
+    bool have_counts; /* FLOP and byte counts known, and for this run's setup */
+    bool have_device; /* peak rates known */
+    char why[256];    /* when !have_counts: why not */
+    double flops_per_step, bytes_per_step;
+    double intensity;          /* FLOP/byte: flops_per_step / bytes_per_step */
+    double achieved_flops;     /* FLOP/s: flops_per_step / mean steady step time */
+    double achieved_bw;        /* bytes/s, likewise */
+    double achieved_flops_cpu; /* FLOP per CPU second (mean steady cpu_ns); -1 unknown */
+    double peak_flops;         /* for the run's precision */
+    double peak_bw;
+    double ridge;      /* peak_flops / peak_bw: the intensity where the roofs meet */
+    double attainable; /* min(peak_flops, intensity * peak_bw) */
+    double fraction;   /* achieved_flops / attainable */
+    bool memory_bound; /* intensity < ridge */
+} loom_prof_roofline_t;
+
+/* Reads the output of `loom estimate MODEL --json` (total FLOPs, bytes.step,
+ * batch, train, precision) into in. The estimate must carry "bytes". */
+int loom_prof_roof_load_estimate(loom_prof_roof_input_t *in, const char *path, loom_err_t *err);
+int loom_prof_roof_from_estimate(loom_prof_roof_input_t *in, const json_t *est, const char *what,
+                                 loom_err_t *err);
+/* Reads a device description (workloads/devices/NAME.json, see
+ * loom_est_device_load) into in's peaks. */
+int loom_prof_roof_load_device(loom_prof_roof_input_t *in, const char *name_or_path,
+                               const char *dir, loom_err_t *err);
+/* Places the run on its roofline. */
+void loom_prof_roofline(const loom_prof_run_t *run, const loom_prof_summary_t *s,
+                        loom_prof_roofline_t *out);
+
+/* Writes run.json, samples.csv, steps.csv, report.md, cpu.svg, steps.svg
+ * (and gpu.csv when GPUs were sampled, roofline.svg when the roofline is
+ * known) into dir
  * (created if missing); each file atomically. */
 int loom_prof_write(const loom_prof_run_t *run, const char *dir, loom_err_t *err);
 /* The report as Markdown (appended to b). */
@@ -188,27 +250,68 @@ int loom_prof_report_md(const loom_prof_run_t *run, loom_buf_t *b);
 
 /* ------------------------------------------------------------------- A/B */
 
+/* What each run of an A/B pair contributes (docs/profiling.md, "Overhead"). */
+typedef enum loom_prof_ab_metric {
+    LOOM_PROF_AB_WALL_MEAN = 0, /* mean steady step time, wall clock */
+    LOOM_PROF_AB_WALL_P50,      /* median steady step time, wall clock */
+    LOOM_PROF_AB_WALL_MIN,      /* shortest steady step: the least disturbed by other load */
+    LOOM_PROF_AB_CPU_MEAN,      /* mean steady step CPU time (markers' cpu_ns) */
+    LOOM_PROF_AB_CPU_P50,       /* median of those */
+    LOOM_PROF_AB_CPU_MIN,       /* shortest of those */
+    LOOM_PROF_AB_NMETRICS
+} loom_prof_ab_metric_t;
+
+extern const char *const loom_prof_ab_metric_names[LOOM_PROF_AB_NMETRICS];
+
+typedef struct loom_prof_ab_run {
+    size_t pair; /* 0-based */
+    bool profiled;
+    bool first;                          /* ran first in its pair */
+    double value[LOOM_PROF_AB_NMETRICS]; /* seconds; -1 when unknown */
+    size_t steps, warmup_steps;
+    double wall_s;        /* fork to reap */
+    double command_cpu_s; /* kernel's account of the command */
+    double sampler_cpu_s; /* the sampling thread (0 in baseline runs) */
+    double loom_cpu_s;    /* the whole profiler process over the run */
+} loom_prof_ab_run_t;
+
+/* The overhead on one metric, from the pairs where it is known. */
+typedef struct loom_prof_ab_est {
+    size_t n;                     /* pairs used */
+    double overhead;              /* mean over pairs of (prof - base) / base */
+    double ci_low, ci_high;       /* 95% Student t interval of that mean */
+    double boot_low, boot_high;   /* 95% percentile bootstrap interval of that mean */
+    double ratio;                 /* geometric mean over pairs of prof / base */
+    double ratio_low, ratio_high; /* exp of the 95% t interval of the mean log ratio */
+} loom_prof_ab_est_t;
+
 typedef struct loom_prof_ab {
     size_t pairs;
-    double *base_mean_s;    /* per pair: mean steady step time without the profiler */
-    double *prof_mean_s;    /* with it */
-    double *base_p50_s;     /* per pair: median steady step time without the profiler */
-    double *prof_p50_s;     /* with it */
-    double overhead;        /* mean of per-pair (prof - base) / base, on the means */
-    double ci_low, ci_high; /* 95% t-interval of that mean */
-    double overhead_p50;    /* the same on the medians (robust to bursts of load) */
-    double ci_low_p50, ci_high_p50;
-    double *prof_cpu_share; /* per pair: profiler CPU / command CPU in the profiled run */
+    loom_prof_ab_run_t *runs; /* 2 per pair, in the order they ran */
+    loom_prof_ab_est_t est[LOOM_PROF_AB_NMETRICS];
+    /* Direct cost, over the profiled runs: CPU time per second of run
+     * (cores), mean and 95% t half-width. */
+    double sampler_cores, sampler_cores_ci;
+    double profiler_cores, profiler_cores_ci;
+    double baseline_loom_cores; /* the same for loom in baseline runs (reading markers) */
+    double profiler_cpu_share;  /* mean of loom CPU / command CPU, profiled runs */
 } loom_prof_ab_t;
 
-/* Runs `pairs` pairs of the command, with and without sampling (the order
- * alternates per pair), and computes the overhead on mean steady step time
- * with a 95% confidence interval. Every run must report steps. */
+/* Runs `pairs` pairs of the command, with and without sampling, in ABBA
+ * order (profiled first in pairs 1, 3, ...), and computes the estimates.
+ * Every run must report steps. */
 int loom_prof_ab_run(const loom_prof_opts_t *opts, size_t pairs, loom_prof_ab_t *out,
                      loom_err_t *err);
-/* Computes overheads and CIs from the filled arrays (the p50 arrays may be
- * NULL: then the p50 figures are not computed). */
+/* Computes est[] and the direct cost from runs[0 .. 2*pairs). */
 void loom_prof_ab_stats(loom_prof_ab_t *ab);
+/* One estimate from n paired values (pairs where either is <= 0 are
+ * skipped); the bootstrap draws 10000 resamples from a generator seeded
+ * with seed, so the result is reproducible. */
+void loom_prof_ab_estimate(const double *base, const double *prof, size_t n, uint64_t seed,
+                           loom_prof_ab_est_t *out);
+/* Writes DIR/ab.json and DIR/ab_runs.csv (dir created if missing). */
+int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *opts, const char *dir,
+                       loom_err_t *err);
 void loom_prof_ab_free(loom_prof_ab_t *ab);
 /* Two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */
 double loom_prof_t95(size_t df);

@@ -72,6 +72,11 @@ typedef struct loom_job_spec {
     int64_t time_limit_s;      /* 0 = none */
     int64_t priority;
     const char *labels_json; /* a JSON object of string values; NULL = {} */
+    /* job.submit's "model" reference (an object), not interpreted by the
+     * store: loomd estimates it and fills gpu_memory_bytes and
+     * estimate_json (docs/protocol.md). NULL if none. */
+    const json_t *model;
+    const char *estimate_json; /* the estimate record (JSON object text); NULL = none */
 } loom_job_spec_t;
 
 /* Limits on a spec (documented in docs/protocol.md, job.submit). */
@@ -122,6 +127,7 @@ typedef struct loom_job {
     int64_t end_time_ns;
     int64_t update_time_ns;
     char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
+    char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
 } loom_job_t;
 
 void loom_job_free(loom_job_t *job); /* frees the members, not job itself */
@@ -147,6 +153,13 @@ typedef struct loom_store_options {
     loom_durability_t durability;
     size_t max_queue; /* queued writes before LOOM_ELIMIT; 0 = 65536 */
     size_t max_group; /* writes per transaction at most; 0 = 8192 */
+    /* Checkpoints (docs/store.md): a PASSIVE one once the WAL holds this many
+     * frames not yet copied (0 = 4000), and a RESTART one, which lets the
+     * next writer start the WAL over, once the WAL is this long (0 = 16000,
+     * 64 MiB of 4 KiB pages), so that steady writes cannot grow it without
+     * bound. */
+    int checkpoint_frames;
+    int wal_restart_frames;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;
@@ -251,7 +264,8 @@ void loom_job_list_free(loom_job_list_t *list);
 
 /* Fills spec from a job.submit params object (docs/protocol.md): name,
  * script, format, resources {cpus, memory, gpus, gpu_share, gpu_memory,
- * gpu_type}, time_limit, priority, labels, submit_id. Sizes are integers
+ * gpu_type}, time_limit, priority, labels, submit_id, model (an object,
+ * only checked to be one; spec->model points to it). Sizes are integers
  * (bytes) or strings ("16GiB"); time_limit is integer seconds or a duration
  * string ("1h30m"). Unknown members are errors. Strings in spec point into
  * obj (keep it alive); *labels_text (free() it) holds the labels as JSON

@@ -456,6 +456,12 @@ static const char *const job_keys[] = {
     "weight", "parameters",  "template",   "labels",    "model",       "image"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
+static const char *const model_keys[] = {"path",      "batch",     "train",
+                                         "optimizer", "precision", "device"};
+/* The estimator's names (docs/estimate.md); loomd checks them again. */
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam"};
+static const char *const precision_names[] = {"fp32", "fp16", "bf16", "mixed"};
+#define MODEL_BATCH_MAX ((int64_t)1 << 24)
 static const char *const choice_keys[] = {"type", "values", "weights"};
 static const char *const range_keys[] = {"type", "min", "max", "log"};
 static const char *const any_param_keys[] = {"type", "values", "weights", "min", "max", "log"};
@@ -618,6 +624,104 @@ static void check_string_map(vctx_t *v, const json_t *j, const char *ptr, bool e
     }
 }
 
+/* "${name}" exactly (one whole reference); its name in out. */
+static bool whole_ref(const json_t *j, char *out, size_t n)
+{
+    const char *s = json_string_value(j);
+    size_t len = s ? strlen(s) : 0;
+    if (len < 4 || len - 3 >= n || s[0] != '$' || s[1] != '{' || s[len - 1] != '}' ||
+        memchr(s + 2, '}', len - 3))
+        return false;
+    memcpy(out, s + 2, len - 3);
+    out[len - 3] = '\0';
+    return name_ok(out, true);
+}
+
+static bool in_names(const char *s, const char *const *names, size_t n)
+{
+    for (size_t i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A member of the model object that may name a parameter instead of a
+ * value; the literal is checked here, the reference in check_model_refs. */
+static void check_model_value(vctx_t *v, const char *key, const json_t *val, const char *ptr)
+{
+    char fbuf[96], ref[128];
+    if (whole_ref(val, ref, sizeof ref))
+        return;
+    if (strcmp(key, "batch") == 0) {
+        if (!json_is_integer(val) || json_integer_value(val) < 1 ||
+            json_integer_value(val) > MODEL_BATCH_MAX)
+            issue(v, ptr,
+                  "found %s, expected a batch size (an integer from 1 to %" PRId64
+                  ") or a parameter reference \"${name}\"",
+                  FOUND(val), MODEL_BATCH_MAX);
+    } else if (strcmp(key, "train") == 0) {
+        if (!json_is_boolean(val))
+            issue(v, ptr, "found %s, expected true, false or a parameter reference \"${name}\"",
+                  FOUND(val));
+    } else {
+        bool opt = strcmp(key, "optimizer") == 0;
+        if (!in_names(json_string_value(val), opt ? optimizer_names : precision_names,
+                      opt ? N(optimizer_names) : N(precision_names)))
+            issue(v, ptr, "found %s, expected %s or a parameter reference \"${name}\"", FOUND(val),
+                  opt ? "sgd, momentum or adam" : "fp32, fp16, bf16 or mixed");
+    }
+}
+
+/* "model": a path, or an object that lets loomd estimate the job's GPU
+ * memory: {"path", "batch", "train", "optimizer", "precision", "device"}. */
+static void check_model(vctx_t *v, const json_t *m, const char *ptr)
+{
+    char fbuf[96];
+    if (json_is_string(m)) {
+        want_file(v, m, ptr, "model");
+        return;
+    }
+    if (!json_is_object(m)) {
+        issue(v, ptr,
+              "found %s, expected a model file path or an object {\"path\", \"batch\", ...}",
+              FOUND(m));
+        return;
+    }
+    check_keys(v, m, ptr, model_keys, N(model_keys), "model");
+    if (!json_object_get(m, "path"))
+        issue(v, ptr, "found no member 'path', expected \"path\": the model file (ONNX)");
+    if (!json_object_get(m, "batch"))
+        issue(v, ptr,
+              "found no member 'batch', expected \"batch\": the batch size per GPU (an integer "
+              "or \"${param}\")");
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)m, k, val)
+    {
+        char *p = child(v, ptr, k);
+        if (!p)
+            return;
+        if (strcmp(k, "path") == 0) {
+            want_file(v, val, p, "model");
+        } else if (strcmp(k, "device") == 0) {
+            if (want_string(v, val, p, true)) {
+                const char *d = json_string_value(val);
+                size_t n = strlen(d);
+                if (strchr(d, '/') || (n > 5 && strcmp(d + n - 5, ".json") == 0))
+                    want_file(v, val, p, "device");
+                else if (n > 63 || strspn(d, "abcdefghijklmnopqrstuvwxyz0123456789-_") != n)
+                    issue(v, p,
+                          "found %s, expected a device name (1-63 of a-z 0-9 - _) or a device "
+                          "file path",
+                          FOUND(val));
+            }
+        } else if (in_names(k, model_keys, N(model_keys))) {
+            check_model_value(v, k, val, p);
+        }
+        free(p);
+    }
+}
+
 /* Checks the members of a job or of "defaults" on their own. */
 static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, bool defaults)
 {
@@ -730,7 +834,7 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
         } else if (strcmp(k, "template") == 0) {
             want_file(v, val, p, "template");
         } else if (strcmp(k, "model") == 0) {
-            want_file(v, val, p, "model");
+            check_model(v, val, p);
         }
         free(p);
     }
@@ -779,6 +883,75 @@ static char *origin(vctx_t *v, const json_t *job, const char *jptr, const char *
     char *b = child(v, a, sub);
     free(a);
     return b;
+}
+
+/* Every value the parameter can draw satisfies ok(). */
+static bool param_values_all(const json_t *pdef, bool (*ok)(const json_t *))
+{
+    const char *t = json_string_value(json_object_get(pdef, "type"));
+    if (!t || strcmp(t, "choice") != 0)
+        return false;
+    const json_t *vals = json_object_get(pdef, "values");
+    size_t i;
+    json_t *e;
+    json_array_foreach(vals, i, e) if (!ok(e)) return false;
+    return json_array_size(vals) > 0;
+}
+
+static bool is_batch(const json_t *e)
+{
+    return json_is_integer(e) && json_integer_value(e) >= 1 &&
+           json_integer_value(e) <= MODEL_BATCH_MAX;
+}
+static bool is_bool(const json_t *e)
+{
+    return json_is_boolean(e);
+}
+static bool is_optimizer(const json_t *e)
+{
+    return in_names(json_string_value(e), optimizer_names, N(optimizer_names));
+}
+static bool is_precision(const json_t *e)
+{
+    return in_names(json_string_value(e), precision_names, N(precision_names));
+}
+
+/* The model object's "${name}" members name parameters whose every draw
+ * is a valid value (so a sampled job never carries a bad reference). */
+static void check_model_refs(vctx_t *v, const json_t *job, const json_t *m, const char *jptr,
+                             const json_t *params)
+{
+    static const char *const keys[] = {"batch", "train", "optimizer", "precision"};
+    static const char *const want[] = {
+        "an int parameter within 1..16777216 or a choice of such integers",
+        "a choice of true/false", "a choice of sgd, momentum, adam",
+        "a choice of fp32, fp16, bf16, mixed"};
+    bool (*const oks[])(const json_t *) = {is_batch, is_bool, is_optimizer, is_precision};
+    const json_t *model = json_object_get(m, "model");
+    if (!json_is_object(model))
+        return;
+    for (size_t i = 0; i < N(keys); i++) {
+        char ref[128];
+        if (!whole_ref(json_object_get(model, keys[i]), ref, sizeof ref))
+            continue;
+        const json_t *pdef = json_object_get(params, ref);
+        bool ok = pdef && param_values_all(pdef, oks[i]);
+        if (pdef && i == 0 && !ok) { /* an int range also makes batch sizes */
+            const char *t = json_string_value(json_object_get(pdef, "type"));
+            const json_t *mn = json_object_get(pdef, "min"), *mx = json_object_get(pdef, "max");
+            ok = t && strcmp(t, "int") == 0 && is_batch(mn) && is_batch(mx);
+        }
+        if (ok)
+            continue;
+        char *p = origin(v, job, jptr, "model", keys[i]);
+        if (p)
+            issue(v, p,
+                  pdef ? "found a reference to parameter '%s', expected %s"
+                       : "found a reference to an unknown parameter '%s', expected one of the "
+                         "job's parameters (%s)",
+                  ref, want[i]);
+        free(p);
+    }
 }
 
 /* Rules over the merged job. */
@@ -837,6 +1010,7 @@ static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const ch
             free(ep);
         }
     }
+    check_model_refs(v, job, m, jptr, params);
     json_decref(empty);
 }
 

@@ -24,6 +24,7 @@ typedef struct cjob {
     json_t *merged; /* owns the strings pub points to */
     json_t *args, *env, *labels;
     char *template_path, *model_path;
+    json_t *model_spec;       /* the "model" object, paths resolved; NULL for a path string */
     json_t *fixed;            /* context members no draw changes (sample.c) */
     bool args_vary, env_vary; /* whether ${...} appears in them */
 } cjob_t;

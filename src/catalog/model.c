@@ -175,10 +175,26 @@ static int build_job(cjob_t *j, json_t *m, const char *base)
     const json_t *w = json_object_get(m, "weight");
     p->weight = w ? json_number_value(w) : 1.0;
     const char *tp = json_string_value(json_object_get(m, "template"));
-    const char *mp = json_string_value(json_object_get(m, "model"));
+    const json_t *model = json_object_get(m, "model");
+    const char *mp =
+        json_string_value(json_is_object(model) ? json_object_get(model, "path") : model);
     if ((tp && !(j->template_path = resolve(base, tp))) ||
         (mp && !(j->model_path = resolve(base, mp))))
         return LOOM_ENOMEM;
+    if (json_is_object(model)) { /* what loomd estimates: paths as loomd must see them */
+        const char *dev = json_string_value(json_object_get(model, "device"));
+        size_t dn = dev ? strlen(dev) : 0;
+        char *dpath = dev && (strchr(dev, '/') || (dn > 5 && strcmp(dev + dn - 5, ".json") == 0))
+                          ? resolve(base, dev)
+                          : NULL;
+        j->model_spec = json_deep_copy(model);
+        int bad = !j->model_spec ||
+                  json_object_set_new(j->model_spec, "path", json_string(j->model_path)) ||
+                  (dpath && json_object_set_new(j->model_spec, "device", json_string(dpath)));
+        free(dpath);
+        if (bad)
+            return LOOM_ENOMEM;
+    }
     p->template_path = j->template_path;
     p->model_path = j->model_path;
     const json_t *params = json_object_get(m, "parameters");
@@ -238,6 +254,7 @@ void loom_catalog_free(loom_catalog_t *c)
         json_decref(j->fixed);
         free(j->template_path);
         free(j->model_path);
+        json_decref(j->model_spec);
     }
     free(c->jobs);
     free(c->weights);

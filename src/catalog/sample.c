@@ -245,6 +245,31 @@ static int set_env(json_t *o, const cjob_t *j, const json_t *params, const char 
     return bad;
 }
 
+/* The model object with each "${name}" member replaced by the parameter's
+ * sampled value, typed (validation made sure every draw fits). */
+static json_t *model_spec(const json_t *spec, const json_t *params)
+{
+    json_t *o = json_copy((json_t *)spec);
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, v)
+    {
+        const char *s = json_string_value(v);
+        size_t n = s ? strlen(s) : 0;
+        if (n < 4 || s[0] != '$' || s[1] != '{' || s[n - 1] != '}')
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(n - 3), s + 2);
+        const json_t *val = json_object_get(params, name);
+        if (val && json_object_set_new(o, k, json_deep_copy(val))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 /* The members of a job's context that no draw changes, built once at load
  * time and shared (by reference) by every context of the job. */
 int loom__catalog_job_fixed(const loom_catalog_t *c, cjob_t *j)
@@ -297,6 +322,8 @@ int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json
         bad = set_args(o, j, params, c->dir);
     if (!bad && j->env_vary)
         bad = set_env(o, j, params, c->dir);
+    if (!bad && j->model_spec)
+        bad = set(o, "model_spec", model_spec(j->model_spec, params));
     bad = bad || set(o, "params", json_incref(params));
     json_decref(params);
     if (bad) {

@@ -17,19 +17,26 @@ static void prof_usage(FILE *f)
 {
     fprintf(f,
             "usage: loom prof [--interval D] [--gpu] [--gpu-interval D] [--kernels] [--out DIR]\n"
-            "                 [--ab N] [--rescan D] [--quiet] -- COMMAND [ARGS...]\n\n"
+            "                 [--estimate FILE] [--device NAME|FILE] [--ab N] [--rescan D]\n"
+            "                 [--quiet] -- COMMAND [ARGS...]\n\n"
             "Runs COMMAND, samples its process tree every D (default 10ms), collects its\n"
             "step markers (LOOM_STEP lines on stdout or on $LOOM_PROF_FD) and writes a run\n"
             "record and report into DIR (default ./loom-prof-YYYYMMDD-HHMMSS): run.json,\n"
-            "steps.csv, samples.csv, cpu.svg, report.md. The report also goes to stderr.\n\n"
+            "steps.csv, samples.csv, cpu.svg, steps.svg, report.md (roofline.svg with\n"
+            "--estimate and --device). The report also goes to stderr.\n\n"
             "  --interval D  sampling period (\"10ms\", \"1s\")\n"
             "  --rescan D    how often all of /proc is walked for new processes (1s)\n"
             "  --gpu         also sample GPUs through NVML (utilisation, memory, power, the\n"
             "                tree's GPU memory) every --gpu-interval (100ms); gpu.csv\n"
             "  --kernels     trace GPU kernels and copies with CUPTI (libloom_cupti.so next\n"
             "                to loom, or $LOOM_CUPTI_LIB)\n"
-            "  --ab N        run N pairs with and without the profiler; report the overhead on\n"
-            "                step time with a 95%% confidence interval (DIR/ab.json)\n"
+            "  --estimate FILE  FLOPs and bytes per step from `loom estimate MODEL --json`,\n"
+            "                for the roofline (else LOOM_META flops_per_step= bytes_per_step=)\n"
+            "  --device D    peak rates for the roofline: a name under $LOOM_DEVICE_DIR\n"
+            "                (default workloads/devices) or a JSON file\n"
+            "  --ab N        run N pairs with and without the profiler (ABBA order); report\n"
+            "                the overhead on step time with 95%% intervals (DIR/ab.json,\n"
+            "                DIR/ab_runs.csv)\n"
             "  --quiet       do not copy the command's stdout\n\n"
             "exit: 0 if the command succeeded, 1 if it failed or could not start, 2 usage.\n"
             "See docs/profiling.md.\n");
@@ -54,6 +61,14 @@ static char *cupti_lib_path(void)
     return loom_buf_detach(&b);
 }
 
+static void print_est(const char *what, const loom_prof_ab_est_t *e)
+{
+    printf("overhead on %s: %+.2f%% (95%% CI t %+.2f%% .. %+.2f%%, bootstrap %+.2f%% .. %+.2f%%; "
+           "geometric mean ratio %.4f [%.4f, %.4f]; %zu pairs)\n",
+           what, 100 * e->overhead, 100 * e->ci_low, 100 * e->ci_high, 100 * e->boot_low,
+           100 * e->boot_high, e->ratio, e->ratio_low, e->ratio_high, e->n);
+}
+
 static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
 {
     loom_prof_ab_t ab;
@@ -63,54 +78,27 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
         fprintf(stderr, "loom prof: %s\n", err.msg);
         return LOOM_EXIT_FAILURE;
     }
-    json_t *base = json_array(), *prof = json_array(), *bp = json_array(), *pp = json_array();
-    json_t *cs = json_array();
-    double share = 0;
-    for (size_t i = 0; i < ab.pairs; i++) {
-        json_array_append_new(cs, json_real(ab.prof_cpu_share[i]));
-        share += ab.prof_cpu_share[i] / (double)ab.pairs;
-        json_array_append_new(base, json_real(ab.base_mean_s[i]));
-        json_array_append_new(prof, json_real(ab.prof_mean_s[i]));
-        json_array_append_new(bp, json_real(ab.base_p50_s[i]));
-        json_array_append_new(pp, json_real(ab.prof_p50_s[i]));
-    }
-    json_t *cmd = json_array();
-    for (size_t i = 0; o->argv[i]; i++)
-        json_array_append_new(cmd, json_string(o->argv[i]));
-    char when[32];
-    loom_time_format_rfc3339(loom_time_real_ns(), when);
-    json_t *j =
-        json_pack("{s:o,s:s,s:f,s:I,s:o,s:o,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f}", "command", cmd,
-                  "finished", when, "interval_s", (double)o->interval_ns / 1e9, "pairs",
-                  (json_int_t)ab.pairs, "base_mean_step_s", base, "prof_mean_step_s", prof,
-                  "overhead", ab.overhead, "ci95_low", ab.ci_low, "ci95_high", ab.ci_high,
-                  "base_p50_step_s", bp, "prof_p50_step_s", pp, "overhead_p50", ab.overhead_p50,
-                  "ci95_low_p50", ab.ci_low_p50, "ci95_high_p50", ab.ci_high_p50);
-    json_object_set_new(j, "profiler_cpu_share", cs);
-    json_object_set_new(j, "profiler_cpu_share_mean", json_real(share));
-    char *text = json_dumps(j, JSON_INDENT(1));
-    json_decref(j);
     int rc = LOOM_EXIT_OK;
-    if (mkdir(dir, 0755) && access(dir, W_OK)) {
-        fprintf(stderr, "loom prof: cannot create '%s'\n", dir);
+    if (loom_prof_ab_write(&ab, o, dir, &err)) {
+        fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
-    } else {
-        loom_buf_t path = LOOM_BUF_INIT;
-        loom_buf_appendf(&path, "%s/ab.json", dir);
-        if (!text || loom_write_file_atomic(path.data, text, strlen(text), 0644, &err)) {
-            fprintf(stderr, "loom prof: %s\n", text ? err.msg : "out of memory");
-            rc = LOOM_EXIT_FAILURE;
-        }
-        loom_buf_free(&path);
     }
-    free(text);
-    printf("overhead on mean steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%, %zu pairs, "
-           "sampling every %.1f ms)\n",
-           100 * ab.overhead, 100 * ab.ci_low, 100 * ab.ci_high, ab.pairs,
-           (double)o->interval_ns / 1e6);
-    printf("overhead on median steady step time: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%)\n",
-           100 * ab.overhead_p50, 100 * ab.ci_low_p50, 100 * ab.ci_high_p50);
-    printf("profiler CPU time / command CPU time, profiled runs: %.3f%% (mean)\n", 100 * share);
+    printf("sampling every %.1f ms, %zu pairs in ABBA order; record: %s/ab.json, ab_runs.csv\n",
+           (double)o->interval_ns / 1e6, ab.pairs, dir);
+    print_est("mean steady step time", &ab.est[LOOM_PROF_AB_WALL_MEAN]);
+    print_est("median steady step time", &ab.est[LOOM_PROF_AB_WALL_P50]);
+    print_est("shortest steady step time", &ab.est[LOOM_PROF_AB_WALL_MIN]);
+    if (ab.est[LOOM_PROF_AB_CPU_MEAN].n) {
+        print_est("mean steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_MEAN]);
+        print_est("median steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_P50]);
+        print_est("shortest steady step CPU time", &ab.est[LOOM_PROF_AB_CPU_MIN]);
+    } else {
+        printf("step CPU time: not measured (the markers carry no cpu_ns)\n");
+    }
+    printf("profiler CPU per second of run: sampling thread %.5f cores (+-%.5f), whole loom "
+           "%.5f cores (+-%.5f; %.5f in baseline runs); profiler CPU / command CPU %.3f%%\n",
+           ab.sampler_cores, ab.sampler_cores_ci, ab.profiler_cores, ab.profiler_cores_ci,
+           ab.baseline_loom_cores, 100 * ab.profiler_cpu_share);
     loom_prof_ab_free(&ab);
     return rc;
 }
@@ -127,6 +115,8 @@ int loom_cmd_prof(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"gpu-interval", required_argument, NULL, 'G'},
+        {"estimate", required_argument, NULL, 'e'},
+        {"device", required_argument, NULL, 'd'},
         {NULL, 0, NULL, 0},
     };
     loom_prof_opts_t o = {.interval_ns = 10 * LOOM_NS_PER_MS, .echo_fd = STDOUT_FILENO};
@@ -134,6 +124,8 @@ int loom_cmd_prof(int argc, char **argv)
     int64_t pairs = 0;
     bool gpu = false;
     int64_t gpu_interval = 100 * LOOM_NS_PER_MS;
+    loom_prof_roof_input_t roof;
+    memset(&roof, 0, sizeof roof);
     loom_err_t err;
     loom_err_clear(&err);
     int c;
@@ -157,6 +149,20 @@ int loom_cmd_prof(int argc, char **argv)
                 o.rescan_ns = ns;
             else
                 gpu_interval = ns;
+            break;
+        }
+        case 'e':
+            if (loom_prof_roof_load_estimate(&roof, optarg, &err)) {
+                fprintf(stderr, "loom prof: --estimate: %s\n", err.msg);
+                return LOOM_EXIT_USAGE;
+            }
+            break;
+        case 'd': {
+            const char *dir = getenv("LOOM_DEVICE_DIR");
+            if (loom_prof_roof_load_device(&roof, optarg, dir ? dir : "workloads/devices", &err)) {
+                fprintf(stderr, "loom prof: --device: %s\n", err.msg);
+                return LOOM_EXIT_USAGE;
+            }
             break;
         }
         case 'g': gpu = true; break;
@@ -228,6 +234,7 @@ int loom_cmd_prof(int argc, char **argv)
     }
     rc = WIFEXITED(run->exit_status) && WEXITSTATUS(run->exit_status) == 0 ? LOOM_EXIT_OK
                                                                            : LOOM_EXIT_FAILURE;
+    run->roof = roof;
     if (loom_prof_write(run, out, &err)) {
         fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
@@ -235,7 +242,7 @@ int loom_cmd_prof(int argc, char **argv)
         loom_buf_t b = LOOM_BUF_INIT;
         loom_prof_report_md(run, &b);
         fprintf(stderr,
-                "%s\nrecord: %s/run.json (also steps.csv, samples.csv, cpu.svg, "
+                "%s\nrecord: %s/run.json (also steps.csv, samples.csv, cpu.svg, steps.svg, "
                 "report.md)\n",
                 b.data ? b.data : "", out);
         loom_buf_free(&b);

@@ -61,6 +61,44 @@ static void show_run(const json_t *run, const json_t *usage)
     }
 }
 
+static const char *size_text(const json_t *o, const char *key, char *buf)
+{
+    json_int_t v = json_integer_value(json_object_get(o, key));
+    return loom_format_size(v > 0 ? (uint64_t)v : 0, buf, 32);
+}
+
+/* Where the GPU memory request came from, when the submission named a
+ * model (the job's "estimate", docs/protocol.md). */
+static void show_estimate(const json_t *e)
+{
+    if (!json_is_object(e))
+        return;
+    const json_t *m = json_object_get(e, "model"), *mem = json_object_get(e, "memory");
+    const json_t *mg = json_object_get(e, "margin");
+    char a[32], b[32], c[32], d[32];
+    bool train = json_is_true(json_object_get(m, "train"));
+    printf("  model:       %s\n", json_string_value(json_object_get(m, "path")));
+    printf("               batch %lld, %s%s%s, %s, device %s\n",
+           (long long)json_integer_value(json_object_get(m, "batch")),
+           train ? "training (" : "inference",
+           train ? json_string_value(json_object_get(m, "optimizer")) : "", train ? ")" : "",
+           json_string_value(json_object_get(m, "precision")),
+           json_string_value(json_object_get(m, "device")));
+    printf("  estimate:    %s = weights %s + gradients %s + optimizer %s\n",
+           size_text(mem, "total", a), size_text(mem, "weights", b), size_text(mem, "gradients", c),
+           size_text(mem, "optimizer_state", d));
+    printf("               + activations %s + temporaries %s + allocator slack %s\n",
+           size_text(mem, "activations", a), size_text(mem, "temporaries", b),
+           size_text(mem, "allocator_slack", c));
+    printf("               + CUDA context %s\n", size_text(mem, "context", a));
+    printf("  request:     %s = estimate + %g%% + %s%s\n", size_text(e, "request_bytes", a),
+           json_number_value(json_object_get(mg, "fraction")) * 100,
+           size_text(mg, "extra_bytes", b),
+           json_is_true(json_object_get(e, "applied"))
+               ? " (the job's gpu memory)"
+               : " (not used: the submission gave gpu memory)");
+}
+
 static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -77,13 +115,16 @@ static void show(const json_t *j, const json_t *usage_now)
     printf("  memory:      %s\n",
            loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), a));
     printf("  gpus:        %s\n", loom_cli_fmt_gpus(r, a));
-    printf("  gpu memory:  %s\n",
-           loom_cli_fmt_size(json_integer_value(json_object_get(r, "gpu_memory")), a));
+    const json_t *est = json_object_get(j, "estimate");
+    printf("  gpu memory:  %s%s\n",
+           loom_cli_fmt_size(json_integer_value(json_object_get(r, "gpu_memory")), a),
+           json_is_true(json_object_get(est, "applied")) ? " (from the model's estimate)" : "");
     if (json_is_string(json_object_get(r, "gpu_type")))
         printf("  gpu type:    %s\n", json_string_value(json_object_get(r, "gpu_type")));
     printf("  time limit:  %s\n",
            loom_cli_fmt_seconds(json_integer_value(json_object_get(j, "time_limit")), a));
     printf("  priority:    %lld\n", (long long)json_integer_value(json_object_get(j, "priority")));
+    show_estimate(est);
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(j, "labels"), k, v)

@@ -2,7 +2,9 @@
  * (job.submit). Every submission carries a submit_id (given, or a random one
  * made here), so a retry after a lost connection can never make a second
  * job. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "loom/estimate.h"
 #include "loom/store.h"
 
 static void usage(FILE *f)
@@ -29,10 +32,18 @@ static void usage(FILE *f)
                "  --label K=V         a label (repeatable)\n"
                "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
                "                      first job (default: a random key per invocation)\n"
+               "  --model FILE        the job's model (ONNX): without --gpu-mem, loomd requests\n"
+               "                      its estimated GPU memory plus a safety margin\n"
+               "  --batch N           batch size per GPU of --model (required with it)\n"
+               "  --train             estimate a training step (default: inference)\n"
+               "  --optimizer O       sgd, momentum or adam (default adam)\n"
+               "  --precision P       fp32, fp16, bf16 or mixed (default fp32)\n"
+               "  --device D          estimate for device D, a name or a device file\n"
+               "                      (default: loomd's --estimate-device)\n"
                "  --json              print the job.submit result as JSON\n"
                "  -h, --help          this help\n\n"
-               "exit codes: 0 submitted, 1 refused or failed, 2 usage, 3 cannot connect,\n"
-               "5 FILE unreadable or not UTF-8.\n");
+               "exit codes: 0 submitted, 1 refused or failed (also: the model cannot be\n"
+               "estimated), 2 usage, 3 cannot connect, 5 FILE unreadable or not UTF-8.\n");
 }
 
 static int usage_error(const char *opt, const loom_err_t *err)
@@ -75,6 +86,36 @@ static void random_submit_id(char out[40])
         sprintf(out + 4 + 2 * i, "%02x", r[i]);
 }
 
+/* --model FILE and its setup as job.submit's "model" object; the paths
+ * made absolute, since loomd resolves them, not this directory. */
+static int model_ref(const char *file, int64_t batch, json_t *setup, json_t **out)
+{
+    char abs[PATH_MAX];
+    if (!realpath(file, abs)) {
+        fprintf(stderr, "loom submit: --model %s: cannot resolve the path: %s\n", file,
+                strerror(errno));
+        return LOOM_EXIT_INPUT;
+    }
+    if (batch <= 0) {
+        fprintf(stderr, "loom submit: --model needs --batch N (the batch size per GPU)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    const char *dev = json_string_value(json_object_get(setup, "device"));
+    char dabs[PATH_MAX];
+    if (dev && strchr(dev, '/')) {
+        if (!realpath(dev, dabs)) {
+            fprintf(stderr, "loom submit: --device %s: cannot resolve the path: %s\n", dev,
+                    strerror(errno));
+            return LOOM_EXIT_INPUT;
+        }
+        json_object_set_new(setup, "device", json_string(dabs));
+    }
+    *out = json_deep_copy(setup);
+    json_object_set_new(*out, "path", json_string(abs));
+    json_object_set_new(*out, "batch", json_integer(batch));
+    return LOOM_EXIT_OK;
+}
+
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -102,12 +143,20 @@ int loom_cmd_submit(int argc, char **argv)
         {"priority", required_argument, NULL, 'p'},
         {"label", required_argument, NULL, 'l'},
         {"submit-id", required_argument, NULL, 'i'},
+        {"model", required_argument, NULL, 'o'},
+        {"batch", required_argument, NULL, 'b'},
+        {"train", no_argument, NULL, 'r'},
+        {"optimizer", required_argument, NULL, 'O'},
+        {"precision", required_argument, NULL, 'P'},
+        {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     json_t *params = json_object(), *res = json_object(), *labels = json_object();
-    const char *name = NULL, *format = NULL, *submit_id = NULL;
+    json_t *setup = json_object(); /* --train, --optimizer, ... of --model */
+    const char *name = NULL, *format = NULL, *submit_id = NULL, *model = NULL;
+    int64_t batch = 0;
     bool as_json = false;
     int rc = LOOM_EXIT_OK, c;
     loom_err_t err;
@@ -181,6 +230,25 @@ int loom_cmd_submit(int argc, char **argv)
             break;
         }
         case 'i': submit_id = optarg; break;
+        case 'o': model = optarg; break;
+        case 'b':
+            if (loom_parse_i64(optarg, 1, 1 << 24, &batch, "batch", &err))
+                rc = usage_error("--batch", &err);
+            break;
+        case 'r': json_object_set_new(setup, "train", json_true()); break;
+        case 'O':
+        case 'P': {
+            loom_est_optimizer_t o;
+            loom_est_precision_t p;
+            if (c == 'O' ? loom_est_parse_optimizer(optarg, &o, &err)
+                         : loom_est_parse_precision(optarg, &p, &err))
+                rc = usage_error(c == 'O' ? "--optimizer" : "--precision", &err);
+            else
+                json_object_set_new(setup, c == 'O' ? "optimizer" : "precision",
+                                    json_string(optarg));
+            break;
+        }
+        case 'd': json_object_set_new(setup, "device", json_string(optarg)); break;
         case 'j': as_json = true; break;
         case 'h':
             usage(stdout);
@@ -202,6 +270,18 @@ int loom_cmd_submit(int argc, char **argv)
         fprintf(stderr, "loom submit: expected exactly one FILE (see loom submit --help)\n");
         rc = LOOM_EXIT_USAGE;
         goto out;
+    }
+    if (!model && (batch || json_object_size(setup))) {
+        fprintf(stderr, "loom submit: --batch, --train, --optimizer, --precision and --device "
+                        "describe --model FILE, which is missing\n");
+        rc = LOOM_EXIT_USAGE;
+        goto out;
+    }
+    if (model) {
+        json_t *ref = NULL;
+        if ((rc = model_ref(model, batch, setup, &ref)))
+            goto out;
+        json_object_set_new(params, "model", ref);
     }
     const char *file = argv[optind];
     loom_buf_t script = LOOM_BUF_INIT;
@@ -263,5 +343,6 @@ out:
     json_decref(params);
     json_decref(res);
     json_decref(labels);
+    json_decref(setup);
     return rc;
 }

@@ -5,6 +5,7 @@
  * writes are committed by the still-running store), then close the store. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "daemon/runner.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
+#include "loom/sched.h"
 #include "loom/store.h"
 
 static void usage(FILE *f)
@@ -30,7 +32,8 @@ static void usage(FILE *f)
             "             [--executor local|slurm|none] [--slurm-partition P]\n"
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
-            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n\n"
+            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
+            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -51,7 +54,8 @@ static void usage(FILE *f)
             "  --node SPEC          a node of the cluster model, repeatable:\n"
             "                       name=N,cpus=C,memory=SIZE,gpus=G,gpu_type=T,gpu_memory=SIZE\n"
             "                       (default: this machine, with --gpus virtual GPUs)\n"
-            "  --gpus N             virtual GPUs on the default node (default 0)\n"
+            "  --gpus N             virtual GPUs on the default node (default: the NVIDIA\n"
+            "                       GPUs NVML reports, with their type and memory, else 0)\n"
             "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
             "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
             "  --seed S             seed of the random placement and tie breaks (default 1)\n"
@@ -60,6 +64,12 @@ static void usage(FILE *f)
             "                       (default off)\n"
             "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
             "                       GPU when the jobs' step rates show it lowers throughput\n"
+            "  --estimate-margin M  safety margin on a submission's model estimate: a\n"
+            "                       percentage and/or a size (default 10%%+256MiB)\n"
+            "  --estimate-device D  device of model estimates when the submission names\n"
+            "                       none: a name or a device file (default h200)\n"
+            "  --device-dir DIR     where device names are looked up (default\n"
+            "                       $LOOM_DEVICE_DIR, else loom's workloads/devices)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -95,27 +105,41 @@ typedef struct opts {
     const char *queue_policy, *placement;
     json_t *nodes; /* from --node, or NULL */
     int64_t vgpus;
+    bool vgpus_given;
     const char *gpu_type;
     uint64_t gpu_memory;
     int64_t grace_ns;
     int64_t seed;
     int64_t timeslice_ns;
     bool pack_check;
+    const char *estimate_margin, *estimate_device, *device_dir;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 {
     static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},    {"socket", required_argument, NULL, 's'},
-        {"state-dir", required_argument, NULL, 'd'}, {"durability", required_argument, NULL, 'D'},
-        {"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {"executor", required_argument, NULL, 'E'},
-        {"queue-policy", required_argument, NULL, 'Q'}, {"placement", required_argument, NULL, 'P'},
-        {"node", required_argument, NULL, 'N'},      {"gpus", required_argument, NULL, 'G'},
-        {"gpu-type", required_argument, NULL, 'T'},  {"gpu-memory", required_argument, NULL, 'M'},
-        {"grace", required_argument, NULL, 'g'},     {"seed", required_argument, NULL, 'S'},
+        {"listen", required_argument, NULL, 'l'},
+        {"socket", required_argument, NULL, 's'},
+        {"state-dir", required_argument, NULL, 'd'},
+        {"durability", required_argument, NULL, 'D'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"executor", required_argument, NULL, 'E'},
+        {"queue-policy", required_argument, NULL, 'Q'},
+        {"placement", required_argument, NULL, 'P'},
+        {"node", required_argument, NULL, 'N'},
+        {"gpus", required_argument, NULL, 'G'},
+        {"gpu-type", required_argument, NULL, 'T'},
+        {"gpu-memory", required_argument, NULL, 'M'},
+        {"grace", required_argument, NULL, 'g'},
+        {"seed", required_argument, NULL, 'S'},
         {"slurm-partition", required_argument, NULL, 'p'},
-        {"timeslice", required_argument, NULL, 'q'}, {"pack-check", no_argument, NULL, 'k'},
+        {"timeslice", required_argument, NULL, 'q'},
+        {"pack-check", no_argument, NULL, 'k'},
+        {"estimate-margin", required_argument, NULL, 'm'},
+        {"estimate-device", required_argument, NULL, 'e'},
+        {"device-dir", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -155,6 +179,18 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         case 'Q': o->queue_policy = optarg; break;
         case 'p': o->slurm_partition = optarg; break;
         case 'k': o->pack_check = true; break;
+        case 'm': {
+            loom_est_margin_t m;
+            if (loom_est_margin_parse(optarg, &m, &err)) {
+                fprintf(stderr, "loomd: --estimate-margin: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            o->estimate_margin = optarg;
+            break;
+        }
+        case 'e': o->estimate_device = optarg; break;
+        case 'R': o->device_dir = optarg; break;
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
                 fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
@@ -189,6 +225,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
                 *exit_code = 2;
                 return -1;
             }
+            o->vgpus_given = o->vgpus_given || c == 'G';
             break;
         }
         case 'h':
@@ -237,6 +274,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
+    /* Absolute from here on: job scripts, outputs and the socket are named
+     * by paths that other processes (shepherds in their own working
+     * directories, Slurm) must resolve the same way. */
+    char abs_dir[PATH_MAX];
+    if (!realpath(state_dir, abs_dir) || strlen(abs_dir) >= sizeof state_dir) {
+        fprintf(stderr, "loomd: state directory '%s': cannot resolve its absolute path: %s\n",
+                state_dir, strerror(errno));
+        return 1;
+    }
+    snprintf(state_dir, sizeof state_dir, "%s", abs_dir);
     char path[4200], sock_path[4200], url_path[4200];
     /* One loomd per state directory. */
     snprintf(path, sizeof path, "%s/loomd.lock", state_dir);
@@ -276,6 +323,7 @@ int main(int argc, char **argv)
         .started_mono_ns = loom_time_mono_ns(),
     };
     loomd_runner_t *runner = NULL;
+    loom_est_sizer_t *sizer = NULL;
     if (strcmp(o.executor, "slurm") == 0 && o.nodes) {
         fprintf(stderr, "loomd: --node: the Slurm executor mirrors the partition's nodes; "
                         "--node applies to --executor local only\n");
@@ -285,6 +333,20 @@ int main(int argc, char **argv)
     }
     if (strcmp(o.executor, "none") != 0) {
         if (!o.nodes && strcmp(o.executor, "local") == 0) {
+            /* Without --gpus, the GPUs NVML sees (if any) make the node. */
+            char type[LOOM_SCHED_NAME_MAX];
+            int ngpus = 0;
+            uint64_t gmem = 0;
+            loom_err_t derr;
+            if (!o.vgpus_given && loomd_detect_gpus(&ngpus, type, sizeof type, &gmem, &derr) == 0) {
+                loom_log_info("loomd.gpus_detected", "gpus=%d type=%s memory_bytes=%llu", ngpus,
+                              type, (unsigned long long)gmem);
+                o.vgpus = ngpus;
+                if (!o.gpu_type)
+                    o.gpu_type = type;
+                if (!o.gpu_memory)
+                    o.gpu_memory = gmem;
+            }
             o.nodes = json_array();
             json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
                                                               o.gpu_memory));
@@ -308,7 +370,20 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner};
+    loom_est_sizer_opts_t eopts = {.device = o.estimate_device ? o.estimate_device : "h200",
+                                   .device_dir = o.device_dir};
+    if (loom_est_margin_parse(o.estimate_margin ? o.estimate_margin : "10%+256MiB", &eopts.margin,
+                              &err) ||
+        loom_est_sizer_new(&eopts, &sizer, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        loomd_runner_stop(runner);
+        loom_store_close(store);
+        json_decref(o.nodes);
+        return 1;
+    }
+    info.estimate_device = eopts.device;
+    info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
+    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner, .sizer = sizer};
     loomd_monitor_t *monitor = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
@@ -318,6 +393,7 @@ int main(int argc, char **argv)
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
         loomd_runner_stop(runner);
+        loom_est_sizer_free(sizer);
         loom_store_close(store);
         json_decref(o.nodes);
         return 1;
@@ -342,6 +418,7 @@ int main(int argc, char **argv)
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
         loomd_runner_stop(runner);
+        loom_est_sizer_free(sizer);
         loom_store_close(store);
         json_decref(o.nodes);
         return 1;
@@ -380,6 +457,7 @@ int main(int argc, char **argv)
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
     loomd_runner_stop(runner);
     loomd_monitor_close(monitor);
+    loom_est_sizer_free(sizer);
     loom_store_close(store);
     json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);

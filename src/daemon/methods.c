@@ -94,11 +94,64 @@ static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
     loom_rpc_call_complete(call, res);
 }
 
+/* A submission that names a model: estimate it (docs/protocol.md, job.submit
+ * "model") and, unless the submission gave gpu_memory, request the
+ * estimate plus the margin. LOOM_EINVAL: a bad reference (-32602);
+ * LOOM_ENOTFOUND: the estimator failed (-32006, *path set). */
+static int size_from_model(loomd_methods_t *m, loom_job_spec_t *spec, char **estimate,
+                           const char **path, loom_err_t *err)
+{
+    loom_est_ref_t ref;
+    if (loom_est_ref_from_json(spec->model, &ref, err))
+        return LOOM_EINVAL;
+    if (spec->gpus == 0 && spec->gpu_share_milli == 0)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "model: the job asks for no GPU; give resources.gpus or "
+                            "resources.gpu_share (the estimate sizes the memory of each GPU)");
+    *path = ref.path;
+    if (!m->sizer)
+        return loom_err_set(err, LOOM_ENOTFOUND, "this loomd does not estimate models");
+    json_t *rec;
+    uint64_t request;
+    if (loom_est_sizer_size(m->sizer, &ref, &rec, &request, err))
+        return LOOM_ENOTFOUND;
+    bool applied = spec->gpu_memory_bytes == 0;
+    json_object_set_new(rec, "applied", json_boolean(applied));
+    if (applied)
+        spec->gpu_memory_bytes = request;
+    *estimate = json_dumps(rec, JSON_COMPACT);
+    json_decref(rec);
+    if (!*estimate)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    spec->estimate_json = *estimate;
+    return LOOM_OK;
+}
+
+/* The model could not be estimated, so nothing is stored; but a resend of
+ * a submission that was stored (its model since moved or changed) still
+ * gets its job back, as idempotency promises. */
+static void fail_estimate(loomd_methods_t *m, loom_rpc_call_t *call, const loom_job_spec_t *spec,
+                          const char *path, const loom_err_t *err)
+{
+    loom_job_t job;
+    loom_err_t e2;
+    if (spec->submit_id && loom_store_get_by_submit_id(m->store, spec->submit_id, &job, &e2) == 0) {
+        submit_done(call, LOOM_OK, &job, false, NULL);
+        loom_job_free(&job);
+        return;
+    }
+    char msg[LOOM_ERR_MSG_MAX + 64];
+    snprintf(msg, sizeof msg, "cannot estimate the model: %s", err->msg);
+    loom_rpc_call_fail(call, LOOMD_ERR_ESTIMATE, msg,
+                       json_pack("{s:s, s:s}", "model", path ? path : "", "detail", err->msg));
+}
+
 static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
     loom_job_spec_t spec;
-    char *labels = NULL;
+    char *labels = NULL, *estimate = NULL;
+    const char *model_path = NULL;
     loom_err_t err;
     json_t *empty = NULL;
     if (!params)
@@ -106,9 +159,18 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
+    if (rc == LOOM_OK && spec.model)
+        rc = size_from_model(m, &spec, &estimate, &model_path, &err);
+    if (rc == LOOM_ENOTFOUND) {
+        fail_estimate(m, call, &spec, model_path, &err);
+        free(labels);
+        json_decref(empty);
+        return LOOM_RPC_DONE;
+    }
     if (rc == LOOM_OK)
         rc = loom_store_submit_async(m->store, &spec, more_follow(call), submit_done, call, &err);
     free(labels);
+    free(estimate);
     json_decref(empty);
     if (rc == LOOM_OK)
         return LOOM_RPC_PENDING; /* the committer completes it */
@@ -351,6 +413,18 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
     if (res)
         json_object_set_new(res, "scheduler",
                             m->runner ? loomd_runner_stats(m->runner) : json_null());
+    if (res && m->sizer) {
+        uint64_t hits, misses;
+        loom_est_sizer_stats(m->sizer, &hits, &misses);
+        json_object_set_new(
+            res, "estimator",
+            json_pack("{s:s, s:s, s:I, s:I}", "device",
+                      m->info->estimate_device ? m->info->estimate_device : "", "margin",
+                      m->info->estimate_margin ? m->info->estimate_margin : "", "cache_hits",
+                      (json_int_t)hits, "cache_misses", (json_int_t)misses));
+    } else if (res) {
+        json_object_set_new(res, "estimator", json_null());
+    }
     if (!res) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
         return LOOM_RPC_DONE;
@@ -414,9 +488,9 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
 
 int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
 {
-    static const char *const submit_params[] = {"name",      "script",     "format",
-                                                "resources", "time_limit", "priority",
-                                                "labels",    "submit_id",  NULL};
+    static const char *const submit_params[] = {"name",       "script",   "format", "resources",
+                                                "time_limit", "priority", "labels", "submit_id",
+                                                "model",      NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};

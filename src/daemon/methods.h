@@ -7,6 +7,7 @@
 #ifndef LOOMD_METHODS_H
 #define LOOMD_METHODS_H
 
+#include "loom/estimate.h"
 #include "loom/rpc.h"
 #include "loom/store.h"
 
@@ -16,7 +17,8 @@ enum {
     LOOMD_ERR_INVALID_STATE = -32002,
     LOOMD_ERR_BUSY = -32003,
     LOOMD_ERR_STORE = -32004,
-    LOOMD_ERR_SHUTTING_DOWN = -32005
+    LOOMD_ERR_SHUTTING_DOWN = -32005,
+    LOOMD_ERR_ESTIMATE = -32006 /* the submission's model could not be estimated */
 };
 
 typedef struct loomd_info {
@@ -26,6 +28,8 @@ typedef struct loomd_info {
     const char *socket;  /* socket path or NULL */
     int64_t started_real_ns;
     int64_t started_mono_ns;
+    const char *estimate_device; /* default device of model estimates */
+    const char *estimate_margin; /* the margin as configured, e.g. "10%+256MiB" */
 } loomd_info_t;
 
 typedef struct loomd_runner loomd_runner_t;
@@ -34,6 +38,7 @@ typedef struct loomd_methods {
     loom_store_t *store;
     const loomd_info_t *info;
     loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
+    loom_est_sizer_t *sizer; /* GPU memory from a submission's model; NULL: models refused */
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */

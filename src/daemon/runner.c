@@ -25,6 +25,7 @@
 
 #include "daemon/runner_int.h"
 #include "loom/exec.h"
+#include "loom/mon.h"
 #include "loom/sched.h"
 
 /* ------------------------------------------------------------ node specs */
@@ -40,6 +41,51 @@ json_t *loomd_default_node(int gpus, const char *gpu_type, uint64_t gpu_memory)
                      (json_int_t)(cpus > 0 ? cpus : 1), "memory_bytes", (json_int_t)mem, "gpus",
                      gpus, "gpu_type", gpu_type ? gpu_type : "virtual", "gpu_memory_bytes",
                      (json_int_t)gpu_memory);
+}
+
+int loomd_detect_gpus(int *ngpus, char *type, size_t typelen, uint64_t *memory_bytes,
+                      loom_err_t *err)
+{
+    loom_mon_t *mon = NULL;
+    loom_mon_snapshot_t snap;
+    loom_mon_snapshot_init(&snap);
+    int rc = loom_mon_open(&mon, NULL, err);
+    if (rc == LOOM_OK)
+        rc = loom_mon_read(mon, LOOM_MON_GPU, &snap, err);
+    if (rc == LOOM_OK && (snap.gpu.source.status != LOOM_OK || snap.gpu.n == 0))
+        rc = loom_err_set(err, LOOM_EUNAVAIL, "NVML: %s",
+                          snap.gpu.source.status == LOOM_OK ? "no GPU" : snap.gpu.source.reason);
+    if (rc == LOOM_OK) {
+        int n = 0;
+        uint64_t mem = UINT64_MAX;
+        for (size_t i = 0; i < snap.gpu.n && n < LOOM_SCHED_MAX_GPUS; i++, n++) {
+            const loom_mon_gpu_t *g = &snap.gpu.gpus[i];
+            uint64_t m = g->field_status[LOOM_MON_GPU_F_MEMORY] == 0 ? g->memory_total_bytes : 0;
+            mem = m < mem ? m : mem;
+        }
+        /* "NVIDIA H200" -> "h200", "NVIDIA A100-SXM4-80GB" -> "a100-sxm4-80gb" */
+        const char *name = snap.gpu.gpus[0].name;
+        if (strncmp(name, "NVIDIA ", 7) == 0)
+            name += 7;
+        size_t k = 0;
+        for (const char *c = name; *c && k + 1 < typelen && k + 1 < LOOM_SCHED_NAME_MAX; c++) {
+            char ch = *c;
+            if (ch >= 'A' && ch <= 'Z')
+                ch = (char)(ch - 'A' + 'a');
+            else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                       ch == '_' || ch == '-'))
+                ch = '-';
+            type[k++] = ch;
+        }
+        type[k] = '\0';
+        if (k == 0)
+            snprintf(type, typelen, "gpu");
+        *ngpus = n;
+        *memory_bytes = mem == UINT64_MAX ? 0 : mem;
+    }
+    loom_mon_snapshot_free(&snap);
+    loom_mon_close(mon);
+    return rc;
 }
 
 int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err)

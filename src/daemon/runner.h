@@ -50,6 +50,12 @@ void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out);
 /* The default node: this machine's name, CPUs and memory, and gpus virtual
  * GPUs (0: none) of type gpu_type with gpu_memory bytes each. */
 json_t *loomd_default_node(int gpus, const char *gpu_type, uint64_t gpu_memory);
+/* This machine's NVIDIA GPUs as NVML reports them (through libloom mon):
+ * their number, a type made from the first one's name ("NVIDIA H200" ->
+ * "h200") and the smallest memory among them. LOOM_EUNAVAIL when NVML
+ * cannot be loaded or sees no GPU. */
+int loomd_detect_gpus(int *ngpus, char *type, size_t typelen, uint64_t *memory_bytes,
+                      loom_err_t *err);
 /* Parses "name=N,cpus=C,memory=16GiB,gpus=4,gpu_type=T,gpu_memory=80GiB". */
 int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err);
 

@@ -940,6 +940,21 @@ static void roofline(cost_t *c, loom_est_result_t *res)
         }
     }
     res->nops = k;
+    /* Memory traffic under the same rules as the time below (each operator
+     * reads its inputs and writes its outputs once; backward twice that;
+     * the update per parameter as many times as the optimizer touches it),
+     * device-independent, for rooflines (loom prof). */
+    for (size_t i = 0; i < res->nops; i++) {
+        res->fwd_bytes += res->ops[i].bytes;
+        if (res->ops[i].bwd_flops > 0)
+            res->bwd_bytes += 2 * res->ops[i].bytes;
+    }
+    double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
+                 : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
+                                                          : 3;
+    double elem = c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
+    if (c->opt->train)
+        res->opt_bytes = (double)res->params * per * elem;
     if (!d)
         return;
     for (size_t i = 0; i < res->nops; i++) {
@@ -965,12 +980,7 @@ static void roofline(cost_t *c, loom_est_result_t *res)
         res->bwd_time_s += tb;
     }
     if (c->opt->train) {
-        /* per parameter tensor: bytes read+written by the update */
-        double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
-                     : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
-                                                              : 3;
-        double elem =
-            c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
+        /* per parameter tensor: bytes read+written by the update (opt_bytes) */
         size_t ntensors = 0;
         for (size_t i = 0; i < m->nt; i++)
             ntensors += c->param[i];
@@ -978,8 +988,8 @@ static void roofline(cost_t *c, loom_est_result_t *res)
                          : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3
                                                                   : 1;
         res->opt_flops = (double)res->params * (c->opt->optimizer == LOOM_EST_ADAM ? 12 : 3);
-        res->opt_time_s = (double)res->params * per * elem / d->mem_bandwidth +
-                          (double)ntensors * kernels * d->op_overhead_s;
+        res->opt_time_s =
+            res->opt_bytes / d->mem_bandwidth + (double)ntensors * kernels * d->op_overhead_s;
     }
     res->step_time_s = res->fwd_time_s + res->bwd_time_s + res->opt_time_s;
 }

@@ -61,6 +61,10 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
         loom_est_precision_name(opt->precision), "device", opt->device ? opt->device->name : NULL,
         "params", (json_int_t)r->params, "buffers", (json_int_t)r->buffers, "fwd_flops",
         r->fwd_flops, "bwd_flops", r->bwd_flops, "opt_flops", r->opt_flops, "memory", mem);
+    json_object_set_new(o, "bytes",
+                        json_pack("{s:f, s:f, s:f, s:f}", "forward", r->fwd_bytes, "backward",
+                                  r->bwd_bytes, "optimizer", r->opt_bytes, "step",
+                                  r->fwd_bytes + r->bwd_bytes + r->opt_bytes));
     if (opt->device)
         json_object_set_new(o, "time_s",
                             json_pack("{s:f, s:f, s:f, s:f}", "forward", r->fwd_time_s, "backward",

@@ -117,8 +117,11 @@ static int add_template(loom_gen_catalog_source_t *s, const char *path, size_t *
     return LOOM_OK;
 }
 
-/* The job as job.submit takes it (docs/protocol.md). */
-static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job, bool yaml)
+/* The job as job.submit takes it (docs/protocol.md). model: the sampled
+ * "model_spec" of the render context (NULL: none), which lets loomd fill the
+ * GPU memory request from the model's estimate. */
+static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job, bool yaml,
+                         const json_t *model)
 {
     const loom_catalog_resources_t *r = &j->resources;
     /* loomd takes either whole GPUs or a share of one GPU, not both. */
@@ -144,6 +147,10 @@ static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job,
             json_integer((json_int_t)((j->time_limit_ns + LOOM_NS_PER_S - 1) / LOOM_NS_PER_S)));
     if (j->labels && json_object_size(j->labels) > 0)
         json_object_set(spec, "labels", (json_t *)j->labels);
+    if (model && json_object_set_new(spec, "model", json_deep_copy(model))) {
+        json_decref(spec);
+        return NULL;
+    }
     return spec;
 }
 
@@ -165,10 +172,12 @@ static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_er
                                     .strict = true,
                                     .partials = t->partials};
     rc = loom_template_render(t->tpl, data, &opts, &job->text, err);
-    json_decref(data);
-    if (rc != LOOM_OK)
+    if (rc != LOOM_OK) {
+        json_decref(data);
         return loom_err_prefix(err, "job %llu (%s)", (unsigned long long)job->index, j->name);
-    job->spec = make_spec(j, job, t->yaml);
+    }
+    job->spec = make_spec(j, job, t->yaml, json_object_get(data, "model_spec"));
+    json_decref(data);
     if (!job->spec)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     return LOOM_OK;

@@ -121,6 +121,9 @@ static int dir_one(dir_sink_t *d, loom_gen_job_t *j, loom_buf_t *line, loom_err_
     json_object_set_new(o, "job", j->name ? json_string(j->name) : json_null());
     json_t *res = j->spec ? json_object_get(j->spec, "resources") : NULL;
     json_object_set(o, "resources", res ? res : json_null());
+    json_t *model = j->spec ? json_object_get(j->spec, "model") : NULL;
+    if (model)
+        json_object_set(o, "model", model);
     json_object_set_new(o, "submit_id", json_string(j->submit_id));
     json_object_set_new(o, "file", json_string(file));
     loom_buf_reset(line);

@@ -122,7 +122,7 @@ static int parse_step(cursor_t *c, loom_prof_step_t *s, loom_err_t *err)
     if (v[2] < v[1])
         return loom_err_set(err, LOOM_EINVAL, "LOOM_STEP: end_ns %lld is before start_ns %lld",
                             (long long)v[2], (long long)v[1]);
-    loom_prof_step_t st = {v[0], v[1], v[2], -1, -1, -1};
+    loom_prof_step_t st = LOOM_PROF_STEP_INIT(v[0], v[1], v[2]);
     const char *tok;
     size_t len;
     for (size_t index = 4; next_token(c, &tok, &len); index++) {
@@ -134,6 +134,7 @@ static int parse_step(cursor_t *c, loom_prof_step_t *s, loom_err_t *err)
         int64_t *slot = strcmp(key, "items") == 0     ? &st.items
                         : strcmp(key, "data_ns") == 0 ? &st.data_ns
                         : strcmp(key, "copy_ns") == 0 ? &st.copy_ns
+                        : strcmp(key, "cpu_ns") == 0  ? &st.cpu_ns
                                                       : NULL;
         if (!slot)
             continue; /* unknown key: skipped (forward compatibility) */
@@ -223,6 +224,8 @@ size_t loom_prof_marker_format(const loom_prof_step_t *s, char *out, size_t outl
         loom_buf_appendf(&b, " data_ns=%lld", (long long)s->data_ns);
     if (s->copy_ns >= 0)
         loom_buf_appendf(&b, " copy_ns=%lld", (long long)s->copy_ns);
+    if (s->cpu_ns >= 0)
+        loom_buf_appendf(&b, " cpu_ns=%lld", (long long)s->cpu_ns);
     loom_buf_append_char(&b, '\n');
     size_t n = 0;
     if (b.data && outlen > 0) {

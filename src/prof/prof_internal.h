@@ -14,6 +14,12 @@
  * records, malformed_lines, by_kind and by_class. */
 json_t *prof_kernels_parse(const char *text, size_t len);
 
+/* plot.c: figures as SVG text (appended to b). */
+void prof_svg_text(loom_buf_t *b, const char *s); /* XML-escaped text */
+void prof_steps_svg(const loom_prof_run_t *r, const loom_prof_summary_t *s, loom_buf_t *b);
+/* Needs rf->have_counts and rf->have_device. */
+void prof_roofline_svg(const loom_prof_roofline_t *rf, const char *device, loom_buf_t *b);
+
 /* sampler.c: one thread sampling a tree on an absolute schedule. */
 typedef struct prof_sampler {
     loom_mon_t *mon;       /* the tree's /proc, and the GPUs */

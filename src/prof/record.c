@@ -1,5 +1,6 @@
 /* The run record (run.json, steps.csv, samples.csv), the report
- * (report.md) and the time-series plot (cpu.svg) of one profiled run, plus
+ * (report.md) and the figures (cpu.svg here; steps.svg and roofline.svg in
+ * plot.c) of one profiled run, plus
  * the summary of the CUPTI tracer's records (kernels.csv) by kernel class.
  * Formats are in docs/profiling.md, "Output". */
 #include <errno.h>
@@ -258,6 +259,43 @@ static double step_cores(const loom_prof_run_t *r, const loom_prof_step_t *st)
     return c0 >= 0 && c1 >= 0 && d > 0 ? (c1 - c0) / (double)d : -1;
 }
 
+/* The roofline section: counts, their source, the device and the run's
+ * place (docs/profiling.md, "Roofline"); null members where unknown. */
+static json_t *roofline_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
+{
+    loom_prof_roofline_t rf;
+    loom_prof_roofline(r, s, &rf);
+    json_t *o = json_object();
+    json_object_set_new(o, "counts", json_boolean(rf.have_counts));
+    json_object_set_new(o, "why", rf.have_counts ? json_null() : json_string(rf.why));
+    json_object_set_new(o, "counts_source",
+                        rf.have_counts && r->roof.flops_per_step > 0
+                            ? json_string(r->roof.counts_source)
+                        : rf.have_counts ? json_string("LOOM_META")
+                                         : json_null());
+    json_object_set_new(o, "device", rf.have_device ? json_string(r->roof.device) : json_null());
+    json_object_set_new(o, "device_description",
+                        rf.have_device ? json_string(r->roof.device_desc) : json_null());
+    json_object_set_new(o, "peak_flops", rf.have_device ? json_real(rf.peak_flops) : json_null());
+    json_object_set_new(o, "peak_bytes_per_s",
+                        rf.have_device ? json_real(rf.peak_bw) : json_null());
+    json_object_set_new(o, "ridge_flop_per_byte",
+                        rf.have_device ? json_real(rf.ridge) : json_null());
+    bool c = rf.have_counts, cd = rf.have_counts && rf.have_device;
+    json_object_set_new(o, "flops_per_step", c ? json_real(rf.flops_per_step) : json_null());
+    json_object_set_new(o, "bytes_per_step", c ? json_real(rf.bytes_per_step) : json_null());
+    json_object_set_new(o, "intensity_flop_per_byte", c ? json_real(rf.intensity) : json_null());
+    json_object_set_new(o, "achieved_flops", c ? json_real(rf.achieved_flops) : json_null());
+    json_object_set_new(o, "achieved_bytes_per_s", c ? json_real(rf.achieved_bw) : json_null());
+    json_object_set_new(o, "achieved_flops_per_cpu_s",
+                        c ? num_or_null(rf.achieved_flops_cpu) : json_null());
+    json_object_set_new(o, "attainable_flops", cd ? json_real(rf.attainable) : json_null());
+    json_object_set_new(o, "fraction_of_roof", cd ? json_real(rf.fraction) : json_null());
+    json_object_set_new(o, "bound",
+                        cd ? json_string(rf.memory_bound ? "memory" : "compute") : json_null());
+    return o;
+}
+
 static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
 {
     json_t *root = json_object();
@@ -274,13 +312,15 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
                             ? json_pack("{s:i}", "code", WEXITSTATUS(r->exit_status))
                             : json_pack("{s:i}", "signal", WTERMSIG(r->exit_status)));
     json_object_set_new(root, "meta", json_deep_copy(r->meta));
-    json_object_set_new(
-        root, "sampler",
-        json_pack("{s:f,s:f,s:I,s:I,s:f,s:f,s:o}", "interval_s", (double)r->interval_ns / 1e9,
-                  "interval_achieved_s", s->interval_achieved_s, "samples", (json_int_t)r->nsamples,
-                  "missed_ticks", (json_int_t)r->missed_ticks, "thread_cpu_s",
-                  (double)r->sampler_cpu_ns / 1e9, "profiler_cpu_s", (double)r->loom_cpu_ns / 1e9,
-                  "profiler_cpu_share", num_or_null(s->profiler_cpu_share)));
+    json_object_set_new(root, "sampler",
+                        json_pack("{s:f,s:f,s:I,s:I,s:f,s:f,s:o,s:f,s:f}", "interval_s",
+                                  (double)r->interval_ns / 1e9, "interval_achieved_s",
+                                  s->interval_achieved_s, "samples", (json_int_t)r->nsamples,
+                                  "missed_ticks", (json_int_t)r->missed_ticks, "thread_cpu_s",
+                                  (double)r->sampler_cpu_ns / 1e9, "profiler_cpu_s",
+                                  (double)r->loom_cpu_ns / 1e9, "profiler_cpu_share",
+                                  num_or_null(s->profiler_cpu_share), "thread_cores",
+                                  s->sampler_cores, "profiler_cores", s->profiler_cores));
     json_t *sum = json_object();
     json_object_set_new(sum, "wall_s", json_real(s->wall_s));
     json_object_set_new(sum, "startup_s", num_or_null(s->startup_s));
@@ -288,6 +328,8 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
     json_object_set_new(sum, "warmup_steps", json_integer((json_int_t)s->warmup_steps));
     json_object_set_new(sum, "warmup_s", json_real(s->warmup_s));
     json_object_set_new(sum, "step_time_s", dist_json(&s->steady));
+    json_object_set_new(sum, "step_cpu_s",
+                        s->steady_cpu.n ? dist_json(&s->steady_cpu) : json_null());
     json_object_set_new(sum, "steps_per_s", json_real(s->steps_per_s));
     json_object_set_new(sum, "items_per_s", num_or_null(s->items_per_s));
     json_object_set_new(sum, "cpu_cores_run", json_real(s->cpu_cores_run));
@@ -320,10 +362,13 @@ static json_t *run_json(const loom_prof_run_t *r, const loom_prof_summary_t *s)
             json_object_set_new(o, "data_ns", json_integer(st->data_ns));
         if (st->copy_ns >= 0)
             json_object_set_new(o, "copy_ns", json_integer(st->copy_ns));
+        if (st->cpu_ns >= 0)
+            json_object_set_new(o, "cpu_ns", json_integer(st->cpu_ns));
         json_object_set_new(o, "cpu_cores", num_or_null(step_cores(r, st)));
         json_array_append_new(steps, o);
     }
     json_object_set_new(root, "steps", steps);
+    json_object_set_new(root, "roofline", roofline_json(r, s));
     if (r->kernels)
         json_object_set_new(root, "kernels", kernels_summary(r));
     if (r->gpu)
@@ -364,15 +409,15 @@ static void samples_csv(const loom_prof_run_t *r, loom_buf_t *b)
 
 static void steps_csv(const loom_prof_run_t *r, const loom_prof_summary_t *s, loom_buf_t *b)
 {
-    loom_buf_append_str(b, "step,start_ns,end_ns,duration_s,items,data_ns,copy_ns,cpu_cores,"
-                           "warmup\n");
+    loom_buf_append_str(b, "step,start_ns,end_ns,duration_s,items,data_ns,copy_ns,cpu_ns,"
+                           "cpu_cores,warmup\n");
     for (size_t i = 0; i < r->nsteps; i++) {
         const loom_prof_step_t *st = &r->steps[i];
-        loom_buf_appendf(b, "%lld,%lld,%lld,%.9f,%lld,%lld,%lld,%.4f,%d\n", (long long)st->step,
-                         (long long)st->start_ns, (long long)st->end_ns,
+        loom_buf_appendf(b, "%lld,%lld,%lld,%.9f,%lld,%lld,%lld,%lld,%.4f,%d\n",
+                         (long long)st->step, (long long)st->start_ns, (long long)st->end_ns,
                          (double)(st->end_ns - st->start_ns) / 1e9, (long long)st->items,
-                         (long long)st->data_ns, (long long)st->copy_ns, step_cores(r, st),
-                         i < s->warmup_steps);
+                         (long long)st->data_ns, (long long)st->copy_ns, (long long)st->cpu_ns,
+                         step_cores(r, st), i < s->warmup_steps);
     }
 }
 
@@ -435,6 +480,42 @@ static void cpu_svg(const loom_prof_run_t *r, loom_buf_t *b)
                      L, 2 * H + 55, tmax);
 }
 
+static void roofline_md(const loom_prof_run_t *r, const loom_prof_summary_t *s, loom_buf_t *b)
+{
+    loom_prof_roofline_t rf;
+    loom_prof_roofline(r, s, &rf);
+    loom_buf_append_str(b, "\n## Roofline\n\n");
+    if (!rf.have_counts) {
+        loom_buf_appendf(b, "Not placed: %s.\n", rf.why);
+        return;
+    }
+    loom_buf_appendf(b,
+                     "Counts per step (%s): %.4g GFLOP, %.4g MB moved; arithmetic intensity "
+                     "%.3f FLOP/byte.\n\n| | value |\n|---|---|\n"
+                     "| achieved, per mean steady step time | %.4g GFLOP/s, %.4g GB/s |\n",
+                     r->roof.flops_per_step > 0 ? r->roof.counts_source : "LOOM_META",
+                     rf.flops_per_step / 1e9, rf.bytes_per_step / 1e6, rf.intensity,
+                     rf.achieved_flops / 1e9, rf.achieved_bw / 1e9);
+    if (rf.achieved_flops_cpu > 0)
+        loom_buf_appendf(b, "| achieved, per CPU second of the workload | %.4g GFLOP/s |\n",
+                         rf.achieved_flops_cpu / 1e9);
+    if (!rf.have_device) {
+        loom_buf_append_str(b, "\nNo device peaks given (--device NAME|FILE): no roof.\n");
+        return;
+    }
+    loom_buf_append_str(b, "| device | ");
+    loom_buf_append_str(b, r->roof.device);
+    loom_buf_append_str(b, " (");
+    loom_buf_append_str(b, r->roof.device_desc);
+    loom_buf_appendf(b,
+                     ") |\n| peak compute, bandwidth | %.4g GFLOP/s, %.4g GB/s |\n"
+                     "| ridge point | %.3f FLOP/byte |\n"
+                     "| roof at this intensity | %.4g GFLOP/s (%s-bound) |\n"
+                     "| achieved / roof | %.2f%% |\n",
+                     rf.peak_flops / 1e9, rf.peak_bw / 1e9, rf.ridge, rf.attainable / 1e9,
+                     rf.memory_bound ? "memory" : "compute", 100 * rf.fraction);
+}
+
 int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
 {
     loom_prof_summary_t s;
@@ -474,6 +555,16 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
                          "| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n\n",
                          d->n, d->mean * 1e3, d->stdev * 1e3, d->min * 1e3, d->p5 * 1e3,
                          d->p50 * 1e3, d->p95 * 1e3, d->p99 * 1e3, d->max * 1e3);
+        if (s.steady_cpu.n) {
+            const loom_prof_dist_t *c = &s.steady_cpu;
+            loom_buf_appendf(b,
+                             "Steady step CPU time of the workload process (markers' cpu_ns), "
+                             "ms:\n\n| mean | stdev | min | p50 | p95 | max | CPU / wall |\n"
+                             "|---|---|---|---|---|---|---|\n"
+                             "| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n\n",
+                             c->mean * 1e3, c->stdev * 1e3, c->min * 1e3, c->p50 * 1e3,
+                             c->p95 * 1e3, c->max * 1e3, d->mean > 0 ? c->mean / d->mean : 0);
+        }
         loom_buf_appendf(b, "Throughput: %.3f steps/s", s.steps_per_s);
         if (s.items_per_s >= 0)
             loom_buf_appendf(b, ", %.2f items/s", s.items_per_s);
@@ -510,11 +601,14 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
                          "| resident memory peak, sampled (tree) | %s |\n"
                          "| max RSS of one process, kernel | %s |\n"
                          "| profiler's own CPU: sampling thread / whole loom, s | %.4f / %.4f "
-                         "(%.3f%% of the command's) |\n",
+                         "(%.3f%% of the command's) |\n"
+                         "| profiler's own CPU per second of run: sampling thread / whole loom, "
+                         "cores | %.5f / %.5f |\n",
                          100 * s.user_frac, s.sampled_cpu_s, s.kernel_cpu_s, 100 * s.cpu_error, mem,
                          hwm, (double)r->sampler_cpu_ns / 1e9, (double)r->loom_cpu_ns / 1e9,
-                         100 * s.profiler_cpu_share);
+                         100 * s.profiler_cpu_share, s.sampler_cores, s.profiler_cores);
     }
+    roofline_md(r, &s, b);
     if (r->gpu) {
         json_t *gs = gpu_summary(r);
         loom_buf_appendf(b,
@@ -607,6 +701,18 @@ int loom_prof_write(const loom_prof_run_t *r, const char *dir, loom_err_t *err)
     cpu_svg(r, &b);
     if ((rc = write_buf(dir, "cpu.svg", &b, err)))
         goto out;
+    loom_buf_reset(&b);
+    prof_steps_svg(r, &s, &b);
+    if ((rc = write_buf(dir, "steps.svg", &b, err)))
+        goto out;
+    loom_prof_roofline_t rf;
+    loom_prof_roofline(r, &s, &rf);
+    if (rf.have_counts && rf.have_device) {
+        loom_buf_reset(&b);
+        prof_roofline_svg(&rf, r->roof.device, &b);
+        if ((rc = write_buf(dir, "roofline.svg", &b, err)))
+            goto out;
+    }
     loom_buf_reset(&b);
     loom_prof_report_md(r, &b);
     rc = write_buf(dir, "report.md", &b, err);

@@ -123,6 +123,19 @@ void loom_prof_summarize(const loom_prof_run_t *r, loom_prof_summary_t *s)
             s->warmup_s += t[i];
         size_t m = r->nsteps - w;
         dist(t + w, m, &s->steady);
+        /* Steady step CPU times, when every steady step carries cpu_ns. */
+        size_t nc = 0;
+        for (size_t i = w; i < r->nsteps && r->steps[i].cpu_ns >= 0; i++)
+            nc++;
+        if (nc == m && m > 0) {
+            double *c = malloc(m * sizeof *c);
+            if (c) {
+                for (size_t i = 0; i < m; i++)
+                    c[i] = (double)r->steps[w + i].cpu_ns / 1e9;
+                dist(c, m, &s->steady_cpu);
+                free(c);
+            }
+        }
         double sum = 0, data = 0, copy = 0;
         int64_t items = 0;
         bool have_items = true, have_data = true, have_copy = true;
@@ -156,6 +169,10 @@ void loom_prof_summarize(const loom_prof_run_t *r, loom_prof_summary_t *s)
     s->kernel_cpu_s = (double)(r->rusage_user_ns + r->rusage_sys_ns) / 1e9;
     s->profiler_cpu_share =
         s->kernel_cpu_s > 0 ? (double)r->loom_cpu_ns / 1e9 / s->kernel_cpu_s : -1;
+    if (s->wall_s > 0) {
+        s->sampler_cores = (double)r->sampler_cpu_ns / 1e9 / s->wall_s;
+        s->profiler_cores = (double)r->loom_cpu_ns / 1e9 / s->wall_s;
+    }
     if (r->nsamples > 0) {
         const loom_prof_sample_t *last = &r->samples[r->nsamples - 1];
         s->sampled_cpu_s = (double)(last->user_ns + last->sys_ns) / 1e9;

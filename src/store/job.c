@@ -200,6 +200,17 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
     if ((rc = check_range("priority", s->priority, LOOM_STORE_PRIORITY_MIN, LOOM_STORE_PRIORITY_MAX,
                           err)))
         return rc;
+    if (s->estimate_json) {
+        json_t *est = NULL;
+        loom_err_t perr;
+        if (loom_json_parse(s->estimate_json, strlen(s->estimate_json), "estimate", 16, &est,
+                            &perr))
+            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+        bool obj = json_is_object(est);
+        json_decref(est);
+        if (!obj)
+            return loom_err_set(err, LOOM_EINVAL, "estimate: expected a JSON object");
+    }
     if (s->labels_json) {
         json_t *labels = NULL;
         loom_err_t perr;
@@ -234,6 +245,7 @@ void loom_job_free(loom_job_t *job)
     free(job->labels_json);
     free(job->reason);
     free(job->run_json);
+    free(job->estimate_json);
     memset(job, 0, sizeof *job);
 }
 
@@ -248,6 +260,7 @@ int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
     dst->labels_json = dup_or_null(src->labels_json, &fail);
     dst->reason = dup_or_null(src->reason, &fail);
     dst->run_json = dup_or_null(src->run_json, &fail);
+    dst->estimate_json = dup_or_null(src->estimate_json, &fail);
     if (fail) {
         loom_job_free(dst);
         return LOOM_ENOMEM;
@@ -264,6 +277,7 @@ int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *s)
     job->script = dup_or_null(s->script, &fail);
     job->gpu_type = dup_or_null(s->gpu_type, &fail);
     job->labels_json = dup_or_null(s->labels_json ? s->labels_json : "{}", &fail);
+    job->estimate_json = dup_or_null(s->estimate_json, &fail);
     job->format = s->format;
     job->cpus = s->cpus;
     job->memory_bytes = s->memory_bytes;

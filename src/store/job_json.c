@@ -134,10 +134,18 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels
                     rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
                 s->labels_json = *labels_text;
             }
+        } else if (strcmp(k, "model") == 0) {
+            /* Interpreted by loomd (the estimator), not by the store. */
+            if (json_is_object(v))
+                s->model = v;
+            else if (!json_is_null(v))
+                rc = type_error(err, "model",
+                                "an object such as {\"path\": \"/abs/model.onnx\", \"batch\": 32}",
+                                v);
         } else
             rc = loom_err_set(err, LOOM_EINVAL,
                               "unknown parameter '%.64s' (expected name, script, format, "
-                              "resources, time_limit, priority, labels, submit_id)",
+                              "resources, time_limit, priority, labels, submit_id, model)",
                               k);
         if (rc)
             goto fail;
@@ -191,6 +199,9 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
     if (o)
         json_object_set_new(o, "run", run ? run : json_null());
+    json_t *est = j->estimate_json ? json_loads(j->estimate_json, 0, NULL) : NULL;
+    if (o)
+        json_object_set_new(o, "estimate", est ? est : json_null());
     return o;
 }
 

@@ -51,6 +51,9 @@ static const char *const migrations[] = {
      * placement, the executor's handle (to adopt it after a restart) and its
      * outcome, as one JSON object (docs/running.md). */
     "ALTER TABLE jobs ADD COLUMN run TEXT;",
+    /* 4: the estimate a job's GPU memory request came from, when its
+     * submission named a model (docs/protocol.md, the job object). */
+    "ALTER TABLE jobs ADD COLUMN estimate TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -12,15 +12,19 @@
  * The reader connection serves get/list/events under a mutex; in WAL mode it
  * sees the last committed state and never blocks the writer.
  *
- * Completions (the callbacks that answer the writers) run on a completer
- * thread, so that answering group N overlaps committing group N+1.
+ * Completions (the callbacks that answer the writers) of a large group run
+ * on a completer thread, so that answering group N overlaps committing
+ * group N+1; a small group is answered by the committer itself, which is
+ * cheaper than waking another thread.
  *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
- * WAL hook once the WAL holds CHECKPOINT_PAGES pages, so a commit never
- * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers.
+ * WAL hook once enough new frames accumulate, so a commit rarely
+ * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers; a
+ * RESTART one, past a WAL length, briefly does (to bound the WAL).
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,6 +61,7 @@ struct loom_store {
     size_t queued;
     bool closing;
     bool idle; /* the committer waits for an empty queue to fill */
+    size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
 
@@ -66,6 +71,7 @@ struct loom_store {
     pthread_mutex_t dmu;
     pthread_cond_t dcv;
     op_t *dhead, *dtail;
+    bool dbusy; /* the completer is running completions */
     bool dstop;
 
     sqlite3 *cdb; /* checkpointer connection */
@@ -73,6 +79,7 @@ struct loom_store {
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
+    int ckpt_done;               /* WAL frames the last checkpoint copied */
 
     void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
@@ -84,7 +91,7 @@ struct loom_store {
 #define JOB_COLUMNS                                                                                \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run"
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -125,6 +132,7 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->end_time_ns = sqlite3_column_int64(st, 18);
     j->update_time_ns = sqlite3_column_int64(st, 19);
     j->run_json = col_text(st, 20, &fail);
+    j->estimate_json = col_text(st, 21, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -156,7 +164,11 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 {
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+    /* The WAL-gathering shim (walbuf.c) unless LOOM_STORE_WALBUF=0 asks
+     * for SQLite's default VFS (to compare the two). */
+    const char *wb = getenv("LOOM_STORE_WALBUF");
+    const char *vfs = wb && strcmp(wb, "0") == 0 ? NULL : loom_store_walbuf_vfs();
+    if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK) {
         loom_err_set(err, LOOM_EIO, "%s: cannot open database: %s", path,
                      db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
@@ -180,18 +192,27 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 
 /* --------------------------------------------------------- checkpointer */
 
-#define CHECKPOINT_PAGES 4000
 
-/* Runs on the committer after each commit (writer connection's WAL hook). */
+/* Runs on the committer after each commit (writer connection's WAL hook).
+ * `pages` is the WAL's length in frames. A checkpoint is wanted once the WAL
+ * holds checkpoint_frames frames that no checkpoint has copied yet: while
+ * writes go on, a PASSIVE checkpoint rarely lets the WAL restart, and
+ * asking again after every commit past the threshold would run a
+ * checkpoint (two fsyncs) every few commits for a handful of new frames.
+ * The checkpointer records how far it got in ckpt_done; a WAL shorter than
+ * that has restarted from its beginning. */
 static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 {
     loom_store_t *s = ctx;
-    if (pages >= CHECKPOINT_PAGES) {
-        pthread_mutex_lock(&s->cmu);
+    pthread_mutex_lock(&s->cmu);
+    if (pages < s->ckpt_done)
+        s->ckpt_done = 0;
+    bool want = pages - s->ckpt_done >= s->opts.checkpoint_frames && !s->ckpt_wanted;
+    if (want)
         s->ckpt_wanted = true;
+    pthread_mutex_unlock(&s->cmu);
+    if (want)
         pthread_cond_signal(&s->ccv);
-        pthread_mutex_unlock(&s->cmu);
-    }
     return SQLITE_OK;
 }
 
@@ -211,7 +232,21 @@ static void *checkpointer_main(void *arg)
         int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
             loom_log_warn("store.checkpoint_failed", "error=\"%s\"", sqlite3_errmsg(s->cdb));
+        if (rc == SQLITE_OK && log >= s->opts.wal_restart_frames) {
+            /* Under steady writes a PASSIVE checkpoint never catches up
+             * with the WAL's end, so the WAL would never restart and grow
+             * without bound. Past wal_restart_frames frames, copy the rest
+             * and make the next writer restart the WAL from its beginning:
+             * writers wait (busy handler) for the few frames written since
+             * the passive pass, no longer. */
+            rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+            if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+                loom_log_warn("store.checkpoint_failed", "mode=restart error=\"%s\"",
+                              sqlite3_errmsg(s->cdb));
+        }
         pthread_mutex_lock(&s->cmu);
+        if (rc == SQLITE_OK && done > 0)
+            s->ckpt_done = done;
     }
     pthread_mutex_unlock(&s->cmu);
     return NULL;
@@ -261,6 +296,7 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_bind_int64(st, 12, j->priority);
     sqlite3_bind_text(st, 13, j->labels_json, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 14, now);
+    bind_text_or_null(st, 15, j->estimate_json);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -459,6 +495,23 @@ static void free_op(op_t *o)
     free(o);
 }
 
+/* Groups of at most this many writes are completed on the committer. */
+#define INLINE_COMPLETIONS 8
+
+/* Calls each op's completion and frees it. */
+static void complete_ops(op_t *o)
+{
+    while (o) {
+        op_t *next = o->next;
+        if (o->rc == LOOM_OK)
+            o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
+        else
+            o->done(o->ctx, o->rc, NULL, false, &o->err);
+        free_op(o);
+        o = next;
+    }
+}
+
 /* Runs one group in one transaction and completes every op in it. */
 static void commit_group(loom_store_t *s, op_t *group, size_t n)
 {
@@ -512,9 +565,18 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     pthread_mutex_unlock(&s->mu);
     if (ok && hook)
         hook(hook_ctx);
-    /* Hand the completions to the completer thread and go on committing:
-     * building and sending the answers overlaps the next transaction. */
+    /* A small group while the completer is idle is completed right here:
+     * waking the completer would cost more (a futex wake, a context switch
+     * and its wait) than answering a few writes. Otherwise hand the
+     * completions to the completer thread and go on committing: building
+     * and sending many answers overlaps the next transaction. Either way
+     * only one thread at a time runs completions, in commit order. */
     pthread_mutex_lock(&s->dmu);
+    if (n <= INLINE_COMPLETIONS && !s->dhead && !s->dbusy) {
+        pthread_mutex_unlock(&s->dmu);
+        complete_ops(group);
+        return;
+    }
     if (s->dtail)
         s->dtail->next = group;
     else
@@ -523,8 +585,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     while (last->next)
         last = last->next;
     s->dtail = last;
-    pthread_cond_signal(&s->dcv);
     pthread_mutex_unlock(&s->dmu);
+    pthread_cond_signal(&s->dcv); /* after unlocking: see enqueue */
 }
 
 static void *completer_main(void *arg)
@@ -539,17 +601,11 @@ static void *completer_main(void *arg)
             break;
         op_t *o = s->dhead;
         s->dhead = s->dtail = NULL;
+        s->dbusy = true;
         pthread_mutex_unlock(&s->dmu);
-        while (o) {
-            op_t *next = o->next;
-            if (o->rc == LOOM_OK)
-                o->done(o->ctx, LOOM_OK, &o->job, o->created, NULL);
-            else
-                o->done(o->ctx, o->rc, NULL, false, &o->err);
-            free_op(o);
-            o = next;
-        }
+        complete_ops(o);
         pthread_mutex_lock(&s->dmu);
+        s->dbusy = false;
     }
     pthread_mutex_unlock(&s->dmu);
     return NULL;
@@ -604,9 +660,11 @@ static void *committer_main(void *arg)
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000L;
             }
+            s->delay_target = s->stats.last_group;
             while (!s->closing && s->queued < s->stats.last_group &&
                    pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == 0) {
             }
+            s->delay_target = 0;
         }
         op_t *group = s->head, *last = group;
         size_t n = 1;
@@ -646,10 +704,16 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
     s->queued++;
     s->stats.queued = s->queued;
     /* Wake the committer when it waits for work, or when it lingers for
-     * the end of a batch and this is it — not for every write of a batch. */
-    if (s->idle || !o->more || s->queued >= s->opts.max_group)
-        pthread_cond_signal(&s->cv);
+     * the end of a batch and this is it — not for every write of a batch —
+     * or, during a commit delay, once as many writes as it waits for are
+     * queued (not for each of them).
+     * Signalled after unlocking, so that it does not wake only to block on
+     * the mutex still held here. */
+    bool wake = s->idle || s->queued >= s->opts.max_group ||
+                (s->delay_target ? s->queued >= s->delay_target : !o->more);
     pthread_mutex_unlock(&s->mu);
+    if (wake)
+        pthread_cond_signal(&s->cv);
     return LOOM_OK;
 }
 
@@ -703,11 +767,12 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
     return rc;
 }
 
-/* Synchronous forms: a condvar waiter completed by the committer. */
+/* Synchronous forms: a waiter posted by the completer. A semaphore, not a
+ * mutex and condition variable, so the poster holds no lock the woken
+ * thread would block on; sem_post is safe when the waiter destroys the
+ * semaphore as soon as sem_wait returns. */
 typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
+    sem_t posted;
     int rc;
     bool created;
     loom_job_t *job_out;
@@ -718,26 +783,20 @@ static void waiter_done(void *ctx, int rc, const loom_job_t *job, bool created,
                         const loom_err_t *err)
 {
     waiter_t *w = ctx;
-    pthread_mutex_lock(&w->mu);
     w->rc = rc;
     w->created = created;
     if (rc == LOOM_OK && w->job_out && loom_job_copy(w->job_out, job))
         w->rc = loom_err_set(&w->err, LOOM_ENOMEM, "out of memory copying the job");
     if (rc != LOOM_OK && err)
         w->err = *err;
-    w->done = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    sem_post(&w->posted); /* last touch of w */
 }
 
 static int waiter_wait(waiter_t *w, loom_err_t *err)
 {
-    pthread_mutex_lock(&w->mu);
-    while (!w->done)
-        pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    while (sem_wait(&w->posted) != 0) /* EINTR only */
+        ;
+    sem_destroy(&w->posted);
     if (w->rc != LOOM_OK && err)
         *err = w->err;
     return w->rc;
@@ -746,15 +805,13 @@ static int waiter_wait(waiter_t *w, loom_err_t *err)
 static void waiter_init(waiter_t *w, loom_job_t *job_out)
 {
     memset(w, 0, sizeof *w);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    sem_init(&w->posted, 0, 0);
     w->job_out = job_out;
 }
 
 static void waiter_abandon(waiter_t *w)
 {
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    sem_destroy(&w->posted);
 }
 
 int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *job_out,
@@ -1078,6 +1135,10 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         s->opts.max_queue = 65536;
     if (!s->opts.max_group)
         s->opts.max_group = 8192;
+    if (s->opts.checkpoint_frames <= 0)
+        s->opts.checkpoint_frames = 4000;
+    if (s->opts.wal_restart_frames <= 0)
+        s->opts.wal_restart_frames = 16000;
     int rc;
     if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
         goto fail_alloc;
@@ -1091,8 +1152,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     if ((rc = prep(s->wdb,
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
-                   "state, submit_time_ns, update_time_ns) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14) "
+                   "state, submit_time_ns, update_time_ns, estimate) VALUES "
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,?15) "
                    "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,

@@ -20,4 +20,8 @@ int loom_store_migration_count(void);
  * later writes fail as on a full disk). */
 int loom_store_exec_for_test(loom_store_t *store, const char *sql, loom_err_t *err);
 
+/* The name of the VFS that gathers each commit's WAL writes into one
+ * write (walbuf.c), registered on first use; NULL if it could not be. */
+const char *loom_store_walbuf_vfs(void);
+
 #endif

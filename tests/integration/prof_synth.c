@@ -1,7 +1,7 @@
 /* A synthetic workload with known behaviour for the profiler's tests.
  *
  *   prof_synth --steps N --busy-ms B --idle-ms I [--children K]
- *              [--markers auto|stdout] [--truth FILE] [--garbage]
+ *              [--markers auto|stdout] [--truth FILE] [--garbage] [--meta TEXT]
  *
  * Each step burns exactly B ms of CPU (measured on the thread's own CPU
  * clock, so the amount does not depend on how busy the machine is) and
@@ -10,7 +10,8 @@
  * markers. With --truth it writes the ground truth as JSON: each step's
  * wall and process CPU time and, at the end, the kernel's rusage of the
  * process and its children. --garbage adds a malformed marker and an
- * ordinary output line. */
+ * ordinary output line. --meta TEXT sends "LOOM_META TEXT" before the
+ * first step. Each step's marker carries its process CPU time (cpu_ns). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +53,19 @@ static long long tv_ns(struct timeval tv)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"steps", required_argument, NULL, 's'},   {"busy-ms", required_argument, NULL, 'b'},
-        {"idle-ms", required_argument, NULL, 'i'}, {"children", required_argument, NULL, 'c'},
-        {"markers", required_argument, NULL, 'm'}, {"truth", required_argument, NULL, 't'},
-        {"garbage", no_argument, NULL, 'g'},       {NULL, 0, NULL, 0},
+        {"steps", required_argument, NULL, 's'},
+        {"busy-ms", required_argument, NULL, 'b'},
+        {"idle-ms", required_argument, NULL, 'i'},
+        {"children", required_argument, NULL, 'c'},
+        {"markers", required_argument, NULL, 'm'},
+        {"truth", required_argument, NULL, 't'},
+        {"garbage", no_argument, NULL, 'g'},
+        {"meta", required_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
     };
     int steps = 10, children = 0, garbage = 0;
     long long busy = 20000000, idle = 20000000;
-    const char *markers = "auto", *truth = NULL;
+    const char *markers = "auto", *truth = NULL, *meta = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -70,6 +76,7 @@ int main(int argc, char **argv)
         case 'm': markers = optarg; break;
         case 't': truth = optarg; break;
         case 'g': garbage = 1; break;
+        case 'M': meta = optarg; break;
         default: return 2;
         }
     }
@@ -94,6 +101,10 @@ int main(int argc, char **argv)
     }
     long long *wall = calloc((size_t)steps, sizeof *wall),
               *cpu = calloc((size_t)steps, sizeof *cpu);
+    if (meta) {
+        fprintf(mk, "LOOM_META %s\n", meta);
+        fflush(mk);
+    }
     if (garbage) {
         printf("an ordinary line of output\n");
         printf("LOOM_STEP x 1 2\n");
@@ -106,7 +117,8 @@ int main(int argc, char **argv)
         long long t1 = now(CLOCK_MONOTONIC), c1 = now(CLOCK_PROCESS_CPUTIME_ID);
         wall[s] = t1 - t0;
         cpu[s] = c1 - c0;
-        fprintf(mk, "LOOM_STEP %d %lld %lld items=4 data_ns=%lld\n", s, t0, t1, busy / 4);
+        fprintf(mk, "LOOM_STEP %d %lld %lld items=4 data_ns=%lld cpu_ns=%lld\n", s, t0, t1,
+                busy / 4, c1 - c0);
         fflush(mk);
     }
     while (wait(NULL) > 0)

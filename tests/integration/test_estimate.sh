@@ -31,6 +31,13 @@ assert m["peak_reserved"] % 512 == 0, m  # caching-allocator blocks
 assert j["params"] == 4*3*9 + 4 + 4 + 4 + 16 + 4, j["params"]
 assert j["bwd_flops"] > j["fwd_flops"] > 0
 assert j["time_s"]["step"] > 0 and len(j["ops"]) > 0
+# memory traffic: forward = the operators' bytes, backward twice those of
+# operators with a backward, the update 7 tensor passes per fp32 parameter (adam)
+b = j["bytes"]
+assert b["forward"] == sum(o["bytes"] for o in j["ops"]) > 0, b
+assert b["backward"] == 2 * sum(o["bytes"] for o in j["ops"] if o["bwd_flops"] > 0), b
+assert b["optimizer"] == j["params"] * 7 * 4, b
+assert b["step"] == b["forward"] + b["backward"] + b["optimizer"], b
 PY
 
 # exit codes: usage 2, not found 4, malformed 5

@@ -180,7 +180,9 @@ def main():
             # Slurm ran it on the node loom chose (Slurm's record and the node's own output).
             sid = run["slurm_job_id"]
             assert sid in recs and recs[sid][0] == tag, (i, sid, recs.get(sid))
-            assert recs[sid][2] == run["node"], f"job {i}: loom chose {run['node']}, Slurm ran it on {recs[sid][2]}"
+            # squeue's NodeList of an ended job is at times empty on a loaded
+            # machine (seen once); the completion log below is authoritative.
+            assert recs[sid][2] in (run["node"], ""), f"job {i}: loom chose {run['node']}, Slurm ran it on {recs[sid][2]}"
             assert sid in jobcomp and jobcomp[sid][1] == run["node"], (i, jobcomp.get(sid))
             # No duplicates: one Slurm job per tag, besides those loom cancelled
             # itself because their node went down before Slurm started them.

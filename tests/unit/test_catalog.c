@@ -245,6 +245,94 @@ static void test_err_files(void **s)
            "readable model file (paths are relative to the catalog's directory)");
 }
 
+/* A model object (what loomd estimates): its members, and parameter
+ * references whose every draw must be a valid value. */
+#define ONNX "../../tests/fuzz/corpus/onnx/cnn.onnx"
+static void test_err_model(void **s)
+{
+    (void)s;
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": 3}]}",
+           "c.json:1:53: /jobs/0/model: found the integer 3, expected a model file path or an "
+           "object {\"path\", \"batch\", ...}");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": {\"bach\": 2}}]}",
+           "c.json:1:54: /jobs/0/model/bach: found an unknown key 'bach', expected one of the "
+           "model keys: path, batch, train, optimizer, precision, device (did you mean 'batch'?)",
+           "c.json:1:53: /jobs/0/model: found no member 'path', expected \"path\": the model "
+           "file (ONNX)",
+           "c.json:1:53: /jobs/0/model: found no member 'batch', expected \"batch\": the batch "
+           "size per GPU (an integer or \"${param}\")");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": {\"path\": \"" ONNX
+           "\",\n \"batch\": 0, \"train\": \"yes\", \"optimizer\": \"lamb\", \"precision\": "
+           "\"fp8\", \"device\": \"H 200\"}}]}",
+           "c.json:2:11: /jobs/0/model/batch: found the integer 0, expected a batch size (an "
+           "integer from 1 to 16777216) or a parameter reference \"${name}\"",
+           "c.json:2:23: /jobs/0/model/train: found the string \"yes\", expected true, false or "
+           "a parameter reference \"${name}\"",
+           "c.json:2:43: /jobs/0/model/optimizer: found the string \"lamb\", expected sgd, "
+           "momentum or adam or a parameter reference \"${name}\"",
+           "c.json:2:64: /jobs/0/model/precision: found the string \"fp8\", expected fp32, "
+           "fp16, bf16 or mixed or a parameter reference \"${name}\"",
+           "c.json:2:81: /jobs/0/model/device: found the string \"H 200\", expected a device "
+           "name (1-63 of a-z 0-9 - _) or a device file path");
+    /* references: to a parameter that can draw a bad value, to none */
+    EXPECT("{\"defaults\": {\"model\": {\"path\": \"" ONNX "\", \"batch\": \"${bs}\",\n"
+           "\"train\": \"${t}\", \"precision\": \"${p}\"}},\n"
+           "\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"parameters\": {\n"
+           "\"bs\": {\"type\": \"int\", \"min\": 0, \"max\": 8},\n"
+           "\"t\": {\"type\": \"choice\", \"values\": [true, 1]}}}]}",
+           "c.json:1:83: /defaults/model/batch: found a reference to parameter 'bs', expected an "
+           "int parameter within 1..16777216 or a choice of such integers",
+           "c.json:2:10: /defaults/model/train: found a reference to parameter 't', expected a "
+           "choice of true/false",
+           "c.json:2:31: /defaults/model/precision: found a reference to an unknown parameter "
+           "'p', expected one of the job's parameters (a choice of fp32, fp16, bf16, mixed)");
+}
+
+static void test_model_spec(void **s)
+{
+    (void)s;
+    const char *json =
+        "{\"defaults\": {\"resources\": {\"gpus\": 1, \"gpu_share\": 500}},\n"
+        " \"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
+        "  \"model\": {\"path\": \"" ONNX "\", \"batch\": \"${bs}\", \"train\": true,\n"
+        "            \"precision\": \"${prec}\", \"device\": \"cpu-local\"},\n"
+        "  \"parameters\": {\"bs\": {\"type\": \"choice\", \"values\": [4, 8]},\n"
+        "                 \"prec\": {\"type\": \"choice\", \"values\": [\"fp16\", \"bf16\"]}}},\n"
+        "  {\"name\": \"b\", \"executable\": \"x\", \"model\": \"" ONNX "\"}]}";
+    loom_catalog_t *c;
+    loom_err_t err;
+    if (loom_catalog_load_string(json, strlen(json), "m.json", BASE, &c, NULL, &err))
+        fail_msg("%s", err.msg);
+    loom_rng_t rng;
+    loom_rng_init(&rng, 3, 0);
+    int seen[2] = {0, 0};
+    for (int i = 0; i < 40; i++) {
+        json_t *ctx;
+        assert_int_equal(loom_catalog_sample(c, 0, &rng, &ctx, &err), LOOM_OK);
+        json_t *spec = json_object_get(ctx, "model_spec");
+        json_t *params = json_object_get(ctx, "params");
+        /* references replaced by the draws, with their JSON types */
+        assert_true(json_is_integer(json_object_get(spec, "batch")));
+        assert_true(json_equal(json_object_get(spec, "batch"), json_object_get(params, "bs")));
+        assert_string_equal(json_string_value(json_object_get(spec, "precision")),
+                            json_string_value(json_object_get(params, "prec")));
+        assert_true(json_is_true(json_object_get(spec, "train")));
+        assert_string_equal(json_string_value(json_object_get(spec, "device")), "cpu-local");
+        assert_string_equal(json_string_value(json_object_get(spec, "path")), BASE "/" ONNX);
+        assert_string_equal(json_string_value(json_object_get(ctx, "model")), BASE "/" ONNX);
+        seen[json_integer_value(json_object_get(spec, "batch")) == 8]++;
+        json_decref(ctx);
+    }
+    assert_true(seen[0] > 0 && seen[1] > 0);
+    /* a model given as a path: no model_spec, nothing to estimate */
+    json_t *ctx;
+    assert_int_equal(loom_catalog_sample(c, 1, &rng, &ctx, &err), LOOM_OK);
+    assert_null(json_object_get(ctx, "model_spec"));
+    assert_string_equal(json_string_value(json_object_get(ctx, "model")), BASE "/" ONNX);
+    json_decref(ctx);
+    loom_catalog_free(c);
+}
+
 static void test_err_parameters(void **s)
 {
     (void)s;
@@ -650,6 +738,9 @@ static void test_schema_in_sync(void **s)
         "{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"zzz\": 1}}]}",
         "expected one of the resources keys: ",
         json_object_get(json_object_get(defs, "resources"), "properties"));
+    keys_agree("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": {\"zzz\": 1}}]}",
+               "expected one of the model keys: ",
+               json_object_get(json_object_get(defs, "modelRef"), "properties"));
     json_t *variants = json_object_get(json_object_get(defs, "parameter"), "oneOf");
     const char *types[] = {"choice", "int", "real"};
     for (size_t i = 0; i < 3; i++) {
@@ -679,6 +770,8 @@ int main(void)
         cmocka_unit_test(test_err_time_and_weight),
         cmocka_unit_test(test_err_files),
         cmocka_unit_test(test_err_parameters),
+        cmocka_unit_test(test_err_model),
+        cmocka_unit_test(test_model_spec),
         cmocka_unit_test(test_err_references),
         cmocka_unit_test(test_err_all_in_one_pass),
         cmocka_unit_test(test_model_merge),

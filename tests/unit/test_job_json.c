@@ -114,6 +114,7 @@ static void job_object(void **state)
                         "2023-11-14T22:13:20.000000Z");
     assert_true(json_is_null(json_object_get(o, "start_time")));
     assert_true(json_is_null(json_object_get(o, "submit_id")));
+    assert_true(json_is_null(json_object_get(o, "estimate")));
     assert_null(json_object_get(o, "script"));
     json_t *r = json_object_get(o, "resources");
     assert_int_equal(json_integer_value(json_object_get(r, "gpu_share")), 250);
@@ -122,6 +123,36 @@ static void job_object(void **state)
     o = loom_job_to_json(&j, true);
     assert_string_equal(json_string_value(json_object_get(o, "script")), "echo");
     json_decref(o);
+    /* the estimate record as an object */
+    j.estimate_json = "{\"request_bytes\":1048576,\"applied\":true}";
+    o = loom_job_to_json(&j, false);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(o, "estimate"), "request_bytes")),
+        1048576);
+    json_decref(o);
+}
+
+/* "model" is taken as an object for loomd to interpret; nothing else. */
+static void model_param(void **state)
+{
+    (void)state;
+    loom_job_spec_t s;
+    char *labels;
+    loom_err_t err;
+    json_t *p =
+        json_loads("{\"name\":\"n\",\"script\":\"\",\"model\":{\"path\":\"/m.onnx\"}}", 0, NULL);
+    assert_int_equal(loom_job_spec_from_json(p, &s, &labels, &err), LOOM_OK);
+    assert_ptr_equal(s.model, json_object_get(p, "model"));
+    assert_null(s.estimate_json);
+    free(labels);
+    json_object_set_new(p, "model", json_null());
+    assert_int_equal(loom_job_spec_from_json(p, &s, &labels, &err), LOOM_OK);
+    assert_null(s.model);
+    free(labels);
+    json_object_set_new(p, "model", json_string("/m.onnx"));
+    assert_int_equal(loom_job_spec_from_json(p, &s, &labels, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "model: expected an object"));
+    json_decref(p);
 }
 
 int main(void)
@@ -130,6 +161,7 @@ int main(void)
         cmocka_unit_test(full_spec),
         cmocka_unit_test(errors_name_the_parameter),
         cmocka_unit_test(job_object),
+        cmocka_unit_test(model_param),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,8 @@
 #include "daemon/gandiva.c"
 #include "test_util.h"
 
+#include "est_pb.h"
+
 typedef struct {
     char dir[64];
     char db[128];
@@ -196,6 +198,143 @@ static void submit_errors(void **state)
     assert_int_equal(st.writes, 0); /* nothing reached the store */
 }
 
+/* x[N, 1024] -> MatMul W[1024, 4096] -> y, written to path. */
+static void write_model(const char *path)
+{
+    pbw_t g = {0};
+    int64_t xd[2] = {-1, 1024}, wd[2] = {1024, 4096}, yd[2] = {-1, 4096};
+    onnx_node(&g, "MatMul", "fc", "x,w", "y");
+    onnx_init(&g, "w", 1, 2, wd, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 2, xd);
+    onnx_value_info(&g, 12, "y", 1, 2, yd);
+    pbw_t m = onnx_model(&g);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(m.d, 1, m.n, fp), m.n);
+    fclose(fp);
+    free(m.d);
+}
+
+static json_t *submit_model(fixture_t *f, const char *extra, const char *path)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"id\":1,\"params\":{\"name\":\"m\","
+             "\"script\":\"\",%s\"model\":{\"path\":\"%s\",\"batch\":8,\"train\":true}}}",
+             extra, path);
+    return rpc(f, body);
+}
+
+static json_t *get_job(fixture_t *f, json_t *submit_resp)
+{
+    char body[128];
+    snprintf(body, sizeof body,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"params\":{\"id\":%lld},\"id\":1}",
+             (long long)json_integer_value(json_object_get(result_of(submit_resp), "id")));
+    json_t *resp = rpc(f, body);
+    json_t *job = json_incref(json_object_get(result_of(resp), "job"));
+    json_decref(resp);
+    return job;
+}
+
+/* A submission that names a model gets its GPU memory request from the
+ * estimate plus the margin; an explicit gpu_memory wins; a model that cannot
+ * be estimated is -32006 and stores nothing. */
+static void submit_model_estimate(void **state)
+{
+    fixture_t *f = *state;
+    char path[160], missing[160];
+    snprintf(path, sizeof path, "%s/m.onnx", f->dir);
+    snprintf(missing, sizeof missing, "%s/missing.onnx", f->dir);
+    write_model(path);
+    loom_est_sizer_opts_t o = {
+        .margin = {0.10, 256 << 20}, .device = "h200", .device_dir = "workloads/devices"};
+    loom_err_t err;
+    assert_int_equal(loom_est_sizer_new(&o, &f->m.sizer, &err), LOOM_OK);
+    /* the reference answer: the sizer itself, on the same reference */
+    loom_est_ref_t ref = {.path = path, .batch = 8, .train = true, .optimizer = LOOM_EST_ADAM};
+    json_t *rec;
+    uint64_t want;
+    assert_int_equal(loom_est_sizer_size(f->m.sizer, &ref, &rec, &want, &err), LOOM_OK);
+    assert_true((json_int_t)want >
+                json_integer_value(json_object_get(json_object_get(rec, "memory"), "total")));
+    json_decref(rec);
+
+    json_t *resp = submit_model(f, "\"resources\":{\"gpu_share\":250},\"submit_id\":\"m1\",", path);
+    json_t *job = get_job(f, resp);
+    json_t *res = json_object_get(job, "resources"), *est = json_object_get(job, "estimate");
+    assert_int_equal(json_integer_value(json_object_get(res, "gpu_memory")), want);
+    assert_int_equal(json_integer_value(json_object_get(est, "request_bytes")), want);
+    assert_true(json_is_true(json_object_get(est, "applied")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(est, "model"), "path")),
+                        path);
+    json_decref(job);
+    json_decref(resp);
+
+    /* explicit gpu_memory wins; the estimate is kept for comparison */
+    resp = submit_model(f, "\"resources\":{\"gpus\":1,\"gpu_memory\":\"1GiB\"},", path);
+    job = get_job(f, resp);
+    res = json_object_get(job, "resources");
+    est = json_object_get(job, "estimate");
+    assert_int_equal(json_integer_value(json_object_get(res, "gpu_memory")), 1LL << 30);
+    assert_false(json_is_true(json_object_get(est, "applied")));
+    assert_int_equal(json_integer_value(json_object_get(est, "request_bytes")), want);
+    json_decref(job);
+    json_decref(resp);
+    /* a job without a model has "estimate": null */
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"id\":1,\"params\":"
+                  "{\"name\":\"plain\",\"script\":\"\"}}");
+    job = get_job(f, resp);
+    assert_true(json_is_null(json_object_get(job, "estimate")));
+    json_decref(job);
+    json_decref(resp);
+
+    loom_store_stats_t before, after;
+    loom_store_stats(f->store, &before, NULL);
+    /* the estimator fails: -32006 naming the file, with data */
+    resp = submit_model(f, "\"resources\":{\"gpu_share\":250},", missing);
+    json_t *e = json_object_get(resp, "error");
+    assert_int_equal(json_integer_value(json_object_get(e, "code")), -32006);
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), missing));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "data"), "model")),
+                        missing);
+    json_decref(resp);
+    /* a bad reference or a job without GPU: -32602 naming the parameter */
+    resp = submit_model(f, "\"resources\":{\"gpu_share\":250},", "rel.onnx");
+    e = json_object_get(resp, "error");
+    assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "model.path"));
+    json_decref(resp);
+    resp = submit_model(f, "", path);
+    e = json_object_get(resp, "error");
+    assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "asks for no GPU"));
+    json_decref(resp);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"id\":1,\"params\":{\"name\":"
+                 "\"m\",\"script\":\"\",\"model\":\"/x.onnx\"}}",
+                 -32602, "model: expected an object");
+    loom_store_stats(f->store, &after, NULL);
+    assert_int_equal(after.writes, before.writes); /* nothing was stored */
+
+    /* a resend of a stored submission whose model has gone since: its job */
+    assert_int_equal(rename(path, missing), 0);
+    resp = submit_model(f, "\"resources\":{\"gpu_share\":250},\"submit_id\":\"m1\",", missing);
+    assert_false(json_is_true(json_object_get(result_of(resp), "created")));
+    json_decref(resp);
+
+    /* server.info shows the estimator and its cache */
+    f->info.estimate_device = "h200";
+    f->info.estimate_margin = "10%+256MiB";
+    resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}");
+    json_t *ei = json_object_get(result_of(resp), "estimator");
+    assert_string_equal(json_string_value(json_object_get(ei, "margin")), "10%+256MiB");
+    assert_int_equal(json_integer_value(json_object_get(ei, "cache_hits")), 2);
+    json_decref(resp);
+    loom_est_sizer_free(f->m.sizer);
+    f->m.sizer = NULL;
+}
+
 static void cancel_and_list(void **state)
 {
     fixture_t *f = *state;
@@ -365,6 +504,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(server_info, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_get, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(submit_model_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(cancel_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_shares_transactions, setup, teardown),
     };

@@ -18,8 +18,9 @@ static void test_step_full(void **state)
     loom_prof_line_kind_t k;
     loom_prof_step_t st;
     loom_err_t err;
-    assert_int_equal(parse("LOOM_STEP 7 100 250 items=8 data_ns=30 copy_ns=5", &k, &st, NULL, &err),
-                     LOOM_OK);
+    assert_int_equal(
+        parse("LOOM_STEP 7 100 250 items=8 data_ns=30 copy_ns=5 cpu_ns=140", &k, &st, NULL, &err),
+        LOOM_OK);
     assert_int_equal(k, LOOM_PROF_LINE_STEP);
     assert_int_equal(st.step, 7);
     assert_int_equal(st.start_ns, 100);
@@ -27,6 +28,11 @@ static void test_step_full(void **state)
     assert_int_equal(st.items, 8);
     assert_int_equal(st.data_ns, 30);
     assert_int_equal(st.copy_ns, 5);
+    assert_int_equal(st.cpu_ns, 140);
+    /* A known key may appear once. */
+    assert_int_equal(parse("LOOM_STEP 7 100 250 cpu_ns=1 cpu_ns=2", &k, &st, NULL, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "'cpu_ns' given twice"));
 }
 
 static void test_step_minimal_and_blanks(void **state)
@@ -40,6 +46,7 @@ static void test_step_minimal_and_blanks(void **state)
     assert_int_equal(st.items, -1);
     assert_int_equal(st.data_ns, -1);
     assert_int_equal(st.copy_ns, -1);
+    assert_int_equal(st.cpu_ns, -1);
     /* Unknown keys are checked and skipped. */
     assert_int_equal(parse("LOOM_STEP 1 5 6 gpu_ns=3 note=hi", &k, &st, NULL, &err), LOOM_OK);
 }
@@ -113,10 +120,13 @@ static void test_meta(void **state)
 static void test_format_roundtrip(void **state)
 {
     (void)state;
-    loom_prof_step_t in = {12, 1000, 3000, 64, -1, 7}, out;
+    loom_prof_step_t in = LOOM_PROF_STEP_INIT(12, 1000, 3000), out;
+    in.items = 64;
+    in.copy_ns = 7;
+    in.cpu_ns = 1500;
     char line[LOOM_PROF_MARKER_MAX + 2];
     size_t n = loom_prof_marker_format(&in, line, sizeof line);
-    assert_string_equal(line, "LOOM_STEP 12 1000 3000 items=64 copy_ns=7\n");
+    assert_string_equal(line, "LOOM_STEP 12 1000 3000 items=64 copy_ns=7 cpu_ns=1500\n");
     loom_prof_line_kind_t k;
     loom_err_t err;
     assert_int_equal(loom_prof_marker_parse(line, n - 1, &k, &out, NULL, &err), LOOM_OK);

@@ -242,6 +242,80 @@ static void test_fgd_gpu_choice(void **state)
     loom_sched_cluster_free(&c);
 }
 
+/* GPU memory on shared GPUs (what loomd requests from a model's estimate).
+ * M: 2 GPUs of 16 GiB; GPU 0 holds a 300 milli-GPU job with 12 GiB, so it
+ * has 700 milli and 4 GiB free. N: 1 idle GPU of 16 GiB. A 200 milli job
+ * asking 6 GiB fits GPU 0's share but not its memory: no policy may put it
+ * there (without the memory request, the smallest-free-share rule would). */
+static void test_shared_gpu_memory(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "M", 8000, 0, 2, "G", 16384, NULL, NULL), 0);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "N", 8000, 0, 1, "G", 16384, NULL, NULL), 0);
+    loom_sched_req_t big = {1000, 0, 1, 300, 12288, 0};
+    uint8_t g0[] = {0};
+    loom_sched_alloc_t live[4];
+    assert_int_equal(loom_sched_alloc(&c, 0, &big, g0, 1, &live[0], NULL), 0);
+    loom_sched_shape_t shapes[] = {{1000, 1, 200, 0, 1.0}};
+    loom_sched_workload_t w;
+    assert_int_equal(loom_sched_workload_set(&w, shapes, 1, NULL), 0);
+    const char *names[] = {"firstfit",   "bestfit", "dotprod", "packing",
+                           "clustering", "random",  "fgd",     "fgd-cpu"};
+    loom_sched_req_t j6 = {1000, 0, 1, 200, 6144, 0}, j0 = j6;
+    j0.gpu_mem_mib = 0;
+    int g;
+    /* without a memory request, first fit shares GPU 0 of M */
+    assert_int_equal(place("firstfit", &c, NULL, false, j0, &g), 0);
+    assert_int_equal(g, 0);
+    assert_int_equal(place("packing", &c, NULL, false, j0, &g), 0);
+    assert_int_equal(g, 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        for (int exact = 0; exact < 2; exact++) {
+            int n = place(names[i], &c, &w, exact, j6, &g);
+            if (n < 0 || (n == 0 && g == 0))
+                fail_msg("%s: placed the 6 GiB job on node %d GPU %d", names[i], n, g);
+        }
+    }
+    assert_int_equal(place("firstfit", &c, NULL, false, j6, &g), 0); /* M's idle GPU 1 */
+    assert_int_equal(g, 1);
+    /* more than any GPU has: fits nowhere, for every policy */
+    loom_sched_req_t j20 = {1000, 0, 1, 200, 20480, 0};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_int_equal(place(names[i], &c, &w, false, j20, NULL), -1);
+    /* two jobs whose memory fits together share N's GPU; a third that fits
+     * the share (400 milli left) but not the memory (2 GiB left) waits */
+    loom_sched_req_t j7 = {1000, 0, 1, 300, 7168, 0};
+    loom_sched_placer_t *p = placer("firstfit", &c, NULL, false);
+    loom_sched_alloc_t a;
+    for (int k = 1; k <= 2; k++) {
+        assert_int_equal(loom_sched_place(p, &c, &j7, &a), LOOM_OK);
+        assert_int_equal(loom_sched_alloc(&c, a.node, &a.req, a.gpus, a.ngpus, &live[k], NULL), 0);
+    }
+    /* first on M GPU 1 (idle; GPU 0 lacks memory), then M GPU 1 again:
+     * 14 GiB of its 16 */
+    assert_true(live[1].node == 0 && live[1].gpus[0] == 1);
+    assert_true(live[2].node == 0 && live[2].gpus[0] == 1);
+    assert_int_equal(c.nodes[0].gpu_free[1], 400);
+    assert_int_equal(c.nodes[0].gpu_mem_free[1], 2048);
+    assert_int_equal(loom_sched_place(p, &c, &j7, &a), LOOM_OK); /* goes elsewhere: N */
+    assert_true(a.node == 1 && a.gpus[0] == 0);
+    assert_int_equal(loom_sched_alloc(&c, a.node, &a.req, a.gpus, a.ngpus, &live[3], NULL), 0);
+    assert_int_equal(loom_sched_cluster_check(&c, live, 4, NULL), LOOM_OK);
+    /* N now has 9 GiB free: a fourth 7 GiB job still fits there, a 10 GiB
+     * one fits nowhere until a job ends */
+    loom_sched_req_t j10 = {1000, 0, 1, 100, 10240, 0};
+    assert_int_equal(loom_sched_place(p, &c, &j10, &a), LOOM_ENOTFOUND);
+    assert_int_equal(loom_sched_free(&c, &live[0], NULL), 0); /* M GPU 0: 16 GiB free again */
+    assert_int_equal(loom_sched_place(p, &c, &j10, &a), LOOM_OK);
+    assert_true(a.node == 0 && a.gpus[0] == 0);
+    assert_int_equal(loom_sched_cluster_check(&c, live + 1, 3, NULL), LOOM_OK);
+    loom_sched_placer_free(p);
+    loom_sched_workload_free(&w);
+    loom_sched_cluster_free(&c);
+}
+
 /* fgd-cpu: workload S = (4 CPUs, 1 GPU), so 4 milli-CPU per milli-GPU.
  * P: 3 GPUs, 12 CPUs; Q: 3 GPUs, 40 CPUs. Job: 5 CPUs, 1 GPU. Both leave
  * S runnable (7 and 35 CPUs >= 4), so FGD's delta is 0 on both and it
@@ -401,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_fgd_many_shapes),
         cmocka_unit_test(test_workload_learn),
         cmocka_unit_test(test_random_ties),
+        cmocka_unit_test(test_shared_gpu_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

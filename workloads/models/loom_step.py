@@ -73,7 +73,8 @@ class StepReporter:
     def step(self, n: int, start_ns: int, end_ns: int, **kv):
         """Reports step n (0-based) from start_ns to end_ns. Known keys:
         items (samples processed), data_ns (input preparation inside the
-        step), copy_ns (host-device copies inside the step)."""
+        step), copy_ns (host-device copies inside the step), cpu_ns (the
+        process's CPU time over the step: time.process_time_ns())."""
         if n < 0 or end_ns < start_ns:
             raise ValueError(f"loom_step: bad step {n} [{start_ns}, {end_ns}]")
         self._emit(f"LOOM_STEP {n} {start_ns} {end_ns}" + self._fields(kv))

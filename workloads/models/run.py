@@ -7,7 +7,7 @@ synthetic data and reports each step to the profiler (loom_step.py).
 
 Each step is: make a synthetic batch (timed as data_ns), copy it to the
 device (copy_ns, CUDA only), forward, and for training backward and an SGD
-update. On CUDA the step ends after torch.cuda.synchronize(), so the
+update; cpu_ns is the process's CPU time over the step (all its threads). On CUDA the step ends after torch.cuda.synchronize(), so the
 reported time covers the kernels. Exit status 0, 2 for a bad option, 3 if
 this torch cannot run the model in that mode, precision and device (said on
 stderr; e.g. torch 1.13 has no CPU bf16 backward for MobileNetV2's ReLU6).
@@ -90,6 +90,7 @@ def main(argv=None):
 def one_step(a, zm, model, opt, autocast, rep, step, cuda):
     """One step: batch (data_ns), copy (copy_ns, CUDA), forward[, backward, update]."""
     import torch
+    c0 = time.process_time_ns()
     t0 = now_ns()
     inputs, target = zm.make_batch(a.batch, "cpu")
     t1 = now_ns()
@@ -111,7 +112,8 @@ def one_step(a, zm, model, opt, autocast, rep, step, cuda):
     if cuda:
         torch.cuda.synchronize()
     t2 = now_ns()
-    fields = {"items": a.batch, "data_ns": t1 - t0}
+    c2 = time.process_time_ns()
+    fields = {"items": a.batch, "data_ns": t1 - t0, "cpu_ns": c2 - c0}
     if cuda:
         fields["copy_ns"] = copy_ns
     rep.step(step, t0, t2, **fields)
