@@ -491,6 +491,9 @@ int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,
  * (zombies too; 0 once all have been reaped). Without details the context
  * switches are 0 and io_source is LOOM_EUNAVAIL. */
 int loom_mon_tree_read(loom_mon_tree_t *t, loom_mon_proc_t *out, loom_err_t *err);
+/* A full walk of /proc now (before a last reading that must not miss a
+ * process born since the last look). */
+int loom_mon_tree_rescan(loom_mon_tree_t *t, loom_err_t *err);
 /* Whether pid was a live member at the last reading. */
 bool loom_mon_tree_has(const loom_mon_tree_t *t, pid_t pid);
 void loom_mon_tree_stats(const loom_mon_tree_t *t, loom_mon_tree_stats_t *out);

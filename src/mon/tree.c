@@ -447,6 +447,16 @@ int loom_mon_tree_read(loom_mon_tree_t *t, loom_mon_proc_t *out, loom_err_t *err
     return LOOM_OK;
 }
 
+int loom_mon_tree_rescan(loom_mon_tree_t *t, loom_err_t *err)
+{
+    if (!t)
+        return loom_err_set(err, LOOM_EINVAL, "loom_mon_tree_rescan: NULL tree");
+    t->last_full_ns = loom_time_mono_ns() - t->opts.rescan_ns; /* due now */
+    if (t->opts.rescan_ns < 0)
+        return look(t, true, 0, 0, err);
+    return maybe_look(t, loom_time_mono_ns(), err);
+}
+
 /* ------------------------------------------------------------ open/close */
 
 int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,

@@ -151,7 +151,9 @@ static void *run(void *arg)
     }
     pthread_mutex_unlock(&s->lock);
     /* The last sample: the caller stops us after the command exited and
-     * before reaping it, so the zombie's totals are still readable. */
+     * before reaping it, so the zombie's totals are still readable; a full
+     * walk first, so that no process born since the last check is missed. */
+    loom_mon_tree_rescan(s->tree, NULL);
     loom_prof_sample_t x;
     sample_tree(s, &x);
     append(s, &x);

@@ -218,6 +218,15 @@ static void put_pid(int pid, int ppid)
     put_pid_threads(pid, ppid, 1);
 }
 
+static void unlink_pid(int pid)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/proc/%d/stat", fx, pid);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/proc/%d", fx, pid);
+    rmdir(path);
+}
+
 static void put_last_pid(int pid)
 {
     char text[64];
@@ -313,7 +322,17 @@ static void test_fixture_looks(void **st)
     assert_true(fabs(p.system_seconds - 6 * 6 / hz) < 1e-9);
     assert_int_equal(p.threads, 6);
     assert_int_equal(p.rss_bytes, 6 * 100 * (uint64_t)sysconf(_SC_PAGESIZE));
+
+    /* A full walk on demand finds what no look covers (a pid outside every
+     * range, as after a wrap-around of more than pid_max). */
+    put_pid(20, 100);
+    s = read_stats(t, 6); /* not in (40, 40]: no look */
+    assert_int_equal(loom_mon_tree_rescan(t, &e), LOOM_OK);
+    s = read_stats(t, 7);
+    assert_int_equal(s.full_scans, 2);
+    assert_true(loom_mon_tree_has(t, 20));
     loom_mon_tree_close(t);
+    unlink_pid(20);
 
     /* rescan_ns: a full walk as often as asked. */
     loom_mon_tree_opts_t o = {.rescan_ns = 1};
