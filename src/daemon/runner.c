@@ -291,6 +291,9 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
         json_object_set_new(out, "ended_at", json_string(t));
     }
     json_object_set_new(run, "outcome", out);
+    /* An ended job is not suspended, even when its process exited just as
+     * time-slicing stopped its group (the stop then found nothing to stop). */
+    json_object_set_new(run, "suspended", json_false());
     loom_err_t err;
     int rc = loomd__store_run(r, a->id, LOOM_JOB_RUNNING, end_state(o->end), o->reason, run, &err);
     if (rc == LOOM_ESTATE) /* cancelled through the store meanwhile: keep its state */
