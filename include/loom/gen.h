@@ -224,6 +224,10 @@ typedef struct loom_gen_catalog_options {
     const char *template_path; /* if set, used for every job */
     const char *templates_dir; /* see loom_gen_kind_template */
     uint64_t seed;             /* put into the render context as "seed" */
+    /* Render every job by walking the template over its whole JSON context
+     * (loom_catalog_sample), never from a plan: slower, the same output.
+     * For tests and benchmarks that compare the two. */
+    bool no_plans;
 } loom_gen_catalog_options_t;
 
 /* A source over a loaded catalog (borrowed; must outlive the source).
@@ -232,12 +236,18 @@ typedef struct loom_gen_catalog_options {
  * context, renders the job's template strictly (a template named *.yaml*
  * or *.yml* with YAML escaping and job format "yaml", any other with shell
  * escaping and format "batch") and builds job->spec as job.submit takes
- * it. Every template is compiled here, so a broken one fails at once. */
+ * it. Every template is compiled here, so a broken one fails at once, and
+ * planned for each job where it can be (loom_catalog_shape_new,
+ * loom_template_plan_new): a planned job is rendered without building its
+ * context, to the same bytes. */
 typedef struct loom_gen_catalog_source loom_gen_catalog_source_t;
 int loom_gen_catalog_source_new(const struct loom_catalog *cat,
                                 const loom_gen_catalog_options_t *opts,
                                 loom_gen_catalog_source_t **out, loom_err_t *err);
 const loom_gen_source_t *loom_gen_catalog_source_get(const loom_gen_catalog_source_t *s);
+/* Whether catalog job i renders from a plan (false: the ordinary way,
+ * because of no_plans or a template that cannot be planned for it). */
+bool loom_gen_catalog_source_planned(const loom_gen_catalog_source_t *s, size_t i);
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s);
 
 /* ------------------------------------------------------------ statistics */
