@@ -4,7 +4,8 @@
  * the same draws, for every job of the shipped catalogs under every
  * shipped template; a job whose template cannot be planned falls back to
  * the ordinary render with the same result; a script that is not UTF-8 is
- * a clear per-job error. */
+ * a clear per-job error; and whole runs give the same jobs for a seed with
+ * one sender thread or several. */
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -229,6 +230,98 @@ static void not_utf8(void **state)
     rmdir(dir);
 }
 
+/* ------------------------------------------ whole runs, any worker count */
+
+typedef struct capture {
+    char **texts, **ids, **specs;
+    size_t n;
+} capture_t;
+
+static int capture_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
+{
+    capture_t *c = ctx;
+    for (size_t i = 0; i < n; i++) {
+        loom_gen_job_t *j = jobs[i];
+        assert_true(j->index < c->n && !c->texts[j->index]);
+        c->texts[j->index] = strdup(j->text.data);
+        c->ids[j->index] = strdup(j->submit_id);
+        c->specs[j->index] = json_dumps(j->spec, JSON_SORT_KEYS | JSON_COMPACT);
+        j->rc = LOOM_OK;
+    }
+    return LOOM_OK;
+}
+
+static void run_with_workers(const loom_gen_source_t *src, unsigned workers, unsigned batch,
+                             capture_t *c, size_t n)
+{
+    c->n = n;
+    c->texts = calloc(n, sizeof *c->texts);
+    c->ids = calloc(n, sizeof *c->ids);
+    c->specs = calloc(n, sizeof *c->specs);
+    loom_gen_vclock_t vc = {.now_ns = 1};
+    loom_gen_clock_t clock = loom_gen_clock_virtual(&vc);
+    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_POISSON, .rate = 1000},
+                             .seed = 77,
+                             .run_tag = "w",
+                             .count = n,
+                             .clock = &clock,
+                             .window = 32,
+                             .workers = workers,
+                             .batch = batch};
+    loom_gen_sink_t sink = {.name = "capture", .send = capture_send, .ctx = c};
+    loom_gen_report_t *r = malloc(sizeof *r);
+    loom_err_t err;
+    assert_int_equal(loom_gen_run(&cfg, src, &sink, r, &err), LOOM_OK);
+    assert_int_equal(r->ok, n);
+    loom_gen_report_free(r);
+    free(r);
+}
+
+static void capture_free(capture_t *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->texts[i]);
+        free(c->ids[i]);
+        free(c->specs[i]);
+    }
+    free(c->texts);
+    free(c->ids);
+    free(c->specs);
+}
+
+/* A run's jobs (scripts, submit ids, job.submit parameters) are the same
+ * for a seed whether one sender thread renders them or several, in
+ * batches of any size. */
+static void same_jobs_for_any_worker_count(void **state)
+{
+    loom_catalog_t *cat;
+    loom_err_t err;
+    if (loom_catalog_load_file("workloads/catalogs/zoo.json", &cat, NULL, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_gen_catalog_options_t o = {.seed = 77};
+    loom_gen_catalog_source_t *cs;
+    assert_int_equal(loom_gen_catalog_source_new(cat, &o, &cs, &err), LOOM_OK);
+    const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
+    enum { N = 1500 };
+    capture_t one, many, other;
+    run_with_workers(src, 1, 1, &one, N);
+    run_with_workers(src, 4, 7, &many, N);
+    run_with_workers(src, 3, 64, &other, N);
+    for (size_t i = 0; i < N; i++) {
+        assert_string_equal(one.texts[i], many.texts[i]);
+        assert_string_equal(one.ids[i], many.ids[i]);
+        assert_string_equal(one.specs[i], many.specs[i]);
+        assert_string_equal(one.texts[i], other.texts[i]);
+        assert_string_equal(one.specs[i], other.specs[i]);
+    }
+    assert_true(strcmp(one.texts[0], one.texts[1]) != 0); /* not all the same job */
+    capture_free(&one);
+    capture_free(&many);
+    capture_free(&other);
+    loom_gen_catalog_source_free(cs);
+    loom_catalog_free(cat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +329,7 @@ int main(void)
         cmocka_unit_test(fallback_when_unplannable),
         cmocka_unit_test(awkward_values),
         cmocka_unit_test(not_utf8),
+        cmocka_unit_test(same_jobs_for_any_worker_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
