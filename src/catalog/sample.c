@@ -605,7 +605,7 @@ static json_t *stand_in(loom_catalog_shape_t *s, int truthy)
     return v;
 }
 
-static int shape_build(const loom_catalog_t *c, loom_catalog_shape_t *s)
+static int shape_build(loom_catalog_shape_t *s)
 {
     const cjob_t *j = s->j;
     size_t np = j->pub.param_count, nmax = np + j->nargs + j->nenv;
@@ -664,7 +664,6 @@ static int shape_build(const loom_catalog_t *c, loom_catalog_shape_t *s)
     json_decref(params);
     free(vals);
     free(nonempty);
-    (void)c;
     return rc;
 }
 
@@ -679,7 +678,7 @@ int loom_catalog_shape_new(const loom_catalog_t *c, size_t i, loom_catalog_shape
     if (!s)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     s->j = &c->jobs[i];
-    int rc = shape_build(c, s);
+    int rc = shape_build(s);
     if (rc != LOOM_OK) {
         loom_catalog_shape_free(s);
         if (rc == LOOM_EUNAVAIL)
