@@ -5,21 +5,25 @@
  * catalog source with the shipped Slurm template (chosen by weight,
  * parameters sampled, template rendered, job.submit parameters built):
  *
- *   loom gen --realtime   the pacer under SCHED_FIFO (if allowed)
- *   loom gen              the pacer under the normal policy
- *   ..., no template      the realtime pacer with one-line jobs: the pacer
+ *   loom gen              as `loom gen` runs by default: the pacer under
+ *                         SCHED_FIFO (if allowed), its spin adaptive
+ *   loom gen --spin 20    SCHED_FIFO with the fixed 20 us spin (at most half
+ *                         the gap) that was the default before
+ *   loom gen --no-realtime  the pacer under the normal policy (spin 20 us)
+ *   ..., no template      the default pacer with one-line jobs: the pacer
  *                         and the hand-off to the senders alone
  *   baseline              the loop everyone writes first: sample and render
  *                         a job, then sleep(1/rate), in one thread
  *   floor                 a loop that only sleeps to each due time as the
- *                         pacer does: what this machine allows at all
+ *                         default pacer does: what this machine allows
  *
  * Each row: achieved rate ((n-1) / (last send - first send)) and its error
  * against the requested rate, lateness (send - due, due = i / rate from
- * the first job) p50/p99/max, and how often the pacer waited for a full
- * window. Then, when a loomd binary is there, the same into loomd (submit
- * sink vs a loop of synchronous job.submit calls) at 10/s, 1,000/s and
- * 10,000/s. Figures go to OUT/gen_rate.md.
+ * the first job) p50/p99/max, how often the pacer waited for a full
+ * window, the spin it ended with, how late its sleeps woke up, and its
+ * CPU time. Then, when a loomd binary is there, the same into loomd
+ * (submit sink vs a loop of synchronous job.submit calls) at 10/s, 1,000/s
+ * and 10,000/s. Figures go to OUT/gen_rate.md.
  *
  *   bench_gen_rate [--out DIR] [--scale F] [--rates LIST] [--loomd PATH]
  *                  [--loomd-rates LIST]
@@ -71,11 +75,15 @@ typedef struct result {
     double achieved, error_pct;
     int64_t p50, p99, max, ack_p50, ack_p99;
     double seconds;
+    bool pacer; /* the columns below apply */
+    int64_t spin, wake_p50, wake_p99;
+    double cpu_pct; /* pacer CPU time / elapsed */
 } result_t;
 
 /* url NULL: the dry-run sink; else loomd's job.submit at url. */
 static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bool realtime,
-                   const char *url, const char *tag, result_t *out, bool *rt_applied)
+                   int64_t spin_ns, const char *url, const char *tag, result_t *out,
+                   bool *rt_applied)
 {
     loom_gen_sink_t sink;
     loom_err_t err;
@@ -93,7 +101,8 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
                              .workers = 2,
                              .batch = 256,
                              .on_backlog = LOOM_GEN_BACKLOG_WAIT,
-                             .realtime = realtime};
+                             .realtime = realtime,
+                             .spin_ns = spin_ns};
     loom_gen_report_t *r = malloc(sizeof *r);
     int rc = loom_gen_run(&cfg, src, &sink, r, &err);
     sink.destroy(sink.ctx);
@@ -103,17 +112,23 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
         free(r);
         return rc;
     }
-    *out = (result_t){.n = r->sent,
-                      .waits = r->backlog_waits,
-                      .ok = r->ok,
-                      .ack_p50 = loom_gen_hist_quantile(&r->ack, 0.5),
-                      .ack_p99 = loom_gen_hist_quantile(&r->ack, 0.99),
-                      .achieved = r->rate_achieved,
-                      .error_pct = r->rate_error_pct,
-                      .p50 = loom_gen_hist_quantile(&r->lateness, 0.5),
-                      .p99 = loom_gen_hist_quantile(&r->lateness, 0.99),
-                      .max = r->lateness.max,
-                      .seconds = (double)r->elapsed_ns / 1e9};
+    *out = (result_t){
+        .n = r->sent,
+        .waits = r->backlog_waits,
+        .ok = r->ok,
+        .ack_p50 = loom_gen_hist_quantile(&r->ack, 0.5),
+        .ack_p99 = loom_gen_hist_quantile(&r->ack, 0.99),
+        .achieved = r->rate_achieved,
+        .error_pct = r->rate_error_pct,
+        .p50 = loom_gen_hist_quantile(&r->lateness, 0.5),
+        .p99 = loom_gen_hist_quantile(&r->lateness, 0.99),
+        .max = r->lateness.max,
+        .seconds = (double)r->elapsed_ns / 1e9,
+        .pacer = true,
+        .spin = r->spin_ns,
+        .wake_p50 = loom_gen_hist_quantile(&r->wake, 0.5),
+        .wake_p99 = loom_gen_hist_quantile(&r->wake, 0.99),
+        .cpu_pct = r->elapsed_ns > 0 ? 100.0 * (double)r->pacer_cpu_ns / (double)r->elapsed_ns : 0};
     *rt_applied = r->realtime;
     if (r->failed)
         fprintf(stderr, "gen_rate: %llu jobs failed: %s\n", (unsigned long long)r->failed,
@@ -216,21 +231,27 @@ static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t coun
     return LOOM_OK;
 }
 
-/* The floor: a loop that only sleeps to each due time the way the pacer
- * does (same spin, same timer slack, SCHED_FIFO if allowed) and makes no
- * job at all. What it shows is the machine, not the generator. */
+/* The floor: a loop that only sleeps to each due time the way the default
+ * pacer does (same adaptive spin, same timer slack, SCHED_FIFO if allowed)
+ * and makes no job at all. What it shows is the machine, not the
+ * generator. */
 static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applied)
 {
-    loom_gen_hist_t *h = malloc(sizeof *h);
+    loom_gen_hist_t *h = malloc(sizeof *h), *wake = malloc(sizeof *wake);
     loom_gen_hist_init(h);
+    loom_gen_hist_init(wake);
     struct sched_param rt = {.sched_priority = 1}, old_param;
     int old_policy;
     pthread_getschedparam(pthread_self(), &old_policy, &old_param);
     *rt_applied = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    loom_gen_realclock_t rc = {.spin_ns = loom_gen_default_spin_ns(rate)};
+    loom_gen_realclock_t rc;
+    loom_gen_realclock_default(&rc, rate, *rt_applied);
+    rc.overshoot = wake;
     loom_gen_clock_t clock = loom_gen_clock_real(&rc);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     int64_t t0 = loom_time_mono_ns(), first = 0, last = 0;
     for (uint64_t i = 0; i < count; i++) {
         int64_t due = llround((double)i * 1e9 / rate);
@@ -241,20 +262,29 @@ static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applie
             first = send;
         last = send;
     }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (*rt_applied)
         pthread_setschedparam(pthread_self(), old_policy, &old_param);
     double achieved =
         count > 1 && last > first ? (double)(count - 1) * 1e9 / (double)(last - first) : 0;
+    double elapsed = (double)(loom_time_mono_ns() - t0);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
     *out = (result_t){.n = count,
                       .achieved = achieved,
                       .error_pct = (achieved - rate) / rate * 100,
                       .p50 = loom_gen_hist_quantile(h, 0.5),
                       .p99 = loom_gen_hist_quantile(h, 0.99),
                       .max = h->max,
-                      .seconds = (double)(loom_time_mono_ns() - t0) / 1e9};
+                      .seconds = elapsed / 1e9,
+                      .pacer = true,
+                      .spin = rc.spin_max_ns > rc.spin_ns ? rc.spin_now_ns : rc.spin_ns,
+                      .wake_p50 = loom_gen_hist_quantile(wake, 0.5),
+                      .wake_p99 = loom_gen_hist_quantile(wake, 0.99),
+                      .cpu_pct = elapsed > 0 ? 100.0 * cpu / elapsed : 0};
     free(h);
+    free(wake);
     return LOOM_OK;
 }
 
@@ -310,7 +340,8 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
         "\n## Into loomd\n\n"
         "loomd (`%s --listen none --executor none`: durability normal, queueing only, its own\n"
         "state directory) on its Unix "
-        "socket. `loom gen --realtime`: the same jobs through the submit sink (JSON-RPC batches\n"
+        "socket. `loom gen` (its defaults: SCHED_FIFO, spin auto): the same jobs through the\n"
+        "submit sink (JSON-RPC batches\n"
         "of job.submit, 2 sender threads, batches of at most 256). Baseline: sample and render,\n"
         "one synchronous job.submit, sleep(1/rate). ack = send to loomd's answer.\n\n"
         "| rate (/s) | run | jobs | ok | seconds | achieved (/s) | error %% | lateness p50 (us) | "
@@ -334,7 +365,7 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
         snprintf(tag_b, sizeof tag_b, "base-%g", rate);
         result_t g, b;
         bool rt = false;
-        if (run_gen(src, rate, count, true, url, tag_g, &g, &rt) != LOOM_OK ||
+        if (run_gen(src, rate, count, true, 0, url, tag_g, &g, &rt) != LOOM_OK ||
             run_baseline(src, rate, count, (int64_t)(secs * 3e9), url, tag_b, &b) != LOOM_OK) {
             rc = 1;
             break;
@@ -349,7 +380,10 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
             fmt_us(a99, sizeof a99, x->ack_p99);
             snprintf(line, sizeof line,
                      "| %g | %s | %llu | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s |\n",
-                     rate, k == 0 ? (rt ? "loom gen --realtime" : "loom gen") : "baseline",
+                     rate,
+                     k == 0 ? (rt ? "loom gen (SCHED_FIFO, spin auto)"
+                                  : "loom gen (normal policy: SCHED_FIFO refused)")
+                            : "baseline",
                      (unsigned long long)x->n, (unsigned long long)x->ok, x->seconds, x->achieved,
                      x->error_pct, p50, p99, mx, a50, a99);
             fputs(line, stdout);
@@ -440,25 +474,39 @@ int main(int argc, char **argv)
     plain.make = make_plain;
     plain.ctx = &src;
 
-    /* What one job costs to make, without any pacing. */
+    /* What one job costs to make, without any pacing: from its plan (as the
+     * runs do) and the ordinary way (the whole JSON context walked by the
+     * renderer), side by side. */
     enum { RENDER_N = 20000 };
-    int64_t r0 = loom_time_mono_ns();
-    for (uint64_t i = 0; i < RENDER_N; i++) {
-        loom_gen_job_t job = {.index = i, .choice = i % src.n};
-        loom_gen_submit_id(1, NULL, i, job.submit_id);
-        loom_rng_t rng;
-        loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
-        if (src.make(src.ctx, &job, &rng, &err) != LOOM_OK) {
-            fprintf(stderr, "gen_rate: %s\n", err.msg);
-            return 1;
-        }
-        loom_buf_free(&job.text);
-        json_decref(job.spec);
+    loom_gen_catalog_source_t *cs_slow = NULL;
+    copts.no_plans = true;
+    if (loom_gen_catalog_source_new(cat, &copts, &cs_slow, &err) != LOOM_OK) {
+        fprintf(stderr, "gen_rate: %s\n", err.msg);
+        return 1;
     }
-    double render_us = (double)(loom_time_mono_ns() - r0) / 1e3 / RENDER_N;
-    printf("render: %.2f us/job\n", render_us);
+    double render_us[2];
+    for (int way = 0; way < 2; way++) {
+        const loom_gen_source_t *ms = way == 0 ? &src : loom_gen_catalog_source_get(cs_slow);
+        int64_t r0 = loom_time_mono_ns();
+        for (uint64_t i = 0; i < RENDER_N; i++) {
+            loom_gen_job_t job = {.index = i, .choice = i % ms->n};
+            loom_gen_submit_id(1, NULL, i, job.submit_id);
+            loom_rng_t rng;
+            loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
+            if (ms->make(ms->ctx, &job, &rng, &err) != LOOM_OK) {
+                fprintf(stderr, "gen_rate: %s\n", err.msg);
+                return 1;
+            }
+            loom_buf_free(&job.text);
+            json_decref(job.spec);
+        }
+        render_us[way] = (double)(loom_time_mono_ns() - r0) / 1e3 / RENDER_N;
+    }
+    loom_gen_catalog_source_free(cs_slow);
+    printf("render: %.2f us/job from plans, %.2f us/job the ordinary way\n", render_us[0],
+           render_us[1]);
 
-    char md[16384];
+    char md[24576];
     size_t mdlen = 0;
     struct utsname un;
     uname(&un);
@@ -491,21 +539,29 @@ int main(int argc, char **argv)
         "`loom gen --template-kind slurm`: chosen by weight, parameters sampled, the shipped\n"
         "Slurm template rendered with shell escaping, the job.submit parameters built; the\n"
         "dry-run sink then discards them.\n"
-        "`loom gen`: constant process, real clock (sleep, then a busy wait of min(20 us, half\n"
-        "the gap)), 2 sender threads, window 65536, batches of at most 256; once with the pacer\n"
-        "thread under SCHED_FIFO (`--realtime`), once under the normal policy, and once with\n"
-        "jobs that are not rendered (a one-line text: the pacer and hand-off alone). Floor: a\n"
-        "loop that only sleeps to each due time as the pacer does and makes no job (what the\n"
-        "machine allows). Baseline: one thread that samples and renders a job, then\n"
-        "calls nanosleep(1/rate). Lateness = send time - due time (due = i / rate from the\n"
-        "start); achieved rate = (n - 1) / (last send - first send).\n\n"
-        "Rendering alone costs %.1f us per job on one thread here (%d jobs in a loop, measured\n"
-        "just before the runs).\n\n"
+        "`loom gen`: constant process, real clock (sleep, then a busy wait: the spin), 2 sender\n"
+        "threads, window 65536, batches of at most 256. Rows, each saying its mode:\n"
+        "`loom gen` as it runs by default (pacer thread under SCHED_FIFO when allowed, spin\n"
+        "auto: the 99.5th percentile of how late its sleeps woke up, from 20 us (at most half\n"
+        "the gap) to 5 ms, and a 100 us rest after 1 ms without a sleep); `--spin 20`:\n"
+        "SCHED_FIFO with the fixed spin of min(20 us, half the gap) that was the default\n"
+        "before (and the rests); `--no-realtime`: the normal policy (spin 20 us, as auto does\n"
+        "there, no rests); `no template`: the default pacer with one-line jobs (the pacer and\n"
+        "hand-off alone). Floor: a loop that only sleeps to each due time as the default pacer\n"
+        "does and makes no job (what the machine allows). Baseline: one thread that samples\n"
+        "and renders a job, then calls nanosleep(1/rate). Lateness = send time - due time\n"
+        "(due = i / rate from the start); achieved rate = (n - 1) / (last send - first send).\n"
+        "spin: the pacer's spin at the end of the run; sleeps late: how late its sleeps woke\n"
+        "up (what the spin has to cover); pacer CPU: its thread's CPU time / elapsed time.\n\n"
+        "Making a job costs %.2f us from its plan (as in the runs) and %.1f us the ordinary way\n"
+        "(the whole JSON context walked by the renderer), on one thread here (%d jobs each,\n"
+        "measured just before the runs).\n\n"
         "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 "
-        "(us) | max (us) | backlog waits |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "(us) | max (us) | backlog waits | spin (us) | sleeps late p50 / p99 (us) | pacer CPU "
+        "%% |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
-        load[0], load[1], load[2], render_us, RENDER_N);
+        load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
 
     int rc = 0;
     for (char *tok = strtok(rates_arg, ","); tok; tok = strtok(NULL, ",")) {
@@ -516,33 +572,56 @@ int main(int argc, char **argv)
         uint64_t count = (uint64_t)llround(rate * secs);
         if (count < 2)
             count = 2;
-        result_t g, gn, gp, b, fl;
-        bool rt = false, rt_n = false, rt_p = false, rt_f = false;
-        if (run_gen(&src, rate, count, true, NULL, NULL, &g, &rt) != LOOM_OK ||
-            run_gen(&src, rate, count, false, NULL, NULL, &gn, &rt_n) != LOOM_OK ||
-            run_gen(&plain, rate, count, true, NULL, NULL, &gp, &rt_p) != LOOM_OK ||
-            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &b) != LOOM_OK ||
-            run_floor(rate, count, &fl, &rt_f) != LOOM_OK) {
+        enum { NROWS = 6 };
+        result_t res[NROWS];
+        bool rt[NROWS] = {false};
+        int64_t fixed = loom_gen_default_spin_ns(rate);
+        if (run_gen(&src, rate, count, true, 0, NULL, NULL, &res[0], &rt[0]) != LOOM_OK ||
+            run_gen(&src, rate, count, true, fixed, NULL, NULL, &res[1], &rt[1]) != LOOM_OK ||
+            run_gen(&src, rate, count, false, 0, NULL, NULL, &res[2], &rt[2]) != LOOM_OK ||
+            run_gen(&plain, rate, count, true, 0, NULL, NULL, &res[3], &rt[3]) != LOOM_OK ||
+            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &res[4]) !=
+                LOOM_OK ||
+            run_floor(rate, count, &res[5], &rt[5]) != LOOM_OK) {
             rc = 1;
             break;
         }
-        const char *labels[] = {rt ? "loom gen --realtime" : "loom gen --realtime (refused)",
-                                "loom gen", "loom gen --realtime, no template", "baseline",
-                                rt_f ? "floor: sleep loop, no jobs (SCHED_FIFO)"
-                                     : "floor: sleep loop, no jobs"};
-        result_t *rows[] = {&g, &gn, &gp, &b, &fl};
-        for (int k = 0; k < 5; k++) {
-            result_t *x = rows[k];
-            char p50[32], p99[32], mx[32], waits[32];
+        const char *refused = " (SCHED_FIFO refused: normal policy)";
+        char labels[NROWS][160];
+        snprintf(labels[0], sizeof labels[0], "loom gen (SCHED_FIFO, spin auto)%s",
+                 rt[0] ? "" : refused);
+        snprintf(labels[1], sizeof labels[1], "loom gen --spin 20 (SCHED_FIFO, spin fixed)%s",
+                 rt[1] ? "" : refused);
+        snprintf(labels[2], sizeof labels[2], "loom gen --no-realtime (normal policy)");
+        snprintf(labels[3], sizeof labels[3], "loom gen, no template (SCHED_FIFO, spin auto)%s",
+                 rt[3] ? "" : refused);
+        snprintf(labels[4], sizeof labels[4], "baseline (normal policy)");
+        snprintf(labels[5], sizeof labels[5], "floor: sleep loop, no jobs (%s, spin auto)",
+                 rt[5] ? "SCHED_FIFO" : "normal policy");
+        for (int k = 0; k < NROWS; k++) {
+            result_t *x = &res[k];
+            char p50[32], p99[32], mx[32], waits[32], spin[32], wake[64], cpu_pct[32];
             snprintf(waits, sizeof waits, "%llu", (unsigned long long)x->waits);
             fmt_us(p50, sizeof p50, x->p50);
             fmt_us(p99, sizeof p99, x->p99);
             fmt_us(mx, sizeof mx, x->max);
-            char line[512];
-            snprintf(line, sizeof line,
-                     "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s |\n", rate,
-                     labels[k], (unsigned long long)x->n, x->seconds, x->achieved, x->error_pct,
-                     p50, p99, mx, k >= 3 ? "-" : waits);
+            snprintf(spin, sizeof spin, "-");
+            snprintf(wake, sizeof wake, "-");
+            snprintf(cpu_pct, sizeof cpu_pct, "-");
+            if (x->pacer) {
+                char w50[32], w99[32];
+                fmt_us(w50, sizeof w50, x->wake_p50);
+                fmt_us(w99, sizeof w99, x->wake_p99);
+                snprintf(spin, sizeof spin, "%.0f", (double)x->spin / 1e3);
+                snprintf(wake, sizeof wake, "%s / %s", w50, w99);
+                snprintf(cpu_pct, sizeof cpu_pct, "%.0f", x->cpu_pct);
+            }
+            char line[640];
+            snprintf(
+                line, sizeof line,
+                "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s | %s | %s |\n",
+                rate, labels[k], (unsigned long long)x->n, x->seconds, x->achieved, x->error_pct,
+                p50, p99, mx, k == 4 || k == 5 ? "-" : waits, spin, wake, cpu_pct);
             fputs(line, stdout);
             fflush(stdout);
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);

@@ -197,6 +197,53 @@ double loom_catalog_probability(const loom_catalog_t *c, size_t i);
 int loom_catalog_sample(const loom_catalog_t *c, size_t i, loom_rng_t *rng, json_t **ctx,
                         loom_err_t *err);
 
+/* ----------------------------------------------- sampling without a context */
+
+/* For callers that sample one job very many times (loom gen): the job's
+ * context built once, with a stand-in at every leaf that a draw changes
+ * (each parameter in params, and each argument or environment value that
+ * refers to one), and a draw that produces only the texts of those leaves,
+ * without any JSON. These holes are what template plans take
+ * (loom_template_plan_new in template.h).
+ *
+ * The shape's context is loom_catalog_sample's with the holes' stand-ins;
+ * loom_catalog_shape_draw makes the same draws from rng as
+ * loom_catalog_sample does, and hole k's text is what a template prints for
+ * that leaf of the sampled context (a parameter as its JSON value renders:
+ * strings as they are, numbers as printed by loom_format_real or in
+ * decimal, true as "true", false as nothing (span.none); a substituted
+ * value as its string). A job with a choice among arrays or objects has no shape
+ * (LOOM_EUNAVAIL): a template could look inside such values. */
+typedef struct loom_catalog_hole {
+    const json_t *leaf; /* the stand-in inside the shape's context */
+    int truthy;         /* 1: every value is truthy, 0: none is, -1: it depends */
+} loom_catalog_hole_t;
+
+/* Where one hole's text lies in the caller's buffer. none: the value is
+ * false, which a template prints as nothing at all (len is 0). */
+typedef struct loom_catalog_span {
+    size_t off, len;
+    bool none;
+} loom_catalog_span_t;
+
+typedef struct loom_catalog_shape loom_catalog_shape_t;
+
+int loom_catalog_shape_new(const loom_catalog_t *c, size_t i, loom_catalog_shape_t **out,
+                           loom_err_t *err);
+void loom_catalog_shape_free(loom_catalog_shape_t *s);
+/* The context with stand-ins (owned by the shape; copy it to add members). */
+const json_t *loom_catalog_shape_context(const loom_catalog_shape_t *s);
+/* The holes: parameters first (in document order), then the arguments
+ * and environment values that vary. */
+size_t loom_catalog_shape_holes(const loom_catalog_shape_t *s, const loom_catalog_hole_t **holes);
+/* Draws the job's parameters from rng and writes every hole's text into
+ * buf[0..cap), hole k at spans[k] (one span per hole). Returns the bytes
+ * needed: when that is more than cap, buf and spans are incomplete and rng
+ * has moved on; draw again from a copy of rng's earlier state with a
+ * buffer that large. Allocates nothing. */
+size_t loom_catalog_shape_draw(const loom_catalog_shape_t *s, loom_rng_t *rng, char *buf,
+                               size_t cap, loom_catalog_span_t *spans);
+
 #ifdef __cplusplus
 }
 #endif

@@ -158,6 +158,12 @@ int loom_parse_rate(const char *text, double *per_second, loom_err_t *err);
 /* Human forms: "16GiB", "1.5MiB", "512B"; "1h30m", "250ms". Return out. */
 char *loom_format_size(uint64_t bytes, char *out, size_t outlen);
 char *loom_format_duration(int64_t ns, char *out, size_t outlen);
+/* The shortest "%.Ng" (N = 1..17) that reads back as exactly d: "0.1",
+ * "1e-05", "0.00012345678901234567"; "nan", "inf", "-inf" when not finite.
+ * out needs 32 bytes. Returns the length. Catalog texts, templates and the
+ * generator all print reals this way, so one value reads the same
+ * everywhere. */
+size_t loom_format_real(double d, char *out, size_t outlen);
 
 /* --------------------------------------------------------------------- rng */
 

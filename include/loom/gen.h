@@ -111,14 +111,55 @@ typedef struct loom_gen_clock {
 } loom_gen_clock_t;
 
 /* CLOCK_MONOTONIC. sleep_until sleeps (loom_time_sleep_until_ns) until
- * spin_ns before the deadline and busy-waits the rest (spin_ns 0: none). */
+ * `spin` before the deadline and busy-waits the rest, so that a late
+ * wake-up (the kernel's, or a virtual machine's, which can be tens of
+ * microseconds to milliseconds late) does not make the deadline late.
+ *
+ * Fixed: spin_max_ns <= spin_ns; the spin is spin_ns (0: none).
+ * Adaptive: spin_max_ns > spin_ns; the clock measures how late each of its
+ * sleeps wakes up (the overshoot) and keeps the spin at the 99.5th
+ * percentile of the recent overshoots, between spin_ns and spin_max_ns
+ * (spin_max_ns for the first 32 wake-ups).
+ *
+ * rest_every_ns > 0: when deadlines come closer together than the spin,
+ * the clock never sleeps; then, after rest_every_ns without a sleep, it
+ * sleeps rest_ns anyway before spinning on. A SCHED_FIFO thread that never
+ * sleeps is stopped by the kernel for about 50 ms a second (realtime
+ * throttling); short rests spread that idle time out instead. */
+#define LOOM_GEN_WAKE_BUCKETS 72
+struct loom_gen_hist;
 typedef struct loom_gen_realclock {
     int64_t spin_ns;
+    int64_t spin_max_ns;
+    int64_t rest_every_ns, rest_ns;
+    struct loom_gen_hist *overshoot; /* if set: every wake-up's overshoot is added */
+    /* Kept by the clock (zero them to start over): */
+    int64_t spin_now_ns;                    /* the spin in use */
+    int64_t spin_peak_ns;                   /* the largest spin used after the first 32 wake-ups */
+    uint64_t wakes;                         /* sleeps that ended in a wake-up */
+    uint64_t rests;                         /* rests taken (rest_every_ns) */
+    int64_t last_sleep_ns;                  /* when the last sleep ended */
+    uint32_t recent[LOOM_GEN_WAKE_BUCKETS]; /* overshoots, 4 buckets per octave, decaying */
+    uint32_t nrecent;
 } loom_gen_realclock_t;
 loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc);
-/* The spin loom_gen_run uses with its default clock: 20 us, at most half
+/* The real clock as loom_gen_run sets it up when config.spin_ns is 0, for
+ * a pacer at rate (jobs/s) under SCHED_FIFO (realtime) or not: realtime,
+ * an adaptive spin from loom_gen_default_spin_ns to
+ * loom_gen_default_spin_max_ns and a rest of 100 us every millisecond
+ * without a sleep; otherwise a fixed spin of loom_gen_default_spin_ns.
+ * Clears *rc first. */
+void loom_gen_realclock_default(loom_gen_realclock_t *rc, double rate, bool realtime);
+/* Records one wake-up that came overshoot_ns late, as sleep_until does
+ * after each of its sleeps (for tests, and for callers that sleep by
+ * themselves); and the spin the next sleep will use. */
+void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t overshoot_ns);
+int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc);
+/* The least spin loom_gen_run's default clock uses: 20 us, at most half
  * the mean gap at rate (jobs/s). */
 int64_t loom_gen_default_spin_ns(double rate);
+/* The most: 5 ms. */
+int64_t loom_gen_default_spin_max_ns(double rate);
 
 /* A virtual clock for tests and simulation: sleep_until() moves time
  * forward to the deadline at once; nothing else moves it. */
@@ -137,7 +178,7 @@ typedef struct loom_gen_job {
     int64_t ack_ns;   /* when the sink finished with it */
     size_t choice;    /* index into the source's entries */
     const char *name; /* the source's name of that entry (borrowed) */
-    char submit_id[64];
+    char submit_id[64]; /* loom_gen_submit_id, set by the sender before make() */
     /* Filled by the source's make(): */
     loom_buf_t text; /* the rendered script or manifest */
     json_t *spec;    /* the job as job.submit takes it (owned; may be NULL) */
@@ -224,6 +265,10 @@ typedef struct loom_gen_catalog_options {
     const char *template_path; /* if set, used for every job */
     const char *templates_dir; /* see loom_gen_kind_template */
     uint64_t seed;             /* put into the render context as "seed" */
+    /* Render every job by walking the template over its whole JSON context
+     * (loom_catalog_sample), never from a plan: slower, the same output.
+     * For tests and benchmarks that compare the two. */
+    bool no_plans;
 } loom_gen_catalog_options_t;
 
 /* A source over a loaded catalog (borrowed; must outlive the source).
@@ -232,12 +277,18 @@ typedef struct loom_gen_catalog_options {
  * context, renders the job's template strictly (a template named *.yaml*
  * or *.yml* with YAML escaping and job format "yaml", any other with shell
  * escaping and format "batch") and builds job->spec as job.submit takes
- * it. Every template is compiled here, so a broken one fails at once. */
+ * it. Every template is compiled here, so a broken one fails at once, and
+ * planned for each job where it can be (loom_catalog_shape_new,
+ * loom_template_plan_new): a planned job is rendered without building its
+ * context, to the same bytes. */
 typedef struct loom_gen_catalog_source loom_gen_catalog_source_t;
 int loom_gen_catalog_source_new(const struct loom_catalog *cat,
                                 const loom_gen_catalog_options_t *opts,
                                 loom_gen_catalog_source_t **out, loom_err_t *err);
 const loom_gen_source_t *loom_gen_catalog_source_get(const loom_gen_catalog_source_t *s);
+/* Whether catalog job i renders from a plan (false: the ordinary way,
+ * because of no_plans or a template that cannot be planned for it). */
+bool loom_gen_catalog_source_planned(const loom_gen_catalog_source_t *s, size_t i);
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s);
 
 /* ------------------------------------------------------------ statistics */
@@ -273,6 +324,8 @@ void loom_gen_ks(double *x, size_t n, double (*cdf)(double x, void *ctx), void *
                  double *p);
 
 /* ------------------------------------------------------------------- run */
+
+#define LOOM_GEN_SPIN_NONE ((int64_t)-1)
 
 typedef enum loom_gen_backlog {
     LOOM_GEN_BACKLOG_WAIT = 0, /* the pacer waits for a free slot (later sends) */
@@ -320,6 +373,13 @@ typedef struct loom_gen_report {
     double chi2, chi2_dof, chi2_p;
     char first_error[512];
     bool realtime;              /* the pacer ran under SCHED_FIFO */
+    int realtime_errno;         /* config.realtime refused: why (EPERM: not allowed) */
+    /* With the real clock (config.clock NULL): how late the pacer's sleeps
+     * woke up (the overshoot its spin has to cover), the spin in use at the
+     * end and the largest it was after the first 32 wake-ups. */
+    loom_gen_hist_t wake;
+    int64_t spin_ns, spin_max_ns;
+    int64_t pacer_cpu_ns; /* CPU time of the pacer thread (its sleeps are free, its spins not) */
     loom_gen_record_t *records; /* config.keep_records: one per index */
     size_t n_records;
 } loom_gen_report_t;
@@ -334,11 +394,16 @@ typedef struct loom_gen_config {
     unsigned workers;    /* sender threads (0: 2) */
     unsigned batch;      /* most jobs per sink call (0: 64) */
     loom_gen_backlog_t on_backlog;
-    const loom_gen_clock_t *clock; /* NULL: real, spin loom_gen_default_spin_ns */
+    const loom_gen_clock_t *clock; /* NULL: the real clock (see spin_ns) */
+    /* With the real clock (clock NULL): 0 adaptive spin between
+     * loom_gen_default_spin_ns and loom_gen_default_spin_max_ns; > 0 a
+     * fixed spin of that many ns; LOOM_GEN_SPIN_NONE no spin at all. */
+    int64_t spin_ns;
     bool keep_records;             /* needs count, or a trace */
     /* Run the pacer thread (only) under SCHED_FIFO priority 1 when allowed
      * (root or CAP_SYS_NICE), so that other processes cannot delay its
-     * wake-ups; report.realtime says whether it took effect. */
+     * wake-ups; report.realtime says whether it took effect (`loom gen`
+     * asks for it unless --no-realtime). */
     bool realtime;
     /* Called on the pacer thread about every progress_ns (0: never). */
     void (*progress)(void *ctx, const loom_gen_report_t *snapshot);

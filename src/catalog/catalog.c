@@ -83,28 +83,6 @@ void loom_catalog_issues_free(loom_catalog_issues_t *issues)
     issues->count = issues->cap = 0;
 }
 
-void loom__catalog_format_real(double d, char *buf, size_t n)
-{
-    /* Most sampled reals need 16 or 17 digits, short ones far fewer: try 15
-     * first, then either search downwards (binary) or go up to 17. */
-    if (snprintf(buf, n, "%.15g", d) > 0 && strtod(buf, NULL) == d) {
-        int lo = 1, hi = 15; /* hi round-trips */
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            snprintf(buf, n, "%.*g", mid, d);
-            if (strtod(buf, NULL) == d)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        snprintf(buf, n, "%.*g", hi, d);
-        return;
-    }
-    snprintf(buf, n, "%.16g", d);
-    if (strtod(buf, NULL) != d)
-        snprintf(buf, n, "%.17g", d);
-}
-
 /* ------------------------------------------------------------- context */
 
 typedef struct vctx {
@@ -181,7 +159,7 @@ static const char *found(const json_t *j, char *buf, size_t n)
         return buf;
     case JSON_REAL: {
         char num[40];
-        loom__catalog_format_real(json_real_value(j), num, sizeof num);
+        loom_format_real(json_real_value(j), num, sizeof num);
         snprintf(buf, n, "the number %s", num);
         return buf;
     }

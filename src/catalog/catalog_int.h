@@ -27,7 +27,4 @@ int loom__jsonpos_parse(const char *text, size_t len, const char *file, json_t *
 int loom__catalog_issue_add(loom_catalog_issues_t *issues, const char *file, int line, int col,
                             const char *pointer, const char *fmt, ...) LOOM_PRINTF(6, 7);
 
-/* Shortest decimal form of d that reads back exactly ("0.1", "1e-05"). */
-void loom__catalog_format_real(double d, char *buf, size_t n);
-
 #endif

@@ -17,7 +17,7 @@ int loom__catalog_scalar_text(const json_t *v, loom_buf_t *out)
     if (json_is_integer(v))
         return loom_buf_appendf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     if (json_is_real(v)) {
-        loom__catalog_format_real(json_real_value(v), num, sizeof num);
+        loom_format_real(json_real_value(v), num, sizeof num);
         return loom_buf_append_str(out, num);
     }
     if (json_is_true(v))
@@ -251,7 +251,7 @@ void loom_catalog_free(loom_catalog_t *c)
         json_decref(j->args);
         json_decref(j->env);
         json_decref(j->labels);
-        json_decref(j->fixed);
+        loom__catalog_job_release(j);
         free(j->template_path);
         free(j->model_path);
         json_decref(j->model_spec);

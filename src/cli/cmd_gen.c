@@ -1,6 +1,7 @@
 /* loom gen: the workload generator's command line. Parses options, loads
  * the catalog (and a trace), builds a source and a sink, runs
  * loom_gen_run and prints the summary. All logic is in libloom (src/gen). */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
@@ -53,10 +54,13 @@ static void usage(FILE *f)
         "  --batch N             jobs per sink call at most (default 64)\n"
         "  --on-backlog P        at a full window: wait (default), drop or fail\n"
         "  --retry-for D         --submit: keep retrying an unreachable loomd this long (30s)\n"
-        "  --spin US             busy-wait the last US microseconds before a due time\n"
-        "                        (default 20, at most half the mean gap)\n"
-        "  --realtime            run the pacer thread under SCHED_FIFO (needs root or\n"
-        "                        CAP_SYS_NICE; ignored otherwise, see realtime in --json)\n"
+        "  --spin US|auto        busy-wait the last US microseconds before a due time;\n"
+        "                        auto (default): follow how late sleeps wake up here,\n"
+        "                        from 20 us up to 5 ms (SCHED_FIFO only; the normal\n"
+        "                        policy spins 20 us); 0: never spin\n"
+        "  --no-realtime         keep the pacer under the normal policy (default: its\n"
+        "                        thread runs under SCHED_FIFO when the process may:\n"
+        "                        root or CAP_SYS_NICE; --realtime is that default)\n"
         "output:\n"
         "  --json                the summary as one JSON object on standard output\n"
         "                        (standard error with --stdout)\n\n"
@@ -94,6 +98,7 @@ enum {
     OPT_SPIN,
     OPT_JSON,
     OPT_REALTIME,
+    OPT_NO_REALTIME,
     OPT_SBATCH_ARG,
     OPT_HELP
 };
@@ -131,9 +136,18 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
             (unsigned long long)r->dropped);
     if (r->stopped)
         fprintf(f, "stopped early by a signal\n");
-    if (cfg->realtime)
-        fprintf(f, "pacer: %s\n",
-                r->realtime ? "SCHED_FIFO" : "normal policy (SCHED_FIFO refused)");
+    fprintf(f, "pacer: %s",
+            r->realtime     ? "SCHED_FIFO"
+            : cfg->realtime ? "normal policy (SCHED_FIFO refused)"
+                            : "normal policy");
+    if (r->wake.n > 0)
+        fprintf(f,
+                "; spin %.0f us (largest %.0f us), sleeps woke up late by p50 %.1f us, p99 "
+                "%.1f us, max %.1f us",
+                (double)r->spin_ns / 1e3, (double)r->spin_max_ns / 1e3,
+                (double)loom_gen_hist_quantile(&r->wake, 0.5) / 1e3,
+                (double)loom_gen_hist_quantile(&r->wake, 0.99) / 1e3, (double)r->wake.max / 1e3);
+    fprintf(f, "\n");
     fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
             r->rate_target, r->rate_schedule, r->rate_achieved, r->rate_error_pct);
     fprintf(f, "lateness: p50 %.1f us, p99 %.1f us, max %.1f us; ack p50 %.1f us, p99 %.1f us\n",
@@ -201,6 +215,7 @@ int loom_cmd_gen(int argc, char **argv)
         {"spin", required_argument, NULL, OPT_SPIN},
         {"json", no_argument, NULL, OPT_JSON},
         {"realtime", no_argument, NULL, OPT_REALTIME},
+        {"no-realtime", no_argument, NULL, OPT_NO_REALTIME},
         {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -214,10 +229,10 @@ int loom_cmd_gen(int argc, char **argv)
     char *sbatch_args[33];
     size_t nsbatch_args = 0;
     uint64_t u;
-    int64_t retry_for = 0, spin_us = -1;
+    int64_t retry_for = 0;
     loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
     loom_gen_kind_t kind = LOOM_GEN_KIND_SLURM;
-    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}};
+    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}, .realtime = true};
     loom_err_t err;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -315,12 +330,17 @@ int loom_cmd_gen(int argc, char **argv)
         case OPT_BACKLOG: bad = loom_gen_backlog_parse(optarg, &cfg.on_backlog, &err); break;
         case OPT_RETRY_FOR: bad = loom_parse_duration(optarg, &retry_for, &err); break;
         case OPT_SPIN:
+            if (strcmp(optarg, "auto") == 0) {
+                cfg.spin_ns = 0;
+                break;
+            }
             if (parse_u64(optarg, "--spin", 1000000, &u))
                 return LOOM_EXIT_USAGE;
-            spin_us = (int64_t)u;
+            cfg.spin_ns = u ? (int64_t)u * LOOM_NS_PER_US : LOOM_GEN_SPIN_NONE;
             break;
         case OPT_JSON: json_out = true; break;
         case OPT_REALTIME: cfg.realtime = true; break;
+        case OPT_NO_REALTIME: cfg.realtime = false; break;
         case OPT_SBATCH_ARG:
             if (nsbatch_args >= 32) {
                 fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");
@@ -458,10 +478,6 @@ int loom_cmd_gen(int argc, char **argv)
         goto out;
     }
 
-    loom_gen_realclock_t rc = {.spin_ns = spin_us * LOOM_NS_PER_US};
-    loom_gen_clock_t clock = loom_gen_clock_real(&rc);
-    if (spin_us >= 0)
-        cfg.clock = &clock; /* else the default: loom_gen_default_spin_ns */
     progress_ctx_t pctx = {.tty = isatty(2)};
     if (pctx.tty) {
         cfg.progress = on_progress;
@@ -484,6 +500,15 @@ int loom_cmd_gen(int argc, char **argv)
     int rc_run = loom_gen_run(&cfg, src, &sink, report, &err);
     if (pctx.tty)
         fprintf(stderr, "\r\033[K");
+    if (cfg.realtime && !report->realtime && report->sent > 0)
+        fprintf(stderr,
+                "loom gen: the pacer ran under the normal scheduling policy: SCHED_FIFO %s (%s);"
+                " on a busy machine jobs may be released milliseconds late (--no-realtime "
+                "asks for the normal policy and silences this)\n",
+                report->realtime_errno == EPERM
+                    ? "needs CAP_SYS_NICE (root) or a realtime priority limit (ulimit -r)"
+                    : "was refused",
+                strerror(report->realtime_errno));
     FILE *summary = sink_kind == OPT_STDOUT ? stderr : stdout;
     if (json_out) {
         json_t *j = loom_gen_report_json(report, src, &cfg);

@@ -4,6 +4,7 @@
  * hand-written decimal scanner (no locale, no hex, no "inf"). */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -380,13 +381,73 @@ char *loom_format_duration(int64_t ns, char *out, size_t outlen)
     return out;
 }
 
-/* ------------------------------------------------------------------ UTF-8 */
+/* Significant digits of a "%g" text: leading and trailing zeros, sign,
+ * point and exponent left out ("0.00120" and "1.2e-03" have 2). */
+static int significant_digits(const char *s)
+{
+    int first = -1, last = -1, i = 0;
+    for (const char *c = s; *c && *c != 'e'; c++) {
+        if (*c < '0' || *c > '9')
+            continue;
+        if (*c != '0') {
+            if (first < 0)
+                first = i;
+            last = i;
+        }
+        i++;
+    }
+    return first < 0 ? 1 : last - first + 1;
+}
+
+size_t loom_format_real(double d, char *buf, size_t n)
+{
+    if (!isfinite(d))
+        return (size_t)snprintf(buf, n, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
+    int len = snprintf(buf, n, "%.15g", d);
+    if (strtod(buf, NULL) == d) {
+        if (fabs(d) >= DBL_MIN) {
+            /* A normal double's rounding interval (relative width at most
+             * 2^-52) holds at most one 15-digit decimal, so every shorter
+             * form that reads back has the value just printed: the
+             * shortest has its significant digits. "%.Ng" with that N
+             * may still choose the other notation ("1e+10"), so print
+             * again unless N is 15. */
+            int sd = significant_digits(buf);
+            return sd == 15 ? (size_t)len : (size_t)snprintf(buf, n, "%.*g", sd, d);
+        }
+        /* 0 and subnormals (fewer bits): search downwards, as N digits
+         * reading back means N + 1 do too. */
+        int lo = 1, hi = 15; /* hi round-trips */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(buf, n, "%.*g", mid, d);
+            if (strtod(buf, NULL) == d)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        return (size_t)snprintf(buf, n, "%.*g", hi, d);
+    }
+    len = snprintf(buf, n, "%.16g", d);
+    if (strtod(buf, NULL) != d)
+        len = snprintf(buf, n, "%.17g", d);
+    return (size_t)len;
+}
+
+/* ------------------------------------------------------------------ UTF-8 */ /* ------------------------------------------------------------------
+                                                                                  UTF-8 */
 
 bool loom_utf8_valid(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < len) {
+        /* Eight ASCII bytes at a time (scripts are mostly ASCII). */
+        uint64_t w;
+        if (len - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ULL) == 0)) {
+            i += 8;
+            continue;
+        }
         unsigned c = s[i];
         if (c < 0x80) {
             i++;

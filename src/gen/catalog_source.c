@@ -5,6 +5,18 @@
  * once; rendering runs on the sender threads (catalog and templates are
  * immutable, so that is safe).
  *
+ * The fast way, used whenever it applies: at start-up each catalog job's
+ * context is built once with stand-ins for what a draw changes (a catalog
+ * shape, plus submit_id, index and due_s), and its template is rendered
+ * once against it into a plan: literal text with the places of those
+ * values marked. A job is then its draws turned into text, copied into the
+ * plan's places with the template's escaping, and job.submit's parameters
+ * put together from members built once per catalog job: no JSON context,
+ * no name lookups, no per-job parsing, and a few allocations (the spec)
+ * instead of hundreds. The output is byte for byte the ordinary render's
+ * (tests/unit/test_gen_catalog_source.c compares the two); a job whose
+ * template cannot be planned (see template.h) is rendered the ordinary way.
+ *
  * Which template: the caller's override, else the job's own "template",
  * else the shipped template of the kind (slurm, k8s, local) from the
  * templates directory. A template whose file name contains ".yaml" or
@@ -68,6 +80,21 @@ typedef struct tpl_entry {
     bool yaml;
 } tpl_entry_t;
 
+/* The generator's own holes, after the catalog's. */
+enum { GH_SUBMIT_ID, GH_INDEX, GH_DUE_S, GH_COUNT };
+#define MAX_PLAN_HOLES 512 /* more: render the ordinary way (spans live on the stack) */
+
+/* What is built once per catalog job. */
+typedef struct job_plan {
+    /* job.submit's parameters that are the same for every job */
+    json_t *name, *format, *resources, *time_limit, *labels;
+    /* the fast way (NULL plan: render the ordinary way) */
+    loom_catalog_shape_t *shape;
+    json_t *ctx; /* the shape's context plus the generator's members */
+    loom_template_plan_t *plan;
+    size_t ncat; /* the catalog's holes; the generator's follow */
+} job_plan_t;
+
 struct loom_gen_catalog_source {
     loom_gen_source_t src;
     const loom_catalog_t *cat;
@@ -76,7 +103,9 @@ struct loom_gen_catalog_source {
     const char **names;
     tpl_entry_t *tpls; /* distinct templates */
     size_t ntpls;
-    size_t *job_tpl; /* job index -> tpls index */
+    size_t *job_tpl;   /* job index -> tpls index */
+    job_plan_t *plans; /* per job */
+    bool no_plans;     /* loom_gen_catalog_options_t.no_plans */
 };
 
 static bool is_yaml_name(const char *path)
@@ -117,47 +146,80 @@ static int add_template(loom_gen_catalog_source_t *s, const char *path, size_t *
     return LOOM_OK;
 }
 
-/* The job as job.submit takes it (docs/protocol.md). model: the sampled
- * "model_spec" of the render context (NULL: none), which lets loomd fill the
- * GPU memory request from the model's estimate. */
-static json_t *make_spec(const loom_catalog_job_t *j, const loom_gen_job_t *job, bool yaml,
-                         const json_t *model)
+static loom_template_options_t render_options(const tpl_entry_t *t)
+{
+    return (loom_template_options_t){.escape = t->yaml ? LOOM_TEMPLATE_ESCAPE_YAML
+                                                       : LOOM_TEMPLATE_ESCAPE_SHELL,
+                                     .strict = true,
+                                     .partials = t->partials};
+}
+
+/* The members of job.submit's parameters (docs/protocol.md) that no draw
+ * changes: built once, shared by every job's spec (jansson's reference
+ * counts are atomic). */
+static int spec_parts(const loom_catalog_job_t *j, bool yaml, job_plan_t *jp)
 {
     const loom_catalog_resources_t *r = &j->resources;
     /* loomd takes either whole GPUs or a share of one GPU, not both. */
     bool share = r->gpu_share > 0 && r->gpu_share < 1000;
-    json_t *res = json_pack("{s:I, s:I, s:I}", "cpus", (json_int_t)r->cpus, "memory",
-                            (json_int_t)r->memory_bytes, share ? "gpu_share" : "gpus",
-                            share ? (json_int_t)r->gpu_share : (json_int_t)r->gpus);
-    if (!res)
-        return NULL;
-    if (r->gpu_memory_bytes)
-        json_object_set_new(res, "gpu_memory", json_integer((json_int_t)r->gpu_memory_bytes));
-    if (r->gpu_type)
-        json_object_set_new(res, "gpu_type", json_string(r->gpu_type));
-    json_t *spec =
-        json_pack("{s:s, s:s%, s:s, s:o, s:s}", "name", j->name, "script",
-                  job->text.data ? job->text.data : "", job->text.len, "format",
-                  yaml ? "yaml" : "batch", "resources", res, "submit_id", job->submit_id);
-    if (!spec)
-        return NULL;
-    if (j->time_limit_ns > 0)
-        json_object_set_new(
-            spec, "time_limit",
-            json_integer((json_int_t)((j->time_limit_ns + LOOM_NS_PER_S - 1) / LOOM_NS_PER_S)));
+    jp->resources = json_pack("{s:I, s:I, s:I}", "cpus", (json_int_t)r->cpus, "memory",
+                              (json_int_t)r->memory_bytes, share ? "gpu_share" : "gpus",
+                              share ? (json_int_t)r->gpu_share : (json_int_t)r->gpus);
+    if (!jp->resources)
+        return LOOM_ENOMEM;
+    if (r->gpu_memory_bytes && json_object_set_new(jp->resources, "gpu_memory",
+                                                   json_integer((json_int_t)r->gpu_memory_bytes)))
+        return LOOM_ENOMEM;
+    if (r->gpu_type && json_object_set_new(jp->resources, "gpu_type", json_string(r->gpu_type)))
+        return LOOM_ENOMEM;
+    jp->name = json_string(j->name);
+    jp->format = json_string(yaml ? "yaml" : "batch");
+    if (!jp->name || !jp->format)
+        return LOOM_ENOMEM;
+    if (j->time_limit_ns > 0 &&
+        !(jp->time_limit =
+              json_integer((json_int_t)((j->time_limit_ns + LOOM_NS_PER_S - 1) / LOOM_NS_PER_S))))
+        return LOOM_ENOMEM;
     if (j->labels && json_object_size(j->labels) > 0)
-        json_object_set(spec, "labels", (json_t *)j->labels);
-    if (model && json_object_set_new(spec, "model", json_deep_copy(model))) {
-        json_decref(spec);
-        return NULL;
-    }
-    return spec;
+        jp->labels = json_incref((json_t *)j->labels);
+    return LOOM_OK;
 }
 
-static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+/* The job as job.submit takes it: name, script, format, resources,
+ * submit_id, time_limit, labels, and model: the sampled "model_spec" of the
+ * render context (NULL: none), which lets loomd fill the GPU memory request
+ * from the model's estimate. */
+static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jname,
+                     const json_t *model, loom_err_t *err)
 {
-    loom_gen_catalog_source_t *s = ctx;
-    const loom_catalog_job_t *j = loom_catalog_job(s->cat, job->choice);
+    const char *text = job->text.data ? job->text.data : "";
+    if (!loom_utf8_valid(text, job->text.len))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "job %llu (%s): the rendered script is not valid UTF-8 (the template "
+                            "or a value holds other bytes), which job.submit cannot carry",
+                            (unsigned long long)job->index, jname);
+    json_t *spec = json_object();
+    int bad =
+        !spec || json_object_set_nocheck(spec, "name", jp->name) ||
+        json_object_set_new_nocheck(spec, "script", json_stringn_nocheck(text, job->text.len)) ||
+        json_object_set_nocheck(spec, "format", jp->format) ||
+        json_object_set_nocheck(spec, "resources", jp->resources) ||
+        json_object_set_new_nocheck(spec, "submit_id", json_string_nocheck(job->submit_id)) ||
+        (jp->time_limit && json_object_set_nocheck(spec, "time_limit", jp->time_limit)) ||
+        (jp->labels && json_object_set_nocheck(spec, "labels", jp->labels)) ||
+        (model && json_object_set_new_nocheck(spec, "model", json_deep_copy(model)));
+    if (bad) {
+        json_decref(spec);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    job->spec = spec;
+    return LOOM_OK;
+}
+
+/* The ordinary way: the whole context as JSON, rendered by the tree walker. */
+static int make_rendered(loom_gen_catalog_source_t *s, const tpl_entry_t *t, loom_gen_job_t *job,
+                         loom_rng_t *rng, json_t **model, loom_err_t *err)
+{
     json_t *data = NULL;
     int rc = loom_catalog_sample(s->cat, job->choice, rng, &data, err);
     if (rc != LOOM_OK)
@@ -166,27 +228,114 @@ static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_er
     json_object_set_new(data, "index", json_integer((json_int_t)job->index));
     json_object_set_new(data, "seed", json_integer((json_int_t)s->seed));
     json_object_set_new(data, "due_s", json_real((double)job->due_ns / 1e9));
-    const tpl_entry_t *t = &s->tpls[s->job_tpl[job->choice]];
-    loom_template_options_t opts = {.escape = t->yaml ? LOOM_TEMPLATE_ESCAPE_YAML
-                                                      : LOOM_TEMPLATE_ESCAPE_SHELL,
-                                    .strict = true,
-                                    .partials = t->partials};
+    loom_template_options_t opts = render_options(t);
     rc = loom_template_render(t->tpl, data, &opts, &job->text, err);
-    if (rc != LOOM_OK) {
-        json_decref(data);
-        return loom_err_prefix(err, "job %llu (%s)", (unsigned long long)job->index, j->name);
-    }
-    job->spec = make_spec(j, job, t->yaml, json_object_get(data, "model_spec"));
+    if (rc == LOOM_OK)
+        *model = json_incref(json_object_get(data, "model_spec"));
     json_decref(data);
-    if (!job->spec)
-        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    return LOOM_OK;
+    return rc;
+}
+
+/* The fast way: the draws as text into the plan's places. */
+static int make_planned(const job_plan_t *jp, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+{
+    size_t nh = jp->ncat + GH_COUNT;
+    char stack[2048], *buf = stack;
+    loom_catalog_span_t spans[jp->ncat + 1];
+    loom_template_text_t vals[nh];
+    loom_rng_t before = *rng;
+    size_t need = loom_catalog_shape_draw(jp->shape, rng, buf, sizeof stack, spans);
+    if (need > sizeof stack) { /* long values: draw again into a buffer that fits */
+        if (!(buf = malloc(need)))
+            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        *rng = before;
+        loom_catalog_shape_draw(jp->shape, rng, buf, need, spans);
+    }
+    for (size_t k = 0; k < jp->ncat; k++)
+        vals[k] = (loom_template_text_t){spans[k].none ? NULL : buf + spans[k].off, spans[k].len};
+    char index[24], due[32];
+    vals[jp->ncat + GH_SUBMIT_ID] = (loom_template_text_t){job->submit_id, strlen(job->submit_id)};
+    vals[jp->ncat + GH_INDEX] = (loom_template_text_t){NULL, 0};
+    vals[jp->ncat + GH_DUE_S] = (loom_template_text_t){NULL, 0};
+    if (loom_template_plan_uses(jp->plan, jp->ncat + GH_INDEX))
+        vals[jp->ncat + GH_INDEX] = (loom_template_text_t){
+            index, (size_t)snprintf(index, sizeof index, "%llu", (unsigned long long)job->index)};
+    if (loom_template_plan_uses(jp->plan, jp->ncat + GH_DUE_S))
+        vals[jp->ncat + GH_DUE_S] = (loom_template_text_t){
+            due, loom_format_real((double)job->due_ns / 1e9, due, sizeof due)};
+    int rc = loom_template_plan_render(jp->plan, vals, &job->text);
+    if (buf != stack)
+        free(buf);
+    return rc ? loom_err_set(err, rc, "out of memory") : LOOM_OK;
+}
+
+static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+{
+    loom_gen_catalog_source_t *s = ctx;
+    const loom_catalog_job_t *j = loom_catalog_job(s->cat, job->choice);
+    const tpl_entry_t *t = &s->tpls[s->job_tpl[job->choice]];
+    const job_plan_t *jp = &s->plans[job->choice];
+    json_t *model = NULL; /* planned jobs name no model object (loom_catalog_shape_new) */
+    int rc = jp->plan ? make_planned(jp, job, rng, err)
+                      : make_rendered(s, t, job, rng, &model, err);
+    if (rc != LOOM_OK)
+        return loom_err_prefix(err, "job %llu (%s)", (unsigned long long)job->index, j->name);
+    rc = make_spec(jp, job, j->name, model, err);
+    json_decref(model);
+    return rc;
+}
+
+/* Builds the fast way for job i; leaves jp->plan NULL when it does not
+ * apply (a choice among arrays or objects, a template that looks at a
+ * changing value, a template that fails on this job: the ordinary render
+ * then reports that for every job, as before). */
+static void plan_job(loom_gen_catalog_source_t *s, size_t i, const tpl_entry_t *t, job_plan_t *jp)
+{
+    loom_err_t err;
+    if (loom_catalog_shape_new(s->cat, i, &jp->shape, &err) != LOOM_OK)
+        return;
+    const loom_catalog_hole_t *ch;
+    jp->ncat = loom_catalog_shape_holes(jp->shape, &ch);
+    if (jp->ncat + GH_COUNT > MAX_PLAN_HOLES ||
+        !(jp->ctx = json_copy((json_t *)loom_catalog_shape_context(jp->shape))))
+        return;
+    loom_template_hole_t holes[MAX_PLAN_HOLES];
+    for (size_t k = 0; k < jp->ncat; k++)
+        holes[k] = (loom_template_hole_t){.leaf = ch[k].leaf, .truthy = ch[k].truthy};
+    /* Stand-ins for the generator's members: submit_id is never empty,
+     * numbers are always truthy. */
+    json_t *gen[GH_COUNT] = {json_string(""), json_string(""), json_string("")};
+    const char *keys[GH_COUNT] = {"submit_id", "index", "due_s"};
+    bool ok = json_object_set_new(jp->ctx, "seed", json_integer((json_int_t)s->seed)) == 0;
+    for (int g = 0; g < GH_COUNT; g++) {
+        holes[jp->ncat + g] = (loom_template_hole_t){.leaf = gen[g], .truthy = 1};
+        ok = gen[g] && json_object_set_new(jp->ctx, keys[g], gen[g]) == 0 && ok;
+    }
+    loom_template_options_t opts = render_options(t);
+    if (ok && loom_template_plan_new(t->tpl, jp->ctx, holes, jp->ncat + GH_COUNT, &opts, &jp->plan,
+                                     &err) != LOOM_OK)
+        jp->plan = NULL;
+}
+
+static void job_plan_free(job_plan_t *jp)
+{
+    loom_template_plan_free(jp->plan);
+    json_decref(jp->ctx);
+    loom_catalog_shape_free(jp->shape);
+    json_decref(jp->name);
+    json_decref(jp->format);
+    json_decref(jp->resources);
+    json_decref(jp->time_limit);
+    json_decref(jp->labels);
 }
 
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s)
 {
     if (!s)
         return;
+    for (size_t i = 0; s->plans && i < s->src.n; i++)
+        job_plan_free(&s->plans[i]);
+    free(s->plans);
     for (size_t i = 0; i < s->ntpls; i++) {
         loom_template_free(s->tpls[i].tpl);
         loom_template_partials_free(s->tpls[i].partials);
@@ -216,7 +365,10 @@ int loom_gen_catalog_source_new(const loom_catalog_t *cat, const loom_gen_catalo
     s->names = calloc(n, sizeof *s->names);
     s->tpls = calloc(n + 1, sizeof *s->tpls);
     s->job_tpl = calloc(n, sizeof *s->job_tpl);
-    if (!s->weights || !s->names || !s->tpls || !s->job_tpl) {
+    s->plans = calloc(n, sizeof *s->plans);
+    s->src.n = n; /* for _free */
+    s->no_plans = o && o->no_plans;
+    if (!s->weights || !s->names || !s->tpls || !s->job_tpl || !s->plans) {
         loom_gen_catalog_source_free(s);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
@@ -231,8 +383,15 @@ int loom_gen_catalog_source_new(const loom_catalog_t *cat, const loom_gen_catalo
                            : j->template_path    ? j->template_path
                                                  : shipped;
         rc = add_template(s, path, &s->job_tpl[i], err);
-        if (rc != LOOM_OK)
+        if (rc != LOOM_OK) {
             loom_err_prefix(err, "job '%s'", j->name);
+            break;
+        }
+        const tpl_entry_t *t = &s->tpls[s->job_tpl[i]];
+        if (spec_parts(j, t->yaml, &s->plans[i]) != LOOM_OK)
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        else if (!s->no_plans)
+            plan_job(s, i, t, &s->plans[i]);
     }
     if (rc != LOOM_OK) {
         loom_gen_catalog_source_free(s);
@@ -247,4 +406,9 @@ int loom_gen_catalog_source_new(const loom_catalog_t *cat, const loom_gen_catalo
 const loom_gen_source_t *loom_gen_catalog_source_get(const loom_gen_catalog_source_t *s)
 {
     return &s->src;
+}
+
+bool loom_gen_catalog_source_planned(const loom_gen_catalog_source_t *s, size_t i)
+{
+    return i < s->src.n && s->plans[i].plan != NULL;
 }

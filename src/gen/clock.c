@@ -1,22 +1,117 @@
-/* The pacer's clocks: the real monotonic one, whose sleeps end in a short
- * busy wait so that a job is released within microseconds of its due time
- * (clock_nanosleep alone wakes tens of microseconds late), and a virtual
- * one for tests, where sleeping moves time forward at once and nothing
- * else does, so a test of the pacer never depends on the machine's speed.
- */
+/* The pacer's clocks: the real monotonic one, whose sleeps end in a busy
+ * wait so that a job is released within microseconds of its due time
+ * although a sleep may wake up late, and a virtual one for tests, where
+ * sleeping moves time forward at once and nothing else does, so a test of
+ * the pacer never depends on the machine's speed.
+ *
+ * How long to busy-wait depends on the machine: on bare metal a sleep with
+ * a timer slack of 1 ns wakes a few microseconds late, on the virtual
+ * machines loom is developed on tens of microseconds typically and
+ * milliseconds now and then (the hypervisor delivers the timer). So the
+ * real clock can learn it: it keeps a decaying histogram of its own
+ * wake-ups' overshoot and spins for its 99.5th percentile, within limits
+ * the caller sets (loom_gen_run: at most half of each gap). */
+#include <string.h>
+
 #include "loom/gen.h"
+
+#define WARMUP_WAKES 32   /* spin the most until this many wake-ups are known */
+#define RECOMPUTE    16   /* recompute the spin every this many wake-ups */
+#define DECAY_AT     1024 /* halve the histogram at this many samples */
+#define QUANTILE     0.995
 
 static int64_t real_now(void *ctx)
 {
     return loom_time_mono_ns();
 }
 
+/* Bucket of an overshoot: 0 below 1 us, then four per octave of us:
+ * bucket 1 + 4l + q holds [2^l (1 + q/4), 2^l (1 + (q+1)/4)) us. */
+static unsigned bucket_of(int64_t ns)
+{
+    uint64_t us = ns > 0 ? (uint64_t)ns / 1000 : 0;
+    if (us == 0)
+        return 0;
+    unsigned l = 63u - (unsigned)__builtin_clzll(us);
+    unsigned q = l >= 2 ? (unsigned)(us >> (l - 2)) & 3 : (unsigned)(us << (2 - l)) & 3;
+    unsigned b = 1 + 4 * l + q;
+    return b < LOOM_GEN_WAKE_BUCKETS ? b : LOOM_GEN_WAKE_BUCKETS - 1;
+}
+
+/* The upper edge of bucket b, ns. */
+static int64_t bucket_edge(unsigned b)
+{
+    if (b == 0)
+        return 1000;
+    unsigned l = (b - 1) / 4, q = (b - 1) % 4;
+    return (int64_t)(((uint64_t)(5 + q) * 1000) << l) / 4;
+}
+
+static void adapt(loom_gen_realclock_t *rc)
+{
+    uint64_t want = (uint64_t)(QUANTILE * rc->nrecent + 0.999999), seen = 0;
+    unsigned b = 0;
+    for (; b < LOOM_GEN_WAKE_BUCKETS - 1; b++) {
+        seen += rc->recent[b];
+        if (seen >= want)
+            break;
+    }
+    int64_t spin = bucket_edge(b);
+    if (spin < rc->spin_ns)
+        spin = rc->spin_ns;
+    if (spin > rc->spin_max_ns)
+        spin = rc->spin_max_ns;
+    rc->spin_now_ns = spin;
+    if (spin > rc->spin_peak_ns)
+        rc->spin_peak_ns = spin;
+}
+
+void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t over)
+{
+    if (rc->overshoot)
+        loom_gen_hist_add(rc->overshoot, over);
+    rc->wakes++;
+    if (rc->spin_max_ns <= rc->spin_ns)
+        return;
+    rc->recent[bucket_of(over)]++;
+    if (++rc->nrecent >= DECAY_AT) { /* forget the old half by half */
+        rc->nrecent = 0;
+        for (unsigned b = 0; b < LOOM_GEN_WAKE_BUCKETS; b++)
+            rc->nrecent += rc->recent[b] /= 2;
+    }
+    if (rc->wakes >= WARMUP_WAKES && rc->wakes % RECOMPUTE == 0)
+        adapt(rc);
+}
+
+int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
+{
+    if (!rc)
+        return 0;
+    if (rc->spin_max_ns <= rc->spin_ns)
+        return rc->spin_ns;
+    if (rc->wakes < WARMUP_WAKES || rc->spin_now_ns <= 0)
+        return rc->spin_max_ns;
+    return rc->spin_now_ns;
+}
+
 static void real_sleep_until(void *ctx, int64_t deadline)
 {
-    const loom_gen_realclock_t *rc = ctx;
-    int64_t spin = rc ? rc->spin_ns : 0;
-    if (loom_time_mono_ns() < deadline - spin)
-        loom_time_sleep_until_ns(deadline - spin);
+    loom_gen_realclock_t *rc = ctx;
+    int64_t wake_at = deadline - loom_gen_realclock_spin(rc), now = loom_time_mono_ns();
+    if (rc && rc->last_sleep_ns == 0)
+        rc->last_sleep_ns = now;
+    if (rc && rc->rest_every_ns > 0 && now >= wake_at &&
+        now - rc->last_sleep_ns >= rc->rest_every_ns) {
+        wake_at = now + rc->rest_ns; /* a rest: may make this deadline late */
+        rc->rests++;
+    }
+    if (now < wake_at) {
+        loom_time_sleep_until_ns(wake_at);
+        if (rc) {
+            rc->last_sleep_ns = loom_time_mono_ns();
+            loom_gen_realclock_observe(rc, rc->last_sleep_ns - wake_at);
+        }
+    }
     while (loom_time_mono_ns() < deadline) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -32,8 +127,33 @@ int64_t loom_gen_default_spin_ns(double rate)
     return spin;
 }
 
+int64_t loom_gen_default_spin_max_ns(double rate)
+{
+    (void)rate;
+    return 5 * LOOM_NS_PER_MS;
+}
+
+void loom_gen_realclock_default(loom_gen_realclock_t *rc, double rate, bool realtime)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->spin_ns = loom_gen_default_spin_ns(rate);
+    if (realtime) {
+        /* Adaptive, and rests: a realtime pacer whose deadlines come closer
+         * together than its spin never sleeps, and the kernel would stop it
+         * for ~50 ms a second. Under the normal policy a longer spin does
+         * not help: it spends the pacer's fair share of the CPU and the
+         * scheduler then delays its later wake-ups. */
+        rc->spin_max_ns = loom_gen_default_spin_max_ns(rate);
+        rc->rest_every_ns = LOOM_NS_PER_MS;
+        rc->rest_ns = 100 * LOOM_NS_PER_US;
+    }
+    rc->spin_now_ns = loom_gen_realclock_spin(rc);
+}
+
 loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc)
 {
+    if (rc)
+        rc->spin_now_ns = loom_gen_realclock_spin(rc);
     return (loom_gen_clock_t){.now = real_now, .sleep_until = real_sleep_until, .ctx = rc};
 }
 

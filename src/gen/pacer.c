@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "loom/gen.h"
 
@@ -142,6 +143,7 @@ static void process_batch(engine_t *e, loom_gen_job_t **jobs, size_t n)
             loom_gen_job_fail(job, &err);
             continue;
         }
+        loom_gen_submit_id(e->cfg->seed, e->cfg->run_tag, job->index, job->submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, e->cfg->seed, LOOM_GEN_STREAM_JOB + job->index);
         int rc = e->src->make ? e->src->make(e->src->ctx, job, &rng, &err) : LOOM_OK;
@@ -337,6 +339,7 @@ static int report_init(loom_gen_report_t *r, const loom_gen_config_t *cfg,
     memset(r, 0, sizeof *r);
     loom_gen_hist_init(&r->lateness);
     loom_gen_hist_init(&r->ack);
+    loom_gen_hist_init(&r->wake);
     r->n_choices = src->n;
     r->per_choice = calloc(src->n, sizeof *r->per_choice);
     r->per_choice_ok = calloc(src->n, sizeof *r->per_choice_ok);
@@ -381,6 +384,11 @@ static int check_config(const loom_gen_config_t *cfg, const loom_gen_source_t *s
                             "generator: give a count or a duration (or a trace) to stop at");
     if (cfg->duration_ns < 0)
         return loom_err_set(err, LOOM_EINVAL, "generator: duration must not be negative");
+    if (cfg->spin_ns < 0 && cfg->spin_ns != LOOM_GEN_SPIN_NONE)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "generator: spin %lld ns: expected 0 (adaptive), > 0 or "
+                            "LOOM_GEN_SPIN_NONE",
+                            (long long)cfg->spin_ns);
     if (cfg->window > (1u << 24))
         return loom_err_set(err, LOOM_EINVAL, "generator: window %u is above 16777216",
                             cfg->window);
@@ -513,7 +521,6 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         job->send_ns = now - e->t0;
         job->choice = choice;
         job->name = e->src->names ? e->src->names[choice] : NULL;
-        loom_gen_submit_id(cfg->seed, cfg->run_tag, i, job->submit_id);
         loom_gen_hist_add(&r->lateness, job->send_ns - due);
         if (r->records && i < r->n_records)
             r->records[i] = (loom_gen_record_t){.due_ns = due,
@@ -557,13 +564,12 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     if ((rc = loom_gen_arrivals_init(&arr, &cfg->arrivals, cfg->seed, err)) != LOOM_OK)
         return rc;
 
-    /* The default clock spins at most 20 us, and at most half the mean gap:
-     * at 100,000/s a 20 us spin would never let the pacer sleep, and a
-     * realtime pacer that never sleeps is throttled by the kernel. */
-    loom_gen_realclock_t default_rc = {
-        .spin_ns = loom_gen_default_spin_ns(loom_gen_arrivals_rate(&cfg->arrivals))};
+    /* The real clock: set up below, once the pacer's policy is known. */
+    loom_gen_realclock_t *real = calloc(1, sizeof *real);
+    if (!real)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     engine_t e = {.cfg = cfg, .src = src, .sink = sink, .rep = report};
-    e.clock = cfg->clock ? *cfg->clock : loom_gen_clock_real(&default_rc);
+    e.clock = cfg->clock ? *cfg->clock : loom_gen_clock_real(real);
     e.window = cfg->window ? cfg->window : 1024;
     e.batch = cfg->batch ? cfg->batch : 64;
     unsigned nworkers = cfg->workers ? cfg->workers : 2;
@@ -575,6 +581,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     if (!e.q || !e.pool) {
         free(e.q);
         free(e.pool);
+        free(real);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory for a window of %u", e.window);
     }
     /* Priority inheritance: a realtime pacer must not wait behind a sender
@@ -607,12 +614,26 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     pthread_getschedparam(pthread_self(), &old_policy, &old_param);
     if (cfg->realtime) {
         struct sched_param rt = {.sched_priority = 1};
-        report->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+        report->realtime_errno = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+        report->realtime = report->realtime_errno == 0;
     }
+    /* The real clock's spin adapts to how late its sleeps wake up, for a
+     * realtime pacer; a fixed spin if asked (docs/generator.md). */
+    loom_gen_realclock_default(real, loom_gen_arrivals_rate(&cfg->arrivals), report->realtime);
+    if (cfg->spin_ns != 0) {
+        real->spin_ns = cfg->spin_ns > 0 ? cfg->spin_ns : 0;
+        real->spin_max_ns = 0;
+    }
+    real->overshoot = &report->wake;
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    struct timespec cpu0, cpu1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
     e.t0 = e.clock.now(e.clock.ctx);
     rc = pace(&e, &arr, err);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    report->pacer_cpu_ns =
+        (cpu1.tv_sec - cpu0.tv_sec) * LOOM_NS_PER_S + (cpu1.tv_nsec - cpu0.tv_nsec);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (report->realtime)
@@ -627,6 +648,11 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
         pthread_join(threads[i], NULL);
 
     report->elapsed_ns = e.last_ack;
+    if (!cfg->clock) {
+        report->spin_ns = real->spin_max_ns > real->spin_ns ? real->spin_now_ns : real->spin_ns;
+        report->spin_max_ns =
+            real->spin_peak_ns > report->spin_ns ? real->spin_peak_ns : report->spin_ns;
+    }
     if (report->sent > 0 || report->dropped > 0)
         loom_gen_chi2(report->per_choice, src->weights, src->n, &report->chi2, &report->chi2_dof,
                       &report->chi2_p, NULL);
@@ -654,6 +680,7 @@ out:
         job_free(e.pool[k]);
     free(e.pool);
     free(e.q);
+    free(real);
     return rc;
 }
 

@@ -34,6 +34,11 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
         json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
     }
     json_object_set_new(o, "realtime", json_boolean(r->realtime));
+    if (r->wake.n > 0 || r->spin_ns > 0) {
+        json_object_set_new(o, "spin_us", json_real((double)r->spin_ns / 1e3));
+        json_object_set_new(o, "spin_max_us", json_real((double)r->spin_max_ns / 1e3));
+        json_object_set_new(o, "wake_overshoot_us", percentiles_us(&r->wake));
+    }
     json_object_set_new(o, "stopped", json_boolean(r->stopped));
     json_object_set_new(o, "rate_target", json_real(r->rate_target));
     json_object_set_new(o, "rate_schedule", json_real(r->rate_schedule));
@@ -45,6 +50,7 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
                       ? (r->rate_achieved - r->rate_schedule) / r->rate_schedule * 100
                       : 0));
     json_object_set_new(o, "elapsed_s", json_real((double)r->elapsed_ns / 1e9));
+    json_object_set_new(o, "pacer_cpu_s", json_real((double)r->pacer_cpu_ns / 1e9));
     json_object_set_new(o, "lateness_us", percentiles_us(&r->lateness));
     json_object_set_new(o, "ack_us", percentiles_us(&r->ack));
 

@@ -23,10 +23,12 @@ typedef struct rctx {
     loom_err_t *err;
     const json_t **stack;
     size_t depth, cap;
-    size_t nest; /* partial / parent nesting */
+    size_t nest;      /* partial / parent nesting */
+    tplan_rec_t *rec; /* building a plan (plan.c): holes become plan steps */
 } rctx_t;
 
 static int render_list(rctx_t *r, const tnode_list_t *l, const override_t *ov, loom_buf_t *out);
+static bool truthy(const json_t *v);
 
 static int push(rctx_t *r, const json_t *v)
 {
@@ -57,6 +59,50 @@ static const json_t *lookup(const rctx_t *r, const tnode_t *n)
     return v;
 }
 
+/* The index of v among the plan's holes, or -1 (always -1 when no plan is
+ * being built). */
+static ptrdiff_t hole_of(const rctx_t *r, const json_t *v)
+{
+    for (size_t i = 0; r->rec && v && i < r->rec->nholes; i++)
+        if (r->rec->holes[i].leaf == v)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+/* Building a plan, the template did something with a hole that depends on
+ * the value the hole will have. */
+static int unplannable(rctx_t *r, const tnode_t *n, const char *why)
+{
+    return loom_err_set(r->err, LOOM_EUNAVAIL, "%s:%d:%d: '%s' %s; the template cannot be planned",
+                        n->tname, n->line, n->col, n->text, why);
+}
+
+/* Whether a container holds a hole anywhere inside. */
+static bool holds_hole(const rctx_t *r, const json_t *v)
+{
+    if (hole_of(r, v) >= 0)
+        return true;
+    size_t i;
+    const char *k;
+    json_t *e;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, e) if (holds_hole(r, e)) return true;
+    } else if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, e) if (holds_hole(r, e)) return true;
+    }
+    return false;
+}
+
+/* Truthiness of a section's value; for a hole, what the plan was told
+ * (-1 when that depends on the value: the caller gives up the plan). */
+static int truth_of(const rctx_t *r, const json_t *v)
+{
+    ptrdiff_t h = hole_of(r, v);
+    if (h >= 0)
+        return r->rec->holes[h].truthy;
+    return truthy(v);
+}
+
 static bool truthy(const json_t *v)
 {
     if (!v || json_is_false(v) || json_is_null(v))
@@ -68,36 +114,18 @@ static bool truthy(const json_t *v)
     return true;
 }
 
-/* Shortest "%.Ng" that reads back as the same double. */
-static void format_real(double d, char *buf, size_t n)
-{
-    if (!isfinite(d)) {
-        snprintf(buf, n, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
-        return;
-    }
-    /* Most sampled reals need 16 or 17 digits, short ones far fewer: try 15
-     * first, then either search downwards (binary) or go up to 17. */
-    if (snprintf(buf, n, "%.15g", d) > 0 && strtod(buf, NULL) == d) {
-        int lo = 1, hi = 15; /* hi round-trips */
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            snprintf(buf, n, "%.*g", mid, d);
-            if (strtod(buf, NULL) == d)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        snprintf(buf, n, "%.*g", hi, d);
-        return;
-    }
-    snprintf(buf, n, "%.16g", d);
-    if (strtod(buf, NULL) != d)
-        snprintf(buf, n, "%.17g", d);
-}
-
-static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
+static int append_value(rctx_t *r, const tnode_t *n, const json_t *v, bool raw, loom_buf_t *out)
 {
     loom_template_escape_t esc = raw ? LOOM_TEMPLATE_ESCAPE_NONE : r->o->escape;
+    if (r->rec) {
+        ptrdiff_t h = hole_of(r, v);
+        if (h >= 0)
+            return loom__template_rec_hole(r->rec, (size_t)h, esc, out->len)
+                       ? loom_err_set(r->err, LOOM_ENOMEM, "out of memory")
+                       : LOOM_OK;
+        if ((json_is_array(v) || json_is_object(v)) && holds_hole(r, v))
+            return unplannable(r, n, "renders a value that holds a hole as JSON");
+    }
     char num[64];
     const char *s = num;
     size_t len;
@@ -116,10 +144,7 @@ static int append_value(rctx_t *r, const json_t *v, bool raw, loom_buf_t *out)
     case JSON_INTEGER:
         len = (size_t)snprintf(num, sizeof num, "%" PRId64, (int64_t)json_integer_value(v));
         break;
-    case JSON_REAL:
-        format_real(json_real_value(v), num, sizeof num);
-        len = strlen(num);
-        break;
+    case JSON_REAL: len = loom_format_real(json_real_value(v), num, sizeof num); break;
     default:
         if (loom_json_dump(&tmp, v))
             return loom_err_set(r->err, LOOM_ENOMEM, "out of memory");
@@ -165,6 +190,8 @@ static int render_block(rctx_t *r, const tnode_t *b, const override_t *ov, loom_
         }
     if (!use->indent && !b->indent)
         return render_list(r, &use->kids, ov, out);
+    if (r->rec) /* reindenting would move the holes' places */
+        return unplannable(r, b, "is a reindented block");
     loom_buf_t tmp = LOOM_BUF_INIT;
     int rc = render_list(r, &use->kids, ov, &tmp);
     if (rc == LOOM_OK && reindent(tmp.data ? tmp.data : "", tmp.len, use->indent, b->indent, out))
@@ -178,6 +205,8 @@ static int render_partial(rctx_t *r, const tnode_t *n, const override_t *ov, loo
     const char *name = n->text;
     if (n->dynamic) {
         const json_t *v = lookup(r, n);
+        if (hole_of(r, v) >= 0)
+            return unplannable(r, n, "takes a partial's name from a hole");
         if (!json_is_string(v)) {
             if (r->o->strict)
                 return loom_err_set(r->err, LOOM_ENOTFOUND,
@@ -263,11 +292,14 @@ static int render_node(rctx_t *r, const tnode_t *n, const override_t *ov, loom_b
         const json_t *v = lookup(r, n);
         if (!v)
             return r->o->strict ? missing(r, n, "variable") : LOOM_OK;
-        return append_value(r, v, n->raw, out);
+        return append_value(r, n, v, n->raw, out);
     }
     case TN_SECTION: {
         const json_t *v = lookup(r, n);
-        if (!truthy(v))
+        int t = truth_of(r, v);
+        if (t < 0)
+            return unplannable(r, n, "is a section on a hole that may be true or false");
+        if (!t)
             return LOOM_OK;
         if (json_is_array(v)) {
             for (size_t i = 0; i < json_array_size(v); i++) {
@@ -287,10 +319,14 @@ static int render_node(rctx_t *r, const tnode_t *n, const override_t *ov, loom_b
         r->depth--;
         return rc;
     }
-    case TN_INVERTED:
-        if (truthy(lookup(r, n)))
+    case TN_INVERTED: {
+        int t = truth_of(r, lookup(r, n));
+        if (t < 0)
+            return unplannable(r, n, "is an inverted section on a hole that may be true or false");
+        if (t)
             return LOOM_OK;
         return render_list(r, &n->kids, ov, out);
+    }
     case TN_PARTIAL:
     case TN_PARENT: return render_partial(r, n, ov, out);
     case TN_BLOCK: return render_block(r, n, ov, out);
@@ -308,14 +344,15 @@ static int render_list(rctx_t *r, const tnode_list_t *l, const override_t *ov, l
     return LOOM_OK;
 }
 
-int loom_template_render(const loom_template_t *t, const json_t *data,
-                         const loom_template_options_t *opts, loom_buf_t *out, loom_err_t *err)
+int loom__template_render_rec(const loom_template_t *t, const json_t *data,
+                              const loom_template_options_t *opts, tplan_rec_t *rec,
+                              loom_buf_t *out, loom_err_t *err)
 {
     static const loom_template_options_t defaults = {0};
     json_t *empty = NULL;
     if (!data)
         data = empty = json_object();
-    rctx_t r = {.o = opts ? opts : &defaults, .err = err, .cap = 16};
+    rctx_t r = {.o = opts ? opts : &defaults, .err = err, .cap = 16, .rec = rec};
     size_t start = out->len;
     int rc = LOOM_OK;
     if (!(r.stack = malloc(r.cap * sizeof *r.stack)) || !data) {
@@ -337,6 +374,12 @@ done:
     free(r.stack);
     json_decref(empty);
     return rc;
+}
+
+int loom_template_render(const loom_template_t *t, const json_t *data,
+                         const loom_template_options_t *opts, loom_buf_t *out, loom_err_t *err)
+{
+    return loom__template_render_rec(t, data, opts, NULL, out, err);
 }
 
 int loom_template_render_string(const char *text, size_t len, const char *name, const json_t *data,

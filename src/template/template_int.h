@@ -66,4 +66,28 @@ int loom__template_partial_get(const loom_template_partials_t *p, const char *na
 
 void loom__template_nodes_free(tnode_list_t *l);
 
+/* A plan being built (plan.c): the renderer writes the literal output into
+ * its buffer as usual and, where a hole's value goes, records a step. */
+typedef struct tplan_step {
+    size_t lit_end; /* the literal text before this hole ends here */
+    size_t hole;
+    loom_template_escape_t esc;
+} tplan_step_t;
+
+typedef struct tplan_rec {
+    const loom_template_hole_t *holes;
+    size_t nholes;
+    tplan_step_t *steps;
+    size_t n, cap;
+} tplan_rec_t;
+
+/* Records hole `hole`, escaped with esc, after the literal output so far
+ * (lit_end bytes). LOOM_OK or LOOM_ENOMEM. */
+int loom__template_rec_hole(tplan_rec_t *rec, size_t hole, loom_template_escape_t esc,
+                            size_t lit_end);
+/* loom_template_render, recording into rec when it is not NULL. */
+int loom__template_render_rec(const loom_template_t *t, const json_t *data,
+                              const loom_template_options_t *opts, tplan_rec_t *rec,
+                              loom_buf_t *out, loom_err_t *err);
+
 #endif

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # loom gen end to end (no loomd needed): usage and input errors with their
 # exit codes, a seed reproducing a run byte for byte through --out, the
-# --json summary, --stdout scripts that bash accepts, trace replay of an
-# Alibaba 2023 pod list, and --duration. Assertions are about what was
-# generated, never about how fast.
+# --json summary, the pacer's scheduling policy (SCHED_FIFO by default, the
+# message when it is refused, --no-realtime) and spin (auto, fixed, none),
+# --stdout scripts that bash accepts, trace replay of an Alibaba 2023 pod
+# list, and --duration. Assertions are about what was generated, never
+# about how fast.
 set -euo pipefail
 B=${LOOM_BUILD_DIR:-build}
 SRC=${LOOM_SOURCE_DIR:-.}
@@ -72,6 +74,47 @@ assert sum(j["chosen"] for j in s["jobs"].values()) == 60
 c = s["chi_square"]
 assert c["dof"] == len(s["jobs"]) - 1 and 0 <= c["p_value"] <= 1, c
 EOF
+
+# the pacer's policy: SCHED_FIFO by default when the process may, else the
+# normal policy and a message saying why; --no-realtime asks for the normal
+# policy quietly. setpriv takes CAP_SYS_NICE away to see the refusal.
+may_rt=$($PY -c 'import os
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(1)
+except PermissionError:
+    print(0)')
+"$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json >"$T/rt.json" 2>"$T/rt.err"
+"$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json --no-realtime --spin 30 \
+  >"$T/nrt.json" 2>"$T/nrt.err"
+"$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json --spin 0 >"$T/s0.json" 2>/dev/null
+if [ "$may_rt" = 1 ] && command -v setpriv >/dev/null; then
+  setpriv --bounding-set -sys_nice "$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 \
+    --json >"$T/denied.json" 2>"$T/denied.err"
+  grep -q "SCHED_FIFO needs CAP_SYS_NICE" "$T/denied.err" || fail "no message when SCHED_FIFO is refused"
+  $PY -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['realtime'] is False and s['spin_us'] == s['spin_max_us'] == 20, s" "$T/denied.json"
+fi
+if [ "$may_rt" = 1 ]; then
+  ! grep -q "SCHED_FIFO" "$T/rt.err" || fail "message although SCHED_FIFO was granted"
+else
+  grep -q "SCHED_FIFO needs CAP_SYS_NICE" "$T/rt.err" || fail "no message when SCHED_FIFO is refused"
+fi
+! grep -q "SCHED_FIFO" "$T/nrt.err" || fail "--no-realtime still talks about SCHED_FIFO"
+$PY - "$T" "$may_rt" <<'EOF'
+import json, sys
+t, may = sys.argv[1], sys.argv[2] == "1"
+rt, nrt, s0 = (json.load(open(f"{t}/{n}.json")) for n in ("rt", "nrt", "s0"))
+assert rt["realtime"] is may, rt["realtime"]
+assert nrt["realtime"] is False
+for s in (rt, nrt):
+    assert s["ok"] == 40 and s["pacer_cpu_s"] >= 0, s
+    w = s["wake_overshoot_us"]
+    assert 0 <= w["p50"] <= w["p99"] <= w["max"], w
+# realtime: the spin adapts, between 20 us and 5 ms; fixed when asked
+assert 20 <= rt["spin_us"] <= rt["spin_max_us"] <= 5000, rt
+assert nrt["spin_us"] == nrt["spin_max_us"] == 30, nrt
+assert s0["spin_us"] == 0 and s0["ok"] == 40, s0
+EOF
+expect_rc 2 "--spin" -- "$LOOM" gen --catalog "$CAT" --rate 10/s --count 3 --spin soon
 
 # --stdout: every job, in order; the Slurm scripts are valid bash
 "$LOOM" gen --catalog "$CAT" --rate 10000/s --count 30 --seed 3 --template-kind slurm --stdout \

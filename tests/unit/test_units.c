@@ -159,12 +159,100 @@ static void integers_and_utf8(void **state)
     assert_false(loom_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
 }
 
+/* The definition: the smallest N in 1..17 whose "%.Ng" reads back. */
+static void shortest_by_search(double d, char *out, size_t n)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(out, n, "%.*g", p, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
+static void real_formatting(void **state)
+{
+    char got[32], want[32];
+    static const double fixed[] = {0.0,
+                                   -0.0,
+                                   0.1,
+                                   1e10,
+                                   1200,
+                                   1e21,
+                                   1e-5,
+                                   123456,
+                                   1e15,
+                                   1e16,
+                                   1e17,
+                                   0.3,
+                                   1.0 / 3,
+                                   2.0 / 3,
+                                   5e-324,
+                                   2.2250738585072014e-308,
+                                   1.7976931348623157e308,
+                                   -42.5,
+                                   100,
+                                   9007199254740993.0,
+                                   0.1 + 0.2};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        size_t len = loom_format_real(fixed[i], got, sizeof got);
+        shortest_by_search(fixed[i], want, sizeof want);
+        assert_string_equal(got, want);
+        assert_int_equal(len, strlen(want));
+    }
+    assert_string_equal((loom_format_real(NAN, got, sizeof got), got), "nan");
+    assert_string_equal((loom_format_real(-INFINITY, got, sizeof got), got), "-inf");
+    /* Random doubles of every kind: any bit pattern (subnormals included),
+     * short decimals, integers, log-uniform values as catalogs draw them. */
+    loom_rng_t rng;
+    loom_rng_init(&rng, 5, 0);
+    for (int i = 0; i < 200000; i++) {
+        double d;
+        switch (i % 4) {
+        case 0: {
+            uint64_t bits = loom_rng_u64(&rng);
+            memcpy(&d, &bits, sizeof d);
+            if (!isfinite(d))
+                continue;
+            break;
+        }
+        case 1:
+            d = (double)loom_rng_below(&rng, 100000) / pow(10, (double)loom_rng_below(&rng, 12));
+            break;
+        case 2:
+            d = (double)(int64_t)loom_rng_u64(&rng) / (double)(1ULL << loom_rng_below(&rng, 64));
+            break;
+        default: d = exp(log(1e-4) + loom_rng_uniform(&rng) * (log(1e-1) - log(1e-4))); break;
+        }
+        loom_format_real(d, got, sizeof got);
+        shortest_by_search(d, want, sizeof want);
+        if (strcmp(got, want) != 0)
+            fail_msg("%a: got %s, want %s", d, got, want);
+    }
+}
+
+static void utf8_word_at_a_time(void **state)
+{
+    /* A bad byte at every offset of a long ASCII text is found, whether it
+     * falls in a word checked whole or in the tail. */
+    char text[67];
+    memset(text, 'a', sizeof text);
+    assert_true(loom_utf8_valid(text, sizeof text));
+    for (size_t at = 0; at < sizeof text; at++) {
+        text[at] = (char)0xff;
+        assert_false(loom_utf8_valid(text, sizeof text));
+        text[at] = 'a';
+    }
+    memcpy(text + 31, "\xc3\xa9", 2); /* a two-byte sequence across a word boundary */
+    assert_true(loom_utf8_valid(text, sizeof text));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sizes_accepted), cmocka_unit_test(sizes_rejected),
-        cmocka_unit_test(durations),      cmocka_unit_test(rates),
-        cmocka_unit_test(formatting),     cmocka_unit_test(integers_and_utf8),
+        cmocka_unit_test(sizes_accepted),  cmocka_unit_test(sizes_rejected),
+        cmocka_unit_test(durations),       cmocka_unit_test(rates),
+        cmocka_unit_test(formatting),      cmocka_unit_test(integers_and_utf8),
+        cmocka_unit_test(real_formatting), cmocka_unit_test(utf8_word_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,127 @@
+/* The real clock's spin (src/gen/clock.c), fed with overshoots by hand, so
+ * nothing here depends on how this machine's sleeps wake up: the spin
+ * covers the 99.5th percentile of recent overshoots within its limits,
+ * starts at the most, forgets old overshoots, and stays put when fixed;
+ * and the set-up loom_gen_run uses for a realtime pacer and for a normal
+ * one. */
+#include "loom/gen.h"
+#include "test_util.h"
+
+#define US LOOM_NS_PER_US
+#define MS LOOM_NS_PER_MS
+
+static void adaptive(loom_gen_realclock_t *rc)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->spin_ns = 20 * US;
+    rc->spin_max_ns = 5 * MS;
+}
+
+/* The spin covers the value that 99.5% of the samples do not exceed, and
+ * is not much above it (the histogram has four buckets per octave). */
+static void assert_covers(const loom_gen_realclock_t *rc, int64_t q)
+{
+    int64_t spin = loom_gen_realclock_spin(rc);
+    if (spin < q || spin > q + q / 4 + US)
+        fail_msg("spin %lld ns for a 99.5th percentile of %lld ns", (long long)spin, (long long)q);
+}
+
+static void follows_the_overshoot(void **state)
+{
+    loom_gen_realclock_t rc;
+    adaptive(&rc);
+    assert_int_equal(loom_gen_realclock_spin(&rc), 5 * MS); /* nothing known yet: the most */
+    for (int i = 0; i < 31; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
+    assert_int_equal(loom_gen_realclock_spin(&rc), 5 * MS); /* still warming up */
+    for (int i = 31; i < 1000; i++) /* 0.3% at 3 ms: below the 99.5th percentile */
+        loom_gen_realclock_observe(&rc, i % 300 == 7 ? 3 * MS : 50 * US);
+    assert_covers(&rc, 50 * US);
+    adaptive(&rc);
+    for (int i = 0; i < 1000; i++) /* 1% at 3 ms: above it */
+        loom_gen_realclock_observe(&rc, i % 100 == 7 ? 3 * MS : 50 * US);
+    assert_covers(&rc, 3 * MS);
+    assert_true(rc.spin_peak_ns >= loom_gen_realclock_spin(&rc));
+    assert_int_equal(rc.wakes, 1000);
+}
+
+static void limits(void **state)
+{
+    loom_gen_realclock_t rc;
+    adaptive(&rc);
+    for (int i = 0; i < 500; i++)
+        loom_gen_realclock_observe(&rc, 300); /* sub-microsecond wake-ups */
+    assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
+    adaptive(&rc);
+    for (int i = 0; i < 500; i++)
+        loom_gen_realclock_observe(&rc, 80 * MS); /* far past the most */
+    assert_int_equal(loom_gen_realclock_spin(&rc), 5 * MS);
+    adaptive(&rc);
+    for (int i = 0; i < 500; i++)
+        loom_gen_realclock_observe(&rc, -5); /* clock noise: counts as on time */
+    assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
+}
+
+static void forgets(void **state)
+{
+    loom_gen_realclock_t rc;
+    adaptive(&rc);
+    for (int i = 0; i < 2000; i++)
+        loom_gen_realclock_observe(&rc, 2 * MS);
+    assert_covers(&rc, 2 * MS);
+    /* the machine calms down: after a few thousand quick wake-ups the old
+     * slow ones are forgotten and the spin comes down */
+    for (int i = 0; i < 6000; i++)
+        loom_gen_realclock_observe(&rc, 40 * US);
+    assert_covers(&rc, 40 * US);
+    assert_true(rc.spin_peak_ns >= 2 * MS);
+}
+
+static void fixed_and_hist(void **state)
+{
+    loom_gen_hist_t *h = malloc(sizeof *h);
+    loom_gen_hist_init(h);
+    loom_gen_realclock_t rc = {.spin_ns = 30 * US, .overshoot = h};
+    for (int i = 0; i < 1000; i++)
+        loom_gen_realclock_observe(&rc, (i % 10 + 1) * 100 * US);
+    assert_int_equal(loom_gen_realclock_spin(&rc), 30 * US); /* fixed stays fixed */
+    assert_int_equal(h->n, 1000);                            /* every wake-up recorded */
+    assert_int_equal(h->max, 1000 * US);
+    free(h);
+    loom_gen_realclock_t none = {0};
+    assert_int_equal(loom_gen_realclock_spin(&none), 0);
+}
+
+static void defaults(void **state)
+{
+    loom_gen_realclock_t rc;
+    /* realtime: adaptive from 20 us (at most half the gap) to 5 ms, with rests */
+    loom_gen_realclock_default(&rc, 1000, true);
+    assert_int_equal(rc.spin_ns, 20 * US);
+    assert_int_equal(rc.spin_max_ns, 5 * MS);
+    assert_int_equal(rc.rest_every_ns, 1 * MS);
+    assert_int_equal(rc.rest_ns, 100 * US);
+    loom_gen_realclock_default(&rc, 100000, true);
+    assert_int_equal(rc.spin_ns, 5 * US);
+    assert_int_equal(rc.spin_max_ns, 5 * MS);
+    /* normal policy: a fixed 20 us, no rests */
+    loom_gen_realclock_default(&rc, 1000, false);
+    assert_int_equal(rc.spin_ns, 20 * US);
+    assert_true(rc.spin_max_ns <= rc.spin_ns);
+    assert_int_equal(rc.rest_every_ns, 0);
+    assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
+    assert_int_equal(loom_gen_default_spin_ns(10), 20 * US);
+    assert_int_equal(loom_gen_default_spin_max_ns(10), 5 * MS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(follows_the_overshoot),
+        cmocka_unit_test(limits),
+        cmocka_unit_test(forgets),
+        cmocka_unit_test(fixed_and_hist),
+        cmocka_unit_test(defaults),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
