@@ -4,8 +4,11 @@
 #   2. PyTorch's achieved matmul and conv FLOP/s on layers outside the zoo
 #   3. bench_estimate_calibrate: BLAS GEMM FLOP/s, STREAM triad -> workloads/devices/cpu-local.json,
 #      plus the matmul rate by size PyTorch achieves (matmul_curve)
-#   4. export the zoo to ONNX (workloads/export_onnx.py) into a temporary dir
-#   5. bench/estimate_measure.py -> docs/bench/estimate.md
+#   4. bench/estimate_calibrate.py: the per-operator-class model (microbenchmarks
+#      on shapes off the zoo's, page fault cost, optimizer, fixed step cost)
+#      -> cpu-local.json, fit quality -> docs/bench/estimate_classes.md
+#   5. export the zoo to ONNX (workloads/export_onnx.py) into a temporary dir
+#   6. bench/estimate_measure.py -> docs/bench/estimate.md
 set -euo pipefail
 build=${1:-build}
 # one thread for PyTorch, OpenMP and OpenBLAS (whose spinning threads would
@@ -84,6 +87,7 @@ dev["matmul_curve"] = curve
 json.dump(dev, open(sys.argv[1], "w"), indent=2, sort_keys=True)
 print("matmul_curve", " ".join(f"{s}:{f / 1e9:.1f}G" for s, f in curve))
 PY
+$py bench/estimate_calibrate.py workloads/devices/cpu-local.json --report docs/bench/estimate_classes.md
 $py workloads/export_onnx.py "$tmp" --models mlp,resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm > "$tmp/export.log" 2>&1 || { cat "$tmp/export.log"; exit 1; }
 $py bench/estimate_measure.py --build "$build" --onnx "$tmp" \
   --device workloads/devices/cpu-local.json --out docs/bench/estimate.md "${cache[@]}" "${@:2}"

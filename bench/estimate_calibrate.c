@@ -11,8 +11,11 @@
  *   cache-blocked C loop (much slower; the description says so).
  * - memory bandwidth: STREAM triad a = b + s*c over 3 x 64 MiB float
  *   arrays, --threads threads (default: one per online CPU; the BLAS
- *   follows OPENBLAS_NUM_THREADS), best of 5, counting 3 x 4 bytes per
- *   element as STREAM does.
+ *   follows OPENBLAS_NUM_THREADS; one thread runs in the main thread, so
+ *   that process CPU time is its time alone), best of 5, counting 3 x 4
+ *   bytes per element as STREAM does.
+ * - bench/estimate_calibrate.py then adds the per-operator-class model
+ *   (op_classes, optimizer, page_fault_s, step_overhead_s).
  * - op_overhead_s: not measurable from C (it is PyTorch's per-operator
  *   dispatch cost); bench/estimate.sh measures it in Python and passes it.
  *
@@ -127,6 +130,17 @@ static double stream_triad(int threads)
     }
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
+        if (threads == 1) { /* in this thread: process CPU time is then its own */
+            double t0 = now_s();
+            for (size_t i = 0; i < n; i++)
+                a[i] = b[i] + 3.0f * c[i];
+            double t = now_s() - t0;
+            __asm__ volatile("" ::"r"(a) : "memory");
+            double bw = 3.0 * sizeof(float) * (double)n / t;
+            if (bw > best)
+                best = bw;
+            continue;
+        }
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
         pthread_t tid[64];

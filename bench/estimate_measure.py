@@ -7,10 +7,12 @@ For every model and three batch sizes:
             child process preloaded with build/libloom_alloctrack.so:
             peak live heap bytes of the step minus the live bytes before the
             model was built (so: weights, optimizer state, inputs, activations,
-            gradients, temporaries — what the estimator predicts), and the
-            median wall time of 3 steps after 2 warm-up steps;
+            gradients, temporaries — what the estimator predicts), the
+            median process CPU time of 5 steps after 2 warm-up steps, and
+            the minor page faults of each step (ru_minflt);
   estimated `loom estimate MODEL.onnx --batch N --train --optimizer OPT
-            --device DEVICE --json`: memory.peak_live and time_s.step.
+            --device DEVICE --json`: memory.total, time_s.step and
+            fresh_bytes (the fresh pages its glibc heap model predicts).
 
     bench/estimate_measure.py --build build --onnx DIR --device FILE --out docs/bench/estimate.md
 """
@@ -19,6 +21,7 @@ import ctypes
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,6 +31,7 @@ THREADS_NOTE = """This machine's 2 cores are shared with other jobs, so wall tim
 more about the neighbours than about the model: the step runs on one thread
 and is timed in process CPU time (time.process_time), and the device file is
 calibrated single-threaded to match."""
+LOAD_BEFORE = ""
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -70,13 +74,16 @@ def child(name, batch, optimizer, steps):
     lib.loom_alloctrack_reset_peak()
     step()
     peak = lib.loom_alloctrack_peak() - base
-    times = []
+    times, faults = [], []
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.process_time()
         step()
         times.append(time.process_time() - t0)
-    print(json.dumps({"peak": peak, "time": statistics.median(times)}))
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    print(json.dumps({"peak": peak, "time": statistics.median(times),
+                      "faults": statistics.median(faults), "times": times, "all_faults": faults}))
 
 
 def run_child(args, name, batch):
@@ -109,7 +116,8 @@ def estimate(args, name, batch):
     if p.returncode:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr}")
     j = json.loads(p.stdout)
-    return {"peak": j["memory"]["total"], "time": j["time_s"]["step"]}
+    return {"peak": j["memory"]["total"], "time": j["time_s"]["step"],
+            "faults": j.get("fresh_bytes", 0) / 4096, "fault_time": j["time_s"].get("page_faults", 0)}
 
 
 def main():
@@ -121,12 +129,14 @@ def main():
     ap.add_argument("--onnx", required=True)
     ap.add_argument("--device", required=True)
     ap.add_argument("--optimizer", default="adam")
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--models", default=",".join(PLAN))
     ap.add_argument("--cache", help="JSON file of measurements to reuse (estimator work: "
                     "re-estimate without re-measuring)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench", "estimate.md"))
     a = ap.parse_args()
+    global LOAD_BEFORE
+    LOAD_BEFORE = " ".join(open("/proc/loadavg").read().split()[:3])
     dev = json.load(open(a.device))
     # The runtime's own heap (autograd engine, oneDNN/BLAS scratch, optimizer
     # bookkeeping) is not a tensor: measure it once on a 2-layer MLP that is
@@ -149,7 +159,8 @@ def main():
             time_err.append(abs(te))
             rows.append(f"| {name} | {b} | {m['peak'] / 2**20:.1f} | {e['peak'] / 2**20:.1f} | "
                         f"{100 * me:+.1f} | {m['time'] * 1e3:.1f} | {e['time'] * 1e3:.1f} | "
-                        f"{100 * te:+.1f} |")
+                        f"{100 * te:+.1f} | {m.get('faults', 0):.0f} | {e['faults']:.0f} | "
+                        f"{e['fault_time'] * 1e3:.1f} |")
             print(rows[-1], flush=True)
     import torch
     head = [
@@ -173,10 +184,15 @@ def main():
         "was built; estimated = `memory.total` (= peak_live + the device's context_bytes: the runtime's own heap, "
         "measured once on a 2-layer MLP that is not in the zoo: "
         f"{dev['context_bytes'] / 2**20:.1f} MiB). Time: median process CPU time of "
-        f"{a.steps} steps after 2 warm-up steps vs `time_s.step`.",
+        f"{a.steps} steps after 2 warm-up steps vs `time_s.step`. Page faults: measured = median minor "
+        "faults per step (ru_minflt); estimated = `fresh_bytes` / 4096, the fresh pages of the "
+        "estimator's glibc heap model, which the estimate charges at the device's page_fault_s "
+        f"({dev.get('page_fault_s', 0) * 1e6:.1f} us per page; the last column). Load average before / "
+        f"after: {LOAD_BEFORE} / {' '.join(open('/proc/loadavg').read().split()[:3])}.",
         "",
-        "| model | batch | measured MiB | estimated MiB | mem err % | measured ms | estimated ms | time err % |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | batch | measured MiB | estimated MiB | mem err % | measured ms | estimated ms | time err % "
+        "| measured faults | estimated faults | est. fault ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     tail = ["",
             f"**Median absolute error: memory {100 * statistics.median(mem_err):.1f}%, "

@@ -46,6 +46,58 @@ typedef enum loom_est_alloc_kind {
     LOOM_EST_ALLOC_CUDA_CACHING = 1 /* PyTorch's CUDA caching allocator */
 } loom_est_alloc_kind_t;
 
+/* A curve of (x, y) points with increasing x, interpolated in log(x) and
+ * clamped at the ends; n == 0: absent. */
+typedef struct loom_est_curve {
+    int n;
+    double x[16], y[16];
+} loom_est_curve_t;
+
+/* The calibrated cost of one operator class in one direction:
+ *   t = overhead_s + steps * step_s [+ strided_s]
+ *       + flops / (peak * d^p / (d^p + half_dim^p)) + elems * elem_s(elems)
+ * (docs/estimate.md, "Step time", defines flops, d, elems and steps per class). */
+typedef struct loom_est_cost_fn {
+    bool set;
+    double overhead_s, step_s, strided_s;
+    double peak, half_dim, power; /* peak 0: no FLOP term */
+    loom_est_curve_t elem_s;
+} loom_est_cost_fn_t;
+
+/* Operator classes of the calibrated model. */
+typedef enum loom_est_class {
+    LOOM_EST_CL_CONV,      /* Conv, ConvTranspose with more than one input channel per group */
+    LOOM_EST_CL_CONV1X1,   /* 1x1 stride-1 Conv at batch < 16: PyTorch's CPU GEMM path */
+    LOOM_EST_CL_DWCONV,    /* depthwise Conv (one input channel per group) */
+    LOOM_EST_CL_MATMUL,    /* Gemm, Linear, MatMul with a 2-D right operand */
+    LOOM_EST_CL_BMM,       /* batched MatMul */
+    LOOM_EST_CL_BN,        /* BatchNormalization */
+    LOOM_EST_CL_LN,        /* LayerNormalization, fused LayerNorm */
+    LOOM_EST_CL_SOFTMAX,   /* Softmax, LogSoftmax */
+    LOOM_EST_CL_LOSS,      /* the training step's cross-entropy */
+    LOOM_EST_CL_UNARY,     /* Relu, Clip, LeakyRelu, Neg, Abs, Not, Dropout */
+    LOOM_EST_CL_BINARY,    /* Add, Sub, Mul, Div, Max, Min, Where, comparisons */
+    LOOM_EST_CL_GELU,      /* Gelu, fused erf-GELU */
+    LOOM_EST_CL_ACT,       /* Erf, Tanh, Sigmoid, Exp, Log, Sqrt, Pow, ... */
+    LOOM_EST_CL_POOL,      /* MaxPool, AveragePool */
+    LOOM_EST_CL_REDUCE,    /* GlobalAveragePool, GlobalMaxPool, Reduce* */
+    LOOM_EST_CL_COPY,      /* Concat, Gather, Cast, Expand, copying Reshape/Transpose/Slice */
+    LOOM_EST_CL_VIEW,      /* views: Reshape, Transpose, Slice, ... that do not copy */
+    LOOM_EST_CL_EMBEDDING, /* Gather from a parameter */
+    LOOM_EST_CL_LSTM,      /* LSTM */
+    LOOM_EST_CL_N
+} loom_est_class_t;
+
+const char *loom_est_class_name(loom_est_class_t c);
+
+/* The calibrated cost of an optimizer step: per parameter tensor
+ * tensor_s + elements * elem_s(elements). */
+typedef struct loom_est_opt_cost {
+    bool set;
+    double tensor_s;
+    loom_est_curve_t elem_s;
+} loom_est_opt_cost_t;
+
 typedef struct loom_est_device {
     char name[64];
     char description[160];
@@ -64,6 +116,15 @@ typedef struct loom_est_device {
     uint64_t memory_bytes;  /* capacity (0 = unknown) */
     uint64_t context_bytes; /* CUDA context + library handles */
     loom_est_alloc_kind_t allocator;
+    /* The calibrated model (optional; without op_classes the roofline
+     * above is used). cls[c][0] forward, cls[c][1] backward; a class left
+     * out falls back to the roofline. */
+    bool has_classes;
+    bool calibrated; /* false: values from data sheets, not measured */
+    loom_est_cost_fn_t cls[LOOM_EST_CL_N][2];
+    loom_est_opt_cost_t opt[3]; /* by loom_est_optimizer_t */
+    double step_overhead_s;     /* fixed cost of a training step */
+    double page_fault_s;        /* per fresh 4 KiB page (malloc devices) */
 } loom_est_device_t;
 
 /* name_or_path: a file path (contains '/' or ends in .json) or a name looked
@@ -95,6 +156,29 @@ uint64_t loom_est_alloc_peak_allocated(const loom_est_alloc_t *a);
 uint64_t loom_est_alloc_round(uint64_t bytes);        /* 512-byte rounding */
 uint64_t loom_est_alloc_segment_size(uint64_t bytes); /* segment for a cache miss */
 
+/* --------------------------------------------------------------- heap model */
+
+/* glibc's malloc (main arena) as far as fresh pages go: best-fit free
+ * chunks, mmap above the dynamic mmap threshold, brk growth with top pad,
+ * trimming of the top (src/estimate/heap.c has the rules and sources).
+ * A CPU training step's page faults come from what it allocates fresh. */
+typedef struct loom_est_heap loom_est_heap_t;
+
+loom_est_heap_t *loom_est_heap_new(void);
+void loom_est_heap_free_all(loom_est_heap_t *h);
+/* Returns a handle (> 0), 0 when the model itself runs out of memory. */
+uint64_t loom_est_heap_malloc(loom_est_heap_t *h, uint64_t bytes);
+void loom_est_heap_release(loom_est_heap_t *h, uint64_t handle);
+uint64_t loom_est_heap_fresh_bytes(const loom_est_heap_t *h); /* pages faulted so far, bytes */
+uint64_t loom_est_heap_mmap_threshold(const loom_est_heap_t *h);
+uint64_t loom_est_heap_size(const loom_est_heap_t *h); /* brk heap, bytes */
+bool loom_est_heap_failed(const loom_est_heap_t *h);
+
+/* Evaluates a calibrated cost function (exposed for tests and tools). */
+double loom_est_cost_eval(const loom_est_cost_fn_t *f, double flops, double d, double elems,
+                          double steps, bool strided);
+double loom_est_curve_eval(const loom_est_curve_t *c, double x);
+
 /* ---------------------------------------------------------------- estimate */
 
 typedef enum loom_est_precision {
@@ -122,10 +206,12 @@ typedef struct loom_est_op {
     const char *name; /* node name (owned by the model) */
     const char *op_type;
     double fwd_flops, bwd_flops;
-    double bytes;       /* bytes read + written, forward */
-    double min_dim;     /* smallest of M, N, K of a matrix product, else 0 */
-    double time_s;      /* forward + backward roofline time */
-    uint64_t out_bytes; /* outputs allocated (0 for views) */
+    double bytes;         /* bytes read + written, forward */
+    double min_dim;       /* smallest of M, N, K of a matrix product, else 0 */
+    double time_s;        /* forward + backward time */
+    int cls;              /* loom_est_class_t of the calibrated model, -1 none */
+    uint64_t fresh_bytes; /* fresh pages its allocations fault in, bytes */
+    uint64_t out_bytes;   /* outputs allocated (0 for views) */
 } loom_est_op_t;
 
 /* Memory categories at the moment of the peak (bytes). */
@@ -148,6 +234,9 @@ typedef struct loom_est_result {
     double fwd_bytes, bwd_bytes, opt_bytes;
     loom_est_memory_t mem;
     double fwd_time_s, bwd_time_s, opt_time_s, step_time_s;
+    double fixed_time_s;  /* the step's fixed cost (calibrated devices, training) */
+    double fault_time_s;  /* of the above, fresh pages (malloc devices) */
+    uint64_t fresh_bytes; /* fresh pages per step, bytes (malloc devices) */
     size_t nops;
     loom_est_op_t *ops; /* compute nodes in topological order */
 } loom_est_result_t;

@@ -69,9 +69,14 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
         printf("%-18s %14llu %10s\n", rows[i].name, (unsigned long long)rows[i].v,
                loom_format_size(rows[i].v, s, sizeof s));
     }
-    if (o->device)
-        printf("\nstep time  %.3f ms (forward %.3f, backward %.3f, optimizer %.3f)\n",
-               r->step_time_s * 1e3, r->fwd_time_s * 1e3, r->bwd_time_s * 1e3, r->opt_time_s * 1e3);
+    if (o->device) {
+        printf("\nstep time  %.3f ms (forward %.3f, backward %.3f, optimizer %.3f, fixed %.3f)\n",
+               r->step_time_s * 1e3, r->fwd_time_s * 1e3, r->bwd_time_s * 1e3, r->opt_time_s * 1e3,
+               r->fixed_time_s * 1e3);
+        if (r->fresh_bytes)
+            printf("           of which page faults %.3f ms (%llu fresh pages of the heap model)\n",
+                   r->fault_time_s * 1e3, (unsigned long long)(r->fresh_bytes / 4096));
+    }
     /* top operators by time (or FLOPs without a device) */
     size_t n = r->nops, *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)

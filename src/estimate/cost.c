@@ -28,6 +28,15 @@
 #include "estimate/est.h"
 
 enum { CAT_WEIGHT, CAT_GRAD, CAT_OPT, CAT_ACT, CAT_TEMP, CAT_N };
+/* The heap event log (malloc devices): what the step allocates and frees,
+ * in order, replayed through the glibc model (heap.c) for fresh pages. */
+enum { EV_ALLOC, EV_FREE, EV_OPT };
+enum { PH_PERSIST, PH_INPUT, PH_FWD, PH_LOSS, PH_BWD, PH_END };
+typedef struct hev {
+    uint8_t kind, phase;
+    int node;
+    uint64_t id, bytes;
+} hev_t;
 enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR };
 
 typedef struct cost {
@@ -56,6 +65,15 @@ typedef struct cost {
     uint64_t live[CAT_N], live_total, peak_total;
     uint64_t at_peak[CAT_N];
     bool oom;
+    /* heap event log */
+    bool log;      /* keep one (malloc devices with a page fault cost) */
+    bool log_skip; /* the next allocations are the memory model's only */
+    int cur_node, cur_phase;
+    hev_t *ev;
+    size_t nev, capev;
+    uint64_t *logid; /* allocator handle -> log id */
+    size_t caplog;
+    uint64_t nlog;
 } cost_t;
 
 /* ------------------------------------------------------------ helpers */
@@ -107,6 +125,58 @@ static est_tensor_t *tin(const cost_t *c, const est_node_t *n, size_t i)
 
 /* ------------------------------------------------------------ allocator */
 
+static void log_event(cost_t *c, int kind, uint64_t id, uint64_t bytes)
+{
+    if (c->nev == c->capev) {
+        size_t cap = c->capev ? 2 * c->capev : 1024;
+        hev_t *n = realloc(c->ev, cap * sizeof *n);
+        if (!n) {
+            c->oom = true;
+            return;
+        }
+        c->ev = n;
+        c->capev = cap;
+    }
+    c->ev[c->nev++] = (hev_t){(uint8_t)kind, (uint8_t)c->cur_phase, c->cur_node, id, bytes};
+}
+
+/* A transient buffer PyTorch allocates inside an operator (log only; the
+ * memory model does not see it: it dies within the operator). */
+static uint64_t hid_alloc(cost_t *c, uint64_t bytes)
+{
+    if (!c->log || bytes == 0)
+        return 0;
+    uint64_t id = ++c->nlog;
+    log_event(c, EV_ALLOC, id, bytes);
+    return id;
+}
+
+static void hid_free(cost_t *c, uint64_t *id)
+{
+    if (c->log && *id)
+        log_event(c, EV_FREE, *id, 0);
+    *id = 0;
+}
+
+static void log_alloc(cost_t *c, uint64_t h, uint64_t bytes)
+{
+    if (h >= c->caplog) {
+        size_t cap = c->caplog ? 2 * c->caplog : 1024;
+        while (cap <= h)
+            cap *= 2;
+        uint64_t *n = realloc(c->logid, cap * sizeof *n);
+        if (!n) {
+            c->oom = true;
+            return;
+        }
+        memset(n + c->caplog, 0, (cap - c->caplog) * sizeof *n);
+        c->logid = n;
+        c->caplog = cap;
+    }
+    c->logid[h] = ++c->nlog;
+    log_event(c, EV_ALLOC, c->logid[h], bytes);
+}
+
 static uint64_t mem_alloc(cost_t *c, uint64_t bytes, int cat)
 {
     if (bytes == 0)
@@ -116,6 +186,8 @@ static uint64_t mem_alloc(cost_t *c, uint64_t bytes, int cat)
         c->oom = true;
         return 0;
     }
+    if (c->log && !c->log_skip)
+        log_alloc(c, h, bytes);
     if (h >= c->hcap) {
         size_t cap = c->hcap ? 2 * c->hcap : 1024;
         while (cap <= h)
@@ -147,6 +219,10 @@ static void mem_free(cost_t *c, uint64_t *h)
 {
     if (!*h)
         return;
+    if (c->log && *h < c->caplog && c->logid[*h]) {
+        log_event(c, EV_FREE, c->logid[*h], 0);
+        c->logid[*h] = 0;
+    }
     loom_est_alloc_release(c->alloc, *h);
     c->live[c->hcat[*h]] -= c->hbytes[*h];
     c->live_total -= c->hbytes[*h];
@@ -491,6 +567,8 @@ static void cost_free(cost_t *c)
     free(c->order);
     free(c->hcat);
     free(c->hbytes);
+    free(c->ev);
+    free(c->logid);
     loom_est_alloc_free_all(c->alloc);
 }
 
@@ -645,6 +723,51 @@ static void maybe_free_fwd(cost_t *c, int t, int p)
     mem_free(c, &c->handle[r]);
 }
 
+static int64_t attr_int(const est_node_t *n, const char *name, int64_t def)
+{
+    const est_attr_t *a = est_attr(n, name);
+    return a && a->has_i ? a->i : def;
+}
+
+static bool any_above_one(const est_node_t *n, const char *name)
+{
+    const est_attr_t *a = est_attr(n, name);
+    for (size_t i = 0; a && i < a->nints; i++)
+        if (a->ints[i] > 1)
+            return true;
+    return false;
+}
+
+/* A convolution PyTorch's CPU build (1.13, one thread) runs without
+ * oneDNN: Convolution.cpp's use_mkldnn() declines a 1x1, stride-1,
+ * undilated, ungrouped convolution of a batch under 16 (it goes to the
+ * im2col/GEMM path). */
+static bool conv_pointwise(const cost_t *c, const est_node_t *n)
+{
+    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    if (!op_is(n, "Conv") || !x || !w || w->rank != 4 || x->rank != 4)
+        return false;
+    return w->dims[2] == 1 && w->dims[3] == 1 && !any_above_one(n, "strides") &&
+           !any_above_one(n, "dilations") && attr_int(n, "group", 1) == 1 && x->dims[0] < 16;
+}
+
+static bool conv_depthwise(const cost_t *c, const est_node_t *n)
+{
+    const est_tensor_t *w = tin(c, n, 1);
+    return op_is(n, "Conv") && w && w->rank >= 2 && attr_int(n, "group", 1) > 1 && w->dims[1] == 1;
+}
+
+/* oneDNN convolutions reorder their operands into scratch buffers: forward
+ * input-, weight- and output-sized ones; backward the output gradient
+ * twice, the weight, the input, and a result of each gradient before its
+ * copy into PyTorch's layout (seen with an allocation tracer on PyTorch
+ * 1.13). The heap model gets them; the memory model does not (they die
+ * within the operator). */
+static bool conv_onednn(const cost_t *c, const est_node_t *n)
+{
+    return (op_is(n, "Conv") || op_is(n, "ConvTranspose")) && !conv_pointwise(c, n);
+}
+
 static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
 {
     loom_est_model_t *m = c->m;
@@ -662,6 +785,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                      (c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16
                           ? (is_float(m->t[i].dtype) ? 2 : est_dtype_size(m->t[i].dtype))
                           : est_dtype_size(m->t[i].dtype));
+        c->cur_phase = PH_PERSIST;
         persist[4 * i] = mem_alloc(c, b, CAT_WEIGHT);
         if (c->param[i]) {
             res->params += (uint64_t)numel(&m->t[i]);
@@ -674,23 +798,36 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             int nstate = c->opt->optimizer == LOOM_EST_ADAM       ? 2
                          : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1
                                                                   : 0;
+            c->log_skip = true; /* the heap replay creates them in step 1 */
             for (int s = 0; s < nstate; s++)
                 persist[4 * i + 1 + (size_t)s] = mem_alloc(c, b, CAT_OPT);
+            c->log_skip = false;
         }
     }
+    c->cur_phase = PH_INPUT;
     for (size_t i = 0; i < m->nt; i++)
         if (m->t[i].is_input)
             c->handle[i] = mem_alloc(c, tbytes(c, (int)i), CAT_ACT);
     /* forward */
+    c->cur_phase = PH_FWD;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
         est_node_t *n = &m->n[ni];
         bool alias = is_alias(c, n);
         bool internal = c->leader[ni] != ni;
+        c->cur_node = c->leader[ni];
+        uint64_t hy = 0;
+        if (!alias && !internal && c->log && conv_onednn(c, n)) {
+            uint64_t hx = hid_alloc(c, tbytes(c, n->in[0])), hw = hid_alloc(c, tbytes(c, n->in[1]));
+            hy = hid_alloc(c, tbytes(c, n->out[0]));
+            hid_free(c, &hw);
+            hid_free(c, &hx);
+        }
         if (!alias && !internal) {
             for (size_t k = 0; k < n->nout; k++)
                 if (n->out[k] >= 0 && c->root[n->out[k]] == n->out[k])
                     c->handle[n->out[k]] = mem_alloc(c, tbytes(c, n->out[k]), CAT_ACT);
+            hid_free(c, &hy);
             uint64_t ex = extra_bytes(c, ni);
             if (ex) {
                 bool kept = false;
@@ -718,6 +855,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         /* cross-entropy = log_softmax (its output kept) + nll_loss; its
          * backward makes d(log_softmax), then d(logits) while both live */
         uint64_t lsm_bytes = 0, glsm = 0;
+        c->cur_phase = PH_LOSS;
+        c->cur_node = -1;
         for (size_t i = 0; i < m->nouts; i++)
             lsm_bytes += (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4;
         loss = mem_alloc(c, lsm_bytes, CAT_ACT);
@@ -729,17 +868,30 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         }
         mem_free(c, &loss);
         mem_free(c, &glsm);
-        for (size_t i = 0; i < m->nouts; i++) { /* outputs not saved die now */
+        /* outputs not saved die now for the memory model; the caller's
+         * reference (`out = model(x)`) keeps them until its step returns,
+         * after the optimizer, which is where the heap log frees them */
+        uint64_t deferred[8];
+        int ndef = 0;
+        for (size_t i = 0; i < m->nouts; i++) {
             int r = c->root[m->graph_outputs[i]];
-            if (c->nsaved[r] == 0)
+            if (c->nsaved[r] == 0) {
+                uint64_t h = c->handle[r];
+                if (c->log && h < c->caplog && c->logid[h] && ndef < 8) {
+                    deferred[ndef++] = c->logid[h];
+                    c->logid[h] = 0;
+                }
                 mem_free(c, &c->handle[r]);
+            }
         }
         /* backward */
+        c->cur_phase = PH_BWD;
         for (size_t i = c->norder; i-- > 0;) {
             int ni = c->order[i];
             est_node_t *n = &m->n[ni];
             if (c->leader[ni] != ni)
                 continue;
+            c->cur_node = ni;
             bool out_req = false;
             for (size_t k = 0; k < n->nout; k++)
                 if (n->out[k] >= 0 && c->req[n->out[k]])
@@ -763,11 +915,24 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             }
             uint64_t gh = n->out[0] >= 0 ? c->ghandle[n->out[0]] : 0;
             bool passed = false;
+            /* oneDNN's scratch (conv_onednn) around each gradient: for dx,
+             * dy and w reordered and dx computed, then copied out; for dw,
+             * dy and x reordered and dw computed, then copied out */
+            bool onednn = c->log && conv_onednn(c, n);
             for (int k = 0; k < nin; k++) {
                 int t = ins[k];
                 int pr = m->t[t].producer;
                 if (!c->req[t] || (pr >= 0 && pr != ni && c->leader[pr] == ni))
                     continue; /* not on the grad path, or internal to the group */
+                uint64_t tmp = 0;
+                if (onednn && (t == n->in[0] || t == n->in[1])) {
+                    int other = t == n->in[0] ? n->in[1] : n->in[0];
+                    uint64_t g = hid_alloc(c, tbytes(c, n->out[0]));
+                    uint64_t o = hid_alloc(c, tbytes(c, other));
+                    tmp = hid_alloc(c, tbytes(c, t));
+                    hid_free(c, &o);
+                    hid_free(c, &g);
+                }
                 if (c->param[t]) {
                     if (!c->ghandle[t])
                         c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_GRAD);
@@ -777,6 +942,11 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                 } else if (!c->ghandle[t]) {
                     c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
                 }
+                hid_free(c, &tmp);
+            }
+            if (c->log && op_is(n, "BatchNormalization")) { /* one input-sized scratch */
+                uint64_t t = hid_alloc(c, tbytes(c, n->in[0]));
+                hid_free(c, &t);
             }
             for (size_t k = 0; k < n->nout; k++) {
                 int t = n->out[k];
@@ -799,6 +969,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             mem_free(c, &extra_handles[ni]);
         }
         /* anything left of the forward (inputs, unused outputs) */
+        c->cur_phase = PH_END;
+        c->cur_node = -1;
         for (size_t i = 0; i < m->nt; i++) {
             if (!c->param[i])
                 mem_free(c, &c->ghandle[i]);
@@ -806,8 +978,14 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             mem_free(c, &persist[4 * i + 3]);
         }
         /* optimizer: Adam's single-tensor step divides into two temporaries */
+        if (c->log)
+            log_event(c, EV_OPT, 0, 0); /* the heap replay runs the optimizer here */
+        for (int i = 0; i < ndef; i++)
+            log_event(c, EV_FREE, deferred[i], 0);
         if (c->opt->optimizer == LOOM_EST_ADAM) {
+            c->log_skip = true;
             uint64_t a = mem_alloc(c, largest, CAT_TEMP), b = mem_alloc(c, largest, CAT_TEMP);
+            c->log_skip = false;
             mem_free(c, &a);
             mem_free(c, &b);
         }
@@ -882,11 +1060,300 @@ static double curve_rate(const loom_est_device_t *d, double dim)
     return d->curve_flops[d->ncurve - 1];
 }
 
-static void roofline(cost_t *c, loom_est_result_t *res)
+double loom_est_curve_eval(const loom_est_curve_t *c, double x)
+{
+    if (c->n <= 0)
+        return 0;
+    if (x <= c->x[0])
+        return c->y[0];
+    for (int i = 1; i < c->n; i++)
+        if (x <= c->x[i]) {
+            double t = (log(x) - log(c->x[i - 1])) / (log(c->x[i]) - log(c->x[i - 1]));
+            return c->y[i - 1] + t * (c->y[i] - c->y[i - 1]);
+        }
+    return c->y[c->n - 1];
+}
+
+double loom_est_cost_eval(const loom_est_cost_fn_t *f, double flops, double d, double elems,
+                          double steps, bool strided)
+{
+    double t = f->overhead_s + steps * f->step_s + (strided ? f->strided_s : 0);
+    if (f->peak > 0 && flops > 0) {
+        double eff = 1;
+        if (f->half_dim > 0) {
+            double dp = pow(d > 0 ? d : 1, f->power), hp = pow(f->half_dim, f->power);
+            eff = dp / (dp + hp);
+        }
+        t += flops / (f->peak * eff);
+    }
+    if (elems > 0)
+        t += elems * loom_est_curve_eval(&f->elem_s, elems);
+    return t;
+}
+
+/* ------------------------------------------------------------ fresh pages */
+
+/* Replays the heap event log through the glibc model the way
+ * bench/estimate_measure.py runs the model: weights, the input batch, then
+ * steps (the optimizer creating its state in the first), and averages the
+ * fresh bytes of the last three steps per node and phase. */
+enum { REPLAY_STEPS = 6, REPLAY_COUNTED = 3 };
+
+static int replay_heap(cost_t *c, double *fresh_fwd, double *fresh_bwd, double *fresh_loss,
+                       double *fresh_opt)
 {
     loom_est_model_t *m = c->m;
+    loom_est_heap_t *h = loom_est_heap_new();
+    uint64_t *hh = calloc(c->nlog + 1, sizeof *hh);
+    bool *keep = calloc(c->nlog + 1, sizeof *keep);
+    uint64_t *state = calloc(2 * (m->nt ? m->nt : 1), sizeof *state);
+    int rc = LOOM_OK;
+    if (!h || !hh || !keep || !state) {
+        rc = loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t e = 0; e < c->nev; e++) {
+        const hev_t *v = &c->ev[e];
+        if (v->phase <= PH_INPUT && v->kind == EV_ALLOC) {
+            hh[v->id] = loom_est_heap_malloc(h, v->bytes);
+            keep[v->id] = true; /* held by the caller across steps */
+        }
+    }
+    int nstate = c->opt->optimizer == LOOM_EST_ADAM       ? 2
+                 : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1
+                                                          : 0;
+    double w = 1.0 / REPLAY_COUNTED;
+    for (int step = 0; step < REPLAY_STEPS; step++) {
+        bool count = step >= REPLAY_STEPS - REPLAY_COUNTED;
+        for (size_t e = 0; e < c->nev; e++) {
+            const hev_t *v = &c->ev[e];
+            if (v->phase <= PH_INPUT)
+                continue;
+            uint64_t before = loom_est_heap_fresh_bytes(h);
+            if (v->kind == EV_ALLOC) {
+                hh[v->id] = loom_est_heap_malloc(h, v->bytes);
+            } else if (v->kind == EV_FREE) {
+                if (!keep[v->id])
+                    loom_est_heap_release(h, hh[v->id]);
+                if (!keep[v->id])
+                    hh[v->id] = 0;
+            } else { /* the optimizer, parameter by parameter */
+                uint64_t denom = 0;
+                for (size_t t = 0; t < m->nt && step == 0 && nstate; t++) {
+                    /* the first step creates the state of every parameter:
+                     * Adam's step counter (a scalar tensor) and moments */
+                    if (!c->param[t])
+                        continue;
+                    if (c->opt->optimizer == LOOM_EST_ADAM)
+                        (void)loom_est_heap_malloc(h, 4);
+                    for (int s = 0; s < nstate; s++)
+                        state[2 * t + (size_t)s] = loom_est_heap_malloc(h, tbytes(c, (int)t));
+                }
+                for (size_t t = 0; t < m->nt; t++) {
+                    if (!c->param[t])
+                        continue;
+                    uint64_t b = tbytes(c, (int)t);
+                    if (c->opt->optimizer == LOOM_EST_ADAM) {
+                        /* denom = (exp_avg_sq.sqrt() / bc).add_(eps): two
+                         * temporaries, the first dies at once, the second
+                         * when the next parameter's replaces it */
+                        uint64_t sq = loom_est_heap_malloc(h, b);
+                        uint64_t dv = loom_est_heap_malloc(h, b);
+                        loom_est_heap_release(h, sq);
+                        loom_est_heap_release(h, denom);
+                        denom = dv;
+                    }
+                }
+                loom_est_heap_release(h, denom);
+            }
+            if (!count)
+                continue;
+            double f = (double)(loom_est_heap_fresh_bytes(h) - before) * w;
+            if (v->kind == EV_OPT)
+                *fresh_opt += f;
+            else if (v->phase == PH_LOSS || v->node < 0)
+                *fresh_loss += f;
+            else if (v->phase == PH_FWD)
+                fresh_fwd[v->node] += f;
+            else
+                fresh_bwd[v->node] += f;
+        }
+    }
+    if (loom_est_heap_failed(h))
+        rc = loom_err_set(c->err, LOOM_ENOMEM, "out of memory in the heap model");
+out:
+    free(state);
+    free(keep);
+    free(hh);
+    loom_est_heap_free_all(h);
+    return rc;
+}
+
+/* ------------------------------------------------------------ classes */
+
+static int op_class(cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    switch (c->gkind[ni]) {
+    case G_LAYERNORM: return LOOM_EST_CL_LN;
+    case G_GELU: return LOOM_EST_CL_GELU;
+    case G_LINEAR: return LOOM_EST_CL_MATMUL;
+    default: break;
+    }
+    if (op_is(n, "Gather") && n->in[0] >= 0 && c->param[n->in[0]])
+        return LOOM_EST_CL_EMBEDDING;
+    if (is_alias(c, n))
+        return LOOM_EST_CL_VIEW;
+    if (op_is(n, "Conv") || op_is(n, "ConvTranspose"))
+        return conv_depthwise(c, n)   ? LOOM_EST_CL_DWCONV
+               : conv_pointwise(c, n) ? LOOM_EST_CL_CONV1X1
+                                      : LOOM_EST_CL_CONV;
+    if (op_is(n, "Gemm"))
+        return LOOM_EST_CL_MATMUL;
+    if (op_is(n, "MatMul")) {
+        const est_tensor_t *b = tin(c, n, 1);
+        return b && b->rank <= 2 ? LOOM_EST_CL_MATMUL : LOOM_EST_CL_BMM;
+    }
+    if (op_is(n, "LSTM"))
+        return LOOM_EST_CL_LSTM;
+    if (op_is(n, "BatchNormalization"))
+        return LOOM_EST_CL_BN;
+    if (op_is(n, "LayerNormalization"))
+        return LOOM_EST_CL_LN;
+    if (op_is(n, "Softmax") || op_is(n, "LogSoftmax"))
+        return LOOM_EST_CL_SOFTMAX;
+    if (op_is(n, "Gelu"))
+        return LOOM_EST_CL_GELU;
+    if (op_is(n, "MaxPool") || op_is(n, "AveragePool"))
+        return LOOM_EST_CL_POOL;
+    if (op_is(n, "GlobalAveragePool") || op_is(n, "GlobalMaxPool") || op_is(n, "ReduceMean") ||
+        op_is(n, "ReduceSum") || op_is(n, "ReduceMax"))
+        return LOOM_EST_CL_REDUCE;
+    static const char *unary[] = {"Relu", "Clip",        "LeakyRelu", "Neg",    "Abs",
+                                  "Not",  "HardSigmoid", "HardSwish", "Dropout"};
+    for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
+        if (op_is(n, unary[i]))
+            return LOOM_EST_CL_UNARY;
+    static const char *binary[] = {"Add", "Sub",   "Mul",   "Div",  "Max",
+                                   "Min", "Where", "Equal", "Less", "Greater"};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
+        if (op_is(n, binary[i]))
+            return LOOM_EST_CL_BINARY;
+    static const char *act[] = {"Erf",  "Tanh", "Sigmoid",  "Exp",       "Log",
+                                "Sqrt", "Pow",  "Softplus", "Reciprocal"};
+    for (size_t i = 0; i < sizeof act / sizeof *act; i++)
+        if (op_is(n, act[i]))
+            return LOOM_EST_CL_ACT;
+    return LOOM_EST_CL_COPY; /* Concat, Gather, Cast, copying reshapes, ... */
+}
+
+typedef struct feat {
+    double d, el_f, el_b, steps;
+    bool strided;
+} feat_t;
+
+static double nel(const cost_t *c, int t)
+{
+    return t >= 0 ? (double)numel(&c->m->t[t]) : 0;
+}
+
+/* The element counts etc. each class's cost function takes (docs/estimate.md). */
+static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
+{
+    const est_node_t *n = &c->m->n[ni];
+    int x = c->gin[ni] >= 0 ? c->gin[ni] : n->nin ? n->in[0] : -1;
+    double E = n->nout ? nel(c, n->out[0]) : 0, X = nel(c, x);
+    feat_t f = {.d = min_dim};
+    switch (cls) {
+    case LOOM_EST_CL_CONV:
+    case LOOM_EST_CL_CONV1X1: {
+        const est_tensor_t *w = tin(c, n, 1);
+        double k = 1;
+        for (int i = 1; w && i < w->rank; i++)
+            k *= (double)w->dims[i]; /* Cin/group x kernel */
+        double cout = w && w->rank ? (double)w->dims[0] : 1;
+        double grp = (double)attr_int(n, "group", 1);
+        f.d = fmin(E / (cout > 0 ? cout : 1), fmin(cout / grp, k));
+        f.el_f = f.el_b = X + E + nel(c, n->in[1]);
+        f.strided = any_above_one(n, "strides");
+        break;
+    }
+    case LOOM_EST_CL_DWCONV:
+        f.el_f = f.el_b = X + E;
+        f.strided = any_above_one(n, "strides");
+        break;
+    case LOOM_EST_CL_MATMUL:
+    case LOOM_EST_CL_BMM: {
+        double el = 0;
+        for (size_t j = 0; j < n->nin; j++)
+            el += nel(c, n->in[j]);
+        if (c->gkind[ni] == G_LINEAR)
+            el = X + E; /* the MatMul's input and the output; the weight below */
+        for (size_t j = 0; c->gkind[ni] == G_LINEAR && j < n->nin; j++) {
+            int p = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+            if (p >= 0 && p != ni && c->leader[p] == ni)
+                el += nel(c, c->m->n[p].in[1]);
+        }
+        f.el_f = f.el_b = el + (c->gkind[ni] == G_LINEAR ? 0 : E);
+        break;
+    }
+    case LOOM_EST_CL_LSTM: {
+        const est_tensor_t *xt = tin(c, n, 0);
+        bool bf = attr_int(n, "layout", 0) == 1;
+        f.steps = xt && xt->rank == 3 ? (double)xt->dims[bf ? 1 : 0] : 1;
+        f.d = xt && xt->rank == 3 ? (double)xt->dims[bf ? 0 : 1] : 1;
+        f.el_f = f.el_b = 4 * E;
+        break;
+    }
+    case LOOM_EST_CL_EMBEDDING:
+        f.el_f = E;
+        f.el_b = nel(c, n->in[0]) + E;
+        break;
+    case LOOM_EST_CL_POOL: f.el_f = f.el_b = X + E; break;
+    case LOOM_EST_CL_REDUCE: f.el_f = f.el_b = X; break;
+    case LOOM_EST_CL_VIEW: break;
+    default: f.el_f = f.el_b = E; break;
+    }
+    return f;
+}
+
+/* ------------------------------------------------------------ time */
+
+static double n_esize(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    return n->nout && n->out[0] >= 0 ? (double)esize(c, n->out[0]) : 4;
+}
+
+static bool matrix_op(const char *op_type)
+{
+    return strcmp(op_type, "Conv") == 0 || strcmp(op_type, "Gemm") == 0 ||
+           strcmp(op_type, "MatMul") == 0 || strcmp(op_type, "LSTM") == 0 ||
+           strcmp(op_type, "ConvTranspose") == 0 || strcmp(op_type, "Linear(fused)") == 0;
+}
+
+/* The plain roofline of one operator (devices without op_classes). */
+static void roofline_op(const cost_t *c, loom_est_op_t *op, double *tf, double *tb)
+{
     const loom_est_device_t *d = c->opt->device;
     bool half = c->opt->precision != LOOM_EST_FP32;
+    bool mm = matrix_op(op->op_type);
+    double rate = mm ? (half ? d->flops_half : d->flops_fp32) : d->flops_vector;
+    if (op->min_dim > 0 && d->ncurve > 0)
+        rate = curve_rate(d, op->min_dim) * (half ? d->flops_half / d->flops_fp32 : 1);
+    if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
+        rate = d->flops_conv > 0
+                   ? (half ? d->flops_half * d->flops_conv / d->flops_fp32 : d->flops_conv)
+                   : rate;
+    *tf = fmax(op->fwd_flops / rate, op->bytes / d->mem_bandwidth) + d->op_overhead_s;
+    *tb = 0;
+    if (op->bwd_flops > 0)
+        *tb = fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
+}
+
+static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opreq)
+{
+    loom_est_model_t *m = c->m;
     size_t k = 0;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
@@ -912,7 +1379,10 @@ static void roofline(cost_t *c, loom_est_result_t *res)
         res->fwd_flops += f;
         res->bwd_flops += b;
         if (lead == ni) {
-            loom_est_op_t *op = &res->ops[k++];
+            loom_est_op_t *op = &res->ops[k];
+            opnode[k] = ni;
+            opreq[k] = any_req && c->opt->train;
+            k++;
             op->name = n->name;
             op->op_type = c->gkind[ni] == G_LAYERNORM ? "LayerNorm(fused)"
                           : c->gkind[ni] == G_GELU    ? "Gelu(fused)"
@@ -922,6 +1392,7 @@ static void roofline(cost_t *c, loom_est_result_t *res)
             op->bwd_flops += b;
             op->bytes = is_alias(c, n) ? 0 : node_bytes(c, ni);
             op->min_dim = product_min_dim(c, ni);
+            op->cls = -1;
             for (size_t j = 0; j < n->nout; j++)
                 if (n->out[j] >= 0 && !is_alias(c, n))
                     op->out_bytes += tbytes(c, n->out[j]);
@@ -940,58 +1411,144 @@ static void roofline(cost_t *c, loom_est_result_t *res)
         }
     }
     res->nops = k;
-    /* Memory traffic under the same rules as the time below (each operator
-     * reads its inputs and writes its outputs once; backward twice that;
-     * the update per parameter as many times as the optimizer touches it),
+    /* Memory traffic under the roofline rules (each operator reads its
+     * inputs and writes its outputs once; backward twice that; the update
+     * per parameter as many times as the optimizer touches it),
      * device-independent, for rooflines (loom prof). */
     for (size_t i = 0; i < res->nops; i++) {
         res->fwd_bytes += res->ops[i].bytes;
         if (res->ops[i].bwd_flops > 0)
             res->bwd_bytes += 2 * res->ops[i].bytes;
     }
+    if (c->opt->train) {
+        double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
+                     : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
+                                                              : 3;
+        double elem =
+            c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
+        res->opt_bytes = (double)res->params * per * elem;
+    }
+}
+
+/* The optimizer's time without a calibration: bytes per parameter over
+ * bandwidth, plus an overhead per parameter tensor per kernel. */
+static double optimizer_roofline(const cost_t *c, const loom_est_result_t *res, size_t ntensors)
+{
+    const loom_est_device_t *d = c->opt->device;
     double per = c->opt->optimizer == LOOM_EST_ADAM       ? 7
                  : c->opt->optimizer == LOOM_EST_MOMENTUM ? 5
                                                           : 3;
     double elem = c->opt->precision == LOOM_EST_FP16 || c->opt->precision == LOOM_EST_BF16 ? 2 : 4;
-    if (c->opt->train)
-        res->opt_bytes = (double)res->params * per * elem;
+    double kernels = c->opt->optimizer == LOOM_EST_ADAM       ? 10
+                     : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3
+                                                              : 1;
+    return (double)res->params * per * elem / d->mem_bandwidth +
+           (double)ntensors * kernels * d->op_overhead_s;
+}
+
+static int step_time(cost_t *c, loom_est_result_t *res)
+{
+    loom_est_model_t *m = c->m;
+    const loom_est_device_t *d = c->opt->device;
+    bool train = c->opt->train;
+    int rc = LOOM_OK;
+    size_t nn = m->nn ? m->nn : 1;
+    int *opnode = calloc(c->norder + 1, sizeof *opnode);
+    bool *opreq = calloc(c->norder + 1, sizeof *opreq);
+    double *ffwd = calloc(nn, sizeof *ffwd), *fbwd = calloc(nn, sizeof *fbwd);
+    double floss = 0, fopt = 0;
+    if (!opnode || !opreq || !ffwd || !fbwd) {
+        rc = loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
+        goto out;
+    }
+    flops_pass(c, res, opnode, opreq);
+    res->opt_flops =
+        train ? (double)res->params * (c->opt->optimizer == LOOM_EST_ADAM ? 12 : 3) : 0;
     if (!d)
-        return;
+        goto out;
+    if (c->log && (rc = replay_heap(c, ffwd, fbwd, &floss, &fopt)))
+        goto out;
+    bool half = c->opt->precision != LOOM_EST_FP32;
+    double hscale = half ? d->flops_half / d->flops_fp32 : 1;
+    double pf = c->log ? d->page_fault_s / 4096 : 0; /* per fresh byte */
     for (size_t i = 0; i < res->nops; i++) {
         loom_est_op_t *op = &res->ops[i];
-        bool mm = strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "Gemm") == 0 ||
-                  strcmp(op->op_type, "MatMul") == 0 || strcmp(op->op_type, "LSTM") == 0 ||
-                  strcmp(op->op_type, "ConvTranspose") == 0 ||
-                  strcmp(op->op_type, "Linear(fused)") == 0;
-        double rate = mm ? (half ? d->flops_half : d->flops_fp32) : d->flops_vector;
-        if (op->min_dim > 0 && d->ncurve > 0)
-            rate = curve_rate(d, op->min_dim) * (half ? d->flops_half / d->flops_fp32 : 1);
-        if (strcmp(op->op_type, "Conv") == 0 || strcmp(op->op_type, "ConvTranspose") == 0)
-            rate = d->flops_conv > 0
-                       ? (half ? d->flops_half * d->flops_conv / d->flops_fp32 : d->flops_conv)
-                       : rate;
-        double tf = fmax(op->fwd_flops / rate, op->bytes / d->mem_bandwidth) + d->op_overhead_s;
-        double tb = 0;
-        if (op->bwd_flops > 0)
-            tb =
-                fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
+        int ni = opnode[i];
+        double tf, tb;
+        roofline_op(c, op, &tf, &tb);
+        int cls = d->has_classes ? op_class(c, ni) : -1;
+        if (cls >= 0 && d->cls[cls][0].set) {
+            feat_t f = op_features(c, ni, cls, op->min_dim);
+            double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
+            bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 ||
+                      cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM ||
+                      cls == LOOM_EST_CL_LSTM;
+            double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
+            op->cls = cls;
+            tf = loom_est_cost_eval(&d->cls[cls][0], fl, f.d, f.el_f * es, f.steps, f.strided);
+            tb = 0;
+            if (opreq[i] && d->cls[cls][1].set)
+                tb = loom_est_cost_eval(&d->cls[cls][1], bl, f.d, f.el_b * es, f.steps, f.strided);
+            else if (opreq[i])
+                tb = tf; /* no backward calibration: as much again */
+        }
+        op->fresh_bytes = (uint64_t)(ffwd[ni] + fbwd[ni]);
+        tf += ffwd[ni] * pf;
+        tb += fbwd[ni] * pf;
+        res->fault_time_s += (ffwd[ni] + fbwd[ni]) * pf;
+        res->fresh_bytes += op->fresh_bytes;
         op->time_s = tf + tb;
         res->fwd_time_s += tf;
         res->bwd_time_s += tb;
     }
-    if (c->opt->train) {
-        /* per parameter tensor: bytes read+written by the update (opt_bytes) */
-        size_t ntensors = 0;
-        for (size_t i = 0; i < m->nt; i++)
-            ntensors += c->param[i];
-        double kernels = c->opt->optimizer == LOOM_EST_ADAM       ? 10
-                         : c->opt->optimizer == LOOM_EST_MOMENTUM ? 3
-                                                                  : 1;
-        res->opt_flops = (double)res->params * (c->opt->optimizer == LOOM_EST_ADAM ? 12 : 3);
-        res->opt_time_s =
-            res->opt_bytes / d->mem_bandwidth + (double)ntensors * kernels * d->op_overhead_s;
+    if (train && d->has_classes && d->cls[LOOM_EST_CL_LOSS][0].set) {
+        /* the loss: cross-entropy over the outputs (a pseudo-operator) */
+        double E = 0;
+        for (size_t i = 0; i < m->nouts; i++)
+            E += nel(c, m->graph_outputs[i]);
+        loom_est_op_t *op = &res->ops[res->nops++];
+        op->name = "loss";
+        op->op_type = "CrossEntropy(loss)";
+        op->cls = LOOM_EST_CL_LOSS;
+        op->fwd_flops = 5 * E;
+        op->bwd_flops = 10 * E;
+        double tf = loom_est_cost_eval(&d->cls[LOOM_EST_CL_LOSS][0], 0, 0, E, 0, false);
+        double tb = d->cls[LOOM_EST_CL_LOSS][1].set
+                        ? loom_est_cost_eval(&d->cls[LOOM_EST_CL_LOSS][1], 0, 0, E, 0, false)
+                        : tf;
+        op->fresh_bytes = (uint64_t)floss;
+        tb += floss * pf;
+        op->time_s = tf + tb;
+        res->fwd_time_s += tf;
+        res->bwd_time_s += tb;
     }
-    res->step_time_s = res->fwd_time_s + res->bwd_time_s + res->opt_time_s;
+    res->fault_time_s += floss * pf;
+    res->fresh_bytes += (uint64_t)floss;
+    if (train) {
+        size_t ntensors = 0;
+        const loom_est_opt_cost_t *oc = &d->opt[c->opt->optimizer];
+        double t = 0;
+        for (size_t i = 0; i < m->nt; i++) {
+            if (!c->param[i])
+                continue;
+            ntensors++;
+            double e = (double)numel(&m->t[i]);
+            if (oc->set)
+                t += oc->tensor_s + e * loom_est_curve_eval(&oc->elem_s, e);
+        }
+        res->opt_time_s = oc->set ? t : optimizer_roofline(c, res, ntensors);
+        res->opt_time_s += fopt * pf;
+        res->fault_time_s += fopt * pf;
+        res->fresh_bytes += (uint64_t)fopt;
+        res->fixed_time_s = d->has_classes ? d->step_overhead_s : 0;
+    }
+    res->step_time_s = res->fwd_time_s + res->bwd_time_s + res->opt_time_s + res->fixed_time_s;
+out:
+    free(opnode);
+    free(opreq);
+    free(ffwd);
+    free(fbwd);
+    return rc;
 }
 
 int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_result_t *res,
@@ -1012,7 +1569,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
     fuse(&c);
     propagate(&c);
     lifetimes(&c);
-    res->ops = calloc(c.norder ? c.norder : 1, sizeof *res->ops);
+    res->ops = calloc(c.norder + 1, sizeof *res->ops); /* + the loss */
     extra = calloc(m->nn ? m->nn : 1, sizeof *extra);
     if (!res->ops || !extra) {
         rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -1021,9 +1578,12 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
     for (size_t i = 0; i < m->nt; i++)
         if (m->t[i].is_input)
             res->batch = m->t[i].dims[0];
+    c.log = opt->device && opt->device->allocator == LOOM_EST_ALLOC_MALLOC &&
+            opt->device->page_fault_s > 0;
     if ((rc = cost_walk(&c, res, extra)))
         goto out;
-    roofline(&c, res);
+    if ((rc = step_time(&c, res)))
+        goto out;
     loom_est_memory_t *mem = &res->mem;
     mem->weights = c.at_peak[CAT_WEIGHT];
     mem->gradients = c.at_peak[CAT_GRAD];

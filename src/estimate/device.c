@@ -7,7 +7,16 @@
  *    "flops_conv": 6.7e13 (optional, default flops_fp32),
  *    "mem_bandwidth": 4.8e12, "op_overhead_s": 5e-6,
  *    "memory_bytes": 150323855360, "context_bytes": 536870912,
- *    "allocator": "cuda-caching" | "malloc"}
+ *    "allocator": "cuda-caching" | "malloc",
+ *    -- the calibrated model (bench/estimate_calibrate.py), all optional:
+ *    "calibrated": true, "page_fault_s": 1.3e-5, "step_overhead_s": 1.4e-5,
+ *    "op_classes": {"conv": {"fwd": FN, "bwd": FN}, ...},
+ *    "optimizer": {"adam": {"tensor_s": 2e-5, "elem_s": CURVE}, ...}}
+ *
+ *   FN    = {"overhead_s": S, "step_s": S, "strided_s": S,
+ *            "rate": {"peak": FLOP/s, "half_dim": D, "power": P},
+ *            "elem_s": CURVE}                  (every member optional)
+ *   CURVE = [[x, y], ...]  1 to 16 points, x > 0 increasing, y >= 0
  */
 #include <string.h>
 
@@ -26,6 +35,201 @@ static int get_pos(const json_t *o, const char *key, const char *name, bool requ
         return loom_err_set(err, LOOM_EINVAL, "device %s: /%s must be a number in [0, 1e20]", name,
                             key);
     *out = v;
+    return LOOM_OK;
+}
+
+static const char *class_names[LOOM_EST_CL_N] = {
+    "conv",   "conv1x1", "dwconv", "matmul", "bmm",    "bn",   "ln",   "softmax",   "loss", "unary",
+    "binary", "gelu",    "act",    "pool",   "reduce", "copy", "view", "embedding", "lstm"};
+
+const char *loom_est_class_name(loom_est_class_t c)
+{
+    return (unsigned)c < LOOM_EST_CL_N ? class_names[c] : "unknown";
+}
+
+/* A number in [0, 1e20] at obj/key (path names the place for the message). */
+static int num_at(const json_t *obj, const char *key, const char *name, const char *path,
+                  double *out, loom_err_t *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return LOOM_OK;
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > 1e20)
+        return loom_err_set(err, LOOM_EINVAL, "device %s: %s/%s must be a number in [0, 1e20]",
+                            name, path, key);
+    *out = json_number_value(v);
+    return LOOM_OK;
+}
+
+static int parse_curve(const json_t *v, const char *name, const char *path, loom_est_curve_t *c,
+                       loom_err_t *err)
+{
+    size_t n = json_is_array(v) ? json_array_size(v) : 0;
+    if (n < 1 || n > 16)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "device %s: %s must be an array of 1 to 16 [x, y] pairs, x increasing",
+                            name, path);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *p = json_array_get(v, i);
+        bool pair = json_is_array(p) && json_array_size(p) == 2 &&
+                    json_is_number(json_array_get(p, 0)) && json_is_number(json_array_get(p, 1));
+        double x = pair ? json_number_value(json_array_get(p, 0)) : -1;
+        double y = pair ? json_number_value(json_array_get(p, 1)) : -1;
+        if (!(x > 0) || x > 1e20 || !(y >= 0) || y > 1e20 || (i && x <= c->x[i - 1]))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "device %s: %s/%zu must be [x > 0, y >= 0] with x increasing", name,
+                                path, i);
+        c->x[i] = x;
+        c->y[i] = y;
+    }
+    c->n = (int)n;
+    return LOOM_OK;
+}
+
+static int check_keys(const json_t *o, const char *const *keys, const char *name, const char *path,
+                      const char *expected, loom_err_t *err)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        bool ok = false;
+        for (const char *const *p = keys; *p; p++)
+            ok |= strcmp(*p, k) == 0;
+        if (!ok)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "device %s: %s: unknown member '%s' (expected %s)", name, path, k,
+                                expected);
+    }
+    return LOOM_OK;
+}
+
+static int parse_fn(const json_t *o, const char *name, const char *path, loom_est_cost_fn_t *f,
+                    loom_err_t *err)
+{
+    static const char *const keys[] = {"overhead_s", "step_s", "strided_s", "rate", "elem_s", NULL};
+    static const char *const rkeys[] = {"peak", "half_dim", "power", NULL};
+    if (!json_is_object(o))
+        return loom_err_set(err, LOOM_EINVAL, "device %s: %s must be an object, found %s", name,
+                            path, loom_json_type_name(o));
+    int rc;
+    if ((rc =
+             check_keys(o, keys, name, path, "overhead_s, step_s, strided_s, rate, elem_s", err)) ||
+        (rc = num_at(o, "overhead_s", name, path, &f->overhead_s, err)) ||
+        (rc = num_at(o, "step_s", name, path, &f->step_s, err)) ||
+        (rc = num_at(o, "strided_s", name, path, &f->strided_s, err)))
+        return rc;
+    const json_t *r = json_object_get(o, "rate");
+    if (r) {
+        char rp[160];
+        snprintf(rp, sizeof rp, "%s/rate", path);
+        if (!json_is_object(r))
+            return loom_err_set(err, LOOM_EINVAL, "device %s: %s must be an object", name, rp);
+        f->power = 1;
+        if ((rc = check_keys(r, rkeys, name, rp, "peak, half_dim, power", err)) ||
+            (rc = num_at(r, "peak", name, rp, &f->peak, err)) ||
+            (rc = num_at(r, "half_dim", name, rp, &f->half_dim, err)) ||
+            (rc = num_at(r, "power", name, rp, &f->power, err)))
+            return rc;
+        if (!(f->peak > 0) || f->power > 8)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "device %s: %s needs peak > 0 and power in [0, 8]", name, rp);
+    }
+    const json_t *e = json_object_get(o, "elem_s");
+    if (e) {
+        char ep[160];
+        snprintf(ep, sizeof ep, "%s/elem_s", path);
+        if ((rc = parse_curve(e, name, ep, &f->elem_s, err)))
+            return rc;
+    }
+    f->set = true;
+    return LOOM_OK;
+}
+
+static int parse_classes(const json_t *o, const char *name, loom_est_device_t *d, loom_err_t *err)
+{
+    if (!json_is_object(o))
+        return loom_err_set(err, LOOM_EINVAL, "device %s: /op_classes must be an object, found %s",
+                            name, loom_json_type_name(o));
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        int c = 0;
+        while (c < LOOM_EST_CL_N && strcmp(class_names[c], k) != 0)
+            c++;
+        if (c == LOOM_EST_CL_N)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "device %s: /op_classes/%s: unknown operator class (expected "
+                                "conv, conv1x1, dwconv, matmul, bmm, bn, ln, softmax, loss, unary, "
+                                "binary, gelu, act, pool, reduce, copy, view, embedding or lstm)",
+                                name, k);
+        static const char *const dirs[] = {"fwd", "bwd", NULL};
+        char path[128];
+        snprintf(path, sizeof path, "/op_classes/%s", k);
+        if (!json_is_object(v))
+            return loom_err_set(err, LOOM_EINVAL, "device %s: %s must be an object", name, path);
+        int rc = check_keys(v, dirs, name, path, "fwd, bwd", err);
+        for (int dir = 0; !rc && dir < 2; dir++) {
+            const json_t *f = json_object_get(v, dirs[dir]);
+            char fp[160];
+            snprintf(fp, sizeof fp, "%s/%s", path, dirs[dir]);
+            if (f)
+                rc = parse_fn(f, name, fp, &d->cls[c][dir], err);
+        }
+        if (rc)
+            return rc;
+    }
+    d->has_classes = true;
+    return LOOM_OK;
+}
+
+static int parse_optimizer(const json_t *o, const char *name, loom_est_device_t *d, loom_err_t *err)
+{
+    static const char *const opts[] = {"sgd", "momentum", "adam", NULL};
+    static const char *const keys[] = {"tensor_s", "elem_s", NULL};
+    if (!json_is_object(o))
+        return loom_err_set(err, LOOM_EINVAL, "device %s: /optimizer must be an object, found %s",
+                            name, loom_json_type_name(o));
+    int rc = check_keys(o, opts, name, "/optimizer", "sgd, momentum, adam", err);
+    for (int i = 0; !rc && i < 3; i++) {
+        const json_t *v = json_object_get(o, opts[i]);
+        if (!v)
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/optimizer/%s", opts[i]);
+        if (!json_is_object(v))
+            return loom_err_set(err, LOOM_EINVAL, "device %s: %s must be an object", name, path);
+        if ((rc = check_keys(v, keys, name, path, "tensor_s, elem_s", err)) ||
+            (rc = num_at(v, "tensor_s", name, path, &d->opt[i].tensor_s, err)))
+            return rc;
+        const json_t *e = json_object_get(v, "elem_s");
+        char ep[80];
+        snprintf(ep, sizeof ep, "%s/elem_s", path);
+        if (e && (rc = parse_curve(e, name, ep, &d->opt[i].elem_s, err)))
+            return rc;
+        d->opt[i].set = true;
+    }
+    return rc;
+}
+
+static int parse_calibrated(const json_t *obj, const char *name, loom_est_device_t *out,
+                            loom_err_t *err)
+{
+    int rc;
+    if ((rc = num_at(obj, "page_fault_s", name, "", &out->page_fault_s, err)) ||
+        (rc = num_at(obj, "step_overhead_s", name, "", &out->step_overhead_s, err)))
+        return rc;
+    const json_t *cal = json_object_get(obj, "calibrated");
+    if (cal && !json_is_boolean(cal))
+        return loom_err_set(err, LOOM_EINVAL, "device %s: /calibrated must be true or false", name);
+    out->calibrated = cal && json_is_true(cal);
+    const json_t *cls = json_object_get(obj, "op_classes");
+    if (cls && (rc = parse_classes(cls, name, out, err)))
+        return rc;
+    const json_t *o = json_object_get(obj, "optimizer");
+    if (o && (rc = parse_optimizer(o, name, out, err)))
+        return rc;
     return LOOM_OK;
 }
 
@@ -89,6 +293,8 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         }
         out->ncurve = (int)json_array_size(curve);
     }
+    if ((rc = parse_calibrated(obj, name, out, err)))
+        return rc;
     out->memory_bytes = (uint64_t)mem;
     out->context_bytes = (uint64_t)ctx;
     s = "cuda-caching";

@@ -44,9 +44,12 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
     for (size_t i = 0; i < r->nops; i++) {
         const loom_est_op_t *o = &r->ops[i];
         json_array_append_new(
-            ops, json_pack("{s:s, s:s, s:f, s:f, s:f, s:I, s:f}", "name", o->name, "op", o->op_type,
+            ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:f}", "name", o->name, "op",
+                           o->op_type, "class",
+                           o->cls >= 0 ? loom_est_class_name((loom_est_class_t)o->cls) : "roofline",
                            "fwd_flops", o->fwd_flops, "bwd_flops", o->bwd_flops, "bytes", o->bytes,
-                           "out_bytes", (json_int_t)o->out_bytes, "time_s", o->time_s));
+                           "out_bytes", (json_int_t)o->out_bytes, "fresh_bytes",
+                           (json_int_t)o->fresh_bytes, "time_s", o->time_s));
     }
     json_t *mem = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "weights", (json_int_t)m->weights,
@@ -67,9 +70,12 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
                                   r->fwd_bytes + r->bwd_bytes + r->opt_bytes));
     if (opt->device)
         json_object_set_new(o, "time_s",
-                            json_pack("{s:f, s:f, s:f, s:f}", "forward", r->fwd_time_s, "backward",
-                                      r->bwd_time_s, "optimizer", r->opt_time_s, "step",
-                                      r->step_time_s));
+                            json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "forward", r->fwd_time_s,
+                                      "backward", r->bwd_time_s, "optimizer", r->opt_time_s,
+                                      "fixed", r->fixed_time_s, "page_faults", r->fault_time_s,
+                                      "step", r->step_time_s));
+    if (opt->device)
+        json_object_set_new(o, "fresh_bytes", json_integer((json_int_t)r->fresh_bytes));
     json_object_set_new(o, "ops", ops);
     return o;
 }

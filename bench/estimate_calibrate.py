@@ -1,0 +1,608 @@
+#!/usr/bin/python3
+"""Per-operator-class calibration of this CPU for `loom estimate` (bench/estimate.sh runs it).
+
+    bench/estimate_calibrate.py DEVICE.json [--quick] [--report FILE.md]
+
+Adds to the device description written by build/bench_estimate_calibrate:
+
+  page_fault_s   seconds per fresh 4 KiB page: the extra CPU time of writing
+                 a just-mapped buffer over writing it again (kernel fault and
+                 zeroing, and whatever the hypervisor adds)
+  op_classes     per operator class and direction ("fwd", "bwd"), the
+                 parameters of   t = overhead_s [+ strided_s]
+                                     + flops / (peak * d^p / (d^p + half_dim^p))
+                                     + elems * elem_s(elems)
+                 docs/estimate.md ("Step time") defines flops, d and elems per class
+  optimizer      per optimizer: tensor_s (per parameter tensor) and elem_s
+                 (per element, a curve over the tensor's elements)
+  step_overhead_s  the fixed cost of a step (loss call, backward() call,
+                 optimizer bookkeeping) beyond its operators
+
+Every figure comes from a microbenchmark of PyTorch itself on shapes chosen
+off the model zoo's (odd channel counts, feature maps and batches; the zoo
+uses powers of two), single-threaded and timed in process CPU time like
+bench/estimate_measure.py's steps, best of 5. The estimator models fresh
+pages separately (its glibc heap model), so the class costs must not
+contain them: the script runs itself with glibc's trimming off and a fixed
+mmap threshold of 32 MiB (GLIBC_TUNABLES), so that a microbenchmark
+repeating an operator reuses its memory, and any page faults left in a
+timed sample (ru_minflt) are subtracted at page_fault_s each. page_fault_s
+itself is measured on anonymous mappings (Python's mmap, no malloc).
+Nothing here reads the zoo or its measurements.
+"""
+import os
+import argparse
+import itertools
+import json
+import math
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAGE = 4096
+page_fault_s = 0.0
+
+
+def minflt():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timeit(fn, reps=5, min_sample=2e-3):
+    """Best per-call process CPU time of fn over reps samples, minus page faults."""
+    fn()
+    fn()
+    t0 = time.process_time()
+    fn()
+    one = time.process_time() - t0
+    n = max(1, min(2000, int(min_sample / max(one, 1e-6))))
+    best = math.inf
+    for _ in range(reps):
+        f0 = minflt()
+        t0 = time.process_time()
+        for _ in range(n):
+            fn()
+        t = time.process_time() - t0
+        best = min(best, (t - (minflt() - f0) * page_fault_s) / n)
+    return max(best, 1e-9)
+
+
+def timeit_parts(fn, reps=5, min_sample=2e-3):
+    """Like timeit, for fn() that times its own part and returns seconds."""
+    fn()
+    fn()
+    one = fn()
+    n = max(1, min(2000, int(min_sample / max(one, 1e-6))))
+    best = math.inf
+    for _ in range(reps):
+        best = min(best, sum(fn() for _ in range(n)) / n)
+    return max(best, 1e-9)
+
+
+def measure_page_fault():
+    """CPU time per fresh page: write one byte to every page of a new 64 MiB
+    anonymous mapping, minus writing them again once mapped; best of 5.
+    (The rest of a tensor's first write is the operator's own cost.)"""
+    import mmap
+    size = 64 << 20
+    best = math.inf
+    for _ in range(5):
+        mm = mmap.mmap(-1, size)
+        f0 = minflt()
+        t0 = time.process_time()
+        for off in range(0, size, PAGE):
+            mm[off] = 1
+        t_new = time.process_time() - t0
+        faults = minflt() - f0
+        t0 = time.process_time()
+        for off in range(0, size, PAGE):
+            mm[off] = 2
+        t_old = time.process_time() - t0
+        mm.close()
+        if faults > 0:
+            best = min(best, max(t_new - t_old, 0) / faults)
+    return best if best < math.inf else 0.0
+
+
+# ------------------------------------------------------------ fitting
+
+def interp_log(curve, x):
+    xs = [p[0] for p in curve]
+    if x <= xs[0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if x <= x1:
+            t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + t * (y1 - y0)
+    return curve[-1][1]
+
+
+def lsq_nonneg(cols, y):
+    """Least squares in relative error with non-negative coefficients
+    (columns whose coefficient comes out negative are dropped and the rest refit)."""
+    active = list(range(len(cols)))
+    w = 1.0 / y
+    while True:
+        A = np.stack([cols[i] for i in active], 1)
+        coef, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+        if (coef >= 0).all() or len(active) == 1:
+            out = [0.0] * len(cols)
+            for i, c in zip(active, coef):
+                out[i] = max(float(c), 0.0)
+            return out
+        active.pop(int(np.argmin(coef)))
+
+
+def eval_fn(f, flops, d, elems, steps=0.0, strided=False):
+    """The estimator's cost function (loom_est_cost_eval in src/estimate/cost.c)."""
+    t = f.get("overhead_s", 0.0) + steps * f.get("step_s", 0.0)
+    t += f.get("strided_s", 0.0) if strided else 0.0
+    r = f.get("rate")
+    if r and flops > 0:
+        eff = 1.0
+        if r["half_dim"] > 0:
+            dp, hp = max(d, 1) ** r["power"], r["half_dim"] ** r["power"]
+            eff = dp / (dp + hp)
+        t += flops / (r["peak"] * eff)
+    if f.get("elem_s") and elems > 0:
+        t += elems * interp_log(f["elem_s"], elems)
+    return t
+
+
+def fit_flops(samples):
+    """samples: (flops, d, elems, strided, t). Fits overhead, strided,
+    the saturating rate curve and a constant elem_s on three quarters of
+    the samples; returns (params, errors on those, errors on the quarter
+    held out)."""
+    samples = plausible(samples)
+    held = samples[3::4]
+    samples = [x for i, x in enumerate(samples) if i % 4 != 3]
+    fl, d, el, st, t = (np.array(c, dtype=float) for c in zip(*samples))
+    best = None
+    for p in (0.5, 1.0, 2.0):
+        for h in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+            eff = d ** p / (d ** p + h ** p)
+            cols = [np.ones_like(t), st, fl / eff, el]
+            c = lsq_nonneg(cols, t)
+            pred = sum(ci * col for ci, col in zip(c, cols))
+            err = np.abs(pred - t) / t
+            score = float(np.median(err)) + 0.25 * float(np.mean(err))
+            if best is None or score < best[0]:
+                best = (score, p, h, c, err)
+    _, p, h, c, err = best
+    out = {"overhead_s": c[0], "elem_s": [[1, c[3]]]}
+    if c[2] > 0:
+        out["rate"] = {"peak": 1.0 / c[2], "half_dim": h, "power": p}
+    if c[1] > 0:
+        out["strided_s"] = c[1]
+    herr = np.array([abs(eval_fn(out, f, dd, e, 0, bool(sd)) - tt) / tt for f, dd, e, sd, tt in held])
+    return out, err, herr
+
+
+MIN_OP_S = 1e-6  # no PyTorch operator with autograd runs faster
+
+
+def plausible(samples):
+    """Drops failed measurements: a time under MIN_OP_S (a sample whose
+    page faults, subtracted, outweighed it)."""
+    kept = [x for x in samples if x[-1] >= MIN_OP_S]
+    if len(kept) < len(samples):
+        print(f"  ({len(samples) - len(kept)} of {len(samples)} samples under {MIN_OP_S * 1e6:.0f} us dropped)",
+              flush=True)
+    return kept
+
+
+def fit_elems(samples):
+    """samples: (elems, t), the smallest of one element. overhead = the
+    time of the smallest; elem_s(elems) = (t - overhead) / elems at the others."""
+    samples = sorted(plausible(samples))
+    c0 = samples[0][1]
+    curve = []
+    for e, t in samples[1:]:
+        curve.append([e, max((t - c0) / e, 0.0)])
+    return {"overhead_s": c0, "elem_s": curve}
+
+
+# ------------------------------------------------------------ microbenchmarks
+
+COLD_BYTES = 96 << 20  # more than this CPU's caches hold
+
+
+def fwd_bwd(factory):
+    """(forward s, backward s) of out = fn(*inputs); out.backward(g), with
+    every gradient reset to None first as zero_grad(set_to_none=True) does.
+    factory() -> (fn, inputs, params) builds one independent copy (its own
+    weights and inputs). In a training step each layer runs once between
+    all the others, so its operands come from memory, not from cache: the
+    calls rotate over enough copies to hold COLD_BYTES together."""
+    def build():
+        fn, inputs, params = factory()
+        params = list(params)
+        leaves = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad] + params
+        out = fn(*inputs)
+        return fn, inputs, leaves, torch.randn_like(out), out.numel() * out.element_size()
+    sets = [build()]
+    ws = sum(x.numel() * x.element_size() for x in sets[0][1] if isinstance(x, torch.Tensor))
+    ws += sum(p.numel() * p.element_size() for p in sets[0][2]) + 2 * sets[0][4]
+    copies = max(1, min(64, -(-COLD_BYTES // max(ws, 1))))
+    sets += [build() for _ in range(copies - 1)]
+    i = [0]
+
+    def fwd():
+        fn, inputs, leaves, g, _ = sets[i[0] % copies]
+        i[0] += 1
+        for x in leaves:
+            x.grad = None
+        fn(*inputs)
+
+    def bwd():  # the forward untimed, the backward timed
+        fn, inputs, leaves, g, _ = sets[i[0] % copies]
+        i[0] += 1
+        for x in leaves:
+            x.grad = None
+        out = fn(*inputs)
+        f0 = minflt()
+        t0 = time.process_time()
+        out.backward(g)
+        return time.process_time() - t0 - (minflt() - f0) * page_fault_s
+    return timeit(fwd), timeit_parts(bwd)
+
+
+def pointwise(b, k, s):
+    """PyTorch 1.13's CPU convolution without oneDNN (Convolution.cpp,
+    use_mkldnn, one thread): 1x1, stride 1, batch under 16."""
+    return k == 1 and s == 1 and b < 16
+
+
+def cal_conv(quick, point=False):
+    fw, bw = [], []
+    cfg = itertools.product((1, 3, 6, 12) if point else (3, 12, 18),
+                            ((24, 40), (72, 120), (200, 320), (480, 600)),
+                            (5, 9, 17, 33), (1, 3), (1, 2))
+    for b, (ci, co), hw, k, s in cfg:
+        if pointwise(b, k, s) != point:
+            continue
+        ho = (hw + 2 * (k // 2) - k) // s + 1
+        E = b * co * ho * ho
+        flops = 2 * E * ci * k * k
+        if flops > 6e8 or (quick and (hw == 17 or b in (3, 6))):
+            continue
+        def make(b=b, ci=ci, co=co, hw=hw, k=k, s=s):
+            conv = nn.Conv2d(ci, co, k, stride=s, padding=k // 2, bias=False)
+            return conv, (torch.randn(b, ci, hw, hw, requires_grad=True),), conv.parameters()
+        tf, tb = fwd_bwd(make)
+        d = min(b * ho * ho, co, ci * k * k)
+        el = b * ci * hw * hw + E + co * ci * k * k
+        fw.append((flops, d, el, float(s > 1), tf))
+        bw.append((2 * flops, d, el, float(s > 1), tb))
+    return fit_flops(fw), fit_flops(bw)
+
+
+def cal_dwconv(quick):
+    fw, bw = [], []
+    for b, c, hw, s in itertools.product((3, 12), (24, 72, 200, 480), (5, 9, 17, 33), (1, 2)):
+        if quick and hw == 17:
+            continue
+        def make(b=b, c=c, hw=hw, s=s):
+            conv = nn.Conv2d(c, c, 3, stride=s, padding=1, groups=c, bias=False)
+            return conv, (torch.randn(b, c, hw, hw, requires_grad=True),), conv.parameters()
+        tf, tb = fwd_bwd(make)
+        ho = (hw - 1) // s + 1
+        el = b * c * (hw * hw + ho * ho)
+        fw.append((0, 1, el, float(s > 1), tf))
+        bw.append((0, 1, el, float(s > 1), tb))
+    return fit_flops(fw), fit_flops(bw)  # overhead, strided and one elem_s
+
+
+def cal_matmul(quick):
+    fw, bw = [], []
+    for m, (k, n) in itertools.product((3, 12, 40, 130, 500, 1500),
+                                       ((96, 300), (300, 700), (700, 1200), (200, 3000))):
+        flops = 2 * m * k * n
+        if flops > 6e8 or (quick and m in (12, 500)):
+            continue
+        def make(m=m, k=k, n=n):
+            lin = nn.Linear(k, n)
+            return lin, (torch.randn(m, k, requires_grad=True),), lin.parameters()
+        tf, tb = fwd_bwd(make)
+        d = min(m, k, n)
+        el = m * k + m * n + k * n
+        fw.append((flops + m * n, d, el, 0.0, tf))
+        bw.append((2 * flops, d, el, 0.0, tb))
+    return fit_flops(fw), fit_flops(bw)
+
+
+def cal_bmm(quick):
+    fw, bw = [], []
+    for bh, t, dd in itertools.product((6, 24, 60), (20, 50, 100, 200), (24, 40, 80)):
+        if quick and t == 50:
+            continue
+        def make(bh=bh, t=t, dd=dd):
+            return torch.matmul, (torch.randn(bh, t, dd, requires_grad=True),
+                                  torch.randn(bh, dd, t, requires_grad=True)), ()
+        tf, tb = fwd_bwd(make)
+        flops = 2 * bh * t * t * dd
+        el = 2 * bh * t * dd + bh * t * t
+        fw.append((flops, min(t, dd), el, 0.0, tf))
+        bw.append((2 * flops, min(t, dd), el, 0.0, tb))
+    return fit_flops(fw), fit_flops(bw)
+
+
+def sizes(quick):
+    return (1, 300, 3000, 30000, 300000, 3000000) if not quick else (1, 300, 30000, 3000000)
+
+
+HELD_SIZES = (1000, 100000, 1000000)  # between the calibration sizes
+
+
+def cal_elementwise(make, quick):
+    """make(E) -> (callable, inputs, params, elems). The curve comes from
+    sizes(); the sizes in HELD_SIZES are measured too and predicted from
+    it, as a check."""
+    fw, bw, hf, hb = [], [], [], []
+    for E in sizes(quick) + HELD_SIZES:
+        el = make(E)[3]
+        tf, tb = fwd_bwd(lambda: make(E)[:3])
+        (hf if E in HELD_SIZES else fw).append((el, tf))
+        (hb if E in HELD_SIZES else bw).append((el, tb))
+    out = []
+    for s, h in ((fw, hf), (bw, hb)):
+        f = fit_elems(s)
+        err = np.array([abs(eval_fn(f, 0, 0, e) - t) / t for e, t in s])
+        herr = np.array([abs(eval_fn(f, 0, 0, e) - t) / t for e, t in h])
+        out.append((f, err, herr))
+    return out
+
+
+def rows_cols(E, cols):
+    return max(1, E // cols), cols
+
+
+def mk_unary(fn):
+    def make(E):
+        x = torch.randn(E, requires_grad=True)
+        return fn, (x,), (), E
+    return make
+
+
+def mk_binary(E):
+    x = torch.randn(E, requires_grad=True)
+    y = torch.randn(E, requires_grad=True)
+    return torch.add, (x, y), (), E
+
+
+def mk_bn(E):
+    c = 40 if E >= 40 * 49 else 1
+    n = max(1, E // (c * 49))
+    m = nn.BatchNorm2d(c)
+    return m, (torch.randn(n, c, 7, 7, requires_grad=True),), m.parameters(), n * c * 49
+
+
+def mk_ln(E):
+    d = 300 if E >= 300 else E
+    m = nn.LayerNorm(d)
+    return m, (torch.randn(max(1, E // d), d, requires_grad=True),), m.parameters(), max(1, E // d) * d
+
+
+def mk_softmax(E):
+    r, c = rows_cols(E, 300 if E >= 300 else E)
+    return (lambda x: x.softmax(-1)), (torch.randn(r, c, requires_grad=True),), (), r * c
+
+
+def mk_loss(E):
+    r, c = rows_cols(E, 300 if E >= 300 else E)
+    tgt = torch.randint(0, c, (r,))
+    x = torch.randn(r, c, requires_grad=True)
+    return (lambda x: F.cross_entropy(x, tgt)), (x,), (), r * c
+
+
+def mk_pool(E):  # elems = input + output of a 2x2 max pool
+    c = 40 if E >= 40 * 36 else 1
+    n = max(1, E // (c * 36))
+    x = torch.randn(n, c, 6, 6, requires_grad=True)
+    return (lambda x: F.max_pool2d(x, 2)), (x,), (), n * c * (36 + 9)
+
+
+def mk_reduce(E):
+    c = 300 if E >= 300 else E
+    x = torch.randn(max(1, E // c), c, requires_grad=True)
+    return (lambda x: x.mean(-1)), (x,), (), max(1, E // c) * c
+
+
+def mk_copy(E):  # a transposed tensor made contiguous: reshape of a non-contiguous view
+    c = 30 if E >= 900 else 1
+    x = torch.randn(max(1, E // (c * c)), c, c, requires_grad=True)
+    return (lambda x: x.transpose(1, 2).reshape(x.shape[0], -1)), (x,), (), x.numel()
+
+
+def mk_view(E):
+    x = torch.randn(6, max(1, E // 6), requires_grad=True)
+    return (lambda x: x.view(-1)), (x,), (), x.numel()
+
+
+def cal_embedding(quick):
+    """elems: forward the rows looked up (x dim); backward the table (the
+    dense gradient is zeroed) plus the rows. Fitted as a line (overhead +
+    constant elem_s) on four shapes, the fifth held out."""
+    fw, bw = [], []
+    for rows, dim, n in ((300, 24, 60), (3000, 24, 600), (30000, 40, 600), (100000, 40, 3000),
+                         (30000, 120, 6000)):
+        def make(rows=rows, dim=dim, n=n):
+            emb = nn.Embedding(rows, dim)
+            return emb, (torch.randint(0, rows, (n,)),), emb.parameters()
+        tf, tb = fwd_bwd(make)
+        fw.append((0, 1, n * dim, 0.0, tf))
+        bw.append((0, 1, rows * dim + n * dim, 0.0, tb))
+    return fit_flops(fw), fit_flops(bw)
+
+
+def cal_lstm(quick):
+    fw, bw = [], []
+    for b, t, h in itertools.product((3, 12, 40), (5, 20), (40, 100, 300)):
+        if quick and b == 12:
+            continue
+        def make(b=b, t=t, h=h):
+            m = nn.LSTM(h, h, 1, batch_first=True)
+            return (lambda x: m(x)[0]), (torch.randn(b, t, h, requires_grad=True),), m.parameters()
+        tf, tb = fwd_bwd(make)
+        flops = t * b * (8 * h * (h + h) + 14 * h)
+        el = t * b * 4 * h
+        # per time step overhead: divide the fixed cost over t (the fit's
+        # overhead column is t, see fit_flops' use below)
+        fw.append((flops, b, el, float(t), tf))
+        bw.append((2 * flops, b, el, float(t), tb))
+    # fit with the "strided" column carrying the step count: overhead per step
+    out = []
+    for s in (fw, bw):
+        p, err, herr = fit_flops(s)
+        p["step_s"] = p.pop("strided_s", 0.0)
+        out.append((p, err, herr))
+    return out
+
+
+def cal_optimizer(kind, quick):
+    """tensor_s: fixed cost per parameter tensor; elem_s curve over the
+    tensor's element count; 100000 x 20 held out."""
+    pts, held = [], []
+    for numel, count in ((1, 400), (3000, 200), (30000, 60), (300000, 12), (3000000, 3),
+                         (100000, 20)):
+        ps = [nn.Parameter(torch.randn(numel)) for _ in range(count)]
+        opt = {"adam": lambda p: torch.optim.Adam(p, lr=1e-4),
+               "momentum": lambda p: torch.optim.SGD(p, lr=1e-4, momentum=0.9),
+               "sgd": lambda p: torch.optim.SGD(p, lr=1e-4)}[kind](ps)
+        for p in ps:
+            p.grad = torch.randn(numel)
+        opt.step()
+        t = timeit(opt.step, reps=5, min_sample=5e-3)
+        (held if numel == 100000 else pts).append((numel, t / count))
+    fit = fit_elems(pts)
+    herr = [abs(eval_fn(fit, 0, 0, e) - t) / t for e, t in held]
+    return {"tensor_s": fit["overhead_s"], "elem_s": fit["elem_s"]}, herr
+
+
+def step_overhead():
+    """A whole step of a 3->2 Linear at batch 1: loss, backward() and an Adam
+    step on two tiny tensors; the estimator adds its operator classes on top,
+    so this is the rest (the caller subtracts those)."""
+    lin = nn.Linear(3, 2)
+    opt = torch.optim.Adam(lin.parameters(), lr=1e-4)
+    x = torch.randn(1, 3)
+    y = torch.randint(0, 2, (1,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(lin(x), y).backward()
+        opt.step()
+    return timeit(step, reps=7, min_sample=5e-3)
+
+
+TUNABLES = "glibc.malloc.trim_threshold=68719476736:glibc.malloc.mmap_threshold=33554432"
+
+
+def main():
+    global page_fault_s
+    if os.environ.get("GLIBC_TUNABLES") != TUNABLES:  # see the module's docstring
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, GLIBC_TUNABLES=TUNABLES))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("device")
+    ap.add_argument("--quick", action="store_true", help="fewer shapes (tests)")
+    ap.add_argument("--report", help="write the fit quality as Markdown to this file")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    t_start = time.process_time()
+    page_fault_s = measure_page_fault()
+    print(f"page fault {page_fault_s * 1e6:.2f} us per 4 KiB page", flush=True)
+    classes, report = {}, []
+
+    def add(name, pair):
+        (fp, fe, fh), (bp, be, bh) = pair
+        classes[name] = {"fwd": fp, "bwd": bp}
+        row = (name, len(fe), 100 * np.median(fe), 100 * np.median(be), len(fh),
+               100 * np.median(fh), 100 * np.median(bh))
+        report.append(row)
+        print("%-10s fit n=%d: median err fwd %.1f%% bwd %.1f%%; held out n=%d: fwd %.1f%% bwd %.1f%%"
+              % row, flush=True)
+    q = a.quick
+    add("conv", cal_conv(q))
+    add("conv1x1", cal_conv(q, point=True))
+    add("dwconv", cal_dwconv(q))
+    add("matmul", cal_matmul(q))
+    add("bmm", cal_bmm(q))
+    add("bn", cal_elementwise(mk_bn, q))
+    add("ln", cal_elementwise(mk_ln, q))
+    add("softmax", cal_elementwise(mk_softmax, q))
+    add("loss", cal_elementwise(mk_loss, q))
+    add("unary", cal_elementwise(mk_unary(torch.relu), q))
+    add("binary", cal_elementwise(mk_binary, q))
+    add("gelu", cal_elementwise(mk_unary(F.gelu), q))
+    add("act", cal_elementwise(mk_unary(torch.tanh), q))
+    add("pool", cal_elementwise(mk_pool, q))
+    add("reduce", cal_elementwise(mk_reduce, q))
+    add("copy", cal_elementwise(mk_copy, q))
+    add("view", cal_elementwise(mk_view, q))
+    add("embedding", cal_embedding(q))
+    add("lstm", cal_lstm(q))
+    opts, opt_report = {}, []
+    for kind in ("sgd", "momentum", "adam"):
+        opts[kind], herr = cal_optimizer(kind, q)
+        opt_report.append((kind, opts[kind]["tensor_s"] * 1e6, 100 * herr[0]))
+        print("%-10s per tensor %.1f us; held out 100000 x 20: err %.1f%%" % opt_report[-1],
+              flush=True)
+    tiny = step_overhead()
+    lin = classes["matmul"]
+    fixed = (lin["fwd"]["overhead_s"] + lin["bwd"]["overhead_s"] + classes["loss"]["fwd"]["overhead_s"]
+             + classes["loss"]["bwd"]["overhead_s"] + 2 * opts["adam"]["tensor_s"])
+    dev = json.load(open(a.device))
+    dev["page_fault_s"] = page_fault_s
+    dev["op_classes"] = classes
+    dev["optimizer"] = opts
+    dev["step_overhead_s"] = max(tiny - fixed, 0.0)
+    dev["calibrated"] = True
+    json.dump(dev, open(a.device, "w"), indent=2, sort_keys=True)
+    print(f"step overhead {dev['step_overhead_s'] * 1e6:.1f} us (tiny step {tiny * 1e6:.1f} us); "
+          f"calibration took {time.process_time() - t_start:.0f} s CPU", flush=True)
+    if a.report:
+        write_report(a.report, dev, report, opt_report)
+    return 0
+
+
+def write_report(path, dev, rows, opt_rows):
+    import platform
+    load = open("/proc/loadavg").read().split()[:3]
+    lines = [
+        "# Estimator calibration: operator classes (bench/estimate_calibrate.py)",
+        "",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {platform.node()}, "
+        f"{dev.get('description', '').split(';')[0]}. Load average {' '.join(load)}. "
+        f"torch {torch.__version__}, 1 thread, process CPU time, best of 5.",
+        "",
+        "Command: `bash bench/estimate.sh build` (which runs `bench/estimate_calibrate.py "
+        "workloads/devices/cpu-local.json --report docs/bench/estimate_classes.md`). Shapes are off "
+        "the zoo's; every operand is out of cache (the calls rotate over copies holding 96 MiB); "
+        "glibc trimming is off in this process and faults left are subtracted (the estimator models "
+        "fresh pages apart). Fit: the microbenchmarks the parameters come from (for conv, matmul, bmm, "
+        "dwconv, embedding and lstm three quarters of the shapes); held out: the other quarter, or "
+        "for the element-wise classes sizes between the calibration sizes (1000, 100000, 1000000 "
+        "elements), predicted by the fitted function.",
+        "",
+        f"Page fault: {dev['page_fault_s'] * 1e6:.2f} us per fresh 4 KiB page. Fixed cost of a step: "
+        f"{dev['step_overhead_s'] * 1e6:.1f} us.",
+        "",
+        "| class | fit n | fwd median err % | bwd median err % | held out n | fwd % | bwd % |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += ["| %s | %d | %.1f | %.1f | %d | %.1f | %.1f |" % r for r in rows]
+    lines += ["", "| optimizer | per tensor us | held-out err % |", "|---|---|---|"]
+    lines += ["| %s | %.1f | %.1f |" % r for r in opt_rows]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+/* The calibrated step-time model (src/estimate/cost.c, "time"): cost
+ * functions and curves, operator classes, the loss, the optimizer, the
+ * fixed cost and fresh pages, on hand-built graphs and devices whose
+ * answers are worked out in the comments. */
+#include <math.h>
+
+#include "test_util.h"
+
+#include "est_pb.h"
+#include "loom/estimate.h"
+
+static loom_est_model_t *build(pbw_t *g)
+{
+    pbw_t m = onnx_model(g);
+    loom_est_model_t *model = NULL;
+    loom_err_t err = {0};
+    if (loom_est_model_parse(m.d, m.n, "t.onnx", &model, &err))
+        fail_msg("parse: %s", err.msg);
+    free(m.d);
+    return model;
+}
+
+static void run_ok(loom_est_model_t *m, const loom_est_options_t *o, loom_est_result_t *r)
+{
+    loom_err_t err = {0};
+    if (loom_est_run(m, o, r, &err))
+        fail_msg("run: %s", err.msg);
+}
+
+static void near(double got, double want)
+{
+    if (fabs(got - want) > 1e-12 + 1e-9 * fabs(want))
+        fail_msg("got %.15g, expected %.15g", got, want);
+}
+
+static void load_device(const char *text, loom_est_device_t *d)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    if (!j)
+        fail_msg("device JSON: %s", je.text);
+    loom_err_t err = {0};
+    if (loom_est_device_from_json(j, "t.json", d, &err))
+        fail_msg("device: %s", err.msg);
+    json_decref(j);
+}
+
+static void test_curve_and_cost_fn(void **state)
+{
+    (void)state;
+    /* [[10, 1], [1000, 3]]: at 100 halfway in log -> 2; clamped outside */
+    loom_est_curve_t c = {.n = 2, .x = {10, 1000}, .y = {1, 3}};
+    near(loom_est_curve_eval(&c, 100), 2);
+    near(loom_est_curve_eval(&c, 1), 1);
+    near(loom_est_curve_eval(&c, 1e6), 3);
+    loom_est_curve_t none = {0};
+    near(loom_est_curve_eval(&none, 5), 0);
+    /* overhead 1e-6 + 3 steps x 1e-7 + strided 2e-6 + 4e8 FLOP at
+     * 1e12 x 16/(16+16) + 1000 elements x 2 ns */
+    loom_est_cost_fn_t f = {.set = true,
+                            .overhead_s = 1e-6,
+                            .step_s = 1e-7,
+                            .strided_s = 2e-6,
+                            .peak = 1e12,
+                            .half_dim = 16,
+                            .power = 1,
+                            .elem_s = {.n = 1, .x = {1}, .y = {2e-9}}};
+    near(loom_est_cost_eval(&f, 4e8, 16, 1000, 3, true), 1e-6 + 3e-7 + 2e-6 + 8e-4 + 2e-6);
+    /* not strided, power 2 at d = 32: eff = 1024 / (1024 + 256) = 0.8 */
+    f.power = 2;
+    near(loom_est_cost_eval(&f, 4e8, 32, 0, 0, false), 1e-6 + 4e8 / 0.8e12);
+    /* half_dim 0: the peak itself */
+    f.half_dim = 0;
+    near(loom_est_cost_eval(&f, 4e8, 1, 0, 0, false), 1e-6 + 4e-4);
+}
+
+/* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Relu -> y[N,3] */
+static loom_est_model_t *gemm_relu(void)
+{
+    pbw_t g = {0}, n;
+    int64_t xd[2] = {-1, 4}, wd[2] = {3, 4}, bd[1] = {3}, yd[2] = {-1, 3};
+    onnx_node_begin(&n, "Gemm", "fc", "x,w,b", "h");
+    attr_int(&n, "transB", 1);
+    onnx_node_end(&g, &n);
+    onnx_node(&g, "Relu", "relu", "h", "y");
+    onnx_init(&g, "w", 1, 2, wd, NULL, 0);
+    onnx_init(&g, "b", 1, 1, bd, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 2, xd);
+    onnx_value_info(&g, 12, "y", 1, 2, yd);
+    return build(&g);
+}
+
+static const char *classes_device =
+    "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"allocator\": \"malloc\","
+    " \"step_overhead_s\": 1e-5,"
+    " \"op_classes\": {"
+    "  \"matmul\": {\"fwd\": {\"overhead_s\": 1e-6, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+    "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]},"
+    "             \"bwd\": {\"overhead_s\": 2e-6, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+    "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]}},"
+    "  \"unary\": {\"fwd\": {\"overhead_s\": 5e-7, \"elem_s\": [[1, 1e-9]]},"
+    "            \"bwd\": {\"overhead_s\": 1e-6, \"elem_s\": [[1, 1e-9]]}},"
+    "  \"loss\": {\"fwd\": {\"overhead_s\": 3e-6}, \"bwd\": {\"overhead_s\": 4e-6}}},"
+    " \"optimizer\": {\"sgd\": {\"tensor_s\": 1e-6, \"elem_s\": [[1, 1e-9]]}}}";
+
+static void test_class_step_time(void **state)
+{
+    (void)state;
+    loom_est_device_t d;
+    load_device(classes_device, &d);
+    assert_true(d.has_classes);
+    loom_est_model_t *m = gemm_relu();
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &d};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    /* Gemm (class matmul): E = 2x3 = 6, K = 4: 2*6*4 + 6 = 54 FLOP; its
+     * backward: only w needs a gradient (x is data) -> 54 FLOP. d = min(M
+     * 2, K 4, N 3) = 2 -> eff 2/(2+2) = 0.5 -> 54 / 5e8 = 1.08e-7 s.
+     * elems = inputs 8 + 12 + 3 + output 6 = 29 -> 2.9e-8 s.
+     *   forward  1e-6 + 1.08e-7 + 2.9e-8 = 1.137e-6
+     *   backward 2e-6 + 1.08e-7 + 2.9e-8 = 2.137e-6 */
+    assert_int_equal(r.ops[0].cls, LOOM_EST_CL_MATMUL);
+    near(r.ops[0].time_s, 1.137e-6 + 2.137e-6);
+    /* Relu (unary): 6 elements x 1 ns: 5.06e-7 + 1.006e-6 */
+    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_UNARY);
+    near(r.ops[1].time_s, 5.06e-7 + 1.006e-6);
+    /* the loss, a pseudo-operator after them: 3e-6 + 4e-6 */
+    assert_int_equal(r.nops, 3);
+    assert_string_equal(r.ops[2].op_type, "CrossEntropy(loss)");
+    near(r.ops[2].time_s, 7e-6);
+    near(r.fwd_time_s, 1.137e-6 + 5.06e-7 + 3e-6);
+    near(r.bwd_time_s, 2.137e-6 + 1.006e-6 + 4e-6);
+    /* SGD: 2 tensors x 1 us + 15 elements x 1 ns */
+    near(r.opt_time_s, 2.015e-6);
+    near(r.fixed_time_s, 1e-5);
+    near(r.step_time_s, 2.3801e-5);
+    /* no page fault cost on this device: no heap model, nothing fresh */
+    assert_int_equal(r.fresh_bytes, 0);
+    loom_est_result_free(&r);
+    /* inference: forward only, no loss, optimizer or fixed cost */
+    o.train = false;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.nops, 2);
+    near(r.step_time_s, 1.137e-6 + 5.06e-7);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+}
+
+static void test_class_fallback_to_roofline(void **state)
+{
+    (void)state;
+    /* a device with op_classes that leave out unary: the Relu is costed by
+     * the roofline, max(6 FLOP / 1e9, (24 + 24) B / 1e9) = 4.8e-8 forward,
+     * max(12 / 1e9, 96 / 1e9) = 9.6e-8 backward; no op overhead given */
+    loom_est_device_t d;
+    load_device("{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+                " \"op_classes\": {\"matmul\": {\"fwd\": {\"overhead_s\": 1e-6}}}}",
+                &d);
+    loom_est_model_t *m = gemm_relu();
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &d};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.ops[1].cls, -1);
+    near(r.ops[1].time_s, 4.8e-8 + 9.6e-8);
+    /* the matmul class has no backward: the backward costs the forward again */
+    near(r.ops[0].time_s, 2e-6);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+}
+
+/* x[N,K] -> Relu -> y: inference, the Relu's output is the only
+ * allocation of the step, freed by the caller after it */
+static loom_est_model_t *relu_only(int64_t k)
+{
+    pbw_t g = {0};
+    int64_t xd[2] = {-1, k};
+    onnx_node(&g, "Relu", "relu", "x", "y");
+    onnx_value_info(&g, 11, "x", 1, 2, xd);
+    onnx_value_info(&g, 12, "y", 1, 2, xd);
+    return build(&g);
+}
+
+static void test_fresh_pages(void **state)
+{
+    (void)state;
+    loom_est_device_t d;
+    load_device("{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+                " \"allocator\": \"malloc\", \"page_fault_s\": 1e-5,"
+                " \"op_classes\": {\"unary\": {\"fwd\": {\"overhead_s\": 0}}}}",
+                &d);
+    /* 2 x 65536 floats = 512 KiB: the first step maps it (>= 128 KiB) and
+     * unmapping it raises the mmap threshold; from then on it comes from
+     * the heap, whose top stays under the trim threshold: the steady
+     * state (the last steps the model counts) has no fresh page */
+    loom_est_model_t *m = relu_only(65536);
+    loom_est_options_t o = {.batch = 2, .device = &d};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.fresh_bytes, 0);
+    near(r.step_time_s, 0);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+    /* 2 x 8 Mi floats = 64 MiB: above 32 MiB it is mapped every step:
+     * page_up(67108864 + 16 + 8) = 67112960 bytes = 16385 pages fresh,
+     * at 10 us each */
+    m = relu_only(8 << 20);
+    run_ok(m, &o, &r);
+    assert_int_equal(r.fresh_bytes, 67112960);
+    assert_int_equal(r.ops[0].fresh_bytes, 67112960);
+    near(r.fault_time_s, 16385 * 1e-5);
+    near(r.step_time_s, 16385 * 1e-5);
+    loom_est_result_free(&r);
+    /* a GPU device (caching allocator) has no heap model */
+    d.allocator = LOOM_EST_ALLOC_CUDA_CACHING;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.fresh_bytes, 0);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+}
+
+static void test_device_classes_json(void **state)
+{
+    (void)state;
+    loom_est_device_t d;
+    load_device(classes_device, &d);
+    assert_true(d.cls[LOOM_EST_CL_MATMUL][0].set && d.cls[LOOM_EST_CL_MATMUL][1].set);
+    assert_false(d.cls[LOOM_EST_CL_CONV][0].set);
+    near(d.cls[LOOM_EST_CL_MATMUL][1].overhead_s, 2e-6);
+    near(d.cls[LOOM_EST_CL_MATMUL][0].half_dim, 2);
+    assert_int_equal(d.cls[LOOM_EST_CL_UNARY][0].elem_s.n, 1);
+    assert_true(d.opt[LOOM_EST_SGD].set && !d.opt[LOOM_EST_ADAM].set);
+    near(d.step_overhead_s, 1e-5);
+    assert_false(d.calibrated);
+    assert_string_equal(loom_est_class_name(LOOM_EST_CL_DWCONV), "dwconv");
+    assert_string_equal(loom_est_class_name(LOOM_EST_CL_N), "unknown");
+    static const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"{\"op_classes\": {\"convv\": {}}}", "/op_classes/convv: unknown operator class"},
+        {"{\"op_classes\": {\"conv\": {\"up\": {}}}}", "/op_classes/conv: unknown member 'up'"},
+        {"{\"op_classes\": {\"conv\": {\"fwd\": {\"overhead\": 1}}}}",
+         "/op_classes/conv/fwd: unknown member 'overhead'"},
+        {"{\"op_classes\": {\"conv\": {\"fwd\": {\"overhead_s\": -1}}}}",
+         "/op_classes/conv/fwd/overhead_s must be a number in [0, 1e20]"},
+        {"{\"op_classes\": {\"conv\": {\"fwd\": {\"rate\": {\"peak\": 0}}}}}",
+         "/op_classes/conv/fwd/rate needs peak > 0"},
+        {"{\"op_classes\": {\"conv\": {\"fwd\": {\"elem_s\": [[10, 1], [5, 1]]}}}}",
+         "/op_classes/conv/fwd/elem_s/1 must be [x > 0, y >= 0] with x increasing"},
+        {"{\"op_classes\": {\"conv\": {\"fwd\": {\"elem_s\": []}}}}",
+         "/op_classes/conv/fwd/elem_s must be an array of 1 to 16"},
+        {"{\"optimizer\": {\"lion\": {}}}", "/optimizer: unknown member 'lion'"},
+        {"{\"optimizer\": {\"adam\": {\"elem_s\": [[1, \"x\"]]}}}", "/optimizer/adam/elem_s/0"},
+        {"{\"page_fault_s\": \"fast\"}", "/page_fault_s must be a number"},
+        {"{\"calibrated\": 1}", "/calibrated must be true or false"},
+        {"{\"op_classes\": []}", "/op_classes must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_error_t je;
+        json_t *j = json_loads(bad[i].json, 0, &je);
+        assert_non_null(j);
+        json_object_set_new(j, "name", json_string("t"));
+        json_object_set_new(j, "flops_fp32", json_real(1e9));
+        json_object_set_new(j, "mem_bandwidth", json_real(1e9));
+        loom_err_t err = {0};
+        assert_int_equal(loom_est_device_from_json(j, "t.json", &d, &err), LOOM_EINVAL);
+        if (!strstr(err.msg, bad[i].needle) || !strstr(err.msg, "device t.json"))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].needle);
+        json_decref(j);
+    }
+}
+
+static void test_shipped_devices(void **state)
+{
+    (void)state;
+    loom_est_device_t d;
+    loom_err_t err = {0};
+    /* the H200 file has the calibrated schema, marked as not measured */
+    assert_int_equal(loom_est_device_load("h200", "workloads/devices", &d, &err), LOOM_OK);
+    assert_true(d.has_classes);
+    assert_false(d.calibrated);
+    for (int c = 0; c < LOOM_EST_CL_N; c++)
+        if (!d.cls[c][0].set || !d.cls[c][1].set)
+            fail_msg("h200: class %s lacks a direction", loom_est_class_name((loom_est_class_t)c));
+    assert_true(d.opt[LOOM_EST_ADAM].set);
+    /* the CPU file bench/estimate.sh writes loads too */
+    assert_int_equal(loom_est_device_load("cpu-local", "workloads/devices", &d, &err), LOOM_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_curve_and_cost_fn),          cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_class_fallback_to_roofline), cmocka_unit_test(test_fresh_pages),
+        cmocka_unit_test(test_device_classes_json),        cmocka_unit_test(test_shipped_devices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
