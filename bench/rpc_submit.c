@@ -26,6 +26,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,6 +43,8 @@ typedef struct {
     const char *token;
     int tid;
     int batch;    /* 0: single calls */
+    int raw;      /* 1: the raw HTTP/1.1 load generator instead of libcurl */
+    int phase;    /* a number unique to this phase: submit_ids never repeat */
     long calls;   /* requests this thread sends */
     int64_t *lat; /* ns per request */
     long failures;
@@ -68,7 +71,7 @@ static void *worker_main(void *arg)
     for (long i = 0; i < w->calls; i++) {
         for (int k = 0; k < n; k++) {
             char sid[64];
-            snprintf(sid, sizeof sid, "bench-%d-%d-%ld-%d", w->batch, w->tid, i, k);
+            snprintf(sid, sizeof sid, "bench-%d-%d-%ld-%d", w->phase, w->tid, i, k);
             params[k] = json_pack("{s:s, s:s, s:{s:i, s:i}, s:s}", "name", "bench", "script",
                                   "#!/bin/sh\npython train.py\n", "resources", "cpus", 2,
                                   "gpu_share", 250, "submit_id", sid);
@@ -82,15 +85,20 @@ static void *worker_main(void *arg)
         if (w->batch) {
             rc = loom_rpc_client_batch(c, items, (size_t)n, 0, &e);
             for (int k = 0; rc == LOOM_OK && k < n; k++)
-                if (items[k].code != 0) {
+                if (items[k].code != 0 ||
+                    !json_is_true(json_object_get(items[k].result, "created"))) {
                     rc = LOOM_EINVAL;
                     snprintf(e.err.msg, sizeof e.err.msg, "call %d: %s", k,
-                             items[k].message ? items[k].message : "error");
+                             items[k].message ? items[k].message : "not a new job");
                 }
             loom_rpc_batch_items_clear(items, (size_t)n);
         } else {
             json_t *result = NULL;
             rc = loom_rpc_client_call(c, "job.submit", params[0], 0, &result, &e);
+            if (rc == LOOM_OK && !json_is_true(json_object_get(result, "created"))) {
+                rc = LOOM_EINVAL;
+                snprintf(e.err.msg, sizeof e.err.msg, "job.submit: not a new job");
+            }
             json_decref(result);
         }
         w->lat[i] = loom_time_mono_ns() - t0;
@@ -106,6 +114,145 @@ static void *worker_main(void *arg)
     free(items);
     free(params);
     loom_rpc_client_free(c);
+    return NULL;
+}
+
+/* The raw load generator: the same requests over one blocking keep-alive
+ * socket per thread, written and read with plain send/recv — what a load
+ * generator such as wrk does — so that the client's own cost (libcurl polls the
+ * socket ~5 times per request) takes less of the two CPUs that loomd needs.
+ * Every response is still checked: HTTP 200, a complete body of
+ * Content-Length bytes, and a JSON-RPC response with this call's id and a
+ * result holding the job's id. */
+static int raw_connect(const char *url, char *why, size_t whylen)
+{
+    unsigned port = 0;
+    char host[64];
+    if (sscanf(url, "http://%63[^:]:%u", host, &port) != 2) {
+        snprintf(why, whylen, "raw client: cannot parse url %s", url);
+        return -1;
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+        snprintf(why, whylen, "raw client: %s is not an IPv4 address", host);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        snprintf(why, whylen, "raw client: connect %s: %s", url, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One request and its response; 0 when the response is a result for id. */
+static int raw_call(int fd, const char *req, size_t reqlen, long id, char *buf, size_t cap,
+                    char *why, size_t whylen)
+{
+    for (size_t off = 0; off < reqlen;) {
+        ssize_t n = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
+        if (n <= 0) {
+            snprintf(why, whylen, "raw client: send: %s", n ? strerror(errno) : "closed");
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    size_t len = 0, need = 0, head = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+        if (n <= 0) {
+            snprintf(why, whylen, "raw client: recv: %s", n ? strerror(errno) : "closed");
+            return -1;
+        }
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (!head) {
+            char *end = strstr(buf, "\r\n\r\n");
+            if (!end) {
+                if (len >= cap - 1) {
+                    snprintf(why, whylen, "raw client: response headers over %zu bytes", cap);
+                    return -1;
+                }
+                continue;
+            }
+            head = (size_t)(end - buf) + 4;
+            if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0) {
+                snprintf(why, whylen, "raw client: %.*s", (int)strcspn(buf, "\r"), buf);
+                return -1;
+            }
+            char *cl = strcasestr(buf, "\r\ncontent-length:");
+            if (!cl || cl > end) {
+                snprintf(why, whylen, "raw client: response without Content-Length");
+                return -1;
+            }
+            need = head + strtoul(cl + 17, NULL, 10);
+            if (need >= cap) {
+                snprintf(why, whylen, "raw client: response of %zu bytes", need);
+                return -1;
+            }
+        }
+        if (len >= need)
+            break;
+    }
+    if (len != need) {
+        snprintf(why, whylen, "raw client: %zu bytes after the response", len - need);
+        return -1;
+    }
+    json_error_t je;
+    json_t *r = json_loadb(buf + head, need - head, 0, &je);
+    json_t *res = json_object_get(r, "result");
+    int ok = json_integer_value(json_object_get(r, "id")) == id &&
+             json_is_integer(json_object_get(res, "id")) &&
+             json_is_true(json_object_get(res, "created"));
+    if (!ok)
+        snprintf(why, whylen, "raw client: not a result for id %ld: %.*s", id,
+                 (int)(need - head > 200 ? 200 : need - head), buf + head);
+    json_decref(r);
+    return ok ? 0 : -1;
+}
+
+static void *raw_worker_main(void *arg)
+{
+    worker_t *w = arg;
+    char buf[16384], req[4096];
+    int fd = raw_connect(w->url, w->first_error, sizeof w->first_error);
+    if (fd < 0) {
+        w->failures = w->calls;
+        return NULL;
+    }
+    for (long i = 0; i < w->calls; i++) {
+        char body[1024];
+        int blen = snprintf(body, sizeof body,
+                            "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"job.submit\",\"params\":"
+                            "{\"name\":\"bench\",\"script\":\"#!/bin/sh\\npython train.py\\n\","
+                            "\"resources\":{\"cpus\":2,\"gpu_share\":250},"
+                            "\"submit_id\":\"bench-%d-%d-%ld-0\"}}",
+                            i + 1, w->phase, w->tid, i);
+        int rlen = snprintf(req, sizeof req,
+                            "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                            "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                            w->token, blen, body);
+        int64_t t0 = loom_time_mono_ns();
+        char why[256];
+        int rc = raw_call(fd, req, (size_t)rlen, i + 1, buf, sizeof buf, why, sizeof why);
+        w->lat[i] = loom_time_mono_ns() - t0;
+        if (rc != 0) {
+            if (!w->failures)
+                snprintf(w->first_error, sizeof w->first_error, "%s", why);
+            w->failures++;
+            close(fd); /* the connection's state is unknown: start a new one */
+            fd = raw_connect(w->url, why, sizeof why);
+            if (fd < 0) {
+                w->failures += w->calls - i - 1;
+                return NULL;
+            }
+        }
+    }
+    close(fd);
     return NULL;
 }
 
@@ -185,10 +332,13 @@ static int store_counters(const char *url, const char *token, double *commits, d
     return st ? 0 : -1;
 }
 
+static int phase_seq; /* phases run so far: part of every submit_id */
+
 static int run_phase(const char *url, const char *token, int conns, long jobs, int batch,
-                     result_t *r, char *first_error, size_t errlen)
+                     int raw, result_t *r, char *first_error, size_t errlen)
 {
     double commits0 = 0, writes0 = 0, commits1 = 0, writes1 = 0;
+    phase_seq++;
     int have_counters = store_counters(url, token, &commits0, &writes0) == 0;
     double cpu_d0 = proc_cpu_s(loomd_pid), cpu_c0 = self_cpu_s();
     int per_req = batch ? batch : 1;
@@ -202,13 +352,15 @@ static int run_phase(const char *url, const char *token, int conns, long jobs, i
         w[i].token = token;
         w[i].tid = i;
         w[i].batch = batch;
+        w[i].raw = raw;
+        w[i].phase = phase_seq;
         w[i].calls = requests / conns + (i < requests % conns ? 1 : 0);
         w[i].lat = lat + off;
         off += w[i].calls;
     }
     int64_t t0 = loom_time_mono_ns();
     for (int i = 0; i < conns; i++)
-        pthread_create(&th[i], NULL, worker_main, &w[i]);
+        pthread_create(&th[i], NULL, raw ? raw_worker_main : worker_main, &w[i]);
     for (int i = 0; i < conns; i++)
         pthread_join(th[i], NULL);
     double secs = (double)(loom_time_mono_ns() - t0) / 1e9;
@@ -515,16 +667,19 @@ int main(int argc, char **argv)
     loom_time_format_rfc3339(loom_time_real_ns(), date);
 
     /* Warm-up (connections, page cache, SQLite statement caches). */
-    result_t warm, singles[MAX_ROUNDS], batches[MAX_ROUNDS], slurm;
-    char err1[256] = "", err2[256] = "", note[256] = "";
-    run_phase(url, token, conns, 2000, 0, &warm, err1, sizeof err1);
+    result_t warm, singles[MAX_ROUNDS], raws[MAX_ROUNDS], batches[MAX_ROUNDS], slurm;
+    char err1[256] = "", err2[256] = "", err3[256] = "", note[256] = "";
+    run_phase(url, token, conns, 2000, 0, 0, &warm, err1, sizeof err1);
+    run_phase(url, token, conns, 2000, 0, 1, &warm, err1, sizeof err1);
     err1[0] = '\0';
-    int rc1 = 0, rc2 = 0;
+    int rc1 = 0, rc2 = 0, rc3 = 0;
     for (int i = 0; i < rounds; i++) {
-        rc1 |= run_phase(url, token, conns, jobs, 0, &singles[i], err1, sizeof err1);
-        rc2 |= run_phase(url, token, conns, jobs, batch, &batches[i], err2, sizeof err2);
+        rc1 |= run_phase(url, token, conns, jobs, 0, 0, &singles[i], err1, sizeof err1);
+        rc3 |= run_phase(url, token, conns, jobs, 0, 1, &raws[i], err3, sizeof err3);
+        rc2 |= run_phase(url, token, conns, jobs, batch, 0, &batches[i], err2, sizeof err2);
     }
     result_t single = median_round(singles, rounds), batched = median_round(batches, rounds);
+    result_t raw = median_round(raws, rounds);
     long sb_jobs = jobs < sbatch_max ? jobs : sbatch_max;
     int have_slurm =
         sbatch_max > 0 && run_sbatch(slurm_script, sb_jobs, conns, &slurm, note, sizeof note) == 0;
@@ -558,7 +713,9 @@ int main(int argc, char **argv)
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         durability, jobs, conns, batch, durability, mach, date);
     for (int i = 0; i < rounds; i++)
-        append_row(&md, "single calls", conns, i + 1, &singles[i]);
+        append_row(&md, "single calls, libcurl client", conns, i + 1, &singles[i]);
+    for (int i = 0; i < rounds; i++)
+        append_row(&md, "single calls, raw HTTP client", conns, i + 1, &raws[i]);
     char batch_phase[64];
     snprintf(batch_phase, sizeof batch_phase, "batches of %d (latency per batch)", batch);
     for (int i = 0; i < rounds; i++)
@@ -586,26 +743,31 @@ int main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double us_single =
         (single.loomd_cpu_s + single.client_cpu_s) * 1e6 / (double)single.submissions;
+    double us_raw = (raw.loomd_cpu_s + raw.client_cpu_s) * 1e6 / (double)raw.submissions;
     double us_batch =
         (batched.loomd_cpu_s + batched.client_cpu_s) * 1e6 / (double)batched.submissions;
     loom_buf_appendf(&md,
-                     "\nCPU bound: loomd and this client together used %.0f µs of CPU per single "
-                     "submission and %.0f µs per batched one, so with all %ld CPUs to themselves "
-                     "they could reach about %.0f/s single and %.0f/s batched; the rates above are "
+                     "\nCPU bound: loomd and the client together used %.0f µs of CPU per single "
+                     "submission with libcurl, %.0f µs with the raw client and %.0f µs per batched "
+                     "one, so with all %ld CPUs to themselves they could reach about %.0f/s, "
+                     "%.0f/s and %.0f/s; the rates above are "
                      "lower when other work shares the CPUs (load average above).\n",
-                     us_single, us_batch, ncpu, 1e6 * (double)ncpu / us_single,
-                     1e6 * (double)ncpu / us_batch);
+                     us_single, us_raw, us_batch, ncpu, 1e6 * (double)ncpu / us_single,
+                     1e6 * (double)ncpu / us_raw, 1e6 * (double)ncpu / us_batch);
     loom_buf_appendf(&md,
                      "\nTargets (issue 2, this 2-core machine), judged on the median of the %d "
-                     "rounds (single %.0f/s, batched %.0f/s, single p99 %.3f ms): "
-                     ">= 10000 single/s: %s; "
+                     "rounds (single %.0f/s with the raw client and %.0f/s with libcurl, batched "
+                     "%.0f/s, single p99 %.3f ms raw and %.3f ms libcurl): "
+                     ">= 10000 single/s: %s (libcurl client: %s); "
                      ">= 50000 batched/s: %s; p99 < 5 ms (single): %s.\n",
-                     rounds, single.per_s, batched.per_s, single.p99_ms,
+                     rounds, raw.per_s, single.per_s, batched.per_s, raw.p99_ms, single.p99_ms,
+                     raw.per_s >= 10000 ? "met" : "NOT met",
                      single.per_s >= 10000 ? "met" : "NOT met",
                      batched.per_s >= 50000 ? "met" : "NOT met",
-                     single.p99_ms < 5 ? "met" : "NOT met");
-    if (rc1 || rc2)
-        loom_buf_appendf(&md, "\nFailures: single: %s; batch: %s\n", err1, err2);
+                     raw.p99_ms < 5 && single.p99_ms < 5 ? "met" : "NOT met");
+    if (rc1 || rc2 || rc3)
+        loom_buf_appendf(&md, "\nFailures: single (libcurl): %s; single (raw): %s; batch: %s\n",
+                         err1, err3, err2);
     fputs(md.data, stdout);
     mkdir(out_dir, 0755);
     char path[4200];
@@ -615,5 +777,5 @@ int main(int argc, char **argv)
     if (loom_write_file_atomic(path, md.data, md.len, 0644, &err))
         fprintf(stderr, "bench_rpc_submit: %s\n", err.msg);
     loom_buf_free(&md);
-    return rc1 || rc2 ? 1 : 0;
+    return rc1 || rc2 || rc3 ? 1 : 0;
 }

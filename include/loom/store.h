@@ -160,6 +160,10 @@ typedef struct loom_store_options {
      * bound. */
     int checkpoint_frames;
     int wal_restart_frames;
+    /* Every commit on the committer thread: LOOM_STORE_DEFER is ignored and
+     * loom_store_help does nothing (to compare the two; also set by the
+     * environment variable LOOM_STORE_HELP=0). */
+    bool no_help;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;
@@ -176,7 +180,8 @@ void loom_store_close(loom_store_t *store);
 int loom_store_schema_version(loom_store_t *store);
 int loom_store_schema_latest(void);
 
-/* Completion of an asynchronous write, called on the committer thread once
+/* Completion of an asynchronous write, called on the thread that committed
+ * it (the committer, a loom_store_help caller, or the completer) once
  * the transaction holding the write has committed (or failed). On success
  * rc is LOOM_OK and job is the job as stored (owned by the store; copy what
  * you keep); created tells whether a new job was made (false: the submit_id
@@ -184,7 +189,7 @@ int loom_store_schema_latest(void);
  * LOOM_EINVAL (bad spec), LOOM_ENOTFOUND (no such job), LOOM_ESTATE (job
  * already terminal), LOOM_EIO (database error: nothing of the group was
  * written). The callback must not call back into the store's synchronous
- * write functions (it runs on the committer). */
+ * write functions (it runs on the thread holding the writer connection). */
 typedef void (*loom_store_done_fn)(void *ctx, int rc, const loom_job_t *job, bool created,
                                    const loom_err_t *err);
 
@@ -194,12 +199,29 @@ enum {
      * JSON-RPC batch): the committer may wait a moment (at most
      * LOOM_STORE_LINGER_US) for a write without this flag, so that they
      * share one transaction. Never needed for correctness. */
-    LOOM_STORE_MORE = 1u << 0
+    LOOM_STORE_MORE = 1u << 0,
+    /* The caller will call loom_store_help() once it has queued its writes
+     * (e.g. after dispatching a whole request): the committer thread is not
+     * woken for this write, the caller's thread commits it instead, sparing
+     * a thread hand-off. Queueing with this flag and never calling
+     * loom_store_help leaves the write waiting until some other write
+     * wakes the committer. */
+    LOOM_STORE_DEFER = 1u << 1
 };
 #define LOOM_STORE_LINGER_US 500
 /* Commit delay: when the previous transaction held several writers, the
  * committer waits up to this long for as many to queue again. */
 #define LOOM_STORE_COMMIT_DELAY_US 150
+
+/* Commits the queued writes on the calling thread, unless another thread
+ * (the committer or another helper) is committing right now — that one
+ * takes them before it stops, so they are never left behind. Completions
+ * of groups of a few writes then run on this thread too (for large ones:
+ * the completer thread), with the same rule as on the committer: they must
+ * not call the store's synchronous write functions. Returns once the queue
+ * is empty, or after a bounded number of groups (it then hands the rest to
+ * the committer thread). Cheap when there is nothing to do (one mutex). */
+void loom_store_help(loom_store_t *store);
 
 /* Queue a submission. Returns LOOM_OK when queued (done will be called
  * exactly once), or an error without calling done: LOOM_EINVAL (spec
@@ -222,13 +244,16 @@ int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
                           const char *reason, const char *run_json, loom_job_t *job_out,
                           loom_err_t *err);
 
-/* fn(ctx) runs on the committer thread after every committed transaction
+/* fn(ctx) runs on the committing thread after every committed transaction
  * (before its waiters are completed), e.g. to wake a scheduler. It must be
  * quick and must not write to the store. NULL removes it. */
 void loom_store_set_commit_hook(loom_store_t *store, void (*fn)(void *ctx), void *ctx);
 
-/* Synchronous forms: wait for the commit. job_out (may be NULL) receives a
- * copy (loom_job_free it); created_out may be NULL. */
+/* Synchronous forms: wait for the commit, which the calling thread makes
+ * itself when no other thread is committing (loom_store_help): call them
+ * without holding a lock that the commit hook or another write's
+ * completion takes. job_out (may be NULL) receives a copy (loom_job_free
+ * it); created_out may be NULL. */
 int loom_store_submit(loom_store_t *store, const loom_job_spec_t *spec, loom_job_t *job_out,
                       bool *created_out, loom_err_t *err);
 int loom_store_cancel(loom_store_t *store, int64_t id, const char *reason, loom_job_t *job_out,
@@ -288,6 +313,7 @@ int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
 typedef struct loom_store_stats {
     uint64_t queued;                          /* writes waiting for the committer now */
     uint64_t commits;                         /* transactions committed since open */
+    uint64_t helped_commits;                  /* of those, made by loom_store_help callers */
     uint64_t writes;                          /* writes completed since open (ok or not) */
     uint64_t commit_failures;                 /* transactions that failed */
     uint64_t last_group;                      /* writes in the last transaction */

@@ -52,11 +52,22 @@ static int get_id(const json_t *params, const char *name, int64_t *out, loom_err
     return LOOM_OK;
 }
 
-/* In a batch, more calls follow this one at once: let the store's committer
- * wait a moment for them so that they share its transaction. */
-static unsigned more_follow(const loom_rpc_call_t *call)
+/* Flags of a write queued by a call. DEFER: once the whole request is
+ * dispatched, its thread commits what it queued (commit_queued, the
+ * dispatcher's on_dispatched hook, added with the methods), which spares
+ * waking the committer thread; the request's thread would only wait
+ * otherwise. MORE: in a batch, more calls follow this one at once. */
+static unsigned store_flags(const loom_rpc_call_t *call)
 {
-    return loom_rpc_call_index(call) + 1 < loom_rpc_call_batch_size(call) ? LOOM_STORE_MORE : 0;
+    return LOOM_STORE_DEFER |
+           (loom_rpc_call_index(call) + 1 < loom_rpc_call_batch_size(call) ? LOOM_STORE_MORE : 0);
+}
+
+static void commit_queued(void *request_ctx, void *ctx)
+{
+    (void)request_ctx;
+    loomd_methods_t *m = ctx;
+    loom_store_help(m->store);
 }
 
 /* ------------------------------------------------------------ job.submit */
@@ -168,7 +179,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
         return LOOM_RPC_DONE;
     }
     if (rc == LOOM_OK)
-        rc = loom_store_submit_async(m->store, &spec, more_follow(call), submit_done, call, &err);
+        rc = loom_store_submit_async(m->store, &spec, store_flags(call), submit_done, call, &err);
     free(labels);
     free(estimate);
     json_decref(empty);
@@ -231,7 +242,7 @@ static loom_rpc_status_t m_job_cancel(loom_rpc_call_t *call, json_t *params, voi
     }
     c->call = call;
     c->id = id;
-    int rc = loom_store_cancel_async(m->store, id, reason, more_follow(call), cancel_done, c, &err);
+    int rc = loom_store_cancel_async(m->store, id, reason, store_flags(call), cancel_done, c, &err);
     if (rc == LOOM_OK)
         return LOOM_RPC_PENDING;
     free(c);
@@ -402,13 +413,15 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
     loom_time_format_rfc3339(m->info->started_real_ns, started);
     double uptime = (double)(loom_time_mono_ns() - m->info->started_mono_ns) / 1e9;
     json_t *res = json_pack(
-        "{s:s, s:s, s:i, s:I, s:s, s:f, s:s, s:s, s:i, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:o}",
+        "{s:s, s:s, s:i, s:I, s:s, s:f, s:s, s:s, s:i, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}, "
+        "s:o}",
         "name", "loomd", "version", LOOM_VERSION, "api_version", 1, "pid", (json_int_t)getpid(),
         "started_at", started, "uptime_s", uptime, "state_dir", m->info->state_dir, "durability",
         m->info->durability, "schema_version", loom_store_schema_version(m->store), "tcp",
         m->info->tcp_url ? json_string(m->info->tcp_url) : json_null(), "socket",
         m->info->socket ? json_string(m->info->socket) : json_null(), "jobs", jobs, "store",
-        "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "writes",
+        "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "helped_commits",
+        (json_int_t)st.helped_commits, "writes",
         (json_int_t)st.writes, "max_group", (json_int_t)st.max_group, "methods", methods);
     if (res)
         json_object_set_new(res, "scheduler",
@@ -466,6 +479,10 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             "# HELP loom_store_commits_total Transactions committed (group commits).\n"
             "# TYPE loom_store_commits_total counter\n"
             "loom_store_commits_total %llu\n"
+            "# HELP loom_store_helped_commits_total Of those, transactions committed by the "
+            "thread of the request that queued the writes rather than the committer thread.\n"
+            "# TYPE loom_store_helped_commits_total counter\n"
+            "loom_store_helped_commits_total %llu\n"
             "# HELP loom_store_commit_failures_total Transactions that failed and were rolled "
             "back.\n"
             "# TYPE loom_store_commit_failures_total counter\n"
@@ -477,7 +494,7 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             "# TYPE loom_store_group_size_max gauge\n"
             "loom_store_group_size_max %llu\n",
             (unsigned long long)st.queued, (unsigned long long)st.commits,
-            (unsigned long long)st.commit_failures, (unsigned long long)st.writes,
+            (unsigned long long)st.helped_commits, (unsigned long long)st.commit_failures, (unsigned long long)st.writes,
             (unsigned long long)st.max_group);
     if (rc == LOOM_OK && m->runner)
         loomd_runner_metrics(m->runner, out);
@@ -508,5 +525,6 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
         (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
                                       err)))
         return rc;
+    loom_rpc_dispatcher_on_dispatched(d, commit_queued, m);
     return LOOM_OK;
 }

@@ -17,6 +17,12 @@
  * group N+1; a small group is answered by the committer itself, which is
  * cheaper than waking another thread.
  *
+ * A thread that would only wait for its writes can commit them itself
+ * instead (LOOM_STORE_DEFER, then loom_store_help): whoever holds the writer
+ * connection — the committer or one helper — drains the queue before it
+ * lets go, so no deferred write is left behind; this spares the committer's
+ * wake-up for each request (docs/store.md).
+ *
  * Checkpoints (copying the WAL back into the database file, which fsyncs)
  * run on a third connection in a checkpointer thread, woken by the writer's
  * WAL hook once enough new frames accumulate, so a commit rarely
@@ -44,6 +50,7 @@ typedef struct op {
     loom_store_done_fn done;
     void *ctx;
     bool more; /* LOOM_STORE_MORE: its producer queues more at once */
+    bool defer; /* LOOM_STORE_DEFER: its producer calls loom_store_help */
     int rc;
     bool created;
     loom_err_t err;
@@ -61,6 +68,7 @@ struct loom_store {
     size_t queued;
     bool closing;
     bool idle; /* the committer waits for an empty queue to fill */
+    bool writing; /* a thread (the committer or a helper) owns the writer connection */
     size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
@@ -512,8 +520,11 @@ static void complete_ops(op_t *o)
     }
 }
 
-/* Runs one group in one transaction and completes every op in it. */
-static void commit_group(loom_store_t *s, op_t *group, size_t n)
+/* Runs one group in one transaction and completes every op in it; a
+ * helper (loom_store_help) completes any group itself while the completer
+ * is idle: mostly they are its own request's writes, which it would only
+ * wait for. */
+static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
 {
     int64_t now = loom_time_real_ns();
     int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -547,6 +558,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
     pthread_mutex_lock(&s->mu);
     if (ok) {
         s->stats.commits++;
+        if (helper)
+            s->stats.helped_commits++;
         for (op_t *o = group; o; o = o->next) {
             if (o->rc == LOOM_OK && o->delta_from >= 0)
                 s->stats.jobs_by_state[o->delta_from]--;
@@ -572,7 +585,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n)
      * and sending many answers overlaps the next transaction. Either way
      * only one thread at a time runs completions, in commit order. */
     pthread_mutex_lock(&s->dmu);
-    if (n <= INLINE_COMPLETIONS && !s->dhead && !s->dbusy) {
+    if ((helper || n <= INLINE_COMPLETIONS) && !s->dhead && !s->dbusy) {
         pthread_mutex_unlock(&s->dmu);
         complete_ops(group);
         return;
@@ -620,6 +633,26 @@ static void stop_completer(loom_store_t *s)
     pthread_join(s->completer, NULL);
 }
 
+/* Unlinks the first group (at most max_group writes) from the queue; s->mu
+ * held and the queue not empty. */
+static op_t *take_group(loom_store_t *s, size_t *n_out)
+{
+    op_t *group = s->head, *last = group;
+    size_t n = 1;
+    while (last->next && n < s->opts.max_group) {
+        last = last->next;
+        n++;
+    }
+    s->head = last->next;
+    if (!s->head)
+        s->tail = NULL;
+    last->next = NULL;
+    s->queued -= n;
+    s->stats.queued = s->queued;
+    *n_out = n;
+    return group;
+}
+
 static void *committer_main(void *arg)
 {
     loom_store_t *s = arg;
@@ -628,13 +661,17 @@ static void *committer_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&s->mu);
         s->idle = true;
-        while (!s->head && !s->closing)
+        /* Wait for writes while no helper holds the writer connection (a
+         * helper drains the queue before it lets go); when closing, wait
+         * only for the helper. */
+        while (s->writing || (!s->head && !s->closing))
             pthread_cond_wait(&s->cv, &s->mu);
         s->idle = false;
         if (!s->head) { /* closing and drained */
             pthread_mutex_unlock(&s->mu);
             return NULL;
         }
+        s->writing = true;
         /* The newest write says more follow at once (a batch being
          * dispatched): give them a moment to join this transaction. */
         if (s->tail->more && !s->closing) {
@@ -666,21 +703,47 @@ static void *committer_main(void *arg)
             }
             s->delay_target = 0;
         }
-        op_t *group = s->head, *last = group;
-        size_t n = 1;
-        while (last->next && n < max_group) {
-            last = last->next;
-            n++;
-        }
-        s->head = last->next;
-        if (!s->head)
-            s->tail = NULL;
-        last->next = NULL;
-        s->queued -= n;
-        s->stats.queued = s->queued;
+        size_t n;
+        op_t *group = take_group(s, &n);
         pthread_mutex_unlock(&s->mu);
-        commit_group(s, group, n);
+        commit_group(s, group, n, false);
+        pthread_mutex_lock(&s->mu);
+        s->writing = false;
+        pthread_mutex_unlock(&s->mu);
     }
+}
+
+/* A helper commits at most this many groups before handing the rest to the
+ * committer thread, so that its own caller's answer is not held up for long
+ * under a steady stream of writes. */
+#define HELP_GROUPS 8
+
+void loom_store_help(loom_store_t *s)
+{
+    if (s->opts.no_help)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->writing || !s->head) {
+        /* Someone else commits, and takes these before stopping (they check
+         * the queue under this mutex), or there is nothing to do. */
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    s->writing = true;
+    for (int i = 0; s->head && i < HELP_GROUPS; i++) {
+        size_t n;
+        op_t *group = take_group(s, &n);
+        pthread_mutex_unlock(&s->mu);
+        commit_group(s, group, n, true);
+        pthread_mutex_lock(&s->mu);
+    }
+    s->writing = false;
+    /* Writes left over, or the committer waiting for the writer connection
+     * to be free (a write that woke it, or closing): let it go on. */
+    bool wake = s->head || s->closing;
+    pthread_mutex_unlock(&s->mu);
+    if (wake)
+        pthread_cond_signal(&s->cv);
 }
 
 static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
@@ -709,8 +772,9 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
      * queued (not for each of them).
      * Signalled after unlocking, so that it does not wake only to block on
      * the mutex still held here. */
-    bool wake = s->idle || s->queued >= s->opts.max_group ||
-                (s->delay_target ? s->queued >= s->delay_target : !o->more);
+    bool wake = s->delay_target ? s->queued >= s->delay_target
+                                : !o->defer && (s->idle || s->queued >= s->opts.max_group ||
+                                                !o->more);
     pthread_mutex_unlock(&s->mu);
     if (wake)
         pthread_cond_signal(&s->cv);
@@ -730,6 +794,7 @@ int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsign
     }
     o->kind = OP_SUBMIT;
     o->more = flags & LOOM_STORE_MORE;
+    o->defer = (flags & LOOM_STORE_DEFER) && !s->opts.no_help;
     o->done = done;
     o->ctx = ctx;
     if ((rc = enqueue(s, o, err)))
@@ -754,6 +819,7 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a cancel");
     o->kind = OP_CANCEL;
     o->more = flags & LOOM_STORE_MORE;
+    o->defer = (flags & LOOM_STORE_DEFER) && !s->opts.no_help;
     o->id = id;
     o->done = done;
     o->ctx = ctx;
@@ -819,11 +885,12 @@ int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *
 {
     waiter_t w;
     waiter_init(&w, job_out);
-    int rc = loom_store_submit_async(s, spec, 0, waiter_done, &w, err);
+    int rc = loom_store_submit_async(s, spec, LOOM_STORE_DEFER, waiter_done, &w, err);
     if (rc) {
         waiter_abandon(&w);
         return rc;
     }
+    loom_store_help(s);
     rc = waiter_wait(&w, err);
     if (created_out)
         *created_out = w.created;
@@ -835,11 +902,12 @@ int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_
 {
     waiter_t w;
     waiter_init(&w, job_out);
-    int rc = loom_store_cancel_async(s, id, reason, 0, waiter_done, &w, err);
+    int rc = loom_store_cancel_async(s, id, reason, LOOM_STORE_DEFER, waiter_done, &w, err);
     if (rc) {
         waiter_abandon(&w);
         return rc;
     }
+    loom_store_help(s);
     return waiter_wait(&w, err);
 }
 
@@ -1073,6 +1141,14 @@ out:
     return rc;
 }
 
+bool loom_store_committer_idle_for_test(loom_store_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool idle = s->idle && !s->writing && !s->head;
+    pthread_mutex_unlock(&s->mu);
+    return idle;
+}
+
 int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
 {
     pthread_mutex_lock(&s->mu);
@@ -1131,6 +1207,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
     if (opts)
         s->opts = *opts;
+    const char *help = getenv("LOOM_STORE_HELP");
+    if (help && strcmp(help, "0") == 0)
+        s->opts.no_help = true;
     if (!s->opts.max_queue)
         s->opts.max_queue = 65536;
     if (!s->opts.max_group)

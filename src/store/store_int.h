@@ -20,6 +20,10 @@ int loom_store_migration_count(void);
  * later writes fail as on a full disk). */
 int loom_store_exec_for_test(loom_store_t *store, const char *sql, loom_err_t *err);
 
+/* Tests only: whether the committer thread is waiting for work (not
+ * committing, not about to look at the queue). */
+bool loom_store_committer_idle_for_test(loom_store_t *store);
+
 /* The name of the VFS that gathers each commit's WAL writes into one
  * write (walbuf.c), registered on first use; NULL if it could not be. */
 const char *loom_store_walbuf_vfs(void);
