@@ -6,8 +6,10 @@
  *   bench_rpc_submit [--out DIR] [--loomd PATH] [--jobs N] [--conns C]
  *                    [--batch B] [--durability normal|full] [--sbatch]
  *
- * Two phases, each on C keep-alive TCP connections (one thread each):
+ * Three phases, each on C keep-alive TCP connections (one thread each):
  *   single: N job.submit calls, one per HTTP request; latency per call;
+ *           once with loom's libcurl client, once with a raw load generator
+ *           (plain send/recv, every response checked);
  *   batch:  N submissions as JSON-RPC batches of B calls; latency per batch.
  * Every submission carries a unique submit_id and is acknowledged only after
  * its commit ("durable" per --durability). If Slurm is installed (and we are
@@ -698,12 +700,20 @@ int main(int argc, char **argv)
     loom_buf_appendf(
         &md,
         "# bench/rpc_submit\n\n"
-        "Durable job submissions through the whole stack: loom's libcurl client → "
+        "Durable job submissions through the whole stack: a client → "
         "HTTP/1.1 keep-alive over TCP (with the bearer token) → JSON-RPC dispatcher "
         "→ loomd `job.submit` → store group commit (SQLite WAL, durability `%s`). "
-        "Each submission has a unique `submit_id`; a call returns only after its "
+        "Each submission has a unique `submit_id` and must come back as a new job "
+        "(`created: true`); a call returns only after its "
         "transaction committed. Client and loomd run on the same machine and share "
-        "its CPUs (and with other engineers' work: see the load average).\n\n"
+        "its CPUs (and with other engineers' work: see the load average). Single calls "
+        "are sent by two clients, in alternating phases: loom's own libcurl client "
+        "(`loom_rpc_client_call`, which libcurl makes poll the socket ~5 times per "
+        "request), and a raw load generator (one blocking socket per connection, "
+        "send and recv, like wrk) that checks each response (HTTP 200, whole body, "
+        "a JSON-RPC result for its id with a new job) but costs the shared CPUs less; "
+        "the throughput target is about loomd, so it is judged on the raw client, and "
+        "the libcurl figures say what loom's own client reaches.\n\n"
         "- command: `build/bench_rpc_submit --jobs %ld --conns %d --batch %d "
         "--durability %s` (also run by `make bench`)\n"
         "- machine: %s\n- date: %s\n\n"
