@@ -9,11 +9,24 @@
 #include "daemon/monitor.h"
 #include "loom/mon.h"
 
+/* A running job's process tree, read by a tree reader kept from one
+ * /metrics scrape to the next: the reader knows the members and only looks
+ * for new ones, instead of walking /proc for every job at every scrape, and
+ * its CPU seconds include reaped children, so the counters never go back. */
+typedef struct job_tree {
+    int64_t id;
+    pid_t pid;
+    loom_mon_tree_t *tree;
+    bool seen; /* running at this scrape */
+} job_tree_t;
+
 struct loomd_monitor {
     loom_mon_t *mon;
     pthread_mutex_t mu;
     loom_store_t *store;
     loomd_runner_t *runner;
+    job_tree_t *trees; /* under mu */
+    size_t ntrees, cap;
 };
 
 int loomd_monitor_open(loom_store_t *store, loomd_runner_t *runner, loomd_monitor_t **out,
@@ -38,6 +51,9 @@ void loomd_monitor_close(loomd_monitor_t *m)
 {
     if (!m)
         return;
+    for (size_t i = 0; i < m->ntrees; i++)
+        loom_mon_tree_close(m->trees[i].tree);
+    free(m->trees);
     loom_mon_close(m->mon);
     pthread_mutex_destroy(&m->mu);
     free(m);
@@ -146,6 +162,47 @@ int loomd_monitor_add_methods(loom_rpc_dispatcher_t *d, loomd_monitor_t *m, loom
                                    LOOM_RPC_STRICT_PARAMS, err);
 }
 
+/* The tree reader of job id (shepherd pid), opened on first use; NULL if
+ * the process is gone or memory ran out. m->mu held. */
+static loom_mon_tree_t *job_tree(loomd_monitor_t *m, int64_t id, pid_t pid)
+{
+    for (size_t i = 0; i < m->ntrees; i++)
+        if (m->trees[i].id == id && m->trees[i].pid == pid) {
+            m->trees[i].seen = true;
+            return m->trees[i].tree;
+        }
+    if (m->ntrees == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 16;
+        job_tree_t *t = realloc(m->trees, cap * sizeof *t);
+        if (!t)
+            return NULL;
+        m->trees = t;
+        m->cap = cap;
+    }
+    loom_mon_tree_opts_t o = {.details = true};
+    loom_mon_tree_t *tree;
+    loom_err_t err;
+    if (loom_mon_tree_open(&tree, m->mon, pid, &o, &err) != LOOM_OK)
+        return NULL;
+    m->trees[m->ntrees++] = (job_tree_t){.id = id, .pid = pid, .tree = tree, .seen = true};
+    return tree;
+}
+
+/* Closes the readers of jobs that were not running at this scrape. */
+static void drop_unseen_trees(loomd_monitor_t *m)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < m->ntrees; i++) {
+        if (!m->trees[i].seen) {
+            loom_mon_tree_close(m->trees[i].tree);
+            continue;
+        }
+        m->trees[i].seen = false;
+        m->trees[k++] = m->trees[i];
+    }
+    m->ntrees = k;
+}
+
 int loomd_monitor_metrics(loom_buf_t *out, void *ctx)
 {
     loomd_monitor_t *m = ctx;
@@ -164,12 +221,16 @@ int loomd_monitor_metrics(loom_buf_t *out, void *ctx)
                        : 0;
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-            if (loom_mon_proc_read(m->mon, pids[i], true, &procs[k], NULL) != LOOM_OK)
+            loom_mon_tree_t *tree = job_tree(m, ids[i], pids[i]);
+            if (!tree || loom_mon_tree_read(tree, &procs[k], NULL) != LOOM_OK ||
+                procs[k].n_processes == 0)
                 continue; /* ended between the two reads */
             snprintf(names[k], sizeof names[k], "%lld", (long long)ids[i]);
             labels[k] = names[k];
             k++;
         }
+        if (ids && pids && procs && names && labels)
+            drop_unseen_trees(m);
         if (k)
             rc = loom_mon_procs_to_prom(procs, labels, k, out, &err);
         free(ids);
