@@ -393,6 +393,10 @@ static int run_phase(const char *url, const char *token, int conns, long jobs, i
 
 enum { MAX_ROUNDS = 20 };
 
+/* In the report, everything from this line on is kept from the previous
+ * report (notes written by hand). */
+#define NOTES_MARKER "<!-- notes by hand: kept by bench_rpc_submit -->"
+
 /* The round with the median rate (the lower middle one for an even count). */
 static void append_row(loom_buf_t *md, const char *phase, int conns, int round,
                        const result_t *r)
@@ -783,6 +787,14 @@ int main(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/rpc_submit%s.md", out_dir,
              strcmp(durability, "full") == 0 ? "_full" : "");
+    /* Notes written by hand below the marker line survive a new run. */
+    loom_buf_t old = LOOM_BUF_INIT;
+    if (loom_buf_read_file(&old, path, NULL) == LOOM_OK && old.data) {
+        const char *keep = strstr(old.data, NOTES_MARKER);
+        if (keep)
+            loom_buf_appendf(&md, "\n%s", keep);
+    }
+    loom_buf_free(&old);
     loom_err_t err;
     if (loom_write_file_atomic(path, md.data, md.len, 0644, &err))
         fprintf(stderr, "bench_rpc_submit: %s\n", err.msg);

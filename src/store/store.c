@@ -94,6 +94,7 @@ struct loom_store {
 
     /* Writer statements (committer thread only). */
     sqlite3_stmt *ins_job, *ins_event, *sel_submit_w, *sel_id_w, *upd_cancel, *upd_trans;
+    sqlite3_stmt *begin_w, *commit_w; /* prepared once: sqlite3_exec compiles each time */
 };
 
 #define JOB_COLUMNS                                                                                \
@@ -520,6 +521,14 @@ static void complete_ops(op_t *o)
     }
 }
 
+/* Runs a prepared statement that returns no rows: SQLITE_OK or the error. */
+static int step_once(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* Runs one group in one transaction and completes every op in it; a
  * helper (loom_store_help) completes any group itself while the completer
  * is idle: mostly they are its own request's writes, which it would only
@@ -527,7 +536,7 @@ static void complete_ops(op_t *o)
 static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
 {
     int64_t now = loom_time_real_ns();
-    int rc = sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    int rc = step_once(s->begin_w);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
         if (o->kind == OP_SUBMIT)
@@ -540,7 +549,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
             rc = run_exec(s, o);
     }
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(s->wdb, "COMMIT", NULL, NULL, NULL);
+        rc = step_once(s->commit_w);
     bool ok = rc == SQLITE_OK;
     if (!ok) {
         loom_err_t dberr;
@@ -1196,6 +1205,8 @@ static void finalize_all(loom_store_t *s)
     sqlite3_finalize(s->sel_id_w);
     sqlite3_finalize(s->upd_cancel);
     sqlite3_finalize(s->upd_trans);
+    sqlite3_finalize(s->begin_w);
+    sqlite3_finalize(s->commit_w);
 }
 
 int loom_store_open(const char *path, const loom_store_options_t *opts, loom_store_t **out,
@@ -1250,7 +1261,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         (rc = prep(s->wdb,
                    "UPDATE jobs SET state = ?1, reason = ?2, start_time_ns = ?3, end_time_ns = ?4, "
                    "update_time_ns = ?5, run = ?6 WHERE id = ?7",
-                   &s->upd_trans, err)))
+                   &s->upd_trans, err)) ||
+        (rc = prep(s->wdb, "BEGIN IMMEDIATE", &s->begin_w, err)) ||
+        (rc = prep(s->wdb, "COMMIT", &s->commit_w, err)))
         goto fail_stmts;
     if ((rc = count_states(s, err)))
         goto fail_stmts;
