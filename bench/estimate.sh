@@ -8,7 +8,11 @@
 #      on shapes off the zoo's, page fault cost, optimizer, fixed step cost)
 #      -> cpu-local.json, fit quality -> docs/bench/estimate_classes.md
 #   5. export the zoo to ONNX (workloads/export_onnx.py) into a temporary dir
-#   6. bench/estimate_measure.py -> docs/bench/estimate.md
+#   6. workloads/devices/cpu-local-retain.json: the same machine with glibc
+#      malloc told to keep what it gets (no mmap, no trim: GLIBC_TUNABLES in
+#      its "malloc_tunables"), the CPU analogue of PyTorch's CUDA caching allocator
+#   7. bench/estimate_measure.py, once per device file (each measured with its
+#      malloc_tunables) -> docs/bench/estimate.md
 set -euo pipefail
 build=${1:-build}
 # one thread for PyTorch, OpenMP and OpenBLAS (whose spinning threads would
@@ -88,6 +92,16 @@ json.dump(dev, open(sys.argv[1], "w"), indent=2, sort_keys=True)
 print("matmul_curve", " ".join(f"{s}:{f / 1e9:.1f}G" for s, f in curve))
 PY
 $py bench/estimate_calibrate.py workloads/devices/cpu-local.json --report docs/bench/estimate_classes.md
+# the retaining runtime: every block from the brk heap (mmap_max=0) and the
+# heap never trimmed (trim_threshold above any heap), so a step reuses the
+# pages of the step before, as the CUDA caching allocator reuses its segments
+$py - workloads/devices/cpu-local.json workloads/devices/cpu-local-retain.json <<'PY'
+import json, sys
+dev = json.load(open(sys.argv[1]))
+dev["name"] = "cpu-local-retain"
+dev["malloc_tunables"] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=0x7fffffffffffffff"
+json.dump(dev, open(sys.argv[2], "w"), indent=2, sort_keys=True)
+PY
 $py workloads/export_onnx.py "$tmp" --models mlp,resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm > "$tmp/export.log" 2>&1 || { cat "$tmp/export.log"; exit 1; }
 $py bench/estimate_measure.py --build "$build" --onnx "$tmp" \
-  --device workloads/devices/cpu-local.json --out docs/bench/estimate.md "${cache[@]}" "${@:2}"
+  --device workloads/devices/cpu-local.json --device workloads/devices/cpu-local-retain.json --out docs/bench/estimate.md "${cache[@]}" "${@:2}"

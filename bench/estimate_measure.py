@@ -8,7 +8,7 @@ For every model and three batch sizes:
             peak live heap bytes of the step minus the live bytes before the
             model was built (so: weights, optimizer state, inputs, activations,
             gradients, temporaries — what the estimator predicts), the
-            median process CPU time of 5 steps after 2 warm-up steps, and
+            median process CPU time of 9 steps after 2 warm-up steps, and
             the minor page faults of each step (ru_minflt);
   estimated `loom estimate MODEL.onnx --batch N --train --optimizer OPT
             --device DEVICE --json`: memory.total, time_s.step and
@@ -31,7 +31,6 @@ THREADS_NOTE = """This machine's 2 cores are shared with other jobs, so wall tim
 more about the neighbours than about the model: the step runs on one thread
 and is timed in process CPU time (time.process_time), and the device file is
 calibrated single-threaded to match."""
-LOAD_BEFORE = ""
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -86,8 +85,10 @@ def child(name, batch, optimizer, steps):
                       "faults": statistics.median(faults), "times": times, "all_faults": faults}))
 
 
-def run_child(args, name, batch):
+def run_child(args, name, batch, tunables=""):
     key = f"{name}:{batch}:{args.optimizer}:{args.steps}"
+    if tunables:
+        key += ":" + tunables
     cache = {}
     if args.cache and os.path.exists(args.cache):
         cache = json.load(open(args.cache))
@@ -97,6 +98,10 @@ def run_child(args, name, batch):
     # their CPU time lands in the measurement
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                LD_PRELOAD=os.path.abspath(os.path.join(args.build, "libloom_alloctrack.so")))
+    # the device's glibc malloc settings are part of the runtime it describes
+    env.pop("GLIBC_TUNABLES", None)
+    if tunables:
+        env["GLIBC_TUNABLES"] = tunables
     p = subprocess.run([sys.executable, __file__, "--child", name, str(batch), args.optimizer,
                         str(args.steps)], env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode:
@@ -108,10 +113,10 @@ def run_child(args, name, batch):
     return result
 
 
-def estimate(args, name, batch):
+def estimate(args, name, batch, device):
     cmd = [os.path.join(args.build, "loom"), "estimate", os.path.join(args.onnx, name + ".onnx"),
            "--batch", str(batch), "--train", "--optimizer", args.optimizer,
-           "--device", args.device, "--json"]
+           "--device", device, "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr}")
@@ -120,39 +125,26 @@ def estimate(args, name, batch):
             "faults": j.get("fresh_bytes", 0) / 4096, "fault_time": j["time_s"].get("page_faults", 0)}
 
 
-def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
-        return 0
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--onnx", required=True)
-    ap.add_argument("--device", required=True)
-    ap.add_argument("--optimizer", default="adam")
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--models", default=",".join(PLAN))
-    ap.add_argument("--cache", help="JSON file of measurements to reuse (estimator work: "
-                    "re-estimate without re-measuring)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench", "estimate.md"))
-    a = ap.parse_args()
-    global LOAD_BEFORE
-    LOAD_BEFORE = " ".join(open("/proc/loadavg").read().split()[:3])
-    dev = json.load(open(a.device))
+def measure_device(a, path):
+    """One table: every model and batch on the runtime `path` describes."""
+    dev = json.load(open(path))
+    tunables = dev.get("malloc_tunables", "")
     # The runtime's own heap (autograd engine, oneDNN/BLAS scratch, optimizer
     # bookkeeping) is not a tensor: measure it once on a 2-layer MLP that is
     # not in the zoo, and record it as the device's context_bytes.
     dev["context_bytes"] = 0
-    json.dump(dev, open(a.device, "w"), indent=2, sort_keys=True)
-    m, e = run_child(a, "mlp", 8), estimate(a, "mlp", 8)
+    json.dump(dev, open(path, "w"), indent=2, sort_keys=True)
+    m, e = run_child(a, "mlp", 8, tunables), estimate(a, "mlp", 8, path)
     dev["context_bytes"] = max(0, m["peak"] - e["peak"])
-    json.dump(dev, open(a.device, "w"), indent=2, sort_keys=True)
-    print(f"context: mlp measured {m['peak']} B, estimated {e['peak']} B -> context_bytes "
-          f"{dev['context_bytes']}", flush=True)
+    json.dump(dev, open(path, "w"), indent=2, sort_keys=True)
+    print(f"{dev['name']}: context: mlp measured {m['peak']} B, estimated {e['peak']} B -> "
+          f"context_bytes {dev['context_bytes']}", flush=True)
+    load_before = " ".join(open("/proc/loadavg").read().split()[:3])
     rows, mem_err, time_err = [], [], []
     for name in a.models.split(","):
         for b in PLAN[name]:
-            m = run_child(a, name, b)
-            e = estimate(a, name, b)
+            m = run_child(a, name, b, tunables)
+            e = estimate(a, name, b, path)
             me = (e["peak"] - m["peak"]) / m["peak"]
             te = (e["time"] - m["time"]) / m["time"]
             mem_err.append(abs(me))
@@ -162,45 +154,73 @@ def main():
                         f"{100 * te:+.1f} | {m.get('faults', 0):.0f} | {e['faults']:.0f} | "
                         f"{e['fault_time'] * 1e3:.1f} |")
             print(rows[-1], flush=True)
-    import torch
+    load_after = " ".join(open("/proc/loadavg").read().split()[:3])
+    malloc = (f"glibc malloc with `GLIBC_TUNABLES={tunables}` (the device's `malloc_tunables`; "
+              "the measured child runs with it and the estimator's heap model follows it)"
+              if tunables else "glibc malloc with its defaults (no `malloc_tunables`)")
     head = [
-        "# Estimator against measurement",
+        f"## Device `{os.path.relpath(path, ROOT)}`: {malloc}",
         "",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {platform.node()}, "
-        f"{dev['description']}. Measured on: **CPU** (torch {torch.__version__}, "
-        f"1 thread, CPU time; {THREADS_NOTE}). No GPU was available in this session; the H200 rows are "
-        "still to be measured.",
-        "",
-        f"Command: `bash bench/estimate.sh build` (which runs `bench/estimate_measure.py --optimizer "
-        f"{a.optimizer}`). Training step = forward + cross-entropy + backward + "
-        f"{a.optimizer} step, fp32. Device file: `{os.path.relpath(a.device, ROOT)}` "
-        f"(GEMM {dev['flops_fp32'] / 1e9:.1f} GFLOP/s, triad {dev['mem_bandwidth'] / 1e9:.2f} GB/s, "
-        f"conv {dev.get('flops_conv', dev['flops_fp32']) / 1e9:.1f} GFLOP/s, matmul by size "
-        f"{', '.join(f'{int(d)}: {f / 1e9:.0f}' for d, f in dev.get('matmul_curve', []))} GFLOP/s, "
-        f"op overhead {dev['op_overhead_s'] * 1e6:.1f} us).",
-        "",
-        "Memory: measured = peak live heap bytes during one step (LD_PRELOAD "
-        "build/libloom_alloctrack.so, malloc_usable_size) minus live bytes before the model "
-        "was built; estimated = `memory.total` (= peak_live + the device's context_bytes: the runtime's own heap, "
-        "measured once on a 2-layer MLP that is not in the zoo: "
-        f"{dev['context_bytes'] / 2**20:.1f} MiB). Time: median process CPU time of "
-        f"{a.steps} steps after 2 warm-up steps vs `time_s.step`. Page faults: measured = median minor "
-        "faults per step (ru_minflt); estimated = `fresh_bytes` / 4096, the fresh pages of the "
-        "estimator's glibc heap model, which the estimate charges at the device's page_fault_s "
-        f"({dev.get('page_fault_s', 0) * 1e6:.1f} us per page; the last column). Load average before / "
-        f"after: {LOAD_BEFORE} / {' '.join(open('/proc/loadavg').read().split()[:3])}.",
+        f"{dev['description']}. GEMM {dev['flops_fp32'] / 1e9:.1f} GFLOP/s, triad "
+        f"{dev['mem_bandwidth'] / 1e9:.2f} GB/s, page fault {dev.get('page_fault_s', 0) * 1e6:.1f} us, "
+        f"runtime heap (context_bytes) {dev['context_bytes'] / 2**20:.1f} MiB. "
+        f"Load average before / after: {load_before} / {load_after}.",
         "",
         "| model | batch | measured MiB | estimated MiB | mem err % | measured ms | estimated ms | time err % "
         "| measured faults | estimated faults | est. fault ms |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     tail = ["",
-            f"**Median absolute error: memory {100 * statistics.median(mem_err):.1f}%, "
+            f"**Median absolute error ({dev['name']}): memory {100 * statistics.median(mem_err):.1f}%, "
             f"step time {100 * statistics.median(time_err):.1f}%** over {len(rows)} runs "
             "(targets: 3% and 10%).", ""]
+    print(tail[1], flush=True)
+    return head + rows + tail
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
+        return 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--onnx", required=True)
+    ap.add_argument("--device", required=True, action="append",
+                    help="device file (repeatable: one table each, measured with its malloc_tunables)")
+    ap.add_argument("--optimizer", default="adam")
+    ap.add_argument("--steps", type=int, default=9)
+    ap.add_argument("--models", default=",".join(PLAN))
+    ap.add_argument("--cache", help="JSON file of measurements to reuse (estimator work: "
+                    "re-estimate without re-measuring)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench", "estimate.md"))
+    a = ap.parse_args()
+    sections = [measure_device(a, p) for p in a.device]
+    import torch
+    head = [
+        "# Estimator against measurement",
+        "",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {platform.node()}. "
+        f"Measured on: **CPU** (torch {torch.__version__}, "
+        f"1 thread, CPU time; {THREADS_NOTE}). No GPU was available in this session; the H200 rows are "
+        "still to be measured.",
+        "",
+        f"Command: `bash bench/estimate.sh build` (which runs `bench/estimate_measure.py --optimizer "
+        f"{a.optimizer}` once per device file). Training step = forward + cross-entropy + backward + "
+        f"{a.optimizer} step, fp32.",
+        "",
+        "Memory: measured = peak live heap bytes during one step (LD_PRELOAD "
+        "build/libloom_alloctrack.so, malloc_usable_size) minus live bytes before the model "
+        "was built; estimated = `memory.total` (= peak_live + the device's context_bytes: the "
+        "runtime's own heap, measured once per table on a 2-layer MLP that is not in the zoo). "
+        f"Time: median process CPU time of {a.steps} steps after 2 warm-up steps vs "
+        "`time_s.step`. Page faults: measured = median minor faults per step (ru_minflt); "
+        "estimated = `fresh_bytes` / 4096, the fresh pages of the estimator's glibc heap model "
+        "(which follows the device's `malloc_tunables`), charged at the device's page_fault_s "
+        "(the last column).",
+        "",
+    ]
     with open(a.out, "w") as f:
-        f.write("\n".join(head + rows + tail))
-    print(tail[1])
+        f.write("\n".join(head + [line for sec in sections for line in sec]))
     return 0
 
 

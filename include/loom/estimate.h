@@ -98,6 +98,25 @@ typedef struct loom_est_opt_cost {
     loom_est_curve_t elem_s;
 } loom_est_opt_cost_t;
 
+/* The glibc malloc settings a CPU runtime runs with (GLIBC_TUNABLES, the
+ * device's "malloc_tunables"); the heap model follows them. */
+typedef struct loom_est_malloc_cfg {
+    uint64_t mmap_threshold; /* requests >= this get their own mapping (128 KiB) */
+    uint64_t trim_threshold; /* top chunk >= this is given back on free (128 KiB) */
+    uint64_t top_pad;        /* extra bytes per brk growth, kept on trim (128 KiB) */
+    uint64_t mmap_max;       /* live mappings at most; 0: never map (65536) */
+    bool fixed;              /* a tunable set: glibc's dynamic mmap threshold is off */
+} loom_est_malloc_cfg_t;
+
+/* glibc 2.36's defaults. */
+void loom_est_malloc_cfg_default(loom_est_malloc_cfg_t *cfg);
+/* Parses a GLIBC_TUNABLES string ("glibc.malloc.mmap_max=0:glibc.malloc.
+ * trim_threshold=0x..."; names glibc.malloc.{mmap_threshold, trim_threshold,
+ * top_pad, mmap_max}, values decimal or 0x hex) over the defaults. The
+ * message names `where`, the tunable and what was expected. */
+int loom_est_malloc_cfg_parse(const char *tunables, const char *where, loom_est_malloc_cfg_t *out,
+                              loom_err_t *err);
+
 typedef struct loom_est_device {
     char name[64];
     char description[160];
@@ -125,6 +144,10 @@ typedef struct loom_est_device {
     loom_est_opt_cost_t opt[3]; /* by loom_est_optimizer_t */
     double step_overhead_s;     /* fixed cost of a training step */
     double page_fault_s;        /* per fresh 4 KiB page (malloc devices) */
+    /* "malloc_tunables": the GLIBC_TUNABLES the runtime is measured and run
+     * with ("" = glibc's defaults) and what it sets */
+    char malloc_tunables[256];
+    loom_est_malloc_cfg_t malloc_cfg;
 } loom_est_device_t;
 
 /* name_or_path: a file path (contains '/' or ends in .json) or a name looked
@@ -164,7 +187,9 @@ uint64_t loom_est_alloc_segment_size(uint64_t bytes); /* segment for a cache mis
  * A CPU training step's page faults come from what it allocates fresh. */
 typedef struct loom_est_heap loom_est_heap_t;
 
-loom_est_heap_t *loom_est_heap_new(void);
+loom_est_heap_t *loom_est_heap_new(void); /* glibc's defaults */
+/* cfg NULL or without `fixed`: glibc's defaults */
+loom_est_heap_t *loom_est_heap_new_cfg(const loom_est_malloc_cfg_t *cfg);
 void loom_est_heap_free_all(loom_est_heap_t *h);
 /* Returns a handle (> 0), 0 when the model itself runs out of memory. */
 uint64_t loom_est_heap_malloc(loom_est_heap_t *h, uint64_t bytes);

@@ -47,6 +47,9 @@ static void print_table(const loom_est_result_t *r, const loom_est_options_t *o,
            o->train ? "training" : "inference", loom_est_precision_name(o->precision),
            o->train ? ", optimizer " : "", o->train ? loom_est_optimizer_name(o->optimizer) : "",
            o->device ? o->device->name : "-");
+    if (o->device && o->device->malloc_tunables[0])
+        printf("runtime    GLIBC_TUNABLES=%s (the device's malloc_tunables: run with it)\n",
+               o->device->malloc_tunables);
     printf("params     %llu (+%llu buffer elements)\n", (unsigned long long)r->params,
            (unsigned long long)r->buffers);
     printf("FLOPs      forward %s, backward %s\n\n", human(r->fwd_flops, a, sizeof a, "FLOP"),

@@ -1103,7 +1103,7 @@ static int replay_heap(cost_t *c, double *fresh_fwd, double *fresh_bwd, double *
                        double *fresh_opt)
 {
     loom_est_model_t *m = c->m;
-    loom_est_heap_t *h = loom_est_heap_new();
+    loom_est_heap_t *h = loom_est_heap_new_cfg(&c->opt->device->malloc_cfg);
     uint64_t *hh = calloc(c->nlog + 1, sizeof *hh);
     bool *keep = calloc(c->nlog + 1, sizeof *keep);
     uint64_t *state = calloc(2 * (m->nt ? m->nt : 1), sizeof *state);

@@ -11,7 +11,9 @@
  *    -- the calibrated model (bench/estimate_calibrate.py), all optional:
  *    "calibrated": true, "page_fault_s": 1.3e-5, "step_overhead_s": 1.4e-5,
  *    "op_classes": {"conv": {"fwd": FN, "bwd": FN}, ...},
- *    "optimizer": {"adam": {"tensor_s": 2e-5, "elem_s": CURVE}, ...}}
+ *    "optimizer": {"adam": {"tensor_s": 2e-5, "elem_s": CURVE}, ...},
+ *    -- malloc devices: the glibc settings the runtime runs with (optional):
+ *    "malloc_tunables": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=..."}
  *
  *   FN    = {"overhead_s": S, "step_s": S, "strided_s": S,
  *            "rate": {"peak": FLOP/s, "half_dim": D, "power": P},
@@ -297,6 +299,18 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         return rc;
     out->memory_bytes = (uint64_t)mem;
     out->context_bytes = (uint64_t)ctx;
+    s = "";
+    if (loom_json_get_string(obj, "malloc_tunables", false, "", &s, err))
+        return loom_err_prefix(err, "device %s: ", name);
+    if (strlen(s) >= sizeof out->malloc_tunables)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "device %s: /malloc_tunables is %zu characters long, at most %zu expected",
+                            name, strlen(s), sizeof out->malloc_tunables - 1);
+    snprintf(out->malloc_tunables, sizeof out->malloc_tunables, "%s", s);
+    char where[200];
+    snprintf(where, sizeof where, "device %.120s: /malloc_tunables", name);
+    if ((rc = loom_est_malloc_cfg_parse(out->malloc_tunables, where, &out->malloc_cfg, err)))
+        return rc;
     s = "cuda-caching";
     if (loom_json_get_string(obj, "allocator", false, "", &s, err))
         return loom_err_prefix(err, "device %s: ", name);

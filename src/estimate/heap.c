@@ -23,6 +23,13 @@
  *              operator); heap pages past the highest page touched since
  *              the last trim are fresh
  *
+ *   tunables   GLIBC_TUNABLES (mallopt's M_MMAP_THRESHOLD, M_TRIM_THRESHOLD,
+ *              M_TOP_PAD, M_MMAP_MAX) replace those defaults; setting any of
+ *              them turns the dynamic threshold off (mp_.no_dyn_threshold);
+ *              mmap_max 0 never maps (every block from the heap), a trim
+ *              threshold above any heap never trims: the heap keeps its
+ *              high-water mark, as PyTorch's CUDA caching allocator does
+ *
  *   tcache     a freed chunk of up to 1040 bytes goes to its size's cache
  *              (7 at most) and stays in use for the heap; malloc of that
  *              size takes the last one back
@@ -39,7 +46,6 @@
 
 #define PAGE         4096u
 #define MINSIZE      32u
-#define TOP_PAD      (128u << 10)
 #define MMAP_MAX     (32u << 20)
 #define CONSOLIDATE  (64u << 10)
 #define TCACHE_MAX   1040u /* largest chunk tcache holds (request 1032) */
@@ -67,7 +73,8 @@ struct loom_est_heap {
     hentry_t *h; /* handles */
     size_t nh, caph;
     uint64_t top, end, touched; /* top chunk start, heap end (brk), touched up to */
-    uint64_t mmap_thr, trim_thr;
+    uint64_t mmap_thr, trim_thr, top_pad, mmap_max, nmapped;
+    bool no_dyn; /* a tunable was set: thresholds stay as set */
     uint64_t fresh, mapped_live;
     tcache_t tc[NTC]; /* per 16-byte size class: freed small chunks kept in use */
     bool oom;
@@ -78,15 +85,108 @@ static uint64_t page_up(uint64_t x)
     return (x + PAGE - 1) / PAGE * PAGE;
 }
 
-loom_est_heap_t *loom_est_heap_new(void)
+void loom_est_malloc_cfg_default(loom_est_malloc_cfg_t *cfg)
 {
+    *cfg = (loom_est_malloc_cfg_t){.mmap_threshold = 128u << 10,
+                                   .trim_threshold = 128u << 10,
+                                   .top_pad = 128u << 10,
+                                   .mmap_max = 65536,
+                                   .fixed = false};
+}
+
+static const char *const tunable_names[] = {"glibc.malloc.mmap_threshold",
+                                            "glibc.malloc.trim_threshold", "glibc.malloc.top_pad",
+                                            "glibc.malloc.mmap_max"};
+
+int loom_est_malloc_cfg_parse(const char *tunables, const char *where, loom_est_malloc_cfg_t *out,
+                              loom_err_t *err)
+{
+    loom_est_malloc_cfg_default(out);
+    const char *p = tunables;
+    while (*p) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t nlen = eq ? (size_t)(eq - p) : len;
+        int which = -1;
+        for (int i = 0; i < 4; i++)
+            if (strlen(tunable_names[i]) == nlen && memcmp(p, tunable_names[i], nlen) == 0)
+                which = i;
+        if (which < 0 || !eq)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: '%.*s': expected NAME=VALUE with NAME one of "
+                                "glibc.malloc.mmap_threshold, glibc.malloc.trim_threshold, "
+                                "glibc.malloc.top_pad, glibc.malloc.mmap_max",
+                                where, (int)(len > 80 ? 80 : len), p);
+        /* the value: decimal or 0x hex, as glibc's tunables read it */
+        const char *v = eq + 1, *ve = p + len;
+        int base = 10;
+        if (ve - v > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+            base = 16;
+            v += 2;
+        }
+        uint64_t x = 0;
+        bool ok = v < ve;
+        for (const char *q = v; ok && q < ve; q++) {
+            int dig = *q >= '0' && *q <= '9'                ? *q - '0'
+                      : base == 16 && *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
+                      : base == 16 && *q >= 'A' && *q <= 'F' ? *q - 'A' + 10
+                                                             : -1;
+            if (dig < 0 || x > (UINT64_MAX - (uint64_t)dig) / (uint64_t)base)
+                ok = false;
+            else
+                x = x * (uint64_t)base + (uint64_t)dig;
+        }
+        if (!ok)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: %s: value '%.*s' is not a decimal or 0x hex number of 64 bits",
+                                where, tunable_names[which], (int)(ve - eq - 1 > 40 ? 40 : ve - eq - 1),
+                                eq + 1);
+        /* glibc ignores an mmap threshold above HEAP_MAX_SIZE / 2 */
+        if (which == 0 && x > MMAP_MAX)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: glibc.malloc.mmap_threshold %llu is above glibc's maximum "
+                                "33554432 (32 MiB; glibc would ignore it)",
+                                where, (unsigned long long)x);
+        if (which == 0)
+            out->mmap_threshold = x;
+        else if (which == 1)
+            out->trim_threshold = x;
+        else if (which == 2)
+            out->top_pad = x;
+        else
+            out->mmap_max = x;
+        out->fixed = true;
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return LOOM_OK;
+}
+
+loom_est_heap_t *loom_est_heap_new_cfg(const loom_est_malloc_cfg_t *cfg)
+{
+    loom_est_malloc_cfg_t def;
+    if (!cfg || !cfg->fixed) { /* nothing set (or a zeroed struct): the defaults */
+        loom_est_malloc_cfg_default(&def);
+        cfg = &def;
+    }
     loom_est_heap_t *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    h->mmap_thr = 128u << 10;
-    h->trim_thr = 128u << 10;
+    h->mmap_thr = cfg->mmap_threshold;
+    h->trim_thr = cfg->trim_threshold;
+    /* the model's addresses are 64-bit: keep a pad that cannot overflow them */
+    h->top_pad = cfg->top_pad > (1ull << 48) ? 1ull << 48 : cfg->top_pad;
+    h->mmap_max = cfg->mmap_max;
+    h->no_dyn = cfg->fixed;
     h->nh = 1; /* handle 0 means none */
     return h;
+}
+
+loom_est_heap_t *loom_est_heap_new(void)
+{
+    return loom_est_heap_new_cfg(NULL);
 }
 
 void loom_est_heap_free_all(loom_est_heap_t *h)
@@ -209,14 +309,15 @@ uint64_t loom_est_heap_malloc(loom_est_heap_t *h, uint64_t bytes)
         }
         return new_handle(h, addr, nb, false);
     }
-    if (nb >= h->mmap_thr) {
+    if (nb >= h->mmap_thr && h->nmapped < h->mmap_max) {
         uint64_t sz = page_up(nb + 8);
         h->fresh += sz;
         h->mapped_live += sz;
+        h->nmapped++;
         return new_handle(h, 0, sz, true);
     }
     if (h->end - h->top < nb + MINSIZE)
-        h->end += page_up(nb + MINSIZE + TOP_PAD - (h->end - h->top));
+        h->end += page_up(nb + MINSIZE + h->top_pad - (h->end - h->top));
     uint64_t addr = h->top;
     if (!insert(h, h->n, (chunk_t){addr, nb, false})) {
         h->oom = true;
@@ -232,9 +333,9 @@ static void maybe_trim(loom_est_heap_t *h, uint64_t merged)
     if (merged < CONSOLIDATE || h->end - h->top < h->trim_thr)
         return;
     uint64_t top_size = h->end - h->top;
-    if (top_size <= TOP_PAD + MINSIZE + 1)
+    if (top_size <= h->top_pad + MINSIZE + 1)
         return;
-    uint64_t extra = (top_size - TOP_PAD - MINSIZE - 1) / PAGE * PAGE;
+    uint64_t extra = (top_size - h->top_pad - MINSIZE - 1) / PAGE * PAGE;
     if (!extra)
         return;
     h->end -= extra;
@@ -258,7 +359,8 @@ void loom_est_heap_release(loom_est_heap_t *h, uint64_t handle)
     }
     if (e.mapped) {
         h->mapped_live -= e.size;
-        if (e.size > h->mmap_thr && e.size <= MMAP_MAX) {
+        h->nmapped--;
+        if (!h->no_dyn && e.size > h->mmap_thr && e.size <= MMAP_MAX) {
             h->mmap_thr = e.size;
             h->trim_thr = 2 * e.size;
         }

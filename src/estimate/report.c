@@ -76,6 +76,8 @@ json_t *loom_est_result_json(const loom_est_result_t *r, const loom_est_options_
                                       "step", r->step_time_s));
     if (opt->device)
         json_object_set_new(o, "fresh_bytes", json_integer((json_int_t)r->fresh_bytes));
+    if (opt->device && opt->device->malloc_tunables[0])
+        json_object_set_new(o, "malloc_tunables", json_string(opt->device->malloc_tunables));
     json_object_set_new(o, "ops", ops);
     return o;
 }

@@ -27,5 +27,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             if (!(t >= 0))
                 abort(); /* every parameter is >= 0: so is every time */
         }
+    /* the heap model under the device's malloc_tunables: a few blocks
+     * across the thresholds, freed and taken again */
+    loom_est_heap_t *h = loom_est_heap_new_cfg(&d.malloc_cfg);
+    if (!h)
+        return 0;
+    uint64_t sizes[] = {24, 2000, 200000, 40u << 20, 1u << 20};
+    uint64_t hd[5];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 5; i++)
+            hd[i] = loom_est_heap_malloc(h, sizes[i]);
+        for (int i = 0; i < 5; i++)
+            loom_est_heap_release(h, hd[i]);
+    }
+    loom_est_heap_free_all(h);
     return 0;
 }

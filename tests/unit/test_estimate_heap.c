@@ -131,6 +131,123 @@ static void test_null_and_stale_handles(void **state)
     loom_est_heap_free_all(NULL);
 }
 
+static void test_tunables_parse(void **state)
+{
+    (void)state;
+    loom_est_malloc_cfg_t c;
+    loom_err_t err = {0};
+    /* nothing set: glibc's defaults, dynamic threshold on */
+    assert_int_equal(loom_est_malloc_cfg_parse("", "dev", &c, &err), LOOM_OK);
+    assert_int_equal(c.mmap_threshold, 131072);
+    assert_int_equal(c.trim_threshold, 131072);
+    assert_int_equal(c.top_pad, 131072);
+    assert_int_equal(c.mmap_max, 65536);
+    assert_false(c.fixed);
+    /* decimal and 0x hex; what is not named keeps its default */
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_max=0:glibc.malloc."
+                                               "trim_threshold=0x7fffffffffffffff:glibc.malloc."
+                                               "top_pad=4096",
+                                               "dev", &c, &err),
+                     LOOM_OK);
+    assert_int_equal(c.mmap_max, 0);
+    assert_int_equal(c.trim_threshold, 0x7fffffffffffffffull);
+    assert_int_equal(c.top_pad, 4096);
+    assert_int_equal(c.mmap_threshold, 131072);
+    assert_true(c.fixed);
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554432", "dev", &c,
+                                               &err),
+                     LOOM_OK);
+    assert_int_equal(c.mmap_threshold, 33554432);
+    /* errors name the place, the tunable and what was expected */
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.arena_max=2", "dev /malloc_tunables",
+                                               &c, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "dev /malloc_tunables: 'glibc.malloc.arena_max=2'"));
+    assert_non_null(strstr(err.msg, "glibc.malloc.mmap_max"));
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.top_pad", "dev", &c, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "NAME=VALUE"));
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.top_pad=12k", "dev", &c, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "glibc.malloc.top_pad: value '12k'"));
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_max=", "dev", &c, &err),
+                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_est_malloc_cfg_parse("glibc.malloc.mmap_max=18446744073709551616", "dev", &c, &err),
+        LOOM_EINVAL);
+    /* glibc ignores a threshold above 32 MiB: refused rather than misread */
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554433", "dev", &c,
+                                               &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "above glibc's maximum"));
+}
+
+static void test_retaining_heap(void **state)
+{
+    (void)state;
+    loom_est_malloc_cfg_t c;
+    loom_err_t err = {0};
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_max=0:glibc.malloc."
+                                               "trim_threshold=0x7fffffffffffffff",
+                                               "dev", &c, &err),
+                     LOOM_OK);
+    loom_est_heap_t *h = loom_est_heap_new_cfg(&c);
+    assert_non_null(h);
+    /* 1 MiB, no mapping allowed: from the heap. chunk 1048592; brk grows
+     * by page_up(1048592 + 32 + 131072) = 1183744; 257 pages touched */
+    uint64_t a = loom_est_heap_malloc(h, 1024 * KIB);
+    assert_int_equal(loom_est_heap_size(h), 1183744);
+    assert_int_equal(loom_est_heap_fresh_bytes(h), 1052672);
+    /* freed: never trimmed, and the mmap threshold stays (no dynamic
+     * threshold once a tunable is set) */
+    loom_est_heap_release(h, a);
+    assert_int_equal(loom_est_heap_size(h), 1183744);
+    assert_int_equal(loom_est_heap_mmap_threshold(h), 131072);
+    /* 40 MiB, which the defaults would map afresh every time: the heap
+     * grows once by page_up(41943056 + 32 + 131072 - 1183744) = 40894464
+     * (the free top counts) and touches page_up(41943056) = 41943040 +
+     * 4096 bytes from 0, of which 1052672 were touched already */
+    uint64_t big = 40u << 20;
+    for (int i = 0; i < 3; i++) {
+        a = loom_est_heap_malloc(h, big);
+        loom_est_heap_release(h, a);
+    }
+    assert_int_equal(loom_est_heap_size(h), 1183744 + 40894464);
+    assert_int_equal(loom_est_heap_fresh_bytes(h), 41947136);
+    loom_est_heap_free_all(h);
+}
+
+static void test_fixed_threshold_and_mmap_max(void **state)
+{
+    (void)state;
+    loom_est_malloc_cfg_t c;
+    loom_err_t err = {0};
+    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=65536:glibc.malloc."
+                                               "mmap_max=1:glibc.malloc.top_pad=0",
+                                               "dev", &c, &err),
+                     LOOM_OK);
+    loom_est_heap_t *h = loom_est_heap_new_cfg(&c);
+    /* 200000 B >= 65536: mapped, page_up(200016 + 8) = 200704 fresh */
+    uint64_t a = loom_est_heap_malloc(h, 200000);
+    assert_int_equal(loom_est_heap_fresh_bytes(h), 200704);
+    assert_int_equal(loom_est_heap_size(h), 0);
+    /* a second one while the first is mapped: mmap_max 1 is reached, so
+     * the heap: brk page_up(200016 + 32 + 0) = 200704, 49 pages touched */
+    uint64_t b = loom_est_heap_malloc(h, 200000);
+    assert_int_equal(loom_est_heap_size(h), 200704);
+    assert_int_equal(loom_est_heap_fresh_bytes(h), 2 * 200704);
+    /* unmapping the first leaves the threshold at 65536 (fixed) */
+    loom_est_heap_release(h, a);
+    assert_int_equal(loom_est_heap_mmap_threshold(h), 65536);
+    loom_est_heap_release(h, b);
+    loom_est_heap_free_all(h);
+    /* a zeroed configuration (fixed false) means glibc's defaults */
+    loom_est_malloc_cfg_t zero = {0};
+    h = loom_est_heap_new_cfg(&zero);
+    assert_int_equal(loom_est_heap_mmap_threshold(h), 131072);
+    loom_est_heap_free_all(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +256,9 @@ int main(void)
         cmocka_unit_test(test_best_fit),
         cmocka_unit_test(test_tcache_pins_the_top),
         cmocka_unit_test(test_null_and_stale_handles),
+        cmocka_unit_test(test_tunables_parse),
+        cmocka_unit_test(test_retaining_heap),
+        cmocka_unit_test(test_fixed_threshold_and_mmap_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,6 +210,27 @@ static void test_fresh_pages(void **state)
     near(r.fault_time_s, 16385 * 1e-5);
     near(r.step_time_s, 16385 * 1e-5);
     loom_est_result_free(&r);
+    /* the same device run with glibc retaining its heap (no mapping, no
+     * trim): the first step grows the heap by the 64 MiB block, every later
+     * step reuses it, so the counted steps have nothing fresh */
+    load_device("{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+                " \"allocator\": \"malloc\", \"page_fault_s\": 1e-5,"
+                " \"malloc_tunables\": \"glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold="
+                "0x7fffffffffffffff\","
+                " \"op_classes\": {\"unary\": {\"fwd\": {\"overhead_s\": 0}}}}",
+                &d);
+    assert_string_equal(d.malloc_tunables,
+                        "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=0x7fffffffffffffff");
+    assert_int_equal(d.malloc_cfg.mmap_max, 0);
+    run_ok(m, &o, &r);
+    assert_int_equal(r.fresh_bytes, 0);
+    near(r.fault_time_s, 0);
+    near(r.step_time_s, 0);
+    json_t *j = loom_est_result_json(&r, &o);
+    assert_string_equal(json_string_value(json_object_get(j, "malloc_tunables")),
+                        d.malloc_tunables);
+    json_decref(j);
+    loom_est_result_free(&r);
     /* a GPU device (caching allocator) has no heap model */
     d.allocator = LOOM_EST_ALLOC_CUDA_CACHING;
     run_ok(m, &o, &r);
@@ -253,6 +274,11 @@ static void test_device_classes_json(void **state)
         {"{\"page_fault_s\": \"fast\"}", "/page_fault_s must be a number"},
         {"{\"calibrated\": 1}", "/calibrated must be true or false"},
         {"{\"op_classes\": []}", "/op_classes must be an object"},
+        {"{\"malloc_tunables\": \"glibc.malloc.tcache_count=0\"}",
+         "/malloc_tunables: 'glibc.malloc.tcache_count=0': expected NAME=VALUE"},
+        {"{\"malloc_tunables\": \"glibc.malloc.mmap_max=none\"}",
+         "/malloc_tunables: glibc.malloc.mmap_max: value 'none'"},
+        {"{\"malloc_tunables\": 0}", "malloc_tunables"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_error_t je;
@@ -282,8 +308,14 @@ static void test_shipped_devices(void **state)
         if (!d.cls[c][0].set || !d.cls[c][1].set)
             fail_msg("h200: class %s lacks a direction", loom_est_class_name((loom_est_class_t)c));
     assert_true(d.opt[LOOM_EST_ADAM].set);
-    /* the CPU file bench/estimate.sh writes loads too */
+    /* the CPU files bench/estimate.sh writes load too; the retaining one
+     * says how its runtime's malloc is set */
     assert_int_equal(loom_est_device_load("cpu-local", "workloads/devices", &d, &err), LOOM_OK);
+    assert_string_equal(d.malloc_tunables, "");
+    assert_int_equal(loom_est_device_load("cpu-local-retain", "workloads/devices", &d, &err),
+                     LOOM_OK);
+    assert_int_equal(d.malloc_cfg.mmap_max, 0);
+    assert_true(d.malloc_cfg.fixed);
 }
 
 int main(void)
