@@ -6,7 +6,9 @@
  * each reading is then one pread per file (seq_file regenerates the content
  * at offset 0) and a hand-written parse (parse.c). Sources that are absent
  * are recorded with the reason at open time and reported in every snapshot.
- * The mount table is re-parsed only when poll() says it changed.
+ * The mount table is kept parsed: poll() is asked at most every 10 ms
+ * whether it changed, and a mount whose statfs no longer matches the
+ * filesystem first seen there makes the reading parse it again at once.
  */
 #include <dirent.h>
 #include <errno.h>
