@@ -49,7 +49,7 @@ enum {
     LOOM_MON_MEMORY = 1u << 1,  /* /proc/meminfo, PSI memory */
     LOOM_MON_DISK = 1u << 2,    /* /proc/diskstats, PSI io */
     LOOM_MON_NET = 1u << 3,     /* /proc/net/dev */
-    LOOM_MON_FS = 1u << 4,      /* /proc/self/mounts + statvfs */
+    LOOM_MON_FS = 1u << 4,      /* /proc/self/mounts + statfs */
     LOOM_MON_POWER = 1u << 5,   /* /sys/class/powercap (RAPL) */
     LOOM_MON_THERMAL = 1u << 6, /* /sys/class/hwmon, /sys/class/thermal */
     LOOM_MON_GPU = 1u << 7,     /* NVML */
@@ -187,7 +187,7 @@ typedef struct loom_mon_fs {
     char mountpoint[256];
     char fstype[32];
     bool readonly;
-    loom_mon_source_t source;                     /* statvfs of this mount */
+    loom_mon_source_t source;                     /* statfs of this mount */
     uint64_t size_bytes, free_bytes, avail_bytes; /* avail: for non-root users */
     uint64_t files, files_free;
 } loom_mon_fs_t;

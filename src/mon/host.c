@@ -6,7 +6,9 @@
  * each reading is then one pread per file (seq_file regenerates the content
  * at offset 0) and a hand-written parse (parse.c). Sources that are absent
  * are recorded with the reason at open time and reported in every snapshot.
- * The mount table is re-parsed only when poll() says it changed.
+ * The mount table is kept parsed: poll() is asked at most every 10 ms
+ * whether it changed, and a mount whose statfs no longer matches the
+ * filesystem first seen there makes the reading parse it again at once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -28,6 +31,27 @@ typedef struct rapl {
     double max_j;
     loom_mon_source_t src;
 } rapl_t;
+
+/* What statfs said of a mount the first time it was read after the table
+ * was parsed: a later statfs of the same mountpoint that reports another
+ * filesystem (type or id) means the mount went away or was replaced. */
+typedef struct mount_key {
+    bool known;
+    long type;
+    fsid_t fsid;
+} mount_key_t;
+
+/* How often read_fs asks poll() whether the mount table changed. Between
+ * two checks a mount that disappears or is replaced is still seen at once
+ * (its statfs no longer matches mount_key_t); a new mount is seen at the
+ * next check. */
+#define MOUNT_CHECK_NS (10 * LOOM_NS_PER_MS)
+
+/* statfs(2) f_flags: ST_VALID (Linux >= 2.6.36) says the mount flags are
+ * filled in; glibc's <sys/statvfs.h> does not name it. */
+#ifndef ST_VALID
+#define ST_VALID 0x0020
+#endif
 
 typedef struct tsensor {
     char kind[16], chip[64], sensor[64];
@@ -47,8 +71,11 @@ struct loom_mon {
     loom_buf_t buf;
     loom_buf_t fstypes;
     size_t n_fstypes;
-    loom_mon_fss_t mounts; /* parsed table; statvfs'd into each snapshot */
+    loom_mon_fss_t mounts; /* parsed table; statfs'd into each snapshot */
+    mount_key_t *mount_keys; /* per mounts.fs[i] */
+    size_t cap_mount_keys;
     bool mounts_stale;
+    int64_t mounts_checked_ns; /* last poll() of fd_mounts, 0: never */
     rapl_t *rapl;
     size_t n_rapl, cap_rapl;
     loom_mon_source_t power_src;
@@ -388,6 +415,11 @@ static int load_mounts(loom_mon_t *m, loom_err_t *err)
     if (rc == LOOM_OK)
         rc = loom_mon__parse_mounts(m->buf.data, m->buf.len, "/proc/self/mounts", m->fstypes.data,
                                     m->n_fstypes, &m->mounts, err);
+    if (rc == LOOM_OK)
+        rc = loom_mon__grow((void **)&m->mount_keys, &m->cap_mount_keys, m->mounts.n,
+                            sizeof *m->mount_keys, err);
+    if (rc == LOOM_OK && m->mounts.n)
+        memset(m->mount_keys, 0, m->mounts.n * sizeof *m->mount_keys);
     m->mounts_stale = rc != LOOM_OK;
     return rc;
 }
@@ -494,6 +526,7 @@ void loom_mon_close(loom_mon_t *m)
         close(m->temps[i].fd);
     free(m->temps);
     free(m->mounts.fs);
+    free(m->mount_keys);
     loom_buf_free(&m->buf);
     loom_buf_free(&m->fstypes);
     loom_mon__gpu_close(m->nvml);
@@ -596,45 +629,80 @@ static void read_cpu(loom_mon_t *m, loom_mon_cpu_t *cpu)
     read_psi(m, 0, &cpu->pressure, "/proc/pressure/cpu");
 }
 
-static void read_fs(loom_mon_t *m, loom_mon_fss_t *fss, loom_err_t *err)
+/* statfs of one mount into f; false if the mount is no longer the one
+ * the table listed (it must be parsed again). */
+static bool statfs_mount(loom_mon_fs_t *f, mount_key_t *key)
+{
+    struct statfs st;
+    if (statfs(f->mountpoint, &st) != 0) {
+        int e = errno;
+        loom_mon__src_set(&f->source, LOOM_EIO, "statfs %s: %s", f->mountpoint, strerror(e));
+        /* The mountpoint itself is gone: so is the mount. */
+        return !(key->known && e == ENOENT);
+    }
+    if (!key->known) {
+        key->known = true;
+        key->type = (long)st.f_type;
+        key->fsid = st.f_fsid;
+    } else if (key->type != (long)st.f_type ||
+               memcmp(&key->fsid, &st.f_fsid, sizeof key->fsid) != 0) {
+        return false; /* unmounted (statfs now sees the parent) or replaced */
+    }
+    loom_mon__src_ok(&f->source);
+    uint64_t bs = st.f_frsize ? (uint64_t)st.f_frsize : (uint64_t)st.f_bsize;
+    f->size_bytes = (uint64_t)st.f_blocks * bs;
+    f->free_bytes = (uint64_t)st.f_bfree * bs;
+    f->avail_bytes = (uint64_t)st.f_bavail * bs;
+    f->files = st.f_files;
+    f->files_free = st.f_ffree;
+    if (st.f_flags & ST_VALID) /* a remount ro/rw shows here at once */
+        f->readonly = (st.f_flags & ST_RDONLY) != 0;
+    return true;
+}
+
+static void read_fs(loom_mon_t *m, loom_mon_fss_t *fss, int64_t now_ns, loom_err_t *err)
 {
     if (m->fd_mounts < 0 || m->mounts_src.status != LOOM_OK) {
         fss->source = m->mounts_src;
         fss->n = 0;
         return;
     }
-    struct pollfd p = {.fd = m->fd_mounts, .events = POLLPRI};
-    if (m->mounts_stale || (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))) {
-        loom_err_t e;
-        if (load_mounts(m, &e)) {
-            src_from_err(&fss->source, &e);
+    /* The mount table is polled at most every MOUNT_CHECK_NS (one system
+     * call saved per reading of a fast sampler); a mount that went away is
+     * caught sooner by statfs_mount. At most one re-parse per reading. */
+    bool reload = m->mounts_stale;
+    if (!reload && (m->mounts_checked_ns == 0 || now_ns - m->mounts_checked_ns >= MOUNT_CHECK_NS ||
+                    now_ns < m->mounts_checked_ns)) {
+        m->mounts_checked_ns = now_ns;
+        struct pollfd p = {.fd = m->fd_mounts, .events = POLLPRI};
+        reload = poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR));
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        if (reload) {
+            loom_err_t e;
+            m->mounts_checked_ns = now_ns;
+            if (load_mounts(m, &e)) {
+                src_from_err(&fss->source, &e);
+                fss->n = 0;
+                return;
+            }
+        }
+        if (loom_mon__grow((void **)&fss->fs, &fss->cap_, m->mounts.n, sizeof *fss->fs, err)) {
+            src_from_err(&fss->source, err);
             fss->n = 0;
             return;
         }
-    }
-    loom_mon__src_ok(&fss->source);
-    if (loom_mon__grow((void **)&fss->fs, &fss->cap_, m->mounts.n, sizeof *fss->fs, err)) {
-        src_from_err(&fss->source, err);
-        fss->n = 0;
-        return;
-    }
-    fss->n = m->mounts.n;
-    fss->skipped_long = m->mounts.skipped_long;
-    for (size_t i = 0; i < fss->n; i++) {
-        loom_mon_fs_t *f = &fss->fs[i];
-        *f = m->mounts.fs[i];
-        struct statvfs st;
-        if (statvfs(f->mountpoint, &st) != 0) {
-            loom_mon__src_set(&f->source, LOOM_EIO, "statvfs %s: %s", f->mountpoint,
-                              strerror(errno));
-            continue;
+        loom_mon__src_ok(&fss->source);
+        fss->n = m->mounts.n;
+        fss->skipped_long = m->mounts.skipped_long;
+        reload = false;
+        for (size_t i = 0; i < fss->n && !reload; i++) {
+            fss->fs[i] = m->mounts.fs[i];
+            if (!statfs_mount(&fss->fs[i], &m->mount_keys[i]))
+                reload = pass == 0;
         }
-        loom_mon__src_ok(&f->source);
-        f->size_bytes = (uint64_t)st.f_blocks * st.f_frsize;
-        f->free_bytes = (uint64_t)st.f_bfree * st.f_frsize;
-        f->avail_bytes = (uint64_t)st.f_bavail * st.f_frsize;
-        f->files = st.f_files;
-        f->files_free = st.f_ffree;
+        if (!reload)
+            break;
     }
 }
 
@@ -733,7 +801,7 @@ int loom_mon_read(loom_mon_t *m, unsigned groups, loom_mon_snapshot_t *s, loom_e
             s->net.n = 0;
     }
     if (groups & LOOM_MON_FS)
-        read_fs(m, &s->fs, &e);
+        read_fs(m, &s->fs, s->mono_ns, &e);
     if (groups & LOOM_MON_POWER)
         read_power(m, &s->power, &e);
     if (groups & LOOM_MON_THERMAL)

@@ -39,7 +39,7 @@ int loom_mon__parse_filesystems(const char *buf, size_t len, const char *name, l
 /* /proc/self/mounts: entries whose fstype is in the \0-separated list
  * `types` (n_types names) and not tmpfs, with octal escapes decoded. A
  * device seen twice (bind mounts) is kept once, first mount wins. Fills
- * device, mountpoint, fstype, readonly; statvfs is the caller's. */
+ * device, mountpoint, fstype, readonly; statfs is the caller's. */
 int loom_mon__parse_mounts(const char *buf, size_t len, const char *name, const char *types,
                            size_t n_types, loom_mon_fss_t *fss, loom_err_t *err);
 

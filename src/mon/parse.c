@@ -35,16 +35,23 @@ static void next_line(cur_t *c)
     c->line++;
 }
 
-/* Unsigned decimal after optional blanks. */
+/* Unsigned decimal after optional blanks. The hot loop of every parser
+ * here: 19 digits cannot overflow 64 bits, so the overflow test is made
+ * only from the 20th digit on. */
 static bool get_u64(cur_t *c, uint64_t *v)
 {
     skip_blank(c);
-    const char *p = c->p;
-    uint64_t x = 0;
-    if (p >= c->end || *p < '0' || *p > '9')
+    const char *p = c->p, *end = c->end;
+    if (p >= end || (unsigned)(*p - '0') > 9)
         return false;
-    while (p < c->end && *p >= '0' && *p <= '9') {
-        unsigned d = (unsigned)(*p - '0');
+    const char *safe = (size_t)(end - p) > 19 ? p + 19 : end;
+    uint64_t x = 0;
+    unsigned d;
+    while (p < safe && (d = (unsigned)(*p - '0')) <= 9) {
+        x = x * 10 + d;
+        p++;
+    }
+    while (p < end && (d = (unsigned)(*p - '0')) <= 9) {
         if (x > (UINT64_MAX - d) / 10)
             return false;
         x = x * 10 + d;

@@ -9,6 +9,11 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/wait.h>
@@ -353,6 +358,169 @@ static void test_sampler(void **st)
     loom_mon_close(m);
 }
 
+/* Each file the collector keeps open is formatted anew by the kernel when
+ * it is read again at offset 0 (seq_file): a change made between two
+ * readings through the same collector must show. /proc/stat is covered by
+ * test_sampler; here /proc/net/dev (a datagram over lo) and /proc/meminfo
+ * (32 MiB touched). */
+static void test_kept_open_files_regenerate(void **st)
+{
+    (void)st;
+    loom_mon_t *m;
+    must_open(&m, NULL);
+    loom_mon_snapshot_t a, b;
+    loom_mon_snapshot_init(&a);
+    loom_mon_snapshot_init(&b);
+    loom_err_t e;
+    assert_int_equal(loom_mon_read(m, LOOM_MON_NET | LOOM_MON_MEMORY, &a, &e), LOOM_OK);
+    const loom_mon_netif_t *lo0 = NULL;
+    for (size_t i = 0; i < a.net.n; i++)
+        if (strcmp(a.net.ifs[i].name, "lo") == 0)
+            lo0 = &a.net.ifs[i];
+    assert_non_null(lo0);
+    /* A datagram to ourselves over lo. */
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(sock >= 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(sock, (struct sockaddr *)&addr, sizeof addr), 0);
+    socklen_t al = sizeof addr;
+    assert_int_equal(getsockname(sock, (struct sockaddr *)&addr, &al), 0);
+    assert_int_equal(sendto(sock, "x", 1, 0, (struct sockaddr *)&addr, sizeof addr), 1);
+    char c;
+    assert_int_equal(recv(sock, &c, 1, 0), 1);
+    close(sock);
+    /* 32 MiB touched: MemFree moves. */
+    size_t big = 32u << 20;
+    char *mem = malloc(big);
+    assert_non_null(mem);
+    memset(mem, 1, big);
+    assert_int_equal(loom_mon_read(m, LOOM_MON_NET | LOOM_MON_MEMORY, &b, &e), LOOM_OK);
+    free(mem);
+    const loom_mon_netif_t *lo1 = NULL;
+    for (size_t i = 0; i < b.net.n; i++)
+        if (strcmp(b.net.ifs[i].name, "lo") == 0)
+            lo1 = &b.net.ifs[i];
+    assert_non_null(lo1);
+    assert_true(lo1->rx_packets > lo0->rx_packets);
+    assert_true(lo1->tx_bytes > lo0->tx_bytes);
+    assert_true(b.memory.free_bytes != a.memory.free_bytes);
+    loom_mon_snapshot_free(&a);
+    loom_mon_snapshot_free(&b);
+    loom_mon_close(m);
+}
+
+/* The mount table is polled at most every 10 ms; a mount that goes away
+ * or is replaced in between must still be noticed at the next reading (its
+ * statfs no longer matches). A fixture /proc lists one mount of a made-up
+ * device-backed type at DIR/mnt; in a private mount namespace (a child
+ * process) a tmpfs is mounted there, read, then replaced by a ramfs and the
+ * fixture table rewritten: the next reading must show the new table and
+ * the ramfs figures, not the tmpfs ones under the old name. Skipped where
+ * mount namespaces are not allowed. */
+static int mount_child(const char *dir)
+{
+    char proc[400], mnt[400], tab[1200];
+    snprintf(proc, sizeof proc, "%s/proc", dir);
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    if (unshare(CLONE_NEWNS) != 0) {
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+            return 77;
+        char map[64];
+        FILE *f = fopen("/proc/self/setgroups", "w");
+        if (f)
+            fputs("deny", f), fclose(f);
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+        f = fopen("/proc/self/uid_map", "w");
+        if (!f || fputs(map, f) < 0 || fclose(f) != 0)
+            return 77;
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+        f = fopen("/proc/self/gid_map", "w");
+        if (!f || fputs(map, f) < 0 || fclose(f) != 0)
+            return 77;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("loomtest", mnt, "tmpfs", 0, "size=2m") != 0)
+        return 77;
+    loom_mon_opts_t o = {.proc_root = proc, .sys_root = proc, .nvml_lib = "/nonexistent"};
+    loom_mon_t *m;
+    loom_err_t e;
+    if (loom_mon_open(&m, &o, &e) != LOOM_OK) {
+        fprintf(stderr, "open: %s\n", e.msg);
+        return 1;
+    }
+    loom_mon_snapshot_t s;
+    loom_mon_snapshot_init(&s);
+    int rc = 0;
+    if (loom_mon_read(m, LOOM_MON_FS, &s, &e) != LOOM_OK || s.fs.n != 1 ||
+        strcmp(s.fs.fs[0].device, "dev-a") != 0 || s.fs.fs[0].size_bytes != (2u << 20)) {
+        fprintf(stderr, "first reading: n=%zu size=%llu\n", s.fs.n,
+                s.fs.n ? (unsigned long long)s.fs.fs[0].size_bytes : 0ull);
+        rc = 2;
+    }
+    if (rc == 0 && (umount(mnt) != 0 || mount("loomtest", mnt, "ramfs", 0, NULL) != 0))
+        rc = 77;
+    if (rc == 0) {
+        snprintf(tab, sizeof tab, "dev-b %s loomtestfs rw 0 0\n", mnt);
+        char path[500];
+        snprintf(path, sizeof path, "%s/self/mounts", proc);
+        FILE *f = fopen(path, "w"); /* same inode: the collector's descriptor sees it */
+        if (!f || fputs(tab, f) < 0 || fclose(f) != 0)
+            rc = 3;
+    }
+    if (rc == 0 && (loom_mon_read(m, LOOM_MON_FS, &s, &e) != LOOM_OK || s.fs.n != 1 ||
+                    strcmp(s.fs.fs[0].device, "dev-b") != 0 ||
+                    s.fs.fs[0].source.status != LOOM_OK || s.fs.fs[0].size_bytes != 0)) {
+        fprintf(stderr, "after the replacement: n=%zu device=%s size=%llu\n", s.fs.n,
+                s.fs.n ? s.fs.fs[0].device : "",
+                s.fs.n ? (unsigned long long)s.fs.fs[0].size_bytes : 0ull);
+        rc = 4;
+    }
+    loom_mon_snapshot_free(&s);
+    loom_mon_close(m);
+    return rc;
+}
+
+static void test_fs_mount_replaced(void **st)
+{
+    (void)st;
+    char dir[256], path[400];
+    snprintf(dir, sizeof dir, "/tmp/loom-mon-mnt-%d", (int)getpid());
+    snprintf(path, sizeof path, "%s/proc/self", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s/mnt'", path, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/proc/filesystems", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("nodev\ttmpfs\n\tloomtestfs\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/proc/self/mounts", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "dev-a %s/mnt loomtestfs rw 0 0\n", dir);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/proc/stat", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("cpu  1 0 1 1 0 0 0 0 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\n", f);
+    fclose(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(mount_child(dir));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_groups(void **st)
 {
     (void)st;
@@ -643,6 +811,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixture, setup_fixture, teardown_fixture),
         cmocka_unit_test(test_rates_order),
         cmocka_unit_test(test_sampler),
+        cmocka_unit_test(test_kept_open_files_regenerate),
+        cmocka_unit_test(test_fs_mount_replaced),
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_proc),
         cmocka_unit_test(test_cgroup),

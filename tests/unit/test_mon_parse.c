@@ -213,6 +213,38 @@ static void test_mounts(void **st)
     loom_buf_free(&types);
 }
 
+/* The number scanner under every parser: exact to 2^64 - 1, an error one
+ * above, however many leading zeros, and at the very end of the buffer
+ * (no newline; the buffers are not NUL-terminated). */
+static void test_u64_limits(void **st)
+{
+    (void)st;
+    static const char *const keys[] = {"a", "b"};
+    uint64_t v[2], found;
+    loom_err_t e;
+    assert_int_equal(loom_mon__parse_keyed(P("a 18446744073709551615\nb 9999999999999999999"),
+                                           "k", keys, 2, v, &found, &e),
+                     LOOM_OK);
+    assert_int_equal(found, 3);
+    assert_true(v[0] == UINT64_MAX);
+    assert_true(v[1] == 9999999999999999999ull);
+    assert_int_equal(loom_mon__parse_keyed(P("a 000000000000000000000000018446744073709551615\n"),
+                                           "k", keys, 2, v, &found, &e),
+                     LOOM_OK);
+    assert_true(v[0] == UINT64_MAX);
+    assert_int_equal(loom_mon__parse_keyed(P("a 18446744073709551616\n"), "k", keys, 2, v,
+                                           &found, &e),
+                     LOOM_EINVAL);
+    assert_string_equal(e.msg, "k: line 1: expected a number after a");
+    assert_int_equal(loom_mon__parse_keyed(P("a 99999999999999999999\n"), "k", keys, 2, v, &found,
+                                           &e),
+                     LOOM_EINVAL);
+    /* A number cut by the end of the buffer is read up to there. */
+    const char *cut = "a 12345678901234567890";
+    assert_int_equal(loom_mon__parse_keyed(cut, 12, "k", keys, 2, v, &found, &e), LOOM_OK);
+    assert_true(v[0] == 1234567890ull);
+}
+
 static void test_pidstat_keyed_iostat(void **st)
 {
     (void)st;
@@ -298,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_netdev),
         cmocka_unit_test(test_mounts),
         cmocka_unit_test(test_pidstat_keyed_iostat),
+        cmocka_unit_test(test_u64_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
