@@ -11,7 +11,10 @@
  * real clock can learn it: it keeps a decaying histogram of its own
  * wake-ups' overshoot and spins for its 99.5th percentile, within limits
  * the caller sets (loom_gen_run: at most half of each gap). */
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom/gen.h"
 
@@ -94,29 +97,100 @@ int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
     return rc->spin_now_ns;
 }
 
+int64_t loom_gen_schedstat_run_delay(const char *text)
+{
+    char *end;
+    unsigned long long exec = strtoull(text, &end, 10);
+    (void)exec;
+    if (end == text || *end != ' ')
+        return -1;
+    const char *p = end + 1;
+    unsigned long long delay = strtoull(p, &end, 10);
+    if (end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
+        return -1;
+    return (int64_t)delay;
+}
+
+bool loom_gen_realclock_schedstat(loom_gen_realclock_t *rc)
+{
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    rc->schedstat_fd = fd;
+    rc->has_schedstat = true;
+    return true;
+}
+
+void loom_gen_realclock_close(loom_gen_realclock_t *rc)
+{
+    if (rc->has_schedstat)
+        close(rc->schedstat_fd);
+    rc->has_schedstat = false;
+}
+
+static int64_t run_delay(const loom_gen_realclock_t *rc)
+{
+    char buf[128];
+    ssize_t n = pread(rc->schedstat_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return loom_gen_schedstat_run_delay(buf);
+}
+
 static void real_sleep_until(void *ctx, int64_t deadline)
 {
     loom_gen_realclock_t *rc = ctx;
     int64_t wake_at = deadline - loom_gen_realclock_spin(rc), now = loom_time_mono_ns();
+    int cause = LOOM_GEN_LATE_NONE;
     if (rc && rc->last_sleep_ns == 0)
         rc->last_sleep_ns = now;
     if (rc && rc->rest_every_ns > 0 && now >= wake_at &&
         now - rc->last_sleep_ns >= rc->rest_every_ns) {
         wake_at = now + rc->rest_ns; /* a rest: may make this deadline late */
         rc->rests++;
+        cause = LOOM_GEN_LATE_REST;
     }
     if (now < wake_at) {
+        int64_t delay0 = rc && rc->has_schedstat ? run_delay(rc) : -1;
         loom_time_sleep_until_ns(wake_at);
+        now = loom_time_mono_ns();
         if (rc) {
-            rc->last_sleep_ns = loom_time_mono_ns();
-            loom_gen_realclock_observe(rc, rc->last_sleep_ns - wake_at);
+            rc->last_sleep_ns = now;
+            loom_gen_realclock_observe(rc, now - wake_at);
+        }
+        if (now > deadline && cause == LOOM_GEN_LATE_NONE) {
+            /* Woke up late: queued behind another thread if most of the
+             * lateness was spent runnable, waiting for the CPU. */
+            int64_t delay1 = delay0 >= 0 ? run_delay(rc) : -1;
+            cause = delay1 >= 0 && 2 * (delay1 - delay0) > now - deadline ? LOOM_GEN_LATE_QUEUED
+                                                                           : LOOM_GEN_LATE_WAKE;
         }
     }
-    while (loom_time_mono_ns() < deadline) {
+    /* The busy wait. A gap between two readings of the clock longer than
+     * LOOM_GEN_STALL_NS across the deadline means the thread did not run
+     * when the deadline came (preempted, an interrupt, the virtual CPU
+     * descheduled): that is the cause when it returns late. */
+    int64_t prev = now;
+    while (now < deadline) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
+        prev = now;
+        now = loom_time_mono_ns();
     }
+    if (cause == LOOM_GEN_LATE_NONE && now - deadline > 0 && now - prev > LOOM_GEN_STALL_NS &&
+        prev < deadline)
+        cause = LOOM_GEN_LATE_STALL;
+    if (rc)
+        rc->last_cause = cause;
+}
+
+const char *loom_gen_late_cause_name(loom_gen_late_cause_t cause)
+{
+    static const char *const names[LOOM_GEN_LATE_NCAUSES] = {"none",  "wake", "queued",
+                                                              "stall", "rest", "behind"};
+    return (unsigned)cause < LOOM_GEN_LATE_NCAUSES ? names[cause] : "?";
 }
 
 int64_t loom_gen_default_spin_ns(double rate)
