@@ -12,7 +12,6 @@
  * wake-ups' overshoot and spins for its 99.5th percentile, within limits
  * the caller sets (loom_gen_run: at most half of each gap). */
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -97,18 +96,30 @@ int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
     return rc->spin_now_ns;
 }
 
+/* Digits only (at most 18: no overflow); NULL if there are none. */
+static const char *digits(const char *p, int64_t *out)
+{
+    int64_t v = 0;
+    int n = 0;
+    for (; *p >= '0' && *p <= '9'; p++, n++) {
+        if (n == 18)
+            return NULL;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return n > 0 ? p : NULL;
+}
+
 int64_t loom_gen_schedstat_run_delay(const char *text)
 {
-    char *end;
-    unsigned long long exec = strtoull(text, &end, 10);
-    (void)exec;
-    if (end == text || *end != ' ')
+    int64_t exec, delay;
+    const char *p = digits(text, &exec);
+    if (!p || *p != ' ')
         return -1;
-    const char *p = end + 1;
-    unsigned long long delay = strtoull(p, &end, 10);
-    if (end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
+    p = digits(p + 1, &delay);
+    if (!p || (*p != ' ' && *p != '\n' && *p != '\0'))
         return -1;
-    return (int64_t)delay;
+    return delay;
 }
 
 bool loom_gen_realclock_schedstat(loom_gen_realclock_t *rc)
