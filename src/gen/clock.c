@@ -49,7 +49,28 @@ static int64_t bucket_edge(unsigned b)
     return (int64_t)(((uint64_t)(5 + q) * 1000) << l) / 4;
 }
 
-static void adapt(loom_gen_realclock_t *rc)
+static int64_t clamp_spin(const loom_gen_realclock_t *rc, int64_t spin)
+{
+    if (spin < rc->spin_ns)
+        spin = rc->spin_ns;
+    if (spin > rc->spin_max_ns)
+        spin = rc->spin_max_ns;
+    return spin;
+}
+
+static void set_spin(loom_gen_realclock_t *rc, int64_t spin)
+{
+    rc->spin_now_ns = spin;
+    if (spin > rc->spin_peak_ns)
+        rc->spin_peak_ns = spin;
+}
+
+/* At the end of the warm-up the spin becomes the 99.5th percentile of the
+ * overshoots seen. Then, every RECOMPUTE wake-ups, it comes down towards the 99.5th
+ * percentile of the recent overshoots, by an eighth of the difference at a
+ * time (slowly: a quiet moment on a busy machine is no reason to stop
+ * covering its slow wake-ups), or goes up to it at once. */
+static void adapt(loom_gen_realclock_t *rc, bool first)
 {
     uint64_t want = (uint64_t)(QUANTILE * rc->nrecent + 0.999999), seen = 0;
     unsigned b = 0;
@@ -58,14 +79,9 @@ static void adapt(loom_gen_realclock_t *rc)
         if (seen >= want)
             break;
     }
-    int64_t spin = bucket_edge(b);
-    if (spin < rc->spin_ns)
-        spin = rc->spin_ns;
-    if (spin > rc->spin_max_ns)
-        spin = rc->spin_max_ns;
-    rc->spin_now_ns = spin;
-    if (spin > rc->spin_peak_ns)
-        rc->spin_peak_ns = spin;
+    int64_t q = clamp_spin(rc, bucket_edge(b));
+    int64_t cur = rc->spin_now_ns > 0 ? rc->spin_now_ns : rc->spin_max_ns;
+    set_spin(rc, first || q >= cur ? q : cur - (cur - q + 7) / 8);
 }
 
 void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t over)
@@ -75,14 +91,24 @@ void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t over)
     rc->wakes++;
     if (rc->spin_max_ns <= rc->spin_ns)
         return;
-    rc->recent[bucket_of(over)]++;
+    unsigned b = bucket_of(over);
+    rc->recent[b]++;
     if (++rc->nrecent >= DECAY_AT) { /* forget the old half by half */
         rc->nrecent = 0;
-        for (unsigned b = 0; b < LOOM_GEN_WAKE_BUCKETS; b++)
-            rc->nrecent += rc->recent[b] /= 2;
+        for (unsigned k = 0; k < LOOM_GEN_WAKE_BUCKETS; k++)
+            rc->nrecent += rc->recent[k] /= 2;
     }
-    if (rc->wakes >= WARMUP_WAKES && rc->wakes % RECOMPUTE == 0)
-        adapt(rc);
+    if (rc->wakes < WARMUP_WAKES)
+        return;
+    /* A wake-up the spin did not cover raises it at once to cover that
+     * one: on this kind of machine slow wake-ups come in bursts (another
+     * virtual machine or a build busy for a while), and waiting for them
+     * to reach the 99.5th percentile would let dozens of jobs go out late
+     * first. */
+    if (rc->wakes > WARMUP_WAKES && over > rc->spin_now_ns)
+        set_spin(rc, clamp_spin(rc, bucket_edge(b)));
+    else if (rc->wakes == WARMUP_WAKES || rc->wakes % RECOMPUTE == 0)
+        adapt(rc, rc->wakes == WARMUP_WAKES);
 }
 
 int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
@@ -214,8 +240,13 @@ int64_t loom_gen_default_spin_ns(double rate)
 
 int64_t loom_gen_default_spin_max_ns(double rate)
 {
-    (void)rate;
-    return 5 * LOOM_NS_PER_MS;
+    /* 5 ms; at low rates up to a tenth of the gap (at most 20 ms), which
+     * costs at most a tenth of a core and is spent only while the machine
+     * wakes the pacer that late. */
+    int64_t most = 5 * LOOM_NS_PER_MS;
+    if (rate > 0 && 0.1e9 / rate > (double)most)
+        most = 0.1e9 / rate < 20e6 ? (int64_t)(0.1e9 / rate) : 20 * LOOM_NS_PER_MS;
+    return most;
 }
 
 void loom_gen_realclock_default(loom_gen_realclock_t *rc, double rate, bool realtime)

@@ -1,6 +1,7 @@
 /* The real clock's spin (src/gen/clock.c), fed with overshoots by hand, so
  * nothing here depends on how this machine's sleeps wake up: the spin
  * covers the 99.5th percentile of recent overshoots within its limits,
+ * rises at once to cover a wake-up it did not and comes down slowly,
  * starts at the most, forgets old overshoots, and stays put when fixed;
  * and the set-up loom_gen_run uses for a realtime pacer and for a normal
  * one. */
@@ -36,11 +37,25 @@ static void follows_the_overshoot(void **state)
     for (int i = 0; i < 31; i++)
         loom_gen_realclock_observe(&rc, 50 * US);
     assert_int_equal(loom_gen_realclock_spin(&rc), 5 * MS); /* still warming up */
-    for (int i = 31; i < 1000; i++) /* 0.3% at 3 ms: below the 99.5th percentile */
-        loom_gen_realclock_observe(&rc, i % 300 == 7 ? 3 * MS : 50 * US);
+    loom_gen_realclock_observe(&rc, 50 * US);
+    assert_covers(&rc, 50 * US); /* warm: the 99.5th percentile at once */
+    for (int i = 0; i < 1000; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
+    assert_covers(&rc, 50 * US);
+    /* one wake-up the spin did not cover: the spin covers it at once */
+    loom_gen_realclock_observe(&rc, 3 * MS);
+    assert_covers(&rc, 3 * MS);
+    assert_true(rc.spin_peak_ns >= 3 * MS);
+    /* and comes down slowly: still above half of it 64 wake-ups later */
+    for (int i = 0; i < 64; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
+    assert_true(loom_gen_realclock_spin(&rc) > 3 * MS / 2);
+    /* back to 50 us once that one is below the 99.5th percentile (0.1%) */
+    for (int i = 0; i < 1000; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
     assert_covers(&rc, 50 * US);
     adaptive(&rc);
-    for (int i = 0; i < 1000; i++) /* 1% at 3 ms: above it */
+    for (int i = 0; i < 1000; i++) /* 1% at 3 ms: above the 99.5th percentile */
         loom_gen_realclock_observe(&rc, i % 100 == 7 ? 3 * MS : 50 * US);
     assert_covers(&rc, 3 * MS);
     assert_true(rc.spin_peak_ns >= loom_gen_realclock_spin(&rc));
@@ -113,7 +128,11 @@ static void defaults(void **state)
     assert_int_equal(rc.rest_every_ns, 0);
     assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
     assert_int_equal(loom_gen_default_spin_ns(10), 20 * US);
-    assert_int_equal(loom_gen_default_spin_max_ns(10), 5 * MS);
+    /* the most: 5 ms, at low rates a tenth of the gap up to 20 ms */
+    assert_int_equal(loom_gen_default_spin_max_ns(1000), 5 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(20), 5 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(10), 10 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(1), 20 * MS);
 }
 
 static void schedstat_line(void **state)
