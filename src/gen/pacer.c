@@ -598,6 +598,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
                  loom_gen_report_t *report, loom_err_t *err)
 {
     memset(report, 0, sizeof *report);
+    report->pacer_cpu = -1;
     int rc = check_config(cfg, src, sink, err);
     if (rc != LOOM_OK)
         return rc;
