@@ -361,6 +361,7 @@ static int report_init(loom_gen_report_t *r, const loom_gen_config_t *cfg,
                        const loom_gen_source_t *src, loom_err_t *err)
 {
     memset(r, 0, sizeof *r);
+    r->pacer_cpu = -1;
     loom_gen_hist_init(&r->lateness);
     loom_gen_hist_init(&r->ack);
     loom_gen_hist_init(&r->wake);
