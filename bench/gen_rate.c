@@ -378,7 +378,8 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
         "\n## Into loomd\n\n"
         "loomd (`%s --listen none --executor none`: durability normal, queueing only, its own\n"
         "state directory) on its Unix "
-        "socket. `loom gen` (its defaults: SCHED_FIFO, spin auto): the same jobs through the\n"
+        "socket. `loom gen` (its defaults: SCHED_FIFO, pinned, spin auto): the same jobs through\n"
+        "the "
         "submit sink (JSON-RPC batches\n"
         "of job.submit, 2 sender threads, batches of at most 256). Baseline: sample and render,\n"
         "one synchronous job.submit, sleep(1/rate). ack = send to loomd's answer.\n\n"
@@ -419,7 +420,7 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
             snprintf(line, sizeof line,
                      "| %g | %s | %llu | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s |\n",
                      rate,
-                     k == 0 ? (rt ? "loom gen (SCHED_FIFO, spin auto)"
+                     k == 0 ? (rt ? "loom gen (SCHED_FIFO, pinned, spin auto)"
                                   : "loom gen (normal policy: SCHED_FIFO refused)")
                             : "baseline",
                      (unsigned long long)x->n, (unsigned long long)x->ok, x->seconds, x->achieved,
