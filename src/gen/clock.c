@@ -196,6 +196,8 @@ static void real_sleep_until(void *ctx, int64_t deadline)
             rc->last_sleep_ns = now;
             loom_gen_realclock_observe(rc, now - wake_at);
         }
+        if (cause == LOOM_GEN_LATE_REST && now <= deadline)
+            cause = LOOM_GEN_LATE_NONE; /* the rest ended in time */
         if (now > deadline && cause == LOOM_GEN_LATE_NONE) {
             /* Woke up late: queued behind another thread if most of the
              * lateness was spent runnable, waiting for the CPU. */

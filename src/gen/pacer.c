@@ -677,16 +677,16 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
         if (pthread_create(&threads[started], NULL, worker_main, &e) != 0)
             break;
     }
-    if (pacer_cpu >= 0) {
+    if (started == 0) {
+        rc = loom_err_set(err, LOOM_EIO, "generator: cannot start a sender thread");
+        goto out;
+    }
+    if (pacer_cpu >= 0) { /* restored below, after the run */
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(pacer_cpu, &one);
         if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
             report->pacer_cpu = pacer_cpu;
-    }
-    if (started == 0) {
-        rc = loom_err_set(err, LOOM_EIO, "generator: cannot start a sender thread");
-        goto out;
     }
 
     /* A timer slack of 1 ns: the default 50 us would be added to every
