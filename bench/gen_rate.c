@@ -78,11 +78,13 @@ typedef struct result {
     bool pacer; /* the columns below apply */
     int64_t spin, wake_p50, wake_p99;
     double cpu_pct; /* pacer CPU time / elapsed */
+    uint64_t late[LOOM_GEN_LATE_NCAUSES]; /* jobs > LOOM_GEN_LATE_NS late, by cause */
+    uint64_t faults, preempted;           /* the pacer's page faults, involuntary switches */
 } result_t;
 
 /* url NULL: the dry-run sink; else loomd's job.submit at url. */
 static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bool realtime,
-                   int64_t spin_ns, const char *url, const char *tag, result_t *out,
+                   bool pin, int64_t spin_ns, const char *url, const char *tag, result_t *out,
                    bool *rt_applied)
 {
     loom_gen_sink_t sink;
@@ -102,6 +104,7 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
                              .batch = 256,
                              .on_backlog = LOOM_GEN_BACKLOG_WAIT,
                              .realtime = realtime,
+                             .pin = pin,
                              .spin_ns = spin_ns};
     loom_gen_report_t *r = malloc(sizeof *r);
     int rc = loom_gen_run(&cfg, src, &sink, r, &err);
@@ -128,7 +131,10 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
         .spin = r->spin_ns,
         .wake_p50 = loom_gen_hist_quantile(&r->wake, 0.5),
         .wake_p99 = loom_gen_hist_quantile(&r->wake, 0.99),
-        .cpu_pct = r->elapsed_ns > 0 ? 100.0 * (double)r->pacer_cpu_ns / (double)r->elapsed_ns : 0};
+        .cpu_pct = r->elapsed_ns > 0 ? 100.0 * (double)r->pacer_cpu_ns / (double)r->elapsed_ns : 0,
+        .faults = r->pacer_faults,
+        .preempted = r->pacer_preempted};
+    memcpy(out->late, r->late, sizeof out->late);
     *rt_applied = r->realtime;
     if (r->failed)
         fprintf(stderr, "gen_rate: %llu jobs failed: %s\n", (unsigned long long)r->failed,
@@ -244,29 +250,60 @@ static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applie
     int old_policy;
     pthread_getschedparam(pthread_self(), &old_policy, &old_param);
     *rt_applied = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+    /* pinned as the default pacer is: to the last CPU it may use */
+    cpu_set_t old_mask;
+    bool pinned = false;
+    if (pthread_getaffinity_np(pthread_self(), sizeof old_mask, &old_mask) == 0 &&
+        CPU_COUNT(&old_mask) >= 2) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+            if (CPU_ISSET(c, &old_mask)) {
+                CPU_SET(c, &one);
+                break;
+            }
+        }
+        pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+    }
+    uint64_t late[LOOM_GEN_LATE_NCAUSES] = {0};
+    int carry = LOOM_GEN_LATE_NONE;
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     loom_gen_realclock_t rc;
     loom_gen_realclock_default(&rc, rate, *rt_applied);
     rc.overshoot = wake;
+    loom_gen_realclock_schedstat(&rc);
     loom_gen_clock_t clock = loom_gen_clock_real(&rc);
     struct timespec c0, c1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     int64_t t0 = loom_time_mono_ns(), first = 0, last = 0;
     for (uint64_t i = 0; i < count; i++) {
         int64_t due = llround((double)i * 1e9 / rate);
+        int64_t before = loom_time_mono_ns() - t0;
         clock.sleep_until(clock.ctx, t0 + due);
         int64_t send = loom_time_mono_ns() - t0;
         loom_gen_hist_add(h, send - due);
+        if (send - due > LOOM_GEN_LATE_NS) { /* as the pacer attributes it */
+            int cause = before < due ? rc.last_cause : LOOM_GEN_LATE_NONE;
+            if (cause == LOOM_GEN_LATE_NONE)
+                cause = before >= due && carry ? carry : LOOM_GEN_LATE_BEHIND;
+            late[cause]++;
+            carry = cause;
+        } else {
+            carry = LOOM_GEN_LATE_NONE;
+        }
         if (i == 0)
             first = send;
         last = send;
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    loom_gen_realclock_close(&rc);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (*rt_applied)
         pthread_setschedparam(pthread_self(), old_policy, &old_param);
+    if (pinned)
+        pthread_setaffinity_np(pthread_self(), sizeof old_mask, &old_mask);
     double achieved =
         count > 1 && last > first ? (double)(count - 1) * 1e9 / (double)(last - first) : 0;
     double elapsed = (double)(loom_time_mono_ns() - t0);
@@ -283,6 +320,7 @@ static int run_floor(double rate, uint64_t count, result_t *out, bool *rt_applie
                       .wake_p50 = loom_gen_hist_quantile(wake, 0.5),
                       .wake_p99 = loom_gen_hist_quantile(wake, 0.99),
                       .cpu_pct = elapsed > 0 ? 100.0 * cpu / elapsed : 0};
+    memcpy(out->late, late, sizeof late);
     free(h);
     free(wake);
     return LOOM_OK;
@@ -340,7 +378,8 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
         "\n## Into loomd\n\n"
         "loomd (`%s --listen none --executor none`: durability normal, queueing only, its own\n"
         "state directory) on its Unix "
-        "socket. `loom gen` (its defaults: SCHED_FIFO, spin auto): the same jobs through the\n"
+        "socket. `loom gen` (its defaults: SCHED_FIFO, pinned, spin auto): the same jobs through\n"
+        "the "
         "submit sink (JSON-RPC batches\n"
         "of job.submit, 2 sender threads, batches of at most 256). Baseline: sample and render,\n"
         "one synchronous job.submit, sleep(1/rate). ack = send to loomd's answer.\n\n"
@@ -365,7 +404,7 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
         snprintf(tag_b, sizeof tag_b, "base-%g", rate);
         result_t g, b;
         bool rt = false;
-        if (run_gen(src, rate, count, true, 0, url, tag_g, &g, &rt) != LOOM_OK ||
+        if (run_gen(src, rate, count, true, true, 0, url, tag_g, &g, &rt) != LOOM_OK ||
             run_baseline(src, rate, count, (int64_t)(secs * 3e9), url, tag_b, &b) != LOOM_OK) {
             rc = 1;
             break;
@@ -381,7 +420,7 @@ static int loomd_runs(const loom_gen_source_t *src, const char *exe, const char 
             snprintf(line, sizeof line,
                      "| %g | %s | %llu | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s |\n",
                      rate,
-                     k == 0 ? (rt ? "loom gen (SCHED_FIFO, spin auto)"
+                     k == 0 ? (rt ? "loom gen (SCHED_FIFO, pinned, spin auto)"
                                   : "loom gen (normal policy: SCHED_FIFO refused)")
                             : "baseline",
                      (unsigned long long)x->n, (unsigned long long)x->ok, x->seconds, x->achieved,
@@ -541,25 +580,33 @@ int main(int argc, char **argv)
         "dry-run sink then discards them.\n"
         "`loom gen`: constant process, real clock (sleep, then a busy wait: the spin), 2 sender\n"
         "threads, window 65536, batches of at most 256. Rows, each saying its mode:\n"
-        "`loom gen` as it runs by default (pacer thread under SCHED_FIFO when allowed, spin\n"
-        "auto: the 99.5th percentile of how late its sleeps woke up, from 20 us (at most half\n"
-        "the gap) to 5 ms, and a 100 us rest after 1 ms without a sleep); `--spin 20`:\n"
-        "SCHED_FIFO with the fixed spin of min(20 us, half the gap) that was the default\n"
-        "before (and the rests); `--no-realtime`: the normal policy (spin 20 us, as auto does\n"
-        "there, no rests); `no template`: the default pacer with one-line jobs (the pacer and\n"
-        "hand-off alone). Floor: a loop that only sleeps to each due time as the default pacer\n"
-        "does and makes no job (what the machine allows). Baseline: one thread that samples\n"
-        "and renders a job, then calls nanosleep(1/rate). Lateness = send time - due time\n"
-        "(due = i / rate from the start); achieved rate = (n - 1) / (last send - first send).\n"
+        "`loom gen` as it runs by default (pacer thread under SCHED_FIFO when allowed, pinned to\n"
+        "the last CPU, spin auto: the 99.5th percentile of how late its sleeps woke up, raised at\n"
+        "once to cover a wake-up it missed and lowered slowly, from 20 us (at most half the gap)\n"
+        "to 5 ms (a tenth of the gap, up to 20 ms, at low rates), and a 100 us rest after 1 ms\n"
+        "without a sleep); `--no-pin`: the same, free to run on any CPU; `--spin N`: a fixed\n"
+        "spin of min(20 us, half the gap) (and the rests); `--no-realtime`: the normal policy\n"
+        "(spin 20 us, as auto does there, no rests); `no template`: the default pacer with\n"
+        "one-line jobs (the pacer and hand-off alone). Floor: a loop that only sleeps to each\n"
+        "due time as the default pacer does (SCHED_FIFO, pinned, same clock) and makes no job\n"
+        "(what the machine allows). Baseline: one thread that samples and renders a job, then\n"
+        "calls nanosleep(1/rate). Lateness = send time - due time (due = i / rate from the\n"
+        "start); achieved rate = (n - 1) / (last send - first send).\n"
         "spin: the pacer's spin at the end of the run; sleeps late: how late its sleeps woke\n"
-        "up (what the spin has to cover); pacer CPU: its thread's CPU time / elapsed time.\n\n"
+        "up (what the spin has to cover); pacer CPU: its thread's CPU time / elapsed time.\n"
+        "late > 100 us: the jobs released more than 100 us late, by cause (report.late,\n"
+        "docs/generator.md): wake = a sleep woke up after the due time, queued = it was woken\n"
+        "but waited for the CPU most of that time (schedstat run_delay), stall = the thread did\n"
+        "not run for a while during its busy wait, rest = a rest ended late, behind = the pacer\n"
+        "came to the job already late (its own work, a window wait). pacer faults / preempted:\n"
+        "its page faults and involuntary context switches during the run.\n\n"
         "Making a job costs %.2f us from its plan (as in the runs) and %.1f us the ordinary way\n"
         "(the whole JSON context walked by the renderer), on one thread here (%d jobs each,\n"
         "measured just before the runs).\n\n"
         "| rate (/s) | run | jobs | seconds | achieved (/s) | error %% | lateness p50 (us) | p99 "
         "(us) | max (us) | backlog waits | spin (us) | sleeps late p50 / p99 (us) | pacer CPU "
-        "%% |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "%% | late > 100 us: wake / queued / stall / rest / behind | pacer faults / preempted |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
         load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
 
@@ -572,35 +619,42 @@ int main(int argc, char **argv)
         uint64_t count = (uint64_t)llround(rate * secs);
         if (count < 2)
             count = 2;
-        enum { NROWS = 6 };
+        enum { NROWS = 7, BASELINE = 5, FLOOR = 6 };
         result_t res[NROWS];
         bool rt[NROWS] = {false};
         int64_t fixed = loom_gen_default_spin_ns(rate);
-        if (run_gen(&src, rate, count, true, 0, NULL, NULL, &res[0], &rt[0]) != LOOM_OK ||
-            run_gen(&src, rate, count, true, fixed, NULL, NULL, &res[1], &rt[1]) != LOOM_OK ||
-            run_gen(&src, rate, count, false, 0, NULL, NULL, &res[2], &rt[2]) != LOOM_OK ||
-            run_gen(&plain, rate, count, true, 0, NULL, NULL, &res[3], &rt[3]) != LOOM_OK ||
-            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &res[4]) !=
+        if (run_gen(&src, rate, count, true, true, 0, NULL, NULL, &res[0], &rt[0]) != LOOM_OK ||
+            run_gen(&src, rate, count, true, false, 0, NULL, NULL, &res[1], &rt[1]) != LOOM_OK ||
+            run_gen(&src, rate, count, true, true, fixed, NULL, NULL, &res[2], &rt[2]) !=
                 LOOM_OK ||
-            run_floor(rate, count, &res[5], &rt[5]) != LOOM_OK) {
+            run_gen(&src, rate, count, false, true, 0, NULL, NULL, &res[3], &rt[3]) != LOOM_OK ||
+            run_gen(&plain, rate, count, true, true, 0, NULL, NULL, &res[4], &rt[4]) != LOOM_OK ||
+            run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &res[BASELINE]) !=
+                LOOM_OK ||
+            run_floor(rate, count, &res[FLOOR], &rt[FLOOR]) != LOOM_OK) {
             rc = 1;
             break;
         }
         const char *refused = " (SCHED_FIFO refused: normal policy)";
         char labels[NROWS][160];
-        snprintf(labels[0], sizeof labels[0], "loom gen (SCHED_FIFO, spin auto)%s",
+        snprintf(labels[0], sizeof labels[0], "loom gen (SCHED_FIFO, pinned, spin auto)%s",
                  rt[0] ? "" : refused);
-        snprintf(labels[1], sizeof labels[1], "loom gen --spin 20 (SCHED_FIFO, spin fixed)%s",
+        snprintf(labels[1], sizeof labels[1], "loom gen --no-pin (SCHED_FIFO, spin auto)%s",
                  rt[1] ? "" : refused);
-        snprintf(labels[2], sizeof labels[2], "loom gen --no-realtime (normal policy)");
-        snprintf(labels[3], sizeof labels[3], "loom gen, no template (SCHED_FIFO, spin auto)%s",
-                 rt[3] ? "" : refused);
-        snprintf(labels[4], sizeof labels[4], "baseline (normal policy)");
-        snprintf(labels[5], sizeof labels[5], "floor: sleep loop, no jobs (%s, spin auto)",
-                 rt[5] ? "SCHED_FIFO" : "normal policy");
+        snprintf(labels[2], sizeof labels[2],
+                 "loom gen --spin %g (SCHED_FIFO, pinned, spin fixed)%s", (double)fixed / 1e3,
+                 rt[2] ? "" : refused);
+        snprintf(labels[3], sizeof labels[3], "loom gen --no-realtime (normal policy, pinned)");
+        snprintf(labels[4], sizeof labels[4],
+                 "loom gen, no template (SCHED_FIFO, pinned, spin auto)%s", rt[4] ? "" : refused);
+        snprintf(labels[BASELINE], sizeof labels[BASELINE], "baseline (normal policy)");
+        snprintf(labels[FLOOR], sizeof labels[FLOOR],
+                 "floor: sleep loop, no jobs (%s, pinned, spin auto)",
+                 rt[FLOOR] ? "SCHED_FIFO" : "normal policy");
         for (int k = 0; k < NROWS; k++) {
             result_t *x = &res[k];
-            char p50[32], p99[32], mx[32], waits[32], spin[32], wake[64], cpu_pct[32];
+            char p50[32], p99[32], mx[32], waits[32], spin[32], wake[64], cpu_pct[32],
+                late[96], faults[48];
             snprintf(waits, sizeof waits, "%llu", (unsigned long long)x->waits);
             fmt_us(p50, sizeof p50, x->p50);
             fmt_us(p99, sizeof p99, x->p99);
@@ -608,7 +662,17 @@ int main(int argc, char **argv)
             snprintf(spin, sizeof spin, "-");
             snprintf(wake, sizeof wake, "-");
             snprintf(cpu_pct, sizeof cpu_pct, "-");
+            snprintf(late, sizeof late, "-");
+            snprintf(faults, sizeof faults, "-");
             if (x->pacer) {
+                snprintf(late, sizeof late, "%llu / %llu / %llu / %llu / %llu",
+                         (unsigned long long)x->late[LOOM_GEN_LATE_WAKE],
+                         (unsigned long long)x->late[LOOM_GEN_LATE_QUEUED],
+                         (unsigned long long)x->late[LOOM_GEN_LATE_STALL],
+                         (unsigned long long)x->late[LOOM_GEN_LATE_REST],
+                         (unsigned long long)x->late[LOOM_GEN_LATE_BEHIND]);
+                snprintf(faults, sizeof faults, "%llu / %llu", (unsigned long long)x->faults,
+                         (unsigned long long)x->preempted);
                 char w50[32], w99[32];
                 fmt_us(w50, sizeof w50, x->wake_p50);
                 fmt_us(w99, sizeof w99, x->wake_p99);
@@ -619,9 +683,11 @@ int main(int argc, char **argv)
             char line[640];
             snprintf(
                 line, sizeof line,
-                "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s | %s | %s |\n",
+                "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                "|\n",
                 rate, labels[k], (unsigned long long)x->n, x->seconds, x->achieved, x->error_pct,
-                p50, p99, mx, k == 4 || k == 5 ? "-" : waits, spin, wake, cpu_pct);
+                p50, p99, mx, k == BASELINE || k == FLOOR ? "-" : waits, spin, wake, cpu_pct, late,
+                faults);
             fputs(line, stdout);
             fflush(stdout);
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);

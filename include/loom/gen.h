@@ -141,7 +141,51 @@ typedef struct loom_gen_realclock {
     int64_t last_sleep_ns;                  /* when the last sleep ended */
     uint32_t recent[LOOM_GEN_WAKE_BUCKETS]; /* overshoots, 4 buckets per octave, decaying */
     uint32_t nrecent;
+    /* Why the last sleep_until returned after its deadline (a
+     * loom_gen_late_cause_t; LOOM_GEN_LATE_NONE when it returned on time). */
+    int last_cause;
+    /* If has_schedstat: an open /proc/thread-self/schedstat of the thread
+     * that sleeps (loom_gen_realclock_schedstat), read before each sleep
+     * and after a late one, to tell QUEUED from WAKE. */
+    bool has_schedstat;
+    int schedstat_fd;
 } loom_gen_realclock_t;
+/* Opens /proc/thread-self/schedstat for the calling thread (the one that
+ * will sleep); false where there is none (no CONFIG_SCHEDSTATS). Close
+ * with loom_gen_realclock_close. */
+bool loom_gen_realclock_schedstat(loom_gen_realclock_t *rc);
+void loom_gen_realclock_close(loom_gen_realclock_t *rc);
+/* The run_delay field of a schedstat line ("exec run_delay pcount"): ns
+ * spent runnable but waiting for a CPU; -1 if the text is not such a
+ * line. */
+int64_t loom_gen_schedstat_run_delay(const char *text);
+
+/* Why a job was released late (report.late). A sleep_until of the real
+ * clock returns late because its sleep woke up after the deadline (WAKE:
+ * the spin did not cover the wake-up; QUEUED when, by schedstat, the
+ * thread was woken but spent most of that lateness waiting for a CPU,
+ * i.e. another thread held it), because the thread did not run for
+ * a while during the busy wait and the deadline passed meanwhile (STALL:
+ * preempted, an interrupt, or the virtual CPU not running), or because it
+ * took a rest (REST). A job whose due time has already passed when the
+ * pacer comes to it was late for the reason its predecessor was (the
+ * pacer is catching up), or, when its predecessor was on time, BEHIND:
+ * the pacer's own work between jobs (hand-off, window wait, progress) or a
+ * stall outside the clock. */
+typedef enum loom_gen_late_cause {
+    LOOM_GEN_LATE_NONE = 0,
+    LOOM_GEN_LATE_WAKE = 1,
+    LOOM_GEN_LATE_QUEUED = 2,
+    LOOM_GEN_LATE_STALL = 3,
+    LOOM_GEN_LATE_REST = 4,
+    LOOM_GEN_LATE_BEHIND = 5,
+    LOOM_GEN_LATE_NCAUSES = 6
+} loom_gen_late_cause_t;
+/* A busy wait that does not see the clock for this long has stalled. */
+#define LOOM_GEN_STALL_NS (20 * LOOM_NS_PER_US)
+/* report.late counts jobs released more than this late. */
+#define LOOM_GEN_LATE_NS (100 * LOOM_NS_PER_US)
+const char *loom_gen_late_cause_name(loom_gen_late_cause_t cause);
 loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc);
 /* The real clock as loom_gen_run sets it up when config.spin_ns is 0, for
  * a pacer at rate (jobs/s) under SCHED_FIFO (realtime) or not: realtime,
@@ -380,6 +424,14 @@ typedef struct loom_gen_report {
     loom_gen_hist_t wake;
     int64_t spin_ns, spin_max_ns;
     int64_t pacer_cpu_ns; /* CPU time of the pacer thread (its sleeps are free, its spins not) */
+    /* Jobs released more than LOOM_GEN_LATE_NS late, by cause (index: a
+     * loom_gen_late_cause_t; [0] unused), and the most late of each. */
+    uint64_t late[LOOM_GEN_LATE_NCAUSES];
+    int64_t late_max_ns[LOOM_GEN_LATE_NCAUSES];
+    /* The pacer thread during the run (getrusage RUSAGE_THREAD): page
+     * faults, and times it lost the CPU to another thread. */
+    uint64_t pacer_faults, pacer_preempted;
+    int pacer_cpu; /* the CPU the pacer was pinned to (config.pin), or -1 */
     loom_gen_record_t *records; /* config.keep_records: one per index */
     size_t n_records;
 } loom_gen_report_t;
@@ -405,6 +457,13 @@ typedef struct loom_gen_config {
      * wake-ups; report.realtime says whether it took effect (`loom gen`
      * asks for it unless --no-realtime). */
     bool realtime;
+    /* Pin the pacer thread to one CPU (the last one the calling thread may
+     * use) for the run, so that it never migrates and always wakes up
+     * where its timer is. Needs at least two CPUs in the thread's affinity
+     * mask; otherwise nothing is pinned (report.pacer_cpu -1). The sender
+     * threads keep every CPU. The caller's affinity is restored at the
+     * end. `loom gen` asks for it unless --no-pin. */
+    bool pin;
     /* Called on the pacer thread about every progress_ns (0: never). */
     void (*progress)(void *ctx, const loom_gen_report_t *snapshot);
     void *progress_ctx;

@@ -61,6 +61,8 @@ static void usage(FILE *f)
         "  --no-realtime         keep the pacer under the normal policy (default: its\n"
         "                        thread runs under SCHED_FIFO when the process may:\n"
         "                        root or CAP_SYS_NICE; --realtime is that default)\n"
+        "  --no-pin              let the pacer thread run on any CPU (default: pinned to\n"
+        "                        the last CPU the process may use, when it may use two)\n"
         "output:\n"
         "  --json                the summary as one JSON object on standard output\n"
         "                        (standard error with --stdout)\n\n"
@@ -99,6 +101,7 @@ enum {
     OPT_JSON,
     OPT_REALTIME,
     OPT_NO_REALTIME,
+    OPT_NO_PIN,
     OPT_SBATCH_ARG,
     OPT_HELP
 };
@@ -147,7 +150,26 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
                 (double)r->spin_ns / 1e3, (double)r->spin_max_ns / 1e3,
                 (double)loom_gen_hist_quantile(&r->wake, 0.5) / 1e3,
                 (double)loom_gen_hist_quantile(&r->wake, 0.99) / 1e3, (double)r->wake.max / 1e3);
+    if (r->pacer_cpu >= 0)
+        fprintf(f, "; pinned to CPU %d", r->pacer_cpu);
     fprintf(f, "\n");
+    uint64_t nlate = 0;
+    for (int c = 1; c < LOOM_GEN_LATE_NCAUSES; c++)
+        nlate += r->late[c];
+    if (nlate > 0) {
+        fprintf(f, "late by more than %.0f us: %llu jobs (", (double)LOOM_GEN_LATE_NS / 1e3,
+                (unsigned long long)nlate);
+        const char *sep = "";
+        for (int c = 1; c < LOOM_GEN_LATE_NCAUSES; c++) {
+            if (r->late[c] == 0)
+                continue;
+            fprintf(f, "%s%s %llu, max %.1f us", sep,
+                    loom_gen_late_cause_name((loom_gen_late_cause_t)c),
+                    (unsigned long long)r->late[c], (double)r->late_max_ns[c] / 1e3);
+            sep = "; ";
+        }
+        fprintf(f, ")\n");
+    }
     fprintf(f, "rate: target %.4f/s, schedule %.4f/s, achieved %.4f/s (error %+.4f%%)\n",
             r->rate_target, r->rate_schedule, r->rate_achieved, r->rate_error_pct);
     fprintf(f, "lateness: p50 %.1f us, p99 %.1f us, max %.1f us; ack p50 %.1f us, p99 %.1f us\n",
@@ -216,6 +238,7 @@ int loom_cmd_gen(int argc, char **argv)
         {"json", no_argument, NULL, OPT_JSON},
         {"realtime", no_argument, NULL, OPT_REALTIME},
         {"no-realtime", no_argument, NULL, OPT_NO_REALTIME},
+        {"no-pin", no_argument, NULL, OPT_NO_PIN},
         {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -232,7 +255,8 @@ int loom_cmd_gen(int argc, char **argv)
     int64_t retry_for = 0;
     loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
     loom_gen_kind_t kind = LOOM_GEN_KIND_SLURM;
-    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}, .realtime = true};
+    loom_gen_config_t cfg = {
+        .arrivals = {.process = LOOM_GEN_CONSTANT}, .realtime = true, .pin = true};
     loom_err_t err;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -341,6 +365,7 @@ int loom_cmd_gen(int argc, char **argv)
         case OPT_JSON: json_out = true; break;
         case OPT_REALTIME: cfg.realtime = true; break;
         case OPT_NO_REALTIME: cfg.realtime = false; break;
+        case OPT_NO_PIN: cfg.pin = false; break;
         case OPT_SBATCH_ARG:
             if (nsbatch_args >= 32) {
                 fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");

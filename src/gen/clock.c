@@ -11,7 +11,9 @@
  * real clock can learn it: it keeps a decaying histogram of its own
  * wake-ups' overshoot and spins for its 99.5th percentile, within limits
  * the caller sets (loom_gen_run: at most half of each gap). */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom/gen.h"
 
@@ -47,7 +49,28 @@ static int64_t bucket_edge(unsigned b)
     return (int64_t)(((uint64_t)(5 + q) * 1000) << l) / 4;
 }
 
-static void adapt(loom_gen_realclock_t *rc)
+static int64_t clamp_spin(const loom_gen_realclock_t *rc, int64_t spin)
+{
+    if (spin < rc->spin_ns)
+        spin = rc->spin_ns;
+    if (spin > rc->spin_max_ns)
+        spin = rc->spin_max_ns;
+    return spin;
+}
+
+static void set_spin(loom_gen_realclock_t *rc, int64_t spin)
+{
+    rc->spin_now_ns = spin;
+    if (spin > rc->spin_peak_ns)
+        rc->spin_peak_ns = spin;
+}
+
+/* At the end of the warm-up the spin becomes the 99.5th percentile of the
+ * overshoots seen. Then, every RECOMPUTE wake-ups, it comes down towards the 99.5th
+ * percentile of the recent overshoots, by an eighth of the difference at a
+ * time (slowly: a quiet moment on a busy machine is no reason to stop
+ * covering its slow wake-ups), or goes up to it at once. */
+static void adapt(loom_gen_realclock_t *rc, bool first)
 {
     uint64_t want = (uint64_t)(QUANTILE * rc->nrecent + 0.999999), seen = 0;
     unsigned b = 0;
@@ -56,14 +79,9 @@ static void adapt(loom_gen_realclock_t *rc)
         if (seen >= want)
             break;
     }
-    int64_t spin = bucket_edge(b);
-    if (spin < rc->spin_ns)
-        spin = rc->spin_ns;
-    if (spin > rc->spin_max_ns)
-        spin = rc->spin_max_ns;
-    rc->spin_now_ns = spin;
-    if (spin > rc->spin_peak_ns)
-        rc->spin_peak_ns = spin;
+    int64_t q = clamp_spin(rc, bucket_edge(b));
+    int64_t cur = rc->spin_now_ns > 0 ? rc->spin_now_ns : rc->spin_max_ns;
+    set_spin(rc, first || q >= cur ? q : cur - (cur - q + 7) / 8);
 }
 
 void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t over)
@@ -73,14 +91,24 @@ void loom_gen_realclock_observe(loom_gen_realclock_t *rc, int64_t over)
     rc->wakes++;
     if (rc->spin_max_ns <= rc->spin_ns)
         return;
-    rc->recent[bucket_of(over)]++;
+    unsigned b = bucket_of(over);
+    rc->recent[b]++;
     if (++rc->nrecent >= DECAY_AT) { /* forget the old half by half */
         rc->nrecent = 0;
-        for (unsigned b = 0; b < LOOM_GEN_WAKE_BUCKETS; b++)
-            rc->nrecent += rc->recent[b] /= 2;
+        for (unsigned k = 0; k < LOOM_GEN_WAKE_BUCKETS; k++)
+            rc->nrecent += rc->recent[k] /= 2;
     }
-    if (rc->wakes >= WARMUP_WAKES && rc->wakes % RECOMPUTE == 0)
-        adapt(rc);
+    if (rc->wakes < WARMUP_WAKES)
+        return;
+    /* A wake-up the spin did not cover raises it at once to cover that
+     * one: on this kind of machine slow wake-ups come in bursts (another
+     * virtual machine or a build busy for a while), and waiting for them
+     * to reach the 99.5th percentile would let dozens of jobs go out late
+     * first. */
+    if (rc->wakes > WARMUP_WAKES && over > rc->spin_now_ns)
+        set_spin(rc, clamp_spin(rc, bucket_edge(b)));
+    else if (rc->wakes == WARMUP_WAKES || rc->wakes % RECOMPUTE == 0)
+        adapt(rc, rc->wakes == WARMUP_WAKES);
 }
 
 int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
@@ -94,29 +122,114 @@ int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc)
     return rc->spin_now_ns;
 }
 
+/* Digits only (at most 18: no overflow); NULL if there are none. */
+static const char *digits(const char *p, int64_t *out)
+{
+    int64_t v = 0;
+    int n = 0;
+    for (; *p >= '0' && *p <= '9'; p++, n++) {
+        if (n == 18)
+            return NULL;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return n > 0 ? p : NULL;
+}
+
+int64_t loom_gen_schedstat_run_delay(const char *text)
+{
+    int64_t exec, delay;
+    const char *p = digits(text, &exec);
+    if (!p || *p != ' ')
+        return -1;
+    p = digits(p + 1, &delay);
+    if (!p || (*p != ' ' && *p != '\n' && *p != '\0'))
+        return -1;
+    return delay;
+}
+
+bool loom_gen_realclock_schedstat(loom_gen_realclock_t *rc)
+{
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    rc->schedstat_fd = fd;
+    rc->has_schedstat = true;
+    return true;
+}
+
+void loom_gen_realclock_close(loom_gen_realclock_t *rc)
+{
+    if (rc->has_schedstat)
+        close(rc->schedstat_fd);
+    rc->has_schedstat = false;
+}
+
+static int64_t run_delay(const loom_gen_realclock_t *rc)
+{
+    char buf[128];
+    ssize_t n = pread(rc->schedstat_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return loom_gen_schedstat_run_delay(buf);
+}
+
 static void real_sleep_until(void *ctx, int64_t deadline)
 {
     loom_gen_realclock_t *rc = ctx;
     int64_t wake_at = deadline - loom_gen_realclock_spin(rc), now = loom_time_mono_ns();
+    int cause = LOOM_GEN_LATE_NONE;
     if (rc && rc->last_sleep_ns == 0)
         rc->last_sleep_ns = now;
     if (rc && rc->rest_every_ns > 0 && now >= wake_at &&
         now - rc->last_sleep_ns >= rc->rest_every_ns) {
         wake_at = now + rc->rest_ns; /* a rest: may make this deadline late */
         rc->rests++;
+        cause = LOOM_GEN_LATE_REST;
     }
     if (now < wake_at) {
+        int64_t delay0 = rc && rc->has_schedstat ? run_delay(rc) : -1;
         loom_time_sleep_until_ns(wake_at);
+        now = loom_time_mono_ns();
         if (rc) {
-            rc->last_sleep_ns = loom_time_mono_ns();
-            loom_gen_realclock_observe(rc, rc->last_sleep_ns - wake_at);
+            rc->last_sleep_ns = now;
+            loom_gen_realclock_observe(rc, now - wake_at);
+        }
+        if (cause == LOOM_GEN_LATE_REST && now <= deadline)
+            cause = LOOM_GEN_LATE_NONE; /* the rest ended in time */
+        if (now > deadline && cause == LOOM_GEN_LATE_NONE) {
+            /* Woke up late: queued behind another thread if most of the
+             * lateness was spent runnable, waiting for the CPU. */
+            int64_t delay1 = delay0 >= 0 ? run_delay(rc) : -1;
+            cause = delay1 >= 0 && 2 * (delay1 - delay0) > now - deadline ? LOOM_GEN_LATE_QUEUED
+                                                                           : LOOM_GEN_LATE_WAKE;
         }
     }
-    while (loom_time_mono_ns() < deadline) {
+    /* The busy wait. A gap between two readings of the clock longer than
+     * LOOM_GEN_STALL_NS across the deadline means the thread did not run
+     * when the deadline came (preempted, an interrupt, the virtual CPU
+     * descheduled): that is the cause when it returns late. */
+    int64_t prev = now;
+    while (now < deadline) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
+        prev = now;
+        now = loom_time_mono_ns();
     }
+    if (cause == LOOM_GEN_LATE_NONE && now - deadline > 0 && now - prev > LOOM_GEN_STALL_NS &&
+        prev < deadline)
+        cause = LOOM_GEN_LATE_STALL;
+    if (rc)
+        rc->last_cause = cause;
+}
+
+const char *loom_gen_late_cause_name(loom_gen_late_cause_t cause)
+{
+    static const char *const names[LOOM_GEN_LATE_NCAUSES] = {"none",  "wake", "queued",
+                                                              "stall", "rest", "behind"};
+    return (unsigned)cause < LOOM_GEN_LATE_NCAUSES ? names[cause] : "?";
 }
 
 int64_t loom_gen_default_spin_ns(double rate)
@@ -129,8 +242,13 @@ int64_t loom_gen_default_spin_ns(double rate)
 
 int64_t loom_gen_default_spin_max_ns(double rate)
 {
-    (void)rate;
-    return 5 * LOOM_NS_PER_MS;
+    /* 5 ms; at low rates up to a tenth of the gap (at most 20 ms), which
+     * costs at most a tenth of a core and is spent only while the machine
+     * wakes the pacer that late. */
+    int64_t most = 5 * LOOM_NS_PER_MS;
+    if (rate > 0 && 0.1e9 / rate > (double)most)
+        most = 0.1e9 / rate < 20e6 ? (int64_t)(0.1e9 / rate) : 20 * LOOM_NS_PER_MS;
+    return most;
 }
 
 void loom_gen_realclock_default(loom_gen_realclock_t *rc, double rate, bool realtime)

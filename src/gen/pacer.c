@@ -23,13 +23,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "loom/gen.h"
 
 #define FLUSH_SLACK_NS (50 * LOOM_NS_PER_US)  /* enough time left to hand over now */
 #define MAX_HOLD_NS    (1 * LOOM_NS_PER_MS)   /* a released job waits at most this */
 #define STOP_SLICE_NS  (100 * LOOM_NS_PER_MS) /* longest sleep between stop checks */
+
+#define PREALLOC_JOBS  4096                   /* jobs made before the run starts */
+
+/* Writes to every page of [p, p + n), so that they are there before the
+ * run (calloc'd memory may be untouched zero pages). */
+static void prefault(void *p, size_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    volatile char *c = p;
+    for (size_t k = 0; k < n; k += page > 0 ? (size_t)page : 4096)
+        c[k] = c[k];
+}
+
+/* The pacer's stack, 64 KiB deep: its frames (and the batch arrays on
+ * them) fault in now. */
+__attribute__((noinline)) static void prefault_stack(void)
+{
+    volatile char deep[64 * 1024];
+    for (size_t k = 0; k < sizeof deep; k += 4096)
+        deep[k] = 0;
+}
 
 static bool stop_requested(const loom_gen_config_t *cfg)
 {
@@ -103,6 +126,7 @@ typedef struct engine {
     const loom_gen_source_t *src;
     loom_gen_sink_t *sink;
     loom_gen_clock_t clock;
+    loom_gen_realclock_t *real; /* the real clock's state; NULL with an injected clock */
     int64_t t0;
     unsigned window, batch;
 
@@ -337,6 +361,7 @@ static int report_init(loom_gen_report_t *r, const loom_gen_config_t *cfg,
                        const loom_gen_source_t *src, loom_err_t *err)
 {
     memset(r, 0, sizeof *r);
+    r->pacer_cpu = -1;
     loom_gen_hist_init(&r->lateness);
     loom_gen_hist_init(&r->ack);
     loom_gen_hist_init(&r->wake);
@@ -414,6 +439,7 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
     int64_t first_send = -1, last_send = 0, last_due = 0, oldest = 0;
     int64_t next_progress = cfg->progress && cfg->progress_ns > 0 ? cfg->progress_ns : INT64_MAX;
     int rc = LOOM_OK;
+    int carry = LOOM_GEN_LATE_NONE; /* why the previous job was late, if it was */
 
     for (uint64_t i = 0;; i++) {
         int64_t due;
@@ -436,6 +462,8 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         last_due = due;
         int64_t deadline = e->t0 + due;
         int64_t now = e->clock.now(e->clock.ctx);
+        int cause = LOOM_GEN_LATE_NONE;
+        bool slept = false;
         if (now - e->t0 >= next_progress) {
             progress(e, first_send, last_send, last_due);
             while (next_progress <= now - e->t0)
@@ -464,6 +492,9 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
             }
             e->clock.sleep_until(e->clock.ctx, deadline);
             now = e->clock.now(e->clock.ctx);
+            slept = true;
+            if (e->real)
+                cause = e->real->last_cause;
         }
         bool waited = false;
         if (__atomic_load_n(&e->inflight, __ATOMIC_RELAXED) + npending >= e->window) {
@@ -521,7 +552,20 @@ static int pace(engine_t *e, loom_gen_arrivals_t *arr, loom_err_t *err)
         job->send_ns = now - e->t0;
         job->choice = choice;
         job->name = e->src->names ? e->src->names[choice] : NULL;
-        loom_gen_hist_add(&r->lateness, job->send_ns - due);
+        int64_t late = job->send_ns - due;
+        loom_gen_hist_add(&r->lateness, late);
+        if (late > LOOM_GEN_LATE_NS) {
+            /* A job that was already due when the pacer came to it is late
+             * for its predecessor's reason (the pacer catching up). */
+            if (cause == LOOM_GEN_LATE_NONE)
+                cause = !slept && carry != LOOM_GEN_LATE_NONE ? carry : LOOM_GEN_LATE_BEHIND;
+            r->late[cause]++;
+            if (late > r->late_max_ns[cause])
+                r->late_max_ns[cause] = late;
+            carry = cause;
+        } else {
+            carry = LOOM_GEN_LATE_NONE;
+        }
         if (r->records && i < r->n_records)
             r->records[i] = (loom_gen_record_t){.due_ns = due,
                                                 .send_ns = job->send_ns,
@@ -555,6 +599,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
                  loom_gen_report_t *report, loom_err_t *err)
 {
     memset(report, 0, sizeof *report);
+    report->pacer_cpu = -1;
     int rc = check_config(cfg, src, sink, err);
     if (rc != LOOM_OK)
         return rc;
@@ -570,6 +615,7 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     engine_t e = {.cfg = cfg, .src = src, .sink = sink, .rep = report};
     e.clock = cfg->clock ? *cfg->clock : loom_gen_clock_real(real);
+    e.real = cfg->clock ? NULL : real;
     e.window = cfg->window ? cfg->window : 1024;
     e.batch = cfg->batch ? cfg->batch : 64;
     unsigned nworkers = cfg->workers ? cfg->workers : 2;
@@ -584,6 +630,21 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
         free(real);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory for a window of %u", e.window);
     }
+    /* Everything the pacer touches is touched now, not during the run: a
+     * page fault costs it tens of microseconds on a virtual machine. The
+     * pool gets the jobs the pacer would otherwise calloc() while it warms
+     * up (its own malloc arena growing meanwhile). */
+    prefault(e.q, e.window * sizeof *e.q);
+    if (report->records)
+        prefault(report->records, report->n_records * sizeof *report->records);
+    size_t prealloc = e.pool_cap < PREALLOC_JOBS ? e.pool_cap : PREALLOC_JOBS;
+    while (e.npool < prealloc) {
+        loom_gen_job_t *job = calloc(1, sizeof *job);
+        if (!job)
+            break;
+        e.pool[e.npool++] = job;
+    }
+    prefault_stack();
     /* Priority inheritance: a realtime pacer must not wait behind a sender
      * that was preempted while holding the lock. */
     pthread_mutexattr_t ma;
@@ -594,6 +655,22 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     sem_init(&e.work_sem, 0, 0);
     pthread_cond_init(&e.space_cv, NULL);
 
+    /* Pinning: the pacer on the last CPU this thread may use. The senders
+     * keep every CPU: on a busy machine rendering needs whatever share of
+     * the pacer's CPU the pacer leaves (they run there only while it
+     * sleeps; under SCHED_FIFO it preempts them when it wakes). */
+    cpu_set_t old_mask;
+    bool have_mask = pthread_getaffinity_np(pthread_self(), sizeof old_mask, &old_mask) == 0;
+    int pacer_cpu = -1;
+    report->pacer_cpu = -1;
+    if (cfg->pin && have_mask && CPU_COUNT(&old_mask) >= 2) {
+        for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+            if (CPU_ISSET(c, &old_mask)) {
+                pacer_cpu = c;
+                break;
+            }
+        }
+    }
     pthread_t threads[256];
     unsigned started = 0;
     for (; started < nworkers; started++) {
@@ -603,6 +680,13 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     if (started == 0) {
         rc = loom_err_set(err, LOOM_EIO, "generator: cannot start a sender thread");
         goto out;
+    }
+    if (pacer_cpu >= 0) { /* restored below, after the run */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(pacer_cpu, &one);
+        if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
+            report->pacer_cpu = pacer_cpu;
     }
 
     /* A timer slack of 1 ns: the default 50 us would be added to every
@@ -625,19 +709,29 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
         real->spin_max_ns = 0;
     }
     real->overshoot = &report->wake;
+    if (!cfg->clock)
+        loom_gen_realclock_schedstat(real); /* tells QUEUED from WAKE where it can */
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     struct timespec cpu0, cpu1;
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_THREAD, &ru0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
     e.t0 = e.clock.now(e.clock.ctx);
     rc = pace(&e, &arr, err);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    getrusage(RUSAGE_THREAD, &ru1);
+    report->pacer_faults = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
+    report->pacer_preempted = (uint64_t)(ru1.ru_nivcsw - ru0.ru_nivcsw);
+    loom_gen_realclock_close(real);
     report->pacer_cpu_ns =
         (cpu1.tv_sec - cpu0.tv_sec) * LOOM_NS_PER_S + (cpu1.tv_nsec - cpu0.tv_nsec);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (report->realtime)
         pthread_setschedparam(pthread_self(), old_policy, &old_param);
+    if (report->pacer_cpu >= 0)
+        pthread_setaffinity_np(pthread_self(), sizeof old_mask, &old_mask);
 
     pthread_mutex_lock(&e.mu);
     e.closing = true;

@@ -51,6 +51,19 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
                       : 0));
     json_object_set_new(o, "elapsed_s", json_real((double)r->elapsed_ns / 1e9));
     json_object_set_new(o, "pacer_cpu_s", json_real((double)r->pacer_cpu_ns / 1e9));
+    json_object_set_new(o, "pacer_faults", json_integer((json_int_t)r->pacer_faults));
+    json_object_set_new(o, "pacer_preempted", json_integer((json_int_t)r->pacer_preempted));
+    json_object_set_new(o, "pacer_cpu",
+                        r->pacer_cpu >= 0 ? json_integer(r->pacer_cpu) : json_null());
+    json_t *late = json_object();
+    json_object_set_new(late, "threshold_us", json_real((double)LOOM_GEN_LATE_NS / 1e3));
+    for (int c = 1; c < LOOM_GEN_LATE_NCAUSES; c++) {
+        json_t *one = json_object();
+        json_object_set_new(one, "jobs", json_integer((json_int_t)r->late[c]));
+        json_object_set_new(one, "max_us", json_real((double)r->late_max_ns[c] / 1e3));
+        json_object_set_new(late, loom_gen_late_cause_name((loom_gen_late_cause_t)c), one);
+    }
+    json_object_set_new(o, "late", late);
     json_object_set_new(o, "lateness_us", percentiles_us(&r->lateness));
     json_object_set_new(o, "ack_us", percentiles_us(&r->ack));
 

@@ -2,7 +2,8 @@
 # loom gen end to end (no loomd needed): usage and input errors with their
 # exit codes, a seed reproducing a run byte for byte through --out, the
 # --json summary, the pacer's scheduling policy (SCHED_FIFO by default, the
-# message when it is refused, --no-realtime) and spin (auto, fixed, none),
+# message when it is refused, --no-realtime), spin (auto, fixed, none),
+# pinning (the last CPU; --no-pin) and the late-jobs-by-cause counts,
 # --stdout scripts that bash accepts, trace replay of an Alibaba 2023 pod
 # list, and --duration. Assertions are about what was generated, never
 # about how fast.
@@ -86,7 +87,8 @@ except PermissionError:
 "$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json >"$T/rt.json" 2>"$T/rt.err"
 "$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json --no-realtime --spin 30 \
   >"$T/nrt.json" 2>"$T/nrt.err"
-"$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json --spin 0 >"$T/s0.json" 2>/dev/null
+"$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 --json --spin 0 --no-pin \
+  >"$T/s0.json" 2>/dev/null
 if [ "$may_rt" = 1 ] && command -v setpriv >/dev/null; then
   setpriv --bounding-set -sys_nice "$LOOM" gen --catalog "$CAT" --rate 2000/s --count 40 --seed 4 \
     --json >"$T/denied.json" 2>"$T/denied.err"
@@ -113,6 +115,20 @@ for s in (rt, nrt):
 assert 20 <= rt["spin_us"] <= rt["spin_max_us"] <= 5000, rt
 assert nrt["spin_us"] == nrt["spin_max_us"] == 30, nrt
 assert s0["spin_us"] == 0 and s0["ok"] == 40, s0
+# pinned by default to the last CPU this process may use (when it may use
+# two); --no-pin leaves it free
+import os
+cpus = sorted(os.sched_getaffinity(0))
+assert rt["pacer_cpu"] == (cpus[-1] if len(cpus) >= 2 else None), (rt["pacer_cpu"], cpus)
+assert s0["pacer_cpu"] is None, s0
+# late jobs by cause: every cause there, none counting more jobs than sent
+for s in (rt, nrt, s0):
+    late = s["late"]
+    assert late["threshold_us"] == 100, late
+    causes = ("wake", "queued", "stall", "rest", "behind")
+    assert sorted(k for k in late if k != "threshold_us") == sorted(causes), late
+    assert sum(late[c]["jobs"] for c in causes) <= s["sent"], late
+    assert s["pacer_faults"] >= 0 and s["pacer_preempted"] >= 0, s
 EOF
 expect_rc 2 "--spin" -- "$LOOM" gen --catalog "$CAT" --rate 10/s --count 3 --spin soon
 

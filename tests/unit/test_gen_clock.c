@@ -1,9 +1,12 @@
 /* The real clock's spin (src/gen/clock.c), fed with overshoots by hand, so
  * nothing here depends on how this machine's sleeps wake up: the spin
  * covers the 99.5th percentile of recent overshoots within its limits,
+ * rises at once to cover a wake-up it did not and comes down slowly,
  * starts at the most, forgets old overshoots, and stays put when fixed;
  * and the set-up loom_gen_run uses for a realtime pacer and for a normal
  * one. */
+#include <unistd.h>
+
 #include "loom/gen.h"
 #include "test_util.h"
 
@@ -34,11 +37,25 @@ static void follows_the_overshoot(void **state)
     for (int i = 0; i < 31; i++)
         loom_gen_realclock_observe(&rc, 50 * US);
     assert_int_equal(loom_gen_realclock_spin(&rc), 5 * MS); /* still warming up */
-    for (int i = 31; i < 1000; i++) /* 0.3% at 3 ms: below the 99.5th percentile */
-        loom_gen_realclock_observe(&rc, i % 300 == 7 ? 3 * MS : 50 * US);
+    loom_gen_realclock_observe(&rc, 50 * US);
+    assert_covers(&rc, 50 * US); /* warm: the 99.5th percentile at once */
+    for (int i = 0; i < 1000; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
+    assert_covers(&rc, 50 * US);
+    /* one wake-up the spin did not cover: the spin covers it at once */
+    loom_gen_realclock_observe(&rc, 3 * MS);
+    assert_covers(&rc, 3 * MS);
+    assert_true(rc.spin_peak_ns >= 3 * MS);
+    /* and comes down slowly: still above half of it 64 wake-ups later */
+    for (int i = 0; i < 64; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
+    assert_true(loom_gen_realclock_spin(&rc) > 3 * MS / 2);
+    /* back to 50 us once that one is below the 99.5th percentile (0.1%) */
+    for (int i = 0; i < 1000; i++)
+        loom_gen_realclock_observe(&rc, 50 * US);
     assert_covers(&rc, 50 * US);
     adaptive(&rc);
-    for (int i = 0; i < 1000; i++) /* 1% at 3 ms: above it */
+    for (int i = 0; i < 1000; i++) /* 1% at 3 ms: above the 99.5th percentile */
         loom_gen_realclock_observe(&rc, i % 100 == 7 ? 3 * MS : 50 * US);
     assert_covers(&rc, 3 * MS);
     assert_true(rc.spin_peak_ns >= loom_gen_realclock_spin(&rc));
@@ -111,7 +128,57 @@ static void defaults(void **state)
     assert_int_equal(rc.rest_every_ns, 0);
     assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
     assert_int_equal(loom_gen_default_spin_ns(10), 20 * US);
-    assert_int_equal(loom_gen_default_spin_max_ns(10), 5 * MS);
+    /* the most: 5 ms, at low rates a tenth of the gap up to 20 ms */
+    assert_int_equal(loom_gen_default_spin_max_ns(1000), 5 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(20), 5 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(10), 10 * MS);
+    assert_int_equal(loom_gen_default_spin_max_ns(1), 20 * MS);
+}
+
+static void schedstat_line(void **state)
+{
+    assert_int_equal(loom_gen_schedstat_run_delay("2439334 14526195 11\n"), 14526195);
+    assert_int_equal(loom_gen_schedstat_run_delay("5 0 1"), 0);
+    assert_int_equal(loom_gen_schedstat_run_delay(""), -1);
+    assert_int_equal(loom_gen_schedstat_run_delay("12"), -1);
+    assert_int_equal(loom_gen_schedstat_run_delay("12 x 3"), -1);
+    assert_int_equal(loom_gen_schedstat_run_delay("12 7x 3"), -1);
+    /* the real file of this thread, where the kernel has one */
+    loom_gen_realclock_t rc = {0};
+    if (loom_gen_realclock_schedstat(&rc)) {
+        char buf[128];
+        ssize_t n = pread(rc.schedstat_fd, buf, sizeof buf - 1, 0);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_true(loom_gen_schedstat_run_delay(buf) >= 0);
+        loom_gen_realclock_close(&rc);
+        assert_false(rc.has_schedstat);
+    }
+}
+
+/* The real clock says why it returned late. A deadline already past: the
+ * busy wait does not run and nothing is blamed on the clock; a sleep to a
+ * deadline far enough ahead normally returns on time, but this is a real
+ * clock, so only the set of possible answers is checked. */
+static void late_cause_names(void **state)
+{
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_WAKE), "wake");
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_QUEUED), "queued");
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_STALL), "stall");
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_REST), "rest");
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_BEHIND), "behind");
+    assert_string_equal(loom_gen_late_cause_name(LOOM_GEN_LATE_NCAUSES), "?");
+    loom_gen_realclock_t rc;
+    loom_gen_realclock_default(&rc, 1000, true);
+    loom_gen_clock_t c = loom_gen_clock_real(&rc);
+    rc.last_cause = -1;
+    c.sleep_until(c.ctx, c.now(c.ctx) - MS);
+    assert_int_equal(rc.last_cause, LOOM_GEN_LATE_NONE);
+    /* a rest is taken when the clock has not slept for rest_every_ns */
+    rc.last_sleep_ns = c.now(c.ctx) - 2 * MS;
+    c.sleep_until(c.ctx, c.now(c.ctx) + 1 * US);
+    assert_int_equal(rc.rests, 1);
+    assert_true(rc.last_cause == LOOM_GEN_LATE_REST || rc.last_cause == LOOM_GEN_LATE_NONE);
 }
 
 int main(void)
@@ -122,6 +189,8 @@ int main(void)
         cmocka_unit_test(forgets),
         cmocka_unit_test(fixed_and_hist),
         cmocka_unit_test(defaults),
+        cmocka_unit_test(schedstat_line),
+        cmocka_unit_test(late_cause_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -556,6 +556,149 @@ static void submit_ids(void **state)
     assert_true(strlen(a) == 19 && a[0] == 'g' && strcmp(a + 17, "-5") == 0);
 }
 
+/* A clock that oversleeps: every 7th sleep ends 350 us after its
+ * deadline (the virtual clock otherwise). So job i is late when its own
+ * sleep overslept, or when the pacer was still catching up. */
+typedef struct lazy_clock {
+    loom_gen_vclock_t vc;
+    int sleeps;
+} lazy_clock_t;
+
+static int64_t lazy_now(void *ctx)
+{
+    return __atomic_load_n(&((lazy_clock_t *)ctx)->vc.now_ns, __ATOMIC_ACQUIRE);
+}
+
+static void lazy_sleep_until(void *ctx, int64_t deadline)
+{
+    lazy_clock_t *lc = ctx;
+    if (++lc->sleeps % 7 == 0)
+        deadline += 350 * LOOM_NS_PER_US;
+    if (lazy_now(lc) < deadline)
+        __atomic_store_n(&lc->vc.now_ns, deadline, __ATOMIC_RELEASE);
+}
+
+static void late_jobs_counted(void **state)
+{
+    lazy_clock_t lc = {0};
+    loom_gen_clock_t clock = {.now = lazy_now, .sleep_until = lazy_sleep_until, .ctx = &lc};
+    /* 10,000/s: a 350 us oversleep makes the next few jobs late as well */
+    loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT, .rate = 10000},
+                             .seed = 4,
+                             .count = 700,
+                             .clock = &clock,
+                             .keep_records = true};
+    loom_gen_sink_t sink;
+    loom_gen_sink_dry_run(&sink, NULL);
+    loom_gen_report_t r;
+    loom_err_t err;
+    assert_int_equal(loom_gen_run(&cfg, &source4, &sink, &r, &err), LOOM_OK);
+    uint64_t late = 0, counted = 0;
+    int64_t most = 0;
+    for (size_t i = 0; i < r.n_records; i++) {
+        int64_t l = r.records[i].send_ns - r.records[i].due_ns;
+        if (l > LOOM_GEN_LATE_NS)
+            late++;
+        if (l > most)
+            most = l;
+    }
+    for (int c = 0; c < LOOM_GEN_LATE_NCAUSES; c++)
+        counted += r.late[c];
+    /* Every job more than 100 us late is counted once. With an injected
+     * clock the pacer cannot tell why a sleep ended late, so all of them
+     * are BEHIND. */
+    assert_true(late > 0);
+    assert_int_equal(counted, late);
+    assert_int_equal(r.late[LOOM_GEN_LATE_BEHIND], late);
+    assert_int_equal(r.late_max_ns[LOOM_GEN_LATE_BEHIND], most);
+    assert_int_equal(r.late[LOOM_GEN_LATE_NONE], 0);
+    json_t *j = loom_gen_report_json(&r, &source4, &cfg);
+    json_t *b = json_object_get(json_object_get(j, "late"), "behind");
+    assert_int_equal(json_integer_value(json_object_get(b, "jobs")), (json_int_t)late);
+    assert_true(json_is_null(json_object_get(j, "pacer_cpu")));
+    json_decref(j);
+    sink.destroy(sink.ctx);
+    loom_gen_report_free(&r);
+}
+
+/* config.pin: the pacer thread runs on one CPU (the last the caller may
+ * use) during the run, the senders keep them all, and the caller gets its
+ * own mask back. */
+typedef struct pin_seen {
+    pthread_mutex_t mu;
+    int pacer_cpus;  /* CPUs in the pacer's mask, seen from progress() */
+    int pacer_cpu;   /* the one */
+    int sender_min;  /* fewest CPUs in a sender's mask */
+} pin_seen_t;
+
+static int mask_count(cpu_set_t *m, int *one)
+{
+    int n = CPU_COUNT(m);
+    for (int c = 0; c < CPU_SETSIZE && one; c++)
+        if (CPU_ISSET(c, m))
+            *one = c;
+    return n;
+}
+
+static void pin_progress(void *ctx, const loom_gen_report_t *snap)
+{
+    pin_seen_t *p = ctx;
+    cpu_set_t m;
+    assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof m, &m), 0);
+    p->pacer_cpus = mask_count(&m, &p->pacer_cpu);
+}
+
+static int pin_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
+{
+    pin_seen_t *p = ctx;
+    cpu_set_t m;
+    assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof m, &m), 0);
+    int k = mask_count(&m, NULL);
+    pthread_mutex_lock(&p->mu);
+    if (p->sender_min == 0 || k < p->sender_min)
+        p->sender_min = k;
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n; i++)
+        jobs[i]->rc = LOOM_OK;
+    return LOOM_OK;
+}
+
+static void pin_pacer(void **state)
+{
+    cpu_set_t before, after;
+    assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+    int last = -1, ncpu = mask_count(&before, &last);
+    for (int pin = 0; pin < 2; pin++) {
+        pin_seen_t seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        loom_gen_vclock_t vc;
+        loom_gen_clock_t clock;
+        loom_gen_config_t cfg = vconfig(&vc, &clock, LOOM_GEN_CONSTANT, 100, 300, 5);
+        cfg.pin = pin;
+        cfg.progress = pin_progress;
+        cfg.progress_ctx = &seen;
+        cfg.progress_ns = LOOM_NS_PER_S;
+        loom_gen_sink_t sink = {.name = "pin", .send = pin_send, .ctx = &seen};
+        loom_gen_report_t r;
+        loom_err_t err;
+        assert_int_equal(loom_gen_run(&cfg, &source4, &sink, &r, &err), LOOM_OK);
+        assert_int_equal(r.ok, 300);
+        if (pin && ncpu >= 2) {
+            assert_int_equal(r.pacer_cpu, last);
+            assert_int_equal(seen.pacer_cpus, 1);
+            assert_int_equal(seen.pacer_cpu, last);
+        } else {
+            assert_int_equal(r.pacer_cpu, -1);
+            assert_int_equal(seen.pacer_cpus, ncpu);
+        }
+        assert_int_equal(seen.sender_min, ncpu);
+        assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+        assert_true(CPU_EQUAL(&before, &after));
+        loom_gen_report_free(&r);
+    }
+    if (ncpu < 2)
+        print_message("only one CPU here: pinning checked as refused\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +716,8 @@ int main(void)
         cmocka_unit_test(dir_sink_manifest),
         cmocka_unit_test(stop_request),
         cmocka_unit_test(submit_ids),
+        cmocka_unit_test(late_jobs_counted),
+        cmocka_unit_test(pin_pacer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
