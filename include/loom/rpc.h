@@ -168,6 +168,14 @@ typedef void (*loom_rpc_dispatched_fn)(void *request_ctx, void *ctx);
 void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
                                        void *ctx);
 
+/* Called by loom_rpc_handle on its own thread once a request is dispatched
+ * and before that thread sleeps until the request's calls are complete (not
+ * by loom_rpc_dispatch, whose caller does not wait): a thread that would
+ * only wait can do the work its deferred calls wait for. loomd commits the
+ * store writes the calls queued (docs/store.md). Set it before the first
+ * dispatch; fn NULL removes it. */
+void loom_rpc_dispatcher_on_wait(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn, void *ctx);
+
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 
@@ -196,6 +204,10 @@ void *loom_rpc_call_request_ctx(const loom_rpc_call_t *call);
  * these to group the calls of one batch (e.g. one transaction). */
 size_t loom_rpc_call_index(const loom_rpc_call_t *call);
 size_t loom_rpc_call_batch_size(const loom_rpc_call_t *call);
+/* Whether the call's request came through loom_rpc_handle with an on_wait
+ * hook set: that hook will run on the dispatching thread after every
+ * handler of the request has returned. */
+bool loom_rpc_call_waited_on(const loom_rpc_call_t *call);
 
 /* Completes the call with a result. Takes the reference to result (NULL
  * means JSON null). Thread-safe; exactly once per call. After the last call

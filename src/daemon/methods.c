@@ -52,14 +52,14 @@ static int get_id(const json_t *params, const char *name, int64_t *out, loom_err
     return LOOM_OK;
 }
 
-/* Flags of a write queued by a call. DEFER: once the whole request is
- * dispatched, its thread commits what it queued (commit_queued, the
- * dispatcher's on_dispatched hook, added with the methods), which spares
- * waking the committer thread; the request's thread would only wait
- * otherwise. MORE: in a batch, more calls follow this one at once. */
+/* Flags of a write queued by a call. DEFER: the request's thread waits for
+ * its response (loom_rpc_handle), so once the whole request is dispatched
+ * it commits what it queued itself (commit_queued, the dispatcher's
+ * on_wait hook, added with the methods), which spares waking the committer
+ * thread. MORE: in a batch, more calls follow this one at once. */
 static unsigned store_flags(const loom_rpc_call_t *call)
 {
-    return LOOM_STORE_DEFER |
+    return (loom_rpc_call_waited_on(call) ? LOOM_STORE_DEFER : 0) |
            (loom_rpc_call_index(call) + 1 < loom_rpc_call_batch_size(call) ? LOOM_STORE_MORE : 0);
 }
 
@@ -525,6 +525,6 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
         (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
                                       err)))
         return rc;
-    loom_rpc_dispatcher_on_dispatched(d, commit_queued, m);
+    loom_rpc_dispatcher_on_wait(d, commit_queued, m);
     return LOOM_OK;
 }

@@ -65,6 +65,8 @@ struct loom_rpc_dispatcher {
     _Atomic uint64_t requests[REQ_N];
     loom_rpc_dispatched_fn on_dispatched;
     void *on_dispatched_ctx;
+    loom_rpc_dispatched_fn on_wait;
+    void *on_wait_ctx;
 };
 
 typedef struct request request_t;
@@ -90,6 +92,7 @@ struct request {
     loom_rpc_call_t *calls;
     _Atomic size_t remaining; /* outstanding calls + the dispatch guard */
     void *request_ctx;
+    bool waited_on; /* loom_rpc_handle's thread runs the on_wait hook before waiting */
     loom_rpc_done_fn done;
     void *done_ctx;
 };
@@ -282,6 +285,12 @@ int loom_rpc_dispatcher_add(loom_rpc_dispatcher_t *d, const char *name, loom_rpc
 nomem:
     method_free(m);
     return loom_err_set(err, LOOM_ENOMEM, "rpc method \"%s\": out of memory", name);
+}
+
+void loom_rpc_dispatcher_on_wait(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn, void *ctx)
+{
+    d->on_wait = fn;
+    d->on_wait_ctx = ctx;
 }
 
 void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
@@ -525,6 +534,11 @@ size_t loom_rpc_call_batch_size(const loom_rpc_call_t *call)
     return call->req->n;
 }
 
+bool loom_rpc_call_waited_on(const loom_rpc_call_t *call)
+{
+    return call->req->waited_on;
+}
+
 /* ------------------------------------------------------------ validation */
 
 /* An element's id if it is usable in an error response, else NULL. */
@@ -740,8 +754,8 @@ static void whole_error(loom_rpc_dispatcher_t *d, int code, const char *detail,
     json_decref(resp);
 }
 
-int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
-                      loom_rpc_done_fn done, void *done_ctx)
+static int dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
+                    loom_rpc_done_fn done, void *done_ctx, bool waited_on)
 {
     char detail[LOOM_ERR_MSG_MAX + 64];
     if (len > d->limits.max_body) {
@@ -799,6 +813,7 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
     r->request_ctx = request_ctx;
     r->done = done;
     r->done_ctx = done_ctx;
+    r->waited_on = waited_on && d->on_wait;
     atomic_store(&r->remaining, n + 1);
     atomic_fetch_add(&d->requests[batch ? REQ_BATCH : REQ_SINGLE], 1);
     for (size_t i = 0; i < n; i++) {
@@ -812,6 +827,12 @@ int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, vo
         d->on_dispatched(request_ctx, d->on_dispatched_ctx);
     request_release(r); /* drop the guard; may finish the request now */
     return LOOM_OK;
+}
+
+int loom_rpc_dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void *request_ctx,
+                      loom_rpc_done_fn done, void *done_ctx)
+{
+    return dispatch(d, body, len, request_ctx, done, done_ctx, false);
 }
 
 /* ----------------------------------------------------- synchronous entry */
@@ -841,8 +862,10 @@ int loom_rpc_handle(loom_rpc_dispatcher_t *d, const char *body, size_t len, void
 {
     waiter_t w = {.rc = LOOM_OK, .out = response};
     sem_init(&w.posted, 0, 0);
-    int rc = loom_rpc_dispatch(d, body, len, request_ctx, waiter_done, &w);
+    int rc = dispatch(d, body, len, request_ctx, waiter_done, &w, true);
     if (rc == LOOM_OK) {
+        if (d->on_wait)
+            d->on_wait(request_ctx, d->on_wait_ctx);
         while (sem_wait(&w.posted) != 0) /* EINTR only */
             ;
         rc = w.rc;

@@ -175,6 +175,15 @@ static loom_rpc_status_t h_early(loom_rpc_call_t *call, json_t *params, void *ct
     return LOOM_RPC_PENDING;
 }
 
+/* Answers whether its request's thread will run the on_wait hook. */
+static loom_rpc_status_t h_waited(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    (void)params;
+    (void)ctx;
+    loom_rpc_call_complete(call, json_boolean(loom_rpc_call_waited_on(call)));
+    return LOOM_RPC_DONE;
+}
+
 /* -------------------------------------------------------------- fixture */
 
 typedef struct fx {
@@ -214,6 +223,7 @@ static fx_t *fx_new(const loom_rpc_limits_t *limits)
         {"typed", h_typed, NULL, typed_params, 0},
         {"deferred", h_deferred, &f->w, x_params, 0},
         {"early", h_early, NULL, NULL, 0},
+        {"waited", h_waited, NULL, NULL, 0},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         assert_int_equal(loom_rpc_dispatcher_add(f->d, m[i].name, m[i].fn, m[i].ctx, m[i].params,
@@ -802,6 +812,58 @@ static void dispatched_hook(void **state)
     loom_rpc_dispatcher_on_dispatched(f->d, NULL, NULL);
 }
 
+/* The wait hook: run by loom_rpc_handle's own thread once per request,
+ * after the handlers, and only there (not by loom_rpc_dispatch, whose caller
+ * does not wait); loom_rpc_call_waited_on tells a handler which it is. */
+static int wait_count;
+static pthread_t wait_thread;
+static void on_wait(void *request_ctx, void *ctx)
+{
+    assert_string_equal((const char *)request_ctx, "rq");
+    assert_string_equal((const char *)ctx, "hook");
+    wait_count++;
+    wait_thread = pthread_self();
+}
+
+static void async_done_flag(const char *resp, size_t len, void *ctx)
+{
+    snprintf(ctx, 128, "%.*s", (int)len, resp ? resp : "");
+}
+
+static void wait_hook(void **state)
+{
+    fx_t *f = *state;
+    const char *one = "{\"jsonrpc\":\"2.0\",\"method\":\"waited\",\"id\":1}";
+    /* No hook: nobody will run it, so no call is told it will be. */
+    json_t *r = send_ctx(f->d, one, "rq");
+    assert_true(json_is_false(json_object_get(r, "result")));
+    json_decref(r);
+
+    static char hook_ctx[] = "hook";
+    loom_rpc_dispatcher_on_wait(f->d, on_wait, hook_ctx);
+    wait_count = 0;
+    r = send_ctx(f->d, one, "rq");
+    assert_true(json_is_true(json_object_get(r, "result")));
+    json_decref(r);
+    assert_int_equal(wait_count, 1);
+    assert_true(pthread_equal(wait_thread, pthread_self()));
+    r = send_ctx(f->d,
+                 "[{\"jsonrpc\":\"2.0\",\"method\":\"waited\",\"id\":1},"
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"waited\",\"id\":2}]",
+                 "rq");
+    assert_true(json_is_true(json_object_get(json_array_get(r, 1), "result")));
+    json_decref(r);
+    assert_int_equal(wait_count, 2); /* once per request, not per call */
+
+    /* The asynchronous entry point: no hook, and calls are told so. */
+    char body[128] = "";
+    assert_int_equal(loom_rpc_dispatch(f->d, one, strlen(one), "rq", async_done_flag, body),
+                     LOOM_OK);
+    assert_string_equal(body, "{\"jsonrpc\":\"2.0\",\"result\":false,\"id\":1}");
+    assert_int_equal(wait_count, 2);
+    loom_rpc_dispatcher_on_wait(f->d, NULL, NULL);
+}
+
 /* The asynchronous entry point: done runs on the completing thread. */
 typedef struct async_result {
     pthread_mutex_t mu;
@@ -973,6 +1035,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(spec_positional, setup, teardown),
+        cmocka_unit_test_setup_teardown(wait_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(spec_named, setup, teardown),
         cmocka_unit_test_setup_teardown(spec_notification, setup, teardown),
         cmocka_unit_test_setup_teardown(spec_method_not_found, setup, teardown),
