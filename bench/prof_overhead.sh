@@ -12,6 +12,12 @@
 # with the same environment, pinned the same way: loom and the command
 # together on CPU PROF_AB_CPU (taskset), so the sampling thread shares the
 # workload's core (the case where the profiler cannot use an idle core).
+# PROF_AB_DESIGNS (default "runs toggle") chooses the measurements per
+# model; a third, toggle_apart, is the within-run design
+# with loom on CPU PROF_AB_LOOM_CPU (default 0) and the command on CPU
+# PROF_AB_CPU (`taskset` inside the command, in both arms alike), so the
+# sampler has a core of its own (MODEL-toggle_apart/; its others_cores
+# column then covers loom's CPU, not the workload's).
 # Each measurement holds PROF_AB_LOCK (flock) while it runs, so that no
 # other benchmark runs beside it. Raw records go to docs/bench/prof_ab/
 # MODEL-DESIGN/ (ab.json, ab_runs.csv, ab_blocks.csv, bench.json) and
@@ -31,6 +37,8 @@ truns=${PROF_AB_TOGGLE_RUNS:-6}
 tsteps=${PROF_AB_TOGGLE_STEPS:-240}
 k=${PROF_AB_K:-4}
 cpu=${PROF_AB_CPU:-1}
+read -r -a designs <<<"${PROF_AB_DESIGNS:-runs toggle}"
+loom_cpu=${PROF_AB_LOOM_CPU:-0}
 lock=${PROF_AB_LOCK:-/work/notes/bench.lock}
 read -r -a models <<<"${PROF_AB_MODELS:-resnet18 lstm}"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,40 +64,48 @@ else
   dir=$(mktemp -d /tmp/loom-prof-ab-XXXXXX)
   trap 'rm -rf "$dir"' EXIT
 fi
-cmd() { # MODEL STEPS
-  echo "/usr/bin/python3 $here/workloads/models/run.py --model $1 --mode train --batch 2 --steps $2 --threads 1"
+cmd() { # MODEL STEPS [PREFIX]
+  echo "${3:-}/usr/bin/python3 $here/workloads/models/run.py --model $1 --mode train --batch 2 --steps $2 --threads 1"
 }
-one() { # NAME STEPS LOOM-OPTIONS...
-  local name=$1 n=$2
-  shift 2
+one() { # NAME STEPS LOOM-CPU COMMAND-PREFIX LOOM-OPTIONS...
+  local name=$1 n=$2 lcpu=$3 prefix=$4
+  shift 4
   local c
-  c=$(cmd "${name%-*}" "$n")
+  c=$(cmd "${name%%-*}" "$n" "$prefix")
   local load0 start
   # shellcheck disable=SC2086
   locked bash -c '
     cat /proc/loadavg >"$1.load0"; date -u +%Y-%m-%dT%H:%M:%SZ >"$1.start"
     shift
-    taskset -c "$@"' _ "$dir/$name" "$cpu" "$build/loom" prof "$@" --interval 10ms \
+    taskset -c "$@"' _ "$dir/$name" "$lcpu" "$build/loom" prof "$@" --interval 10ms \
     --out "$dir/$name" -- $c >"$dir/$name.out" 2>"$dir/$name.err" ||
     { echo "prof_overhead: $name failed:"; tail -5 "$dir/$name.err"; exit 1; }
   load0=$(cut -d' ' -f1-3 "$dir/$name.load0")
   start=$(cat "$dir/$name.start")
-  printf '{"start": "%s", "end": "%s", "load_before": "%s", "load_after": "%s", "pinned_cpu": "%s", "loom_options": "%s --interval 10ms", "command": "%s", "cpu": "%s", "cpus": %s, "kernel": "%s"}\n' \
+  printf '{"start": "%s", "end": "%s", "load_before": "%s", "load_after": "%s", "loom_cpu": "%s", "loom_options": "%s --interval 10ms", "command": "%s", "cpu": "%s", "cpus": %s, "kernel": "%s"}\n' \
     "$start" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-    "$cpu" "$*" "$c" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
-    "$(nproc)" "$(uname -r)" >"$dir/$name/bench.json"
+    "$lcpu" "$*" "$c" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+    "$(getconf _NPROCESSORS_ONLN)" "$(uname -r)" >"$dir/$name/bench.json"
   cat "$dir/$name.out"
 }
 if [ "$measure" = 1 ]; then
   for m in "${models[@]}"; do
-    one "$m-runs" "$steps" --ab "$pairs"
-    one "$m-toggle" "$tsteps" --ab "$truns" --toggle "$k"
+    for d in "${designs[@]}"; do
+      case $d in
+        runs) one "$m-runs" "$steps" "$cpu" "" --ab "$pairs" ;;
+        toggle) one "$m-toggle" "$tsteps" "$cpu" "" --ab "$truns" --toggle "$k" ;;
+        toggle_apart)
+          one "$m-toggle_apart" "$tsteps" "$loom_cpu" "taskset -c $cpu " --ab "$truns" --toggle "$k" ;;
+        *) echo "prof_overhead: unknown design '$d'"; exit 2 ;;
+      esac
+    done
   done
 fi
 out=$here/docs/bench/prof_ab
 mkdir -p "$out"
 for m in "${models[@]}"; do
-  for d in runs toggle; do
+  for d in runs toggle toggle_apart; do
+    [ -d "$dir/$m-$d" ] || continue
     mkdir -p "$out/$m-$d"
     for f in ab.json ab_runs.csv ab_blocks.csv bench.json; do
       [ -f "$dir/$m-$d/$f" ] && cp "$dir/$m-$d/$f" "$out/$m-$d/"

@@ -70,7 +70,7 @@ def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     recs = {}
     for m in models:
-        for design in ("runs", "toggle"):
+        for design in ("runs", "toggle", "toggle_apart"):
             p = os.path.join(d, f"{m}-{design}")
             if os.path.exists(os.path.join(p, "ab.json")):
                 recs[(m, design)] = load(p)
@@ -88,9 +88,12 @@ def main():
              f"engineers' builds, tests and benchmarks (a PVM guest); Linux {any_bench['kernel']}; "
              "Debian python3-torch 1.13, CPU, one thread (`--threads 1`, "
              "OMP/OPENBLAS/MKL_NUM_THREADS=1). No GPU: nothing here is about GPUs.\n")
-    L.append("**Pinning**: `taskset -c CPU` around loom, so loom (its sampling thread and its "
-             "marker reader) and the workload share one CPU in both arms: the sampler's CPU time "
-             "is taken from the workload's core (the strict case).\n")
+    L.append("**Pinning** (column *CPUs*): in *runs* and *toggle*, `taskset -c CPU` around loom, "
+             "so loom (its sampling thread and its marker reader) and the workload share one CPU "
+             "in both arms: the sampler's CPU time is taken from the workload's core (the strict "
+             "case). In *toggle_apart*, loom runs on one CPU and the command (`taskset -c` "
+             "inside it) on the other: the sampler has a core of its own, shared only with "
+             "other programs.\n")
     L.append("**Method** (docs/profiling.md, \"Overhead\"). Figure of merit: the median steady "
              "step time (after warm-up) from the step markers, prof / base, per pair; over "
              "pairs the geometric mean of the ratios (mean log ratio) with its 95% Student t "
@@ -102,19 +105,25 @@ def main():
              "effect are dropped. The target (overhead <= 1%) is called met when the upper end "
              "of the t interval is at most +1%, not met when its lower end is above +1%, and "
              "undecided otherwise.\n")
-    L.append("| model | design | loom options | command | when (UTC) | load before -> after |")
-    L.append("|---|---|---|---|---|---|")
+    L.append("| model | design | CPUs | loom options | command | when (UTC) | "
+             "load before -> after |")
+    L.append("|---|---|---|---|---|---|---|")
     for (m, design), (ab, bench, runs) in recs.items():
-        L.append(f"| {m} | {design} | `{bench['loom_options']}` | `{bench['command']}` | "
-                 f"{bench['start']} .. {bench['end']} | {bench['load_before']} -> "
-                 f"{bench['load_after']} |")
+        lcpu = bench.get("loom_cpu", bench.get("pinned_cpu"))
+        if bench["command"].startswith("taskset -c "):
+            where = f"loom {lcpu}, command {bench['command'].split()[2]}"
+        else:
+            where = f"both {lcpu}"
+        L.append(f"| {m} | {design} | {where} | `{bench['loom_options']}` | "
+                 f"`{bench['command']}` | {bench['start']} .. {bench['end']} | "
+                 f"{bench['load_before']} -> {bench['load_after']} |")
     L.append("")
     L.append("## Median step time, wall clock, prof / base\n")
     L.append("| measurement | n | geometric mean | t 95% | bootstrap 95% | median pair [sign test] "
              "| target <= +1% |")
     L.append("|---|---|---|---|---|---|---|")
     for (m, design), (ab, bench, runs) in recs.items():
-        n_label = "block pairs" if design == "toggle" else "pairs"
+        n_label = "block pairs" if design != "runs" else "pairs"
         L.append(row(f"{m}, {design}", ab["metrics"]["wall_p50"], n_label))
         if design == "runs":
             q = ab["quiet"]
@@ -150,7 +159,7 @@ def main():
         for r in runs:
             w = float(r["run_wall_s"])
             r["wait_share"] = str(float(r["run_delay_s"]) / w if w > 0 else -1)
-        if design == "toggle":
+        if design != "runs":
             base_o = prof_o = med(runs, "others_cores")
             base_w = prof_w = med(runs, "wait_share")
         else:
