@@ -31,10 +31,10 @@
 # without it, says so and writes nothing.
 set -uo pipefail
 build=${1:-build}
-pairs=${PROF_AB_PAIRS:-30}
+pairs=${PROF_AB_PAIRS:-24}
 steps=${PROF_AB_STEPS:-8}
 truns=${PROF_AB_TOGGLE_RUNS:-6}
-tsteps=${PROF_AB_TOGGLE_STEPS:-240}
+tsteps=${PROF_AB_TOGGLE_STEPS:-200}
 k=${PROF_AB_K:-4}
 cpu=${PROF_AB_CPU:-1}
 read -r -a designs <<<"${PROF_AB_DESIGNS:-runs toggle}"
