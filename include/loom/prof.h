@@ -115,8 +115,8 @@ typedef struct loom_prof_opts {
 /* The machine's CPU counters summed over a set of CPUs (/proc/stat, in
  * clock ticks of 1/sysconf(_SC_CLK_TCK) s), and when they were read. */
 typedef struct loom_prof_cpustat {
-    int64_t t_ns;                 /* CLOCK_MONOTONIC */
-    int64_t busy, steal, total;   /* busy: all but idle and iowait (steal included) */
+    int64_t t_ns;               /* CLOCK_MONOTONIC */
+    int64_t busy, steal, total; /* busy: all but idle and iowait (steal included) */
 } loom_prof_cpustat_t;
 
 /* A change of the sampler's state in a --toggle run. */
@@ -173,9 +173,9 @@ typedef struct loom_prof_run {
     json_t *gpu_names;    /* array: name of each GPU index */
     loom_prof_gpu_sample_t *gpu_samples;
     size_t ngpu_samples;
-    loom_prof_roof_input_t roof; /* set by the caller before writing; zeros: unknown */
-    int64_t run_delay_ns; /* the command's main thread waiting for a CPU while runnable
-                           * (/proc/PID/schedstat, read before the reap); -1 unknown */
+    loom_prof_roof_input_t roof;    /* set by the caller before writing; zeros: unknown */
+    int64_t run_delay_ns;           /* the command's main thread waiting for a CPU while runnable
+                                     * (/proc/PID/schedstat, read before the reap); -1 unknown */
     loom_prof_cpustat_t *step_stat; /* with opts.cpu_stat: one per step, as its marker came */
     int ncpus;                      /* CPUs that step_stat sums over */
     size_t toggle_steps;            /* opts.toggle_steps */
@@ -316,12 +316,12 @@ typedef struct loom_prof_ab_run {
 
 /* The overhead on one metric, from the pairs where it is known. */
 typedef struct loom_prof_ab_est {
-    size_t n;                     /* pairs used */
-    double overhead;              /* mean over pairs of (prof - base) / base */
-    double ci_low, ci_high;       /* 95% Student t interval of that mean */
-    double boot_low, boot_high;   /* 95% percentile bootstrap interval of that mean */
-    double ratio;                 /* geometric mean over pairs of prof / base */
-    double ratio_low, ratio_high; /* exp of the 95% t interval of the mean log ratio */
+    size_t n;                               /* pairs used */
+    double overhead;                        /* mean over pairs of (prof - base) / base */
+    double ci_low, ci_high;                 /* 95% Student t interval of that mean */
+    double boot_low, boot_high;             /* 95% percentile bootstrap interval of that mean */
+    double ratio;                           /* geometric mean over pairs of prof / base */
+    double ratio_low, ratio_high;           /* exp of the 95% t interval of the mean log ratio */
     double ratio_boot_low, ratio_boot_high; /* exp of its 95% percentile bootstrap interval */
     double ratio_median;                    /* median over pairs of prof / base */
     double ratio_median_low, ratio_median_high; /* distribution-free interval (sign test) */
@@ -344,16 +344,16 @@ typedef struct loom_prof_ab_block {
     size_t run;   /* 0-based */
     size_t index; /* the pair's first block: 2 * pair within the run */
     bool on_first;
-    size_t n_on, n_off;                      /* clean steps in each block */
-    double on[LOOM_PROF_AB_NMETRICS];        /* the six numbers over the on block */
-    double off[LOOM_PROF_AB_NMETRICS];       /* and over the off block; -1 unknown */
+    size_t n_on, n_off;                /* clean steps in each block */
+    double on[LOOM_PROF_AB_NMETRICS];  /* the six numbers over the on block */
+    double off[LOOM_PROF_AB_NMETRICS]; /* and over the off block; -1 unknown */
 } loom_prof_ab_block_t;
 
 typedef struct loom_prof_ab {
     size_t pairs;             /* pairs of runs; with toggle_steps: runs */
     loom_prof_ab_run_t *runs; /* 2 per pair (1 per run with toggle_steps), in the order they ran */
     loom_prof_ab_est_t est[LOOM_PROF_AB_NMETRICS];
-    size_t quiet_pairs;                            /* pairs the rule keeps */
+    size_t quiet_pairs;                                  /* pairs the rule keeps */
     loom_prof_ab_est_t est_quiet[LOOM_PROF_AB_NMETRICS]; /* over those alone */
     /* Within-run design: block pairs of all runs; est[] is over these. */
     size_t toggle_steps;

@@ -17,7 +17,8 @@ static void prof_usage(FILE *f)
 {
     fprintf(f,
             "usage: loom prof [--interval D] [--gpu] [--gpu-interval D] [--kernels] [--out DIR]\n"
-            "                 [--estimate FILE] [--device NAME|FILE] [--ab N [--toggle K]] [--rescan D]\n"
+            "                 [--estimate FILE] [--device NAME|FILE] [--ab N [--toggle K]] "
+            "[--rescan D]\n"
             "                 [--quiet] -- COMMAND [ARGS...]\n\n"
             "Runs COMMAND, samples its process tree every D (default 10ms), collects its\n"
             "step markers (LOOM_STEP lines on stdout or on $LOOM_PROF_FD) and writes a run\n"

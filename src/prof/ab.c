@@ -220,8 +220,7 @@ int loom_prof_ab_blocks(const loom_prof_run_t *r, size_t warmup, size_t run_inde
         size_t n[2] = {0, 0};
         size_t *in[2] = {idx, idx + k};
         for (int h = 0; h < 2; h++)
-            for (size_t j = (b + (size_t)h) * k; j < (b + (size_t)h + 1) * k && j < r->nsteps;
-                 j++)
+            for (size_t j = (b + (size_t)h) * k; j < (b + (size_t)h + 1) * k && j < r->nsteps; j++)
                 if (j >= warmup && r->steps[j].start_ns >= r->toggles[b + (size_t)h].t_ns)
                     in[h][n[h]++] = j;
         if (n[0] < 2 || n[1] < 2 || r->toggles[b].on == r->toggles[b + 1].on)
@@ -505,8 +504,7 @@ int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *o, cons
     for (int m = 0; m < LOOM_PROF_AB_NMETRICS; m++) {
         json_object_set_new(metrics, loom_prof_ab_metric_names[m], est_json(&ab->est[m]));
         if (!ab->toggle_steps)
-            json_object_set_new(quiet, loom_prof_ab_metric_names[m],
-                                est_json(&ab->est_quiet[m]));
+            json_object_set_new(quiet, loom_prof_ab_metric_names[m], est_json(&ab->est_quiet[m]));
     }
     char when[32];
     loom_time_format_rfc3339(loom_time_real_ns(), when);
@@ -527,8 +525,8 @@ int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *o, cons
         json_object_set_new(j, "pairs", json_integer((json_int_t)ab->pairs));
         json_object_set_new(j, "order", json_string("ABBA: profiled first in pairs 1, 3, ..."));
         json_t *rule = json_pack("{s:f,s:f,s:f}", "others_per_cpu_max", LOOM_PROF_AB_QUIET_LEVEL,
-                                 "others_per_cpu_diff_max", LOOM_PROF_AB_QUIET_DIFF,
-                                 "steal_max", LOOM_PROF_AB_QUIET_STEAL);
+                                 "others_per_cpu_diff_max", LOOM_PROF_AB_QUIET_DIFF, "steal_max",
+                                 LOOM_PROF_AB_QUIET_STEAL);
         json_object_set_new(j, "quiet",
                             json_pack("{s:o,s:I,s:o}", "rule", rule, "pairs",
                                       (json_int_t)ab->quiet_pairs, "metrics", quiet));

@@ -296,8 +296,8 @@ static void test_cpustat(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_median_ci),  cmocka_unit_test(test_log_ratio),
-        cmocka_unit_test(test_quiet_rule), cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_median_ci),    cmocka_unit_test(test_log_ratio),
+        cmocka_unit_test(test_quiet_rule),   cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_write_blocks), cmocka_unit_test(test_cpustat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
