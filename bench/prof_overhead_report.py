@@ -1,174 +1,194 @@
 #!/usr/bin/python3
-"""Formats the raw records of bench/prof_overhead.sh (per workload: ab.json,
-ab_runs.csv, bench.json, as `loom prof --ab` and the script wrote them) into
-docs/bench/prof.md.
+"""Formats the raw records of bench/prof_overhead.sh into docs/bench/prof.md.
 
-    prof_overhead_report.py RECORDS_DIR OUT.md BUILD PAIRS STEPS
+    prof_overhead_report.py RECORDS_DIR OUT.md MODEL...
 
-Per-workload figures are loom's own (ab.json). The pooled rows, over the
-torch models' pairs together, are computed here from ab_runs.csv with the
-same statistics (mean of per-pair relative differences, 95% Student t
-interval, 95% percentile bootstrap with 10000 resamples)."""
+RECORDS_DIR holds MODEL-runs/ and MODEL-toggle/ per model, each with ab.json,
+ab_runs.csv (ab_blocks.csv for toggle) and bench.json, as `loom prof --ab`
+and the script wrote them. Every estimate shown is loom's own (ab.json);
+this script computes only descriptive figures of the machine (medians of
+the per-run load columns of ab_runs.csv). The hand-written reading of the
+figures, bench/prof_overhead_reading.md, is appended."""
 
 import csv
 import json
-import math
 import os
-import platform
-import random
 import statistics
 import sys
 
-METRICS = ("wall_mean", "wall_p50", "wall_min", "cpu_mean", "cpu_p50", "cpu_min")
-TORCH = ("resnet18", "bert", "lstm")
-ORDER = TORCH + ("synth",)
 TARGET = 0.01
 
 
-def t95(df):
-    table = [math.inf, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-             2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
-             2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-    if df < len(table):
-        return table[df]
-    if df < 60:
-        return 2.042 - 0.042 * (df - 30) / 30
-    if df < 120:
-        return 2.000 - 0.020 * (df - 60) / 60
-    return 1.960
+def pct(r):
+    """A ratio as a signed percentage."""
+    return "n/a" if r is None else f"{100 * (r - 1):+.2f}%"
 
 
-def estimate(rel, seed=1):
-    n = len(rel)
-    m = statistics.fmean(rel)
-    half = t95(n - 1) * statistics.stdev(rel) / math.sqrt(n) if n > 1 else math.inf
-    rng = random.Random(seed)
-    boot = sorted(statistics.fmean(rng.choices(rel, k=n)) for _ in range(10000))
-    return {"pairs": n, "overhead": m, "ci95_t": [m - half, m + half],
-            "ci95_bootstrap": [boot[249], boot[9749]]}
+def iv(pair):
+    lo, hi = pair
+    return f"[{pct(lo)}, {pct(hi)}]"
 
 
-def pairs_of(runs, metric):
-    """Per-pair relative differences (prof - base) / base of one metric."""
-    by = {}
-    for r in runs:
-        by.setdefault(r["pair"], {})[r["arm"]] = float(r[metric + "_s"])
-    return [(v["prof"] - v["base"]) / v["base"] for v in by.values()
-            if v.get("base", -1) > 0 and v.get("prof", -1) > 0]
-
-
-def pct(x):
-    return "n/a" if x is None else f"{100 * x:+.2f}%"
-
-
-def cell(e):
-    if not e or not e.get("pairs"):
-        return "n/a"
-    lo, hi = e["ci95_t"]
-    blo, bhi = e["ci95_bootstrap"]
-    return f"{pct(e['overhead'])} [{pct(lo)}, {pct(hi)}] b[{pct(blo)}, {pct(bhi)}]"
+def load(d):
+    with open(os.path.join(d, "ab.json")) as f:
+        ab = json.load(f)
+    with open(os.path.join(d, "bench.json")) as f:
+        bench = json.load(f)
+    with open(os.path.join(d, "ab_runs.csv")) as f:
+        runs = list(csv.DictReader(f))
+    return ab, bench, runs
 
 
 def verdict(e):
-    """Whether the 95% t interval shows the overhead is at most 1%."""
-    if not e or not e.get("pairs") or e["ci95_t"][1] is None:
-        return "no data"
-    hi = e["ci95_t"][1]
-    if hi <= TARGET:
-        return f"shown: upper bound {pct(hi)} <= +1%"
-    lo = e["ci95_t"][0]
-    if lo > TARGET:
-        return f"above +1% in these runs: lower bound {pct(lo)}"
-    return f"not shown: interval reaches {pct(hi)}"
+    hi = e["ratio_ci95_t"][1]
+    if hi is None:
+        return "no interval"
+    if hi - 1 <= TARGET:
+        return f"**met**: upper end {pct(hi)} <= +1%"
+    lo = e["ratio_ci95_t"][0]
+    if lo is not None and lo - 1 > TARGET:
+        return f"**not met**: lower end {pct(lo)} > +1%"
+    return f"**undecided**: interval reaches {pct(hi)}"
+
+
+def row(label, e, n_label):
+    med = pct(e["ratio_median"])
+    if e.get("ratio_median_ci_level"):
+        med += f" {iv(e['ratio_median_ci'])} ({100 * e['ratio_median_ci_level']:.1f}%)"
+    return (f"| {label} | {e['pairs']} {n_label} | {pct(e['ratio_geomean'])} | "
+            f"{iv(e['ratio_ci95_t'])} | {iv(e['ratio_ci95_bootstrap'])} | {med} | {verdict(e)} |")
+
+
+def med(runs, key, arm=None):
+    v = [float(r[key]) for r in runs if (arm is None or r["arm"] == arm) and float(r[key]) >= 0]
+    return statistics.median(v) if v else None
 
 
 def main():
-    d, out, build, pairs, steps = sys.argv[1:6]
+    d, out = sys.argv[1:3]
+    models = sys.argv[3:]
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data = {}
-    for m in ORDER:
-        p = os.path.join(d, m)
-        if not os.path.exists(os.path.join(p, "ab.json")):
-            continue
-        data[m] = {"ab": json.load(open(os.path.join(p, "ab.json"))),
-                   "runs": list(csv.DictReader(open(os.path.join(p, "ab_runs.csv")))),
-                   "bench": json.load(open(os.path.join(p, "bench.json")))}
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.startswith("model name")), "?")
-    try:
-        import torch
-        tv = torch.__version__
-    except ImportError:
-        tv = "?"
+    recs = {}
+    for m in models:
+        for design in ("runs", "toggle", "toggle_apart"):
+            p = os.path.join(d, f"{m}-{design}")
+            if os.path.exists(os.path.join(p, "ab.json")):
+                recs[(m, design)] = load(p)
+    if not recs:
+        sys.exit("prof_overhead_report: no records under " + d)
+    any_bench = next(iter(recs.values()))[1]
     L = []
-    L.append("# loom prof: overhead on step time (--ab)\n")
-    L.append(f"Generated by `flock /work/notes/bench.lock bash bench/prof_overhead.sh {build}` "
-             f"(PROF_AB_PAIRS={pairs}, PROF_AB_STEPS={steps}); raw records (ab.json, "
-             "ab_runs.csv, bench.json per workload) in [prof_ab/](prof_ab/), formatted by "
-             "bench/prof_overhead_report.py. Per workload:\n")
-    L.append(f"    {build}/loom prof --ab {pairs} --interval 10ms --out DIR -- COMMAND\n")
-    L.append(f"**Device of every number here: the CPU** ({cpu}, {os.cpu_count()} cores shared "
-             f"with other engineers' builds and tests; {platform.system()} "
-             f"{platform.release()}; Debian python3-torch {tv}, CPU, one thread: "
-             "OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1). No GPU was lent to this session: nothing "
-             "here is about GPUs.\n")
-    L.append("Method (docs/profiling.md, \"Overhead\"): pairs of runs, one sampled at 100 Hz and "
-             "one not, in ABBA order; many short runs. Per run six numbers over its steady steps: "
-             "mean, median and shortest step time on the wall clock and on the workload's own "
-             "CPU clock (markers' `cpu_ns`, `time.process_time_ns()`). Per pair the relative "
-             "difference (prof − base) / base; cells give its mean over pairs, the 95% Student t "
-             "interval `[..]` and the 95% percentile bootstrap interval `b[..]`. The target is an "
-             "overhead of at most +1%: it is *shown* when the upper end of the t interval is at "
-             "most +1%.\n")
-    L.append("| workload | command | pairs | when (UTC), load before → after |\n|---|---|---|---|")
-    for m, x in data.items():
-        b = x["bench"]
-        args = b["args"].replace(here + "/", "")
-        L.append(f"| {m} | `{args}` | {x['ab']['pairs']} | {b['start']}, "
-                 f"{b['load_before']} → {b['load_after']} |")
-    for clock, names in (("Wall clock", METRICS[:3]), ("Workload CPU time", METRICS[3:])):
-        L.append(f"\n## {clock}: overhead on steady step time\n")
-        L.append("| workload | median of base run means, ms | " +
-                 " | ".join(f"on {n.split('_')[1]}" for n in names) + " |")
-        L.append("|---|---|" + "---|" * len(names))
-        for m, x in data.items():
-            col = names[0] + "_s"
-            base = [float(r[col]) for r in x["runs"] if r["arm"] == "base" and float(r[col]) > 0]
-            med = f"{1e3 * statistics.median(base):.1f}" if base else "n/a"
-            L.append(f"| {m} | {med} | " +
-                     " | ".join(cell(x["ab"]["metrics"].get(n)) for n in names) + " |")
-        pooled = {n: estimate(sum((pairs_of(data[m]["runs"], n) for m in TORCH if m in data),
-                                  [])) for n in names}
-        if all(pooled[n]["pairs"] for n in names):
-            L.append(f"| **pooled: {', '.join(m for m in TORCH if m in data)}** | | " +
-                     " | ".join(cell(pooled[n]) for n in names) + " |")
-            L.append("\nAgainst the ≤ 1% target (pooled torch models, t interval): " +
-                     "; ".join(f"{n}: {verdict(pooled[n])}" for n in names) + ".")
-    L.append("\n## Direct cost: the profiler's own CPU time\n")
-    L.append("Per second of run, over the profiled runs (mean ± 95% t half-width): the sampling "
-             "thread (`CLOCK_THREAD_CPUTIME_ID`) and the whole loom process (`getrusage`, which "
-             "adds reading the marker pipe and the 1 Hz /proc rescans); loom in the baseline runs "
-             "(reading markers only); loom's CPU over the command's CPU in the profiled runs.\n")
-    L.append("| workload | sampling thread, cores | whole loom, cores | loom in baseline runs, "
-             "cores | loom CPU / command CPU | samples per run (mean) | sampler CPU per tick, µs |")
+    L.append("# loom prof: overhead on step time at 100 Hz (`--ab`)\n")
+    L.append("Generated by `bash bench/prof_overhead.sh build` (each measurement under "
+             "`flock /work/notes/bench.lock`), formatted by bench/prof_overhead_report.py from the "
+             "raw records in [prof_ab/](prof_ab/) (per measurement: ab.json, ab_runs.csv, "
+             "ab_blocks.csv for the within-run design, bench.json with the exact command, "
+             "times and load).\n")
+    L.append(f"**Machine**: {any_bench['cpu']}, {any_bench['cpus']} vCPUs shared with other "
+             f"engineers' builds, tests and benchmarks (a PVM guest); Linux {any_bench['kernel']}; "
+             "Debian python3-torch 1.13, CPU, one thread (`--threads 1`, "
+             "OMP/OPENBLAS/MKL_NUM_THREADS=1). No GPU: nothing here is about GPUs.\n")
+    L.append("**Pinning** (column *CPUs*): in *runs* and *toggle*, `taskset -c CPU` around loom, "
+             "so loom (its sampling thread and its marker reader) and the workload share one CPU "
+             "in both arms: the sampler's CPU time is taken from the workload's core (the strict "
+             "case). In *toggle_apart*, loom runs on one CPU and the command (`taskset -c` "
+             "inside it) on the other: the sampler has a core of its own, shared only with "
+             "other programs.\n")
+    L.append("**Method** (docs/profiling.md, \"Overhead\"). Figure of merit: the median steady "
+             "step time (after warm-up) from the step markers, prof / base, per pair; over "
+             "pairs the geometric mean of the ratios (mean log ratio) with its 95% Student t "
+             "interval and 95% percentile bootstrap interval, and the median pair with the sign "
+             "test's distribution-free interval (its exact coverage in brackets). *runs*: pairs "
+             "of short runs, sampled or not, ABBA order. *toggle*: long runs in which the "
+             "sampler is paused and resumed every K steps (blocks on, off, off, on, ...); a "
+             "pair is two adjacent blocks; steps that began before their block's state took "
+             "effect are dropped. The target (overhead <= 1%) is called met when the upper end "
+             "of the t interval is at most +1%, not met when its lower end is above +1%, and "
+             "undecided otherwise.\n")
+    L.append("| model | design | CPUs | loom options | command | when (UTC) | "
+             "load before -> after |")
     L.append("|---|---|---|---|---|---|---|")
-    for m, x in data.items():
-        dct = x["ab"]["direct"]
-        prof = [r for r in x["runs"] if r["arm"] == "prof"]
-        ticks = statistics.fmean(float(r["run_wall_s"]) / float(x["ab"]["interval_s"])
-                                 for r in prof)
-        per_tick = statistics.fmean(float(r["sampler_cpu_s"]) / (float(r["run_wall_s"]) /
-                                    float(x["ab"]["interval_s"])) for r in prof)
-        L.append(f"| {m} | {dct['sampler_cores']:.5f} ± {dct['sampler_cores_ci95_half']:.5f} | "
-                 f"{dct['profiler_cores']:.5f} ± {dct['profiler_cores_ci95_half']:.5f} | "
-                 f"{dct['baseline_loom_cores']:.5f} | {100 * dct['profiler_cpu_share']:.2f}% | "
-                 f"{ticks:.0f} | {1e6 * per_tick:.1f} |")
-    text = "\n".join(L) + "\n"
+    for (m, design), (ab, bench, runs) in recs.items():
+        lcpu = bench.get("loom_cpu", bench.get("pinned_cpu"))
+        if bench["command"].startswith("taskset -c "):
+            where = f"loom {lcpu}, command {bench['command'].split()[2]}"
+        else:
+            where = f"both {lcpu}"
+        L.append(f"| {m} | {design} | {where} | `{bench['loom_options']}` | "
+                 f"`{bench['command']}` | {bench['start']} .. {bench['end']} | "
+                 f"{bench['load_before']} -> {bench['load_after']} |")
+    L.append("")
+    L.append("## Median step time, wall clock, prof / base\n")
+    L.append("| measurement | n | geometric mean | t 95% | bootstrap 95% | median pair [sign test] "
+             "| target <= +1% |")
+    L.append("|---|---|---|---|---|---|---|")
+    for (m, design), (ab, bench, runs) in recs.items():
+        n_label = "block pairs" if design != "runs" else "pairs"
+        L.append(row(f"{m}, {design}", ab["metrics"]["wall_p50"], n_label))
+        if design == "runs":
+            q = ab["quiet"]
+            L.append(row(f"{m}, runs, quiet pairs only", q["metrics"]["wall_p50"], "pairs"))
+    L.append("")
+    rule = next((ab["quiet"]["rule"] for (m, dsg), (ab, b, r) in recs.items() if dsg == "runs"),
+                None)
+    if rule:
+        L.append("Quiet pairs: the rule fixed before these runs (docs/profiling.md): both runs' "
+                 f"other programs' CPU on the pinned CPU at most {rule['others_per_cpu_max']} "
+                 f"cores per CPU, differing by at most {rule['others_per_cpu_diff_max']}, steal "
+                 f"at most {100 * rule['steal_max']:.0f}%. The all-pairs row is the primary "
+                 "result; the quiet row is secondary.\n")
+    L.append("## The same on other figures of each run or block\n")
+    L.append("| measurement | wall mean | wall min | CPU p50 | CPU mean | CPU min |")
+    L.append("|---|---|---|---|---|---|")
+    for (m, design), (ab, bench, runs) in recs.items():
+        cells = []
+        for k in ("wall_mean", "wall_min", "cpu_p50", "cpu_mean", "cpu_min"):
+            e = ab["metrics"][k]
+            cells.append(f"{pct(e['ratio_geomean'])} {iv(e['ratio_ci95_t'])}")
+        L.append(f"| {m}, {design} | " + " | ".join(cells) + " |")
+    L.append("\n(geometric mean ratio and its t interval; CPU: the workload's own CPU time per "
+             "step, markers' `cpu_ns`, which leaves out the time it waited for the CPU.)\n")
+    L.append("## The machine during the measurements\n")
+    L.append("Medians over runs (ab_runs.csv): other programs' CPU on the pinned CPU over the "
+             "steady steps (cores), steal, and the workload's main thread waiting for a CPU "
+             "while runnable (`/proc/PID/schedstat`), as a share of the run.\n")
+    L.append("| measurement | runs | load1 | others, base | others, prof | steal | "
+             "run-queue wait, base | run-queue wait, prof |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for (m, design), (ab, bench, runs) in recs.items():
+        for r in runs:
+            w = float(r["run_wall_s"])
+            r["wait_share"] = str(float(r["run_delay_s"]) / w if w > 0 else -1)
+        if design != "runs":
+            base_o = prof_o = med(runs, "others_cores")
+            base_w = prof_w = med(runs, "wait_share")
+        else:
+            base_o, prof_o = med(runs, "others_cores", "base"), med(runs, "others_cores", "prof")
+            base_w, prof_w = med(runs, "wait_share", "base"), med(runs, "wait_share", "prof")
+        st = med(runs, "steal_frac")
+
+        def f(x, fmt):
+            return "n/a" if x is None else fmt.format(x)
+        L.append(f"| {m}, {design} | {len(runs)} | {f(med(runs, 'load1_before'), '{:.2f}')} | "
+                 f"{f(base_o, '{:.2f}')} | {f(prof_o, '{:.2f}')} | {f(st, '{:.3f}')} | "
+                 f"{f(base_w, '{:.1%}')} | {f(prof_w, '{:.1%}')} |")
+    L.append("\n(toggle: one run holds both arms, so base and prof columns are the same.)\n")
+    L.append("## Direct cost: the profiler's own CPU time\n")
+    L.append("| measurement | sampling thread, cores | whole loom, cores | loom in baseline runs, "
+             "cores | loom CPU / command CPU |")
+    L.append("|---|---|---|---|---|")
+    for (m, design), (ab, bench, runs) in recs.items():
+        x = ab["direct"]
+        L.append(f"| {m}, {design} | {x['sampler_cores']:.5f} ± {x['sampler_cores_ci95_half']:.5f} "
+                 f"| {x['profiler_cores']:.5f} ± {x['profiler_cores_ci95_half']:.5f} | "
+                 f"{x['baseline_loom_cores']:.5f} | {100 * x['profiler_cpu_share']:.2f}% |")
+    L.append("\n(toggle: per second of the whole run, of which the sampler ran about half.)\n")
     extra = os.path.join(here, "bench", "prof_overhead_reading.md")
     if os.path.exists(extra):
-        text += "\n" + open(extra).read()
-    open(out, "w").write(text)
-    print(text)
+        with open(extra) as f:
+            L.append(f.read().rstrip("\n"))
+    with open(out, "w") as f:
+        f.write("\n".join(L) + "\n")
 
 
 if __name__ == "__main__":

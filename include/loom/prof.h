@@ -103,7 +103,27 @@ typedef struct loom_prof_opts {
     const char *cupti_lib;   /* path of libloom_cupti.so (needed with kernels) */
     const char *work_dir;    /* where the tracer writes (needed with kernels) */
     int echo_fd;             /* the workload's stdout is copied here; -1 = discarded */
+    /* Within-run A/B (--toggle K): the sampler is paused and resumed every
+     * K step markers, in blocks on, off, off, on, on, off, ... (ABBA);
+     * 0 = always on. */
+    size_t toggle_steps;
+    /* Read the machine's CPU counters (/proc/stat, over the CPUs loom may
+     * run on) as each step marker arrives (--ab, in both arms). */
+    bool cpu_stat;
 } loom_prof_opts_t;
+
+/* The machine's CPU counters summed over a set of CPUs (/proc/stat, in
+ * clock ticks of 1/sysconf(_SC_CLK_TCK) s), and when they were read. */
+typedef struct loom_prof_cpustat {
+    int64_t t_ns;               /* CLOCK_MONOTONIC */
+    int64_t busy, steal, total; /* busy: all but idle and iowait (steal included) */
+} loom_prof_cpustat_t;
+
+/* A change of the sampler's state in a --toggle run. */
+typedef struct loom_prof_toggle {
+    int64_t t_ns; /* CLOCK_MONOTONIC when it took effect */
+    bool on;      /* sampling from then on */
+} loom_prof_toggle_t;
 
 /* What the roofline needs besides the run (docs/profiling.md, "Roofline"):
  * the FLOPs and bytes of one step and the device's peak rates. Zero means
@@ -153,8 +173,19 @@ typedef struct loom_prof_run {
     json_t *gpu_names;    /* array: name of each GPU index */
     loom_prof_gpu_sample_t *gpu_samples;
     size_t ngpu_samples;
-    loom_prof_roof_input_t roof; /* set by the caller before writing; zeros: unknown */
+    loom_prof_roof_input_t roof;    /* set by the caller before writing; zeros: unknown */
+    int64_t run_delay_ns;           /* the command's main thread waiting for a CPU while runnable
+                                     * (/proc/PID/schedstat, read before the reap); -1 unknown */
+    loom_prof_cpustat_t *step_stat; /* with opts.cpu_stat: one per step, as its marker came */
+    int ncpus;                      /* CPUs that step_stat sums over */
+    size_t toggle_steps;            /* opts.toggle_steps */
+    loom_prof_toggle_t *toggles;    /* with toggle_steps: each pause and resume, in order */
+    size_t ntoggles;
 } loom_prof_run_t;
+
+/* Reads the counters of the CPUs this process may run on (its affinity
+ * mask); returns the number of CPUs summed, 0 if /proc/stat is unreadable. */
+int loom_prof_cpustat_read(loom_prof_cpustat_t *out);
 
 /* Runs the command to completion. Fails (and returns no run) only if it
  * cannot start it; a command that fails is a run with its exit status. */
@@ -264,7 +295,7 @@ typedef enum loom_prof_ab_metric {
 extern const char *const loom_prof_ab_metric_names[LOOM_PROF_AB_NMETRICS];
 
 typedef struct loom_prof_ab_run {
-    size_t pair; /* 0-based */
+    size_t pair; /* 0-based (with --toggle: the run) */
     bool profiled;
     bool first;                          /* ran first in its pair */
     double value[LOOM_PROF_AB_NMETRICS]; /* seconds; -1 when unknown */
@@ -273,22 +304,61 @@ typedef struct loom_prof_ab_run {
     double command_cpu_s; /* kernel's account of the command */
     double sampler_cpu_s; /* the sampling thread (0 in baseline runs) */
     double loom_cpu_s;    /* the whole profiler process over the run */
+    /* The machine around the run (-1 unknown). others_cores: CPU time of
+     * other programs on the CPUs this run could use, per second, over its
+     * steady steps ((busy ticks - the command's step CPU - loom's) / span);
+     * steal_frac: steal ticks / all ticks there; run_delay_s: the command's
+     * main thread runnable but waiting for a CPU, whole run. */
+    double load1_before, load1_after; /* /proc/loadavg */
+    int ncpus;
+    double others_cores, steal_frac, run_delay_s;
 } loom_prof_ab_run_t;
 
 /* The overhead on one metric, from the pairs where it is known. */
 typedef struct loom_prof_ab_est {
-    size_t n;                     /* pairs used */
-    double overhead;              /* mean over pairs of (prof - base) / base */
-    double ci_low, ci_high;       /* 95% Student t interval of that mean */
-    double boot_low, boot_high;   /* 95% percentile bootstrap interval of that mean */
-    double ratio;                 /* geometric mean over pairs of prof / base */
-    double ratio_low, ratio_high; /* exp of the 95% t interval of the mean log ratio */
+    size_t n;                               /* pairs used */
+    double overhead;                        /* mean over pairs of (prof - base) / base */
+    double ci_low, ci_high;                 /* 95% Student t interval of that mean */
+    double boot_low, boot_high;             /* 95% percentile bootstrap interval of that mean */
+    double ratio;                           /* geometric mean over pairs of prof / base */
+    double ratio_low, ratio_high;           /* exp of the 95% t interval of the mean log ratio */
+    double ratio_boot_low, ratio_boot_high; /* exp of its 95% percentile bootstrap interval */
+    double ratio_median;                    /* median over pairs of prof / base */
+    double ratio_median_low, ratio_median_high; /* distribution-free interval (sign test) */
+    double ratio_median_conf;                   /* its exact coverage; 0: too few pairs */
 } loom_prof_ab_est_t;
 
+/* The pre-declared rule for pairs disturbed by other programs
+ * (docs/profiling.md, "Overhead"): a pair is quiet when both runs' others
+ * and steal are known, neither run's others_cores / ncpus exceeds
+ * LOOM_PROF_AB_QUIET_LEVEL, the two differ by at most LOOM_PROF_AB_QUIET_DIFF
+ * (per CPU), and neither run's steal_frac exceeds LOOM_PROF_AB_QUIET_STEAL. */
+#define LOOM_PROF_AB_QUIET_LEVEL 0.75
+#define LOOM_PROF_AB_QUIET_DIFF  0.10
+#define LOOM_PROF_AB_QUIET_STEAL 0.02
+bool loom_prof_ab_pair_quiet(const loom_prof_ab_run_t *a, const loom_prof_ab_run_t *b);
+
+/* Within-run design (--toggle K): one pair of blocks of steps, one with
+ * the sampler on and one with it off, from one run. */
+typedef struct loom_prof_ab_block {
+    size_t run;   /* 0-based */
+    size_t index; /* the pair's first block: 2 * pair within the run */
+    bool on_first;
+    size_t n_on, n_off;                /* clean steps in each block */
+    double on[LOOM_PROF_AB_NMETRICS];  /* the six numbers over the on block */
+    double off[LOOM_PROF_AB_NMETRICS]; /* and over the off block; -1 unknown */
+} loom_prof_ab_block_t;
+
 typedef struct loom_prof_ab {
-    size_t pairs;
-    loom_prof_ab_run_t *runs; /* 2 per pair, in the order they ran */
+    size_t pairs;             /* pairs of runs; with toggle_steps: runs */
+    loom_prof_ab_run_t *runs; /* 2 per pair (1 per run with toggle_steps), in the order they ran */
     loom_prof_ab_est_t est[LOOM_PROF_AB_NMETRICS];
+    size_t quiet_pairs;                                  /* pairs the rule keeps */
+    loom_prof_ab_est_t est_quiet[LOOM_PROF_AB_NMETRICS]; /* over those alone */
+    /* Within-run design: block pairs of all runs; est[] is over these. */
+    size_t toggle_steps;
+    loom_prof_ab_block_t *blocks;
+    size_t nblocks;
     /* Direct cost, over the profiled runs: CPU time per second of run
      * (cores), mean and 95% t half-width. */
     double sampler_cores, sampler_cores_ci;
@@ -299,17 +369,30 @@ typedef struct loom_prof_ab {
 
 /* Runs `pairs` pairs of the command, with and without sampling, in ABBA
  * order (profiled first in pairs 1, 3, ...), and computes the estimates.
- * Every run must report steps. */
+ * With opts->toggle_steps: `pairs` runs, each toggling the sampler, and
+ * estimates over their block pairs. Every run must report steps. */
 int loom_prof_ab_run(const loom_prof_opts_t *opts, size_t pairs, loom_prof_ab_t *out,
                      loom_err_t *err);
-/* Computes est[] and the direct cost from runs[0 .. 2*pairs). */
+/* Computes est[], est_quiet[] and the direct cost from runs[] (or, with
+ * toggle_steps, est[] from blocks[]). */
 void loom_prof_ab_stats(loom_prof_ab_t *ab);
 /* One estimate from n paired values (pairs where either is <= 0 are
  * skipped); the bootstrap draws 10000 resamples from a generator seeded
  * with seed, so the result is reproducible. */
 void loom_prof_ab_estimate(const double *base, const double *prof, size_t n, uint64_t seed,
                            loom_prof_ab_est_t *out);
-/* Writes DIR/ab.json and DIR/ab_runs.csv (dir created if missing). */
+/* Distribution-free 95% interval for the median of sorted[0..n): the order
+ * statistics x(k) and x(n+1-k) (1-based) with k the largest such that
+ * P(Binomial(n, 1/2) <= k-1) <= 0.025; *conf = 1 - 2 P(Binomial <= k-1).
+ * For n < 6 there is none: -inf, +inf, conf 0. */
+void loom_prof_median_ci(const double *sorted, size_t n, double *lo, double *hi, double *conf);
+/* The block pairs of one --toggle run (steps after warm-up, wholly inside
+ * one sampler state; a block needs 2 such steps). Appends to *blocks
+ * (realloc'd, *n updated); returns LOOM_ENOMEM or LOOM_OK. */
+int loom_prof_ab_blocks(const loom_prof_run_t *run, size_t warmup, size_t run_index,
+                        loom_prof_ab_block_t **blocks, size_t *n);
+/* Writes DIR/ab.json and DIR/ab_runs.csv (and DIR/ab_blocks.csv with
+ * toggle_steps) (dir created if missing). */
 int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *opts, const char *dir,
                        loom_err_t *err);
 void loom_prof_ab_free(loom_prof_ab_t *ab);

@@ -17,7 +17,8 @@ static void prof_usage(FILE *f)
 {
     fprintf(f,
             "usage: loom prof [--interval D] [--gpu] [--gpu-interval D] [--kernels] [--out DIR]\n"
-            "                 [--estimate FILE] [--device NAME|FILE] [--ab N] [--rescan D]\n"
+            "                 [--estimate FILE] [--device NAME|FILE] [--ab N [--toggle K]] "
+            "[--rescan D]\n"
             "                 [--quiet] -- COMMAND [ARGS...]\n\n"
             "Runs COMMAND, samples its process tree every D (default 10ms), collects its\n"
             "step markers (LOOM_STEP lines on stdout or on $LOOM_PROF_FD) and writes a run\n"
@@ -37,6 +38,9 @@ static void prof_usage(FILE *f)
             "  --ab N        run N pairs with and without the profiler (ABBA order); report\n"
             "                the overhead on step time with 95%% intervals (DIR/ab.json,\n"
             "                DIR/ab_runs.csv)\n"
+            "  --toggle K    with --ab N: N runs, each pausing and resuming the sampler\n"
+            "                every K steps (blocks on, off, off, on, ...); the overhead\n"
+            "                over block pairs (DIR/ab_blocks.csv)\n"
             "  --quiet       do not copy the command's stdout\n\n"
             "exit: 0 if the command succeeded, 1 if it failed or could not start, 2 usage.\n"
             "See docs/profiling.md.\n");
@@ -69,6 +73,24 @@ static void print_est(const char *what, const loom_prof_ab_est_t *e)
            100 * e->boot_high, e->ratio, e->ratio_low, e->ratio_high, e->n);
 }
 
+/* The primary figure: the paired log ratio of median steady step times. */
+static void print_primary(const char *what, const loom_prof_ab_est_t *e)
+{
+    if (e->n == 0) {
+        printf("%s: none\n", what);
+        return;
+    }
+    printf("%s, median step time, prof/base: geometric mean %+.2f%% (95%% CI t %+.2f%% .. "
+           "%+.2f%%, bootstrap %+.2f%% .. %+.2f%%); median pair %+.2f%%",
+           what, 100 * (e->ratio - 1), 100 * (e->ratio_low - 1), 100 * (e->ratio_high - 1),
+           100 * (e->ratio_boot_low - 1), 100 * (e->ratio_boot_high - 1),
+           100 * (e->ratio_median - 1));
+    if (e->ratio_median_conf > 0)
+        printf(" (%.1f%% CI %+.2f%% .. %+.2f%%)", 100 * e->ratio_median_conf,
+               100 * (e->ratio_median_low - 1), 100 * (e->ratio_median_high - 1));
+    printf("; %zu pairs\n", e->n);
+}
+
 static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
 {
     loom_prof_ab_t ab;
@@ -83,8 +105,17 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
         fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
     }
-    printf("sampling every %.1f ms, %zu pairs in ABBA order; record: %s/ab.json, ab_runs.csv\n",
-           (double)o->interval_ns / 1e6, ab.pairs, dir);
+    if (ab.toggle_steps)
+        printf("sampling every %.1f ms, toggled every %zu steps; %zu runs, %zu block pairs; "
+               "record: %s/ab.json, ab_runs.csv, ab_blocks.csv\n",
+               (double)o->interval_ns / 1e6, ab.toggle_steps, ab.pairs, ab.nblocks, dir);
+    else
+        printf("sampling every %.1f ms, %zu pairs in ABBA order; record: %s/ab.json, "
+               "ab_runs.csv\n",
+               (double)o->interval_ns / 1e6, ab.pairs, dir);
+    print_primary(ab.toggle_steps ? "block pairs" : "all pairs", &ab.est[LOOM_PROF_AB_WALL_P50]);
+    if (!ab.toggle_steps)
+        print_primary("quiet pairs", &ab.est_quiet[LOOM_PROF_AB_WALL_P50]);
     print_est("mean steady step time", &ab.est[LOOM_PROF_AB_WALL_MEAN]);
     print_est("median steady step time", &ab.est[LOOM_PROF_AB_WALL_P50]);
     print_est("shortest steady step time", &ab.est[LOOM_PROF_AB_WALL_MIN]);
@@ -117,6 +148,7 @@ int loom_cmd_prof(int argc, char **argv)
         {"gpu-interval", required_argument, NULL, 'G'},
         {"estimate", required_argument, NULL, 'e'},
         {"device", required_argument, NULL, 'd'},
+        {"toggle", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
     loom_prof_opts_t o = {.interval_ns = 10 * LOOM_NS_PER_MS, .echo_fd = STDOUT_FILENO};
@@ -175,12 +207,26 @@ int loom_cmd_prof(int argc, char **argv)
                 return LOOM_EXIT_USAGE;
             }
             break;
+        case 't': {
+            int64_t k;
+            if (loom_parse_i64(optarg, 2, 1000000, &k, "--toggle", &err)) {
+                fprintf(stderr, "loom prof: %s\n", err.msg);
+                return LOOM_EXIT_USAGE;
+            }
+            o.toggle_steps = (size_t)k;
+            break;
+        }
         case 'h': prof_usage(stdout); return LOOM_EXIT_OK;
         default: prof_usage(stderr); return LOOM_EXIT_USAGE;
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "loom prof: no command given (loom prof [OPTIONS] -- COMMAND ...)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    if (o.toggle_steps && !pairs) {
+        fprintf(stderr, "loom prof: --toggle K needs --ab N (the within-run overhead "
+                        "measurement)\n");
         return LOOM_EXIT_USAGE;
     }
     if (gpu)

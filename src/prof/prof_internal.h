@@ -29,7 +29,9 @@ typedef struct prof_sampler {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    bool stop; /* under lock */
+    bool stop;    /* under lock */
+    bool paused;  /* under lock: --toggle's off blocks */
+    bool resumed; /* under lock: take a tick at once, restart the schedule */
     loom_prof_sample_t *samples;
     size_t n, cap;
     size_t missed;
@@ -47,6 +49,9 @@ typedef struct prof_sampler {
 
 int prof_sampler_start(prof_sampler_t *s, pid_t root, int64_t interval_ns, int64_t rescan_ns,
                        int64_t gpu_interval_ns, loom_err_t *err);
+/* Pauses (no wake-ups at all) or resumes sampling; returns when the
+ * change is requested, which the thread sees within microseconds. */
+void prof_sampler_pause(prof_sampler_t *s, bool paused);
 /* Takes a last sample, stops the thread and hands the samples over. */
 void prof_sampler_stop(prof_sampler_t *s);
 void prof_sampler_free(prof_sampler_t *s);

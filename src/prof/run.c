@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,9 @@ typedef struct collect {
     size_t steps_cap;
     int echo_fd;
     bool oom;
+    prof_sampler_t *sampler; /* NULL when not sampling */
+    bool cpu_stat;
+    bool sampling_on; /* --toggle: the state of the current block */
 } collect_t;
 
 static void bad_marker(collect_t *c, const char *msg)
@@ -70,9 +75,78 @@ static void handle_line(collect_t *c, stream_t *st)
             return;
         }
         r->steps = p;
+        if (c->cpu_stat) {
+            loom_prof_cpustat_t *q = realloc(r->step_stat, cap * sizeof *q);
+            if (!q) {
+                c->oom = true;
+                return;
+            }
+            r->step_stat = q;
+        }
+        if (r->toggle_steps) {
+            size_t tcap = cap / r->toggle_steps + 2;
+            loom_prof_toggle_t *t = realloc(r->toggles, tcap * sizeof *t);
+            if (!t) {
+                c->oom = true;
+                return;
+            }
+            r->toggles = t;
+        }
         c->steps_cap = cap;
     }
+    if (c->cpu_stat) {
+        r->ncpus = loom_prof_cpustat_read(&r->step_stat[r->nsteps]);
+        if (r->ncpus == 0)
+            r->step_stat[r->nsteps] = (loom_prof_cpustat_t){loom_time_mono_ns(), -1, -1, -1};
+    }
     r->steps[r->nsteps++] = step;
+    if (r->toggle_steps && c->sampler && r->nsteps % r->toggle_steps == 0) {
+        /* Block b begins: on, off, off, on, on, off, off, on, ... */
+        size_t b = r->nsteps / r->toggle_steps;
+        bool on = b % 4 == 0 || b % 4 == 3;
+        if (on != c->sampling_on)
+            prof_sampler_pause(c->sampler, !on);
+        c->sampling_on = on;
+        r->toggles[r->ntoggles++] = (loom_prof_toggle_t){loom_time_mono_ns(), on};
+    }
+}
+
+int loom_prof_cpustat_read(loom_prof_cpustat_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->t_ns = loom_time_mono_ns();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    bool have_set = sched_getaffinity(0, sizeof set, &set) == 0;
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "cpu", 3) != 0)
+            break;
+        if (line[3] < '0' || line[3] > '9')
+            continue; /* the "cpu" total line */
+        int cpu;
+        long long v[10] = {0};
+        int got = sscanf(line + 3, "%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &cpu,
+                         &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+        if (got < 9 || cpu < 0 || cpu >= CPU_SETSIZE || (have_set && !CPU_ISSET(cpu, &set)))
+            continue;
+        /* user nice system idle iowait irq softirq steal [guest guest_nice];
+         * guest time is already inside user and nice. */
+        int64_t total = 0;
+        for (int i = 0; i < 8; i++)
+            total += v[i];
+        out->total += total;
+        out->busy += total - v[3] - v[4];
+        out->steal += v[7];
+        n++;
+    }
+    fclose(f);
+    out->t_ns = loom_time_mono_ns();
+    return n;
 }
 
 static void write_all(int fd, const char *p, size_t n)
@@ -207,7 +281,24 @@ void loom_prof_run_free(loom_prof_run_t *r)
     free(r->kernels_path);
     free(r->gpu_samples);
     json_decref(r->gpu_names);
+    free(r->step_stat);
+    free(r->toggles);
     free(r);
+}
+
+/* The second field of /proc/PID/schedstat: time the task (the main
+ * thread) spent runnable on a run queue, waiting for a CPU; -1 unknown. */
+static int64_t read_run_delay(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    long long on_cpu, wait;
+    int got = fscanf(f, "%lld %lld", &on_cpu, &wait);
+    fclose(f);
+    return got == 2 && wait >= 0 ? (int64_t)wait : -1;
 }
 
 static void close_pair(int p[2])
@@ -235,6 +326,8 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
     }
     r->interval_ns = o->interval_ns;
     r->kernels = o->kernels;
+    r->run_delay_ns = -1;
+    r->toggle_steps = o->interval_ns > 0 ? o->toggle_steps : 0;
     r->gpu = o->interval_ns > 0 && o->gpu_interval_ns > 0;
     if (o->kernels) {
         loom_buf_t b = LOOM_BUF_INIT;
@@ -310,7 +403,14 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         goto fail;
     }
 
-    collect_t c = {r, 0, o->echo_fd, false};
+    collect_t c = {r, 0, o->echo_fd, false, sampling ? &sampler : NULL, o->cpu_stat, true};
+    if (r->toggle_steps) {
+        r->toggles = malloc(2 * sizeof *r->toggles);
+        if (!r->toggles)
+            c.oom = true;
+        else
+            r->toggles[r->ntoggles++] = (loom_prof_toggle_t){r->start_ns, true};
+    }
     stream_t *streams = calloc(2, sizeof *streams);
     if (!streams) {
         /* Keep going without reading: the pipes close with the child. */
@@ -363,6 +463,7 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         siginfo_t si;
         waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
     }
+    r->run_delay_ns = read_run_delay(pid);
     if (sampling) {
         prof_sampler_stop(&sampler);
         r->samples = sampler.samples;

@@ -123,7 +123,22 @@ static void *run(void *arg)
     int64_t next = start, next_gpu = start;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stop && loom_time_mono_ns() < next) {
+        for (;;) {
+            if (s->stop)
+                break;
+            if (s->paused) {
+                pthread_cond_wait(&s->wake, &s->lock);
+                continue;
+            }
+            if (s->resumed) {
+                /* Back from a pause: the schedule restarts now, and the
+                 * ticks not taken while paused are not missed ones. */
+                s->resumed = false;
+                next = loom_time_mono_ns();
+                break;
+            }
+            if (loom_time_mono_ns() >= next)
+                break;
             struct timespec ts = {next / LOOM_NS_PER_S, next % LOOM_NS_PER_S};
             pthread_cond_timedwait(&s->wake, &s->lock, &ts);
         }
@@ -211,6 +226,17 @@ fail_mon:
     s->tree = NULL;
     loom_mon_snapshot_free(&s->snap);
     return rc;
+}
+
+void prof_sampler_pause(prof_sampler_t *s, bool paused)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->paused != paused) {
+        s->paused = paused;
+        s->resumed = !paused;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 void prof_sampler_stop(prof_sampler_t *s)

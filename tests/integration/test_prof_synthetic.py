@@ -9,6 +9,7 @@ time, so the ground truth holds however loaded the machine is."""
 
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -235,6 +236,51 @@ def run_tests(tmp):
               f"direct cost: the sampling thread's CPU per second ({ab['direct']})")
         check("overhead on mean steady step time" in p.stdout and
               "overhead on mean steady step CPU time" in p.stdout, "--ab prints the overheads")
+        # The machine around each run: counters read in both arms.
+        check(all(int(r["ncpus"]) >= 1 and float(r["others_cores"]) > -0.5 and
+                  0 <= float(r["steal_frac"]) <= 1 and float(r["run_delay_s"]) >= 0 and
+                  r["quiet"] in ("0", "1") for r in runs),
+              f"others, steal, run-queue wait known for every run: {runs[0]}")
+        q = ab["quiet"]
+        check(q["pairs"] == sum(r["quiet"] == "1" for r in runs) // 2 and
+              q["metrics"]["wall_p50"]["pairs"] == q["pairs"] and
+              q["rule"]["others_per_cpu_diff_max"] == 0.1, f"quiet pairs counted: {q['pairs']}")
+        w = ab["metrics"]["wall_p50"]
+        ratios = sorted(
+            float([r for r in runs if r["pair"] == str(k) and r["arm"] == "prof"][0]["wall_p50_s"]) /
+            float([r for r in runs if r["pair"] == str(k) and r["arm"] == "base"][0]["wall_p50_s"])
+            for k in range(1, 4))
+        check(ab["version"] == 3 and abs(w["ratio_median"] - ratios[1]) < 1e-6 and
+              w["ratio_median_ci"] == [None, None] and w["ratio_median_ci_level"] == 0,
+              f"median pair, no sign-test interval for 3 pairs: {w}")
+
+    # 4b. --toggle: the sampler paused and resumed every K steps in one run.
+    out = os.path.join(tmp, "abt")
+    p = prof(["--ab", "2", "--toggle", "4", "--interval", "10ms", "--out", out],
+             [SYNTH, "--steps", "40", "--busy-ms", "5", "--idle-ms", "5"])
+    check(p.returncode == 0, f"--ab --toggle runs ({p.stderr[-300:]})")
+    if p.returncode == 0:
+        ab = json.load(open(os.path.join(out, "ab.json")))
+        blocks = list(csv.DictReader(open(os.path.join(out, "ab_blocks.csv"))))
+        runs = list(csv.DictReader(open(os.path.join(out, "ab_runs.csv"))))
+        check(ab["design"] == "within-run" and ab["toggle_steps"] == 4 and ab["runs"] == 2 and
+              len(runs) == 2 and all(r["arm"] == "toggle" for r in runs),
+              f"within-run record: {ab.get('design')}, {len(runs)} runs")
+        # 40 steps = 10 blocks = 5 block pairs per run, minus any in warm-up.
+        check(ab["block_pairs"] == len(blocks) and 4 <= len(blocks) <= 10 and
+              all(int(b["n_on"]) >= 2 and int(b["n_off"]) >= 2 and int(b["n_on"]) <= 4
+                  for b in blocks), f"block pairs: {len(blocks)}")
+        # Blocks on, off, off, on, on, ...: the pair at block 4j starts on.
+        check(all((b["first"] == "on") == (int(b["block"]) % 4 == 0) for b in blocks),
+              "ABBA order of blocks")
+        ratios = sorted(float(b["on_wall_p50_s"]) / float(b["off_wall_p50_s"]) for b in blocks)
+        n = len(ratios)
+        medr = (ratios[(n - 1) // 2] + ratios[n // 2]) / 2 if n % 2 == 0 else ratios[n // 2]
+        check(abs(math.log(ab["metrics"]["wall_p50"]["ratio_median"]) -
+                  (math.log(ratios[(n - 1) // 2]) + math.log(ratios[n // 2])) / 2) < 1e-6,
+              f"median block pair recomputed ({medr})")
+    p = prof(["--toggle", "4"], ["true"])
+    check(p.returncode == 2 and "--toggle" in p.stderr, "--toggle without --ab is refused")
 
     # 5. Roofline: counts from loom estimate (a real ONNX graph), peaks from
     #    a device file; counts for another batch are refused; the workload's
