@@ -11,7 +11,11 @@
 #   6. workloads/devices/cpu-local-retain.json: the same machine with glibc
 #      malloc told to keep what it gets (no mmap, no trim: GLIBC_TUNABLES in
 #      its "malloc_tunables"), the CPU analogue of PyTorch's CUDA caching allocator
-#   7. bench/estimate_measure.py, once per device file (each measured with its
+#   7. bench/estimate_instep.py: the in-step factor (operators inside a whole
+#      training step over their microbenchmarks), measured on three composite
+#      workloads outside the zoo with the retaining runtime -> in_step_factor
+#      of both device files, runs appended to docs/bench/estimate_classes.md
+#   8. bench/estimate_measure.py, once per device file (each measured with its
 #      malloc_tunables) -> docs/bench/estimate.md
 set -euo pipefail
 build=${1:-build}
@@ -102,6 +106,8 @@ dev["name"] = "cpu-local-retain"
 dev["malloc_tunables"] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=0x7fffffffffffffff"
 json.dump(dev, open(sys.argv[2], "w"), indent=2, sort_keys=True)
 PY
-$py workloads/export_onnx.py "$tmp" --models mlp,resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm > "$tmp/export.log" 2>&1 || { cat "$tmp/export.log"; exit 1; }
+$py workloads/export_onnx.py "$tmp" --models mlp,cal_mlp,cal_cnn,cal_attn,resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm > "$tmp/export.log" 2>&1 || { cat "$tmp/export.log"; exit 1; }
+$py bench/estimate_instep.py --build "$build" --onnx "$tmp" --report docs/bench/estimate_classes.md \
+  workloads/devices/cpu-local-retain.json workloads/devices/cpu-local.json
 $py bench/estimate_measure.py --build "$build" --onnx "$tmp" \
   --device workloads/devices/cpu-local.json --device workloads/devices/cpu-local-retain.json --out docs/bench/estimate.md "${cache[@]}" "${@:2}"

@@ -187,11 +187,52 @@ def build(name, image=64, classes=100, seq=0):
         m = _mlp([256, 256, 10], last_act=False)
         return m, lambda b: (torch.randn(b, 256),), ["input"], \
             lambda out, b: F.cross_entropy(out, torch.randint(0, 10, (b,)))
+    if name in CALIBRATION:  # not in the zoo: bench/estimate_instep.py calibrates with them
+        return CALIBRATION[name]()
     if name == "dlrm":
         return DLRM(), lambda b: (torch.randn(b, 13), torch.randint(0, 10000, (b, 8, 4))), \
             ["dense", "sparse"], \
             lambda out, b: F.binary_cross_entropy_with_logits(out, torch.rand(b))
     raise ValueError(f"unknown model '{name}' (known: {', '.join(NAMES)})")
+
+
+class _ConvNet(nn.Module):  # a small conv stack (calibration only, not in the zoo)
+    def __init__(self, classes=12):
+        super().__init__()
+        def cbr(ci, co, s):
+            return [nn.Conv2d(ci, co, 3, s, 1, bias=False), nn.BatchNorm2d(co), nn.ReLU(inplace=True)]
+        self.f = nn.Sequential(*cbr(3, 20, 1), *cbr(20, 40, 2), *cbr(40, 40, 1), *cbr(40, 72, 2),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(72, classes))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class _AttnNet(nn.Module):  # two transformer blocks on features (calibration only)
+    def __init__(self, dim=120, heads=3, seq=40, classes=12):
+        super().__init__()
+        self.inp = nn.Linear(24, dim)
+        self.blocks = nn.Sequential(Block(dim, heads), Block(dim, heads))
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.head(self.ln(self.blocks(self.inp(x)))[:, 0])
+
+
+def _ce(classes):
+    return lambda out, b: F.cross_entropy(out, torch.randint(0, classes, (b,)))
+
+
+# Composite workloads for the in-step factor (bench/estimate_instep.py): whole
+# training steps of small models that are not in the zoo, with sizes off the
+# zoo's (odd widths, 40x40 images, sequence 40)
+CALIBRATION = {
+    "cal_mlp": lambda: (_mlp([300, 700, 700, 12], last_act=False),
+                        lambda b: (torch.randn(b, 300),), ["input"], _ce(12)),
+    "cal_cnn": lambda: (_ConvNet(), lambda b: (torch.randn(b, 3, 40, 40),), ["input"], _ce(12)),
+    "cal_attn": lambda: (_AttnNet(), lambda b: (torch.randn(b, 40, 24),), ["input"], _ce(12)),
+}
 
 
 def export(name, path, image=64, seq=0):

@@ -1471,6 +1471,11 @@ static int step_time(cost_t *c, loom_est_result_t *res)
     bool half = c->opt->precision != LOOM_EST_FP32;
     double hscale = half ? d->flops_half / d->flops_fp32 : 1;
     double pf = c->log ? d->page_fault_s / 4096 : 0; /* per fresh byte */
+    /* operators cost more inside a training step than in the isolated
+     * microbenchmarks their classes come from: the device's in_step_factor
+     * (calibrated on whole steps of models outside the zoo) scales the
+     * operator, loss and optimizer terms, not page faults or the fixed cost */
+    double k = train && d->has_classes && d->in_step_factor > 0 ? d->in_step_factor : 1;
     for (size_t i = 0; i < res->nops; i++) {
         loom_est_op_t *op = &res->ops[i];
         int ni = opnode[i];
@@ -1492,6 +1497,8 @@ static int step_time(cost_t *c, loom_est_result_t *res)
             else if (opreq[i])
                 tb = tf; /* no backward calibration: as much again */
         }
+        tf *= k;
+        tb *= k;
         op->fresh_bytes = (uint64_t)(ffwd[ni] + fbwd[ni]);
         tf += ffwd[ni] * pf;
         tb += fbwd[ni] * pf;
@@ -1516,6 +1523,8 @@ static int step_time(cost_t *c, loom_est_result_t *res)
         double tb = d->cls[LOOM_EST_CL_LOSS][1].set
                         ? loom_est_cost_eval(&d->cls[LOOM_EST_CL_LOSS][1], 0, 0, E, 0, false)
                         : tf;
+        tf *= k;
+        tb *= k;
         op->fresh_bytes = (uint64_t)floss;
         tb += floss * pf;
         op->time_s = tf + tb;
@@ -1536,7 +1545,7 @@ static int step_time(cost_t *c, loom_est_result_t *res)
             if (oc->set)
                 t += oc->tensor_s + e * loom_est_curve_eval(&oc->elem_s, e);
         }
-        res->opt_time_s = oc->set ? t : optimizer_roofline(c, res, ntensors);
+        res->opt_time_s = k * (oc->set ? t : optimizer_roofline(c, res, ntensors));
         res->opt_time_s += fopt * pf;
         res->fault_time_s += fopt * pf;
         res->fresh_bytes += (uint64_t)fopt;

@@ -10,6 +10,8 @@
  *    "allocator": "cuda-caching" | "malloc",
  *    -- the calibrated model (bench/estimate_calibrate.py), all optional:
  *    "calibrated": true, "page_fault_s": 1.3e-5, "step_overhead_s": 1.4e-5,
+ *    "in_step_factor": 1.15 (operator costs inside a training step over their
+ *                            microbenchmarks; default 1, in [0.25, 4]),
  *    "op_classes": {"conv": {"fwd": FN, "bwd": FN}, ...},
  *    "optimizer": {"adam": {"tensor_s": 2e-5, "elem_s": CURVE}, ...},
  *    -- malloc devices: the glibc settings the runtime runs with (optional):
@@ -222,6 +224,12 @@ static int parse_calibrated(const json_t *obj, const char *name, loom_est_device
     if ((rc = num_at(obj, "page_fault_s", name, "", &out->page_fault_s, err)) ||
         (rc = num_at(obj, "step_overhead_s", name, "", &out->step_overhead_s, err)))
         return rc;
+    out->in_step_factor = 1;
+    if ((rc = num_at(obj, "in_step_factor", name, "", &out->in_step_factor, err)))
+        return rc;
+    if (out->in_step_factor < 0.25 || out->in_step_factor > 4)
+        return loom_err_set(err, LOOM_EINVAL, "device %s: /in_step_factor must be in [0.25, 4]",
+                            name);
     const json_t *cal = json_object_get(obj, "calibrated");
     if (cal && !json_is_boolean(cal))
         return loom_err_set(err, LOOM_EINVAL, "device %s: /calibrated must be true or false", name);

@@ -40,6 +40,31 @@ assert b["optimizer"] == j["params"] * 7 * 4, b
 assert b["step"] == b["forward"] + b["backward"] + b["optimizer"], b
 PY
 
+# the shipped retaining CPU device with its in_step_factor against a copy
+# set to 1: a training step's operator, loss and optimizer time scale by the
+# factor, the fixed and page-fault parts do not; inference is unscaled
+/usr/bin/python3 - "$loom" "$SRC/workloads/devices/cpu-local-retain.json" "$corpus/attn.onnx" "$tmp" <<'PY'
+import json, subprocess, sys
+loom, devpath, model, tmp = sys.argv[1:]
+dev = json.load(open(devpath))
+k = dev["in_step_factor"]
+assert 0.25 <= k <= 4 and k != 1, k
+dev["in_step_factor"] = 1
+one = tmp + "/one.json"
+json.dump(dev, open(one, "w"))
+def est(d, *extra):
+    return json.loads(subprocess.run([loom, "estimate", model, "--batch", "2", "--device", d, "--json",
+                                      *extra], check=True, capture_output=True, text=True).stdout)
+def rel(a, b):
+    return abs(a - b) <= 1e-6 * abs(b)
+for extra in (("--train", "--optimizer", "adam"), ()):
+    a, b = est(devpath, *extra)["time_s"], est(one, *extra)["time_s"]
+    f = k if extra else 1
+    assert rel(a["fixed"], b["fixed"]) and rel(a["page_faults"], b["page_faults"]), (a, b)
+    rest = a["fixed"] + a["page_faults"]
+    assert rel(a["step"] - rest, f * (b["step"] - rest)), (extra, a, b)
+PY
+
 # exit codes: usage 2, not found 4, malformed 5
 set +e
 "$loom" estimate "$corpus/cnn.onnx" >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing --batch: not 2"

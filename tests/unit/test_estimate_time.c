@@ -146,6 +146,46 @@ static void test_class_step_time(void **state)
     loom_est_model_free(m);
 }
 
+static void test_in_step_factor(void **state)
+{
+    (void)state;
+    loom_est_device_t d;
+    load_device(classes_device, &d);
+    near(d.in_step_factor, 1); /* absent: 1 */
+    d.in_step_factor = 1.5;
+    loom_est_model_t *m = gemm_relu();
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &d};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    /* the figures of test_class_step_time, operators, loss and optimizer
+     * times 1.5, the fixed cost not:
+     *   Gemm  1.5 x (1.137e-6 + 2.137e-6) = 4.911e-6
+     *   Relu  1.5 x (5.06e-7 + 1.006e-6)  = 2.268e-6
+     *   loss  1.5 x 7e-6                  = 1.05e-5
+     *   SGD   1.5 x 2.015e-6              = 3.0225e-6
+     *   step  1.5 x 1.3801e-5 + 1e-5      = 3.07015e-5 */
+    near(r.ops[0].time_s, 4.911e-6);
+    near(r.ops[1].time_s, 2.268e-6);
+    near(r.ops[2].time_s, 1.05e-5);
+    near(r.fwd_time_s, 1.5 * (1.137e-6 + 5.06e-7 + 3e-6));
+    near(r.bwd_time_s, 1.5 * (2.137e-6 + 1.006e-6 + 4e-6));
+    near(r.opt_time_s, 3.0225e-6);
+    near(r.fixed_time_s, 1e-5);
+    near(r.step_time_s, 3.07015e-5);
+    loom_est_result_free(&r);
+    /* inference is not a training step: unscaled */
+    o.train = false;
+    run_ok(m, &o, &r);
+    near(r.step_time_s, 1.137e-6 + 5.06e-7);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+    /* read from the device file */
+    load_device("{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+                " \"in_step_factor\": 1.25}",
+                &d);
+    near(d.in_step_factor, 1.25);
+}
+
 static void test_class_fallback_to_roofline(void **state)
 {
     (void)state;
@@ -273,6 +313,9 @@ static void test_device_classes_json(void **state)
         {"{\"optimizer\": {\"adam\": {\"elem_s\": [[1, \"x\"]]}}}", "/optimizer/adam/elem_s/0"},
         {"{\"page_fault_s\": \"fast\"}", "/page_fault_s must be a number"},
         {"{\"calibrated\": 1}", "/calibrated must be true or false"},
+        {"{\"in_step_factor\": 0.1}", "/in_step_factor must be in [0.25, 4]"},
+        {"{\"in_step_factor\": 5}", "/in_step_factor must be in [0.25, 4]"},
+        {"{\"in_step_factor\": \"1\"}", "/in_step_factor must be a number"},
         {"{\"op_classes\": []}", "/op_classes must be an object"},
         {"{\"malloc_tunables\": \"glibc.malloc.tcache_count=0\"}",
          "/malloc_tunables: 'glibc.malloc.tcache_count=0': expected NAME=VALUE"},
@@ -322,6 +365,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_curve_and_cost_fn),          cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_in_step_factor),
         cmocka_unit_test(test_class_fallback_to_roofline), cmocka_unit_test(test_fresh_pages),
         cmocka_unit_test(test_device_classes_json),        cmocka_unit_test(test_shipped_devices),
     };
