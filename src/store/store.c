@@ -69,6 +69,7 @@ struct loom_store {
     bool closing;
     bool idle; /* the committer waits for an empty queue to fill */
     bool writing; /* a thread (the committer or a helper) owns the writer connection */
+    size_t deferred; /* queued writes with LOOM_STORE_DEFER */
     size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
@@ -656,6 +657,8 @@ static op_t *take_group(loom_store_t *s, size_t *n_out)
     if (!s->head)
         s->tail = NULL;
     last->next = NULL;
+    for (op_t *o = group; o; o = o->next)
+        s->deferred -= o->defer;
     s->queued -= n;
     s->stats.queued = s->queued;
     *n_out = n;
@@ -732,9 +735,12 @@ void loom_store_help(loom_store_t *s)
     if (s->opts.no_help)
         return;
     pthread_mutex_lock(&s->mu);
-    if (s->writing || !s->head) {
+    if (s->writing || !s->deferred) {
         /* Someone else commits, and takes these before stopping (they check
-         * the queue under this mutex), or there is nothing to do. */
+         * the queue under this mutex), or there is nothing deferred to do:
+         * writes without the flag woke the committer, which takes them (a
+         * batch sent to it is answered by its completer while it commits
+         * the next one). */
         pthread_mutex_unlock(&s->mu);
         return;
     }
@@ -774,6 +780,7 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
         s->head = o;
     s->tail = o;
     s->queued++;
+    s->deferred += o->defer;
     s->stats.queued = s->queued;
     /* Wake the committer when it waits for work, or when it lingers for
      * the end of a batch and this is it — not for every write of a batch —
