@@ -191,7 +191,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     free(estimate);
     json_decref(empty);
     if (rc == LOOM_OK)
-        return LOOM_RPC_PENDING; /* the committer completes it */
+        return LOOM_RPC_PENDING; /* completed by the thread that commits it */
     if (rc == LOOM_EINVAL)
         fail_param(call, &err);
     else

@@ -1,9 +1,10 @@
 /* loomd's JSON-RPC methods (server.info, job.*), wired to the store with
  * deferred completion: a job.submit or job.cancel handler queues its write
- * and returns LOOM_RPC_PENDING; the store's committer completes the call
- * after the transaction that holds it has committed. So concurrent requests
- * and the calls of one batch share transactions. The contract is
- * docs/protocol.md. */
+ * and returns LOOM_RPC_PENDING; the thread that commits the transaction
+ * holding it (the request's own thread for requests of a few calls served by
+ * loom_rpc_handle, else the store's committer) completes the call after the
+ * commit. So concurrent requests and the calls of one batch share
+ * transactions. The contract is docs/protocol.md. */
 #ifndef LOOMD_METHODS_H
 #define LOOMD_METHODS_H
 
