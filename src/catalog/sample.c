@@ -632,6 +632,25 @@ static json_t *stand_in(loom_catalog_shape_t *s, int truthy)
     return v;
 }
 
+/* vals[0..n) for n substitutions: a stand-in for each that varies (recorded
+ * in s->subs from *nsubs on), the fixed value of the others. */
+static int sub_values(loom_catalog_shape_t *s, const csub_t *subs, size_t n,
+                      const bool *nonempty, json_t **vals, size_t *nsubs)
+{
+    for (size_t i = 0; i < n; i++) {
+        const csub_t *cs = &subs[i];
+        if (cs->varies) {
+            s->subs[(*nsubs)++] = cs;
+            vals[i] = stand_in(s, sub_truthy(cs, nonempty));
+        } else {
+            vals[i] = csub_json(cs, NULL);
+        }
+        if (!vals[i])
+            return LOOM_ENOMEM;
+    }
+    return LOOM_OK;
+}
+
 static int shape_build(loom_catalog_shape_t *s)
 {
     const cjob_t *j = s->j;
@@ -657,31 +676,13 @@ static int shape_build(loom_catalog_shape_t *s)
             rc = LOOM_ENOMEM;
     }
     size_t nsubs = 0;
-    for (size_t a = 0; rc == LOOM_OK && j->args_vary && a < j->nargs; a++) {
-        const csub_t *cs = &j->arg_subs[a];
-        if (cs->varies) {
-            s->subs[nsubs++] = cs;
-            vals[a] = stand_in(s, sub_truthy(cs, nonempty));
-        } else {
-            vals[a] = csub_json(cs, NULL);
-        }
-        if (!vals[a])
-            rc = LOOM_ENOMEM;
-    }
+    if (rc == LOOM_OK && j->args_vary)
+        rc = sub_values(s, j->arg_subs, j->nargs, nonempty, vals, &nsubs);
     if (rc == LOOM_OK && j->args_vary && set_args(s->ctx, j, vals))
         rc = LOOM_ENOMEM;
     drop_values(vals, j->nargs);
-    for (size_t e = 0; rc == LOOM_OK && j->env_vary && e < j->nenv; e++) {
-        const csub_t *cs = &j->env_subs[e];
-        if (cs->varies) {
-            s->subs[nsubs++] = cs;
-            vals[e] = stand_in(s, sub_truthy(cs, nonempty));
-        } else {
-            vals[e] = csub_json(cs, NULL);
-        }
-        if (!vals[e])
-            rc = LOOM_ENOMEM;
-    }
+    if (rc == LOOM_OK && j->env_vary)
+        rc = sub_values(s, j->env_subs, j->nenv, nonempty, vals, &nsubs);
     if (rc == LOOM_OK && j->env_vary && set_env(s->ctx, j, vals))
         rc = LOOM_ENOMEM;
     if (vals)
