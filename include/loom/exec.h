@@ -71,6 +71,8 @@ typedef struct loom_exec_handle {
     char ext_id[32];                 /* Slurm: the Slurm job id */
     char ext_state[32];              /* Slurm: last state seen by poll (PENDING, RUNNING, ...) */
     char ext_reason[128];            /* Slurm: its reason (Resources, Priority, ...) */
+    char tag[48];                    /* the idempotency tag it was started with (job->tag);
+                                      * the ops' adopt looks for it when ext_id is empty */
 } loom_exec_handle_t;
 
 typedef enum loom_exec_end {
@@ -160,7 +162,9 @@ int loom_exec_slurm_cancel(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_err
  * error the snapshot is dropped and poll asks scontrol. */
 int loom_exec_slurm_sync(loom_exec_slurm_t *x, loom_err_t *err);
 /* Finds the job again: by h->ext_id, else by the tag in Slurm's comment
- * (so a job submitted just before a crash is never submitted twice). */
+ * (so a job submitted just before a crash is never submitted twice). The
+ * tag must name one submission: a job placed again after Slurm's first
+ * job for it was given up carries a new tag (loomd: loom:<id>.<attempt>). */
 int loom_exec_slurm_adopt(loom_exec_slurm_t *x, loom_exec_handle_t *h, const char *tag,
                           loom_err_t *err);
 /* The partition's nodes as a JSON array of objects: name, cpus,

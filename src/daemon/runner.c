@@ -225,6 +225,9 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
                           "executor", r->ops->name, "suspended", a->suspended);
     if (a->gandiva[0])
         json_object_set_new(o, "gandiva", json_string(a->gandiva));
+    json_object_set_new(o, "attempt", json_integer(a->attempt > 0 ? a->attempt : 1));
+    if (a->requeue)
+        json_object_set_new(o, "giving_up", json_true());
     if (a->h.ext_id[0]) {
         json_object_set_new(o, "slurm_job_id", json_string(a->h.ext_id));
         json_object_set_new(o, "slurm_state", json_string(a->h.ext_state));
@@ -355,7 +358,12 @@ static void refresh_nodes(loomd_runner_t *r)
             active_t *x = &r->active[a];
             if (x->alloc.node == (int)k && !x->requeue && !x->cancel_sent &&
                 strcmp(x->h.ext_state, "PENDING") == 0) {
+                /* Recorded before the cancel: a loomd restarted after it
+                 * knows the Slurm job's end is a give-up, not the job's. */
                 x->requeue = true;
+                json_t *run = loomd__run_json(r, x);
+                loomd__store_run(r, x->id, LOOM_JOB_RUNNING, -1, NULL, run, NULL);
+                json_decref(run);
                 r->ops->cancel(r->exec, &x->h, NULL);
             }
         }
@@ -403,6 +411,29 @@ static void poll_running(loomd_runner_t *r)
     }
 }
 
+/* The placement attempt a job starts now: 1, or one more than the run
+ * record of an earlier placement it was requeued from says. */
+static int next_attempt(const loom_job_t *j)
+{
+    if (!j->run_json)
+        return 1;
+    json_t *run = json_loads(j->run_json, 0, NULL);
+    json_int_t prev = json_integer_value(json_object_get(run, "attempt"));
+    json_decref(run);
+    return (prev > 0 ? (int)prev : 1) + 1;
+}
+
+/* The idempotency tag of one placement (Slurm's --comment): loom:<id>
+ * for the first, loom:<id>.<attempt> after, so that a restarted loomd
+ * never adopts a Slurm job it gave up for a later placement's. */
+static void job_tag(int64_t id, int attempt, char *out, size_t len)
+{
+    if (attempt > 1)
+        snprintf(out, len, "loom:%lld.%d", (long long)id, attempt);
+    else
+        snprintf(out, len, "loom:%lld", (long long)id);
+}
+
 static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_alloc_t *place)
 {
     loom_err_t err;
@@ -420,8 +451,9 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
     a->id = j->id;
     a->held = true;
     a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
+    a->attempt = next_attempt(j);
     char tag[48];
-    snprintf(tag, sizeof tag, "loom:%lld", (long long)j->id);
+    job_tag(j->id, a->attempt, tag, sizeof tag);
     char reason[160];
     snprintf(reason, sizeof reason, "placed on %s by %s", r->cluster.nodes[place->node].name,
              r->place_name);
@@ -636,6 +668,10 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
     const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
     if (sid)
         snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
+    json_int_t attempt = json_integer_value(json_object_get(run, "attempt"));
+    a->attempt = attempt > 0 ? (int)attempt : 1;
+    job_tag(j->id, a->attempt, a->h.tag, sizeof a->h.tag);
+    a->requeue = json_is_true(json_object_get(run, "giving_up"));
     if (json_is_true(json_object_get(run, "suspended"))) {
         /* It stays stopped; its place is taken back when it resumes. */
         a->suspended = true;
@@ -675,9 +711,14 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
         } else if (arc != LOOM_OK)
             loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
                           (long long)j->id, err.msg);
-        else
+        else {
             loom_log_info("job adopted", "job=%lld pid=%d slurm_id=%s", (long long)j->id,
                           (int)a->h.shepherd_pid, a->h.ext_id);
+            /* Given up before the crash: the cancel may not have reached
+             * Slurm (scancel of an ended job is harmless). */
+            if (a->requeue)
+                r->ops->cancel(r->exec, &a->h, NULL);
+        }
     }
     json_decref(run);
 }

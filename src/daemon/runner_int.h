@@ -14,6 +14,7 @@ typedef struct active {
     loom_exec_handle_t h;
     bool cancel_sent;
     bool requeue;        /* slurm: cancelled because its node went down before it started */
+    int attempt;         /* placements of this job so far, this one included (1, 2, ...) */
     bool held;           /* its allocation is in the model (false while suspended) */
     bool suspended;      /* stopped by time-slicing or by packing introspection */
     bool no_pack;        /* introspection found packing hurts: resume it only alone */

@@ -140,6 +140,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
 {
     memset(h, 0, sizeof *h);
     h->job_id = job->id;
+    snprintf(h->tag, sizeof h->tag, "%s", job->tag ? job->tag : "");
     snprintf(h->dir, sizeof h->dir, "%.400s/%lld", x->jobs_dir, (long long)job->id);
     if (mkdir(h->dir, 0755) != 0 && errno != EEXIST)
         return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot create '%s'",
@@ -587,7 +588,10 @@ static int s_cancel(void *self, loom_exec_handle_t *h, loom_err_t *err)
 static int s_adopt(void *self, loom_exec_handle_t *h, loom_err_t *err)
 {
     char tag[64];
-    snprintf(tag, sizeof tag, "loom:%lld", (long long)h->job_id);
+    if (h->tag[0])
+        snprintf(tag, sizeof tag, "%s", h->tag);
+    else
+        snprintf(tag, sizeof tag, "loom:%lld", (long long)h->job_id);
     return loom_exec_slurm_adopt(self, h, tag, err);
 }
 

@@ -152,9 +152,11 @@ def main():
         for line in slurm(cdir_c, "squeue", "-h", "-t", "all", "-o", "%i|%k|%T|%N|%r").splitlines():
             sid, tag, state, node, reason = line.split("|")
             recs[sid] = (tag, state, node, reason)
+        # Each placement has its own tag: loom:<id>, then loom:<id>.<attempt>
+        # for a job placed again after loom gave its Slurm job up.
         by_tag = {}
         for sid, (tag, state, node, reason) in recs.items():
-            by_tag.setdefault(tag, []).append((sid, state, node))
+            by_tag.setdefault(tag.split(".")[0], []).append((sid, state, node))
         with open(cdir_c + "/log/jobcomp.log") as f:
             jobcomp = {m.group(1): (m.group(2), m.group(3)) for m in
                        re.finditer(r"JobId=(\d+) .*?JobState=(\S+) .*?NodeList=(\S+)", f.read())}
@@ -179,7 +181,9 @@ def main():
             assert m and m.group(1) == run["node"], (i, placed, run)
             # Slurm ran it on the node loom chose (Slurm's record and the node's own output).
             sid = run["slurm_job_id"]
-            assert sid in recs and recs[sid][0] == tag, (i, sid, recs.get(sid))
+            attempt = run.get("attempt", 1)
+            placed_tag = tag if attempt == 1 else f"{tag}.{attempt}"
+            assert sid in recs and recs[sid][0] == placed_tag, (i, sid, recs.get(sid), attempt)
             # squeue's NodeList of an ended job is at times empty on a loaded
             # machine (seen once); the completion log below is authoritative.
             assert recs[sid][2] in (run["node"], ""), f"job {i}: loom chose {run['node']}, Slurm ran it on {recs[sid][2]}"
