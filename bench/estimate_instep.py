@@ -50,6 +50,9 @@ def main():
     ap.add_argument("--onnx", required=True)
     ap.add_argument("--optimizer", default="adam")
     ap.add_argument("--steps", type=int, default=9)
+    ap.add_argument("--procs", type=int, default=3,
+                    help="child processes per measurement; the median one is kept "
+                         "(bench/estimate_measure.py)")
     ap.add_argument("--report", help="append the runs as Markdown to this file")
     ap.add_argument("device", nargs="+")
     a = ap.parse_args()
@@ -92,7 +95,8 @@ def main():
             "", "## In-step factor (bench/estimate_instep.py)", "",
             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Load average before / after: "
             f"{load_before} / {load_after}. Measured with `GLIBC_TUNABLES={tunables or '(defaults)'}`, "
-            f"{a.optimizer}, median of {a.steps} steps, process CPU time, one thread. Workloads outside "
+            f"{a.optimizer}, median of {a.steps} steps in the median of {a.procs} processes, process CPU "
+            "time, one thread. Workloads outside "
             "the zoo (workloads/export_onnx.py CALIBRATION).", "",
             "| workload | batch | measured ms | estimated ms (factor 1) | fixed + faults ms | ratio |",
             "|---|---|---|---|---|---|", *rows, "",
