@@ -483,9 +483,10 @@ int main(int argc, char **argv)
             "thermal zones, cpufreq or GPU here)\n",
             date, model, sysconf(_SC_NPROCESSORS_ONLN), u.release);
     fprintf(f,
-            "- note: the CPUs were shared with other engineers building and testing during "
-            "this run (/proc/loadavg at start: `%s`, at end: `%s`), so the minimum shows the "
-            "cost without interference, medians include it, and tails (p99) are noisy.\n",
+            "- note: /proc/loadavg at start: `%s`, at end: `%s` (this benchmark alone keeps "
+            "one CPU busy: a load near 1 means nothing else ran). On a shared machine other "
+            "programs' work raises the medians and tails (p99); the minimum shows the cost "
+            "without interference.\n",
             load0, load1);
     fprintf(f,
             "- psutil %s under /usr/bin/python3 and node_exporter (Debian) measured in the "
@@ -573,8 +574,9 @@ int main(int argc, char **argv)
     }
     fprintf(f,
             "\nWhy: see docs/monitoring.md, \"Cost of a sampler\". Load average at start "
-            "`%s`, at end `%s`: with the two CPUs busy every system call and wake-up "
-            "costs more (cold caches and TLB), which raises all rows, the baseline too.\n",
+            "`%s`, at end `%s`: when other programs keep the CPUs busy every system call "
+            "and wake-up costs more (cold caches and TLB), which raises all rows, the "
+            "baseline too.\n",
             load0, load1);
     fclose(f);
     json_decref(base);
