@@ -185,7 +185,7 @@ static int pb_string(pb_t *r, char **out, const char *what)
 /* Enter a sub-message: returns the saved end; the caller restores it. */
 static int pb_enter(pb_t *r, const char *what, size_t *saved_end)
 {
-    size_t s, l;
+    size_t s = 0, l = 0;
     int rc = pb_bytes(r, &s, &l, what);
     if (rc)
         return rc;

@@ -4,7 +4,11 @@
 add_library(loom_alloctrack SHARED ${CMAKE_SOURCE_DIR}/src/estimate/alloctrack/alloctrack.c)
 set_target_properties(loom_alloctrack PROPERTIES OUTPUT_NAME loom_alloctrack
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-target_compile_options(loom_alloctrack PRIVATE -fno-sanitize=all -fno-sanitize-coverage=trace-pc-guard,trace-cmp,indirect-calls)
+target_compile_options(loom_alloctrack PRIVATE -fno-sanitize=all)
+if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+  target_compile_options(loom_alloctrack PRIVATE
+                         -fno-sanitize-coverage=trace-pc-guard,trace-cmp,indirect-calls)
+endif()
 target_link_options(loom_alloctrack PRIVATE -fno-sanitize=all)
 # estimate: where loomd's estimates look up device names when neither
 # --device-dir nor $LOOM_DEVICE_DIR says otherwise.

@@ -113,7 +113,12 @@ static void setup_cgroup(loom_exec_local_t *x)
         return;
     }
     char base[LOOM_EXEC_PATH_MAX];
-    snprintf(base, sizeof base, "%s/loom-%016llx", mnt, (unsigned long long)fnv1a(x->jobs_dir));
+    if (snprintf(base, sizeof base, "%s/loom-%016llx", mnt,
+                 (unsigned long long)fnv1a(x->jobs_dir)) >= (int)sizeof base) {
+        snprintf(x->cgroup_note, sizeof x->cgroup_note,
+                 "the cgroup v2 mount path is too long: no per-job limits or cgroup accounting");
+        return;
+    }
     if (mkdir(base, 0755) != 0 && errno != EEXIST) {
         snprintf(x->cgroup_note, sizeof x->cgroup_note,
                  "cannot create a cgroup under %s (%s): no per-job limits or cgroup accounting",

@@ -203,13 +203,16 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
         return rc;
 
     /* sbatch options. The job's environment variables go through --export. */
-    char opt[16][160];
+    char opt[16][LOOM_EXEC_PATH_MAX + 32];
     char *argv[40];
     int n = 0, k = 0;
+    bool cut = false; /* an option did not fit: refused, never sent cut short */
     argv[n++] = "sbatch";
     argv[n++] = "--parsable";
     argv[n++] = "--no-requeue"; /* pinned by loom: Slurm must not move or rerun it */
-#define OPT(...) (snprintf(opt[k], sizeof opt[k], __VA_ARGS__), argv[n++] = opt[k++])
+#define OPT(...)                                                                   \
+    (cut |= snprintf(opt[k], sizeof opt[k], __VA_ARGS__) >= (int)sizeof opt[k],    \
+     argv[n++] = opt[k++])
     OPT("--job-name=%s", job->name && *job->name ? job->name : "loom");
     OPT("--comment=%s", job->tag ? job->tag : "");
     OPT("--output=%s", h->stdout_path);
@@ -231,6 +234,11 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
         OPT("--time=%lld", (long long)((job->time_limit_ns + 60 * LOOM_NS_PER_S - 1) /
                                        (60 * LOOM_NS_PER_S)));
 #undef OPT
+    if (cut)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "job %lld: an sbatch option (job name, path or partition) is longer "
+                            "than %zu bytes",
+                            (long long)job->id, sizeof opt[0] - 1);
     /* The job's variables go in sbatch's own environment, which Slurm passes
      * on to the job (its default, --export=ALL): an explicit --export list
      * costs Slurm about 0.7 s more per job here (docs/bench/slurm.md). */

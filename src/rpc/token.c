@@ -103,7 +103,9 @@ int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1
 
     /* One staging file per process and thread: two threads must never
      * share one, or one could link the other's token. */
-    snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(), (long)gettid());
+    if (snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(),
+                 (long)gettid()) >= (int)sizeof staging)
+        return loom_err_set(err, LOOM_EINVAL, "state directory path too long: '%s'", state_dir);
     int rc = loom_write_file_atomic(staging, hex, LOOM_RPC_TOKEN_HEX + 1, 0600, err);
     if (rc != LOOM_OK)
         return loom_err_prefix(err, "creating token '%s'", path);

@@ -25,8 +25,11 @@ static int cluster_up(void **state)
         return -1;
     line[strcspn(line, "\n")] = '\0';
     setenv("SLURM_CONF", eq + 1, 1);
-    char jobs[128];
-    snprintf(jobs, sizeof jobs, "%s/jobs", dir);
+    /* A long jobs directory: every sbatch option naming a path in it
+     * (--output, --error, --chdir) is over 200 bytes, and a job whose
+     * option were cut short would write its output somewhere else. */
+    char jobs[320];
+    snprintf(jobs, sizeof jobs, "%s/jobs-%0200d", dir, 0);
     loom_exec_slurm_config_t cfg = {.jobs_dir = jobs};
     return loom_exec_slurm_new(&cfg, &x, NULL) == LOOM_OK ? 0 : -1;
 }
