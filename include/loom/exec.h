@@ -28,6 +28,10 @@ extern "C" {
 
 #define LOOM_EXEC_MAX_GPUS 64
 #define LOOM_EXEC_PATH_MAX 512
+/* The longest jobs directory an executor takes: its jobs' directories
+ * (JOBS_DIR/ID) and files (.../stdout, .../shepherd.log) then fit in
+ * LOOM_EXEC_PATH_MAX. */
+#define LOOM_EXEC_JOBS_DIR_MAX 400
 
 typedef enum loom_exec_format {
     LOOM_EXEC_BATCH = 0, /* a bash script */

@@ -163,8 +163,11 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
     loom_exec_local_t *x = calloc(1, sizeof *x);
     if (!x)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    if (snprintf(x->jobs_dir, sizeof x->jobs_dir, "%s", cfg->jobs_dir) >= (int)sizeof x->jobs_dir)
+    /* A job's directory is JOBS_DIR/ID with its files below: JOBS_DIR
+     * is kept to LOOM_EXEC_JOBS_DIR_MAX bytes so that none is cut short. */
+    if (strlen(cfg->jobs_dir) > LOOM_EXEC_JOBS_DIR_MAX)
         goto fail_long;
+    snprintf(x->jobs_dir, sizeof x->jobs_dir, "%s", cfg->jobs_dir);
     if (mkdir(x->jobs_dir, 0700) != 0 && errno != EEXIST) {
         int e = errno;
         free(x);
@@ -199,7 +202,9 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
     return LOOM_OK;
 fail_long:
     free(x);
-    return loom_err_set(err, LOOM_EINVAL, "jobs directory or shepherd path too long");
+    return loom_err_set(err, LOOM_EINVAL,
+                        "jobs directory (at most %d bytes) or shepherd path too long",
+                        LOOM_EXEC_JOBS_DIR_MAX);
 }
 
 void loom_exec_local_free(loom_exec_local_t *x) { free(x); }
@@ -315,7 +320,7 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
 {
     memset(h, 0, sizeof *h);
     h->job_id = job->id;
-    snprintf(h->dir, sizeof h->dir, "%.400s/%lld", x->jobs_dir, (long long)job->id);
+    snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)job->id);
     if (mkdir(h->dir, 0700) != 0 && errno != EEXIST)
         return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot create '%s'",
                               (long long)job->id, h->dir);
@@ -539,7 +544,7 @@ int loom_exec_local_resume(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err
 int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
 {
     if (!h->dir[0])
-        snprintf(h->dir, sizeof h->dir, "%.400s/%lld", x->jobs_dir, (long long)h->job_id);
+        snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)h->job_id);
     if (!h->stdout_path[0]) {
         snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
         snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);

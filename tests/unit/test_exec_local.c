@@ -318,6 +318,40 @@ static void cgroup_is_reported(void **state)
     loom_exec_local_free(x);
 }
 
+/* A jobs directory of LOOM_EXEC_JOBS_DIR_MAX bytes runs jobs whose paths
+ * are whole; one byte more is refused, never cut short. */
+static void long_jobs_dir(void **state)
+{
+    /* ROOT/ddd.../eee...: two components (a name has at most 255 bytes) */
+    char dir[LOOM_EXEC_JOBS_DIR_MAX + 2];
+    int n = snprintf(dir, sizeof dir, "%s/", root);
+    memset(dir + n, 'd', 200);
+    dir[n + 200] = '\0';
+    assert_int_equal(mkdir(dir, 0700), 0);
+    dir[n + 200] = '/';
+    memset(dir + n + 201, 'e', sizeof dir - 1 - (n + 201));
+    dir[sizeof dir - 1] = '\0'; /* LOOM_EXEC_JOBS_DIR_MAX + 1 bytes */
+    loom_exec_config_t cfg = {.jobs_dir = dir};
+    loom_exec_local_t *x = NULL;
+    loom_err_t err;
+    assert_int_equal(loom_exec_local_new(&cfg, &x, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "at most 400 bytes"));
+    dir[LOOM_EXEC_JOBS_DIR_MAX] = '\0';
+    if (loom_exec_local_new(&cfg, &x, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_exec_handle_t h;
+    loom_exec_job_t job = {.id = 123456, .name = "long", .script = "echo whole\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, NULL), LOOM_OK);
+    assert_int_equal(wait_end(x, &h).end, LOOM_EXEC_COMPLETED);
+    char want[LOOM_EXEC_PATH_MAX];
+    snprintf(want, sizeof want, "%s/123456/stdout", dir);
+    assert_string_equal(h.stdout_path, want);
+    char *o = slurp(want);
+    assert_string_equal(o, "whole\n");
+    free(o);
+    loom_exec_local_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +363,7 @@ int main(void)
         cmocka_unit_test(suspend_and_resume),
         cmocka_unit_test(yaml_jobs),
         cmocka_unit_test(cgroup_is_reported),
+        cmocka_unit_test(long_jobs_dir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
