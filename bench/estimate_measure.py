@@ -92,7 +92,7 @@ def child(name, batch, optimizer, steps):
 
 def run_child(args, name, batch, tunables=""):
     """The measurement of the median process of args.procs (see the top)."""
-    procs = max(1, getattr(args, "procs", 1))
+    procs = max(1, args.procs)
     runs = sorted((run_one(args, name, batch, tunables, k) for k in range(procs)),
                   key=lambda m: m["time"])
     m = dict(runs[(procs - 1) // 2])

@@ -9,4 +9,12 @@
 /* Finds the cgroup v2 mount point from /proc/self/mountinfo. */
 int loom_exec__cgroup2_mount(char *out, size_t outlen);
 
+/* LOOM_OK, or LOOM_EINVAL naming the limit when dir is longer than
+ * LOOM_EXEC_JOBS_DIR_MAX bytes (every path below it then fits). */
+int loom_exec__check_jobs_dir(const char *dir, loom_err_t *err);
+
+/* Fills what is empty of h->dir (JOBS_DIR/<h->job_id>), h->stdout_path and
+ * h->stderr_path (<dir>/stdout, <dir>/stderr). */
+void loom_exec__job_paths(const char *jobs_dir, loom_exec_handle_t *h);
+
 #endif

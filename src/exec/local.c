@@ -160,13 +160,12 @@ static void setup_cgroup(loom_exec_local_t *x)
 
 int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, loom_err_t *err)
 {
+    int rc = loom_exec__check_jobs_dir(cfg->jobs_dir, err);
+    if (rc)
+        return rc;
     loom_exec_local_t *x = calloc(1, sizeof *x);
     if (!x)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    /* A job's directory is JOBS_DIR/ID with its files below: JOBS_DIR
-     * is kept to LOOM_EXEC_JOBS_DIR_MAX bytes so that none is cut short. */
-    if (strlen(cfg->jobs_dir) > LOOM_EXEC_JOBS_DIR_MAX)
-        goto fail_long;
     snprintf(x->jobs_dir, sizeof x->jobs_dir, "%s", cfg->jobs_dir);
     if (mkdir(x->jobs_dir, 0700) != 0 && errno != EEXIST) {
         int e = errno;
@@ -202,9 +201,7 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
     return LOOM_OK;
 fail_long:
     free(x);
-    return loom_err_set(err, LOOM_EINVAL,
-                        "jobs directory (at most %d bytes) or shepherd path too long",
-                        LOOM_EXEC_JOBS_DIR_MAX);
+    return loom_err_set(err, LOOM_EINVAL, "shepherd path too long");
 }
 
 void loom_exec_local_free(loom_exec_local_t *x) { free(x); }
@@ -320,7 +317,7 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
 {
     memset(h, 0, sizeof *h);
     h->job_id = job->id;
-    snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)job->id);
+    loom_exec__job_paths(x->jobs_dir, h);
     if (mkdir(h->dir, 0700) != 0 && errno != EEXIST)
         return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot create '%s'",
                               (long long)job->id, h->dir);
@@ -328,8 +325,6 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
     char old[LOOM_EXEC_PATH_MAX + 32];
     snprintf(old, sizeof old, "%s/status.json", h->dir);
     unlink(old);
-    snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
-    snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
 
     json_t *argv = json_array(), *yaml_env = json_array();
     char cwd[LOOM_EXEC_PATH_MAX];
@@ -543,12 +538,7 @@ int loom_exec_local_resume(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err
 
 int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_t *err)
 {
-    if (!h->dir[0])
-        snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)h->job_id);
-    if (!h->stdout_path[0]) {
-        snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
-        snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
-    }
+    loom_exec__job_paths(x->jobs_dir, h);
     if (h->shepherd_pid <= 0) {
         /* loomd died between spawning and recording: the shepherd wrote
          * its own PID file. */

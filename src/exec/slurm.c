@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/exec_private.h"
 #include "loom/exec.h"
 
 extern char **environ;
@@ -34,14 +35,12 @@ struct loom_exec_slurm {
 int loom_exec_slurm_new(const loom_exec_slurm_config_t *cfg, loom_exec_slurm_t **out,
                         loom_err_t *err)
 {
+    int rc = loom_exec__check_jobs_dir(cfg->jobs_dir, err);
+    if (rc)
+        return rc;
     loom_exec_slurm_t *x = calloc(1, sizeof *x);
     if (!x)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    if (strlen(cfg->jobs_dir) > LOOM_EXEC_JOBS_DIR_MAX) {
-        free(x);
-        return loom_err_set(err, LOOM_EINVAL, "jobs directory longer than %d bytes: '%.60s...'",
-                            LOOM_EXEC_JOBS_DIR_MAX, cfg->jobs_dir);
-    }
     snprintf(x->jobs_dir, sizeof x->jobs_dir, "%s", cfg->jobs_dir);
     snprintf(x->partition, sizeof x->partition, "%s", cfg->partition ? cfg->partition : "");
     snprintf(x->bin_dir, sizeof x->bin_dir, "%s", cfg->bin_dir ? cfg->bin_dir : "");
@@ -146,12 +145,10 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     memset(h, 0, sizeof *h);
     h->job_id = job->id;
     snprintf(h->tag, sizeof h->tag, "%s", job->tag ? job->tag : "");
-    snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)job->id);
+    loom_exec__job_paths(x->jobs_dir, h);
     if (mkdir(h->dir, 0755) != 0 && errno != EEXIST)
         return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot create '%s'",
                               (long long)job->id, h->dir);
-    snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
-    snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
     snprintf(h->cgroup_note, sizeof h->cgroup_note, "limits enforced by Slurm");
 
     /* The batch script: a YAML job becomes a script that execs the first
@@ -465,11 +462,7 @@ int loom_exec_slurm_cancel(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_err
 int loom_exec_slurm_adopt(loom_exec_slurm_t *x, loom_exec_handle_t *h, const char *tag,
                           loom_err_t *err)
 {
-    if (!h->dir[0]) {
-        snprintf(h->dir, sizeof h->dir, "%s/%lld", x->jobs_dir, (long long)h->job_id);
-        snprintf(h->stdout_path, sizeof h->stdout_path, "%.450s/stdout", h->dir);
-        snprintf(h->stderr_path, sizeof h->stderr_path, "%.450s/stderr", h->dir);
-    }
+    loom_exec__job_paths(x->jobs_dir, h);
     if (h->ext_id[0])
         return LOOM_OK;
     if (!tag || !*tag)
