@@ -121,23 +121,35 @@ typedef struct loom_gen_clock {
  * percentile of the recent overshoots, between spin_ns and spin_max_ns
  * (spin_max_ns for the first 32 wake-ups).
  *
- * rest_every_ns > 0: when deadlines come closer together than the spin,
- * the clock never sleeps; then, after rest_every_ns without a sleep, it
- * sleeps rest_ns anyway before spinning on. A SCHED_FIFO thread that never
- * sleeps is stopped by the kernel for about 50 ms a second (realtime
- * throttling); short rests spread that idle time out instead. */
+ * Rests. When deadlines come closer together than the spin, the clock
+ * never sleeps, and a SCHED_FIFO thread that never sleeps is stopped by the
+ * kernel for about 50 ms a second (realtime throttling: it may use 95% of
+ * a CPU per second). Short rests spread idle time out instead:
+ * - rest_cpu_share > 0 (a CPU budget): the clock reads its thread's CPU
+ *   time (at most every LOOM_GEN_BUDGET_CHECK_NS while it cannot sleep)
+ *   and keeps a debt: CPU time used minus rest_cpu_share of the time
+ *   passed, never below -LOOM_GEN_BUDGET_CREDIT_NS. While the debt is
+ *   positive it rests rest_ns plus the debt (at most 5 rest_ns) before
+ *   spinning on. So it rests exactly as often as the machine makes it:
+ *   where a sleep costs much CPU (a virtual machine), more often.
+ * - else rest_every_ns > 0: after rest_every_ns without a sleep it sleeps
+ *   rest_ns. */
 #define LOOM_GEN_WAKE_BUCKETS 72
 struct loom_gen_hist;
 typedef struct loom_gen_realclock {
     int64_t spin_ns;
     int64_t spin_max_ns;
     int64_t rest_every_ns, rest_ns;
+    double rest_cpu_share;
     struct loom_gen_hist *overshoot; /* if set: every wake-up's overshoot is added */
     /* Kept by the clock (zero them to start over): */
     int64_t spin_now_ns;                    /* the spin in use */
     int64_t spin_peak_ns;                   /* the largest spin used after the first 32 wake-ups */
     uint64_t wakes;                         /* sleeps that ended in a wake-up */
-    uint64_t rests;                         /* rests taken (rest_every_ns) */
+    uint64_t rests;                         /* rests taken */
+    int64_t budget_at_ns, budget_cpu_ns;    /* the last reading of the thread's CPU time */
+    int64_t budget_debt_ns;                 /* CPU time used beyond its share (may be < 0) */
+    bool budget_failed;                     /* the CPU time could not be read: rest_every_ns */
     int64_t last_sleep_ns;                  /* when the last sleep ended */
     uint32_t recent[LOOM_GEN_WAKE_BUCKETS]; /* overshoots, 4 buckets per octave, decaying */
     uint32_t nrecent;
@@ -150,6 +162,13 @@ typedef struct loom_gen_realclock {
     bool has_schedstat;
     int schedstat_fd;
 } loom_gen_realclock_t;
+#define LOOM_GEN_BUDGET_CHECK_NS  (50 * LOOM_NS_PER_US)
+#define LOOM_GEN_BUDGET_CREDIT_NS (1 * LOOM_NS_PER_MS)
+/* Records a reading of the sleeping thread's CPU time (cpu_ns, as
+ * CLOCK_THREAD_CPUTIME_ID) taken at now_ns, as sleep_until does with
+ * rest_cpu_share > 0, and returns how long to rest now: 0 while the CPU
+ * time is within its share (the first reading only starts the count). */
+int64_t loom_gen_realclock_budget(loom_gen_realclock_t *rc, int64_t now_ns, int64_t cpu_ns);
 /* Opens /proc/thread-self/schedstat for the calling thread (the one that
  * will sleep); false where there is none (no CONFIG_SCHEDSTATS). Close
  * with loom_gen_realclock_close. */
@@ -190,8 +209,9 @@ loom_gen_clock_t loom_gen_clock_real(loom_gen_realclock_t *rc);
 /* The real clock as loom_gen_run sets it up when config.spin_ns is 0, for
  * a pacer at rate (jobs/s) under SCHED_FIFO (realtime) or not: realtime,
  * an adaptive spin from loom_gen_default_spin_ns to
- * loom_gen_default_spin_max_ns and a rest of 100 us every millisecond
- * without a sleep; otherwise a fixed spin of loom_gen_default_spin_ns.
+ * loom_gen_default_spin_max_ns and rests of 20 us and more that hold its
+ * CPU time to LOOM_GEN_REST_CPU_SHARE of a CPU; otherwise a fixed spin of
+ * loom_gen_default_spin_ns.
  * Clears *rc first. */
 void loom_gen_realclock_default(loom_gen_realclock_t *rc, double rate, bool realtime);
 /* Records one wake-up that came overshoot_ns late, as sleep_until does
@@ -202,8 +222,11 @@ int64_t loom_gen_realclock_spin(const loom_gen_realclock_t *rc);
 /* The least spin loom_gen_run's default clock uses: 20 us, at most half
  * the mean gap at rate (jobs/s). */
 int64_t loom_gen_default_spin_ns(double rate);
-/* The most: 5 ms. */
+/* The most: 5 ms (at low rates up to a tenth of the gap, at most 20 ms). */
 int64_t loom_gen_default_spin_max_ns(double rate);
+/* The realtime default clock's CPU budget: 90% of a CPU, below the 95% at
+ * which Linux stops a realtime thread for the rest of the second. */
+#define LOOM_GEN_REST_CPU_SHARE 0.90
 
 /* A virtual clock for tests and simulation: sleep_until() moves time
  * forward to the deadline at once; nothing else moves it. */

@@ -5,6 +5,7 @@
  * starts at the most, forgets old overshoots, and stays put when fixed;
  * and the set-up loom_gen_run uses for a realtime pacer and for a normal
  * one. */
+#include <time.h>
 #include <unistd.h>
 
 #include "loom/gen.h"
@@ -116,16 +117,20 @@ static void defaults(void **state)
     loom_gen_realclock_default(&rc, 1000, true);
     assert_int_equal(rc.spin_ns, 20 * US);
     assert_int_equal(rc.spin_max_ns, 5 * MS);
-    assert_int_equal(rc.rest_every_ns, 1 * MS);
-    assert_int_equal(rc.rest_ns, 100 * US);
+    assert_true(rc.rest_cpu_share == LOOM_GEN_REST_CPU_SHARE);
+    assert_true(LOOM_GEN_REST_CPU_SHARE < 0.95); /* below realtime throttling */
+    assert_int_equal(rc.rest_ns, 20 * US);
+    assert_int_equal(rc.rest_every_ns, 1 * MS); /* the fallback */
     loom_gen_realclock_default(&rc, 100000, true);
     assert_int_equal(rc.spin_ns, 5 * US);
     assert_int_equal(rc.spin_max_ns, 5 * MS);
+    assert_true(rc.rest_cpu_share == LOOM_GEN_REST_CPU_SHARE);
     /* normal policy: a fixed 20 us, no rests */
     loom_gen_realclock_default(&rc, 1000, false);
     assert_int_equal(rc.spin_ns, 20 * US);
     assert_true(rc.spin_max_ns <= rc.spin_ns);
     assert_int_equal(rc.rest_every_ns, 0);
+    assert_true(rc.rest_cpu_share == 0);
     assert_int_equal(loom_gen_realclock_spin(&rc), 20 * US);
     assert_int_equal(loom_gen_default_spin_ns(10), 20 * US);
     /* the most: 5 ms, at low rates a tenth of the gap up to 20 ms */
@@ -174,11 +179,49 @@ static void late_cause_names(void **state)
     rc.last_cause = -1;
     c.sleep_until(c.ctx, c.now(c.ctx) - MS);
     assert_int_equal(rc.last_cause, LOOM_GEN_LATE_NONE);
-    /* a rest is taken when the clock has not slept for rest_every_ns */
+    /* by the CPU budget: a thread that used all of the last millisecond
+     * (as far as the clock knows) owes 100 us and rests 20 + 80 us */
+    struct timespec ts;
+    assert_int_equal(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts), 0);
+    rc.budget_at_ns = c.now(c.ctx) - MS;
+    rc.budget_cpu_ns = (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec - MS;
+    rc.budget_debt_ns = 0;
+    int64_t t0 = c.now(c.ctx);
+    c.sleep_until(c.ctx, t0 + 1 * US);
+    assert_int_equal(rc.rests, 1);
+    assert_true(c.now(c.ctx) - t0 >= 100 * US);
+    assert_true(rc.last_cause == LOOM_GEN_LATE_REST || rc.last_cause == LOOM_GEN_LATE_NONE);
+    /* without a budget: a rest when the clock has not slept for rest_every_ns */
+    rc.rest_cpu_share = 0;
     rc.last_sleep_ns = c.now(c.ctx) - 2 * MS;
     c.sleep_until(c.ctx, c.now(c.ctx) + 1 * US);
-    assert_int_equal(rc.rests, 1);
+    assert_int_equal(rc.rests, 2);
     assert_true(rc.last_cause == LOOM_GEN_LATE_REST || rc.last_cause == LOOM_GEN_LATE_NONE);
+}
+
+/* The CPU budget's arithmetic, fed readings by hand. */
+static void budget(void **state)
+{
+    loom_gen_realclock_t rc;
+    memset(&rc, 0, sizeof rc);
+    rc.rest_cpu_share = 0.9;
+    rc.rest_ns = 20 * US;
+    assert_int_equal(loom_gen_realclock_budget(&rc, 1 * MS, 0), 0); /* starts the count */
+    /* busy all of 100 us: 10 us over its share, a rest of 20 + 10 us */
+    assert_int_equal(loom_gen_realclock_budget(&rc, 1 * MS + 100 * US, 100 * US), 30 * US);
+    assert_int_equal(rc.budget_debt_ns, 10 * US);
+    /* that rest took 30 us and 10 us of CPU: 10 + 10 - 27 = -7 us, no rest */
+    assert_int_equal(loom_gen_realclock_budget(&rc, 1 * MS + 130 * US, 110 * US), 0);
+    assert_int_equal(rc.budget_debt_ns, -7 * US);
+    /* a long sleep banks at most LOOM_GEN_BUDGET_CREDIT_NS */
+    assert_int_equal(loom_gen_realclock_budget(&rc, 100 * MS, 200 * US), 0);
+    assert_int_equal(rc.budget_debt_ns, -LOOM_GEN_BUDGET_CREDIT_NS);
+    /* busy 1 ms: within the credit */
+    assert_int_equal(loom_gen_realclock_budget(&rc, 101 * MS, 1200 * US), 0);
+    assert_int_equal(rc.budget_debt_ns, -900 * US);
+    /* busy 10 ms more: 100 us owed; a rest is at most 5 rest_ns */
+    assert_int_equal(loom_gen_realclock_budget(&rc, 111 * MS, 11200 * US), 100 * US);
+    assert_int_equal(rc.budget_debt_ns, 100 * US);
 }
 
 int main(void)
@@ -191,6 +234,7 @@ int main(void)
         cmocka_unit_test(defaults),
         cmocka_unit_test(schedstat_line),
         cmocka_unit_test(late_cause_names),
+        cmocka_unit_test(budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
