@@ -25,6 +25,9 @@
 #
 #   bash bench/prof_overhead.sh BUILD_DIR
 #
+# PROF_AB_OUT (default docs/bench/prof_ab) and PROF_AB_REPORT (default
+# docs/bench/prof.md) say where the records and the report go (a campaign
+# kept beside the others: bench/prof_overhead_campaigns.py pools them).
 # PROF_AB_MODELS (default "resnet18 lstm") chooses the models. PROF_AB_DIR,
 # if set, names a directory that already holds the MODEL-DESIGN records:
 # they are formatted instead of measured again. Needs python3-torch;
@@ -101,16 +104,18 @@ if [ "$measure" = 1 ]; then
     done
   done
 fi
-out=$here/docs/bench/prof_ab
+out=${PROF_AB_OUT:-$here/docs/bench/prof_ab}
+report=${PROF_AB_REPORT:-$here/docs/bench/prof.md}
 mkdir -p "$out"
+same=0
+[ "$(cd "$dir" && pwd -P)" = "$(cd "$out" && pwd -P)" ] && same=1
 for m in "${models[@]}"; do
   for d in runs toggle toggle_apart; do
-    [ -d "$dir/$m-$d" ] || continue
+    [ -d "$dir/$m-$d" ] && [ "$same" = 0 ] || continue
     mkdir -p "$out/$m-$d"
     for f in ab.json ab_runs.csv ab_blocks.csv bench.json; do
       [ -f "$dir/$m-$d/$f" ] && cp "$dir/$m-$d/$f" "$out/$m-$d/"
     done
   done
 done
-/usr/bin/python3 "$here/bench/prof_overhead_report.py" "$out" "$here/docs/bench/prof.md" \
-  "${models[@]}"
+/usr/bin/python3 "$here/bench/prof_overhead_report.py" "$out" "$report" "${models[@]}"

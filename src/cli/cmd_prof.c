@@ -26,7 +26,7 @@ static void prof_usage(FILE *f)
             "steps.csv, samples.csv, cpu.svg, steps.svg, report.md (roofline.svg with\n"
             "--estimate and --device). The report also goes to stderr.\n\n"
             "  --interval D  sampling period (\"10ms\", \"1s\")\n"
-            "  --rescan D    how often all of /proc is walked for new processes (1s)\n"
+            "  --rescan D    how often all of /proc is walked for new processes (10s)\n"
             "  --gpu         also sample GPUs through NVML (utilisation, memory, power, the\n"
             "                tree's GPU memory) every --gpu-interval (100ms); gpu.csv\n"
             "  --kernels     trace GPU kernels and copies with CUPTI (libloom_cupti.so next\n"

@@ -384,8 +384,13 @@ static bool read_member(loom_mon_tree_t *t, member_t *p, loom_mon_proc_t *out)
     p->threads = ps.num_threads;
     p->user_s = (double)(ps.utime_ticks + ps.cutime_ticks) / t->hz;
     p->sys_s = (double)(ps.stime_ticks + ps.cstime_ticks) / t->hz;
-    if (p->pid == t->root)
-        snprintf(t->comm, sizeof t->comm, "%s", ps.comm);
+    if (p->pid == t->root) { /* every reading: a plain copy, not a printf */
+        size_t n = strnlen(ps.comm, sizeof ps.comm);
+        if (n >= sizeof t->comm)
+            n = sizeof t->comm - 1;
+        memcpy(t->comm, ps.comm, n);
+        t->comm[n] = '\0';
+    }
     out->n_processes++;
     out->rss_bytes += ps.rss_pages * t->page;
     out->vm_bytes += ps.vsize_bytes;

@@ -25,6 +25,11 @@
  * finds a DataLoader worker soon after it starts, at a tenth of the cost
  * of checking at every 10 ms tick (docs/bench/prof_sample.md). */
 #define PROF_LOOK_NS (100 * LOOM_NS_PER_MS)
+/* The default --rescan: a full walk of /proc opens every process's stat
+ * (~0.5 ms with 70 processes here, tens of ms on a node with thousands);
+ * the looks above already find new children within PROF_LOOK_NS, so the
+ * walk is only a safety net and need not come every second. */
+#define PROF_RESCAN_NS (10 * LOOM_NS_PER_S)
 
 static void append(prof_sampler_t *s, const loom_prof_sample_t *x)
 {
@@ -185,7 +190,7 @@ int prof_sampler_start(prof_sampler_t *s, pid_t root, int64_t interval_ns, int64
     if (interval_ns <= 0)
         return loom_err_set(err, LOOM_EINVAL, "sampling interval must be > 0");
     s->interval_ns = interval_ns;
-    s->rescan_ns = rescan_ns > 0 ? rescan_ns : LOOM_NS_PER_S;
+    s->rescan_ns = rescan_ns > 0 ? rescan_ns : PROF_RESCAN_NS;
     loom_mon_snapshot_init(&s->snap);
     int rc = loom_mon_open(&s->mon, NULL, err);
     if (rc)
