@@ -17,7 +17,9 @@
 # with loom on CPU PROF_AB_LOOM_CPU (default 0) and the command on CPU
 # PROF_AB_CPU (`taskset` inside the command, in both arms alike), so the
 # sampler has a core of its own (MODEL-toggle_apart/; its others_cores
-# column then covers loom's CPU, not the workload's).
+# column then covers loom's CPU, not the workload's); a fourth, toggle_free,
+# pins nothing (loom and the command on every CPU, as `loom prof` runs by
+# default: the scheduler puts the sampling thread where it finds room).
 # Each measurement holds PROF_AB_LOCK (flock) while it runs, so that no
 # other benchmark runs beside it. Raw records go to docs/bench/prof_ab/
 # MODEL-DESIGN/ (ab.json, ab_runs.csv, ab_blocks.csv, bench.json) and
@@ -99,6 +101,9 @@ if [ "$measure" = 1 ]; then
         toggle) one "$m-toggle" "$tsteps" "$cpu" "" --ab "$truns" --toggle "$k" ;;
         toggle_apart)
           one "$m-toggle_apart" "$tsteps" "$loom_cpu" "taskset -c $cpu " --ab "$truns" --toggle "$k" ;;
+        toggle_free)
+          one "$m-toggle_free" "$tsteps" "0-$(($(getconf _NPROCESSORS_ONLN) - 1))" "" \
+            --ab "$truns" --toggle "$k" ;;
         *) echo "prof_overhead: unknown design '$d'"; exit 2 ;;
       esac
     done
@@ -110,7 +115,7 @@ mkdir -p "$out"
 same=0
 [ "$(cd "$dir" && pwd -P)" = "$(cd "$out" && pwd -P)" ] && same=1
 for m in "${models[@]}"; do
-  for d in runs toggle toggle_apart; do
+  for d in runs toggle toggle_apart toggle_free; do
     [ -d "$dir/$m-$d" ] && [ "$same" = 0 ] || continue
     mkdir -p "$out/$m-$d"
     for f in ab.json ab_runs.csv ab_blocks.csv bench.json; do

@@ -70,7 +70,7 @@ def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     recs = {}
     for m in models:
-        for design in ("runs", "toggle", "toggle_apart"):
+        for design in ("runs", "toggle", "toggle_apart", "toggle_free"):
             p = os.path.join(d, f"{m}-{design}")
             if os.path.exists(os.path.join(p, "ab.json")):
                 recs[(m, design)] = load(p)
@@ -84,8 +84,9 @@ def main():
              "raw records in [prof_ab/](prof_ab/) (per measurement: ab.json, ab_runs.csv, "
              "ab_blocks.csv for the within-run design, bench.json with the exact command, "
              "times and load).\n")
-    L.append(f"**Machine**: {any_bench['cpu']}, {any_bench['cpus']} vCPUs shared with other "
-             f"engineers' builds, tests and benchmarks (a PVM guest); Linux {any_bench['kernel']}; "
+    L.append(f"**Machine**: {any_bench['cpu']}, {any_bench['cpus']} vCPUs (a PVM guest; the "
+             "load columns say what else ran); "
+             f"Linux {any_bench['kernel']}; "
              "Debian python3-torch 1.13, CPU, one thread (`--threads 1`, "
              "OMP/OPENBLAS/MKL_NUM_THREADS=1). No GPU: nothing here is about GPUs.\n")
     L.append("**Pinning** (column *CPUs*): in *runs* and *toggle*, `taskset -c CPU` around loom, "
@@ -93,7 +94,8 @@ def main():
              "in both arms: the sampler's CPU time is taken from the workload's core (the strict "
              "case). In *toggle_apart*, loom runs on one CPU and the command (`taskset -c` "
              "inside it) on the other: the sampler has a core of its own, shared only with "
-             "other programs.\n")
+             "other programs. In *toggle_free* nothing is pinned, as `loom prof` runs by "
+             "default.\n")
     L.append("**Method** (docs/profiling.md, \"Overhead\"). Figure of merit: the median steady "
              "step time (after warm-up) from the step markers, prof / base, per pair; over "
              "pairs the geometric mean of the ratios (mean log ratio) with its 95% Student t "
