@@ -319,6 +319,8 @@ typedef struct loom_store_stats {
     uint64_t last_group;                      /* writes in the last transaction */
     uint64_t max_group;                       /* most writes in one transaction */
     uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
+    uint64_t wal_restarts;                    /* times the WAL started over from its beginning */
+    uint64_t wal_frames_max;                  /* the longest the WAL has been since open, frames */
 } loom_store_stats_t;
 
 int loom_store_stats(loom_store_t *store, loom_store_stats_t *out, loom_err_t *err);

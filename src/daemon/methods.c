@@ -499,10 +499,19 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             "loom_store_writes_total %llu\n"
             "# HELP loom_store_group_size_max Most writes committed in one transaction.\n"
             "# TYPE loom_store_group_size_max gauge\n"
-            "loom_store_group_size_max %llu\n",
+            "loom_store_group_size_max %llu\n"
+            "# HELP loom_store_wal_restarts_total Times the write-ahead log started over from "
+            "its beginning after a checkpoint.\n"
+            "# TYPE loom_store_wal_restarts_total counter\n"
+            "loom_store_wal_restarts_total %llu\n"
+            "# HELP loom_store_wal_frames_max The longest the write-ahead log has been since "
+            "start, in frames (a frame is one page plus 24 bytes).\n"
+            "# TYPE loom_store_wal_frames_max gauge\n"
+            "loom_store_wal_frames_max %llu\n",
             (unsigned long long)st.queued, (unsigned long long)st.commits,
-            (unsigned long long)st.helped_commits, (unsigned long long)st.commit_failures, (unsigned long long)st.writes,
-            (unsigned long long)st.max_group);
+            (unsigned long long)st.helped_commits, (unsigned long long)st.commit_failures,
+            (unsigned long long)st.writes, (unsigned long long)st.max_group,
+            (unsigned long long)st.wal_restarts, (unsigned long long)st.wal_frames_max);
     if (rc == LOOM_OK && m->runner)
         loomd_runner_metrics(m->runner, out);
     return rc;

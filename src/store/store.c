@@ -89,6 +89,9 @@ struct loom_store {
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
     int ckpt_done;               /* WAL frames the last checkpoint copied */
+    int wal_last;                /* the WAL's length after the last commit, frames */
+    uint64_t wal_restarts;       /* commits that found the WAL restarted */
+    uint64_t wal_frames_max;     /* the longest the WAL has been, frames */
 
     void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
@@ -215,6 +218,11 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int pages)
 {
     loom_store_t *s = ctx;
     pthread_mutex_lock(&s->cmu);
+    if (pages < s->wal_last)
+        s->wal_restarts++;
+    s->wal_last = pages;
+    if ((uint64_t)pages > s->wal_frames_max)
+        s->wal_frames_max = (uint64_t)pages;
     if (pages < s->ckpt_done)
         s->ckpt_done = 0;
     bool want = pages - s->ckpt_done >= s->opts.checkpoint_frames && !s->ckpt_wanted;
@@ -1170,6 +1178,10 @@ int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
     pthread_mutex_lock(&s->mu);
     *out = s->stats;
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->cmu);
+    out->wal_restarts = s->wal_restarts;
+    out->wal_frames_max = s->wal_frames_max;
+    pthread_mutex_unlock(&s->cmu);
     return LOOM_OK;
 }
 
