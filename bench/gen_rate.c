@@ -53,6 +53,7 @@
 #include "loom/gen.h"
 #include "loom/catalog.h"
 #include "loom/rpc.h"
+#include "notes.h"
 
 /* ------------------------------------------------------------ sources */
 
@@ -730,20 +731,8 @@ int main(int argc, char **argv)
     if (rc == 0 && outdir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/gen_rate.md", outdir);
-        /* Notes written by hand below the marker line survive a new run. */
-        loom_buf_t out = LOOM_BUF_INIT, old = LOOM_BUF_INIT;
-        loom_buf_append(&out, md, mdlen);
-        if (loom_buf_read_file(&old, path, NULL) == LOOM_OK && old.data) {
-            const char *keep = strstr(old.data, NOTES_MARKER);
-            if (keep)
-                loom_buf_appendf(&out, "\n%s", keep);
-        }
-        loom_buf_free(&old);
-        loom_err_t werr;
-        bool ok = loom_write_file_atomic(path, out.data, out.len, 0644, &werr) == LOOM_OK;
-        loom_buf_free(&out);
-        if (!ok) {
-            fprintf(stderr, "gen_rate: %s\n", werr.msg);
+        if (bench_write_report(path, md, mdlen, NOTES_MARKER, &err) != LOOM_OK) {
+            fprintf(stderr, "gen_rate: %s\n", err.msg);
             return 1;
         }
         printf("wrote %s\n", path);

@@ -39,6 +39,7 @@
 
 #include "loom/core.h"
 #include "loom/rpc.h"
+#include "notes.h"
 
 typedef struct {
     const char *url;
@@ -787,16 +788,8 @@ int main(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/rpc_submit%s.md", out_dir,
              strcmp(durability, "full") == 0 ? "_full" : "");
-    /* Notes written by hand below the marker line survive a new run. */
-    loom_buf_t old = LOOM_BUF_INIT;
-    if (loom_buf_read_file(&old, path, NULL) == LOOM_OK && old.data) {
-        const char *keep = strstr(old.data, NOTES_MARKER);
-        if (keep)
-            loom_buf_appendf(&md, "\n%s", keep);
-    }
-    loom_buf_free(&old);
     loom_err_t err;
-    if (loom_write_file_atomic(path, md.data, md.len, 0644, &err))
+    if (bench_write_report(path, md.data, md.len, NOTES_MARKER, &err))
         fprintf(stderr, "bench_rpc_submit: %s\n", err.msg);
     loom_buf_free(&md);
     return rc1 || rc2 || rc3 ? 1 : 0;
