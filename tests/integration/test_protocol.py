@@ -215,6 +215,11 @@ class Protocol(unittest.TestCase):
         self.assertIn('loom_jobs{state="CANCELLED"} 1\n', text)
         self.assertIn("loom_store_queue_depth 0\n", text)
         self.assertIn("loom_store_commits_total ", text)
+        self.assertIn("# TYPE loom_store_wal_restarts_total counter\nloom_store_wal_restarts_total ",
+                      text)
+        # two submissions and a cancel each wrote to the WAL
+        frames = int(text.split("\nloom_store_wal_frames_max ")[1].split("\n")[0])
+        self.assertGreater(frames, 0)
         self.assertIn("# TYPE loom_jobs gauge", text)
         import shutil
         import subprocess
