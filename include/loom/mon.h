@@ -487,7 +487,12 @@ int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,
  * except that user_seconds and system_seconds are the tree's cumulative CPU:
  * the members' own and that of the children they have reaped (cutime,
  * cstime), plus the last reading of members that ended without a member to
- * reap them; it never goes back. n_processes counts the members read now
+ * reap them; it never goes back. On the real /proc a live member's own CPU
+ * is read from its CPU-time clock (clock_getcpuclockid): nanoseconds, exact
+ * for threads not running, up to one scheduler tick (1/CONFIG_HZ) behind
+ * for a thread running on another CPU; not from the 10 ms clock ticks of
+ * /proc/PID/stat, which only split it into user and system time (both
+ * monotonic, their sum the total) and count the reaped children. n_processes counts the members read now
  * (zombies too; 0 once all have been reaped). Without details the context
  * switches are 0 and io_source is LOOM_EUNAVAIL. */
 int loom_mon_tree_read(loom_mon_tree_t *t, loom_mon_proc_t *out, loom_err_t *err);
