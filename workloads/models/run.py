@@ -18,6 +18,27 @@ import os
 import sys
 import time
 
+
+def _pin_pools(argv):
+    """--threads N caps every thread pool, not only torch's intra-op one:
+    OpenBLAS (Debian's torch) and OpenMP size their pools from the
+    environment when the library loads, i.e. when torch is imported, and
+    OpenBLAS otherwise starts one busy worker per core. An explicit
+    OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS wins."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--threads", type=int, default=1)
+    a, _ = pre.parse_known_args(argv)
+    if a.threads and a.threads > 0:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, str(a.threads))
+
+
+if __name__ == "__main__":
+    try:
+        _pin_pools(sys.argv[1:])
+    except SystemExit:
+        pass  # a malformed --threads: the full parser below says so
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo  # noqa: E402
 from loom_step import StepReporter, now_ns  # noqa: E402
@@ -32,7 +53,9 @@ def parse(argv):
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", type=int, default=1,
-                   help="intra-op threads (torch.set_num_threads); 0 = torch's default")
+                   help="intra-op threads (torch.set_num_threads; also the default of "
+                        "OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS); 0 = "
+                        "torch's default")
     p.add_argument("--input-size", type=int, default=0,
                    help="image side for vision models, sequence length for text models "
                         "(0 = the model's default)")
