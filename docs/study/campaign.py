@@ -40,7 +40,12 @@ MODELS = ("resnet18", "resnet50", "vgg16", "mobilenet_v2", "vit", "bert", "gpt2"
 TEXT = ("bert", "gpt2", "lstm")
 DEFAULT_SIZE = {"bert": 64, "gpt2": 128, "lstm": 32, "dlrm": 0}  # vision models: 64
 BASE_BATCH = {"vgg16": 1}  # vgg16's 120 M-parameter classifier: ~3 s per step at batch 1
-STEPS = {"vgg16": 5, "resnet50": 6, "dlrm": 30}
+# Steps per run: enough steady steps for a mean and a CV once warm-up is cut
+# (~25 s per run at most on one core; the 2026-12-02 campaign used 8/5/6/30
+# and its tails rested on a handful of steps).
+STEPS = {"vgg16": 8, "resnet50": 12, "gpt2": 16, "dlrm": 100}
+DEFAULT_STEPS = 24
+BIG_BATCH_STEPS = 12  # batch >= 16 (not dlrm)
 
 
 def size_of(model, size=0):
@@ -48,15 +53,18 @@ def size_of(model, size=0):
 
 
 def config(model, mode="train", batch=None, precision="fp32", threads=1, size=0, repeat=0,
-           steps=None):
+           steps=None, blas_threads=None):
+    """One run of the plan. threads sizes torch's intra-op (OpenMP) pool and, unless
+    blas_threads says otherwise, OpenBLAS's own pool too (which torch's OpenMP
+    workers call into: two pools of 2 on 2 cores is 4 busy threads)."""
     batch = batch or BASE_BATCH.get(model, 8)
     if steps is None:
-        steps = STEPS.get(model, 8)
+        steps = STEPS.get(model, DEFAULT_STEPS)
         if batch >= 16 and model != "dlrm":
-            steps = 6
+            steps = min(steps, BIG_BATCH_STEPS)
     return {"model": model, "mode": mode, "batch": batch, "precision": precision,
-            "threads": threads, "input_size": size_of(model, size), "repeat": repeat,
-            "steps": steps}
+            "threads": threads, "blas_threads": blas_threads or threads,
+            "input_size": size_of(model, size), "repeat": repeat, "steps": steps}
 
 
 def plan_full():
@@ -76,6 +84,8 @@ def plan_full():
         p += [config(m, size=s) for s in sizes]        # input size
     for m in MODELS:                                   # threads
         p.append(config(m, threads=2))
+    for m in MODELS:                                   # ... with OpenBLAS on one thread
+        p.append(config(m, threads=2, blas_threads=1))
     return p
 
 
@@ -85,7 +95,9 @@ def plan_smoke():
 
 
 def key(c):
+    blas = c.get("blas_threads", c["threads"])
     return (f"{c['model']}-{c['mode']}-b{c['batch']}-{c['precision']}-t{c['threads']}"
+            + (f"-blas{blas}" if blas != c["threads"] else "") +
             f"-s{c['input_size']}-r{c['repeat']}")
 
 
@@ -205,7 +217,8 @@ def main():
             if est:
                 prof += ["--estimate", est]
             env = dict(os.environ, OMP_NUM_THREADS=str(c["threads"]),
-                       OPENBLAS_NUM_THREADS=str(c["threads"]), MKL_NUM_THREADS=str(c["threads"]))
+                       OPENBLAS_NUM_THREADS=str(c["blas_threads"]),
+                       MKL_NUM_THREADS=str(c["threads"]))
             load0, t0 = loadavg(), time.monotonic()
             p = subprocess.run(prof + ["--", *cmd], capture_output=True, text=True, env=env,
                                cwd=ROOT)
