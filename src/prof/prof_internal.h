@@ -13,6 +13,14 @@
  * then kind,start_ns,end_ns,bytes,device,stream,name): an object with
  * records, malformed_lines, by_kind and by_class. */
 json_t *prof_kernels_parse(const char *text, size_t len);
+/* record.c: NVML's mean GPU utilisation against CUPTI's kernel busy time
+ * (the union of the kernel intervals) over the span of the NVML samples:
+ * {"compared": true, nvml_index, cuda_device, span_s, nvml_samples,
+ * nvml_util_mean_pct, cupti_busy_pct, difference_pct_points}, or
+ * {"compared": false, "why": ...} (timestamps not on CLOCK_MONOTONIC, not
+ * one GPU, too few samples, no kernels). text is the tracer's kernels.csv. */
+json_t *prof_gpu_busy(const char *text, size_t len, bool monotonic, const loom_prof_gpu_sample_t *g,
+                      size_t ng);
 
 /* plot.c: figures as SVG text (appended to b). */
 void prof_svg_text(loom_buf_t *b, const char *s); /* XML-escaped text */

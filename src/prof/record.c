@@ -144,6 +144,136 @@ json_t *prof_kernels_parse(const char *text, size_t len)
     return k;
 }
 
+/* ------------------------------------------------- GPU busy: CUPTI vs NVML */
+
+typedef struct span {
+    int64_t a, b;
+} span_t;
+
+static int span_cmp(const void *x, const void *y)
+{
+    const span_t *p = x, *q = y;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+/* The length of the union of the spans (sorted by start) clipped to
+ * [lo, hi]: the time at least one kernel ran. */
+static int64_t busy_within(const span_t *s, size_t n, int64_t lo, int64_t hi)
+{
+    int64_t busy = 0, ca = 0, cb = 0;
+    bool open = false;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = s[i].a > lo ? s[i].a : lo, b = s[i].b < hi ? s[i].b : hi;
+        if (b <= a)
+            continue;
+        if (open && a <= cb) {
+            if (b > cb)
+                cb = b;
+            continue;
+        }
+        if (open)
+            busy += cb - ca;
+        ca = a;
+        cb = b;
+        open = true;
+    }
+    if (open)
+        busy += cb - ca;
+    return busy;
+}
+
+static json_t *not_compared(const char *why)
+{
+    return json_pack("{s:b,s:s}", "compared", 0, "why", why);
+}
+
+json_t *prof_gpu_busy(const char *text, size_t len, bool monotonic, const loom_prof_gpu_sample_t *g,
+                      size_t ng)
+{
+    if (!monotonic)
+        return not_compared("the tracer's timestamps are not on loom's clock (no "
+                            "cuptiActivityRegisterTimestampCallback: clock=cupti)");
+    /* NVML: the indices with utilisation samples. */
+    long nvml_index = -1;
+    size_t nu = 0;
+    for (size_t i = 0; i < ng; i++) {
+        if (g[i].util_gpu_pct < 0)
+            continue;
+        if (nvml_index >= 0 && (long)g[i].index != nvml_index)
+            return not_compared("several GPUs sampled: CUDA's device numbers need not be "
+                                "NVML's indices");
+        nvml_index = (long)g[i].index;
+        nu++;
+    }
+    if (nu < 3)
+        return not_compared("fewer than 3 NVML utilisation samples (run with --gpu, for longer "
+                            "than 3 GPU intervals)");
+    /* CUPTI: the kernels' spans, all on one device. */
+    span_t *sp = NULL;
+    size_t n = 0, cap = 0;
+    long device = -1;
+    bool several = false;
+    const char *p = text, *end = text + len;
+    bool header = true;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        char kind[32], name[256];
+        int64_t v[5];
+        if (!header && le > p && kernel_line(p, le, kind, v, name) && strcmp(kind, "kernel") == 0) {
+            if (device >= 0 && v[3] != device)
+                several = true;
+            device = (long)v[3];
+            if (n == cap) {
+                size_t c = cap ? 2 * cap : 1024;
+                span_t *q = realloc(sp, c * sizeof *q);
+                if (!q) {
+                    free(sp);
+                    return not_compared("out of memory");
+                }
+                sp = q;
+                cap = c;
+            }
+            sp[n++] = (span_t){v[0], v[1]};
+        }
+        header = false;
+        p = nl ? nl + 1 : end;
+    }
+    if (several || n == 0) {
+        free(sp);
+        return not_compared(several ? "kernels ran on several devices" : "no kernel records");
+    }
+    qsort(sp, n, sizeof *sp, span_cmp);
+    /* NVML's reading at t covers a window that ends at t (the driver's
+     * sample period); the span is from the first reading to the last, and
+     * its mean is over the readings after the first. */
+    int64_t lo = 0, hi = 0;
+    bool first = true;
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < ng; i++) {
+        if (g[i].util_gpu_pct < 0)
+            continue;
+        if (first) {
+            lo = hi = g[i].t_ns;
+            first = false;
+            continue;
+        }
+        hi = g[i].t_ns;
+        sum += g[i].util_gpu_pct;
+        k++;
+    }
+    int64_t busy = hi > lo ? busy_within(sp, n, lo, hi) : 0;
+    free(sp);
+    if (hi <= lo)
+        return not_compared("NVML's samples span no time");
+    double cupti = 100.0 * (double)busy / (double)(hi - lo), nvml = sum / (double)k;
+    return json_pack("{s:b,s:i,s:i,s:f,s:I,s:f,s:f,s:f}", "compared", 1, "nvml_index",
+                     (int)nvml_index, "cuda_device", (int)device, "span_s", (double)(hi - lo) / 1e9,
+                     "nvml_samples", (json_int_t)k, "nvml_util_mean_pct", nvml, "cupti_busy_pct",
+                     cupti, "difference_pct_points", nvml - cupti);
+}
+
 /* Summarises the tracer's records (format above: one header line, then
  * one line per record) and its status file. Never fails: what went wrong
  * is the summary's status. */
@@ -161,6 +291,11 @@ static json_t *kernels_summary(const loom_prof_run_t *r)
         while (st.len && (st.data[st.len - 1] == '\n'))
             st.data[--st.len] = '\0';
         json_object_set_new(k, "status", json_string(st.data ? st.data : ""));
+        bool mono = st.data && strncmp(st.data, "ok ", 3) == 0 &&
+                    strstr(st.data, " clock=monotonic") != NULL;
+        json_object_set_new(k, "gpu_busy",
+                            prof_gpu_busy(data.data ? data.data : "", data.len, mono,
+                                          r->gpu_samples, r->ngpu_samples));
     } else {
         json_object_set_new(k, "status",
                             json_string("no status from the CUPTI tracer: the command did not "
@@ -648,6 +783,21 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
         json_t *ks = kernels_summary(r);
         loom_buf_appendf(b, "\n## GPU kernels (CUPTI)\n\nstatus: %s\n",
                          json_string_value(json_object_get(ks, "status")));
+        json_t *gb = json_object_get(ks, "gpu_busy");
+        if (gb && json_is_true(json_object_get(gb, "compared")))
+            loom_buf_appendf(
+                b,
+                "\nGPU busy over %.1f s: NVML's utilisation %.1f%% (mean of %lld samples), "
+                "CUPTI's kernel time %.1f%% of the span (union of kernel intervals): "
+                "NVML - CUPTI = %+.1f points\n",
+                json_real_value(json_object_get(gb, "span_s")),
+                json_real_value(json_object_get(gb, "nvml_util_mean_pct")),
+                (long long)json_integer_value(json_object_get(gb, "nvml_samples")),
+                json_real_value(json_object_get(gb, "cupti_busy_pct")),
+                json_real_value(json_object_get(gb, "difference_pct_points")));
+        else if (gb)
+            loom_buf_appendf(b, "\nGPU busy, NVML against CUPTI: not compared (%s)\n",
+                             json_string_value(json_object_get(gb, "why")));
         json_t *by = json_object_get(ks, "by_class");
         if (by && json_object_size(by)) {
             loom_buf_append_str(b, "\n| class | count | total ms |\n|---|---|---|\n");

@@ -430,6 +430,65 @@ static void test_kernels_summary(void **state)
     loom_prof_run_free(r);
 }
 
+/* NVML's utilisation against CUPTI's kernel time: the union of the
+ * kernel intervals over the span of the NVML samples, and every case where
+ * the two cannot be set side by side said as such. */
+static void test_gpu_busy(void **state)
+{
+    (void)state;
+    const char *csv = "kind,start_ns,end_ns,bytes,device,stream,name\n"
+                      "kernel,2000,4000,0,0,7,b\n"
+                      "kernel,1000,3000,0,0,7,a\n" /* overlaps b: 1000-4000 */
+                      "memcpy_htod,4000,6000,64,0,7,\n"
+                      "kernel,6000,7000,0,0,8,c\n"
+                      "kernel,500,900,0,0,7,before\n"  /* before the first sample */
+                      "kernel,9000,12000,0,0,7,late\n" /* clipped at the last one */
+                      "kernel,bad\n";
+    loom_prof_gpu_sample_t g[3] = {
+        {.t_ns = 1000, .index = 0, .util_gpu_pct = 50},
+        {.t_ns = 5000, .index = 0, .util_gpu_pct = 60},
+        {.t_ns = 10000, .index = 0, .util_gpu_pct = 70},
+    };
+    json_t *j = prof_gpu_busy(csv, strlen(csv), true, g, 3);
+    assert_true(json_is_true(json_object_get(j, "compared")));
+    /* busy: 3000 + 1000 + 1000 of 9000 ns; NVML: mean of 60 and 70 */
+    assert_double_equal(json_real_value(json_object_get(j, "cupti_busy_pct")), 100.0 * 5 / 9, 1e-9);
+    assert_double_equal(json_real_value(json_object_get(j, "nvml_util_mean_pct")), 65, 1e-9);
+    assert_double_equal(json_real_value(json_object_get(j, "difference_pct_points")),
+                        65 - 100.0 * 5 / 9, 1e-9);
+    assert_double_equal(json_real_value(json_object_get(j, "span_s")), 9e-6, 1e-15);
+    assert_int_equal(json_integer_value(json_object_get(j, "nvml_samples")), 2);
+    json_decref(j);
+
+    const struct {
+        bool mono;
+        int index2, device2, n;
+        const char *why;
+    } no[] = {
+        {false, 0, 0, 3, "not on loom's clock"},
+        {true, 1, 0, 3, "several GPUs"},
+        {true, 0, 1, 3, "several devices"},
+        {true, 0, 0, 2, "fewer than 3"},
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "kind,start_ns,end_ns,bytes,device,stream,name\n"
+                 "kernel,1000,2000,0,0,7,a\nkernel,3000,4000,0,%d,7,b\n",
+                 no[i].device2);
+        loom_prof_gpu_sample_t h[3];
+        memcpy(h, g, sizeof h);
+        h[2].index = no[i].index2;
+        j = prof_gpu_busy(text, strlen(text), no[i].mono, h, (size_t)no[i].n);
+        assert_false(json_is_true(json_object_get(j, "compared")));
+        assert_non_null(strstr(json_string_value(json_object_get(j, "why")), no[i].why));
+        json_decref(j);
+    }
+    j = prof_gpu_busy("kind,start_ns,end_ns,bytes,device,stream,name\n", 46, true, g, 3);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "why")), "no kernel records"));
+    json_decref(j);
+}
+
 /* Counts from an estimate, peaks from a device file, the run placed on
  * the roofline; counts for another setup are refused with the reason. */
 static void test_roofline(void **state)
@@ -553,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_t95_and_ab),   cmocka_unit_test(test_summary),
         cmocka_unit_test(test_write_record), cmocka_unit_test(test_kernels_summary),
         cmocka_unit_test(test_ab_runs),      cmocka_unit_test(test_roofline),
+        cmocka_unit_test(test_gpu_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

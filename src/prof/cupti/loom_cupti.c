@@ -12,8 +12,10 @@
  * (kind: kernel, memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_other,
  * memset; name is the kernel's, last because C++ names hold commas). At
  * exit the remaining buffers are flushed and $LOOM_CUPTI_OUT.status gets one
- * line: "ok records=N dropped=M", or "error: ..." naming the CUPTI call and
- * its error. Any failure leaves the program running untraced: a profiler
+ * line: "ok records=N dropped=M clock=monotonic" (timestamps on
+ * CLOCK_MONOTONIC, loom's clock, through cuptiActivityRegisterTimestampCallback;
+ * clock=cupti where that call is missing), or "error: ..." naming the CUPTI
+ * call and its error. Any failure leaves the program running untraced: a profiler
  * must never break what it watches. Buffers are 8 MiB, so tracing costs
  * one memcpy-free pass over each record and one write() per buffer. */
 #include <pthread.h>
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 
@@ -32,15 +35,23 @@ static char *status_path;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long records, dropped;
 static int failed;
+static const char *clock_name = "cupti"; /* the records' time base */
 
-static void write_status(const char *fmt, const char *a, int code, const char *b)
+static uint64_t CUPTIAPI mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void write_status(const char *line)
 {
     if (!status_path)
         return;
     FILE *f = fopen(status_path, "w");
     if (!f)
         return;
-    fprintf(f, fmt, a, code, b);
+    fputs(line, f);
     fputc('\n', f);
     fclose(f);
 }
@@ -55,10 +66,10 @@ static int fail(const char *call, CUptiResult r)
             r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED
                 ? " (is a GPU driver loaded?)"
                 : "");
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s failed: %s", call, s);
-    write_status("error: %s (%d)%s", msg, (int)r,
-                 r == CUPTI_ERROR_UNKNOWN ? "; is a GPU driver loaded?" : "");
+    char msg[600];
+    snprintf(msg, sizeof msg, "error: %s failed: %s (%d)%s", call, s, (int)r,
+             r == CUPTI_ERROR_UNKNOWN ? "; is a GPU driver loaded?" : "");
+    write_status(msg);
     failed = 1;
     return 0;
 }
@@ -137,9 +148,10 @@ static void at_exit(void)
         out = NULL;
     }
     if (!failed) {
-        char counts[128];
-        snprintf(counts, sizeof counts, "records=%llu dropped=%llu", records, dropped);
-        write_status("ok %s%d%s", counts, 0, "");
+        char line[160];
+        snprintf(line, sizeof line, "ok records=%llu dropped=%llu clock=%s", records, dropped,
+                 clock_name);
+        write_status(line);
     }
     pthread_mutex_unlock(&lock);
     free(status_path);
@@ -172,13 +184,22 @@ int InitializeInjection(void)
     if (!out) {
         fprintf(stderr, "loom_cupti: cannot open LOOM_CUPTI_OUT '%s'; kernels are not traced\n",
                 path);
-        write_status("error: cannot open %s%d%s", path, 0, "");
+        char line[600];
+        snprintf(line, sizeof line, "error: cannot open %.500s", path);
+        write_status(line);
         failed = 1;
         return 0;
     }
     setvbuf(out, NULL, _IOFBF, 1 << 20);
     fprintf(out, "kind,start_ns,end_ns,bytes,device,stream,name\n");
     atexit(at_exit);
+    /* Timestamps on loom's clock (CLOCK_MONOTONIC, as its samples), so that
+     * kernel time can be set against NVML's samples; CUPTI's default is
+     * CLOCK_REALTIME, which steps with the wall clock. Must come before any
+     * kind is enabled; without it (an older CUPTI) the records keep
+     * CUPTI's clock and say so (clock=cupti). */
+    if (cuptiActivityRegisterTimestampCallback(mono_ns) == CUPTI_SUCCESS)
+        clock_name = "monotonic";
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS)
         return fail("cuptiActivityRegisterCallbacks", r);
@@ -194,6 +215,6 @@ int InitializeInjection(void)
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if ((r = cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
             return fail(kinds[i].name, r);
-    write_status("tracing%s%d%s", "", 0, ""); /* replaced at exit */
+    write_status("tracing"); /* replaced at exit */
     return 1;
 }
