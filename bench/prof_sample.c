@@ -4,7 +4,8 @@
  * - the profiler's tick as it was until it moved onto the monitoring part
  *   (one pread of each member's open /proc/PID/stat, done here the same
  *   way) and its rescan (a walk of /proc opening every /proc/PID/stat);
- * - the profiler's tick now: loom_mon_tree_read (the same preads; every
+ * - the profiler's tick now: loom_mon_tree_read (the same preads, and a
+ *   clock_gettime of each member's CPU-time clock; every
  *   100 ms one of /proc/loadavg and, when a pid was allocated since, a
  *   look at the members' children), measured on the host as it is and
  *   while another process forks all the time (so that every check looks),
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
         &b,
         "# Profiler tick cost (bench_prof_sample)\n\n"
         "command: `build/bench_prof_sample --iterations %d`  \n"
-        "machine: %s %s, %ld online cores (shared with other work), %d processes in /proc  \n"
+        "machine: %s %s, %ld online cores, %d processes in /proc  \n"
         "date: %s  \nload average at start `%s`, at end `%s`\n\n"
         "Tree: `sh` with 4 `sleep` children (%d members). CPU time of the sampling thread "
         "(CLOCK_THREAD_CPUTIME_ID), µs per call (mean).\n\n"
