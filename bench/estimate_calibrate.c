@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "loom/core.h"
+#include "notes.h"
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                          int, float, float *, int);
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out = "docs/bench", *dev_out = "workloads/devices/cpu-local.json",
+    const char *out = BENCH_OUT_DEFAULT, *dev_out = "workloads/devices/cpu-local.json",
                *name = "cpu-local";
     double overhead = 1e-5, torch_gemm = 0, torch_conv = 0;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -203,6 +204,7 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
+    bench_out_dir(out);
     void *blas = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!blas)
         blas = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);

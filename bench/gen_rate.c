@@ -78,7 +78,7 @@ typedef struct result {
     double seconds;
     bool pacer; /* the columns below apply */
     int64_t spin, wake_p50, wake_p99;
-    double cpu_pct; /* pacer CPU time / elapsed */
+    double cpu_pct;                       /* pacer CPU time / elapsed */
     uint64_t late[LOOM_GEN_LATE_NCAUSES]; /* jobs > LOOM_GEN_LATE_NS late, by cause */
     uint64_t faults, preempted;           /* the pacer's page faults, involuntary switches */
 } result_t;
@@ -453,7 +453,7 @@ static void fmt_us(char *out, size_t len, int64_t ns)
 
 int main(int argc, char **argv)
 {
-    const char *outdir = "docs/bench";
+    const char *outdir = BENCH_OUT_DEFAULT;
     double scale = 1.0;
     char rates_arg[256] = "10,1000,10000,100000";
     const char *loomd_rates = "10,1000,10000";
@@ -483,6 +483,7 @@ int main(int argc, char **argv)
         case 'h':
             printf("usage: bench_gen_rate [--out DIR] [--scale F] [--rates 10,1000,...]\n"
                    "                      [--loomd PATH] [--loomd-rates 10,1000,10000]\n"
+                   "--out defaults to " BENCH_OUT_DEFAULT " (make bench: docs/bench).\n"
                    "--loomd defaults to loomd next to this program; without one the loomd\n"
                    "runs are skipped (and the report says so).\n");
             return 0;
@@ -574,7 +575,7 @@ int main(int argc, char **argv)
     mdlen += (size_t)snprintf(
         md + mdlen, sizeof md - mdlen,
         "# gen_rate: achieved rate and lateness of `loom gen` (dry-run sink)\n\n"
-        "Command: `build/bench_gen_rate --out docs/bench --scale %g` (also `make bench`).\n"
+        "Command: `build/bench_gen_rate --out %s --scale %g` (`make bench`: --out docs/bench).\n"
         "Machine: %s, %ld CPUs (%s), %s %s. Date: %s. Load average at the start: %.2f %.2f "
         "%.2f.\n\n"
         "Jobs come from workloads/catalogs/demo.json through the catalog source, as in\n"
@@ -611,8 +612,8 @@ int main(int argc, char **argv)
         "(us) | max (us) | backlog waits | spin (us) | sleeps late p50 / p99 (us) | pacer CPU "
         "%% | late > 100 us: wake / queued / stall / rest / behind | pacer faults / preempted |\n"
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release, date,
-        load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
+        outdir ? outdir : "-", scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname,
+        un.release, date, load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
 
     int rc = 0;
     /* The verdict, from the default mode's row at each rate. */
@@ -633,8 +634,7 @@ int main(int argc, char **argv)
         int64_t fixed = loom_gen_default_spin_ns(rate);
         if (run_gen(&src, rate, count, true, true, 0, NULL, NULL, &res[0], &rt[0]) != LOOM_OK ||
             run_gen(&src, rate, count, true, false, 0, NULL, NULL, &res[1], &rt[1]) != LOOM_OK ||
-            run_gen(&src, rate, count, true, true, fixed, NULL, NULL, &res[2], &rt[2]) !=
-                LOOM_OK ||
+            run_gen(&src, rate, count, true, true, fixed, NULL, NULL, &res[2], &rt[2]) != LOOM_OK ||
             run_gen(&src, rate, count, false, true, 0, NULL, NULL, &res[3], &rt[3]) != LOOM_OK ||
             run_gen(&plain, rate, count, true, true, 0, NULL, NULL, &res[4], &rt[4]) != LOOM_OK ||
             run_baseline(&src, rate, count, (int64_t)(secs * 3e9), NULL, NULL, &res[BASELINE]) !=
@@ -669,8 +669,8 @@ int main(int argc, char **argv)
                                      res[0].error_pct, v99);
         for (int k = 0; k < NROWS; k++) {
             result_t *x = &res[k];
-            char p50[32], p99[32], mx[32], waits[32], spin[32], wake[64], cpu_pct[32],
-                late[96], faults[48];
+            char p50[32], p99[32], mx[32], waits[32], spin[32], wake[64], cpu_pct[32], late[96],
+                faults[48];
             snprintf(waits, sizeof waits, "%llu", (unsigned long long)x->waits);
             fmt_us(p50, sizeof p50, x->p50);
             fmt_us(p99, sizeof p99, x->p99);
@@ -697,13 +697,13 @@ int main(int argc, char **argv)
                 snprintf(cpu_pct, sizeof cpu_pct, "%.0f", x->cpu_pct);
             }
             char line[640];
-            snprintf(
-                line, sizeof line,
-                "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                "|\n",
-                rate, labels[k], (unsigned long long)x->n, x->seconds, x->achieved, x->error_pct,
-                p50, p99, mx, k == BASELINE || k == FLOOR ? "-" : waits, spin, wake, cpu_pct, late,
-                faults);
+            snprintf(line, sizeof line,
+                     "| %g | %s | %llu | %.2f | %.2f | %+.4f | %s | %s | %s | %s | %s | %s | %s | "
+                     "%s | %s "
+                     "|\n",
+                     rate, labels[k], (unsigned long long)x->n, x->seconds, x->achieved,
+                     x->error_pct, p50, p99, mx, k == BASELINE || k == FLOOR ? "-" : waits, spin,
+                     wake, cpu_pct, late, faults);
             fputs(line, stdout);
             fflush(stdout);
             mdlen += (size_t)snprintf(md + mdlen, sizeof md - mdlen, "%s", line);
@@ -730,6 +730,7 @@ int main(int argc, char **argv)
     loom_catalog_free(cat);
     if (rc == 0 && outdir) {
         char path[4096];
+        bench_out_dir(outdir);
         snprintf(path, sizeof path, "%s/gen_rate.md", outdir);
         if (bench_write_report(path, md, mdlen, NOTES_MARKER, &err) != LOOM_OK) {
             fprintf(stderr, "gen_rate: %s\n", err.msg);

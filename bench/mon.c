@@ -9,7 +9,7 @@
  * its configurations interleaved in 0.2 s slices (25 rounds, 5 s each), and
  * its CPU time is the sampling thread's own (CLOCK_THREAD_CPUTIME_ID). The
  * cost of generating each /proc file is measured warm and after a sleep. Figures go to stdout and
- * to DIR/mon.md (default docs/bench). Baselines: bench/mon_baseline.py
+ * to DIR/mon.md (default /tmp/loom-bench; make bench: docs/bench). Baselines: bench/mon_baseline.py
  * run with /usr/bin/python3 (psutil, node_exporter). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "loom/mon.h"
+#include "notes.h"
 
 typedef struct stat_ {
     double min_us, median_us, p99_us;
@@ -235,8 +236,7 @@ enum { COST_GETPPID, COST_PREAD, COST_STATFS, COST_POLL };
 static ssize_t cost_op(int kind, int fd, char *buf, size_t cap)
 {
     switch (kind) {
-    case COST_PREAD:
-        return pread(fd, buf, cap, 0);
+    case COST_PREAD: return pread(fd, buf, cap, 0);
     case COST_STATFS: {
         struct statfs st;
         return statfs("/", &st);
@@ -245,18 +245,17 @@ static ssize_t cost_op(int kind, int fd, char *buf, size_t cap)
         struct pollfd p = {.fd = fd, .events = POLLPRI};
         return poll(&p, 1, 0);
     }
-    default:
-        return (ssize_t)getppid();
+    default: return (ssize_t)getppid();
     }
 }
 
 static file_cost_t file_cost(const char *path, int n)
 {
     file_cost_t fc = {path, NAN, NAN, 0};
-    int kind = path[0] == '/'                         ? COST_PREAD
-               : strncmp(path, "statfs", 6) == 0      ? COST_STATFS
-               : strncmp(path, "poll(", 5) == 0       ? COST_POLL
-                                                      : COST_GETPPID;
+    int kind = path[0] == '/'                    ? COST_PREAD
+               : strncmp(path, "statfs", 6) == 0 ? COST_STATFS
+               : strncmp(path, "poll(", 5) == 0  ? COST_POLL
+                                                 : COST_GETPPID;
     const char *file = kind == COST_POLL ? "/proc/self/mounts" : path;
     int fd = kind == COST_PREAD || kind == COST_POLL ? open(file, O_RDONLY | O_CLOEXEC) : -1;
     if ((kind == COST_PREAD || kind == COST_POLL) && fd < 0)
@@ -331,7 +330,7 @@ int main(int argc, char **argv)
 {
     char load0[128], load1[128];
     loadavg(load0, sizeof load0);
-    const char *outdir = "docs/bench";
+    const char *outdir = BENCH_OUT_DEFAULT;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
@@ -343,6 +342,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    bench_out_dir(outdir);
     int n = quick ? 2000 : 20000;
     loom_mon_t *m;
     loom_err_t e;
@@ -425,10 +425,17 @@ int main(int argc, char **argv)
                samp[i].name, o->median_pct, o->median_extra, o->reads, o->late);
     }
     static const char *const cost_files[] = {
-        "getppid()",          "/proc/stat",        "/proc/loadavg",
-        "/proc/pressure/cpu", "/proc/meminfo",     "/proc/pressure/memory",
-        "/proc/diskstats",    "/proc/pressure/io", "/proc/net/dev",
-        "statfs(\"/\")",       "poll(/proc/self/mounts)",
+        "getppid()",
+        "/proc/stat",
+        "/proc/loadavg",
+        "/proc/pressure/cpu",
+        "/proc/meminfo",
+        "/proc/pressure/memory",
+        "/proc/diskstats",
+        "/proc/pressure/io",
+        "/proc/net/dev",
+        "statfs(\"/\")",
+        "poll(/proc/self/mounts)",
     };
     enum { NCOST = sizeof cost_files / sizeof cost_files[0] };
     file_cost_t fc[NCOST];
@@ -472,8 +479,8 @@ int main(int argc, char **argv)
     fprintf(f, "# bench/mon: cost of loom's monitoring collectors\n\n");
     char cmdline[512] = "";
     for (int i = 0; i < argc; i++)
-        snprintf(cmdline + strlen(cmdline), sizeof cmdline - strlen(cmdline), "%s%s",
-                 i ? " " : "", argv[i]);
+        snprintf(cmdline + strlen(cmdline), sizeof cmdline - strlen(cmdline), "%s%s", i ? " " : "",
+                 argv[i]);
     fprintf(f,
             "- command: `%s` (`make bench` runs `build/bench_mon --out docs/bench`; on a "
             "shared machine run it under `flock /work/notes/bench.lock`)\n",

@@ -32,6 +32,7 @@
 
 #include "loom/mon.h"
 #include "mon/mon_int.h"
+#include "notes.h"
 
 static int64_t cpu_ns(void)
 {
@@ -172,7 +173,7 @@ static double back_to_back_us(void (*fn)(void *), void *arg, int n)
 
 int main(int argc, char **argv)
 {
-    const char *out = "docs/bench";
+    const char *out = BENCH_OUT_DEFAULT;
     int iters = 2000;
     static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                          {"iterations", required_argument, NULL, 'n'},
@@ -188,6 +189,7 @@ int main(int argc, char **argv)
     }
     if (iters < 10)
         iters = 10;
+    bench_out_dir(out);
     char load0[128] = "", load1[128] = "";
     loom_buf_t lb = LOOM_BUF_INIT;
     if (loom_mon__read_small("/proc/loadavg", &lb, NULL) == LOOM_OK)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "loom/rpc.h"
+#include "notes.h"
 
 /* ------------------------------------------------------------ server side */
 
@@ -295,7 +296,7 @@ static phase_result_t run_dispatch_only(loom_rpc_dispatcher_t *d, long calls, in
 
 int main(int argc, char **argv)
 {
-    const char *out = "docs/bench";
+    const char *out = BENCH_OUT_DEFAULT;
     long calls = 40000;
     int conns = 4, batch = 100;
     const char *only = NULL; /* run one phase (for profiling); writes no file */
@@ -325,6 +326,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_rpc_echo: --calls, --conns and --batch must be positive\n");
         return 2;
     }
+    bench_out_dir(out);
     loom_log_set_level(LOOM_LOG_WARN);
     double load0 = 0;
     getloadavg(&load0, 1);

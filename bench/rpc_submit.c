@@ -16,8 +16,8 @@
  * root), a single-node Slurm is started (scripts/slurm/cluster.sh) and
  * min(N, --sbatch-jobs) held `sbatch --wrap` submissions from C parallel
  * clients are timed too, in the same run.
- * Results are printed and written to DIR/rpc_submit.md (default docs/bench),
- * or DIR/rpc_submit_full.md with --durability full.
+ * Results are printed and written to DIR/rpc_submit.md (default /tmp/loom-bench; make bench:
+ * docs/bench), or DIR/rpc_submit_full.md with --durability full.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -337,8 +337,8 @@ static int store_counters(const char *url, const char *token, double *commits, d
 
 static int phase_seq; /* phases run so far: part of every submit_id */
 
-static int run_phase(const char *url, const char *token, int conns, long jobs, int batch,
-                     int raw, result_t *r, char *first_error, size_t errlen)
+static int run_phase(const char *url, const char *token, int conns, long jobs, int batch, int raw,
+                     result_t *r, char *first_error, size_t errlen)
 {
     double commits0 = 0, writes0 = 0, commits1 = 0, writes1 = 0;
     phase_seq++;
@@ -399,8 +399,7 @@ enum { MAX_ROUNDS = 20 };
 #define NOTES_MARKER "<!-- notes by hand: kept by bench_rpc_submit -->"
 
 /* The round with the median rate (the lower middle one for an even count). */
-static void append_row(loom_buf_t *md, const char *phase, int conns, int round,
-                       const result_t *r)
+static void append_row(loom_buf_t *md, const char *phase, int conns, int round, const result_t *r)
 {
     char per_commit[32] = "?";
     if (r->per_commit > 0)
@@ -612,7 +611,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out_dir = "docs/bench", *loomd = NULL, *durability = "normal";
+    const char *out_dir = BENCH_OUT_DEFAULT, *loomd = NULL, *durability = "normal";
     long jobs = 40000, sbatch_max = 2000;
     const char *slurm_script = "scripts/slurm/cluster.sh";
     int conns = 4, batch = 100, rounds = 3, c;
@@ -631,6 +630,7 @@ int main(int argc, char **argv)
             printf("usage: bench_rpc_submit [--out DIR] [--loomd PATH] [--jobs N] [--conns C] "
                    "[--batch B] [--durability normal|full] [--sbatch-jobs M] [--slurm-script P] "
                    "[--rounds R]\n"
+                   "--out defaults to " BENCH_OUT_DEFAULT " (make bench: docs/bench). "
                    "Runs R rounds (default 3) of the single-call and the batched phase, "
                    "alternating, and judges the targets on the median round.\n");
             return 0;

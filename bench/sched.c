@@ -10,7 +10,7 @@
  * Only loom_sched_place is timed.
  *
  *   build/bench_sched [--out DIR] [--jobs N] [--nodes N]
- * writes DIR/sched.md (default docs/bench). */
+ * writes DIR/sched.md (default /tmp/loom-bench; make bench: docs/bench). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "loom/sim.h"
+#include "notes.h"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -42,7 +43,7 @@ static void synthetic(loom_sim_trace_t *t, size_t n)
 
 int main(int argc, char **argv)
 {
-    const char *out = "docs/bench";
+    const char *out = BENCH_OUT_DEFAULT;
     int njobs = 10000, nnodes = 1000;
     static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                          {"jobs", required_argument, NULL, 'j'},
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
     }
     if (njobs < 1 || nnodes < 1)
         return 2;
+    bench_out_dir(out);
     loom_sched_cluster_t cl;
     loom_sched_cluster_init(&cl);
     for (int i = 0; i < nnodes; i++) {

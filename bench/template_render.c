@@ -6,7 +6,7 @@
  * median of 5 runs of ~0.4 s of CPU.
  *
  *   bench_template_render [--out DIR]    (run from the source tree)
- * writes DIR/template_render.md (default docs/bench). */
+ * writes DIR/template_render.md (default /tmp/loom-bench; make bench: docs/bench). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 
 #include "loom/catalog.h"
 #include "loom/template.h"
+#include "notes.h"
 
 typedef struct state {
     loom_template_t *slurm, *k8s;
@@ -117,10 +118,11 @@ static double measure(state_t *s, op_fn op)
 
 int main(int argc, char **argv)
 {
-    const char *outdir = "docs/bench";
+    const char *outdir = BENCH_OUT_DEFAULT;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             outdir = argv[++i];
+    bench_out_dir(outdir);
     state_t s = {0};
     loom_err_t err;
     loom_buf_t src = LOOM_BUF_INIT;
