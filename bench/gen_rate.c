@@ -612,8 +612,8 @@ int main(int argc, char **argv)
         "(us) | max (us) | backlog waits | spin (us) | sleeps late p50 / p99 (us) | pacer CPU "
         "%% | late > 100 us: wake / queued / stall / rest / behind | pacer faults / preempted |\n"
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        outdir ? outdir : "-", scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname,
-        un.release, date, load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
+        outdir, scale, un.nodename, sysconf(_SC_NPROCESSORS_ONLN), cpu, un.sysname, un.release,
+        date, load[0], load[1], load[2], render_us[0], render_us[1], RENDER_N);
 
     int rc = 0;
     /* The verdict, from the default mode's row at each rate. */
@@ -728,7 +728,7 @@ int main(int argc, char **argv)
         late_ok ? "met" : "NOT met");
     loom_gen_catalog_source_free(cs);
     loom_catalog_free(cat);
-    if (rc == 0 && outdir) {
+    if (rc == 0) {
         char path[4096];
         bench_out_dir(outdir);
         snprintf(path, sizeof path, "%s/gen_rate.md", outdir);

@@ -28,7 +28,13 @@ TARGET = 0.01
 METRIC = "wall_p50"
 # Two-sided 95% Student t quantiles by degrees of freedom.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
+       9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
+       16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042}
+
+
+def t95(df):
+    """The quantile for df, or for the nearest tabulated df below it (wider)."""
+    return T95[max(k for k in T95 if k <= df)]
 
 
 def pct(r):
@@ -70,7 +76,7 @@ def pooled(ratios):
     mean = statistics.fmean(logs)
     if n < 2:
         return math.exp(mean), None
-    half = T95.get(n - 1, 1.96) * statistics.stdev(logs) / math.sqrt(n)
+    half = t95(n - 1) * statistics.stdev(logs) / math.sqrt(n)
     return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
 
 
@@ -114,7 +120,8 @@ def main(argv):
          "interval over campaigns. Per-campaign figures are loom's own (ab.json, "
          f"metrics.{METRIC}: geometric mean over block pairs, t interval over pairs). "
          "Designs: `toggle` = loom and the workload on one CPU, `toggle_apart` = loom on "
-         "the other CPU (bench/prof_overhead.sh).", "",
+         "the other CPU, `toggle_free` = nothing pinned, as `loom prof` runs by default "
+         "(bench/prof_overhead.sh).", "",
          "| model, design | campaigns | pooled overhead | t 95% over campaigns | target <= 1% |",
          "|---|---:|---:|---|---|"]
     for k in keys:

@@ -784,7 +784,7 @@ int main(int argc, char **argv)
         loom_buf_appendf(&md, "\nFailures: single (libcurl): %s; single (raw): %s; batch: %s\n",
                          err1, err3, err2);
     fputs(md.data, stdout);
-    mkdir(out_dir, 0755);
+    bench_out_dir(out_dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/rpc_submit%s.md", out_dir,
              strcmp(durability, "full") == 0 ? "_full" : "");

@@ -12,8 +12,9 @@
 # 2. the overhead on step time, `--ab 5` each: sampling at 100 Hz with GPU
 #    sampling, and the same with kernel tracing (the issue's <= 1% and <= 5%).
 # Everything goes into OUT_DIR/prof-gpu.tar.gz (the device tool brings back
-# at most 8 files) and OUT_DIR/summary.txt, which is also printed. About 6
-# minutes on the H200. Exit 0 when every run finished, 1 when one failed,
+# at most 8 files) and OUT_DIR/summary.txt, which is also printed. Sized to
+# fit one 10-minute device call (22 short runs; not yet run on a GPU, so
+# give it timeout_s 600). Exit 0 when every run finished, 1 when one failed,
 # 3 when there is no usable GPU here (no nvidia-smi, or torch sees none).
 set -uo pipefail
 loom=${1:-.devcarry/loom}

@@ -97,7 +97,7 @@ typedef struct loom_prof_gpu_sample {
 typedef struct loom_prof_opts {
     char *const *argv;       /* the command; argv[0] is looked up in PATH */
     int64_t interval_ns;     /* sampling period; 0 = do not sample (A/B baseline) */
-    int64_t rescan_ns;       /* how often all of /proc is walked for new members; 0 = 1 s */
+    int64_t rescan_ns;       /* how often all of /proc is walked for new members; 0 = 10 s */
     int64_t gpu_interval_ns; /* GPU sampling period; 0 = no GPU sampling */
     bool kernels;            /* inject the CUPTI tracer */
     const char *cupti_lib;   /* path of libloom_cupti.so (needed with kernels) */

@@ -285,8 +285,13 @@ int loom_cmd_prof(int argc, char **argv)
         fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
     } else {
-        loom_buf_t b = LOOM_BUF_INIT;
-        loom_prof_report_md(run, &b);
+        /* The report just written, not built again (with --kernels that
+         * would read and parse the whole record file once more). */
+        loom_buf_t b = LOOM_BUF_INIT, path = LOOM_BUF_INIT;
+        loom_buf_appendf(&path, "%s/report.md", out);
+        if (!path.data || loom_buf_read_file(&b, path.data, NULL) != LOOM_OK)
+            loom_prof_report_md(run, &b);
+        loom_buf_free(&path);
         fprintf(stderr,
                 "%s\nrecord: %s/run.json (also steps.csv, samples.csv, cpu.svg, steps.svg, "
                 "report.md)\n",

@@ -148,9 +148,8 @@ static void setup_cgroup(loom_exec_local_t *x)
             x->cg_memory = x->cg_cpu = false;
         }
     }
-    snprintf(x->cgroup_note, sizeof x->cgroup_note,
-             "cgroup v2 at %s: accounting and kill%s%s%s", base,
-             x->cg_memory ? ", memory limit" : "", x->cg_cpu ? ", cpu limit" : "",
+    snprintf(x->cgroup_note, sizeof x->cgroup_note, "cgroup v2 at %s: accounting and kill%s%s%s",
+             base, x->cg_memory ? ", memory limit" : "", x->cg_cpu ? ", cpu limit" : "",
              x->cg_memory && x->cg_cpu ? ""
              : x->cg_memory || x->cg_cpu
                  ? " (other controller not available)"
@@ -170,8 +169,7 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
     if (mkdir(x->jobs_dir, 0700) != 0 && errno != EEXIST) {
         int e = errno;
         free(x);
-        return loom_err_errno(err, LOOM_EIO, e, "cannot create jobs directory '%s'",
-                              cfg->jobs_dir);
+        return loom_err_errno(err, LOOM_EIO, e, "cannot create jobs directory '%s'", cfg->jobs_dir);
     }
     const char *sh = cfg->shepherd_path ? cfg->shepherd_path : getenv("LOOM_SHEPHERD");
     if (sh) {
@@ -179,8 +177,13 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
     } else {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0)
-            goto fail_long;
+        if (n <= 0) {
+            int e = errno;
+            free(x);
+            return loom_err_errno(err, LOOM_ENOTFOUND, e,
+                                  "cannot find loom-shepherd: /proc/self/exe is unreadable "
+                                  "(set LOOM_SHEPHERD to its path)");
+        }
         self[n] = '\0';
         char *slash = strrchr(self, '/');
         *slash = '\0';
@@ -199,12 +202,12 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
         snprintf(x->cgroup_note, sizeof x->cgroup_note, "cgroups disabled by configuration");
     *out = x;
     return LOOM_OK;
-fail_long:
-    free(x);
-    return loom_err_set(err, LOOM_EINVAL, "shepherd path too long");
 }
 
-void loom_exec_local_free(loom_exec_local_t *x) { free(x); }
+void loom_exec_local_free(loom_exec_local_t *x)
+{
+    free(x);
+}
 
 bool loom_exec_local_cgroup(const loom_exec_local_t *x, const char **note)
 {
@@ -502,8 +505,7 @@ static pid_t find_shepherd(const char *dir)
             const char *argv0 = b.data, *slash = strrchr(argv0, '/');
             size_t n0 = strlen(argv0);
             const char *argv1 = n0 + 1 < b.len ? argv0 + n0 + 1 : "";
-            if (strcmp(slash ? slash + 1 : argv0, "loom-shepherd") == 0 &&
-                strcmp(argv1, dir) == 0)
+            if (strcmp(slash ? slash + 1 : argv0, "loom-shepherd") == 0 && strcmp(argv1, dir) == 0)
                 found = (pid_t)atoi(e->d_name);
         }
         loom_buf_free(&b);
@@ -512,8 +514,7 @@ static pid_t find_shepherd(const char *dir)
     return found;
 }
 
-static int signal_shepherd(const loom_exec_handle_t *h, int sig, const char *what,
-                           loom_err_t *err)
+static int signal_shepherd(const loom_exec_handle_t *h, int sig, const char *what, loom_err_t *err)
 {
     if (!shepherd_alive(h))
         return loom_err_set(err, LOOM_ESTATE, "job %lld: cannot %s, it has ended",
@@ -569,8 +570,7 @@ int loom_exec_local_adopt(loom_exec_local_t *x, loom_exec_handle_t *h, loom_err_
                         (long long)h->job_id, (int)h->shepherd_pid, h->dir);
 }
 
-static int ops_start(void *self, const loom_exec_job_t *job, loom_exec_handle_t *h,
-                     loom_err_t *err)
+static int ops_start(void *self, const loom_exec_job_t *job, loom_exec_handle_t *h, loom_err_t *err)
 {
     return loom_exec_local_start(self, job, h, err);
 }

@@ -651,10 +651,13 @@ static void roofline_md(const loom_prof_run_t *r, const loom_prof_summary_t *s, 
                      rf.memory_bound ? "memory" : "compute", 100 * rf.fraction);
 }
 
-int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
+/* The report from the run's summary and, with --kernels, the tracer's
+ * summary (kernels_summary: it reads and parses the whole record file, so
+ * loom_prof_write passes the one it put in run.json). */
+static int report_md(const loom_prof_run_t *r, const loom_prof_summary_t *sp, json_t *ks,
+                     loom_buf_t *b)
 {
-    loom_prof_summary_t s;
-    loom_prof_summarize(r, &s);
+    const loom_prof_summary_t s = *sp;
     char when[32], mem[32], hwm[32];
     loom_time_format_rfc3339(r->start_real_ns, when);
     loom_buf_append_str(b, "# loom prof report\n\ncommand:");
@@ -779,8 +782,7 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
         }
         json_decref(gs);
     }
-    if (r->kernels) {
-        json_t *ks = kernels_summary(r);
+    if (r->kernels && ks) {
         loom_buf_appendf(b, "\n## GPU kernels (CUPTI)\n\nstatus: %s\n",
                          json_string_value(json_object_get(ks, "status")));
         json_t *gb = json_object_get(ks, "gpu_busy");
@@ -806,9 +808,18 @@ int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
                                  (long long)json_integer_value(json_object_get(v, "count")),
                                  1e3 * json_real_value(json_object_get(v, "total_s")));
         }
-        json_decref(ks);
     }
     return b->data ? LOOM_OK : LOOM_ENOMEM;
+}
+
+int loom_prof_report_md(const loom_prof_run_t *r, loom_buf_t *b)
+{
+    loom_prof_summary_t s;
+    loom_prof_summarize(r, &s);
+    json_t *ks = r->kernels ? kernels_summary(r) : NULL;
+    int rc = report_md(r, &s, ks, b);
+    json_decref(ks);
+    return rc;
 }
 
 int loom_prof_write(const loom_prof_run_t *r, const char *dir, loom_err_t *err)
@@ -825,9 +836,10 @@ int loom_prof_write(const loom_prof_run_t *r, const char *dir, loom_err_t *err)
         return loom_err_set(err, LOOM_ENOMEM, "prof: cannot build the run record");
     }
     char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-    json_decref(j);
-    if (!text)
+    if (!text) {
+        json_decref(j);
         return loom_err_set(err, LOOM_ENOMEM, "prof: out of memory");
+    }
     loom_buf_append_str(&b, text);
     loom_buf_append_char(&b, '\n');
     free(text);
@@ -864,9 +876,10 @@ int loom_prof_write(const loom_prof_run_t *r, const char *dir, loom_err_t *err)
             goto out;
     }
     loom_buf_reset(&b);
-    loom_prof_report_md(r, &b);
+    report_md(r, &s, json_object_get(j, "kernels"), &b);
     rc = write_buf(dir, "report.md", &b, err);
 out:
+    json_decref(j);
     loom_buf_free(&b);
     return rc;
 }
