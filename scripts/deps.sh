@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # Install the Debian packages a make target needs, only those missing.
 #
-#   scripts/deps.sh build|test|bench|run
+#   scripts/deps.sh [--check] build|test|bench|run|slurm
 #
 # Package lists live in scripts/deps/<target>*.txt, one package per line
 # (# comments allowed), so each part adds its own file. "test", "bench" and
 # "run" include everything "build" needs. Idempotent: when every package is
 # present this costs one dpkg-query and returns.
+#
+# "test" installs everything any test needs, the Slurm cluster's packages
+# included, before the first test starts: tests run in parallel and must never
+# install anything themselves. --check installs nothing: it fails, naming the
+# missing packages, so that a test or script that needs them can say so.
 set -euo pipefail
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 target=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 
 lists=("$here"/deps/build*.txt)
 case "$target" in
   build) ;;
-  test|bench|run|slurm) lists+=("$here"/deps/"$target"*.txt) ;;
-  *) echo "deps.sh: unknown target '$target' (expected build, test, bench or run)" >&2; exit 2 ;;
+  test) lists+=("$here"/deps/test*.txt "$here"/deps/slurm*.txt) ;;
+  bench|run|slurm) lists+=("$here"/deps/"$target"*.txt) ;;
+  *) echo "deps.sh: unknown target '$target' (expected build, test, bench, run or slurm)" >&2; exit 2 ;;
 esac
 
 want=$(cat "${lists[@]}" 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | sed '/^$/d' | sort -u)
@@ -25,6 +33,11 @@ for p in $want; do
   [ "$st" = installed ] || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$check" -eq 1 ]; then
+  echo "deps.sh: missing packages for '$target': ${missing[*]}; install them with 'scripts/deps.sh $target' (as root)" >&2
+  exit 1
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deps.sh: missing packages: ${missing[*]}; run as root or install them" >&2

@@ -40,7 +40,7 @@ down() {
 if [ "$cmd" = down ]; then down; exit 0; fi
 [ "$cmd" = up ] || { echo "cluster.sh: unknown command '$cmd'" >&2; exit 2; }
 
-"$here/../deps.sh" slurm >/dev/null
+"$here/../deps.sh" --check slurm >/dev/null || exit 1
 mkdir -p "$dir"/{run,log,state,gpu}
 dir=$(cd "$dir" && pwd)
 

@@ -78,7 +78,7 @@ esac
 
 [ "$(id -u)" = 0 ] || { echo "netns-cluster.sh: needs root (network namespaces)" >&2; exit 1; }
 command -v ip >/dev/null || { echo "netns-cluster.sh: needs iproute2 (ip)" >&2; exit 1; }
-"$here/../deps.sh" slurm >/dev/null
+"$here/../deps.sh" --check slurm >/dev/null || exit 1
 mkdir -p "$dir"/{run,log,state,gpu}
 dir=$(cd "$dir" && pwd)
 tag="lm$$"
