@@ -20,9 +20,9 @@
 
 #include "runtime/runtime_int.h"
 
-#define MAP_MIN_CAP   1024
-#define FAILS_MIN_CAP 1024
-#define ARRAY_MIN_CAP 64
+#define MAP_MIN_CAP    1024
+#define SHAPES_MIN_CAP 1024
+#define ARRAY_MIN_CAP  64
 
 /* ------------------------------------------------------------- helpers */
 
@@ -127,6 +127,8 @@ static void job_free(rjob_t *j)
     }
 }
 
+static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t *out);
+
 /* ------------------------------------------------------------ lifecycle */
 
 int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t *cfg,
@@ -176,7 +178,7 @@ void loom_runtime_free(loom_runtime_t *rt)
     if (!rt)
         return;
     for (size_t k = 0; k < rt->npend; k++) /* dead ones too: no longer in the map */
-        job_free(rt->pend[k]->user);
+        job_free(rt->pend[k].j);
     for (size_t k = 0; k < rt->nfresh; k++)
         job_free(rt->fresh[k]->user);
     for (size_t k = 0; k < rt->nact; k++)
@@ -185,7 +187,8 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->fresh);
     free(rt->act);
     free(rt->map);
-    free(rt->fails);
+    free(rt->shapes);
+    free(rt->shape_idx);
     free(rt->shares);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
@@ -267,6 +270,11 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
         j->reject = strdup(verr.msg);
     else if (!fits_empty(rt, &job->req))
         j->reject = strdup("no node of this cluster can ever hold it");
+    if (shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
+        map_del(rt, job->id);
+        job_free(j);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
     j->state = LOOM_RUNTIME_PENDING;
     j->fresh = true;
     rt->fresh[rt->nfresh++] = &j->q;
@@ -332,6 +340,8 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     map_del(rt, id);
     if (j->state == LOOM_RUNTIME_PENDING) {
         j->dead = true; /* the queue arrays drop it at the next step */
+        rt->ndead += !j->fresh;
+        rt->nran -= !j->fresh && j->q.last_run_s > 0;
         return LOOM_OK;
     }
     rt__account(j, now_s);
@@ -347,7 +357,8 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rjob_t *j = rt__find(rt, id);
     if (!j || j->state == LOOM_RUNTIME_PENDING)
         return j ? LOOM_ESTATE : LOOM_ENOTFOUND;
-    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh))
+    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh) ||
+        shape_intern(rt, &j->job.req, &j->shape) != LOOM_OK)
         return LOOM_ENOMEM;
     rt__account(j, now_s);
     if (j->held)
@@ -355,10 +366,9 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__act_remove(rt, j);
     j->held = false;
     j->state = LOOM_RUNTIME_PENDING;
-    j->reason = LOOM_RUNTIME_REASON_NONE;
     j->q.wait_since_s = now_s;
     j->q.attained_gpu_s = j->attained_gpu_s;
-    j->q.last_run_s = now_s - j->resumed_s;
+    j->q.last_run_s = now_s > j->resumed_s ? now_s - j->resumed_s : 1e-9;
     j->fresh = true;
     rt->fresh[rt->nfresh++] = &j->q;
     return LOOM_OK;
@@ -440,50 +450,116 @@ static int cmp_q(const loom_runtime_t *rt, const loom_sched_qjob_t *a, const loo
     return loom_sched_queue_cmp(&rt->queue, a, b);
 }
 
-/* Drops dead jobs from the arrivals; merges them into the order. */
-static int order_queue(loom_runtime_t *rt)
+/* Arrivals: rejects go at once, dead ones are dropped, the rest are sorted
+ * (in place, at the front of rt->fresh); returns how many. */
+static size_t take_fresh(loom_runtime_t *rt)
 {
     size_t nf = 0;
     for (size_t k = 0; k < rt->nfresh; k++) {
         rjob_t *j = rt->fresh[k]->user;
         j->fresh = false;
-        if (j->dead)
+        if (j->dead) {
             job_free(j);
-        else
-            rt->fresh[nf++] = rt->fresh[k];
+            continue;
+        }
+        if (j->reject) {
+            char why[LOOM_ERR_MSG_MAX + 32];
+            snprintf(why, sizeof why, "unschedulable: %s", j->reject);
+            rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+            map_del(rt, j->job.id);
+            job_free(j);
+            continue;
+        }
+        rt->nran += j->q.last_run_s > 0;
+        rt->fresh[nf++] = rt->fresh[k];
     }
     rt->nfresh = 0;
-    bool tiresias = rt->queue.kind == LOOM_SCHED_QUEUE_TIRESIAS;
-    bool moved = false;
-    for (size_t k = 0; tiresias && k < rt->npend; k++) {
-        int level = loom_sched_tiresias_level(&rt->queue, rt->pend[k], rt->now);
-        moved |= level != rt->pend[k]->level;
-    }
-    if (nf == 0 && !moved)
-        return LOOM_OK;
-    if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + nf, sizeof *rt->pend))
-        return LOOM_ENOMEM;
-    if (moved) { /* the whole order changes: sort everything */
-        memcpy(rt->pend + rt->npend, rt->fresh, nf * sizeof *rt->fresh);
-        rt->npend += nf;
-        loom_sched_queue_order(&rt->queue, rt->pend, rt->npend, rt->now);
-        return LOOM_OK;
-    }
     loom_sched_queue_order(&rt->queue, rt->fresh, nf, rt->now);
-    /* Merge from the back, in place: pend has room for both. */
-    size_t i = rt->npend, k = nf, out = rt->npend + nf;
-    while (k > 0) {
-        if (i > 0 && cmp_q(rt, rt->pend[i - 1], rt->fresh[k - 1]) > 0)
-            rt->pend[--out] = rt->pend[--i];
+    return nf;
+}
+
+/* Tiresias' levels move with attained service and waiting; only jobs that
+ * ran before can change level (a job that never ran stays in the top
+ * queue) unless a starvation limit applies to everyone. */
+static bool levels_moved(loom_runtime_t *rt)
+{
+    if (rt->queue.kind != LOOM_SCHED_QUEUE_TIRESIAS ||
+        (rt->nran == 0 && rt->queue.starve_limit_s <= 0))
+        return false;
+    bool moved = false;
+    for (size_t k = 0; k < rt->npend && !moved; k++) {
+        const loom_sched_qjob_t *q = &rt->pend[k].j->q;
+        moved =
+            !rt->pend[k].j->dead && loom_sched_tiresias_level(&rt->queue, q, rt->now) != q->level;
+    }
+    return moved;
+}
+
+/* Everything sorted afresh (Tiresias' levels moved). */
+static int sort_all(loom_runtime_t *rt, size_t nf)
+{
+    size_t n = rt->npend + nf;
+    loom_sched_qjob_t **all = malloc((n + 1) * sizeof *all);
+    if (!all)
+        return LOOM_ENOMEM;
+    size_t m = 0;
+    for (size_t k = 0; k < rt->npend; k++) {
+        if (rt->pend[k].j->dead)
+            job_free(rt->pend[k].j);
         else
-            rt->pend[--out] = rt->fresh[--k];
+            all[m++] = &rt->pend[k].j->q;
+    }
+    rt->ndead = 0;
+    memcpy(all + m, rt->fresh, nf * sizeof *all);
+    m += nf;
+    loom_sched_queue_order(&rt->queue, all, m, rt->now);
+    for (size_t k = 0; k < m; k++) {
+        rjob_t *j = all[k]->user;
+        rt->pend[k] = (struct pent){j, j->shape};
+    }
+    rt->npend = m;
+    free(all);
+    return LOOM_OK;
+}
+
+/* Merges the sorted arrivals into the order: each finds its place by
+ * binary search, and the runs of pend between them move as blocks. */
+static void merge_fresh(loom_runtime_t *rt, size_t nf)
+{
+    size_t end = rt->npend; /* pend[0..end) not yet moved */
+    for (size_t k = nf; k > 0; k--) {
+        const loom_sched_qjob_t *f = rt->fresh[k - 1];
+        size_t lo = 0, hi = end;
+        while (lo < hi) { /* first position whose job comes after f */
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_q(rt, &rt->pend[mid].j->q, f) > 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        memmove(rt->pend + lo + k, rt->pend + lo, (end - lo) * sizeof *rt->pend);
+        rjob_t *j = f->user;
+        rt->pend[lo + k - 1] = (struct pent){j, j->shape};
+        end = lo;
     }
     rt->npend += nf;
+}
+
+static int order_queue(loom_runtime_t *rt)
+{
+    if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh, sizeof *rt->pend))
+        return LOOM_ENOMEM;
+    size_t nf = take_fresh(rt);
+    if (levels_moved(rt))
+        return sort_all(rt, nf);
+    merge_fresh(rt, nf);
     return LOOM_OK;
 }
 
 /* ------------------------------------------------ shapes that fit nowhere */
 
+/* Resources only grow by a free or a node coming back: a shape that fitted
+ * nowhere in this epoch fits nowhere until the next. */
 static uint64_t epoch(const loom_runtime_t *rt)
 {
     return rt->cluster.frees + rt->up_events + 1;
@@ -504,41 +580,42 @@ static bool req_same(const loom_sched_req_t *a, const loom_sched_req_t *b)
            a->gpu_types == b->gpu_types;
 }
 
-static struct shape_fail *fail_slot(const loom_runtime_t *rt, const loom_sched_req_t *r)
+static int shape_reindex(loom_runtime_t *rt, size_t cap)
 {
-    if (!rt->fails_cap)
-        return NULL;
-    size_t mask = rt->fails_cap - 1;
-    for (size_t i = req_hash(r) & mask;; i = (i + 1) & mask)
-        if (!rt->fails[i].epoch || req_same(&rt->fails[i].req, r))
-            return &rt->fails[i];
-}
-
-static bool shape_failed(const loom_runtime_t *rt, const loom_sched_req_t *r)
-{
-    struct shape_fail *s = fail_slot(rt, r);
-    return s && s->epoch == epoch(rt);
-}
-
-static void shape_fail(loom_runtime_t *rt, const loom_sched_req_t *r)
-{
-    if (rt->fails_used * 2 >= rt->fails_cap) {
-        /* Full (or first use): start afresh, larger. Stale entries are
-         * dropped with it, which only costs a placement attempt. */
-        size_t cap = rt->fails_cap ? rt->fails_cap * 2 : FAILS_MIN_CAP;
-        struct shape_fail *nf = calloc(cap, sizeof *nf);
-        if (!nf)
-            return;
-        free(rt->fails);
-        rt->fails = nf;
-        rt->fails_cap = cap;
-        rt->fails_used = 0;
+    uint32_t *idx = calloc(cap, sizeof *idx);
+    if (!idx)
+        return LOOM_ENOMEM;
+    for (size_t s = 0; s < rt->nshapes; s++) {
+        size_t i = req_hash(&rt->shapes[s].req) & (cap - 1);
+        while (idx[i])
+            i = (i + 1) & (cap - 1);
+        idx[i] = (uint32_t)s + 1;
     }
-    struct shape_fail *s = fail_slot(rt, r);
-    if (!s->epoch)
-        rt->fails_used++;
-    s->req = *r;
-    s->epoch = epoch(rt);
+    free(rt->shape_idx);
+    rt->shape_idx = idx;
+    rt->shape_idx_cap = cap;
+    return LOOM_OK;
+}
+
+static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t *out)
+{
+    if ((rt->nshapes + 1) * 2 > rt->shape_idx_cap &&
+        shape_reindex(rt, rt->shape_idx_cap ? rt->shape_idx_cap * 2 : SHAPES_MIN_CAP))
+        return LOOM_ENOMEM;
+    size_t mask = rt->shape_idx_cap - 1;
+    size_t i = req_hash(r) & mask;
+    for (; rt->shape_idx[i]; i = (i + 1) & mask)
+        if (req_same(&rt->shapes[rt->shape_idx[i] - 1].req, r)) {
+            *out = rt->shape_idx[i] - 1;
+            return LOOM_OK;
+        }
+    if (rt->nshapes >= UINT32_MAX - 1 ||
+        rt__grow((void **)&rt->shapes, &rt->cap_shapes, rt->nshapes + 1, sizeof *rt->shapes))
+        return LOOM_ENOMEM;
+    rt->shapes[rt->nshapes] = (struct shape){*r, 0};
+    rt->shape_idx[i] = (uint32_t)rt->nshapes + 1;
+    *out = (uint32_t)rt->nshapes++;
+    return LOOM_OK;
 }
 
 /* ------------------------------------------------------------ the step */
@@ -592,22 +669,22 @@ static void unhide_down(loom_runtime_t *rt, hidden_t *h)
 static bool try_start(loom_runtime_t *rt, rjob_t *j)
 {
     const loom_sched_req_t *req = &j->job.req;
+    struct shape *sh = &rt->shapes[j->shape];
+    bool failed = sh->fail_epoch == epoch(rt);
     loom_sched_alloc_t place;
-    bool failed = shape_failed(rt, req);
-    if (failed && rt->timeslice_s <= 0)
-        return false;
     /* A shape that fits nowhere may still get room from time-slicing. */
     bool ok = (!failed && loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK) ||
               (rt->timeslice_s > 0 && rt__make_room(rt, req) &&
                loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK);
     if (!ok || rt->down[place.node]) {
-        shape_fail(rt, req);
+        sh->fail_epoch = epoch(rt);
         return false;
     }
     if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
         loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
             LOOM_OK)
         return false;
+    rt->nran -= j->q.last_run_s > 0;
     char why[LOOM_SCHED_NAME_MAX + 64];
     snprintf(why, sizeof why, "placed on %s by %s", rt->cluster.nodes[place.node].name,
              rt->place_name);
@@ -619,42 +696,39 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     }
     j->held = true;
     j->state = LOOM_RUNTIME_RUNNING;
-    j->reason = LOOM_RUNTIME_REASON_NONE;
     j->resumed_s = j->tenancy_since = rt->now;
     j->tenancy = 0;
     act_add(rt, j); /* cannot fail: grown above */
     return true;
 }
 
-/* The pending pass: every job in order; those that stay are compacted. */
+/* The pending pass: every job in order; those that stay are compacted. A
+ * job whose shape fitted nowhere in this epoch is passed by on the array
+ * alone (without time-slicing, which may make room). */
 static void pending_pass(loom_runtime_t *rt)
 {
     hidden_t *h = hide_down(rt);
     if (rt->ndown && !h)
         return; /* out of memory: place nothing rather than onto down nodes */
-    bool blocked = false;
+    const uint64_t ep = epoch(rt);
+    const bool cheap_skip = rt->timeslice_s <= 0;
+    rt->first_blocked = 0;
     size_t keep = 0;
     for (size_t k = 0; k < rt->npend; k++) {
-        rjob_t *j = rt->pend[k]->user;
-        if (j->dead) {
-            job_free(j);
+        struct pent e = rt->pend[k];
+        if (rt->ndead && e.j->dead) {
+            job_free(e.j);
             continue;
         }
-        if (j->reject) {
-            char why[LOOM_ERR_MSG_MAX + 32];
-            snprintf(why, sizeof why, "unschedulable: %s", j->reject);
-            rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
-            map_del(rt, j->job.id);
-            job_free(j);
+        bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
+        if (!skip && try_start(rt, e.j))
             continue;
-        }
-        if (try_start(rt, j))
-            continue;
-        j->reason = blocked ? LOOM_RUNTIME_REASON_PRIORITY : LOOM_RUNTIME_REASON_RESOURCES;
-        blocked = true;
-        rt->pend[keep++] = rt->pend[k];
+        if (!rt->first_blocked)
+            rt->first_blocked = e.j->job.id;
+        rt->pend[keep++] = e;
     }
     rt->npend = keep;
+    rt->ndead = 0;
     unhide_down(rt, h);
 }
 
@@ -733,8 +807,12 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
     const rjob_t *j = rt__find(rt, id);
     if (!j)
         return LOOM_ENOTFOUND;
+    loom_runtime_reason_t reason = LOOM_RUNTIME_REASON_NONE;
+    if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
+        reason = j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
+                                                : LOOM_RUNTIME_REASON_PRIORITY;
     *out = (loom_runtime_info_t){.state = j->state,
-                                 .reason = j->reason,
+                                 .reason = reason,
                                  .alloc = j->alloc,
                                  .attained_gpu_s = j->attained_gpu_s,
                                  .note = j->note};
@@ -756,17 +834,13 @@ size_t loom_runtime_nrunning(const loom_runtime_t *rt)
 size_t loom_runtime_pending_ids(const loom_runtime_t *rt, uint64_t *ids, size_t max)
 {
     size_t n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        loom_sched_qjob_t **arr = pass ? rt->fresh : rt->pend;
-        size_t len = pass ? rt->nfresh : rt->npend;
-        for (size_t k = 0; k < len; k++) {
-            const rjob_t *j = arr[k]->user;
-            if (j->dead)
-                continue;
-            if (n < max)
-                ids[n] = j->job.id;
-            n++;
-        }
+    for (size_t k = 0; k < rt->npend + rt->nfresh; k++) {
+        const rjob_t *j = k < rt->npend ? rt->pend[k].j : rt->fresh[k - rt->npend]->user;
+        if (j->dead)
+            continue;
+        if (n < max)
+            ids[n] = j->job.id;
+        n++;
     }
     return n;
 }

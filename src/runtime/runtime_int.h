@@ -17,10 +17,10 @@ typedef struct rjob {
     loom_runtime_job_t job;
     loom_sched_qjob_t q; /* q.user points back here */
     loom_runtime_state_t state;
-    loom_runtime_reason_t reason;
-    bool dead;    /* removed while in the pending array (freed at its compaction) */
-    bool fresh;   /* in the arrivals array, not yet merged into the order */
-    char *reject; /* pending: why no node can ever hold it (REJECT at the next step) */
+    bool dead;      /* removed while in the pending array (freed at its compaction) */
+    uint32_t shape; /* index of its request in rt->shapes */
+    bool fresh;     /* in the arrivals array, not yet merged into the order */
+    char *reject;   /* pending: why no node can ever hold it (REJECT at the next step) */
     loom_sched_alloc_t alloc;
     bool held;        /* alloc is in the model (false while suspended) */
     size_t slot;      /* index in rt->act while running or suspended */
@@ -58,19 +58,30 @@ struct loom_runtime {
     rjob_t **map;
     size_t map_cap, map_used, map_live;
 
-    loom_sched_qjob_t **pend; /* pending, in queue order */
+    /* Pending, in queue order, with each job's shape beside it so that the
+     * walk of a long queue reads one array in order. */
+    struct pent {
+        rjob_t *j;
+        uint32_t shape;
+    } * pend;
     size_t npend, cap_pend;
+    size_t ndead;              /* removed pending jobs still in pend */
+    size_t nran;               /* pending jobs that ran before (their Tiresias level may move) */
+    uint64_t first_blocked;    /* id of the first job in order the last step could not start */
     loom_sched_qjob_t **fresh; /* arrivals since the last step */
     size_t nfresh, cap_fresh;
     rjob_t **act; /* running and suspended */
     size_t nact, cap_act;
 
-    /* Shapes that fit nowhere since the epoch they were seen failing. */
-    struct shape_fail {
+    /* Distinct requests (interned at submission), each with the epoch in
+     * which it last fitted nowhere; shape_idx hashes requests to index + 1. */
+    struct shape {
         loom_sched_req_t req;
-        uint64_t epoch; /* 0: empty slot */
-    } * fails;
-    size_t fails_cap, fails_used;
+        uint64_t fail_epoch; /* 0: never failed */
+    } * shapes;
+    size_t nshapes, cap_shapes;
+    uint32_t *shape_idx;
+    size_t shape_idx_cap;
 
     /* Fair-share weights (hook). */
     struct share {

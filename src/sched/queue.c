@@ -110,6 +110,8 @@ void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t
         jobs[i]->level = cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS
                              ? loom_sched_tiresias_level(cfg, jobs[i], now_s)
                              : 0;
+    if (n < 2)
+        return;
     sort_cfg = cfg;
     qsort(jobs, n, sizeof *jobs, cmp_jobs);
     sort_cfg = NULL;

@@ -12,6 +12,7 @@
 
 typedef struct log {
     loom_runtime_action_t a[MAX_LOG];
+    char reason[MAX_LOG][128]; /* a->reason is valid only during the call: kept here */
     size_t n;
     uint64_t refuse; /* refuse actions about this id */
 } log_t;
@@ -21,8 +22,12 @@ static int record(void *ctx, const loom_runtime_action_t *a)
     log_t *l = ctx;
     if (l->refuse && a->id == l->refuse)
         return LOOM_EUNAVAIL;
-    if (l->n < MAX_LOG)
-        l->a[l->n++] = *a;
+    if (l->n < MAX_LOG) {
+        snprintf(l->reason[l->n], sizeof l->reason[l->n], "%s", a->reason);
+        l->a[l->n] = *a;
+        l->a[l->n].reason = l->reason[l->n];
+        l->n++;
+    }
     return LOOM_OK;
 }
 
@@ -218,11 +223,12 @@ static void test_refused_and_rejected(void **state)
     submit(rt, 2, 1, 1000, 1, 0);
     submit(rt, 3, 4, 1000, 2, 0); /* 4 GPUs on a 1-GPU cluster */
     assert_int_equal(loom_runtime_step(rt, 5, record, &l), 2);
-    assert_int_equal(l.a[0].kind, LOOM_RUNTIME_START);
-    assert_int_equal(l.a[0].id, 2);
-    assert_int_equal(l.a[1].kind, LOOM_RUNTIME_REJECT);
-    assert_int_equal(l.a[1].id, 3);
-    assert_non_null(strstr(l.a[1].reason, "unschedulable"));
+    /* rejects go first (at arrival), then the queue */
+    assert_int_equal(l.a[0].kind, LOOM_RUNTIME_REJECT);
+    assert_int_equal(l.a[0].id, 3);
+    assert_non_null(strstr(l.a[0].reason, "unschedulable"));
+    assert_int_equal(l.a[1].kind, LOOM_RUNTIME_START);
+    assert_int_equal(l.a[1].id, 2);
     assert_int_equal(loom_runtime_get(rt, 1, &(loom_runtime_info_t){0}), LOOM_ENOTFOUND);
     assert_int_equal(loom_runtime_npending(rt), 0);
     check(rt);
