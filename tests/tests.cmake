@@ -39,6 +39,10 @@ foreach(src ${unit_tests})
   endif()
 endforeach()
 
+# Helper of integration.runtime_agree: the simulator's starts, one a line.
+add_executable(sim_starts ${CMAKE_SOURCE_DIR}/tests/integration/sim_starts.c)
+target_link_libraries(sim_starts PRIVATE loom_static)
+
 file(GLOB integ_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh
      ${CMAKE_SOURCE_DIR}/tests/integration/test_*.py)
 foreach(src ${integ_tests})
