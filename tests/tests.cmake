@@ -31,13 +31,17 @@ foreach(src ${unit_tests})
   string(REGEX REPLACE "^test_" "" short ${name})
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit)
-  target_link_libraries(${name} PRIVATE loom_static PkgConfig::CMOCKA)
+  target_link_libraries(${name} PRIVATE loomd_lib loom_static PkgConfig::CMOCKA)
   add_test(NAME unit.${short} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(unit.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300)
   if(short MATCHES "slurm")
     set_tests_properties(unit.${short} PROPERTIES RESOURCE_LOCK slurm) # one Slurm at a time
   endif()
 endforeach()
+
+# Helper of integration.runtime_agree: the simulator's starts, one a line.
+add_executable(sim_starts ${CMAKE_SOURCE_DIR}/tests/integration/sim_starts.c)
+target_link_libraries(sim_starts PRIVATE loom_static)
 
 file(GLOB integ_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh
      ${CMAKE_SOURCE_DIR}/tests/integration/test_*.py)
@@ -66,7 +70,7 @@ if(LOOM_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
-    target_link_libraries(${name} PRIVATE loom_static)
+    target_link_libraries(${name} PRIVATE loomd_lib loom_static)
     add_test(NAME fuzz.${short}
              COMMAND ${CMAKE_SOURCE_DIR}/scripts/fuzz-run.sh $<TARGET_FILE:${name}>
                      ${CMAKE_BINARY_DIR}/fuzz-corpus/${short} ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${short}

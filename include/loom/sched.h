@@ -267,6 +267,10 @@ int loom_sched_tiresias_level(const loom_sched_queue_cfg_t *cfg, const loom_sche
  * by submit time then id) and sets each job's level. */
 void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t **jobs, size_t n,
                             double now_s);
+/* The order loom_sched_queue_order sorts by (levels as set by it): < 0 when
+ * a comes first. A total order: ties by submit time, then id. */
+int loom_sched_queue_cmp(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjob_t *a,
+                         const loom_sched_qjob_t *b);
 
 #ifdef __cplusplus
 }

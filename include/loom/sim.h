@@ -11,8 +11,9 @@
  *   counted as failed. After every arrival: arrived GPU request (% of
  *   capacity), GPU allocation ratio (%), fragmented GPUs.
  * - dynamic: arrivals at creation times, departures after the trace's run
- *   time, a queue ordered by a queue policy: JCT, waiting time, makespan,
- *   utilization over time.
+ *   time, and loomd's own scheduling step (libloom runtime: queue policy,
+ *   placement, Gandiva's time-slicing) in virtual time: JCT, waiting time,
+ *   makespan, utilization over time.
  *
  * With debug_check the bookkeeping (no over-commit, conservation of GPU
  * shares) is verified after every event; the tests run that way. */
@@ -71,6 +72,11 @@ int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *ou
 
 /* ----------------------------------------------------------------- runs */
 
+/* Called for every start in dynamic mode: the task's index in the trace,
+ * the (virtual) time and where it went. */
+typedef void (*loom_sim_start_fn)(void *ctx, size_t task, double t_s,
+                                  const loom_sched_alloc_t *alloc);
+
 typedef struct loom_sim_opts {
     const char *policy; /* placement policy name */
     const char *queue;  /* queue policy (dynamic mode), NULL: fifo */
@@ -82,6 +88,9 @@ typedef struct loom_sim_opts {
     bool debug_check;                      /* verify bookkeeping after every event */
     bool keep_points;                      /* keep the per-arrival records */
     const loom_sched_workload_t *workload; /* FGD's; NULL: learned from the trace */
+    double timeslice_s;                    /* dynamic: Gandiva time-slicing quantum; 0: off */
+    loom_sim_start_fn on_start;            /* dynamic: NULL, or told of every start */
+    void *on_start_ctx;
 } loom_sim_opts_t;
 
 typedef struct loom_sim_point {

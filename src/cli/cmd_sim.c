@@ -13,7 +13,8 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--out DIR]\n"
+            "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--timeslice S]\n"
+            "                [--out DIR]\n"
             "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
             "                [--workload FILE]\n\n"
@@ -27,6 +28,8 @@ static void sim_usage(FILE *f)
             "  --mode M         packing (FGD paper's experiment) or dynamic (queue, departures)\n"
             "  --queue NAME     dynamic mode's queue order (fifo)\n"
             "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
+            "  --timeslice S    dynamic mode: Gandiva's time-slicing with a quantum of S\n"
+            "                   seconds (as loomd --timeslice; default off)\n"
             "  --out DIR        per-run CSVs (per arrival, or utilization timeline)\n"
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
@@ -95,11 +98,12 @@ int loom_cmd_sim(int argc, char **argv)
         {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
         {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
-        {"compress", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
+        {"compress", required_argument, NULL, 'C'}, {"timeslice", required_argument, NULL, 'T'},
+        {NULL, 0, NULL, 0},
     };
     const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";
     const char *queue = "fifo", *out = NULL, *workload = NULL;
-    double inflate = 1.3, compress = 1.0;
+    double inflate = 1.3, compress = 1.0, timeslice = 0;
     bool json = false, plot = false, exact = false, check = false;
     loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
     int jobs = 2, c;
@@ -124,6 +128,15 @@ int loom_cmd_sim(int argc, char **argv)
             compress = strtod(optarg, &end);
             if (*end || !(compress > 0 && compress <= 1e9)) {
                 fprintf(stderr, "loom sim: --compress '%s': expected a number > 0\n", optarg);
+                return LOOM_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'T': {
+            char *end;
+            timeslice = strtod(optarg, &end);
+            if (*end || !(timeslice > 0 && timeslice <= 1e9)) {
+                fprintf(stderr, "loom sim: --timeslice '%s': expected seconds > 0\n", optarg);
                 return LOOM_EXIT_USAGE;
             }
             break;
@@ -239,6 +252,7 @@ int loom_cmd_sim(int argc, char **argv)
     o.queue = queue;
     o.inflate = inflate;
     o.compress = compress;
+    o.timeslice_s = timeslice;
     o.exact_scores = exact;
     o.ties = ties;
     o.debug_check = check;

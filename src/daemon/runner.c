@@ -1,11 +1,14 @@
-/* loomd's runner: store -> queue policy -> placement policy -> executor.
+/* loomd's runner: store -> runtime (queue and placement policies, Gandiva)
+ * -> executor.
  *
- * One thread owns the cluster model. Each step it (1) polls the jobs it
- * runs, records how each ended and gives its resources back, and passes on
- * cancels the store has recorded for running jobs; (2) reads the pending
- * jobs, orders them with the queue policy and starts, in that order, every
- * job the placement policy finds room for (greedy backfill: a job that does
- * not fit does not hold back smaller ones behind it).
+ * One thread drives the scheduling runtime (libloom's runtime part, the same
+ * step `loom sim --mode dynamic` takes in virtual time). Each step it (1)
+ * polls the jobs it runs, records how each ended and gives their resources
+ * back, and passes on cancels the store has recorded for running jobs; (2)
+ * hands the runtime the jobs submitted since the last step; (3) runs the
+ * runtime's step and carries out its actions: a start marks the job RUNNING
+ * and starts its process, a suspend or resume stops or continues it, a
+ * reject marks a job no node can hold FAILED.
  *
  * The store is the truth: a job is marked RUNNING (with its node and GPUs)
  * before its process starts, and the executor's handle is recorded right
@@ -26,7 +29,14 @@
 #include "daemon/runner_int.h"
 #include "loom/exec.h"
 #include "loom/mon.h"
+#include "loom/runtime.h"
 #include "loom/sched.h"
+
+/* Pending jobs read from the store per page (the store's largest). */
+#define LOOMD_PENDING_PAGE 10000
+/* How often the runtime's queue is checked against the store's (jobs
+ * cancelled while pending). */
+#define LOOMD_RESYNC_NS (5 * LOOM_NS_PER_S)
 
 /* ------------------------------------------------------------ node specs */
 
@@ -137,9 +147,9 @@ int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err)
     return LOOM_OK;
 }
 
-static int build_cluster(loomd_runner_t *r, const json_t *nodes, loom_err_t *err)
+static int build_cluster(loom_sched_cluster_t *c, const json_t *nodes, loom_err_t *err)
 {
-    loom_sched_cluster_init(&r->cluster);
+    loom_sched_cluster_init(c);
     size_t i;
     json_t *n;
     if (!json_is_array(nodes) || json_array_size(nodes) == 0)
@@ -154,13 +164,21 @@ static int build_cluster(loomd_runner_t *r, const json_t *nodes, loom_err_t *err
         int64_t gmem = json_integer_value(json_object_get(n, "gpu_memory_bytes"));
         if (!name || cpus <= 0)
             return loom_err_set(err, LOOM_EINVAL, "nodes/%zu: expected a name and cpus > 0", i);
-        int rc = loom_sched_cluster_add_node(&r->cluster, name, cpus * 1000, mem >> 20, (int)gpus,
+        int rc = loom_sched_cluster_add_node(c, name, cpus * 1000, mem >> 20, (int)gpus,
                                              gpus ? type : NULL, gmem >> 20, NULL, err);
         if (rc != LOOM_OK)
             return loom_err_prefix(err, "nodes/%zu", i);
     }
-    return loom_sched_cluster_copy(&r->empty, &r->cluster, err);
+    return LOOM_OK;
 }
+
+static const loom_sched_cluster_t *model(const loomd_runner_t *r)
+{
+    return loom_runtime_cluster(r->rt);
+}
+
+/* The runtime's clock: monotonic seconds. */
+static double rt_now(void) { return (double)loom_time_mono_ns() / 1e9; }
 
 /* ---------------------------------------------------------- job -> request */
 
@@ -179,15 +197,18 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
     }
     if (q->num_gpus)
         q->gpu_mem_mib = (int64_t)((j->gpu_memory_bytes + (1u << 20) - 1) >> 20);
-    q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(&r->cluster, j->gpu_type) : 0;
+    q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(model(r), j->gpu_type) : 0;
 }
 
-static bool fits_somewhere_empty(const loomd_runner_t *r, const loom_sched_req_t *q)
+/* A stored job as the runtime sees it (times on its clock). */
+static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
-    for (size_t i = 0; i < r->empty.nnodes; i++)
-        if (loom_sched_fits(&r->empty.nodes[i], q))
-            return true;
-    return false;
+    *out = (loom_runtime_job_t){.id = (uint64_t)j->id,
+                                .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) /
+                                            1e9,
+                                .priority = (int)j->priority,
+                                .time_limit_s = (double)j->time_limit_s};
+    job_req(r, j, &out->req);
 }
 
 /* ------------------------------------------------------------- bookkeeping */
@@ -196,7 +217,7 @@ void loomd__account(loomd_runner_t *r)
 {
     int64_t now = loom_time_mono_ns();
     r->gpu_busy_milli_s +=
-        (double)r->cluster.gpu_milli_used * (double)(now - r->last_account_ns) / 1e9;
+        (double)model(r)->gpu_milli_used * (double)(now - r->last_account_ns) / 1e9;
     r->last_account_ns = now;
 }
 
@@ -215,12 +236,20 @@ static active_t *add_active(loomd_runner_t *r)
     return a;
 }
 
+active_t *loomd__find_active(loomd_runner_t *r, int64_t id)
+{
+    for (size_t i = 0; i < r->nactive; i++)
+        if (r->active[i].id == id)
+            return &r->active[i];
+    return NULL;
+}
+
 json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
 {
     json_t *gpus = json_array();
     for (int g = 0; g < a->alloc.ngpus; g++)
         json_array_append_new(gpus, json_integer(a->alloc.gpus[g]));
-    json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", r->cluster.nodes[a->alloc.node].name,
+    json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", model(r)->nodes[a->alloc.node].name,
                           "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli,
                           "executor", r->ops->name, "suspended", a->suspended);
     if (a->gandiva[0])
@@ -256,13 +285,16 @@ int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const ch
     return rc;
 }
 
-static void release(loomd_runner_t *r, size_t i)
+/* The job leaves loomd's hands (ended, lost) or goes back to the queue
+ * (requeue): its resources go back to the model. */
+static void release(loomd_runner_t *r, size_t i, bool back_to_queue)
 {
-    loom_err_t err;
     loomd__account(r);
-    if (r->active[i].held && loom_sched_free(&r->cluster, &r->active[i].alloc, &err) != LOOM_OK)
-        loom_log_error("runner.free_failed", "job=%lld error=\"%s\"",
-                       (long long)r->active[i].id, err.msg);
+    uint64_t id = (uint64_t)r->active[i].id;
+    if (back_to_queue)
+        loom_runtime_requeue(r->rt, id, rt_now());
+    else
+        loom_runtime_remove(r->rt, id, rt_now());
     r->active[i] = r->active[--r->nactive];
 }
 
@@ -307,7 +339,7 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
                   loom_exec_end_name(o->end), o->reason);
     json_decref(run);
     r->ended++;
-    release(r, i);
+    release(r, i, false);
 }
 
 /* Gives a job that never ran back to the queue. */
@@ -315,8 +347,9 @@ static void requeue(loomd_runner_t *r, size_t i, const char *why)
 {
     loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)r->active[i].id, why);
     loomd__store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
-    release(r, i);
+    release(r, i, true);
 }
+
 
 /* Slurm: re-reads the partition's nodes. A node that is down, drained or
  * gone takes no new placement; its running jobs are left to Slurm (which
@@ -334,24 +367,24 @@ static void refresh_nodes(loomd_runner_t *r)
         loom_log_warn("runner.nodes_unreadable", "error=\"%s\"", err.msg);
         return;
     }
-    for (size_t k = 0; k < r->cluster.nnodes; k++) {
+    for (size_t k = 0; k < model(r)->nnodes; k++) {
         bool down = true;
         const char *state = "gone";
         size_t i;
         json_t *n;
         json_array_foreach(nodes, i, n)
         {
-            if (strcmp(json_string_value(json_object_get(n, "name")), r->cluster.nodes[k].name) ==
+            if (strcmp(json_string_value(json_object_get(n, "name")), model(r)->nodes[k].name) ==
                 0) {
                 down = !json_is_true(json_object_get(n, "available"));
                 state = json_string_value(json_object_get(n, "state"));
             }
         }
-        loom_log_debug("runner.node_state", "node=%s state=%s", r->cluster.nodes[k].name, state);
-        if (down != r->down[k])
+        loom_log_debug("runner.node_state", "node=%s state=%s", model(r)->nodes[k].name, state);
+        if (down != loom_runtime_is_down(r->rt, k))
             loom_log_info(down ? "node unavailable" : "node available", "node=%s state=%s",
-                          r->cluster.nodes[k].name, state);
-        r->down[k] = down;
+                          model(r)->nodes[k].name, state);
+        loom_runtime_set_down(r->rt, k, down);
         if (!down)
             continue;
         for (size_t a = 0; a < r->nactive; a++) {
@@ -434,164 +467,188 @@ static void job_tag(int64_t id, int attempt, char *out, size_t len)
         snprintf(out, len, "loom:%lld", (long long)id);
 }
 
-static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_alloc_t *place)
+/* START: the runtime placed the job; mark it RUNNING and start its process.
+ * Anything but LOOM_OK and the runtime forgets the job and its place. */
+static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
 {
     loom_err_t err;
-    active_t *a = add_active(r);
-    if (!a)
-        return;
-    loomd__account(r);
-    if (loom_sched_alloc(&r->cluster, place->node, &place->req, place->gpus, place->ngpus,
-                         &a->alloc, &err) != LOOM_OK) {
-        loom_log_error("runner.alloc_refused", "job=%lld error=\"%s\"", (long long)j->id,
-                       err.msg);
-        r->nactive--;
-        return;
+    loom_job_t j;
+    if (loom_store_get(r->store, (int64_t)act->id, &j, &err) != LOOM_OK)
+        return err.code;
+    if (j.state != LOOM_JOB_PENDING) { /* cancelled meanwhile */
+        loom_job_free(&j);
+        return LOOM_ESTATE;
     }
-    a->id = j->id;
-    a->held = true;
-    a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
-    a->attempt = next_attempt(j);
+    active_t *a = add_active(r);
+    if (!a) {
+        loom_job_free(&j);
+        return LOOM_ENOMEM;
+    }
+    const loom_sched_alloc_t *place = &act->alloc;
+    const char *node = model(r)->nodes[place->node].name;
+    a->id = j.id;
+    a->alloc = *place;
+    a->attempt = next_attempt(&j);
     char tag[48];
-    job_tag(j->id, a->attempt, tag, sizeof tag);
-    char reason[160];
-    snprintf(reason, sizeof reason, "placed on %s by %s", r->cluster.nodes[place->node].name,
-             r->place_name);
+    job_tag(j.id, a->attempt, tag, sizeof tag);
     json_t *run = loomd__run_json(r, a);
-    int rc = loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, reason, run, &err);
+    int rc = loomd__store_run(r, j.id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, act->reason, run, &err);
     json_decref(run);
     if (rc != LOOM_OK) { /* cancelled meanwhile, or the store failed: not started */
-        release(r, r->nactive - 1);
-        return;
+        r->nactive--;
+        loom_job_free(&j);
+        return rc;
     }
     int gpus[LOOM_SCHED_MAX_GPUS];
     size_t ngpus = 0;
     if (place->req.gpu_milli >= LOOM_SCHED_MILLI)
-        for (int g = 0; g < a->alloc.ngpus; g++)
-            gpus[ngpus++] = a->alloc.gpus[g];
-    else if (a->alloc.ngpus == 1) /* a share: the job sees its one GPU */
-        gpus[ngpus++] = a->alloc.gpus[0];
-    loom_exec_job_t ej = {.id = j->id,
-                          .name = j->name,
-                          .format = j->format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML
-                                                                      : LOOM_EXEC_BATCH,
-                          .script = j->script,
-                          .cpus_milli = j->cpus * 1000,
-                          .memory_bytes = j->memory_bytes,
+        for (int g = 0; g < place->ngpus; g++)
+            gpus[ngpus++] = place->gpus[g];
+    else if (place->ngpus == 1) /* a share: the job sees its one GPU */
+        gpus[ngpus++] = place->gpus[0];
+    loom_exec_job_t ej = {.id = j.id,
+                          .name = j.name,
+                          .format = j.format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML
+                                                                     : LOOM_EXEC_BATCH,
+                          .script = j.script,
+                          .cpus_milli = j.cpus * 1000,
+                          .memory_bytes = j.memory_bytes,
                           .gpus = gpus,
                           .n_gpus = ngpus,
                           .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI
                                                  ? place->req.gpu_milli
                                                  : 0,
-                          .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S,
-                          .node = r->cluster.nodes[place->node].name,
+                          .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
+                          .node = node,
                           .tag = tag};
-    if (r->ops->start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
-        loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)j->id, err.msg);
-        loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
+    rc = r->ops->start(r->exec, &ej, &a->h, &err);
+    loom_job_free(&j);
+    if (rc != LOOM_OK) {
+        loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)a->id, err.msg);
+        loomd__store_run(r, a->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
         r->failed_to_start++;
-        release(r, r->nactive - 1);
-        return;
+        r->nactive--;
+        return rc;
     }
-    a = &r->active[r->nactive - 1];
     run = loomd__run_json(r, a);
-    if (loomd__store_run(r, j->id, LOOM_JOB_RUNNING, -1, NULL, run, &err) != LOOM_OK)
-        loom_log_warn("runner.handle_not_recorded", "job=%lld error=\"%s\"", (long long)j->id,
+    if (loomd__store_run(r, a->id, LOOM_JOB_RUNNING, -1, NULL, run, &err) != LOOM_OK)
+        loom_log_warn("runner.handle_not_recorded", "job=%lld error=\"%s\"", (long long)a->id,
                       err.msg);
     json_decref(run);
     r->started++;
-    loom_log_info("job started", "job=%lld node=%s pid=%d slurm_id=%s", (long long)j->id,
-                  r->cluster.nodes[place->node].name, (int)a->h.shepherd_pid, a->h.ext_id);
+    loom_log_info("job started", "job=%lld node=%s pid=%d slurm_id=%s", (long long)a->id, node,
+                  (int)a->h.shepherd_pid, a->h.ext_id);
+    return LOOM_OK;
 }
 
-static void schedule_pending(loomd_runner_t *r)
+/* Carries out one action of the runtime's step. */
+static int apply(void *ctx, const loom_runtime_action_t *act)
 {
-    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = 1000};
-    loom_job_list_t list;
-    loom_err_t err;
-    if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
-        loom_log_error("runner.list_failed", "error=\"%s\"", err.msg);
-        return;
+    loomd_runner_t *r = ctx;
+    switch (act->kind) {
+    case LOOM_RUNTIME_START: return start_job(r, act);
+    case LOOM_RUNTIME_REJECT:
+        loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason,
+                         NULL, NULL);
+        return LOOM_OK;
+    case LOOM_RUNTIME_RECONFIGURE:
+        return LOOM_EUNAVAIL; /* neither executor can change a running job's resources */
+    default: return loomd__gandiva_apply(r, act);
     }
-    if (list.n == 0) {
-        loom_job_list_free(&list);
-        return;
-    }
-    loom_sched_qjob_t *q = calloc(list.n, sizeof *q);
-    loom_sched_qjob_t **order = calloc(list.n, sizeof *order);
-    double now = loom_time_real_ns() / 1e9;
-    for (size_t i = 0; q && order && i < list.n; i++) {
-        loom_job_t *j = &list.jobs[i];
-        q[i] = (loom_sched_qjob_t){.id = (uint64_t)j->id,
-                                   .submit_s = j->submit_time_ns / 1e9,
-                                   .priority = (int)j->priority,
-                                   .time_limit_s = (double)j->time_limit_s,
-                                   .wait_since_s = j->submit_time_ns / 1e9,
-                                   .user = j};
-        order[i] = &q[i];
-    }
-    /* Nodes that are down show nothing free to the placement policy while
-     * it places (a policy may cache per node: their version changes). */
-    typedef struct saved {
-        int64_t cpu, mem;
-        int32_t gpu[LOOM_SCHED_MAX_GPUS];
-        int64_t gmem[LOOM_SCHED_MAX_GPUS];
-    } saved_t;
-    saved_t *hidden = calloc(r->cluster.nnodes, sizeof *hidden);
-    for (size_t k = 0; hidden && k < r->cluster.nnodes; k++) {
-        loom_sched_node_t *n = &r->cluster.nodes[k];
-        if (!r->down[k])
-            continue;
-        hidden[k].cpu = n->cpu_free;
-        hidden[k].mem = n->mem_free;
-        memcpy(hidden[k].gpu, n->gpu_free, sizeof n->gpu_free);
-        memcpy(hidden[k].gmem, n->gpu_mem_free, sizeof n->gpu_mem_free);
-        n->cpu_free = n->mem_free = 0;
-        memset(n->gpu_free, 0, sizeof n->gpu_free);
-        memset(n->gpu_mem_free, 0, sizeof n->gpu_mem_free);
-        n->version++;
-    }
-    if (q && order && hidden) {
-        loom_sched_queue_order(&r->queue, order, list.n, now);
+}
+
+/* Hands the runtime the jobs submitted since the last step (every one of
+ * them: the queue the step orders is every pending job). Ids only grow, so
+ * the new ones are those above the highest read so far. */
+static void read_pending(loomd_runner_t *r)
+{
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING,
+                             .after_id = r->seen_id,
+                             .limit = LOOMD_PENDING_PAGE};
+    for (;;) {
+        loom_job_list_t list;
+        loom_err_t err;
+        if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
+            loom_log_error("runner.list_failed", "error=\"%s\"", err.msg);
+            return;
+        }
         for (size_t i = 0; i < list.n; i++) {
-            loom_job_t *j = order[i]->user;
-            loom_sched_req_t req;
-            job_req(r, j, &req);
-            if (loom_sched_req_validate(&req, &err) != LOOM_OK || !fits_somewhere_empty(r, &req)) {
-                char reason[LOOM_ERR_MSG_MAX + 64];
-                snprintf(reason, sizeof reason, "unschedulable: %s",
-                         err.code ? err.msg : "no node of this cluster can ever hold it");
-                loom_err_clear(&err);
-                loomd__store_run(r, j->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, reason, NULL, NULL);
-                continue;
+            loom_runtime_job_t rj;
+            job_rt(r, &list.jobs[i], &rj);
+            if (loom_runtime_submit(r->rt, &rj, &err) != LOOM_OK && err.code != LOOM_EEXIST)
+                loom_log_error("runner.queue_failed", "job=%lld error=\"%s\"",
+                               (long long)list.jobs[i].id, err.msg);
+            r->seen_id = list.jobs[i].id > r->seen_id ? list.jobs[i].id : r->seen_id;
+        }
+        f.after_id = list.next_after_id;
+        loom_job_list_free(&list);
+        if (!f.after_id)
+            break;
+    }
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Jobs cancelled while pending leave the store's queue without the
+ * runtime knowing (it would drop them when it tried to start them): when
+ * the counts differ, the runtime forgets those the store no longer has
+ * pending. */
+static void resync_pending(loomd_runner_t *r)
+{
+    int64_t now = loom_time_mono_ns();
+    loom_store_stats_t st;
+    if (now < r->next_resync_ns || loom_store_stats(r->store, &st, NULL) != LOOM_OK)
+        return;
+    r->next_resync_ns = now + LOOMD_RESYNC_NS;
+    size_t n = loom_runtime_pending_ids(r->rt, NULL, 0);
+    if (st.jobs_by_state[LOOM_JOB_PENDING] >= n)
+        return;
+    uint64_t *ids = malloc((n + 1) * sizeof *ids);
+    int64_t *keep = malloc((n + 1) * sizeof *keep);
+    size_t nkeep = 0;
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_PENDING_PAGE};
+    while (ids && keep) {
+        loom_job_list_t list;
+        if (loom_store_list(r->store, &f, &list, NULL) != LOOM_OK)
+            break;
+        for (size_t i = 0; i < list.n && nkeep < n; i++)
+            keep[nkeep++] = list.jobs[i].id;
+        f.after_id = list.next_after_id;
+        loom_job_list_free(&list);
+        if (!f.after_id) {
+            loom_runtime_pending_ids(r->rt, ids, n);
+            for (size_t i = 0; i < n; i++) {
+                int64_t id = (int64_t)ids[i];
+                if (!bsearch(&id, keep, nkeep, sizeof *keep, cmp_i64))
+                    loom_runtime_remove(r->rt, ids[i], rt_now());
             }
-            loom_sched_alloc_t place;
-            if ((loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK ||
-                 (r->timeslice_ns > 0 && loomd__gandiva_make_room(r, &req) &&
-                  loom_sched_place(r->placer, &r->cluster, &req, &place) == LOOM_OK)) &&
-                !r->down[place.node])
-                start_job(r, j, &place);
+            break;
         }
     }
-    for (size_t k = 0; hidden && k < r->cluster.nnodes; k++) {
-        loom_sched_node_t *n = &r->cluster.nodes[k];
-        if (!r->down[k])
-            continue;
-        n->cpu_free = hidden[k].cpu;
-        n->mem_free = hidden[k].mem;
-        memcpy(n->gpu_free, hidden[k].gpu, sizeof n->gpu_free);
-        memcpy(n->gpu_mem_free, hidden[k].gmem, sizeof n->gpu_mem_free);
-        n->version++;
-    }
-    free(hidden);
-    free(q);
-    free(order);
-    loom_job_list_free(&list);
+    free(ids);
+    free(keep);
 }
 
 /* ------------------------------------------------------------ the thread */
 
 #define MIN_GAP_NS (10 * LOOM_NS_PER_MS)
+
+static void step(loomd_runner_t *r)
+{
+    loomd__account(r);
+    refresh_nodes(r);
+    poll_running(r);
+    read_pending(r);
+    resync_pending(r);
+    if (r->pack_check)
+        loomd__gandiva_introspect(r);
+    loomd__account(r);
+    loom_runtime_step(r->rt, rt_now(), apply, r);
+}
 
 static void *runner_main(void *arg)
 {
@@ -601,12 +658,7 @@ static void *runner_main(void *arg)
         r->wake = false;
         pthread_mutex_unlock(&r->wmu);
         pthread_mutex_lock(&r->mu);
-        refresh_nodes(r);
-        poll_running(r);
-        if (r->pack_check)
-            loomd__gandiva_introspect(r);
-        loomd__gandiva_resume(r);
-        schedule_pending(r);
+        step(r);
         pthread_mutex_unlock(&r->mu);
         pthread_mutex_lock(&r->wmu);
         struct timespec ts;
@@ -632,7 +684,6 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
-/* Rebuilds the model from the jobs the store says run, and adopts them. */
 /* Puts one job the store shows RUNNING (or CANCELLED while it ran) back
  * into the model and adopts its process. */
 static void recover_one(loomd_runner_t *r, loom_job_t *j)
@@ -641,19 +692,18 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
     const char *node = json_string_value(json_object_get(run, "node"));
     int idx = -1;
-    for (size_t k = 0; node && k < r->cluster.nnodes; k++)
-        if (strcmp(r->cluster.nodes[k].name, node) == 0)
+    for (size_t k = 0; node && k < model(r)->nnodes; k++)
+        if (strcmp(model(r)->nodes[k].name, node) == 0)
             idx = (int)k;
-    loom_sched_req_t req;
-    job_req(r, j, &req);
-    uint8_t gpus[LOOM_SCHED_MAX_GPUS];
-    int ngpus = 0;
+    loom_runtime_job_t rj;
+    job_rt(r, j, &rj);
+    loom_sched_alloc_t place = {.node = idx < 0 ? 0 : idx, .req = rj.req};
     json_t *g;
     size_t gi;
     json_array_foreach(json_object_get(run, "gpus"), gi, g)
     {
-        if (ngpus < LOOM_SCHED_MAX_GPUS)
-            gpus[ngpus++] = (uint8_t)json_integer_value(g);
+        if (place.ngpus < LOOM_SCHED_MAX_GPUS)
+            place.gpus[place.ngpus++] = (uint8_t)json_integer_value(g);
     }
     active_t *a = add_active(r);
     if (!a) {
@@ -661,10 +711,10 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
         return;
     }
     a->id = j->id;
+    a->alloc = place;
     a->h.job_id = j->id;
     a->h.shepherd_pid = (pid_t)json_integer_value(json_object_get(run, "shepherd_pid"));
     a->h.shepherd_start = (uint64_t)json_integer_value(json_object_get(run, "shepherd_start"));
-    a->resumed_ns = a->tenancy_since = loom_time_mono_ns();
     const char *sid = json_string_value(json_object_get(run, "slurm_job_id"));
     if (sid)
         snprintf(a->h.ext_id, sizeof a->h.ext_id, "%s", sid);
@@ -675,39 +725,33 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
     if (json_is_true(json_object_get(run, "suspended"))) {
         /* It stays stopped; its place is taken back when it resumes. */
         a->suspended = true;
-        a->suspended_ns = a->resumed_ns;
-        a->alloc.node = idx < 0 ? 0 : idx;
-        a->alloc.req = req;
-        a->alloc.ngpus = ngpus;
-        memcpy(a->alloc.gpus, gpus, sizeof gpus);
-        if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK) {
+        if (idx < 0 || r->ops->adopt(r->exec, &a->h, &err) != LOOM_OK ||
+            loom_runtime_adopt(r->rt, &rj, &place, true, rt_now(), &err) != LOOM_OK) {
             loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
                              "lost while suspended across a restart", NULL, NULL);
             r->nactive--;
         }
-    } else if (idx < 0 ||
-               loom_sched_alloc(&r->cluster, idx, &req, gpus, ngpus, &a->alloc, &err)) {
+    } else if (idx < 0 || loom_runtime_adopt(r->rt, &rj, &place, false, rt_now(), &err)) {
         /* Its node is no longer configured, or the model cannot hold it:
          * stop it rather than over-commit. */
         r->ops->adopt(r->exec, &a->h, NULL);
         r->ops->cancel(r->exec, &a->h, NULL);
         loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
-                  "lost its placement across a restart (node no longer configured)", NULL,
-                  NULL);
+                         "lost its placement across a restart (node no longer configured)", NULL,
+                         NULL);
         r->nactive--;
     } else {
-        a->held = true;
         int arc = r->ops->adopt(r->exec, &a->h, &err);
         if (r->slurm && arc == LOOM_ENOTFOUND)
             arc = LOOM_ESTATE; /* no Slurm job carries its tag: never submitted */
         if (arc == LOOM_ESTATE) {
             /* Marked RUNNING, but loomd died before starting it: nothing
-             * ran, so it waits again in the queue. */
-            loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id,
-                          err.msg);
+             * ran, so it waits again in the queue (the first step reads
+             * it with the other pending jobs). */
+            loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id, err.msg);
             loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
-                      "requeued: loomd stopped before the job started", NULL, NULL);
-            release(r, r->nactive - 1);
+                             "requeued: loomd stopped before the job started", NULL, NULL);
+            release(r, r->nactive - 1, false);
         } else if (arc != LOOM_OK)
             loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
                           (long long)j->id, err.msg);
@@ -723,8 +767,6 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
     json_decref(run);
 }
 
-/* A job cancelled while it ran whose end was never recorded (loomd died
- * before its process was stopped): its process may still run. */
 static bool cancelled_unfinished(const loom_job_t *j)
 {
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
@@ -761,7 +803,85 @@ static void recover(loomd_runner_t *r)
     }
 }
 
+
 static void wake_hook(void *ctx) { loomd_runner_wake(ctx); }
+
+/* The executor, and the nodes its cluster model is made of (*nodes: the
+ * configured ones, or Slurm's partition, owned in *owned). */
+static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg,
+                         const json_t **nodes, json_t **owned, loom_err_t *err)
+{
+    int rc;
+    *nodes = cfg->nodes;
+    *owned = NULL;
+    if (cfg->executor && strcmp(cfg->executor, "slurm") == 0) {
+        if (cfg->timeslice_ns > 0 || cfg->pack_check)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "--timeslice and --pack-check need the local executor (Slurm "
+                                "jobs cannot be stopped and resumed by loomd)");
+        /* The cluster model mirrors the partition's nodes. */
+        loom_exec_slurm_config_t scfg = {.jobs_dir = cfg->jobs_dir,
+                                         .partition = cfg->slurm_partition};
+        if ((rc = loom_exec_slurm_new(&scfg, &r->slurm, err)) != LOOM_OK)
+            return rc;
+        r->ops = &loom_exec_slurm_ops;
+        r->exec = r->slurm;
+        if ((rc = loom_exec_slurm_nodes(r->slurm, owned, err)) != LOOM_OK)
+            return loom_err_prefix(err, "slurm: cannot read the partition's nodes");
+        size_t i;
+        json_t *n;
+        json_array_foreach(*owned, i, n)
+        {
+            json_object_set_new(n, "gpu_type", json_string("gpu"));
+        }
+        if (json_array_size(*owned) == 0)
+            return loom_err_set(err, LOOM_EUNAVAIL, "slurm: partition '%s' has no nodes",
+                                cfg->slurm_partition ? cfg->slurm_partition : "(default)");
+        *nodes = *owned;
+        r->refresh_ns = cfg->node_refresh_ns > 0 ? cfg->node_refresh_ns : 5 * LOOM_NS_PER_S;
+        return LOOM_OK;
+    }
+    if (cfg->executor && strcmp(cfg->executor, "local") != 0)
+        return loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
+                            cfg->executor);
+    loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
+                               .use_cgroup = true};
+    if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
+        return rc;
+    r->ops = &loom_exec_local_ops;
+    r->exec = r->local;
+    return LOOM_OK;
+}
+
+/* The runtime over the nodes, with the configured policies. */
+static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, const json_t *nodes,
+                        const json_t *slurm_nodes, loom_err_t *err)
+{
+    loom_sched_cluster_t c;
+    int rc = build_cluster(&c, nodes, err);
+    /* FGD's target workload until jobs teach it better: each GPU class
+     * equally likely (whole GPUs of 1, 2, 4, 8 and a half share). */
+    loom_sched_shape_t shapes[] = {{1000, 1, 1000, 0, 1}, {1000, 2, 1000, 0, 1},
+                                   {1000, 4, 1000, 0, 1}, {1000, 8, 1000, 0, 1},
+                                   {1000, 1, 500, 0, 1}};
+    loom_sched_workload_t w = {0};
+    if (rc == LOOM_OK)
+        rc = loom_sched_workload_set(&w, shapes, sizeof shapes / sizeof shapes[0], err);
+    loom_runtime_config_t rcfg = {
+        .queue = cfg->queue_policy,
+        .placement = cfg->placement,
+        .placer = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST, .workload = &w},
+        .timeslice_s = (double)cfg->timeslice_ns / 1e9,
+        .pack_check = cfg->pack_check};
+    if (rc == LOOM_OK)
+        rc = loom_runtime_new(&c, &rcfg, &r->rt, err);
+    loom_sched_workload_free(&w);
+    loom_sched_cluster_free(&c);
+    for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < model(r)->nnodes; k++)
+        loom_runtime_set_down(
+            r->rt, k, !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available")));
+    return rc;
+}
 
 int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
                        loomd_runner_t **out, loom_err_t *err)
@@ -771,88 +891,24 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     r->store = store;
     r->tick_ns = cfg->tick_ns > 0 ? cfg->tick_ns : 100 * LOOM_NS_PER_MS;
-    r->timeslice_ns = cfg->timeslice_ns;
     r->pack_check = cfg->pack_check;
-    snprintf(r->queue_name, sizeof r->queue_name, "%s", cfg->queue_policy ? cfg->queue_policy : "fifo");
-    snprintf(r->place_name, sizeof r->place_name, "%s", cfg->placement ? cfg->placement : "firstfit");
-    int rc;
-    if ((rc = loom_sched_queue_cfg_parse(r->queue_name, &r->queue, err)) != LOOM_OK)
-        goto fail;
-    const json_t *nodes = cfg->nodes;
+    r->real_minus_mono_ns = loom_time_real_ns() - loom_time_mono_ns();
+    const json_t *nodes;
     json_t *slurm_nodes = NULL;
-    if (cfg->executor && strcmp(cfg->executor, "slurm") == 0) {
-        /* The cluster model mirrors the partition's nodes. */
-        loom_exec_slurm_config_t scfg = {.jobs_dir = cfg->jobs_dir,
-                                         .partition = cfg->slurm_partition};
-        if ((rc = loom_exec_slurm_new(&scfg, &r->slurm, err)) != LOOM_OK)
-            goto fail;
-        r->ops = &loom_exec_slurm_ops;
-        r->exec = r->slurm;
-        if ((rc = loom_exec_slurm_nodes(r->slurm, &slurm_nodes, err)) != LOOM_OK) {
-            loom_err_prefix(err, "slurm: cannot read the partition's nodes");
-            goto fail;
-        }
-        size_t i;
-        json_t *n;
-        json_array_foreach(slurm_nodes, i, n)
-        {
-            json_object_set_new(n, "gpu_type", json_string("gpu"));
-        }
-        if (json_array_size(slurm_nodes) == 0) {
-            rc = loom_err_set(err, LOOM_EUNAVAIL, "slurm: partition '%s' has no nodes",
-                              cfg->slurm_partition ? cfg->slurm_partition : "(default)");
-            goto fail;
-        }
-        if (cfg->timeslice_ns > 0 || cfg->pack_check) {
-            json_decref(slurm_nodes);
-            rc = loom_err_set(err, LOOM_EINVAL,
-                              "--timeslice and --pack-check need the local executor (Slurm "
-                              "jobs cannot be stopped and resumed by loomd)");
-            goto fail;
-        }
-        nodes = slurm_nodes;
-        r->refresh_ns = cfg->node_refresh_ns > 0 ? cfg->node_refresh_ns : 5 * LOOM_NS_PER_S;
-    } else if (cfg->executor && strcmp(cfg->executor, "local") != 0) {
-        rc = loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
-                          cfg->executor);
-        goto fail;
-    } else {
-        loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
-                                   .use_cgroup = true};
-        if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
-            goto fail;
-        r->ops = &loom_exec_local_ops;
-        r->exec = r->local;
-    }
-    rc = build_cluster(r, nodes, err);
-    if (rc == LOOM_OK && !(r->down = calloc(r->cluster.nnodes + 1, sizeof *r->down)))
-        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < r->cluster.nnodes; k++)
-        r->down[k] = !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available"));
+    int rc = open_executor(r, cfg, &nodes, &slurm_nodes, err);
+    if (rc == LOOM_OK)
+        rc = open_runtime(r, cfg, nodes, slurm_nodes, err);
     json_decref(slurm_nodes);
     if (rc != LOOM_OK)
-        goto fail_cluster;
-    loom_sched_placer_opts_t popts = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST};
-    loom_sched_workload_t w = {0};
-    /* FGD's target workload until jobs teach it better: each GPU class
-     * equally likely (whole GPUs of 1, 2, 4, 8 and a half share). */
-    loom_sched_shape_t shapes[] = {{1000, 1, 1000, 0, 1}, {1000, 2, 1000, 0, 1},
-                                   {1000, 4, 1000, 0, 1}, {1000, 8, 1000, 0, 1},
-                                   {1000, 1, 500, 0, 1}};
-    if ((rc = loom_sched_workload_set(&w, shapes, sizeof shapes / sizeof shapes[0], err)) != LOOM_OK)
-        goto fail_cluster;
-    popts.workload = &w;
-    rc = loom_sched_placer_new(r->place_name, &r->cluster, &popts, &r->placer, err);
-    loom_sched_workload_free(&w);
-    if (rc != LOOM_OK)
-        goto fail_cluster;
+        goto fail;
     const char *note = "limits enforced by Slurm";
     if (r->local)
         loom_exec_local_cgroup(r->local, &note);
     loom_log_info("runner ready",
                   "executor=%s queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
-                  r->ops->name, r->queue_name, r->place_name, r->cluster.nnodes,
-                  (long long)(r->cluster.gpu_milli_total / 1000), note ? note : "");
+                  r->ops->name, loom_runtime_queue_name(r->rt),
+                  loom_runtime_placement_name(r->rt), model(r)->nnodes,
+                  (long long)(model(r)->gpu_milli_total / 1000), note ? note : "");
     r->since_ns = r->last_account_ns = loom_time_mono_ns();
     recover(r);
     pthread_mutex_init(&r->mu, NULL);
@@ -866,23 +922,18 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
     if ((rc = pthread_create(&r->thread, NULL, runner_main, r)) != 0) {
         loom_store_set_commit_hook(store, NULL, NULL);
         rc = loom_err_errno(err, LOOM_EIO, rc, "cannot start the runner thread");
-        goto fail_exec;
+        goto fail_thread;
     }
     *out = r;
     return LOOM_OK;
-fail_exec:
+fail_thread:
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->wmu);
     pthread_cond_destroy(&r->cv);
-    loom_sched_placer_free(r->placer);
-fail_cluster:
-    loom_sched_cluster_free(&r->cluster);
-    if (r->empty.nodes)
-        loom_sched_cluster_free(&r->empty);
 fail:
+    loom_runtime_free(r->rt);
     loom_exec_local_free(r->local);
     loom_exec_slurm_free(r->slurm);
-    free(r->down);
     free(r->active);
     free(r);
     return rc;
@@ -913,10 +964,7 @@ void loomd_runner_stop(loomd_runner_t *r)
     pthread_cond_destroy(&r->cv);
     loom_exec_local_free(r->local);
     loom_exec_slurm_free(r->slurm);
-    free(r->down);
-    loom_sched_placer_free(r->placer);
-    loom_sched_cluster_free(&r->cluster);
-    loom_sched_cluster_free(&r->empty);
+    loom_runtime_free(r->rt);
     free(r->active);
     free(r);
 }
@@ -925,8 +973,8 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
 {
     json_t *arr = json_array();
     pthread_mutex_lock(&r->mu);
-    for (size_t i = 0; i < r->cluster.nnodes; i++) {
-        const loom_sched_node_t *n = &r->cluster.nodes[i];
+    for (size_t i = 0; i < model(r)->nnodes; i++) {
+        const loom_sched_node_t *n = &model(r)->nodes[i];
         json_t *gpus = json_array();
         for (int g = 0; g < n->ngpus; g++)
             json_array_append_new(gpus, json_pack("{s:i, s:i, s:I}", "index", g, "free_milli",
@@ -942,9 +990,9 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
                            (json_int_t)n->cpu_free, "memory_bytes", (json_int_t)n->mem_mib << 20,
                            "memory_free_bytes", (json_int_t)n->mem_free << 20, "gpu_count",
                            n->ngpus, "gpu_type",
-                           n->gpu_type >= 0 ? r->cluster.types[n->gpu_type] : NULL, "gpus", gpus,
+                           n->gpu_type >= 0 ? model(r)->types[n->gpu_type] : NULL, "gpus", gpus,
                            "jobs", jobs));
-        json_object_set_new(json_array_get(arr, i), "available", json_boolean(!r->down[i]));
+        json_object_set_new(json_array_get(arr, i), "available", json_boolean(!loom_runtime_is_down(r->rt, i)));
     }
     pthread_mutex_unlock(&r->mu);
     return arr;
@@ -955,14 +1003,15 @@ json_t *loomd_runner_stats(loomd_runner_t *r)
     pthread_mutex_lock(&r->mu);
     loomd__account(r);
     double span = (loom_time_mono_ns() - r->since_ns) / 1e9;
-    double cap = (double)r->cluster.gpu_milli_total;
+    double cap = (double)model(r)->gpu_milli_total;
     json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
-                          r->queue_name, "placement", r->place_name, "running",
+                          loom_runtime_queue_name(r->rt), "placement",
+                          loom_runtime_placement_name(r->rt), "running",
                           (json_int_t)r->nactive, "started", (json_int_t)r->started, "ended",
                           (json_int_t)r->ended, "failed_to_start",
                           (json_int_t)r->failed_to_start, "gpu_milli_total",
-                          (json_int_t)r->cluster.gpu_milli_total, "gpu_milli_used",
-                          (json_int_t)r->cluster.gpu_milli_used, "gpu_busy_milli_seconds",
+                          (json_int_t)model(r)->gpu_milli_total, "gpu_milli_used",
+                          (json_int_t)model(r)->gpu_milli_used, "gpu_busy_milli_seconds",
                           r->gpu_busy_milli_s, "gpu_occupancy",
                           cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0);
     pthread_mutex_unlock(&r->mu);
@@ -986,7 +1035,7 @@ void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
                      "\n"
                      "# HELP loom_jobs_ended_total Jobs whose end this loomd recorded.\n"
                      "# TYPE loom_jobs_ended_total counter\nloom_jobs_ended_total %" PRIu64 "\n",
-                     r->cluster.gpu_milli_used / 1000.0, r->cluster.gpu_milli_total / 1000.0,
+                     model(r)->gpu_milli_used / 1000.0, model(r)->gpu_milli_total / 1000.0,
                      r->gpu_busy_milli_s / 1000.0, r->started, r->ended);
     pthread_mutex_unlock(&r->mu);
 }

@@ -74,11 +74,10 @@ static int cmp_tail(const loom_sched_qjob_t *a, const loom_sched_qjob_t *b)
     return 0;
 }
 
-static int cmp_jobs(const void *x, const void *y)
+int loom_sched_queue_cmp(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjob_t *a,
+                         const loom_sched_qjob_t *b)
 {
-    const loom_sched_qjob_t *a = *(loom_sched_qjob_t *const *)x;
-    const loom_sched_qjob_t *b = *(loom_sched_qjob_t *const *)y;
-    switch (sort_cfg->kind) {
+    switch (cfg->kind) {
     case LOOM_SCHED_QUEUE_FIFO: break;
     case LOOM_SCHED_QUEUE_SJF: {
         double ka = sjf_key(a), kb = sjf_key(b);
@@ -98,6 +97,12 @@ static int cmp_jobs(const void *x, const void *y)
     return cmp_tail(a, b);
 }
 
+static int cmp_jobs(const void *x, const void *y)
+{
+    return loom_sched_queue_cmp(sort_cfg, *(loom_sched_qjob_t *const *)x,
+                                *(loom_sched_qjob_t *const *)y);
+}
+
 void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t **jobs, size_t n,
                             double now_s)
 {
@@ -105,6 +110,8 @@ void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t
         jobs[i]->level = cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS
                              ? loom_sched_tiresias_level(cfg, jobs[i], now_s)
                              : 0;
+    if (n < 2)
+        return;
     sort_cfg = cfg;
     qsort(jobs, n, sizeof *jobs, cmp_jobs);
     sort_cfg = NULL;

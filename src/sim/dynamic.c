@@ -1,19 +1,25 @@
-/* sim/dynamic.c — arrivals and departures over time, with a queue.
+/* sim/dynamic.c — arrivals and departures over time, through the runtime.
  *
  * Jobs arrive at their creation (due) time and run for their duration once
- * placed. At every event time: departures first, then arrivals join the
- * queue, then one scheduling pass walks the queue in the queue policy's
- * order and places every job that fits (jobs that do not fit are skipped,
- * not blocking the ones behind: "skip" backfilling). A job that would not
- * fit even on the empty cluster is counted as unfit and dropped.
+ * started. At every event time: departures first, then arrivals join the
+ * runtime's queue, then one step of the runtime (libloom's runtime part, the
+ * very step loomd takes): queue order, placement with greedy backfill,
+ * Gandiva's time-slicing when a quantum is given. The simulator applies the
+ * step's actions in virtual time: a start schedules the job's departure, a
+ * suspend stops its remaining run time and a resume continues it. A job
+ * that would not fit even on the empty cluster is rejected by the runtime
+ * and counted as unfit.
  *
- * The pass is kept cheap: a job shape that failed since the last departure
- * cannot fit now either (resources only shrank), so it is not retried. */
+ * Events are arrivals, departures and the runtime's own wake-ups (the end of
+ * a time-slicing quantum). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/runtime.h"
 #include "loom/sim.h"
+
+#define TIMELINE_MIN_CAP 1024
 
 void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r)
 {
@@ -24,51 +30,66 @@ void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r)
     r->ntimeline = 0;
 }
 
+enum { JOB_FUTURE, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_UNFIT, JOB_SUSPENDED };
+
 typedef struct job {
     const loom_sim_task_t *task;
-    loom_sched_qjob_t q;
-    loom_sched_alloc_t alloc;
-    double start_s, finish_s;
-    int state;             /* 0 future, 1 pending, 2 running, 3 done, 4 unfit */
-    uint64_t failed_epoch; /* frees count + 1 when it last failed */
-    size_t live_slot;
+    double submit_s, start_s, finish_s, remaining_s;
+    int state;
+    bool started; /* has run at least once */
+    uint32_t gen; /* bumped by a suspend: older heap entries are stale */
 } job_t;
 
-/* min-heap of running jobs by finish time */
+/* min-heap of departures by time; an entry is valid while its gen matches */
+typedef struct dep {
+    double t;
+    job_t *j;
+    uint32_t gen;
+} dep_t;
+
 typedef struct heap {
-    job_t **a;
-    size_t n;
+    dep_t *a;
+    size_t n, cap;
 } heap_t;
 
-static void heap_push(heap_t *h, job_t *j)
+static int heap_push(heap_t *h, job_t *j)
 {
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 64;
+        dep_t *na = realloc(h->a, nc * sizeof *na);
+        if (!na)
+            return LOOM_ENOMEM;
+        h->a = na;
+        h->cap = nc;
+    }
     size_t i = h->n++;
-    h->a[i] = j;
+    h->a[i] = (dep_t){j->finish_s, j, j->gen};
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (h->a[p]->finish_s <= h->a[i]->finish_s)
+        if (h->a[p].t <= h->a[i].t)
             break;
-        job_t *t = h->a[p];
+        dep_t t = h->a[p];
         h->a[p] = h->a[i];
         h->a[i] = t;
         i = p;
     }
+    return LOOM_OK;
 }
 
-static job_t *heap_pop(heap_t *h)
+static dep_t heap_pop(heap_t *h)
 {
-    job_t *top = h->a[0];
+    dep_t top = h->a[0];
     h->a[0] = h->a[--h->n];
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->n && h->a[l]->finish_s < h->a[m]->finish_s)
+        if (l < h->n && h->a[l].t < h->a[m].t)
             m = l;
-        if (r < h->n && h->a[r]->finish_s < h->a[m]->finish_s)
+        if (r < h->n && h->a[r].t < h->a[m].t)
             m = r;
         if (m == i)
             break;
-        job_t *t = h->a[m];
+        dep_t t = h->a[m];
         h->a[m] = h->a[i];
         h->a[i] = t;
         i = m;
@@ -76,12 +97,20 @@ static job_t *heap_pop(heap_t *h)
     return top;
 }
 
+/* Drops stale entries from the top; the next departure time. */
+static double heap_next(heap_t *h)
+{
+    while (h->n && h->a[0].gen != h->a[0].j->gen)
+        heap_pop(h);
+    return h->n ? h->a[0].t : INFINITY;
+}
+
 static int cmp_arrival(const void *x, const void *y)
 {
     const job_t *a = *(job_t *const *)x, *b = *(job_t *const *)y;
-    if (a->q.submit_s != b->q.submit_s)
-        return a->q.submit_s < b->q.submit_s ? -1 : 1;
-    return a->q.id < b->q.id ? -1 : a->q.id > b->q.id;
+    if (a->submit_s != b->submit_s)
+        return a->submit_s < b->submit_s ? -1 : 1;
+    return a < b ? -1 : a > b;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -90,184 +119,139 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static bool fits_empty(const loom_sched_cluster_t *c, const loom_sched_req_t *r)
+/* The state of one run, which the runtime's actions change. */
+typedef struct run {
+    job_t *jobs;
+    heap_t heap;
+    double now;
+    double *waits;
+    size_t nwaits;
+    loom_sim_dynamic_result_t *res;
+    loom_sim_start_fn on_start;
+    void *on_start_ctx;
+    int rc; /* out of memory while applying */
+} run_t;
+
+static int apply(void *ctx, const loom_runtime_action_t *act)
 {
-    for (size_t i = 0; i < c->nnodes; i++) {
-        loom_sched_node_t n = c->nodes[i];
-        n.cpu_free = n.cpu_milli;
-        n.mem_free = n.mem_mib;
-        for (int g = 0; g < n.ngpus; g++) {
-            n.gpu_free[g] = LOOM_SCHED_MILLI;
-            n.gpu_mem_free[g] = n.gpu_mem_mib;
+    run_t *r = ctx;
+    job_t *j = &r->jobs[act->id - 1];
+    switch (act->kind) {
+    case LOOM_RUNTIME_START:
+        j->state = JOB_RUNNING;
+        j->start_s = r->now;
+        j->started = true;
+        r->waits[r->nwaits++] = r->now - j->submit_s;
+        if (r->on_start)
+            r->on_start(r->on_start_ctx, (size_t)(act->id - 1), r->now, &act->alloc);
+        if (j->task->duration_s < 0) {
+            r->res->running_at_end++;
+            return LOOM_OK;
         }
-        if (loom_sched_fits(&n, r))
-            return true;
+        j->finish_s = r->now + j->task->duration_s;
+        break;
+    case LOOM_RUNTIME_REJECT:
+        j->state = JOB_UNFIT;
+        r->res->unfit++;
+        return LOOM_OK;
+    case LOOM_RUNTIME_SUSPEND:
+        j->state = JOB_SUSPENDED;
+        j->remaining_s = j->finish_s - r->now;
+        j->gen++;
+        return LOOM_OK;
+    case LOOM_RUNTIME_RESUME:
+        j->state = JOB_RUNNING;
+        if (j->task->duration_s < 0)
+            return LOOM_OK;
+        j->finish_s = r->now + j->remaining_s;
+        break;
+    default: return LOOM_OK; /* reconfigure, note: nothing to change in virtual time */
     }
-    return false;
+    if (heap_push(&r->heap, j) != LOOM_OK) {
+        r->rc = LOOM_ENOMEM;
+        return LOOM_ENOMEM;
+    }
+    return LOOM_OK;
 }
 
-int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
-                     const loom_sim_opts_t *o, loom_sim_dynamic_result_t *res, loom_err_t *err)
+static int new_runtime(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
+                       const loom_sim_opts_t *o, loom_sched_workload_t *learned,
+                       loom_runtime_t **rt, loom_err_t *err)
 {
-    memset(res, 0, sizeof *res);
-    int64_t t0 = loom_time_mono_ns();
-    loom_sched_queue_cfg_t qcfg;
-    int rc = loom_sched_queue_cfg_parse(o->queue ? o->queue : "fifo", &qcfg, err);
-    if (rc)
-        return rc;
-    if (t->n == 0)
-        return loom_err_set(err, LOOM_EINVAL, "dynamic: empty trace");
-    loom_sched_cluster_t c;
-    if ((rc = loom_sched_cluster_copy(&c, c0, err)))
-        return rc;
-    loom_sched_cluster_reset(&c);
-    loom_sched_workload_t learned = {0};
-    loom_sched_placer_t *pl = NULL;
-    job_t *jobs = calloc(t->n, sizeof *jobs);
-    job_t **order = calloc(t->n, sizeof *order);
-    loom_sched_qjob_t **pend = calloc(t->n, sizeof *pend);
-    heap_t heap = {calloc(t->n, sizeof(job_t *)), 0};
-    loom_sched_alloc_t *live = o->debug_check ? calloc(t->n, sizeof *live) : NULL;
-    job_t **live_job = o->debug_check ? calloc(t->n, sizeof *live_job) : NULL;
-    size_t nlive = 0;
-    double *waits = calloc(t->n, sizeof *waits);
-    loom_sim_util_point_t *tl = NULL;
-    size_t ntl = 0, cap_tl = 0;
-    if (!jobs || !order || !pend || !heap.a || !waits || (o->debug_check && (!live || !live_job))) {
-        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-        goto out;
-    }
     const loom_sched_workload_t *wl = o->workload;
     if (!wl) {
-        if ((rc = loom_sim_trace_workload(t, &learned, err)))
-            goto out;
-        wl = &learned;
+        int rc = loom_sim_trace_workload(t, learned, err);
+        if (rc)
+            return rc;
+        wl = learned;
     }
-    loom_sched_placer_opts_t po = {o->seed, wl, o->exact_scores, o->ties};
-    if ((rc = loom_sched_placer_new(o->policy, &c, &po, &pl, err)))
-        goto out;
-    const double compress = o->compress > 0 ? o->compress : 1.0;
-    for (size_t i = 0; i < t->n; i++) {
-        job_t *j = &jobs[i];
-        j->task = &t->tasks[i];
-        j->q.id = i;
-        j->q.submit_s = j->task->create_s / compress;
-        j->q.priority = j->task->priority;
-        /* no estimate given: the trace's own run time (an oracle for sjf) */
-        j->q.estimate_s = j->task->estimate_s > 0    ? j->task->estimate_s
-                          : j->task->duration_s >= 0 ? j->task->duration_s
-                                                     : 0;
-        j->q.time_limit_s = j->task->time_limit_s;
-        j->q.wait_since_s = j->q.submit_s;
-        j->q.user = j;
-        order[i] = j;
+    loom_sched_cluster_t c;
+    int rc = loom_sched_cluster_copy(&c, c0, err);
+    if (rc)
+        return rc;
+    loom_sched_cluster_reset(&c);
+    loom_runtime_config_t cfg = {.queue = o->queue ? o->queue : "fifo",
+                                 .placement = o->policy,
+                                 .placer = {o->seed, wl, o->exact_scores, o->ties},
+                                 .timeslice_s = o->timeslice_s};
+    rc = loom_runtime_new(&c, &cfg, rt, err);
+    loom_sched_cluster_free(&c);
+    return rc;
+}
+
+/* Departures due by now, then arrivals due by now. */
+static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t *next,
+                   double *jct_sum, double *last_end, loom_err_t *err)
+{
+    while (heap_next(&r->heap) <= r->now) {
+        job_t *j = heap_pop(&r->heap).j;
+        loom_runtime_remove(rt, (uint64_t)(j - r->jobs) + 1, r->now);
+        j->state = JOB_DONE;
+        r->res->completed++;
+        *jct_sum += j->finish_s - j->submit_s;
+        *last_end = j->finish_s > *last_end ? j->finish_s : *last_end;
     }
-    qsort(order, t->n, sizeof *order, cmp_arrival);
-    res->jobs = t->n;
-    const double cap = c.gpu_milli_total > 0 ? (double)c.gpu_milli_total : 1;
-    size_t next = 0, npend = 0, nwaits = 0;
-    double first = order[0]->q.submit_s, now = first, last_end = first;
-    double util_area = 0, last_t = first, jct_sum = 0;
-    for (;;) {
-        double ta = next < t->n ? order[next]->q.submit_s : INFINITY;
-        double tf = heap.n ? heap.a[0]->finish_s : INFINITY;
-        double tnext = ta < tf ? ta : tf;
-        if (!isfinite(tnext))
-            break;
-        util_area += (tnext - last_t) * (double)c.gpu_milli_used / cap;
-        last_t = now = tnext;
-        while (heap.n && heap.a[0]->finish_s <= now) {
-            job_t *j = heap_pop(&heap);
-            loom_err_t e;
-            if ((rc = loom_sched_free(&c, &j->alloc, &e))) {
-                rc = loom_err_set(err, LOOM_EINTERNAL, "freeing job %s: %s", j->task->name, e.msg);
-                goto out;
-            }
-            if (live) { /* swap-remove from the live list */
-                size_t s = j->live_slot;
-                live[s] = live[--nlive];
-                live_job[s] = live_job[nlive];
-                live_job[s]->live_slot = s;
-            }
-            j->state = 3;
-            res->completed++;
-            jct_sum += j->finish_s - j->q.submit_s;
-            last_end = j->finish_s > last_end ? j->finish_s : last_end;
-        }
-        while (next < t->n && order[next]->q.submit_s <= now) {
-            job_t *j = order[next++];
-            if (!fits_empty(&c, &j->task->req)) {
-                j->state = 4;
-                res->unfit++;
-                continue;
-            }
-            j->state = 1;
-            pend[npend++] = &j->q;
-        }
-        loom_sched_queue_order(&qcfg, pend, npend, now);
-        size_t keep = 0;
-        for (size_t k = 0; k < npend; k++) {
-            job_t *j = pend[k]->user;
-            if (j->failed_epoch == c.frees + 1) {
-                pend[keep++] = pend[k];
-                continue;
-            }
-            loom_sched_alloc_t a;
-            int prc = loom_sched_place(pl, &c, &j->task->req, &a);
-            if (prc == LOOM_ENOTFOUND) {
-                j->failed_epoch = c.frees + 1;
-                pend[keep++] = pend[k];
-                continue;
-            }
-            loom_err_t e;
-            if (prc || (prc = loom_sched_alloc(&c, a.node, &j->task->req, a.gpus, a.ngpus,
-                                               &j->alloc, &e))) {
-                rc = loom_err_set(err, LOOM_EINTERNAL, "policy %s failed on job %s", o->policy,
-                                  j->task->name);
-                goto out;
-            }
-            j->state = 2;
-            j->start_s = now;
-            waits[nwaits++] = now - j->q.submit_s;
-            if (j->task->duration_s >= 0) {
-                j->finish_s = now + j->task->duration_s;
-                heap_push(&heap, j);
-            } else {
-                res->running_at_end++;
-            }
-            if (live) {
-                j->live_slot = nlive;
-                live[nlive] = j->alloc;
-                live_job[nlive++] = j;
-            }
-        }
-        npend = keep;
-        if (live) {
-            loom_err_t e;
-            if ((rc = loom_sched_cluster_check(&c, live, nlive, &e))) {
-                rc = loom_err_set(err, rc, "at t=%g: %s", now, e.msg);
-                goto out;
-            }
-        }
-        if (o->keep_points) {
-            if (ntl == cap_tl) {
-                size_t nc = cap_tl ? cap_tl * 2 : 1024;
-                loom_sim_util_point_t *np = realloc(tl, nc * sizeof *np);
-                if (!np) {
-                    rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                    goto out;
-                }
-                tl = np;
-                cap_tl = nc;
-            }
-            tl[ntl++] =
-                (loom_sim_util_point_t){now, (float)(100.0 * (double)c.gpu_milli_used / cap),
-                                        (uint32_t)npend, (uint32_t)(heap.n + res->running_at_end)};
-        }
+    for (; *next < n && order[*next]->submit_s <= r->now; (*next)++) {
+        job_t *j = order[*next];
+        const loom_sim_task_t *tk = j->task;
+        loom_runtime_job_t rj = {
+            .id = (uint64_t)(j - r->jobs) + 1,
+            .req = tk->req,
+            .submit_s = j->submit_s,
+            .priority = tk->priority,
+            /* no estimate given: the trace's own run time (an oracle for sjf) */
+            .estimate_s = tk->estimate_s > 0    ? tk->estimate_s
+                          : tk->duration_s >= 0 ? tk->duration_s
+                                                : 0,
+            .time_limit_s = tk->time_limit_s};
+        int rc = loom_runtime_submit(rt, &rj, err);
+        if (rc)
+            return rc;
+        j->state = JOB_PENDING;
     }
-    res->never_started = npend;
-    res->makespan_s = last_end - first;
-    res->mean_util_pct = last_t > first ? 100.0 * util_area / (last_t - first) : 0;
+    return LOOM_OK;
+}
+
+static int keep_point(loom_sim_dynamic_result_t *res, size_t *cap, const loom_runtime_t *rt,
+                      double now, double capacity)
+{
+    if (res->ntimeline == *cap) {
+        size_t nc = *cap ? *cap * 2 : TIMELINE_MIN_CAP;
+        loom_sim_util_point_t *np = realloc(res->timeline, nc * sizeof *np);
+        if (!np)
+            return LOOM_ENOMEM;
+        res->timeline = np;
+        *cap = nc;
+    }
+    const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
+    res->timeline[res->ntimeline++] = (loom_sim_util_point_t){
+        now, (float)(100.0 * (double)c->gpu_milli_used / capacity),
+        (uint32_t)loom_runtime_npending(rt), (uint32_t)loom_runtime_nrunning(rt)};
+    return LOOM_OK;
+}
+
+static void summarize(loom_sim_dynamic_result_t *res, double *waits, size_t nwaits, double jct_sum)
+{
     res->mean_jct_s = res->completed ? jct_sum / (double)res->completed : 0;
     double wsum = 0;
     for (size_t i = 0; i < nwaits; i++)
@@ -277,22 +261,83 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
         qsort(waits, nwaits, sizeof *waits, cmp_double);
         res->p99_wait_s = waits[(size_t)floor(0.99 * (double)(nwaits - 1))];
     }
-    res->timeline = tl;
-    res->ntimeline = ntl;
-    tl = NULL;
+}
+
+int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
+                     const loom_sim_opts_t *o, loom_sim_dynamic_result_t *res, loom_err_t *err)
+{
+    memset(res, 0, sizeof *res);
+    int64_t t0 = loom_time_mono_ns();
+    if (t->n == 0)
+        return loom_err_set(err, LOOM_EINVAL, "dynamic: empty trace");
+    loom_sched_workload_t learned = {0};
+    loom_runtime_t *rt = NULL;
+    run_t r = {.jobs = calloc(t->n, sizeof *r.jobs),
+               .waits = calloc(t->n, sizeof *r.waits),
+               .res = res,
+               .on_start = o->on_start,
+               .on_start_ctx = o->on_start_ctx};
+    job_t **order = calloc(t->n, sizeof *order);
+    size_t cap_tl = 0;
+    int rc;
+    if (!r.jobs || !r.waits || !order) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = new_runtime(c0, t, o, &learned, &rt, err)))
+        goto out;
+    const double compress = o->compress > 0 ? o->compress : 1.0;
+    for (size_t i = 0; i < t->n; i++) {
+        r.jobs[i].task = &t->tasks[i];
+        r.jobs[i].submit_s = t->tasks[i].create_s / compress;
+        order[i] = &r.jobs[i];
+    }
+    qsort(order, t->n, sizeof *order, cmp_arrival);
+    res->jobs = t->n;
+    const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
+    const double cap = c->gpu_milli_total > 0 ? (double)c->gpu_milli_total : 1;
+    size_t next = 0;
+    double first = order[0]->submit_s, last_end = first;
+    double util_area = 0, last_t = first, jct_sum = 0;
+    for (;;) {
+        double ta = next < t->n ? order[next]->submit_s : INFINITY;
+        double tf = heap_next(&r.heap);
+        double tw = loom_runtime_next_wakeup(rt);
+        double tnext = fmin(ta, fmin(tf, tw));
+        if (!isfinite(tnext))
+            break;
+        util_area += (tnext - last_t) * (double)c->gpu_milli_used / cap;
+        last_t = r.now = tnext;
+        if ((rc = advance(&r, rt, order, t->n, &next, &jct_sum, &last_end, err)))
+            goto out;
+        loom_runtime_step(rt, r.now, apply, &r);
+        if ((rc = r.rc)) {
+            rc = loom_err_set(err, rc, "out of memory");
+            goto out;
+        }
+        if (o->debug_check && (rc = loom_runtime_check(rt, err))) {
+            rc = loom_err_prefix(err, "at t=%g", r.now);
+            goto out;
+        }
+        if (o->keep_points && keep_point(res, &cap_tl, rt, r.now, cap)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    res->never_started = loom_runtime_npending(rt);
+    res->makespan_s = last_end - first;
+    res->mean_util_pct = last_t > first ? 100.0 * util_area / (last_t - first) : 0;
+    summarize(res, r.waits, r.nwaits, jct_sum);
     rc = LOOM_OK;
 out:
-    free(tl);
-    free(waits);
-    free(live);
-    free(live_job);
-    free(heap.a);
-    free(pend);
+    if (rc)
+        loom_sim_dynamic_result_free(res);
+    free(r.waits);
+    free(r.heap.a);
     free(order);
-    free(jobs);
-    loom_sched_placer_free(pl);
+    free(r.jobs);
+    loom_runtime_free(rt);
     loom_sched_workload_free(&learned);
-    loom_sched_cluster_free(&c);
     res->seconds = (double)(loom_time_mono_ns() - t0) / 1e9;
     return rc;
 }

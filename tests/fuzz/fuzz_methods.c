@@ -2,14 +2,13 @@
  * dispatcher -> server.info / job.* handlers -> a real store (in a
  * temporary directory, removed at exit). Checks that every request gets a
  * response that is valid JSON (or none, for notifications). methods.c
- * belongs to the loomd executable and is compiled in here. */
+ * belongs to the loomd executable; loomd_lib links it in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "daemon/methods.c"
-#include "daemon/runner.c"
-#include "daemon/gandiva.c"
+#include "daemon/methods.h"
+#include "daemon/runner.h"
 
 static loom_store_t *store;
 static loom_rpc_dispatcher_t *disp;

@@ -50,6 +50,30 @@ dyn=$("$loom" sim --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --policy fgd -
     --queue tiresias --json --check)
 echo "$dyn" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)["fgd"]; assert d["completed"]==4, d'
 
+# Gandiva's time-slicing in the simulator (the runtime's, as loomd's): two
+# whole-GPU jobs of 100 s on one GPU take turns of 30 s, so the second
+# starts after 30 s instead of 90 s and the first ends at 190 s, not 100 s.
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,8000,65536,1,V100\n' > "$tmp/one.csv"
+printf '%s\n' '{"id":"a","due_s":0,"duration_s":100,"gpus":1}' \
+    '{"id":"b","due_s":10,"duration_s":100,"gpus":1}' > "$tmp/two.jsonl"
+for ts in none 30; do
+    args=(); [ "$ts" = none ] || args=(--timeslice "$ts")
+    "$loom" sim --nodes "$tmp/one.csv" --pods "$tmp/two.jsonl" --policy firstfit --mode dynamic \
+        --check --json "${args[@]}" > "$tmp/ts-$ts.json"
+done
+/usr/bin/python3 - "$tmp/ts-none.json" "$tmp/ts-30.json" <<'PY'
+import json, sys
+off, on = (json.load(open(p))["firstfit"] for p in sys.argv[1:])
+assert off["completed"] == on["completed"] == 2, (off, on)
+assert abs(off["mean_wait_s"] - 45) < 1e-6 and abs(off["mean_jct_s"] - 145) < 1e-6, off
+assert abs(on["mean_wait_s"] - 10) < 1e-6 and abs(on["mean_jct_s"] - 190) < 1e-6, on
+PY
+set +e
+"$loom" sim --nodes "$tmp/one.csv" --pods "$tmp/two.jsonl" --policy firstfit --mode dynamic \
+    --timeslice -1 2>/dev/null; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "--timeslice -1 exit $rc"
+
 # malformed input: exit 5 and a message naming the place
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,eight,1,1,T4\n' > "$tmp/bad.csv"
 set +e

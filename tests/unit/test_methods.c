@@ -1,16 +1,15 @@
 /* loomd's methods through the real JSON-RPC dispatcher and a real store:
  * results, parameter errors naming the parameter, application errors, and
  * that the calls of one batch share a transaction. methods.c belongs to the
- * loomd executable, so it is compiled into this test directly. */
+ * loomd executable; this test links loomd's wiring (loomd_lib). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "daemon/methods.c"
-#include "daemon/runner.c"
-#include "daemon/gandiva.c"
+#include "daemon/methods.h"
+#include "daemon/runner.h"
 #include "test_util.h"
 
 #include "est_pb.h"

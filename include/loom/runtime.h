@@ -1,0 +1,179 @@
+/* loom runtime: the scheduling step as a state machine over a given clock.
+ *
+ * One runtime holds a cluster's scheduling state: the cluster model, the
+ * pending queue (every pending job, kept in the queue policy's order), the
+ * running and suspended jobs, and which nodes are down. loom_runtime_step
+ * advances it at a time the caller gives: it orders the queue, places jobs
+ * with the placement policy, and applies Gandiva's time-slicing and packing
+ * decisions. It does nothing itself: each decision is handed to the caller
+ * as an action (start, suspend, resume, reconfigure, reject, note), which loomd
+ * carries out with its executor and the simulator applies in virtual time.
+ * The runtime commits an action to its model only when the caller reports
+ * success, so a job whose process cannot be started holds nothing.
+ *
+ * Time is a double in seconds on any clock the caller likes (loomd: the
+ * monotonic clock; the simulator: virtual time), as long as submission
+ * times, step times and step observations use the same one.
+ *
+ * Not thread-safe: one thread drives a runtime (loomd's runner thread). */
+#ifndef LOOM_RUNTIME_H
+#define LOOM_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+#include "loom/sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_runtime loom_runtime_t;
+
+typedef struct loom_runtime_config {
+    const char *queue;     /* queue policy (loom_sched_queue_cfg_parse); NULL: fifo */
+    const char *placement; /* placement policy (loom_sched_place_names); NULL: firstfit */
+    loom_sched_placer_opts_t placer;
+    /* Gandiva time-slicing: the quantum in seconds; 0: off. */
+    double timeslice_s;
+    /* Gandiva packing introspection: decide from step-time observations
+     * (loom_runtime_observe_step) whether jobs sharing a GPU stay packed. */
+    bool pack_check;
+} loom_runtime_config_t;
+
+/* A job as the runtime sees it. */
+typedef struct loom_runtime_job {
+    uint64_t id; /* unique, > 0 */
+    loom_sched_req_t req;
+    double submit_s;
+    int priority;        /* larger first (queue policy "priority") */
+    double estimate_s;   /* 0: unknown */
+    double time_limit_s; /* 0: none */
+    uint32_t user;       /* fair-share group (see loom_runtime_set_share) */
+} loom_runtime_job_t;
+
+typedef enum loom_runtime_action_kind {
+    LOOM_RUNTIME_START,       /* start the job on alloc */
+    LOOM_RUNTIME_SUSPEND,     /* stop it in place; its resources go back to the model */
+    LOOM_RUNTIME_RESUME,      /* continue it on the very alloc it had */
+    LOOM_RUNTIME_RECONFIGURE, /* change a running job from old_alloc to alloc */
+    LOOM_RUNTIME_REJECT,      /* a pending job no node can ever hold: drop it */
+    LOOM_RUNTIME_NOTE         /* a decision that changes nothing (packing kept): record it */
+} loom_runtime_action_kind_t;
+
+typedef struct loom_runtime_action {
+    loom_runtime_action_kind_t kind;
+    uint64_t id;
+    loom_sched_alloc_t alloc;     /* START, RESUME, RECONFIGURE (new), SUSPEND (the held one) */
+    loom_sched_alloc_t old_alloc; /* RECONFIGURE */
+    const char *reason;           /* why, for the job's record (valid during the call) */
+} loom_runtime_action_t;
+
+/* Carries an action out. LOOM_OK commits it to the model. Anything else
+ * refuses it: a refused START drops the job from the runtime (its start
+ * failed: the caller records why), a refused SUSPEND or RESUME leaves the
+ * job as it was, a refused RECONFIGURE keeps the old allocation. */
+typedef int (*loom_runtime_apply_fn)(void *ctx, const loom_runtime_action_t *a);
+
+/* Why a pending job is still pending after the last step (as Slurm's
+ * squeue reasons). */
+typedef enum loom_runtime_reason {
+    LOOM_RUNTIME_REASON_NONE = 0,  /* not yet considered by a step */
+    LOOM_RUNTIME_REASON_RESOURCES, /* it was the first in the queue order that did not fit */
+    LOOM_RUNTIME_REASON_PRIORITY   /* jobs ahead of it in the queue order wait too */
+} loom_runtime_reason_t;
+
+const char *loom_runtime_reason_name(loom_runtime_reason_t r); /* "Resources", ... */
+
+/* The runtime takes a copy of c (its allocations included: loomd's adopted
+ * jobs are added with loom_runtime_adopt on an empty copy instead). */
+int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t *cfg,
+                     loom_runtime_t **out, loom_err_t *err);
+void loom_runtime_free(loom_runtime_t *rt);
+
+/* The model (read only: change it through the runtime). */
+const loom_sched_cluster_t *loom_runtime_cluster(const loom_runtime_t *rt);
+const char *loom_runtime_queue_name(const loom_runtime_t *rt);
+const char *loom_runtime_placement_name(const loom_runtime_t *rt);
+
+/* A new pending job (LOOM_EEXIST if the id is known). A request that is
+ * not well formed or fits no node even when the cluster is empty is
+ * rejected by the next step (a REJECT action with the reason). */
+int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err);
+/* A job that already runs (or is suspended) on alloc, e.g. found running
+ * when loomd restarts. A running one takes alloc in the model now
+ * (LOOM_ESTATE if that would over-commit). */
+int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
+                       const loom_sched_alloc_t *alloc, bool suspended, double now_s,
+                       loom_err_t *err);
+/* The job is gone: ended, cancelled, lost. Its resources go back. Returns
+ * LOOM_ENOTFOUND for an unknown id. */
+int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s);
+/* A running or suspended job goes back to the queue (its process never
+ * really ran, e.g. Slurm never started it); its resources go back. */
+int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s);
+/* Down nodes take no placement (their free resources are hidden from the
+ * placement policy); their jobs stay until the caller removes them. */
+void loom_runtime_set_down(loom_runtime_t *rt, size_t node, bool down);
+bool loom_runtime_is_down(const loom_runtime_t *rt, size_t node);
+
+/* Packing introspection: one training step of job id that began at
+ * start_s and took duration_s (loomd reads them from LOOM_STEP markers). */
+void loom_runtime_observe_step(loom_runtime_t *rt, uint64_t id, double start_s, double duration_s);
+
+/* Hook for reconfigurable jobs (Rubick): ask that a running job be given
+ * req instead of its current request. The next step tries it (RECONFIGURE
+ * with the new allocation) and keeps the old one when the new does not fit
+ * or the caller refuses. */
+int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
+                             loom_err_t *err);
+/* Hook for fair share: a per-user weight (default 1) kept for a fair-share
+ * queue policy; the present queue policies do not read it. */
+void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
+double loom_runtime_share(const loom_runtime_t *rt, uint32_t user);
+
+/* One scheduling step at now_s: packing decisions (pack_check), resumes of
+ * suspended jobs (time-slicing), then the pending queue in the queue
+ * policy's order, every job the placement policy finds room for (greedy
+ * backfill: a job that does not fit does not hold back those behind it).
+ * Each action goes to apply(ctx, action). Returns the number of actions
+ * applied (committed). */
+size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn apply, void *ctx);
+/* When a step could decide something new although nothing else happens
+ * (a time-slicing quantum ends); INFINITY if never. */
+double loom_runtime_next_wakeup(const loom_runtime_t *rt);
+
+/* ----------------------------------------------------------- reading */
+
+typedef enum loom_runtime_state {
+    LOOM_RUNTIME_PENDING = 1,
+    LOOM_RUNTIME_RUNNING,
+    LOOM_RUNTIME_SUSPENDED
+} loom_runtime_state_t;
+
+typedef struct loom_runtime_info {
+    loom_runtime_state_t state;
+    loom_runtime_reason_t reason; /* pending */
+    loom_sched_alloc_t alloc;     /* running, suspended */
+    double attained_gpu_s;        /* GPUs x seconds run so far */
+    const char *note;             /* the last Gandiva decision about it ("" if none) */
+} loom_runtime_info_t;
+
+/* LOOM_ENOTFOUND for an unknown id. */
+int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t *out);
+size_t loom_runtime_npending(const loom_runtime_t *rt);
+size_t loom_runtime_nrunning(const loom_runtime_t *rt); /* suspended ones included */
+/* The pending jobs' ids, in queue order as of the last step (arrivals since
+ * then at the end): up to max; returns how many there are. */
+size_t loom_runtime_pending_ids(const loom_runtime_t *rt, uint64_t *ids, size_t max);
+/* The ids of running and suspended jobs on node (up to max; returns how many there are). */
+size_t loom_runtime_jobs_on(const loom_runtime_t *rt, size_t node, uint64_t *ids, size_t max);
+/* Debug check of the model (loom_sched_cluster_check with every held allocation). */
+int loom_runtime_check(const loom_runtime_t *rt, loom_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,872 @@
+/* runtime/runtime.c — the scheduling state and its step.
+ *
+ * The state is kept so that a step costs little more than a walk of the
+ * queue, however long it is:
+ * - the pending jobs stay in queue order between steps; arrivals are
+ *   sorted on their own and merged in (fifo, sjf, priority). Tiresias'
+ *   levels move with time (attained service, starvation), so its order is
+ *   rebuilt when a level changed or jobs arrived;
+ * - a job shape (a request) that fitted nowhere stays unplaceable until
+ *   resources grow (a free, or a node coming back): the step remembers such
+ *   shapes by that epoch and passes their jobs by without asking the
+ *   placement policy again.
+ * The step itself is loomd's former runner step: hide down nodes, order,
+ * place every job that fits (greedy backfill), let time-slicing make room
+ * for a job that does not. */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime_int.h"
+
+#define MAP_MIN_CAP    1024
+#define SHAPES_MIN_CAP 1024
+#define ARRAY_MIN_CAP  64
+
+/* ------------------------------------------------------------- helpers */
+
+int rt__grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return LOOM_OK;
+    size_t nc = *cap ? *cap : ARRAY_MIN_CAP;
+    while (nc < need)
+        nc *= 2;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return LOOM_ENOMEM;
+    *arr = p;
+    *cap = nc;
+    return LOOM_OK;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    return x;
+}
+
+#define TOMBSTONE ((rjob_t *)(uintptr_t)1)
+
+rjob_t *rt__find(const loom_runtime_t *rt, uint64_t id)
+{
+    if (!rt->map_cap)
+        return NULL;
+    size_t mask = rt->map_cap - 1;
+    for (size_t i = mix64(id) & mask;; i = (i + 1) & mask) {
+        rjob_t *j = rt->map[i];
+        if (!j)
+            return NULL;
+        if (j != TOMBSTONE && j->job.id == id)
+            return j;
+    }
+}
+
+static int map_rehash(loom_runtime_t *rt, size_t cap)
+{
+    rjob_t **nm = calloc(cap, sizeof *nm);
+    if (!nm)
+        return LOOM_ENOMEM;
+    for (size_t k = 0; k < rt->map_cap; k++) {
+        rjob_t *j = rt->map[k];
+        if (!j || j == TOMBSTONE)
+            continue;
+        size_t i = mix64(j->job.id) & (cap - 1);
+        while (nm[i])
+            i = (i + 1) & (cap - 1);
+        nm[i] = j;
+    }
+    free(rt->map);
+    rt->map = nm;
+    rt->map_cap = cap;
+    rt->map_used = rt->map_live;
+    return LOOM_OK;
+}
+
+static int map_put(loom_runtime_t *rt, rjob_t *j)
+{
+    if ((rt->map_used + 1) * 4 >= rt->map_cap * 3) {
+        size_t cap = rt->map_cap ? rt->map_cap : MAP_MIN_CAP;
+        while ((rt->map_live + 1) * 2 >= cap)
+            cap *= 2;
+        if (map_rehash(rt, cap) != LOOM_OK)
+            return LOOM_ENOMEM;
+    }
+    size_t mask = rt->map_cap - 1;
+    size_t i = mix64(j->job.id) & mask;
+    while (rt->map[i] && rt->map[i] != TOMBSTONE)
+        i = (i + 1) & mask;
+    if (!rt->map[i])
+        rt->map_used++;
+    rt->map[i] = j;
+    rt->map_live++;
+    return LOOM_OK;
+}
+
+static void map_del(loom_runtime_t *rt, uint64_t id)
+{
+    size_t mask = rt->map_cap - 1;
+    for (size_t i = mix64(id) & mask; rt->map[i]; i = (i + 1) & mask)
+        if (rt->map[i] != TOMBSTONE && rt->map[i]->job.id == id) {
+            rt->map[i] = TOMBSTONE;
+            rt->map_live--;
+            return;
+        }
+}
+
+static void job_free(rjob_t *j)
+{
+    if (j) {
+        free(j->reject);
+        free(j);
+    }
+}
+
+static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t *out);
+
+/* ------------------------------------------------------------ lifecycle */
+
+int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t *cfg,
+                     loom_runtime_t **out, loom_err_t *err)
+{
+    loom_runtime_t *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    snprintf(rt->queue_name, sizeof rt->queue_name, "%s", cfg->queue ? cfg->queue : "fifo");
+    snprintf(rt->place_name, sizeof rt->place_name, "%s",
+             cfg->placement ? cfg->placement : "firstfit");
+    rt->timeslice_s = cfg->timeslice_s > 0 ? cfg->timeslice_s : 0;
+    rt->pack_check = cfg->pack_check;
+    int rc = loom_sched_queue_cfg_parse(rt->queue_name, &rt->queue, err);
+    if (rc != LOOM_OK) {
+        free(rt);
+        return rc;
+    }
+    if ((rc = loom_sched_cluster_copy(&rt->cluster, c, err)) != LOOM_OK) {
+        free(rt);
+        return rc;
+    }
+    if ((rc = loom_sched_cluster_copy(&rt->empty, c, err)) != LOOM_OK) {
+        loom_sched_cluster_free(&rt->cluster);
+        free(rt);
+        return rc;
+    }
+    loom_sched_cluster_reset(&rt->empty);
+    rt->down = calloc(c->nnodes + 1, sizeof *rt->down);
+    if (!rt->down) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = loom_sched_placer_new(rt->place_name, &rt->cluster, &cfg->placer, &rt->placer,
+                                    err)) != LOOM_OK)
+        goto fail;
+    rt->now = -INFINITY;
+    *out = rt;
+    return LOOM_OK;
+fail:
+    loom_runtime_free(rt);
+    return rc;
+}
+
+void loom_runtime_free(loom_runtime_t *rt)
+{
+    if (!rt)
+        return;
+    for (size_t k = 0; k < rt->npend; k++) /* dead ones too: no longer in the map */
+        job_free(rt->pend[k].j);
+    for (size_t k = 0; k < rt->nfresh; k++)
+        job_free(rt->fresh[k]->user);
+    for (size_t k = 0; k < rt->nact; k++)
+        job_free(rt->act[k]);
+    free(rt->pend);
+    free(rt->fresh);
+    free(rt->act);
+    free(rt->map);
+    free(rt->shapes);
+    free(rt->shape_idx);
+    free(rt->shares);
+    free(rt->down);
+    loom_sched_placer_free(rt->placer);
+    loom_sched_cluster_free(&rt->cluster);
+    loom_sched_cluster_free(&rt->empty);
+    free(rt);
+}
+
+const loom_sched_cluster_t *loom_runtime_cluster(const loom_runtime_t *rt)
+{
+    return &rt->cluster;
+}
+const char *loom_runtime_queue_name(const loom_runtime_t *rt)
+{
+    return rt->queue_name;
+}
+const char *loom_runtime_placement_name(const loom_runtime_t *rt)
+{
+    return rt->place_name;
+}
+
+const char *loom_runtime_reason_name(loom_runtime_reason_t r)
+{
+    switch (r) {
+    case LOOM_RUNTIME_REASON_RESOURCES: return "Resources";
+    case LOOM_RUNTIME_REASON_PRIORITY: return "Priority";
+    default: return "None";
+    }
+}
+
+/* ------------------------------------------------------------ the jobs */
+
+static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
+{
+    for (size_t i = 0; i < rt->empty.nnodes; i++)
+        if (loom_sched_fits(&rt->empty.nodes[i], q))
+            return true;
+    return false;
+}
+
+static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err)
+{
+    if (job->id == 0) {
+        loom_err_set(err, LOOM_EINVAL, "job id 0: expected an id > 0");
+        return NULL;
+    }
+    if (rt__find(rt, job->id)) {
+        loom_err_set(err, LOOM_EEXIST, "job %llu: already known to the runtime",
+                     (unsigned long long)job->id);
+        return NULL;
+    }
+    rjob_t *j = calloc(1, sizeof *j);
+    if (j)
+        j->job = *job;
+    if (!j || map_put(rt, j) != LOOM_OK) {
+        free(j);
+        loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        return NULL;
+    }
+    j->q = (loom_sched_qjob_t){.id = job->id,
+                               .submit_s = job->submit_s,
+                               .priority = job->priority,
+                               .estimate_s = job->estimate_s,
+                               .time_limit_s = job->time_limit_s,
+                               .wait_since_s = job->submit_s,
+                               .user = j};
+    return j;
+}
+
+int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err)
+{
+    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    rjob_t *j = job_new(rt, job, err);
+    if (!j)
+        return err ? err->code : LOOM_EINVAL;
+    loom_err_t verr = {0};
+    if (loom_sched_req_validate(&job->req, &verr) != LOOM_OK)
+        j->reject = strdup(verr.msg);
+    else if (!fits_empty(rt, &job->req))
+        j->reject = strdup("no node of this cluster can ever hold it");
+    if (shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
+        map_del(rt, job->id);
+        job_free(j);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    j->state = LOOM_RUNTIME_PENDING;
+    j->fresh = true;
+    rt->fresh[rt->nfresh++] = &j->q;
+    return LOOM_OK;
+}
+
+static int act_add(loom_runtime_t *rt, rjob_t *j)
+{
+    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act))
+        return LOOM_ENOMEM;
+    j->slot = rt->nact;
+    rt->act[rt->nact++] = j;
+    return LOOM_OK;
+}
+
+void rt__act_remove(loom_runtime_t *rt, rjob_t *j)
+{
+    assert(j->slot < rt->nact && rt->act[j->slot] == j);
+    rt->act[j->slot] = rt->act[--rt->nact];
+    rt->act[j->slot]->slot = j->slot;
+}
+
+void rt__account(rjob_t *j, double now)
+{
+    if (j->held && now > j->resumed_s)
+        j->attained_gpu_s += (now - j->resumed_s) *
+                             (double)loom_sched_req_gpu_total(&j->alloc.req) / LOOM_SCHED_MILLI;
+}
+
+int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
+                       const loom_sched_alloc_t *alloc, bool suspended, double now_s,
+                       loom_err_t *err)
+{
+    if (alloc->node < 0 || (size_t)alloc->node >= rt->cluster.nnodes)
+        return loom_err_set(err, LOOM_EINVAL, "job %llu: node %d: no such node",
+                            (unsigned long long)job->id, alloc->node);
+    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    loom_sched_alloc_t held = *alloc;
+    held.req = job->req;
+    if (!suspended && loom_sched_alloc(&rt->cluster, alloc->node, &job->req, alloc->gpus,
+                                       alloc->ngpus, &held, err) != LOOM_OK)
+        return err ? err->code : LOOM_ESTATE;
+    rjob_t *j = job_new(rt, job, err);
+    if (!j) {
+        if (!suspended)
+            loom_sched_free(&rt->cluster, &held, NULL);
+        return err ? err->code : LOOM_EINVAL;
+    }
+    j->alloc = held;
+    j->held = !suspended;
+    j->state = suspended ? LOOM_RUNTIME_SUSPENDED : LOOM_RUNTIME_RUNNING;
+    j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
+    act_add(rt, j); /* cannot fail: grown above */
+    return LOOM_OK;
+}
+
+int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
+{
+    rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    map_del(rt, id);
+    if (j->state == LOOM_RUNTIME_PENDING) {
+        j->dead = true; /* the queue arrays drop it at the next step */
+        rt->ndead += !j->fresh;
+        rt->nran -= !j->fresh && j->q.last_run_s > 0;
+        return LOOM_OK;
+    }
+    rt__account(j, now_s);
+    if (j->held)
+        loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__act_remove(rt, j);
+    job_free(j);
+    return LOOM_OK;
+}
+
+int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
+{
+    rjob_t *j = rt__find(rt, id);
+    if (!j || j->state == LOOM_RUNTIME_PENDING)
+        return j ? LOOM_ESTATE : LOOM_ENOTFOUND;
+    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh) ||
+        shape_intern(rt, &j->job.req, &j->shape) != LOOM_OK)
+        return LOOM_ENOMEM;
+    rt__account(j, now_s);
+    if (j->held)
+        loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__act_remove(rt, j);
+    j->held = false;
+    j->state = LOOM_RUNTIME_PENDING;
+    j->q.wait_since_s = now_s;
+    j->q.attained_gpu_s = j->attained_gpu_s;
+    j->q.last_run_s = now_s > j->resumed_s ? now_s - j->resumed_s : 1e-9;
+    j->fresh = true;
+    rt->fresh[rt->nfresh++] = &j->q;
+    return LOOM_OK;
+}
+
+void loom_runtime_set_down(loom_runtime_t *rt, size_t node, bool down)
+{
+    if (node >= rt->cluster.nnodes || rt->down[node] == down)
+        return;
+    rt->down[node] = down;
+    rt->ndown += down ? 1 : (size_t)-1;
+    if (!down)
+        rt->up_events++;
+}
+
+bool loom_runtime_is_down(const loom_runtime_t *rt, size_t node)
+{
+    return node < rt->cluster.nnodes && rt->down[node];
+}
+
+int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
+                             loom_err_t *err)
+{
+    rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return loom_err_set(err, LOOM_ENOTFOUND, "job %llu: not known to the runtime",
+                            (unsigned long long)id);
+    if (j->state != LOOM_RUNTIME_RUNNING)
+        return loom_err_set(err, LOOM_ESTATE, "job %llu: only a running job can be reconfigured",
+                            (unsigned long long)id);
+    int rc = loom_sched_req_validate(req, err);
+    if (rc != LOOM_OK)
+        return rc;
+    j->reconf = true;
+    j->reconf_req = *req;
+    return LOOM_OK;
+}
+
+void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight)
+{
+    for (size_t i = 0; i < rt->nshares; i++)
+        if (rt->shares[i].user == user) {
+            rt->shares[i].weight = weight;
+            return;
+        }
+    if (rt__grow((void **)&rt->shares, &rt->cap_shares, rt->nshares + 1, sizeof *rt->shares) ==
+        LOOM_OK)
+        rt->shares[rt->nshares++] = (struct share){user, weight};
+}
+
+double loom_runtime_share(const loom_runtime_t *rt, uint32_t user)
+{
+    for (size_t i = 0; i < rt->nshares; i++)
+        if (rt->shares[i].user == user)
+            return rt->shares[i].weight;
+    return 1.0;
+}
+
+/* ------------------------------------------------------------- actions */
+
+int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
+             const loom_sched_alloc_t *alloc, const loom_sched_alloc_t *old, const char *reason)
+{
+    loom_runtime_action_t a = {.kind = kind, .id = j->job.id, .reason = reason ? reason : ""};
+    if (alloc)
+        a.alloc = *alloc;
+    if (old)
+        a.old_alloc = *old;
+    int rc = rt->apply ? rt->apply(rt->ctx, &a) : LOOM_OK;
+    if (rc == LOOM_OK)
+        rt->applied++;
+    return rc;
+}
+
+/* --------------------------------------------------------- queue order */
+
+static int cmp_q(const loom_runtime_t *rt, const loom_sched_qjob_t *a, const loom_sched_qjob_t *b)
+{
+    return loom_sched_queue_cmp(&rt->queue, a, b);
+}
+
+/* Arrivals: rejects go at once, dead ones are dropped, the rest are sorted
+ * (in place, at the front of rt->fresh); returns how many. */
+static size_t take_fresh(loom_runtime_t *rt)
+{
+    size_t nf = 0;
+    for (size_t k = 0; k < rt->nfresh; k++) {
+        rjob_t *j = rt->fresh[k]->user;
+        j->fresh = false;
+        if (j->dead) {
+            job_free(j);
+            continue;
+        }
+        if (j->reject) {
+            char why[LOOM_ERR_MSG_MAX + 32];
+            snprintf(why, sizeof why, "unschedulable: %s", j->reject);
+            rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+            map_del(rt, j->job.id);
+            job_free(j);
+            continue;
+        }
+        rt->nran += j->q.last_run_s > 0;
+        rt->fresh[nf++] = rt->fresh[k];
+    }
+    rt->nfresh = 0;
+    loom_sched_queue_order(&rt->queue, rt->fresh, nf, rt->now);
+    return nf;
+}
+
+/* Tiresias' levels move with attained service and waiting; only jobs that
+ * ran before can change level (a job that never ran stays in the top
+ * queue) unless a starvation limit applies to everyone. */
+static bool levels_moved(loom_runtime_t *rt)
+{
+    if (rt->queue.kind != LOOM_SCHED_QUEUE_TIRESIAS ||
+        (rt->nran == 0 && rt->queue.starve_limit_s <= 0))
+        return false;
+    bool moved = false;
+    for (size_t k = 0; k < rt->npend && !moved; k++) {
+        const loom_sched_qjob_t *q = &rt->pend[k].j->q;
+        moved =
+            !rt->pend[k].j->dead && loom_sched_tiresias_level(&rt->queue, q, rt->now) != q->level;
+    }
+    return moved;
+}
+
+/* Everything sorted afresh (Tiresias' levels moved). */
+static int sort_all(loom_runtime_t *rt, size_t nf)
+{
+    size_t n = rt->npend + nf;
+    loom_sched_qjob_t **all = malloc((n + 1) * sizeof *all);
+    if (!all)
+        return LOOM_ENOMEM;
+    size_t m = 0;
+    for (size_t k = 0; k < rt->npend; k++) {
+        if (rt->pend[k].j->dead)
+            job_free(rt->pend[k].j);
+        else
+            all[m++] = &rt->pend[k].j->q;
+    }
+    rt->ndead = 0;
+    memcpy(all + m, rt->fresh, nf * sizeof *all);
+    m += nf;
+    loom_sched_queue_order(&rt->queue, all, m, rt->now);
+    for (size_t k = 0; k < m; k++) {
+        rjob_t *j = all[k]->user;
+        rt->pend[k] = (struct pent){j, j->shape};
+    }
+    rt->npend = m;
+    free(all);
+    return LOOM_OK;
+}
+
+/* Merges the sorted arrivals into the order: each finds its place by
+ * binary search, and the runs of pend between them move as blocks. */
+static void merge_fresh(loom_runtime_t *rt, size_t nf)
+{
+    size_t end = rt->npend; /* pend[0..end) not yet moved */
+    for (size_t k = nf; k > 0; k--) {
+        const loom_sched_qjob_t *f = rt->fresh[k - 1];
+        size_t lo = 0, hi = end;
+        while (lo < hi) { /* first position whose job comes after f */
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_q(rt, &rt->pend[mid].j->q, f) > 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        memmove(rt->pend + lo + k, rt->pend + lo, (end - lo) * sizeof *rt->pend);
+        rjob_t *j = f->user;
+        rt->pend[lo + k - 1] = (struct pent){j, j->shape};
+        end = lo;
+    }
+    rt->npend += nf;
+}
+
+static int order_queue(loom_runtime_t *rt)
+{
+    if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh, sizeof *rt->pend))
+        return LOOM_ENOMEM;
+    size_t nf = take_fresh(rt);
+    if (levels_moved(rt))
+        return sort_all(rt, nf);
+    merge_fresh(rt, nf);
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------ shapes that fit nowhere */
+
+/* Resources only grow by a free or a node coming back: a shape that fitted
+ * nowhere in this epoch fits nowhere until the next. */
+static uint64_t epoch(const loom_runtime_t *rt)
+{
+    return rt->cluster.frees + rt->up_events + 1;
+}
+
+static uint64_t req_hash(const loom_sched_req_t *r)
+{
+    uint64_t h = mix64((uint64_t)r->cpu_milli) ^ mix64((uint64_t)r->mem_mib * 31u);
+    h ^= mix64(((uint64_t)(uint32_t)r->num_gpus << 32) | (uint32_t)r->gpu_milli);
+    h ^= mix64((uint64_t)r->gpu_mem_mib + 7u) ^ mix64(r->gpu_types + 13u);
+    return h;
+}
+
+static bool req_same(const loom_sched_req_t *a, const loom_sched_req_t *b)
+{
+    return a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib && a->num_gpus == b->num_gpus &&
+           a->gpu_milli == b->gpu_milli && a->gpu_mem_mib == b->gpu_mem_mib &&
+           a->gpu_types == b->gpu_types;
+}
+
+static int shape_reindex(loom_runtime_t *rt, size_t cap)
+{
+    uint32_t *idx = calloc(cap, sizeof *idx);
+    if (!idx)
+        return LOOM_ENOMEM;
+    for (size_t s = 0; s < rt->nshapes; s++) {
+        size_t i = req_hash(&rt->shapes[s].req) & (cap - 1);
+        while (idx[i])
+            i = (i + 1) & (cap - 1);
+        idx[i] = (uint32_t)s + 1;
+    }
+    free(rt->shape_idx);
+    rt->shape_idx = idx;
+    rt->shape_idx_cap = cap;
+    return LOOM_OK;
+}
+
+static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t *out)
+{
+    if ((rt->nshapes + 1) * 2 > rt->shape_idx_cap &&
+        shape_reindex(rt, rt->shape_idx_cap ? rt->shape_idx_cap * 2 : SHAPES_MIN_CAP))
+        return LOOM_ENOMEM;
+    size_t mask = rt->shape_idx_cap - 1;
+    size_t i = req_hash(r) & mask;
+    for (; rt->shape_idx[i]; i = (i + 1) & mask)
+        if (req_same(&rt->shapes[rt->shape_idx[i] - 1].req, r)) {
+            *out = rt->shape_idx[i] - 1;
+            return LOOM_OK;
+        }
+    if (rt->nshapes >= UINT32_MAX - 1 ||
+        rt__grow((void **)&rt->shapes, &rt->cap_shapes, rt->nshapes + 1, sizeof *rt->shapes))
+        return LOOM_ENOMEM;
+    rt->shapes[rt->nshapes] = (struct shape){*r, 0};
+    rt->shape_idx[i] = (uint32_t)rt->nshapes + 1;
+    *out = (uint32_t)rt->nshapes++;
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------------ the step */
+
+typedef struct hidden {
+    int64_t cpu, mem;
+    int32_t gpu[LOOM_SCHED_MAX_GPUS];
+    int64_t gmem[LOOM_SCHED_MAX_GPUS];
+} hidden_t;
+
+/* Nodes that are down show nothing free to the placement policy while it
+ * places (a policy may cache per node: their version changes). */
+static hidden_t *hide_down(loom_runtime_t *rt)
+{
+    if (!rt->ndown)
+        return NULL;
+    hidden_t *h = calloc(rt->cluster.nnodes, sizeof *h);
+    for (size_t k = 0; h && k < rt->cluster.nnodes; k++) {
+        loom_sched_node_t *n = &rt->cluster.nodes[k];
+        if (!rt->down[k])
+            continue;
+        h[k].cpu = n->cpu_free;
+        h[k].mem = n->mem_free;
+        memcpy(h[k].gpu, n->gpu_free, sizeof n->gpu_free);
+        memcpy(h[k].gmem, n->gpu_mem_free, sizeof n->gpu_mem_free);
+        n->cpu_free = n->mem_free = 0;
+        memset(n->gpu_free, 0, sizeof n->gpu_free);
+        memset(n->gpu_mem_free, 0, sizeof n->gpu_mem_free);
+        n->version++;
+    }
+    return h;
+}
+
+static void unhide_down(loom_runtime_t *rt, hidden_t *h)
+{
+    for (size_t k = 0; h && k < rt->cluster.nnodes; k++) {
+        loom_sched_node_t *n = &rt->cluster.nodes[k];
+        if (!rt->down[k])
+            continue;
+        n->cpu_free = h[k].cpu;
+        n->mem_free = h[k].mem;
+        memcpy(n->gpu_free, h[k].gpu, sizeof n->gpu_free);
+        memcpy(n->gpu_mem_free, h[k].gmem, sizeof n->gpu_mem_free);
+        n->version++;
+    }
+    free(h);
+}
+
+/* Places j and starts it. True when it left the queue (started, or its
+ * start was refused and it was dropped). */
+static bool try_start(loom_runtime_t *rt, rjob_t *j)
+{
+    const loom_sched_req_t *req = &j->job.req;
+    struct shape *sh = &rt->shapes[j->shape];
+    bool failed = sh->fail_epoch == epoch(rt);
+    loom_sched_alloc_t place;
+    /* A shape that fits nowhere may still get room from time-slicing. */
+    bool ok = (!failed && loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK) ||
+              (rt->timeslice_s > 0 && rt__make_room(rt, req) &&
+               loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK);
+    if (!ok || rt->down[place.node]) {
+        sh->fail_epoch = epoch(rt);
+        return false;
+    }
+    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
+        loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
+            LOOM_OK)
+        return false;
+    rt->nran -= j->q.last_run_s > 0;
+    char why[LOOM_SCHED_NAME_MAX + 64];
+    snprintf(why, sizeof why, "placed on %s by %s", rt->cluster.nodes[place.node].name,
+             rt->place_name);
+    if (rt__emit(rt, LOOM_RUNTIME_START, j, &j->alloc, NULL, why) != LOOM_OK) {
+        loom_sched_free(&rt->cluster, &j->alloc, NULL);
+        map_del(rt, j->job.id);
+        job_free(j);
+        return true;
+    }
+    j->held = true;
+    j->state = LOOM_RUNTIME_RUNNING;
+    j->resumed_s = j->tenancy_since = rt->now;
+    j->tenancy = 0;
+    act_add(rt, j); /* cannot fail: grown above */
+    return true;
+}
+
+/* The pending pass: every job in order; those that stay are compacted. A
+ * job whose shape fitted nowhere in this epoch is passed by on the array
+ * alone (without time-slicing, which may make room). */
+static void pending_pass(loom_runtime_t *rt)
+{
+    hidden_t *h = hide_down(rt);
+    if (rt->ndown && !h)
+        return; /* out of memory: place nothing rather than onto down nodes */
+    const uint64_t ep = epoch(rt);
+    const bool cheap_skip = rt->timeslice_s <= 0;
+    rt->first_blocked = 0;
+    size_t keep = 0;
+    for (size_t k = 0; k < rt->npend; k++) {
+        struct pent e = rt->pend[k];
+        if (rt->ndead && e.j->dead) {
+            job_free(e.j);
+            continue;
+        }
+        bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
+        if (!skip && try_start(rt, e.j))
+            continue;
+        if (!rt->first_blocked)
+            rt->first_blocked = e.j->job.id;
+        rt->pend[keep++] = e;
+    }
+    rt->npend = keep;
+    rt->ndead = 0;
+    unhide_down(rt, h);
+}
+
+/* A running job asked to change its request: free the old, place the new;
+ * the old comes back when the new does not fit or is refused. */
+static void reconf_pass(loom_runtime_t *rt)
+{
+    for (size_t k = 0; k < rt->nact; k++) {
+        rjob_t *j = rt->act[k];
+        if (!j->reconf || !j->held)
+            continue;
+        loom_sched_alloc_t old = j->alloc, neu;
+        loom_sched_free(&rt->cluster, &old, NULL);
+        loom_sched_alloc_t place;
+        bool ok = loom_sched_place(rt->placer, &rt->cluster, &j->reconf_req, &place) == LOOM_OK &&
+                  !rt->down[place.node] &&
+                  loom_sched_alloc(&rt->cluster, place.node, &j->reconf_req, place.gpus,
+                                   place.ngpus, &neu, NULL) == LOOM_OK;
+        int rc = ok ? rt__emit(rt, LOOM_RUNTIME_RECONFIGURE, j, &neu, &old, "reconfigured")
+                    : LOOM_ENOTFOUND;
+        if (rc == LOOM_OK) {
+            rt__account(j, rt->now);
+            j->alloc = neu;
+            j->job.req = j->reconf_req;
+            j->resumed_s = rt->now;
+            j->reconf = false;
+            continue;
+        }
+        if (ok)
+            loom_sched_free(&rt->cluster, &neu, NULL);
+        loom_sched_alloc(&rt->cluster, old.node, &old.req, old.gpus, old.ngpus, &j->alloc, NULL);
+        if (ok) /* refused by the caller: do not ask again */
+            j->reconf = false;
+    }
+}
+
+size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn apply, void *ctx)
+{
+    rt->now = now_s;
+    rt->apply = apply;
+    rt->ctx = ctx;
+    rt->applied = 0;
+    if (rt->pack_check)
+        rt__pack_pass(rt);
+    rt__resume_pass(rt);
+    reconf_pass(rt);
+    if (order_queue(rt) == LOOM_OK)
+        pending_pass(rt);
+    rt->apply = NULL;
+    rt->ctx = NULL;
+    return rt->applied;
+}
+
+double loom_runtime_next_wakeup(const loom_runtime_t *rt)
+{
+    double t = INFINITY;
+    if (rt->timeslice_s <= 0)
+        return t;
+    /* Running jobs' quanta matter only while someone waits. */
+    bool waiting = rt->npend + rt->nfresh > 0;
+    for (size_t k = 0; k < rt->nact && !waiting; k++)
+        waiting = !rt->act[k]->held;
+    for (size_t k = 0; waiting && k < rt->nact; k++) {
+        const rjob_t *j = rt->act[k];
+        double when = (j->held ? j->resumed_s : j->suspended_s) + rt->timeslice_s;
+        if (when > rt->now && when < t)
+            t = when;
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------- reading */
+
+int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t *out)
+{
+    const rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    loom_runtime_reason_t reason = LOOM_RUNTIME_REASON_NONE;
+    if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
+        reason = j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
+                                                : LOOM_RUNTIME_REASON_PRIORITY;
+    *out = (loom_runtime_info_t){.state = j->state,
+                                 .reason = reason,
+                                 .alloc = j->alloc,
+                                 .attained_gpu_s = j->attained_gpu_s,
+                                 .note = j->note};
+    if (j->state == LOOM_RUNTIME_PENDING)
+        memset(&out->alloc, 0, sizeof out->alloc);
+    return LOOM_OK;
+}
+
+size_t loom_runtime_npending(const loom_runtime_t *rt)
+{
+    return rt->map_live - rt->nact;
+}
+
+size_t loom_runtime_nrunning(const loom_runtime_t *rt)
+{
+    return rt->nact;
+}
+
+size_t loom_runtime_pending_ids(const loom_runtime_t *rt, uint64_t *ids, size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < rt->npend + rt->nfresh; k++) {
+        const rjob_t *j = k < rt->npend ? rt->pend[k].j : rt->fresh[k - rt->npend]->user;
+        if (j->dead)
+            continue;
+        if (n < max)
+            ids[n] = j->job.id;
+        n++;
+    }
+    return n;
+}
+
+size_t loom_runtime_jobs_on(const loom_runtime_t *rt, size_t node, uint64_t *ids, size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (rt->act[k]->alloc.node == (int)node) {
+            if (n < max)
+                ids[n] = rt->act[k]->job.id;
+            n++;
+        }
+    return n;
+}
+
+int loom_runtime_check(const loom_runtime_t *rt, loom_err_t *err)
+{
+    loom_sched_alloc_t *live = calloc(rt->nact + 1, sizeof *live);
+    if (!live)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (rt->act[k]->held)
+            live[n++] = rt->act[k]->alloc;
+    int rc = loom_sched_cluster_check(&rt->cluster, live, n, err);
+    free(live);
+    return rc;
+}

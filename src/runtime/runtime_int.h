@@ -1,0 +1,115 @@
+/* Private to runtime: the job record and the runtime's state, shared by
+ * runtime.c (queue, placement, bookkeeping) and gandiva.c (time-slicing and
+ * packing introspection). */
+#ifndef LOOM_RUNTIME_INT_H
+#define LOOM_RUNTIME_INT_H
+
+#include "loom/runtime.h"
+
+/* Bounds of Gandiva's searches (candidates examined per decision). */
+#define RT_MAX_VICTIMS    64  /* jobs suspended so that one suspended job resumes */
+#define RT_MAX_MAKE_ROOM  256 /* running jobs considered to make room for a pending one */
+#define RT_MIN_STEPS      4   /* steps of each kind before a packing decision */
+#define RT_KEEP_THRESHOLD 1.0 /* normalized throughput below which packing is undone */
+#define RT_NOTE_MAX       160
+
+typedef struct rjob {
+    loom_runtime_job_t job;
+    loom_sched_qjob_t q; /* q.user points back here */
+    loom_runtime_state_t state;
+    bool dead;      /* removed while in the pending array (freed at its compaction) */
+    uint32_t shape; /* index of its request in rt->shapes */
+    bool fresh;     /* in the arrivals array, not yet merged into the order */
+    char *reject;   /* pending: why no node can ever hold it (REJECT at the next step) */
+    loom_sched_alloc_t alloc;
+    bool held;        /* alloc is in the model (false while suspended) */
+    size_t slot;      /* index in rt->act while running or suspended */
+    double resumed_s; /* start, or last resume */
+    double suspended_s;
+    double attained_gpu_s;
+    /* Reconfiguration asked (loom_runtime_reconfigure). */
+    bool reconf;
+    loom_sched_req_t reconf_req;
+    /* Gandiva. */
+    bool no_pack;       /* packing hurt it: resume it only alone on its GPUs */
+    bool decided;       /* a packing decision was made for this tenancy */
+    uint64_t probe_for; /* suspended so that this job's solo step time is measured */
+    double solo_step_s, packed_step_s;
+    int solo_n, packed_n;
+    int tenancy;
+    double tenancy_since;
+    int skip;
+    char note[RT_NOTE_MAX];
+} rjob_t;
+
+struct loom_runtime {
+    loom_sched_cluster_t cluster, empty;
+    loom_sched_placer_t *placer;
+    loom_sched_queue_cfg_t queue;
+    char queue_name[32], place_name[32];
+    double timeslice_s;
+    bool pack_check;
+    bool *down;
+    size_t ndown;
+    uint64_t up_events; /* nodes that came back (resources grew) */
+    double now;         /* of the last step */
+
+    /* id -> job: open addressing, linear probing, tombstones. */
+    rjob_t **map;
+    size_t map_cap, map_used, map_live;
+
+    /* Pending, in queue order, with each job's shape beside it so that the
+     * walk of a long queue reads one array in order. */
+    struct pent {
+        rjob_t *j;
+        uint32_t shape;
+    } * pend;
+    size_t npend, cap_pend;
+    size_t ndead;              /* removed pending jobs still in pend */
+    size_t nran;               /* pending jobs that ran before (their Tiresias level may move) */
+    uint64_t first_blocked;    /* id of the first job in order the last step could not start */
+    loom_sched_qjob_t **fresh; /* arrivals since the last step */
+    size_t nfresh, cap_fresh;
+    rjob_t **act; /* running and suspended */
+    size_t nact, cap_act;
+
+    /* Distinct requests (interned at submission), each with the epoch in
+     * which it last fitted nowhere; shape_idx hashes requests to index + 1. */
+    struct shape {
+        loom_sched_req_t req;
+        uint64_t fail_epoch; /* 0: never failed */
+    } * shapes;
+    size_t nshapes, cap_shapes;
+    uint32_t *shape_idx;
+    size_t shape_idx_cap;
+
+    /* Fair-share weights (hook). */
+    struct share {
+        uint32_t user;
+        double weight;
+    } * shares;
+    size_t nshares, cap_shares;
+
+    /* The step's callback. */
+    loom_runtime_apply_fn apply;
+    void *ctx;
+    size_t applied;
+};
+
+/* runtime.c */
+int rt__grow(void **arr, size_t *cap, size_t need, size_t elem);
+void rt__act_remove(loom_runtime_t *rt, rjob_t *j);
+rjob_t *rt__find(const loom_runtime_t *rt, uint64_t id);
+int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
+             const loom_sched_alloc_t *alloc, const loom_sched_alloc_t *old, const char *reason);
+void rt__account(rjob_t *j, double now);
+
+/* gandiva.c */
+int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);
+void rt__resume_pass(loom_runtime_t *rt);
+bool rt__make_room(loom_runtime_t *rt, const loom_sched_req_t *req);
+void rt__pack_pass(loom_runtime_t *rt);
+int rt__tenants(const loom_runtime_t *rt, const rjob_t *a);
+void rt__set_tenancy(loom_runtime_t *rt, rjob_t *a, int ten);
+
+#endif

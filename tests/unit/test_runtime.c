@@ -1,0 +1,377 @@
+/* The runtime's step against expectations worked out by hand: queue order
+ * and greedy backfill, every pending job considered, pending reasons, down
+ * nodes, refused starts, rejects, time-slicing, packing introspection,
+ * reconfiguration, and the incremental queue order against a full sort. */
+#include <math.h>
+
+#include "test_util.h"
+
+#include "loom/runtime.h"
+
+#define MAX_LOG 8192
+
+typedef struct log {
+    loom_runtime_action_t a[MAX_LOG];
+    char reason[MAX_LOG][128]; /* a->reason is valid only during the call: kept here */
+    size_t n;
+    uint64_t refuse; /* refuse actions about this id */
+} log_t;
+
+static int record(void *ctx, const loom_runtime_action_t *a)
+{
+    log_t *l = ctx;
+    if (l->refuse && a->id == l->refuse)
+        return LOOM_EUNAVAIL;
+    if (l->n < MAX_LOG) {
+        snprintf(l->reason[l->n], sizeof l->reason[l->n], "%s", a->reason);
+        l->a[l->n] = *a;
+        l->a[l->n].reason = l->reason[l->n];
+        l->n++;
+    }
+    return LOOM_OK;
+}
+
+static void cluster(loom_sched_cluster_t *c, int nodes, int gpus)
+{
+    loom_sched_cluster_init(c);
+    for (int i = 0; i < nodes; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(loom_sched_cluster_add_node(c, name, 64000, 65536, gpus, gpus ? "g" : NULL,
+                                                     0, NULL, NULL),
+                         LOOM_OK);
+    }
+}
+
+static loom_runtime_t *runtime(int nodes, int gpus, const char *queue, const char *place,
+                               double timeslice, bool pack)
+{
+    loom_sched_cluster_t c;
+    cluster(&c, nodes, gpus);
+    loom_runtime_config_t cfg = {.queue = queue,
+                                 .placement = place,
+                                 .placer = {.ties = LOOM_SCHED_TIES_FIRST},
+                                 .timeslice_s = timeslice,
+                                 .pack_check = pack};
+    loom_runtime_t *rt;
+    loom_err_t err;
+    if (loom_runtime_new(&c, &cfg, &rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_sched_cluster_free(&c);
+    return rt;
+}
+
+static void submit(loom_runtime_t *rt, uint64_t id, int gpus, int32_t milli, double t, int prio)
+{
+    loom_runtime_job_t j = {.id = id,
+                            .req = {.cpu_milli = 1000,
+                                    .mem_mib = 1024,
+                                    .num_gpus = gpus,
+                                    .gpu_milli = gpus ? milli : 0},
+                            .submit_s = t,
+                            .priority = prio};
+    loom_err_t err;
+    if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static loom_runtime_info_t info(loom_runtime_t *rt, uint64_t id)
+{
+    loom_runtime_info_t i;
+    assert_int_equal(loom_runtime_get(rt, id, &i), LOOM_OK);
+    return i;
+}
+
+static void check(loom_runtime_t *rt)
+{
+    loom_err_t err;
+    if (loom_runtime_check(rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+/* fifo with greedy backfill: a big job that does not fit does not hold back
+ * a small one; the first that waits is Resources, the rest Priority. */
+static void test_backfill_reasons(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 3, 1000, 1, 0);
+    submit(rt, 2, 2, 1000, 2, 0); /* does not fit after 1 */
+    submit(rt, 3, 1, 1000, 3, 0); /* backfills */
+    submit(rt, 4, 2, 1000, 4, 0); /* does not fit either */
+    assert_int_equal(loom_runtime_step(rt, 10, record, &l), 2);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.a[0].kind, LOOM_RUNTIME_START);
+    assert_int_equal(l.a[0].id, 1);
+    assert_int_equal(l.a[1].id, 3);
+    assert_int_equal(l.a[1].alloc.gpus[0], 3);
+    assert_int_equal(info(rt, 2).reason, LOOM_RUNTIME_REASON_RESOURCES);
+    assert_int_equal(info(rt, 4).reason, LOOM_RUNTIME_REASON_PRIORITY);
+    assert_string_equal(loom_runtime_reason_name(info(rt, 4).reason), "Priority");
+    assert_int_equal(loom_runtime_npending(rt), 2);
+    assert_int_equal(loom_runtime_nrunning(rt), 2);
+    /* nothing freed: nothing starts, and no placement is asked again */
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 11, record, &l), 0);
+    /* 1 ends: 2 starts (first in order), 4 still waits */
+    assert_int_equal(loom_runtime_remove(rt, 1, 12), LOOM_OK);
+    assert_int_equal(loom_runtime_step(rt, 12, record, &l), 1);
+    assert_int_equal(l.a[0].id, 2);
+    assert_int_equal(info(rt, 4).reason, LOOM_RUNTIME_REASON_RESOURCES);
+    assert_int_equal(loom_runtime_remove(rt, 99, 12), LOOM_ENOTFOUND);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* Every pending job is considered: the one with the highest priority is the
+ * last of 5,000 submitted, and it is the one that starts. */
+static void test_whole_queue(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 1, "priority", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    for (uint64_t id = 1; id <= 5000; id++)
+        submit(rt, id, 1, 1000, (double)id, id == 5000 ? 10 : 0);
+    assert_int_equal(loom_runtime_step(rt, 6000, record, &l), 1);
+    assert_int_equal(l.a[0].id, 5000);
+    assert_int_equal(loom_runtime_npending(rt), 4999);
+    uint64_t ids[3];
+    assert_int_equal(loom_runtime_pending_ids(rt, ids, 3), 4999);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[2], 3);
+    loom_runtime_free(rt);
+}
+
+/* The incremental order (arrivals merged in step after step) equals a full
+ * sort of everything, for every queue policy. */
+static void test_incremental_order(void **state)
+{
+    static const char *queues[] = {"fifo", "sjf", "priority", "tiresias"};
+    for (size_t q = 0; q < 4; q++) {
+        loom_runtime_t *rt = runtime(1, 1, queues[q], "firstfit", 0, false);
+        /* fill the GPU so that nothing else starts */
+        loom_runtime_job_t big = {.id = 100000, .req = {1000, 1024, 1, 1000, 0, 0}};
+        loom_sched_alloc_t at = {.node = 0, .ngpus = 1, .gpus = {0}};
+        assert_int_equal(loom_runtime_adopt(rt, &big, &at, false, 0, NULL), LOOM_OK);
+        loom_sched_qjob_t qs[600], *ref[600];
+        uint64_t seed = 12345;
+        size_t n = 0;
+        for (int round = 0; round < 6; round++) {
+            for (int k = 0; k < 100; k++, n++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                loom_runtime_job_t j = {.id = n + 1,
+                                        .req = {1000, 1024, 1, 1000, 0, 0},
+                                        .submit_s = (double)((seed >> 33) % 50),
+                                        .priority = (int)((seed >> 20) % 5),
+                                        .estimate_s = (double)((seed >> 40) % 7)};
+                assert_int_equal(loom_runtime_submit(rt, &j, NULL), LOOM_OK);
+                qs[n] = (loom_sched_qjob_t){.id = j.id,
+                                            .submit_s = j.submit_s,
+                                            .priority = j.priority,
+                                            .estimate_s = j.estimate_s,
+                                            .wait_since_s = j.submit_s};
+                ref[n] = &qs[n];
+            }
+            loom_runtime_step(rt, 100 + round, NULL, NULL);
+        }
+        loom_sched_queue_cfg_t cfg;
+        assert_int_equal(loom_sched_queue_cfg_parse(queues[q], &cfg, NULL), LOOM_OK);
+        loom_sched_queue_order(&cfg, ref, n, 105);
+        uint64_t ids[600];
+        assert_int_equal(loom_runtime_pending_ids(rt, ids, 600), n);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] != ref[i]->id)
+                fail_msg("%s: position %zu: %llu, expected %llu", queues[q], i,
+                         (unsigned long long)ids[i], (unsigned long long)ref[i]->id);
+        loom_runtime_free(rt);
+    }
+}
+
+/* Down nodes take no placement; a node that comes back does. */
+static void test_down_nodes(void **state)
+{
+    loom_runtime_t *rt = runtime(2, 1, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    loom_runtime_set_down(rt, 0, true);
+    submit(rt, 1, 1, 1000, 0, 0);
+    submit(rt, 2, 1, 1000, 0, 0);
+    assert_int_equal(loom_runtime_step(rt, 1, record, &l), 1);
+    assert_int_equal(l.a[0].alloc.node, 1);
+    assert_true(loom_runtime_is_down(rt, 0));
+    /* the hidden node's resources are back after the step */
+    assert_int_equal(loom_runtime_cluster(rt)->nodes[0].gpu_free[0], 1000);
+    assert_int_equal(loom_runtime_step(rt, 2, record, &l), 0);
+    loom_runtime_set_down(rt, 0, false);
+    assert_int_equal(loom_runtime_step(rt, 3, record, &l), 1);
+    assert_int_equal(l.a[1].id, 2);
+    assert_int_equal(l.a[1].alloc.node, 0);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* A refused start drops the job and gives its place back; a job no node
+ * can hold is rejected with a reason. */
+static void test_refused_and_rejected(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 1, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    l.refuse = 1;
+    submit(rt, 1, 1, 1000, 0, 0);
+    submit(rt, 2, 1, 1000, 1, 0);
+    submit(rt, 3, 4, 1000, 2, 0); /* 4 GPUs on a 1-GPU cluster */
+    assert_int_equal(loom_runtime_step(rt, 5, record, &l), 2);
+    /* rejects go first (at arrival), then the queue */
+    assert_int_equal(l.a[0].kind, LOOM_RUNTIME_REJECT);
+    assert_int_equal(l.a[0].id, 3);
+    assert_non_null(strstr(l.a[0].reason, "unschedulable"));
+    assert_int_equal(l.a[1].kind, LOOM_RUNTIME_START);
+    assert_int_equal(l.a[1].id, 2);
+    assert_int_equal(loom_runtime_get(rt, 1, &(loom_runtime_info_t){0}), LOOM_ENOTFOUND);
+    assert_int_equal(loom_runtime_npending(rt), 0);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* Time-slicing: two whole-GPU jobs on one GPU take turns of a quantum. */
+static void test_timeslice(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 1, "fifo", "firstfit", 1.0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, 1000, 0, 0);
+    assert_int_equal(loom_runtime_step(rt, 0, record, &l), 1);
+    submit(rt, 2, 1, 1000, 0.5, 0);
+    assert_int_equal(loom_runtime_step(rt, 0.5, record, &l), 0); /* 1 has not had its quantum */
+    assert_true(loom_runtime_next_wakeup(rt) == 1.0);
+    assert_int_equal(loom_runtime_step(rt, 1.0, record, &l), 2);
+    assert_int_equal(l.a[1].kind, LOOM_RUNTIME_SUSPEND);
+    assert_int_equal(l.a[1].id, 1);
+    assert_int_equal(l.a[2].kind, LOOM_RUNTIME_START);
+    assert_int_equal(l.a[2].id, 2);
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_SUSPENDED);
+    assert_true(info(rt, 1).attained_gpu_s == 1.0);
+    assert_true(loom_runtime_next_wakeup(rt) == 2.0);
+    /* 1 has waited a quantum and 2 has had one: they swap */
+    assert_int_equal(loom_runtime_step(rt, 2.0, record, &l), 2);
+    assert_int_equal(l.a[3].kind, LOOM_RUNTIME_SUSPEND);
+    assert_int_equal(l.a[3].id, 2);
+    assert_int_equal(l.a[4].kind, LOOM_RUNTIME_RESUME);
+    assert_int_equal(l.a[4].id, 1);
+    check(rt);
+    /* 1 ends: 2 resumes at once */
+    assert_int_equal(loom_runtime_remove(rt, 1, 2.5), LOOM_OK);
+    assert_int_equal(loom_runtime_step(rt, 2.5, record, &l), 1);
+    assert_int_equal(l.a[5].kind, LOOM_RUNTIME_RESUME);
+    assert_int_equal(l.a[5].id, 2);
+    assert_true(isinf(loom_runtime_next_wakeup(rt)));
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+static void steps(loom_runtime_t *rt, uint64_t id, double from, int n, double each)
+{
+    for (int i = 0; i < n; i++)
+        loom_runtime_observe_step(rt, id, from + i * each, each);
+}
+
+/* Packing introspection: a tenant that never ran alone is probed (the
+ * other steps aside), then packing is judged from the step times. */
+static void test_packing(void **state)
+{
+    for (int hurt = 0; hurt < 2; hurt++) {
+        loom_runtime_t *rt = runtime(1, 1, "fifo", "packing", 0, true);
+        static log_t l;
+        memset(&l, 0, sizeof l);
+        submit(rt, 1, 1, 500, 0, 0);
+        loom_runtime_step(rt, 0, record, &l);
+        steps(rt, 1, 0.1, 6, 0.1); /* solo steps of 1 (the first is skipped) */
+        submit(rt, 2, 1, 500, 1, 0);
+        loom_runtime_step(rt, 1, record, &l); /* 2 packed with 1 */
+        assert_int_equal(l.n, 2);
+        assert_int_equal(l.a[1].alloc.gpus[0], 0);
+        loom_runtime_step(rt, 1.05, record, &l); /* tenancy 2 seen */
+        double packed = hurt ? 0.5 : 0.15;
+        steps(rt, 1, 1.1, 6, packed);
+        steps(rt, 2, 1.1, 6, packed);
+        loom_runtime_step(rt, 5, record, &l); /* 2 never ran alone: 1 steps aside */
+        assert_int_equal(l.a[2].kind, LOOM_RUNTIME_SUSPEND);
+        assert_int_equal(l.a[2].id, 1);
+        assert_non_null(strstr(l.a[2].reason, "packing probe"));
+        loom_runtime_step(rt, 5.05, record, &l); /* 2 alone now */
+        steps(rt, 2, 5.1, 6, 0.1);
+        loom_runtime_step(rt, 6, record, &l); /* 2 has its solo steps: 1 resumes */
+        assert_int_equal(l.a[3].kind, LOOM_RUNTIME_RESUME);
+        assert_int_equal(l.a[3].id, 1);
+        loom_runtime_step(rt, 6.05, record, &l);
+        steps(rt, 1, 6.1, 6, packed);
+        steps(rt, 2, 6.1, 6, packed);
+        size_t before = l.n;
+        loom_runtime_step(rt, 8, record, &l);
+        if (!hurt) { /* 0.1 / 0.15 x 2 = 1.33: kept, noted on both */
+            assert_int_equal(l.n, before + 2);
+            assert_int_equal(l.a[before].kind, LOOM_RUNTIME_NOTE);
+            assert_non_null(strstr(info(rt, 1).note, "packing kept: normalized throughput 1.33"));
+        } else { /* 0.1 / 0.5 x 2 = 0.4: the newest (1, resumed last) is suspended */
+            assert_int_equal(l.n, before + 1);
+            assert_int_equal(l.a[before].kind, LOOM_RUNTIME_SUSPEND);
+            assert_int_equal(l.a[before].id, 1);
+            assert_non_null(strstr(info(rt, 1).note, "packing undone"));
+            /* resumed only when its GPU is free */
+            loom_runtime_step(rt, 9, record, &l);
+            assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_SUSPENDED);
+            loom_runtime_remove(rt, 2, 10);
+            loom_runtime_step(rt, 10, record, &l);
+            assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_RUNNING);
+        }
+        check(rt);
+        loom_runtime_free(rt);
+    }
+}
+
+/* Reconfiguration: a running job grows when there is room; a refusal keeps
+ * the old allocation. */
+static void test_reconfigure(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, 1000, 0, 0);
+    loom_runtime_step(rt, 0, record, &l);
+    loom_sched_req_t bigger = {1000, 1024, 2, 1000, 0, 0};
+    assert_int_equal(loom_runtime_reconfigure(rt, 1, &bigger, NULL), LOOM_OK);
+    assert_int_equal(loom_runtime_reconfigure(rt, 7, &bigger, NULL), LOOM_ENOTFOUND);
+    loom_runtime_step(rt, 1, record, &l);
+    assert_int_equal(l.a[1].kind, LOOM_RUNTIME_RECONFIGURE);
+    assert_int_equal(l.a[1].alloc.ngpus, 2);
+    assert_int_equal(l.a[1].old_alloc.ngpus, 1);
+    assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 2000);
+    loom_sched_req_t four = {1000, 1024, 4, 1000, 0, 0};
+    l.refuse = 1;
+    assert_int_equal(loom_runtime_reconfigure(rt, 1, &four, NULL), LOOM_OK);
+    loom_runtime_step(rt, 2, record, &l);
+    assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 2000);
+    assert_int_equal(info(rt, 1).alloc.ngpus, 2);
+    loom_runtime_set_share(rt, 7, 2.5);
+    assert_true(loom_runtime_share(rt, 7) == 2.5);
+    assert_true(loom_runtime_share(rt, 8) == 1.0);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backfill_reasons),
+        cmocka_unit_test(test_whole_queue),
+        cmocka_unit_test(test_incremental_order),
+        cmocka_unit_test(test_down_nodes),
+        cmocka_unit_test(test_refused_and_rejected),
+        cmocka_unit_test(test_timeslice),
+        cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_reconfigure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
