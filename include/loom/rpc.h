@@ -301,6 +301,10 @@ typedef struct loom_rpc_server_config {
     bool healthz_without_auth;
     size_t max_body;            /* default 1 MiB; larger -> HTTP 413 */
     unsigned max_connections;   /* per listener; default 128 */
+    /* TCP connections one client address may hold before it has shown the
+     * token; a newcomer beyond it evicts the address's oldest such
+     * connection (so do newcomers to a full listener). Default 32. */
+    unsigned max_per_address;
     unsigned idle_timeout_s;    /* keep-alive idle; default 30 */
     unsigned request_timeout_s; /* to receive one whole request; default 10 */
     unsigned drain_timeout_s;   /* graceful stop waits this long; default 30 */
