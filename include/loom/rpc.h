@@ -59,7 +59,10 @@ enum {
     /* Application ("server") errors: -32099 .. -32000. Their meanings are
      * listed in docs/protocol.md by whoever defines them. */
     LOOM_RPC_APP_ERROR_FIRST = -32099,
-    LOOM_RPC_APP_ERROR_LAST = -32000
+    LOOM_RPC_APP_ERROR_LAST = -32000,
+    /* The dispatcher's own server error: this call's response would take
+     * the request's response past loom_rpc_limits_t.max_response. */
+    LOOM_RPC_RESPONSE_TOO_LARGE = -32010
 };
 
 /* The specification's message for a standard code ("Parse error", ...), or
@@ -106,6 +109,10 @@ typedef struct loom_rpc_limits {
     size_t max_body;  /* bytes of one request body; default 1 MiB (1048576) */
     size_t max_depth; /* JSON nesting depth; default 64 */
     size_t max_batch; /* calls in one batch; default 1000 */
+    /* Bytes of one response body (a batch's responses together); default
+     * 8 MiB. A call whose response would go past it is answered
+     * LOOM_RPC_RESPONSE_TOO_LARGE instead. */
+    size_t max_response;
 } loom_rpc_limits_t;
 
 /* Creates a dispatcher. limits may be NULL (all defaults). */
@@ -208,6 +215,12 @@ size_t loom_rpc_call_batch_size(const loom_rpc_call_t *call);
  * hook set: that hook will run on the dispatching thread after every
  * handler of the request has returned. */
 bool loom_rpc_call_waited_on(const loom_rpc_call_t *call);
+/* Bytes the call's result may still take before the request's response
+ * reaches max_response (shared by the calls of a batch as they complete).
+ * A handler that makes large results (a listing) stops early when its
+ * result would exceed this, or fails with LOOM_RPC_RESPONSE_TOO_LARGE
+ * before doing the work when not even a small result would fit. */
+size_t loom_rpc_call_budget(const loom_rpc_call_t *call);
 
 /* Completes the call with a result. Takes the reference to result (NULL
  * means JSON null). Thread-safe; exactly once per call. After the last call
@@ -301,6 +314,10 @@ typedef struct loom_rpc_server_config {
     bool healthz_without_auth;
     size_t max_body;            /* default 1 MiB; larger -> HTTP 413 */
     unsigned max_connections;   /* per listener; default 128 */
+    /* TCP connections one client address may hold before it has shown the
+     * token; a newcomer beyond it evicts the address's oldest such
+     * connection (so do newcomers to a full listener). Default 32. */
+    unsigned max_per_address;
     unsigned idle_timeout_s;    /* keep-alive idle; default 30 */
     unsigned request_timeout_s; /* to receive one whole request; default 10 */
     unsigned drain_timeout_s;   /* graceful stop waits this long; default 30 */

@@ -13,6 +13,9 @@
 
 #define LIST_LIMIT_MAX     1000
 #define LIST_LIMIT_DEFAULT 100
+/* job.list: the result object around the jobs; below this budget, no work */
+#define LIST_OVERHEAD   64
+#define LIST_BUDGET_MIN 1024
 
 static void fail_param(loom_rpc_call_t *call, loom_err_t *err)
 {
@@ -347,6 +350,48 @@ static int parse_cursor(const json_t *v, int64_t *after, loom_err_t *err)
     return LOOM_OK;
 }
 
+static void fail_list_budget(loom_rpc_call_t *call, size_t first_job)
+{
+    size_t left = loom_rpc_call_budget(call);
+    loom_rpc_call_failf(call, LOOM_RPC_RESPONSE_TOO_LARGE,
+                        json_pack("{s:I}", "budget_left", (json_int_t)left),
+                        "response too large: %zu bytes of this request's response budget are "
+                        "left%s; narrow the query (fewer calls per batch, a smaller limit) and "
+                        "page with next_cursor",
+                        left, first_job ? ", less than one job needs" : "");
+}
+
+/* The page's jobs as JSON, as many as fit the call's response budget: a
+ * page cut short ends at the last job that fit and *next_after points past
+ * it. NULL (the call failed) when not even the first job fits. */
+static json_t *list_page(loom_rpc_call_t *call, const loom_job_list_t *list, int64_t *next_after)
+{
+    size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
+    json_t *jobs = json_array();
+    for (size_t i = 0; jobs && i < list->n; i++) {
+        json_t *j = loom_job_to_json(&list->jobs[i], false);
+        size_t size = j ? json_dumpb(j, NULL, 0, JSON_COMPACT) + 1 : 0;
+        if (j && used + size > budget) {
+            json_decref(j);
+            if (i == 0) {
+                json_decref(jobs);
+                fail_list_budget(call, 1);
+                return NULL;
+            }
+            *next_after = list->jobs[i - 1].id;
+            break;
+        }
+        used += size;
+        if (!j || json_array_append_new(jobs, j) != 0) {
+            json_decref(jobs);
+            jobs = NULL;
+        }
+    }
+    if (!jobs)
+        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    return jobs;
+}
+
 static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -374,21 +419,26 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
         return LOOM_RPC_DONE;
     }
     f.limit = (size_t)limit;
+    if (loom_rpc_call_budget(call) < LIST_BUDGET_MIN) { /* spent by earlier calls: no work */
+        fail_list_budget(call, 0);
+        return LOOM_RPC_DONE;
+    }
     loom_job_list_t list;
     if (loom_store_list(m->store, &f, &list, &err)) {
         fail_store(call, err.code, &err, true, 0);
         return LOOM_RPC_DONE;
     }
-    json_t *jobs = json_array();
-    for (size_t i = 0; jobs && i < list.n; i++)
-        json_array_append_new(jobs, loom_job_to_json(&list.jobs[i], false));
+    int64_t next_after = list.next_after_id;
+    json_t *jobs = list_page(call, &list, &next_after);
+    loom_job_list_free(&list);
+    if (!jobs)
+        return LOOM_RPC_DONE; /* failed */
     json_t *next = json_null();
-    if (list.next_after_id) {
+    if (next_after) {
         char buf[32];
-        snprintf(buf, sizeof buf, "%lld", (long long)list.next_after_id);
+        snprintf(buf, sizeof buf, "%lld", (long long)next_after);
         next = json_string(buf);
     }
-    loom_job_list_free(&list);
     json_t *res = json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", next);
     if (!res) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -400,8 +450,9 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 
 /* ----------------------------------------------------------- server.info */
 
-static const char *const method_names[] = {"server.info", "job.submit", "job.get", "job.list",
-                                           "job.cancel", "node.list", "monitor.snapshot"};
+static const char *const method_names[] = {"server.info",     "job.submit", "job.get",
+                                           "job.list",        "job.cancel", "node.list",
+                                           "monitor.snapshot"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -428,8 +479,8 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
         m->info->tcp_url ? json_string(m->info->tcp_url) : json_null(), "socket",
         m->info->socket ? json_string(m->info->socket) : json_null(), "jobs", jobs, "store",
         "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "helped_commits",
-        (json_int_t)st.helped_commits, "writes",
-        (json_int_t)st.writes, "max_group", (json_int_t)st.max_group, "methods", methods);
+        (json_int_t)st.helped_commits, "writes", (json_int_t)st.writes, "max_group",
+        (json_int_t)st.max_group, "methods", methods);
     if (res)
         json_object_set_new(res, "scheduler",
                             m->runner ? loomd_runner_stats(m->runner) : json_null());

@@ -241,6 +241,41 @@ int loom_exec_job_env(const loom_exec_job_t *job, json_t *out)
     return LOOM_OK;
 }
 
+/* The shepherd's environment: not loomd's (which holds LOOM_TOKEN and
+ * whatever loomd's caller set; a job can read its parent's environment in
+ * /proc), only PATH and the locale and time zone, and the sanitizers'
+ * options in test builds. The job's own environment is in spec.json. */
+static void free_env(char **env)
+{
+    for (char **e = env; e && *e; e++)
+        free(*e);
+    free(env);
+}
+
+static char **shepherd_env(void)
+{
+    static const char *const keep[] = {
+        "PATH=",          "LANG=",         "LC_ALL=",       "TZ=", "ASAN_OPTIONS=",
+        "UBSAN_OPTIONS=", "LSAN_OPTIONS=", "TSAN_OPTIONS=", NULL};
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (char **e = environ; *e; e++)
+        for (const char *const *p = keep; *p; p++)
+            if (strncmp(*e, *p, strlen(*p)) == 0) {
+                if (!(env[k++] = strdup(*e))) {
+                    free_env(env);
+                    return NULL;
+                }
+                break;
+            }
+    return env;
+}
+
 /* The job's environment. getenv() takes the first match of a name, so the
  * job's own variables come first (they win), then loom's, then a few basics
  * inherited from loomd (PATH, HOME, ...). Nothing else of loomd's
@@ -376,8 +411,10 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     char *args[] = {x->shepherd, h->dir, NULL};
+    char **clean = shepherd_env();
     pid_t pid;
-    int e = posix_spawn(&pid, x->shepherd, &fa, &attr, args, environ);
+    int e = clean ? posix_spawn(&pid, x->shepherd, &fa, &attr, args, clean) : ENOMEM;
+    free_env(clean);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (e != 0) {
@@ -426,7 +463,9 @@ static int read_status(const loom_exec_handle_t *h, loom_exec_outcome_t *out, lo
     } else if (out->exit_code > 0) {
         out->end = LOOM_EXEC_FAILED;
         snprintf(out->reason, sizeof out->reason, "exit code %d%s", out->exit_code,
-                 out->exit_code == 127 ? " (command not found)" : "");
+                 out->exit_code == 127   ? " (command not found)"
+                 : out->exit_code == 126 ? " (cannot run the command; see its stderr)"
+                                         : "");
     } else {
         out->end = LOOM_EXEC_FAILED;
         snprintf(out->reason, sizeof out->reason, "killed by signal %d (%s)", out->signal,

@@ -14,7 +14,14 @@
  * recorded, and the restarted loomd reads it.
  *
  * Everything between fork and exec in the child is async-signal-safe: the
- * argv and env arrays are built before the fork.
+ * argv and env arrays are built before the fork. (The shepherd has a single
+ * thread, so the strerror of a failure message there is safe too.)
+ *
+ * Inheritance: the shepherd closes every descriptor above 2 at start and
+ * the child again after its redirections, so a job gets stdin, stdout and
+ * stderr and nothing of loomd's (or loomd's parent's); loomd starts the
+ * shepherd with a clean environment (local.c), so /proc/PPID/environ of a
+ * job shows none of loomd's variables.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +96,25 @@ static int write_str(const char *path, const char *s)
     return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
+/* Closes every descriptor from `first` up. */
+static void close_from(int first)
+{
+    if (close_range((unsigned)first, ~0U, 0) == 0)
+        return;
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = first; fd < (max > 0 ? max : 1024); fd++)
+        close((int)fd);
+}
+
+/* "loom-shepherd: WHAT 'ARG': strerror(e)\n" to stderr (the job's). */
+static void child_error(const char *what, const char *arg, int e)
+{
+    const char *parts[] = {"loom-shepherd: ", what, " '", arg, "': ", strerror(e), "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (write(2, parts[i], strlen(parts[i])) < 0)
+            return;
+}
+
 /* The child: new process group, cgroup, redirections, exec. Async-signal-safe. */
 static void run_child(const spec_t *s, const sigset_t *old_mask)
 {
@@ -112,18 +138,22 @@ static void run_child(const spec_t *s, const sigset_t *old_mask)
     dup2(in, 0);
     dup2(out, 1);
     dup2(errfd, 2);
-    if (chdir(s->cwd) != 0)
+    close_from(3);
+    if (chdir(s->cwd) != 0) {
+        child_error("cannot change to the working directory", s->cwd, errno);
         _exit(126);
+    }
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, old_mask, NULL);
     execvpe(s->argv[0], s->argv, s->envp);
-    static const char msg[] = "loom-shepherd: cannot execute the job's command\n";
-    if (write(2, msg, sizeof msg - 1) < 0) {
-    }
-    _exit(127);
+    /* as shells do: 127 when the command is not found, 126 otherwise (not
+     * executable, arguments too long, ...), with the reason on stderr */
+    int e = errno;
+    child_error("cannot execute the job's command", s->argv[0], e);
+    _exit(e == ENOENT ? 127 : 126);
 }
 
 static void kill_group(pid_t pgid, const char *cgroup, int sig)
@@ -176,12 +206,12 @@ static int write_status(const char *dir, const spec_t *s, int status, const stru
     json_object_set_new(st, "time_limit_ns", json_integer(s->time_limit_ns));
     json_object_set_new(st, "start_ns", json_integer(start_ns));
     json_object_set_new(st, "end_ns", json_integer(loom_time_real_ns()));
-    json_object_set_new(st, "cpu_user_us",
-                        json_integer((json_int_t)ru->ru_utime.tv_sec * 1000000 +
-                                     ru->ru_utime.tv_usec));
-    json_object_set_new(st, "cpu_sys_us",
-                        json_integer((json_int_t)ru->ru_stime.tv_sec * 1000000 +
-                                     ru->ru_stime.tv_usec));
+    json_object_set_new(
+        st, "cpu_user_us",
+        json_integer((json_int_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec));
+    json_object_set_new(
+        st, "cpu_sys_us",
+        json_integer((json_int_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec));
     json_object_set_new(st, "max_rss_kb", json_integer(ru->ru_maxrss));
     json_object_set_new(st, "suspended_ns", json_integer(suspended_ns));
     if (cg_cpu_us >= 0)
@@ -204,8 +234,9 @@ static int write_pid_file(const char *dir, pid_t shepherd, pid_t job)
     uint64_t start = 0;
     loom_exec_proc_start_time(shepherd, &start, NULL);
     char text[128], path[LOOM_EXEC_PATH_MAX + 32];
-    int n = snprintf(text, sizeof text, "{\"shepherd_pid\":%d,\"shepherd_start\":%llu,\"job_pid\":%d}",
-                     (int)shepherd, (unsigned long long)start, (int)job);
+    int n =
+        snprintf(text, sizeof text, "{\"shepherd_pid\":%d,\"shepherd_start\":%llu,\"job_pid\":%d}",
+                 (int)shepherd, (unsigned long long)start, (int)job);
     snprintf(path, sizeof path, "%s/shepherd.json", dir);
     return loom_write_file_atomic(path, text, (size_t)n, 0644, NULL);
 }
@@ -278,6 +309,7 @@ int loom_exec_shepherd_main(int argc, char **argv)
                         "JOB_DIR/spec.json for loomd (see docs/exec.md).\n");
         return 2;
     }
+    close_from(3); /* nothing of loomd's reaches the job */
     const char *dir = argv[1];
     json_t *root = NULL;
     spec_t s = {0};
@@ -322,8 +354,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
         cg_cpu = cgroup_cpu_usage_us(s.cgroup);
         cgroup_remove(s.cgroup);
     }
-    int rc = write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu,
-                          suspended_ns);
+    int rc =
+        write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu, suspended_ns);
     free(s.argv);
     free(s.envp);
     json_decref(root);

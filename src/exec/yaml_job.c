@@ -2,11 +2,53 @@
  * the first container's command + args, env (name/value pairs) and
  * workingDir. That is the documented subset (docs/exec.md); anything that
  * needs a container runtime (an image's entrypoint, volumes, valueFrom) is
- * refused with a message that names the field. */
+ * refused with a message that names the field.
+ *
+ * Hostile input. libyaml's scanner does work proportional to the flow
+ * nesting depth for every token, so "a: [[[[..." costs time quadratic in
+ * its length (100k levels: half a minute). A first pass over the events
+ * stops at YAML_MAX_DEPTH levels (as JSON's 64) before anything is built;
+ * below that depth parsing is linear. Values that the shell environment
+ * cannot carry (a NUL, a name with '=') are refused, not cut. */
 #include <string.h>
 #include <yaml.h>
 
 #include "loom/exec.h"
+
+#define YAML_MAX_DEPTH 64
+
+/* Walks the events of the manifest until the end, an error, or a nesting
+ * deeper than YAML_MAX_DEPTH. */
+static int check_depth(const char *manifest, size_t len, loom_err_t *err)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)manifest, len);
+    int rc = LOOM_OK;
+    size_t depth = 0;
+    for (bool end = false; !end && rc == LOOM_OK;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = loom_err_set(err, LOOM_EINVAL, "manifest line %zu column %zu: %s",
+                              parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                              parser.problem ? parser.problem : "invalid YAML");
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > YAML_MAX_DEPTH)
+                rc = loom_err_set(err, LOOM_EINVAL,
+                                  "manifest line %zu column %zu: nests deeper than %d levels",
+                                  ev.start_mark.line + 1, ev.start_mark.column + 1, YAML_MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
 
 static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
 {
@@ -26,6 +68,27 @@ static const char *scalar(yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+/* A scalar that holds a NUL cannot reach argv or the environment whole. */
+static bool has_nul(yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE &&
+           strlen((const char *)n->data.scalar.value) != n->data.scalar.length;
+}
+
+/* An environment name: non-empty, printable ASCII, no '=' (Kubernetes'
+ * rule); LOOM_ names are loom's own (docs/exec.md). */
+static const char *env_name_problem(const char *name)
+{
+    if (!name[0])
+        return "is empty";
+    for (const char *p = name; *p; p++)
+        if (*p == '=' || *p < 0x21 || *p > 0x7e)
+            return "may hold only printable ASCII characters other than '='";
+    if (strncmp(name, "LOOM_", 5) == 0)
+        return "is reserved: loom sets LOOM_ variables itself";
+    return NULL;
+}
+
 static int append_strings(yaml_document_t *doc, yaml_node_t *seq, const char *where, json_t *out,
                           loom_err_t *err)
 {
@@ -39,9 +102,13 @@ static int append_strings(yaml_document_t *doc, yaml_node_t *seq, const char *wh
         yaml_node_t *n = yaml_document_get_node(doc, *i);
         const char *s = scalar(n);
         if (!s)
-            return loom_err_set(err, LOOM_EINVAL,
-                                "manifest line %zu: %s: expected a string item",
+            return loom_err_set(err, LOOM_EINVAL, "manifest line %zu: %s: expected a string item",
                                 n ? n->start_mark.line + 1 : 0, where);
+        if (has_nul(n))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "manifest line %zu: %s: an item holds a NUL character, which a "
+                                "command line cannot carry",
+                                n->start_mark.line + 1, where);
         json_array_append_new(out, json_string(s));
     }
     return LOOM_OK;
@@ -63,6 +130,15 @@ static int container_env(yaml_document_t *doc, yaml_node_t *list, json_t *env, l
         if (!name)
             return loom_err_set(err, LOOM_EINVAL, "manifest line %zu: env item: expected a name",
                                 line);
+        const char *problem = env_name_problem(name);
+        if (problem || has_nul(map_get(doc, item, "name")))
+            return loom_err_set(err, LOOM_EINVAL, "manifest line %zu: env name '%.64s': %s", line,
+                                name, problem ? problem : "holds a NUL character");
+        if (has_nul(map_get(doc, item, "value")))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "manifest line %zu: env '%s': the value holds a NUL character, "
+                                "which the environment cannot carry",
+                                line, name);
         if (map_get(doc, item, "valueFrom"))
             return loom_err_set(err, LOOM_EINVAL,
                                 "manifest line %zu: env '%s': valueFrom is not supported "
@@ -79,6 +155,9 @@ static int container_env(yaml_document_t *doc, yaml_node_t *list, json_t *env, l
 int loom_exec_yaml_command(const char *manifest, size_t len, json_t *argv, json_t *env,
                            char *workdir, size_t workdir_len, loom_err_t *err)
 {
+    int depth_rc = check_depth(manifest, len, err);
+    if (depth_rc != LOOM_OK)
+        return depth_rc;
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))
@@ -105,7 +184,8 @@ int loom_exec_yaml_command(const char *manifest, size_t len, json_t *argv, json_
                           api ? api : "(no apiVersion)", kind ? kind : "(no kind)");
         goto out;
     }
-    yaml_node_t *pod = map_get(&doc, map_get(&doc, map_get(&doc, root, "spec"), "template"), "spec");
+    yaml_node_t *pod =
+        map_get(&doc, map_get(&doc, map_get(&doc, root, "spec"), "template"), "spec");
     yaml_node_t *containers = map_get(&doc, pod, "containers");
     if (!containers || containers->type != YAML_SEQUENCE_NODE ||
         containers->data.sequence.items.top == containers->data.sequence.items.start) {
@@ -133,6 +213,13 @@ int loom_exec_yaml_command(const char *manifest, size_t len, json_t *argv, json_
     }
     const char *wd = scalar(map_get(&doc, c, "workingDir"));
     if (wd) {
+        if (wd[0] != '/' || has_nul(map_get(&doc, c, "workingDir"))) {
+            rc = loom_err_set(err, LOOM_EINVAL,
+                              "manifest: containers[0].workingDir '%.200s': expected an absolute "
+                              "path (without an image there is no directory to resolve it from)",
+                              wd);
+            goto out;
+        }
         if (strlen(wd) >= workdir_len) {
             rc = loom_err_set(err, LOOM_EINVAL, "manifest: containers[0].workingDir too long");
             goto out;

@@ -80,7 +80,8 @@ struct loom_rpc_call {
     bool params_owned;
     size_t index;
     int64_t start_ns;
-    json_t *response; /* set at completion; NULL for notifications */
+    char *text; /* the response, serialised at completion; NULL for notifications */
+    size_t text_len;
     atomic_int completed;
 };
 
@@ -91,6 +92,7 @@ struct request {
     size_t n;
     loom_rpc_call_t *calls;
     _Atomic size_t remaining; /* outstanding calls + the dispatch guard */
+    _Atomic size_t bytes;     /* of the responses so far (budgeted ones) */
     void *request_ctx;
     bool waited_on; /* loom_rpc_handle's thread runs the on_wait hook before waiting */
     loom_rpc_done_fn done;
@@ -201,6 +203,8 @@ int loom_rpc_dispatcher_new(const loom_rpc_limits_t *limits, loom_rpc_dispatcher
         d->limits.max_depth = 64;
     if (!d->limits.max_batch)
         d->limits.max_batch = 1000;
+    if (!d->limits.max_response)
+        d->limits.max_response = 8u << 20;
     d->unknown.name = "_unknown";
     *out = d;
     return LOOM_OK;
@@ -377,7 +381,7 @@ int loom_rpc_dispatcher_metrics(const loom_rpc_dispatcher_t *d, loom_buf_t *out)
 static void request_free(request_t *r)
 {
     for (size_t i = 0; i < r->n; i++) {
-        json_decref(r->calls[i].response);
+        free(r->calls[i].text);
         if (r->calls[i].params_owned)
             json_decref(r->calls[i].params);
     }
@@ -385,6 +389,10 @@ static void request_free(request_t *r)
     json_decref(r->root);
     free(r);
 }
+
+static const char oom_response[] =
+    "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32603,\"message\":\"Internal "
+    "error\"},\"id\":null}";
 
 /* Emits a response body (or none) through done. Out of memory while
  * serialising turns into a bare -32603 that needs no allocation. */
@@ -395,43 +403,94 @@ static void emit(loom_rpc_done_fn done, void *done_ctx, const json_t *body)
         return;
     }
     loom_buf_t b = LOOM_BUF_INIT;
-    if (loom_json_dump(&b, body) == LOOM_OK && b.data) {
+    if (loom_json_dump(&b, body) == LOOM_OK && b.data)
         done(b.data, b.len, done_ctx);
-    } else {
-        static const char oom[] =
-            "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32603,\"message\":\"Internal "
-            "error\"},\"id\":null}";
-        done(oom, sizeof oom - 1, done_ctx);
-    }
+    else
+        done(oom_response, sizeof oom_response - 1, done_ctx);
     loom_buf_free(&b);
 }
 
+/* The response body from the calls' serialised responses: one text, or
+ * "[a,b,...]" for a batch (nothing when every call was a notification). */
 static void request_finish(request_t *r)
 {
-    json_t *body = NULL;
-    if (r->batch) {
-        body = json_array();
-        for (size_t i = 0; body && i < r->n; i++)
-            if (r->calls[i].response)
-                json_array_append(body, r->calls[i].response);
-        if (body && json_array_size(body) == 0) {
-            json_decref(body);
-            body = NULL; /* all notifications: nothing is returned */
-        }
-    } else if (r->n == 1 && r->calls[0].response) {
-        body = json_incref(r->calls[0].response);
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = LOOM_OK;
+    size_t answered = 0;
+    for (size_t i = 0; i < r->n && rc == LOOM_OK; i++) {
+        if (!r->calls[i].text)
+            continue;
+        if (r->batch)
+            rc = loom_buf_append(&b, answered ? "," : "[", 1);
+        if (rc == LOOM_OK)
+            rc = loom_buf_append(&b, r->calls[i].text, r->calls[i].text_len);
+        answered++;
     }
+    if (rc == LOOM_OK && r->batch && answered)
+        rc = loom_buf_append(&b, "]", 1);
     loom_rpc_done_fn done = r->done;
     void *done_ctx = r->done_ctx;
     request_free(r);
-    emit(done, done_ctx, body);
-    json_decref(body);
+    if (rc != LOOM_OK)
+        done(oom_response, sizeof oom_response - 1, done_ctx);
+    else if (!answered)
+        done(NULL, 0, done_ctx);
+    else
+        done(b.data, b.len, done_ctx);
+    loom_buf_free(&b);
 }
 
 static void request_release(request_t *r)
 {
     if (atomic_fetch_sub(&r->remaining, 1) == 1)
         request_finish(r);
+}
+
+/* The error that replaces a response over the budget. */
+static json_t *too_large_response(const loom_rpc_call_t *call, size_t len)
+{
+    size_t max = call->req->d->limits.max_response;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "response too large: this call's result (%zu bytes) would take the response past "
+             "its limit of %zu bytes; narrow the query (a smaller limit, a state filter, fewer "
+             "calls per batch) and page with next_cursor",
+             len, max);
+    return error_response(LOOM_RPC_RESPONSE_TOO_LARGE, msg,
+                          json_pack("{s:I,s:I}", "size", (json_int_t)len, "limit", (json_int_t)max),
+                          call->id);
+}
+
+/* Serialises a call's response into call->text, within the request's
+ * response budget: a response that does not fit becomes the (small,
+ * unbudgeted) too-large error. Owns response. */
+static void call_serialise(loom_rpc_call_t *call, json_t *response)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (loom_json_dump(&b, response) != LOOM_OK || !b.data) {
+        loom_buf_free(&b);
+        call->text = strdup(oom_response);
+        call->text_len = call->text ? sizeof oom_response - 1 : 0;
+        json_decref(response);
+        return;
+    }
+    json_decref(response);
+    request_t *r = call->req;
+    size_t max = r->d->limits.max_response;
+    size_t before = atomic_fetch_add(&r->bytes, b.len + 1);
+    if (before + b.len + 1 > max) {
+        atomic_fetch_sub(&r->bytes, b.len + 1);
+        size_t len = b.len;
+        loom_buf_free(&b);
+        json_t *err = too_large_response(call, len);
+        if (!err || loom_json_dump(&b, err) != LOOM_OK || !b.data) {
+            loom_buf_free(&b);
+            loom_buf_append(&b, oom_response, sizeof oom_response - 1);
+        }
+        json_decref(err);
+    }
+    call->text_len = b.len;
+    call->text = loom_buf_detach(&b);
 }
 
 /* Records the response of a call and releases it. response may be NULL
@@ -451,7 +510,8 @@ static void call_finish(loom_rpc_call_t *call, json_t *response, int code)
         rpc_hist_observe(&call->m->latency, loom_time_mono_ns() - call->start_ns);
         atomic_fetch_sub(&d->in_flight, 1);
     }
-    call->response = response;
+    if (response)
+        call_serialise(call, response);
     request_release(call->req);
 }
 
@@ -537,6 +597,13 @@ size_t loom_rpc_call_batch_size(const loom_rpc_call_t *call)
 bool loom_rpc_call_waited_on(const loom_rpc_call_t *call)
 {
     return call->req->waited_on;
+}
+
+size_t loom_rpc_call_budget(const loom_rpc_call_t *call)
+{
+    size_t used = atomic_load(&call->req->bytes);
+    size_t max = call->req->d->limits.max_response;
+    return used < max ? max - used : 0;
 }
 
 /* ------------------------------------------------------------ validation */

@@ -47,12 +47,19 @@
 enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_N };
 static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other"};
 static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
-#define N_STATUS    (sizeof status_codes / sizeof status_codes[0])
-#define MAX_SOURCES 32
+#define N_STATUS       (sizeof status_codes / sizeof status_codes[0])
+#define MAX_SOURCES    32
+#define EVICTION_SLACK 32
 
 typedef enum phase { PHASE_IDLE, PHASE_REQUEST, PHASE_BUSY } phase_t;
 
 typedef struct listener listener_t;
+
+/* A client address as the accept policy compares them. */
+typedef struct addr_key {
+    sa_family_t family;
+    unsigned char bytes[16];
+} addr_key_t;
 
 typedef struct conn {
     struct conn *prev, *next;
@@ -60,6 +67,10 @@ typedef struct conn {
     int fd;
     phase_t phase;
     int64_t since_ns;
+    int64_t accepted_ns;
+    addr_key_t addr;
+    unsigned served; /* requests answered */
+    bool proven;     /* showed the token (or needs none) */
     bool killed;
 } conn_t;
 
@@ -111,7 +122,8 @@ struct loom_rpc_server {
     _Atomic long in_flight;
     _Atomic long connections;
     _Atomic uint64_t accepted;
-    _Atomic uint64_t timeouts;
+    _Atomic uint64_t timeouts; /* closed for time, and evicted */
+    _Atomic uint64_t evicted;
     _Atomic uint64_t requests[PATH_N][N_STATUS + 1];
     rpc_hist_t latency[PATH_N];
 };
@@ -202,6 +214,69 @@ static void set_phase(loom_rpc_server_t *s, conn_t *conn, phase_t p)
 
 /* ------------------------------------------------- connection tracking */
 
+static void addr_key_of(const struct sockaddr *sa, addr_key_t *k)
+{
+    memset(k, 0, sizeof *k);
+    k->family = sa->sa_family;
+    if (sa->sa_family == AF_INET)
+        memcpy(k->bytes, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    else if (sa->sa_family == AF_INET6)
+        memcpy(k->bytes, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+}
+
+/* Shuts a connection down; MHD sees the end of the stream and cleans up.
+ * Called with s->mu held, so the fd is still the connection's. */
+static void conn_kill(loom_rpc_server_t *s, conn_t *c)
+{
+    (void)s;
+    shutdown(c->fd, SHUT_RDWR);
+    c->killed = true;
+}
+
+/* MHD's accept policy for the TCP listener (see the top of the file):
+ * makes room by evicting the oldest unproven connection of the address, or
+ * of the listener when it is full; refuses only when nothing can go. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    listener_t *l = cls;
+    loom_rpc_server_t *s = l->s;
+    if (l->is_unix || !sa || len < sizeof(sa_family_t))
+        return MHD_YES;
+    addr_key_t k;
+    addr_key_of(sa, &k);
+    enum MHD_Result ok = MHD_YES;
+    pthread_mutex_lock(&s->mu);
+    unsigned live = 0, mine = 0;
+    conn_t *oldest_mine = NULL, *oldest = NULL;
+    for (conn_t *c = s->conns.next; c != &s->conns; c = c->next) {
+        if (c->l != l || c->killed)
+            continue;
+        live++;
+        if (c->proven || c->phase == PHASE_BUSY || c->fd < 0)
+            continue;
+        bool same = memcmp(&c->addr, &k, sizeof k) == 0;
+        if (same)
+            mine++;
+        if (same && (!oldest_mine || c->accepted_ns < oldest_mine->accepted_ns))
+            oldest_mine = c;
+        if (!oldest || c->accepted_ns < oldest->accepted_ns)
+            oldest = c;
+    }
+    if (mine >= s->cfg.max_per_address && oldest_mine) {
+        conn_kill(s, oldest_mine);
+        atomic_fetch_add(&s->evicted, 1);
+    } else if (live >= s->cfg.max_connections) {
+        if (oldest) {
+            conn_kill(s, oldest);
+            atomic_fetch_add(&s->evicted, 1);
+        } else {
+            ok = MHD_NO;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -216,7 +291,11 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         conn->fd = ci ? ci->connect_fd : -1;
         conn->l = l;
         conn->phase = PHASE_IDLE;
-        conn->since_ns = loom_time_mono_ns();
+        conn->since_ns = conn->accepted_ns = loom_time_mono_ns();
+        conn->proven = l->is_unix;
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ci && ci->client_addr)
+            addr_key_of(ci->client_addr, &conn->addr);
         pthread_mutex_lock(&s->mu);
         conn->next = s->conns.next;
         conn->prev = &s->conns;
@@ -278,6 +357,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         count_request(l->s, r);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         loom_log_debug("http request ended early", "code=%d", (int)toe);
+    if (r->conn && r->responded) {
+        pthread_mutex_lock(&l->s->mu);
+        r->conn->served++;
+        pthread_mutex_unlock(&l->s->mu);
+    }
     set_phase(l->s, r->conn, PHASE_IDLE);
     loom_buf_free(&r->body);
     free(r);
@@ -297,12 +381,18 @@ static void *watchdog_main(void *arg)
             if (c->killed || c->fd < 0 || c->phase == PHASE_BUSY)
                 continue;
             int64_t limit = c->phase == PHASE_IDLE ? idle_ns : req_ns;
-            if (now - c->since_ns > limit) {
+            int64_t since = c->since_ns;
+            if (c->served == 0) { /* the first request: timed from accept */
+                limit = req_ns;
+                since = c->accepted_ns;
+            }
+            if (now - since > limit) {
                 loom_log_info("http connection timed out", "phase=%s after_s=%.1f",
-                              c->phase == PHASE_IDLE ? "idle" : "request",
-                              (double)(now - c->since_ns) / 1e9);
-                shutdown(c->fd, SHUT_RDWR);
-                c->killed = true;
+                              c->served == 0           ? "first request"
+                              : c->phase == PHASE_IDLE ? "idle"
+                                                       : "request",
+                              (double)(now - since) / 1e9);
+                conn_kill(s, c);
                 atomic_fetch_add(&s->timeouts, 1);
             }
         }
@@ -399,10 +489,14 @@ static enum MHD_Result serve_metrics(loom_rpc_server_t *s, struct MHD_Connection
             "loom_http_connections_total %llu\n"
             "# HELP loom_http_timeouts_total Connections closed for being idle or slow.\n"
             "# TYPE loom_http_timeouts_total counter\n"
-            "loom_http_timeouts_total %llu\n",
+            "loom_http_timeouts_total %llu\n"
+            "# HELP loom_http_evictions_total Unauthenticated connections closed to make room.\n"
+            "# TYPE loom_http_evictions_total counter\n"
+            "loom_http_evictions_total %llu\n",
             atomic_load(&s->in_flight), atomic_load(&s->connections),
             (unsigned long long)atomic_load(&s->accepted),
-            (unsigned long long)atomic_load(&s->timeouts));
+            (unsigned long long)atomic_load(&s->timeouts),
+            (unsigned long long)atomic_load(&s->evicted));
     if (rc == LOOM_OK)
         rc = loom_rpc_dispatcher_metrics(s->d, &b);
     pthread_mutex_lock(&s->mu);
@@ -470,6 +564,34 @@ static void describe_peer(listener_t *l, struct MHD_Connection *c, loom_rpc_tran
     }
 }
 
+/* Request smuggling: two Content-Length headers (MHD would use the first
+ * and read the rest as a new request), or Content-Length together with
+ * Transfer-Encoding (RFC 9112 6.3: the two disagree on where the body
+ * ends). Either is answered 400 and the connection closed. */
+typedef struct framing {
+    unsigned content_length, transfer_encoding;
+} framing_t;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    (void)value;
+    framing_t *f = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->content_length++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        f->transfer_encoding++;
+    return MHD_YES;
+}
+
+static bool bad_framing(struct MHD_Connection *c)
+{
+    framing_t f = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    return f.content_length > 1 || (f.content_length && f.transfer_encoding);
+}
+
 /* Notes an error found in the headers. It is answered once the body (if
  * any) has been read and discarded, so the connection stays usable and the
  * client never meets a reset while its body is still in flight. */
@@ -497,9 +619,22 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         r->path = PATH_METRICS;
     describe_peer(l, c, &r->transport);
 
+    if (bad_framing(c)) {
+        *ret = respond_error(c, r, MHD_HTTP_BAD_REQUEST,
+                             "conflicting message framing: more than one Content-Length, or "
+                             "Content-Length with Transfer-Encoding",
+                             true);
+        return true;
+    }
+    bool proven = !s->auth || l->is_unix || authorized(s, c);
+    if (proven && r->conn) {
+        pthread_mutex_lock(&s->mu);
+        r->conn->proven = true;
+        pthread_mutex_unlock(&s->mu);
+    }
     bool needs_token =
         s->auth && !l->is_unix && !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
-    if (needs_token && !authorized(s, c)) {
+    if (needs_token && !proven) {
         return defer_error(r, MHD_HTTP_UNAUTHORIZED,
                            "missing or wrong bearer token: send 'Authorization: Bearer "
                            "<token>' (the token is in STATE_DIR/token)");
@@ -701,13 +836,15 @@ static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
     l->s = s;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    l->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
+    /* MHD's own limit leaves room for evicted connections still closing:
+     * on TCP the accept policy keeps the count of live ones. */
+    unsigned limit = s->cfg.max_connections + (l->is_unix ? 0 : EVICTION_SLACK);
+    l->mhd = MHD_start_daemon(flags, 0, on_accept, l, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
                               mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s + 2,
-                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
-                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_NOTIFY_COMPLETED,
-                              on_completed, l, MHD_OPTION_END);
+                              MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
+                              (unsigned)s->cfg.idle_timeout_s + 2, MHD_OPTION_NOTIFY_CONNECTION,
+                              on_connection, l, MHD_OPTION_URI_LOG_CALLBACK, on_uri, l,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_END);
     if (!l->mhd)
         return loom_err_set(err, LOOM_EIO, "cannot start the HTTP server on the %s listener",
                             l->is_unix ? "Unix socket" : "TCP");
@@ -723,6 +860,7 @@ void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg)
     cfg->healthz_without_auth = true;
     cfg->max_body = 1u << 20;
     cfg->max_connections = 128;
+    cfg->max_per_address = 32;
     cfg->idle_timeout_s = 30;
     cfg->request_timeout_s = 10;
     cfg->drain_timeout_s = 30;
@@ -761,6 +899,8 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
         s->cfg.max_body = def.max_body;
     if (!s->cfg.max_connections)
         s->cfg.max_connections = def.max_connections;
+    if (!s->cfg.max_per_address)
+        s->cfg.max_per_address = def.max_per_address;
     if (!s->cfg.idle_timeout_s)
         s->cfg.idle_timeout_s = def.idle_timeout_s;
     if (!s->cfg.request_timeout_s)

@@ -248,7 +248,8 @@ static void suspend_and_resume(void **state)
     loom_exec_local_t *x = executor("s", 0);
     loom_exec_handle_t h;
     loom_err_t err;
-    loom_exec_job_t job = {.id = 1, .name = "ts",
+    loom_exec_job_t job = {.id = 1,
+                           .name = "ts",
                            .script = "for i in $(seq 12); do echo $i >> count; sleep 0.05; done\n",
                            .time_limit_ns = 1500 * LOOM_NS_PER_MS};
     assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
@@ -293,6 +294,65 @@ static void yaml_jobs(void **state)
     job.script = "apiVersion: v1\nkind: Pod\n";
     assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "job 10: manifest: expected apiVersion batch/v1"));
+    loom_exec_local_free(x);
+}
+
+/* Issue 18, finding 11: the job reads neither loomd's environment (through
+ * its parent, the shepherd) nor a descriptor loomd inherited; finding 15:
+ * a missing working directory and an argument too long say why on the
+ * job's stderr (they were 126 with nothing, and 127 "command not found"). */
+static void inheritance_and_exec_errors(void **state)
+{
+    setenv("LOOM_TOKEN", "secret-token-of-loomd", 1);
+    int p[2];
+    assert_int_equal(pipe(p), 0); /* not close-on-exec, as from loomd's parent */
+    loom_exec_local_t *x = executor("inherit", 0);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    loom_exec_job_t job = {.id = 1,
+                           .name = "snoop",
+                           .script = "#!/bin/sh\ntr '\\0' '\\n' < /proc/$PPID/environ\n"
+                                     "ls -l /proc/$$/fd/\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.exit_code, 0);
+    char *o = slurp(h.stdout_path);
+    if (strstr(o, "LOOM_TOKEN") || strstr(o, "pipe:"))
+        fail_msg("the job sees loomd's environment or descriptors:\n%s", o);
+    free(o);
+    close(p[0]);
+    close(p[1]);
+    unsetenv("LOOM_TOKEN");
+
+    job.id = 2;
+    job.format = LOOM_EXEC_YAML;
+    job.script = "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n"
+                 "      containers:\n      - name: m\n        command: [/bin/true]\n"
+                 "        workingDir: /nonexistent/loom-dir\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.exit_code, 126);
+    char *e = slurp(h.stderr_path);
+    assert_non_null(strstr(e, "working directory '/nonexistent/loom-dir'"));
+    free(e);
+
+    loom_buf_t m = LOOM_BUF_INIT;
+    loom_buf_append_str(&m, "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n"
+                            "      containers:\n      - name: m\n        command: [/bin/echo]\n"
+                            "        args: [\"");
+    for (int i = 0; i < 400 * 1024; i++)
+        loom_buf_append_char(&m, 'a');
+    loom_buf_append_str(&m, "\"]\n");
+    job.id = 3;
+    job.script = m.data;
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    loom_buf_free(&m);
+    assert_int_equal(out.exit_code, 126);
+    assert_null(strstr(out.reason, "command not found"));
+    e = slurp(h.stderr_path);
+    assert_non_null(strstr(e, "Argument list too long"));
+    free(e);
     loom_exec_local_free(x);
 }
 
@@ -362,6 +422,7 @@ int main(void)
         cmocka_unit_test(adopt_after_restart),
         cmocka_unit_test(suspend_and_resume),
         cmocka_unit_test(yaml_jobs),
+        cmocka_unit_test(inheritance_and_exec_errors),
         cmocka_unit_test(cgroup_is_reported),
         cmocka_unit_test(long_jobs_dir),
     };

@@ -895,7 +895,7 @@ static void client_total_timeout(void **state)
 }
 
 /* Over the connection limit, new connections are closed at once while the
- * ones admitted keep working. */
+ * ones admitted (authenticated, so never evicted) keep working. */
 static void connection_limit(void **state)
 {
     (void)state;
@@ -909,9 +909,12 @@ static void connection_limit(void **state)
     assert_int_equal(loom_rpc_server_start(&cfg, F.d, &s2, &err), LOOM_OK);
     uint16_t port = loom_rpc_server_port(s2);
     int fds[3];
+    char authed[256];
+    snprintf(authed, sizeof authed,
+             "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", F.token);
     for (int i = 0; i < 3; i++) {
         fds[i] = raw_connect_tcp(port);
-        reply_t r = raw_request(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        reply_t r = raw_request(fds[i], authed);
         assert_int_equal(r.status, 200);
         loom_buf_free(&r.body);
     }
@@ -920,7 +923,7 @@ static void connection_limit(void **state)
     reply_t r;
     assert_false(raw_read(extra, &r));
     close(extra);
-    r = raw_request(fds[0], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    r = raw_request(fds[0], authed);
     assert_int_equal(r.status, 200);
     loom_buf_free(&r.body);
     for (int i = 0; i < 3; i++)

@@ -9,7 +9,8 @@ static int parse(const char *m, json_t *argv, json_t *env, char *wd, loom_err_t 
     return loom_exec_yaml_command(m, strlen(m), argv, env, wd, 256, err);
 }
 
-#define JOB_HEAD "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n"
+#define JOB_HEAD                                                                                   \
+    "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n"
 
 static void accepted(void **state)
 {
@@ -54,6 +55,22 @@ static void rejected(void **state)
         {JOB_HEAD "      - name: a\n        command: [x]\n        env:\n        - value: v\n",
          "expected a name"},
         {"", "expected a mapping"},
+        /* issue 18, finding 15: values the environment or argv cannot carry */
+        {JOB_HEAD "      - name: a\n        command: [x]\n        env:\n        - {name: A=B, "
+                  "value: x}\n",
+         "env name 'A=B': may hold only printable ASCII characters other than '='"},
+        {JOB_HEAD "      - name: a\n        command: [x]\n        env:\n        - {name: '', "
+                  "value: y}\n",
+         "env name '': is empty"},
+        {JOB_HEAD "      - name: a\n        command: [x]\n        env:\n        - {name: A, "
+                  "value: \"a\\0b\"}\n",
+         "env 'A': the value holds a NUL"},
+        {JOB_HEAD "      - name: a\n        command: [\"x\\0y\"]\n", "holds a NUL"},
+        {JOB_HEAD "      - name: a\n        command: [x]\n        env:\n        - {name: "
+                  "LOOM_JOB_ID, value: \"7\"}\n",
+         "LOOM_JOB_ID': is reserved"},
+        {JOB_HEAD "      - name: a\n        command: [x]\n        workingDir: data\n",
+         "workingDir 'data': expected an absolute path"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *argv = json_array(), *env = json_array();
@@ -68,8 +85,37 @@ static void rejected(void **state)
     }
 }
 
+/* Issue 18, finding 2: "a: " and 100k '[' took ~30 s of CPU in libyaml's
+ * scanner (quadratic in the depth) before failing as unclosed. Refused at
+ * the 65th level, naming the limit; 64 levels are still parsed. */
+static void deep_nesting(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    char *m = malloc(N + 8);
+    memcpy(m, "a: ", 3);
+    memset(m + 3, '[', N);
+    m[N + 3] = '\0';
+    json_t *argv = json_array(), *env = json_array();
+    char wd[256] = "";
+    loom_err_t err;
+    assert_int_equal(parse(m, argv, env, wd, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "nests deeper than 64 levels"));
+    /* 63 flow levels inside the top mapping: 64 in all, within the limit */
+    char ok[256] = "a: ";
+    memset(ok + 3, '[', 63);
+    memset(ok + 66, ']', 63);
+    ok[129] = '\0';
+    assert_int_equal(parse(ok, argv, env, wd, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "expected apiVersion batch/v1"));
+    free(m);
+    json_decref(argv);
+    json_decref(env);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(accepted), cmocka_unit_test(rejected)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(accepted), cmocka_unit_test(rejected),
+                                       cmocka_unit_test(deep_nesting)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
