@@ -523,7 +523,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
 {
     static const char *const submit_params[] = {"name",       "script",   "format", "resources",
                                                 "time_limit", "priority", "labels", "submit_id",
-                                                "model",      NULL};
+                                                "model",      "options",  NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};

@@ -485,7 +485,8 @@ static void start_job(loomd_runner_t *r, const loom_job_t *j, const loom_sched_a
                                                  : 0,
                           .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S,
                           .node = r->cluster.nodes[place->node].name,
-                          .tag = tag};
+                          .tag = tag,
+                          .options_json = j->options_json};
     if (r->ops->start(r->exec, &ej, &a->h, &err) != LOOM_OK) {
         loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)j->id, err.msg);
         loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, err.msg, NULL, NULL);
