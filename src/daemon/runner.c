@@ -509,7 +509,7 @@ static void schedule_pending(loomd_runner_t *r)
 {
     loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = 1000};
     loom_job_list_t list;
-    loom_err_t err;
+    loom_err_t err = {0}; /* read as "no error" below when validation passed */
     if (loom_store_list(r->store, &f, &list, &err) != LOOM_OK) {
         loom_log_error("runner.list_failed", "error=\"%s\"", err.msg);
         return;
@@ -946,6 +946,8 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
                            n->gpu_type >= 0 ? r->cluster.types[n->gpu_type] : NULL, "gpus", gpus,
                            "jobs", jobs));
         json_object_set_new(json_array_get(arr, i), "available", json_boolean(!r->down[i]));
+        json_object_set_new(json_array_get(arr, i), "gpu_memory_bytes",
+                            json_integer((json_int_t)n->gpu_mem_mib << 20));
     }
     pthread_mutex_unlock(&r->mu);
     return arr;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "daemon/feasible.c"
 #include "daemon/methods.c"
 #include "daemon/runner.c"
 #include "daemon/gandiva.c"

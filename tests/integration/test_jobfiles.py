@@ -153,6 +153,32 @@ class JobFiles(unittest.TestCase):
         with open(os.path.join(self.tmp, f"loom-{jid}.out")) as f:
             self.assertEqual(f.read(), "k8s hi\n")
 
+    def test_infeasible_refused(self):
+        path = self.write("big.sh", "#!/bin/bash\ntrue\n")
+        cases = [
+            (["--gpus", "8"], "resources.gpus: 8 GPUs requested, but the largest node (n1) has 4"),
+            (["--gpus", "1", "--gpu-type", "A100"],
+             "resources.gpu_type: no node has GPUs of type 'A100'"),
+            (["--cpus", "64"], "resources.cpus: 64 CPUs requested, but the largest node (n1) "
+                               "has 16"),
+            (["--mem", "64GiB"], "resources.memory: 65536 MiB requested, but the largest node "
+                                 "(n1) has 16384"),
+        ]
+        for args, msg in cases:
+            rc, out, err = self.loom("submit", path, *args)
+            self.assertEqual(rc, 1, (args, out, err))
+            self.assertIn("loom submit: " + msg, err)
+        # --hold keeps it (for a cluster that will grow): it is stored. Until
+        # the scheduling runtime acts on holds, today's runner ends it as
+        # unschedulable (docs/jobfiles.md says so).
+        jid, err = self.submit(path, "--gpus", "8", "--hold")
+        self.assertIn("--hold (the job is not held)", err)
+        j = self.finished(jid)
+        self.assertIn("unschedulable", j["reason"])
+        # What fits is accepted.
+        jid, _ = self.submit(path, "--gpus", "4", "--gpu-type", "virtual", "--cpus", "16")
+        self.assertEqual(self.finished(jid)["state"], "COMPLETED")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "daemon/feasible.c"
 #include "daemon/methods.c"
 #include "daemon/runner.c"
 #include "daemon/gandiva.c"
