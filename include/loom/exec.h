@@ -53,6 +53,10 @@ typedef struct loom_exec_job {
     int64_t time_limit_ns;    /* 0 = none */
     const char *node;         /* the node loom's policy chose (Slurm: --nodelist), may be NULL */
     const char *tag;          /* idempotency tag (Slurm: --comment), e.g. "loom:42", may be NULL */
+    /* The job's stored options (docs/protocol.md, job.submit "options"):
+     * workdir, output and error patterns, env. NULL: none (the job runs in
+     * its job directory, output to its stdout and stderr files there). */
+    const char *options_json;
 } loom_exec_job_t;
 
 typedef struct loom_exec_config {

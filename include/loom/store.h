@@ -77,6 +77,9 @@ typedef struct loom_job_spec {
      * estimate_json (docs/protocol.md). NULL if none. */
     const json_t *model;
     const char *estimate_json; /* the estimate record (JSON object text); NULL = none */
+    /* job.submit's "options" (JSON object text: workdir, output, error, env,
+     * array, dependency, ...; docs/protocol.md); NULL = none. */
+    const char *options_json;
 } loom_job_spec_t;
 
 /* Limits on a spec (documented in docs/protocol.md, job.submit). */
@@ -128,6 +131,7 @@ typedef struct loom_job {
     int64_t update_time_ns;
     char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
     char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
+    char *options_json;  /* job.submit's "options" (JSON object); NULL if none */
 } loom_job_t;
 
 void loom_job_free(loom_job_t *job); /* frees the members, not job itself */
@@ -294,10 +298,15 @@ void loom_job_list_free(loom_job_list_t *list);
  * (bytes) or strings ("16GiB"); time_limit is integer seconds or a duration
  * string ("1h30m"). Unknown members are errors. Strings in spec point into
  * obj (keep it alive); *labels_text (free() it) holds the labels as JSON
- * text. Messages name the parameter ("resources.cpus: expected ..."). The
+ * text, and its "options" too (spec->options_json points after the labels' NUL). Messages name the parameter ("resources.cpus: expected ..."). The
  * spec is also validated (loom_job_spec_validate). */
 int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **labels_text,
                             loom_err_t *err);
+
+/* job.submit's "options" object (docs/protocol.md): known members of the
+ * right types, within the limits. The message names the member
+ * ("options.workdir: expected ..."). */
+int loom_job_options_validate(const json_t *options, loom_err_t *err);
 
 /* The protocol's job object. with_script adds "script". NULL if out of
  * memory. */

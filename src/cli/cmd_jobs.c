@@ -1,4 +1,6 @@
-/* loom jobs: list jobs (job.list), following cursors up to --limit. */
+/* loom jobs: list jobs (job.list), following cursors. By default the active
+ * ones (PENDING and RUNNING), as squeue shows them; with --all every state,
+ * the newest --limit of them (so new jobs never vanish from the view). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,11 +11,13 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom jobs [--state S[,S...]] [--limit N] [--json]\n\n"
-               "Lists jobs, oldest first.\n\n"
+    fprintf(f, "usage: loom jobs [--all | --state S[,S...]] [--name TEXT] [--limit N] [--json]\n\n"
+               "Lists the active jobs (PENDING and RUNNING), oldest first.\n\n"
+               "  --all        jobs in every state; the newest 100 unless --limit says otherwise\n"
                "  --state S    only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
                "               CANCELLED, TIMEOUT (comma-separated, any case)\n"
-               "  --limit N    at most N jobs (default 100, 0 = all)\n"
+               "  --name TEXT  only jobs whose name contains TEXT\n"
+               "  --limit N    the first N jobs, with a cursor for more (0 = all)\n"
                "  --json       print {\"jobs\": [...], \"next_cursor\": ...} as JSON\n"
                "  -h, --help   this help\n");
 }
@@ -32,18 +36,36 @@ static void print_row(const json_t *j)
            loom_cli_fmt_time(json_object_get(j, "submit_time"), sub));
 }
 
+/* Drops jobs whose name lacks name, then all but the newest keep (0: all);
+ * returns how many were dropped for keep. */
+static size_t keep_newest(json_t *jobs, const char *name, size_t keep)
+{
+    for (size_t i = json_array_size(jobs); name && i-- > 0;) {
+        const char *n = json_string_value(json_object_get(json_array_get(jobs, i), "name"));
+        if (!n || !strstr(n, name))
+            json_array_remove(jobs, i);
+    }
+    size_t n = json_array_size(jobs), drop = keep && n > keep ? n - keep : 0;
+    for (size_t i = 0; i < drop; i++)
+        json_array_remove(jobs, 0);
+    return drop;
+}
+
 int loom_cmd_jobs(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"state", required_argument, NULL, 's'},
         {"limit", required_argument, NULL, 'l'},
+        {"all", no_argument, NULL, 'a'},
+        {"name", required_argument, NULL, 'n'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     json_t *states = json_array();
-    int64_t limit = 100;
-    bool as_json = false;
+    int64_t limit = 0;
+    bool as_json = false, all_states = false, limit_given = false;
+    const char *name = NULL;
     int rc = LOOM_EXIT_OK, c;
     loom_err_t err;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -64,6 +86,7 @@ int loom_cmd_jobs(int argc, char **argv)
             break;
         }
         case 'l':
+            limit_given = true;
             if (loom_parse_i64(optarg, 0, INT64_MAX, &limit, "limit", &err)) {
                 fprintf(stderr, "loom jobs: --limit: %s\n", err.msg);
                 json_decref(states);
@@ -71,6 +94,8 @@ int loom_cmd_jobs(int argc, char **argv)
             }
             break;
         case 'j': as_json = true; break;
+        case 'a': all_states = true; break;
+        case 'n': name = optarg; break;
         case 'h':
             usage(stdout);
             json_decref(states);
@@ -85,6 +110,10 @@ int loom_cmd_jobs(int argc, char **argv)
         fprintf(stderr, "loom jobs: unexpected argument '%s'\n", argv[optind]);
         json_decref(states);
         return LOOM_EXIT_USAGE;
+    }
+    if (!all_states && json_array_size(states) == 0) {
+        json_array_append_new(states, json_string("PENDING"));
+        json_array_append_new(states, json_string("RUNNING"));
     }
     loom_cli_conn_t conn;
     if ((rc = loom_cli_connect("jobs", &conn))) {
@@ -114,6 +143,7 @@ int loom_cmd_jobs(int argc, char **argv)
             break;
     }
     loom_cli_disconnect(&conn);
+    size_t hidden = keep_newest(all, name, all_states && !limit_given ? 100 : 0);
     if (rc == LOOM_EXIT_OK) {
         if (as_json) {
             json_t *out = json_pack("{s:O, s:O}", "jobs", all, "next_cursor", cursor);
@@ -127,6 +157,8 @@ int loom_cmd_jobs(int argc, char **argv)
             json_array_foreach(all, i, j) print_row(j);
             if (!json_is_null(cursor))
                 printf("(more jobs; raise --limit, or --limit 0 for all)\n");
+            if (hidden)
+                printf("(%zu older jobs not shown; --limit 0 for all)\n", hidden);
         }
     }
     json_decref(cursor);

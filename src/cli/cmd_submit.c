@@ -1,7 +1,10 @@
 /* loom submit FILE: send a batch script or YAML job description to loomd
- * (job.submit). Every submission carries a submit_id (given, or a random one
- * made here), so a retry after a lost connection can never make a second
- * job. */
+ * (job.submit). The file's own directives (#SBATCH, #LOOM, a Kubernetes
+ * Job's fields) are read by libloom's jobspec and the command line is
+ * applied over them, as sbatch does; the job runs in the directory loom
+ * submit ran in unless the file or -D says otherwise. Every submission
+ * carries a submit_id (given, or a random one made here), so a retry after
+ * a lost connection can never make a second job. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,27 +12,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "loom/estimate.h"
+#include "loom/jobspec.h"
 #include "loom/store.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: loom submit FILE [options]\n\n"
-               "Submits FILE ('-' for stdin) as a job and prints its id.\n\n"
-               "  --name NAME         job name (default: the file's base name)\n"
+               "Submits FILE ('-' for stdin) as a job and prints its id. FILE's #SBATCH and\n"
+               "#LOOM directives, or a Kubernetes Job's fields, describe the job; options\n"
+               "given here override them (docs/jobfiles.md). sbatch's options are taken here\n"
+               "too (-J -c -n -t -o -e -D -a -d -A -G -H, --mem-per-cpu, --gres, ...).\n\n"
+               "  --name NAME         job name (default: the file's, else its base name)\n"
                "  --format F          batch or yaml (default: yaml for *.yaml/*.yml, else batch)\n"
-               "  --cpus N            CPUs (default 1)\n"
+               "  --cpus N            CPUs in all (default 1; sbatch: -c per task, -n tasks)\n"
                "  --mem SIZE          memory, e.g. 16GiB\n"
-               "  --gpus N            whole GPUs\n"
+               "  --gpus N            whole GPUs ([TYPE:]N)\n"
                "  --gpu-share X       a share of one GPU: 0.25, or milli-GPU as 250m\n"
                "  --gpu-mem SIZE      GPU memory, e.g. 10GiB\n"
                "  --gpu-type T        GPU model, e.g. A100\n"
-               "  --time DURATION     time limit, e.g. 1h30m or 01:30:00\n"
+               "  --time DURATION     time limit, e.g. 1h30m or 01:30:00 (a bare number: seconds)\n"
                "  --priority N        priority (higher first; default 0)\n"
                "  --label K=V         a label (repeatable)\n"
+               "  -D, --chdir DIR     working directory (default: the current directory)\n"
+               "  -o, --output PAT    output file (default loom-%%j.out in the working directory;\n"
+               "                      %%j id, %%x name, %%u user, %%A %%a array, %%%% a %%)\n"
+               "  -e, --error PAT     error file (default: merged into the output)\n"
+               "  --export LIST       ALL, NONE, or NAME=VALUE,... set in the job's environment\n"
+               "  -a, --array R, -d, --dependency D, -b, --begin T, -H, --hold, --nice[=N],\n"
+               "  --retries N         stored with the job; not acted on yet (a warning says so)\n"
+               "  -A, --account A, --comment C  stored with the job\n"
+               "  --strict            an unsupported #SBATCH directive is an error, not a warning\n"
                "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
                "                      first job (default: a random key per invocation)\n"
                "  --model FILE        the job's model (ONNX): without --gpu-mem, loomd requests\n"
@@ -42,35 +59,17 @@ static void usage(FILE *f)
                "                      (default: loomd's --estimate-device)\n"
                "  --json              print the job.submit result as JSON\n"
                "  -h, --help          this help\n\n"
+               "A request no node can ever hold is refused, naming the resource; --hold\n"
+               "keeps it (for a cluster that will grow).\n\n"
                "exit codes: 0 submitted, 1 refused or failed (also: the model cannot be\n"
-               "estimated), 2 usage, 3 cannot connect, 5 FILE unreadable or not UTF-8.\n");
+               "estimated), 2 usage, 3 cannot connect, 5 FILE unreadable, not UTF-8, or its\n"
+               "directives malformed.\n");
 }
 
 static int usage_error(const char *opt, const loom_err_t *err)
 {
     fprintf(stderr, "loom submit: %s: %s\n", opt, err->msg);
     return LOOM_EXIT_USAGE;
-}
-
-/* "0.25" (a fraction of one GPU) or "250m" (milli-GPU). */
-static int parse_share(const char *text, int64_t *milli, loom_err_t *err)
-{
-    size_t n = strlen(text);
-    if (n > 1 && text[n - 1] == 'm') {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%.*s", (int)(n - 1), text);
-        return loom_parse_i64(buf, 1, 1000, milli, "milli-GPU", err);
-    }
-    char *end;
-    double x = strtod(text, &end);
-    if (end == text || *end || !(x > 0 && x <= 1))
-        return loom_err_set(
-            err, LOOM_EINVAL,
-            "'%s': expected a fraction in (0, 1] such as 0.25, or milli-GPU as 250m", text);
-    *milli = (int64_t)(x * 1000 + 0.5);
-    if (*milli < 1)
-        return loom_err_set(err, LOOM_EINVAL, "'%s': smaller than one milli-GPU", text);
-    return LOOM_OK;
 }
 
 static void random_submit_id(char out[40])
@@ -128,221 +127,284 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-int loom_cmd_submit(int argc, char **argv)
+/* Options handed to the job spec (loom_jobspec_set, loom's dialect), in
+ * the order given, after the file's own directives. */
+#define FWD 1000
+
+typedef struct submit_args {
+    const char *format, *submit_id, *model, *file;
+    int64_t batch;
+    bool as_json, strict;
+    json_t *setup; /* --train, --optimizer, ... of --model */
+    json_t *cli;   /* [[option, value or null], ...] */
+} submit_args_t;
+
+static const struct option opts[] = {
+    {"format", required_argument, NULL, 'f'},
+    {"submit-id", required_argument, NULL, 'i'},
+    {"model", required_argument, NULL, 'm'},
+    {"batch", required_argument, NULL, 'B'},
+    {"train", no_argument, NULL, 'r'},
+    {"optimizer", required_argument, NULL, 'O'},
+    {"precision", required_argument, NULL, 'P'},
+    {"device", required_argument, NULL, 'V'},
+    {"json", no_argument, NULL, 'j'},
+    {"strict", no_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},
+    {"name", required_argument, NULL, FWD},
+    {"job-name", required_argument, NULL, FWD},
+    {"cpus", required_argument, NULL, FWD},
+    {"cpus-per-task", required_argument, NULL, FWD},
+    {"ntasks", required_argument, NULL, FWD},
+    {"ntasks-per-node", required_argument, NULL, FWD},
+    {"nodes", required_argument, NULL, FWD},
+    {"cpus-per-gpu", required_argument, NULL, FWD},
+    {"mem", required_argument, NULL, FWD},
+    {"mem-per-cpu", required_argument, NULL, FWD},
+    {"gres", required_argument, NULL, FWD},
+    {"gpus", required_argument, NULL, FWD},
+    {"gpus-per-node", required_argument, NULL, FWD},
+    {"gpus-per-task", required_argument, NULL, FWD},
+    {"gpu-share", required_argument, NULL, FWD},
+    {"gpu-mem", required_argument, NULL, FWD},
+    {"gpu-type", required_argument, NULL, FWD},
+    {"time", required_argument, NULL, FWD},
+    {"priority", required_argument, NULL, FWD},
+    {"label", required_argument, NULL, FWD},
+    {"retries", required_argument, NULL, FWD},
+    {"output", required_argument, NULL, FWD},
+    {"error", required_argument, NULL, FWD},
+    {"chdir", required_argument, NULL, FWD},
+    {"export", required_argument, NULL, FWD},
+    {"array", required_argument, NULL, FWD},
+    {"dependency", required_argument, NULL, FWD},
+    {"begin", required_argument, NULL, FWD},
+    {"hold", no_argument, NULL, FWD},
+    {"nice", optional_argument, NULL, FWD},
+    {"account", required_argument, NULL, FWD},
+    {"comment", required_argument, NULL, FWD},
+    {NULL, 0, NULL, 0},
+};
+
+/* sbatch's short options, handed to the job spec as they are. */
+#define SHORT_FWD "J:c:n:N:t:o:e:D:a:d:A:b:HG:"
+
+/* Checks one forwarded option now (a usage error is exit 2 before any file
+ * is read) and keeps it for after the file. */
+static int forward(submit_args_t *a, const char *opt, const char *value)
 {
-    static const struct option opts[] = {
-        {"name", required_argument, NULL, 'n'},
-        {"format", required_argument, NULL, 'f'},
-        {"cpus", required_argument, NULL, 'c'},
-        {"mem", required_argument, NULL, 'm'},
-        {"gpus", required_argument, NULL, 'g'},
-        {"gpu-share", required_argument, NULL, 's'},
-        {"gpu-mem", required_argument, NULL, 'M'},
-        {"gpu-type", required_argument, NULL, 't'},
-        {"time", required_argument, NULL, 'T'},
-        {"priority", required_argument, NULL, 'p'},
-        {"label", required_argument, NULL, 'l'},
-        {"submit-id", required_argument, NULL, 'i'},
-        {"model", required_argument, NULL, 'o'},
-        {"batch", required_argument, NULL, 'b'},
-        {"train", no_argument, NULL, 'r'},
-        {"optimizer", required_argument, NULL, 'O'},
-        {"precision", required_argument, NULL, 'P'},
-        {"device", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    json_t *params = json_object(), *res = json_object(), *labels = json_object();
-    json_t *setup = json_object(); /* --train, --optimizer, ... of --model */
-    const char *name = NULL, *format = NULL, *submit_id = NULL, *model = NULL;
-    int64_t batch = 0;
-    bool as_json = false;
-    int rc = LOOM_EXIT_OK, c;
+    loom_jobspec_t scratch;
     loom_err_t err;
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int64_t v;
-        uint64_t size;
+    loom_jobspec_init(&scratch);
+    int rc = loom_jobspec_set(&scratch, LOOM_JOBSPEC_LOOM, opt, value, "command line", &err);
+    loom_jobspec_free(&scratch);
+    if (rc) {
+        fprintf(stderr, "loom submit: %s\n", err.msg);
+        return LOOM_EXIT_USAGE;
+    }
+    json_array_append_new(a->cli,
+                          json_pack("[s, o]", opt, value ? json_string(value) : json_null()));
+    return LOOM_EXIT_OK;
+}
+
+static int model_option(submit_args_t *a, int c, loom_err_t *err)
+{
+    loom_est_optimizer_t o;
+    loom_est_precision_t p;
+    switch (c) {
+    case 'm': a->model = optarg; return LOOM_EXIT_OK;
+    case 'B':
+        return loom_parse_i64(optarg, 1, 1 << 24, &a->batch, "batch", err)
+                   ? usage_error("--batch", err)
+                   : LOOM_EXIT_OK;
+    case 'r': json_object_set_new(a->setup, "train", json_true()); return LOOM_EXIT_OK;
+    case 'V': json_object_set_new(a->setup, "device", json_string(optarg)); return LOOM_EXIT_OK;
+    }
+    if (c == 'O' ? loom_est_parse_optimizer(optarg, &o, err)
+                 : loom_est_parse_precision(optarg, &p, err))
+        return usage_error(c == 'O' ? "--optimizer" : "--precision", err);
+    json_object_set_new(a->setup, c == 'O' ? "optimizer" : "precision", json_string(optarg));
+    return LOOM_EXIT_OK;
+}
+
+/* -1: --help was printed. */
+static int parse_args(int argc, char **argv, submit_args_t *a)
+{
+    int rc = LOOM_EXIT_OK, c, idx;
+    loom_err_t err;
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "h" SHORT_FWD, opts, &idx)) != -1) {
+        char shortopt[3] = {'-', (char)c, 0};
         switch (c) {
-        case 'n': name = optarg; break;
+        case FWD: rc = forward(a, opts[idx].name, optarg); break;
         case 'f':
             if (strcmp(optarg, "batch") && strcmp(optarg, "yaml")) {
                 fprintf(stderr, "loom submit: --format: expected batch or yaml, found '%s'\n",
                         optarg);
                 rc = LOOM_EXIT_USAGE;
             }
-            format = optarg;
+            a->format = optarg;
             break;
-        case 'c':
-            if (loom_parse_i64(optarg, 1, LOOM_STORE_CPUS_MAX, &v, "CPUs", &err))
-                rc = usage_error("--cpus", &err);
-            else
-                json_object_set_new(res, "cpus", json_integer(v));
-            break;
-        case 'g':
-            if (loom_parse_i64(optarg, 0, LOOM_STORE_GPUS_MAX, &v, "GPUs", &err))
-                rc = usage_error("--gpus", &err);
-            else
-                json_object_set_new(res, "gpus", json_integer(v));
-            break;
-        case 's':
-            if (parse_share(optarg, &v, &err))
-                rc = usage_error("--gpu-share", &err);
-            else
-                json_object_set_new(res, "gpu_share", json_integer(v));
-            break;
+        case 'i': a->submit_id = optarg; break;
+        case 'j': a->as_json = true; break;
+        case 's': a->strict = true; break;
         case 'm':
-        case 'M':
-            if (loom_parse_size(optarg, &size, &err) || size > (uint64_t)INT64_MAX)
-                rc = usage_error(c == 'm' ? "--mem" : "--gpu-mem", &err);
-            else
-                json_object_set_new(res, c == 'm' ? "memory" : "gpu_memory",
-                                    json_integer((json_int_t)size));
-            break;
-        case 't': json_object_set_new(res, "gpu_type", json_string(optarg)); break;
-        case 'T': {
-            int64_t ns;
-            if (loom_parse_duration(optarg, &ns, &err))
-                rc = usage_error("--time", &err);
-            else
-                json_object_set_new(
-                    params, "time_limit",
-                    json_integer(ns / LOOM_NS_PER_S + (ns % LOOM_NS_PER_S ? 1 : 0)));
-            break;
-        }
-        case 'p':
-            if (loom_parse_i64(optarg, LOOM_STORE_PRIORITY_MIN, LOOM_STORE_PRIORITY_MAX, &v,
-                               "priority", &err))
-                rc = usage_error("--priority", &err);
-            else
-                json_object_set_new(params, "priority", json_integer(v));
-            break;
-        case 'l': {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg) {
-                fprintf(stderr, "loom submit: --label: expected KEY=VALUE, found '%s'\n", optarg);
-                rc = LOOM_EXIT_USAGE;
-                break;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(labels, key, json_string(eq + 1));
-            break;
-        }
-        case 'i': submit_id = optarg; break;
-        case 'o': model = optarg; break;
-        case 'b':
-            if (loom_parse_i64(optarg, 1, 1 << 24, &batch, "batch", &err))
-                rc = usage_error("--batch", &err);
-            break;
-        case 'r': json_object_set_new(setup, "train", json_true()); break;
+        case 'B':
+        case 'r':
         case 'O':
-        case 'P': {
-            loom_est_optimizer_t o;
-            loom_est_precision_t p;
-            if (c == 'O' ? loom_est_parse_optimizer(optarg, &o, &err)
-                         : loom_est_parse_precision(optarg, &p, &err))
-                rc = usage_error(c == 'O' ? "--optimizer" : "--precision", &err);
-            else
-                json_object_set_new(setup, c == 'O' ? "optimizer" : "precision",
-                                    json_string(optarg));
-            break;
+        case 'P':
+        case 'V': rc = model_option(a, c, &err); break;
+        case 'h': usage(stdout); return -1;
+        case '?':
+        case ':': usage(stderr); return LOOM_EXIT_USAGE;
+        default: rc = forward(a, shortopt, optarg); break;
         }
-        case 'd': json_object_set_new(setup, "device", json_string(optarg)); break;
-        case 'j': as_json = true; break;
-        case 'h':
-            usage(stdout);
-            rc = -1;
-            break;
-        default:
-            usage(stderr);
-            rc = LOOM_EXIT_USAGE;
-            break;
-        }
-    }
-    if (rc == -1) {
-        rc = LOOM_EXIT_OK;
-        goto out;
     }
     if (rc)
-        goto out;
+        return rc;
     if (optind != argc - 1) {
         fprintf(stderr, "loom submit: expected exactly one FILE (see loom submit --help)\n");
-        rc = LOOM_EXIT_USAGE;
-        goto out;
+        return LOOM_EXIT_USAGE;
     }
-    if (!model && (batch || json_object_size(setup))) {
+    a->file = argv[optind];
+    if (!a->model && (a->batch || json_object_size(a->setup))) {
         fprintf(stderr, "loom submit: --batch, --train, --optimizer, --precision and --device "
                         "describe --model FILE, which is missing\n");
-        rc = LOOM_EXIT_USAGE;
-        goto out;
+        return LOOM_EXIT_USAGE;
     }
-    if (model) {
-        json_t *ref = NULL;
-        if ((rc = model_ref(model, batch, setup, &ref)))
-            goto out;
-        json_object_set_new(params, "model", ref);
-    }
-    const char *file = argv[optind];
-    loom_buf_t script = LOOM_BUF_INIT;
+    return LOOM_EXIT_OK;
+}
+
+static int read_script(const char *file, loom_buf_t *script)
+{
+    loom_err_t err;
     if (strcmp(file, "-") == 0) {
         char chunk[65536];
         size_t n;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
-            loom_buf_append(&script, chunk, n);
-        if (!script.data)
-            loom_buf_append_str(&script, "");
-    } else if (loom_buf_read_file(&script, file, &err)) {
+            loom_buf_append(script, chunk, n);
+        if (!script->data)
+            loom_buf_append_str(script, "");
+    } else if (loom_buf_read_file(script, file, &err)) {
         fprintf(stderr, "loom submit: %s\n", err.msg);
-        rc = LOOM_EXIT_INPUT;
-        goto out;
+        return LOOM_EXIT_INPUT;
     }
-    if (!loom_utf8_valid(script.data, script.len) || strlen(script.data) != script.len) {
+    if (!loom_utf8_valid(script->data, script->len) || strlen(script->data) != script->len) {
         fprintf(stderr, "loom submit: %s: not UTF-8 text (a job script must be text)\n", file);
-        loom_buf_free(&script);
-        rc = LOOM_EXIT_INPUT;
-        goto out;
+        return LOOM_EXIT_INPUT;
     }
-    if (!format)
-        format = ends_with(file, ".yaml") || ends_with(file, ".yml") ? "yaml" : "batch";
-    char sid[40];
-    if (!submit_id) {
-        random_submit_id(sid);
-        submit_id = sid;
-    }
-    json_object_set_new(params, "name",
-                        json_string(name                     ? name
-                                    : strcmp(file, "-") == 0 ? "stdin"
-                                                             : base_name(file)));
-    json_object_set_new(params, "script", json_stringn(script.data, script.len));
-    loom_buf_free(&script);
-    json_object_set_new(params, "format", json_string(format));
-    json_object_set(params, "resources", res);
-    if (json_object_size(labels))
-        json_object_set(params, "labels", labels);
-    json_object_set_new(params, "submit_id", json_string(submit_id));
+    return LOOM_EXIT_OK;
+}
 
+/* The working directory made absolute against the current one (as sbatch
+ * reads -D), the current one when none was given. */
+static int absolute_workdir(loom_jobspec_t *spec)
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr, "loom submit: cannot read the current directory: %s\n", strerror(errno));
+        return LOOM_EXIT_FAILURE;
+    }
+    if (spec->workdir && spec->workdir[0] == '/')
+        return LOOM_EXIT_OK;
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_buf_appendf(&b, "%s%s%s", cwd, spec->workdir ? "/" : "",
+                     spec->workdir ? spec->workdir : "");
+    free(spec->workdir);
+    spec->workdir = loom_buf_detach(&b);
+    return LOOM_EXIT_OK;
+}
+
+/* The file's directives, then the command line, into job.submit params. */
+static int job_params(const submit_args_t *a, const loom_buf_t *script, const char *format,
+                      json_t *params)
+{
+    loom_jobspec_t spec;
+    loom_err_t err;
+    loom_jobspec_init(&spec);
+    const char *shown = strcmp(a->file, "-") == 0 ? "stdin" : a->file;
+    int rc = strcmp(format, "yaml") == 0
+                 ? loom_jobspec_parse_k8s(&spec, script->data, script->len, shown, &err)
+                 : loom_jobspec_parse_script(&spec, script->data, script->len, shown,
+                                             a->strict ? LOOM_JOBSPEC_STRICT : 0, &err);
+    if (rc) {
+        fprintf(stderr, "loom submit: %s\n", err.msg);
+        loom_jobspec_free(&spec);
+        return LOOM_EXIT_INPUT;
+    }
+    size_t i;
+    json_t *pair;
+    json_array_foreach(a->cli, i, pair)
+        loom_jobspec_set(&spec, LOOM_JOBSPEC_LOOM, json_string_value(json_array_get(pair, 0)),
+                         json_string_value(json_array_get(pair, 1)), "command line", NULL);
+    rc = absolute_workdir(&spec);
+    if (rc == LOOM_EXIT_OK && loom_jobspec_to_params(&spec, params, &err)) {
+        fprintf(stderr, "loom submit: %s\n", err.msg);
+        rc = LOOM_EXIT_USAGE;
+    }
+    json_t *w;
+    json_array_foreach(spec.warnings, i, w)
+        fprintf(stderr, "loom submit: warning: %s\n", json_string_value(w));
+    loom_jobspec_free(&spec);
+    if (!json_object_get(params, "name"))
+        json_object_set_new(params, "name",
+                            json_string(strcmp(a->file, "-") == 0 ? "stdin" : base_name(a->file)));
+    return rc;
+}
+
+static void print_result(const submit_args_t *a, json_t *result)
+{
+    json_int_t id = json_integer_value(json_object_get(result, "id"));
+    if (a->as_json)
+        loom_cli_print_json(result);
+    else if (json_is_true(json_object_get(result, "created")))
+        printf("Submitted job %lld\n", (long long)id);
+    else
+        printf("Job %lld already exists for submit_id '%s' (%s); not submitted again\n",
+               (long long)id, a->submit_id, json_string_value(json_object_get(result, "state")));
+}
+
+int loom_cmd_submit(int argc, char **argv)
+{
+    submit_args_t a = {.setup = json_object(), .cli = json_array()};
+    json_t *params = json_object();
+    loom_buf_t script = LOOM_BUF_INIT;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        goto out;
+    if (a.model) {
+        json_t *ref = NULL;
+        if ((rc = model_ref(a.model, a.batch, a.setup, &ref)))
+            goto out;
+        json_object_set_new(params, "model", ref);
+    }
+    if ((rc = read_script(a.file, &script)))
+        goto out;
+    const char *format = a.format                                                  ? a.format
+                         : ends_with(a.file, ".yaml") || ends_with(a.file, ".yml") ? "yaml"
+                                                                                   : "batch";
+    if ((rc = job_params(&a, &script, format, params)))
+        goto out;
+    char sid[40];
+    if (!a.submit_id) {
+        random_submit_id(sid);
+        a.submit_id = sid;
+    }
+    json_object_set_new(params, "script", json_stringn(script.data, script.len));
+    json_object_set_new(params, "format", json_string(format));
+    json_object_set_new(params, "submit_id", json_string(a.submit_id));
     loom_cli_conn_t conn;
     if ((rc = loom_cli_connect("submit", &conn)))
         goto out;
     json_t *result = NULL;
     rc = loom_cli_call("submit", &conn, "job.submit", params, LOOM_RPC_CALL_RETRY, &result);
     loom_cli_disconnect(&conn);
-    if (rc)
-        goto out;
-    json_int_t id = json_integer_value(json_object_get(result, "id"));
-    if (as_json)
-        loom_cli_print_json(result);
-    else if (json_is_true(json_object_get(result, "created")))
-        printf("Submitted job %lld\n", (long long)id);
-    else
-        printf("Job %lld already exists for submit_id '%s' (%s); not submitted again\n",
-               (long long)id, submit_id, json_string_value(json_object_get(result, "state")));
+    if (rc == LOOM_EXIT_OK)
+        print_result(&a, result);
     json_decref(result);
 out:
+    loom_buf_free(&script);
     json_decref(params);
-    json_decref(res);
-    json_decref(labels);
-    json_decref(setup);
-    return rc;
+    json_decref(a.setup);
+    json_decref(a.cli);
+    return rc < 0 ? LOOM_EXIT_OK : rc;
 }

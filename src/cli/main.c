@@ -41,7 +41,9 @@ static void usage(FILE *f)
     fprintf(f, "\noptions:\n"
                "  --url URL   loomd address: http://HOST:PORT or unix:PATH (default $LOOM_URL,\n"
                "              else unix:$LOOM_STATE_DIR/loomd.sock)\n"
-               "  -h, --help  this help; 'loom COMMAND --help' for a command's own\n\n"
+               "  -h, --help  this help; 'loom help COMMAND' or 'loom COMMAND --help' for a\n"
+               "              command's own\n"
+               "  --version   print loom's version\n\n"
                "exit codes: 0 ok, 1 failure, 2 usage, 3 cannot connect, 4 not found,\n"
                "5 malformed input. See docs/cli.md.\n");
 }
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     loom_cli.url = getenv("LOOM_URL");
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'u': loom_cli.url = optarg; break;
         case 'h': usage(stdout); return LOOM_EXIT_OK;
+        case 'V': printf("loom %s\n", LOOM_VERSION); return LOOM_EXIT_OK;
         default: usage(stderr); return LOOM_EXIT_USAGE;
         }
     }
@@ -79,6 +83,22 @@ int main(int argc, char **argv)
         return LOOM_EXIT_USAGE;
     }
     const char *name = argv[optind];
+    /* loom help [COMMAND]: the overview, or COMMAND --help. */
+    if (strcmp(name, "help") == 0) {
+        if (optind + 1 >= argc) {
+            usage(stdout);
+            return LOOM_EXIT_OK;
+        }
+        char help_flag[] = "--help";
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (strcmp(commands[i].name, argv[optind + 1]) == 0) {
+                char *sub_argv[] = {argv[optind + 1], help_flag, NULL};
+                optind = 0;
+                return commands[i].run(2, sub_argv);
+            }
+        fprintf(stderr, "loom help: unknown command '%s' (see 'loom --help')\n", argv[optind + 1]);
+        return LOOM_EXIT_USAGE;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(commands[i].name, name) == 0) {
             int sub_argc = argc - optind;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/feasible.h"
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
@@ -167,6 +168,28 @@ static void fail_estimate(loomd_methods_t *m, loom_rpc_call_t *call, const loom_
                        json_pack("{s:s, s:s}", "model", path ? path : "", "detail", err->msg));
 }
 
+/* A request no node could ever hold is refused now (-32007), unless the
+ * submission holds it (options.hold). true: the call was answered. */
+static bool refuse_infeasible(loomd_methods_t *m, loom_rpc_call_t *call,
+                              const loom_job_spec_t *spec)
+{
+    if (!m->runner)
+        return false;
+    json_t *opts = spec->options_json ? json_loads(spec->options_json, 0, NULL) : NULL;
+    bool hold = json_is_true(json_object_get(opts, "hold"));
+    json_decref(opts);
+    if (hold)
+        return false;
+    json_t *nodes = loomd_runner_nodes(m->runner), *data = NULL;
+    loom_err_t err;
+    int rc = loomd_feasible(nodes, spec, &err, &data);
+    json_decref(nodes);
+    if (rc == LOOM_OK)
+        return false;
+    loom_rpc_call_fail(call, LOOMD_ERR_INFEASIBLE, err.msg, data);
+    return true;
+}
+
 static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -182,9 +205,11 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
         rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK && spec.model)
         rc = size_from_model(m, &spec, &estimate, &model_path, &err);
-    if (rc == LOOM_ENOTFOUND) {
-        fail_estimate(m, call, &spec, model_path, &err);
+    if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
+        if (rc == LOOM_ENOTFOUND)
+            fail_estimate(m, call, &spec, model_path, &err);
         free(labels);
+        free(estimate);
         json_decref(empty);
         return LOOM_RPC_DONE;
     }
@@ -574,7 +599,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
 {
     static const char *const submit_params[] = {"name",       "script",   "format", "resources",
                                                 "time_limit", "priority", "labels", "submit_id",
-                                                "model",      NULL};
+                                                "model",      "options",  NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};

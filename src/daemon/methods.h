@@ -19,7 +19,8 @@ enum {
     LOOMD_ERR_BUSY = -32003,
     LOOMD_ERR_STORE = -32004,
     LOOMD_ERR_SHUTTING_DOWN = -32005,
-    LOOMD_ERR_ESTIMATE = -32006 /* the submission's model could not be estimated */
+    LOOMD_ERR_ESTIMATE = -32006, /* the submission's model could not be estimated */
+    LOOMD_ERR_INFEASIBLE = -32007 /* no node could ever hold the request (feasible.c) */
 };
 
 typedef struct loomd_info {

@@ -520,7 +520,8 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
                                                  : 0,
                           .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
                           .node = node,
-                          .tag = tag};
+                          .tag = tag,
+                          .options_json = j.options_json};
     rc = r->ops->start(r->exec, &ej, &a->h, &err);
     loom_job_free(&j);
     if (rc != LOOM_OK) {
@@ -993,6 +994,8 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
                            n->gpu_type >= 0 ? model(r)->types[n->gpu_type] : NULL, "gpus", gpus,
                            "jobs", jobs));
         json_object_set_new(json_array_get(arr, i), "available", json_boolean(!loom_runtime_is_down(r->rt, i)));
+        json_object_set_new(json_array_get(arr, i), "gpu_memory_bytes",
+                            json_integer((json_int_t)n->gpu_mem_mib << 20));
     }
     pthread_mutex_unlock(&r->mu);
     return arr;

@@ -17,4 +17,11 @@ int loom_exec__check_jobs_dir(const char *dir, loom_err_t *err);
  * h->stderr_path (<dir>/stdout, <dir>/stderr). */
 void loom_exec__job_paths(const char *jobs_dir, loom_exec_handle_t *h);
 
+/* The job's working directory and output files from its options
+ * (src/exec/jobio.c): cwd (cwdlen bytes) and h's stdout/stderr paths are
+ * replaced when the options name a working directory; the options' env
+ * ("NAME=VALUE") is appended to env. */
+int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *cwd, size_t cwdlen,
+                      json_t *env, loom_err_t *err);
+
 #endif

@@ -367,7 +367,10 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
     json_t *argv = json_array(), *yaml_env = json_array();
     char cwd[LOOM_EXEC_PATH_MAX];
     snprintf(cwd, sizeof cwd, "%s", h->dir);
-    int rc;
+    /* The working directory first, so that a manifest's workingDir wins. */
+    int rc = loom_exec__job_io(job, h, cwd, sizeof cwd, yaml_env, err);
+    if (rc != LOOM_OK)
+        goto out;
     const char *script = job->script ? job->script : "";
     if (job->format == LOOM_EXEC_YAML) {
         rc = loom_exec_yaml_command(script, strlen(script), argv, yaml_env, cwd, sizeof cwd, err);

@@ -211,6 +211,16 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         if (!obj)
             return loom_err_set(err, LOOM_EINVAL, "estimate: expected a JSON object");
     }
+    if (s->options_json) {
+        json_t *opts = NULL;
+        loom_err_t perr;
+        if (loom_json_parse(s->options_json, strlen(s->options_json), "options", 4, &opts, &perr))
+            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+        rc = loom_job_options_validate(opts, err);
+        json_decref(opts);
+        if (rc)
+            return rc;
+    }
     if (s->labels_json) {
         json_t *labels = NULL;
         loom_err_t perr;
@@ -246,6 +256,7 @@ void loom_job_free(loom_job_t *job)
     free(job->reason);
     free(job->run_json);
     free(job->estimate_json);
+    free(job->options_json);
     memset(job, 0, sizeof *job);
 }
 
@@ -261,6 +272,7 @@ int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
     dst->reason = dup_or_null(src->reason, &fail);
     dst->run_json = dup_or_null(src->run_json, &fail);
     dst->estimate_json = dup_or_null(src->estimate_json, &fail);
+    dst->options_json = dup_or_null(src->options_json, &fail);
     if (fail) {
         loom_job_free(dst);
         return LOOM_ENOMEM;
@@ -278,6 +290,7 @@ int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *s)
     job->gpu_type = dup_or_null(s->gpu_type, &fail);
     job->labels_json = dup_or_null(s->labels_json ? s->labels_json : "{}", &fail);
     job->estimate_json = dup_or_null(s->estimate_json, &fail);
+    job->options_json = dup_or_null(s->options_json, &fail);
     job->format = s->format;
     job->cpus = s->cpus;
     job->memory_bytes = s->memory_bytes;

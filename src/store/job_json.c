@@ -98,9 +98,117 @@ static int parse_resources(const json_t *r, loom_job_spec_t *s, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* The options object (docs/protocol.md, job.submit "options"). */
+static const struct {
+    const char *name;
+    json_type type;
+    size_t max; /* bytes of a string, or the magnitude of an integer */
+} option_members[] = {
+    {"workdir", JSON_STRING, 1024},
+    {"output", JSON_STRING, 1024},
+    {"error", JSON_STRING, 1024},
+    {"env", JSON_ARRAY, 256},
+    {"export", JSON_STRING, 8},
+    {"array", JSON_STRING, 1024},
+    {"dependency", JSON_STRING, 1024},
+    {"begin", JSON_STRING, 64},
+    {"account", JSON_STRING, 256},
+    {"comment", JSON_STRING, 1024},
+    {"hold", JSON_TRUE, 0},
+    {"nice", JSON_INTEGER, 2147483645},
+    {"retries", JSON_INTEGER, 100},
+    {"ntasks", JSON_INTEGER, 4096},
+    {"cpus_per_task", JSON_INTEGER, 4096},
+};
+
+static int option_member(const char *k, const json_t *v, size_t i, loom_err_t *err)
+{
+    size_t max = option_members[i].max;
+    switch (option_members[i].type) {
+    case JSON_STRING:
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > max ||
+            strlen(json_string_value(v)) != json_string_length(v))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "options.%s: expected a string of 1 to %zu bytes without NUL", k,
+                                max);
+        return LOOM_OK;
+    case JSON_INTEGER:
+        if (!json_is_integer(v) || json_integer_value(v) < -(json_int_t)max ||
+            json_integer_value(v) > (json_int_t)max)
+            return loom_err_set(err, LOOM_EINVAL, "options.%s: expected an integer within +-%zu", k,
+                                max);
+        return LOOM_OK;
+    case JSON_TRUE:
+        if (!json_is_boolean(v))
+            return type_error(err, "options.hold", "a boolean", v);
+        return LOOM_OK;
+    default: break;
+    }
+    if (!json_is_array(v) || json_array_size(v) > max)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "options.env: expected an array of at most %zu "
+                            "\"NAME=VALUE\" strings",
+                            max);
+    size_t j;
+    json_t *e;
+    json_array_foreach(v, j, e)
+    {
+        const char *t = json_string_value(e);
+        if (!t || !strchr(t, '=') || t[0] == '=' || strlen(t) != json_string_length(e) ||
+            json_string_length(e) > 8192)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "options.env[%zu]: expected a \"NAME=VALUE\" string", j);
+    }
+    return LOOM_OK;
+}
+
+int loom_job_options_validate(const json_t *options, loom_err_t *err)
+{
+    if (!json_is_object(options))
+        return type_error(err, "options", "an object", options);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)options, k, v)
+    {
+        size_t i, n = sizeof option_members / sizeof option_members[0];
+        for (i = 0; i < n; i++)
+            if (strcmp(option_members[i].name, k) == 0)
+                break;
+        if (i == n)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "options: unknown member '%.64s' (expected workdir, output, error, "
+                                "env, export, array, dependency, begin, account, comment, hold, "
+                                "nice, retries, ntasks, cpus_per_task)",
+                                k);
+        if (option_member(k, v, i, err))
+            return LOOM_EINVAL;
+    }
+    return LOOM_OK;
+}
+
+/* labels and options as JSON text in one allocation (*texts), "L\0O\0". */
+static int spec_texts(const json_t *labels, const json_t *options, loom_job_spec_t *s, char **texts,
+                      loom_err_t *err)
+{
+    char *l = labels ? json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *o = options ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    size_t ll = l ? strlen(l) : 0, ol = o ? strlen(o) : 0;
+    *texts = ((labels && !l) || (options && !o)) ? NULL : malloc(ll + ol + 2);
+    if (*texts) {
+        memcpy(*texts, l ? l : "", ll + 1);
+        memcpy(*texts + ll + 1, o ? o : "", ol + 1);
+        s->labels_json = l ? *texts : NULL;
+        s->options_json = o ? *texts + ll + 1 : NULL;
+    }
+    free(l);
+    free(o);
+    return *texts ? LOOM_OK : loom_err_set(err, LOOM_ENOMEM, "out of memory");
+}
+
 int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels_text,
                             loom_err_t *err)
 {
+    const json_t *labels = NULL, *options = NULL;
     *labels_text = NULL;
     loom_job_spec_init(s);
     if (!json_is_object(obj))
@@ -128,12 +236,11 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels
         else if (strcmp(k, "submit_id") == 0)
             rc = json_is_null(v) ? LOOM_OK : get_string(v, "submit_id", &s->submit_id, err);
         else if (strcmp(k, "labels") == 0) {
-            if (!(rc = loom_job_labels_validate(v, err))) {
-                *labels_text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-                if (!*labels_text)
-                    rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                s->labels_json = *labels_text;
-            }
+            if (!(rc = loom_job_labels_validate(v, err)))
+                labels = v;
+        } else if (strcmp(k, "options") == 0) {
+            if (!json_is_null(v) && !(rc = loom_job_options_validate(v, err)))
+                options = v;
         } else if (strcmp(k, "model") == 0) {
             /* Interpreted by loomd (the estimator), not by the store. */
             if (json_is_object(v))
@@ -145,11 +252,14 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels
         } else
             rc = loom_err_set(err, LOOM_EINVAL,
                               "unknown parameter '%.64s' (expected name, script, format, "
-                              "resources, time_limit, priority, labels, submit_id, model)",
+                              "resources, time_limit, priority, labels, submit_id, model, "
+                              "options)",
                               k);
         if (rc)
             goto fail;
     }
+    if ((labels || options) && (rc = spec_texts(labels, options, s, labels_text, err)))
+        goto fail;
     if ((rc = loom_job_spec_validate(s, err)))
         goto fail;
     return LOOM_OK;
@@ -202,6 +312,9 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
     json_t *est = j->estimate_json ? json_loads(j->estimate_json, 0, NULL) : NULL;
     if (o)
         json_object_set_new(o, "estimate", est ? est : json_null());
+    json_t *opts = j->options_json ? json_loads(j->options_json, 0, NULL) : NULL;
+    if (o)
+        json_object_set_new(o, "options", opts ? opts : json_object());
     return o;
 }
 

@@ -54,6 +54,10 @@ static const char *const migrations[] = {
     /* 4: the estimate a job's GPU memory request came from, when its
      * submission named a model (docs/protocol.md, the job object). */
     "ALTER TABLE jobs ADD COLUMN estimate TEXT;",
+    /* 5: what a job file or job.submit's "options" said beyond resources:
+     * working directory, output and error patterns, environment, array,
+     * dependency, ... (docs/protocol.md, job.submit), as one JSON object. */
+    "ALTER TABLE jobs ADD COLUMN options TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

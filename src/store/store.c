@@ -104,7 +104,7 @@ struct loom_store {
 #define JOB_COLUMNS                                                                                \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate"
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -146,6 +146,7 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->update_time_ns = sqlite3_column_int64(st, 19);
     j->run_json = col_text(st, 20, &fail);
     j->estimate_json = col_text(st, 21, &fail);
+    j->options_json = col_text(st, 22, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -315,6 +316,7 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_bind_text(st, 13, j->labels_json, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 14, now);
     bind_text_or_null(st, 15, j->estimate_json);
+    bind_text_or_null(st, 16, j->options_json);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -1261,8 +1263,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     if ((rc = prep(s->wdb,
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
-                   "state, submit_time_ns, update_time_ns, estimate) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,?15) "
+                   "state, submit_time_ns, update_time_ns, estimate, options) VALUES "
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,?15,?16) "
                    "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,

@@ -1,0 +1,91 @@
+/* Where a job runs and writes: its working directory and output files
+ * from its stored options (job.submit "options", docs/protocol.md), as
+ * sbatch does it: output to loom-%j.out in the working directory unless
+ * --output says otherwise, error merged into output unless --error is
+ * given, relative paths taken from the working directory, %-patterns
+ * expanded (docs/jobfiles.md). A job without a working directory in its
+ * options keeps the old layout: it runs in its job directory and writes
+ * its stdout and stderr files there. Kept apart from local.c so that the
+ * executor's process handling and this file's naming change separately. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exec/exec_private.h"
+#include "loom/jobspec.h"
+
+static int out_path(const char *pattern, const loom_jobspec_ids_t *ids, const char *node,
+                    const char *workdir, char *out, size_t outlen, const char *what,
+                    loom_err_t *err)
+{
+    char expanded[LOOM_EXEC_PATH_MAX];
+    if (loom_jobspec_expand(pattern, ids, node, expanded, sizeof expanded, err))
+        return loom_err_prefix(err, "job %lld: %s", (long long)ids->job_id, what);
+    int n = expanded[0] == '/' ? snprintf(out, outlen, "%s", expanded)
+                               : snprintf(out, outlen, "%s/%s", workdir, expanded);
+    if (n < 0 || (size_t)n >= outlen)
+        return loom_err_set(err, LOOM_ELIMIT, "job %lld: %s '%.80s': longer than %zu bytes",
+                            (long long)ids->job_id, what, expanded, outlen - 1);
+    return LOOM_OK;
+}
+
+int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *cwd, size_t cwdlen,
+                      json_t *env, loom_err_t *err)
+{
+    if (!job->options_json)
+        return LOOM_OK;
+    json_t *o = json_loads(job->options_json, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return loom_err_set(err, LOOM_EINVAL, "job %lld: options: not a JSON object",
+                            (long long)job->id);
+    }
+    int rc = LOOM_OK;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "env"), i, e) json_array_append(env, e);
+    const char *workdir = json_string_value(json_object_get(o, "workdir"));
+    if (!workdir)
+        goto out;
+    struct stat st;
+    if (workdir[0] != '/') {
+        rc = loom_err_set(err, LOOM_EINVAL, "job %lld: working directory '%.200s' is not absolute",
+                          (long long)job->id, workdir);
+        goto out;
+    }
+    if (stat(workdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        rc = loom_err_errno(err, LOOM_EIO, errno ? errno : ENOTDIR,
+                            "job %lld: working directory '%.200s'", (long long)job->id, workdir);
+        goto out;
+    }
+    if ((size_t)snprintf(cwd, cwdlen, "%s", workdir) >= cwdlen) {
+        rc = loom_err_set(err, LOOM_ELIMIT, "job %lld: working directory longer than %zu bytes",
+                          (long long)job->id, cwdlen - 1);
+        goto out;
+    }
+    struct passwd pwbuf, *pw = NULL;
+    char pwtext[1024];
+    if (getpwuid_r(geteuid(), &pwbuf, pwtext, sizeof pwtext, &pw) != 0)
+        pw = NULL;
+    loom_jobspec_ids_t ids = {.job_id = job->id,
+                              .name = job->name,
+                              .user = pw ? pw->pw_name : "",
+                              .array_job_id = 0,
+                              .array_task = -1};
+    const char *output = json_string_value(json_object_get(o, "output"));
+    const char *error = json_string_value(json_object_get(o, "error"));
+    if ((rc = out_path(output ? output : "loom-%j.out", &ids, job->node, workdir, h->stdout_path,
+                       sizeof h->stdout_path, "output", err)))
+        goto out;
+    if (!error)
+        memcpy(h->stderr_path, h->stdout_path, sizeof h->stderr_path);
+    else
+        rc = out_path(error, &ids, job->node, workdir, h->stderr_path, sizeof h->stderr_path,
+                      "error", err);
+out:
+    json_decref(o);
+    return rc;
+}
