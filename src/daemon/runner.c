@@ -414,9 +414,14 @@ static void poll_running(loomd_runner_t *r)
         if (!a->cancel_sent) {
             loom_job_t j;
             if (loom_store_get(r->store, a->id, &j, &err) == LOOM_OK) {
+                /* A cancel that failed (scancel timing out on a loaded
+                 * controller) is tried again next step, not forgotten. */
                 if (j.state == LOOM_JOB_CANCELLED) {
-                    r->ops->cancel(r->exec, &a->h, &err);
-                    a->cancel_sent = true;
+                    if (r->ops->cancel(r->exec, &a->h, &err) == LOOM_OK)
+                        a->cancel_sent = true;
+                    else
+                        loom_log_warn("runner.cancel_failed", "job=%lld error=\"%s\"",
+                                      (long long)a->id, err.msg);
                 }
                 loom_job_free(&j);
             }
