@@ -69,7 +69,7 @@ static void usage(FILE *f)
             "  --estimate-device D  device of model estimates when the submission names\n"
             "                       none: a name or a device file (default h200)\n"
             "  --device-dir DIR     where device names are looked up (default\n"
-            "                       $LOOM_DEVICE_DIR, else loom's workloads/devices)\n"
+            "                       $LOOM_DEVICE_DIR, else loom's share/loom/devices)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
