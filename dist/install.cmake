@@ -1,7 +1,8 @@
 # `cmake --install` (make install PREFIX=...): the programs, libloom (shared
 # and static) with its headers and loom.pc, the shipped data under
 # share/loom (found there by loom_data_path), man pages, bash completion,
-# the systemd unit and sysusers entry, the configuration file. Included from the top-level CMakeLists.txt after
+# the systemd unit and sysusers entry, the configuration file, the
+# Prometheus rules. Included from the top-level CMakeLists.txt after
 # GNUInstallDirs and the targets.
 set(LOOMD_CONFIG_DEFAULT ${CMAKE_INSTALL_FULL_SYSCONFDIR}/loom/loomd.conf)
 target_compile_definitions(loomd PRIVATE LOOMD_CONFIG_DEFAULT="${LOOMD_CONFIG_DEFAULT}")
@@ -36,6 +37,8 @@ configure_file(${CMAKE_SOURCE_DIR}/dist/systemd/loomd.service.in ${CMAKE_BINARY_
 install(FILES ${CMAKE_BINARY_DIR}/loomd.service DESTINATION lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/dist/systemd/loom.sysusers.conf DESTINATION lib/sysusers.d
         RENAME loom.conf)
+
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/dist/prometheus/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loom/prometheus)
 
 # The configuration file: an existing one (an operator's) is kept.
 install(CODE "

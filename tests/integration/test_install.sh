@@ -40,7 +40,7 @@ P="$D$prefix"
 for f in bin/loom sbin/loomd include/loom/core.h share/loom/devices/h200.json \
          share/loom/templates/local.sh.mustache share/loom/catalogs/demo.json \
          share/man/man1/loom.1 share/man/man8/loomd.8 share/bash-completion/completions/loom \
-         lib/systemd/system/loomd.service; do
+         lib/systemd/system/loomd.service share/loom/prometheus/loom-rules.yml; do
   [ -e "$P/$f" ] || fail "not installed: $prefix/$f"
 done
 lib=$(find "$P" -name libloom.so | head -1)
