@@ -14,8 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 lists=("$here"/deps/build*.txt)
 case "$target" in
   build) ;;
-  test|bench|run|slurm) lists+=("$here"/deps/"$target"*.txt) ;;
-  *) echo "deps.sh: unknown target '$target' (expected build, test, bench or run)" >&2; exit 2 ;;
+  test|bench|run|slurm|deb) lists+=("$here"/deps/"$target"*.txt) ;;
+  *) echo "deps.sh: unknown target '$target' (expected build, test, bench, run, slurm or deb)" >&2; exit 2 ;;
 esac
 
 want=$(cat "${lists[@]}" 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | sed '/^$/d' | sort -u)
