@@ -53,6 +53,8 @@ man -l "$P/share/man/man1/loom.1" > /dev/null 2>&1 || fail "man loom.1 does not 
 man -l "$P/share/man/man8/loomd.8" > /dev/null 2>&1 || fail "man loomd.8 does not render"
 bash -c "source '$P/share/bash-completion/completions/loom'; COMP_WORDS=('$P/bin/loom' est); COMP_CWORD=1; _loom; echo \${COMPREPLY[*]}" > comp.txt
 grep -qx estimate comp.txt || fail "completion of 'est': $(cat comp.txt)"
+bash -c "source '$P/share/bash-completion/completions/loom'; COMP_WORDS=('$P/bin/loom' estimate --bat); COMP_CWORD=2; _loom; echo \${COMPREPLY[*]}" > comp.txt
+grep -qx -- --batch comp.txt || fail "completion of 'estimate --bat': $(cat comp.txt)"
 
 # a C program built against the installed tree with pkg-config
 cat > prog.c <<'C'

@@ -199,7 +199,9 @@ def pip_install(d, tmp):
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation",
                         "--no-cache-dir", "--disable-pip-version-check", "--target", target, copy],
                        capture_output=True, text=True)
-    check(p.returncode == 0, f"pip install ./python: {p.stderr[-500:]}")
+    if p.returncode != 0:
+        raise AssertionError(f"pip install ./python: {p.stdout[-500:]}{p.stderr[-1000:]}")
+    check(os.path.exists(os.path.join(target, "loom", "executor.py")), "pip install ./python")
     code = ("import loom, sys; c = loom.Client(sys.argv[1]); "
             "print(loom.__file__, c.info().name, c.submit('#!/bin/sh\\ntrue\\n').id > 0)")
     env = dict(os.environ, PYTHONPATH=target)
