@@ -6,6 +6,8 @@
 #   make test     sanitizer build (ASan+UBSan) in build-test/ and every test
 #   make bench    benchmarks; figures go to docs/bench/
 #   make fuzz     longer libFuzzer runs (FUZZ_SECONDS each, default 60)
+#   make install  build/ configured for PREFIX (default /usr/local), then
+#                 cmake --install into DESTDIR+PREFIX (docs/install.md)
 
 ifeq ($(origin CC),default)
 CC := clang
@@ -14,9 +16,10 @@ export CC
 BUILD      ?= build
 TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc)
+PREFIX     ?= /usr/local
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps deps-test build run test bench fuzz clean format
+.PHONY: all deps deps-test build run test bench fuzz clean format install
 
 all: build
 
@@ -39,6 +42,11 @@ $(TEST_BUILD)/CMakeCache.txt: | deps-test
 test: deps-test build $(TEST_BUILD)/CMakeCache.txt
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	@scripts/run-tests.sh $(TEST_BUILD)
+
+install: deps $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build $(BUILD) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 run: build
 	@scripts/deps.sh run

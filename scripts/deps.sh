@@ -22,8 +22,8 @@ lists=("$here"/deps/build*.txt)
 case "$target" in
   build) ;;
   test) lists+=("$here"/deps/test*.txt "$here"/deps/slurm*.txt) ;;
-  bench|run|slurm) lists+=("$here"/deps/"$target"*.txt) ;;
-  *) echo "deps.sh: unknown target '$target' (expected build, test, bench, run or slurm)" >&2; exit 2 ;;
+  bench|run|slurm|deb) lists+=("$here"/deps/"$target"*.txt) ;;
+  *) echo "deps.sh: unknown target '$target' (expected build, test, bench, run, slurm or deb)" >&2; exit 2 ;;
 esac
 
 want=$(cat "${lists[@]}" 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | sed '/^$/d' | sort -u)

@@ -215,6 +215,15 @@ int loom_json_pointer_append(loom_buf_t *ptr, const char *token);
 
 /* ------------------------------------------------------------------- misc */
 
+/* The directory of loom's shipped data SUB ("devices", "templates",
+ * "catalogs", "jobs", "models"), never taken from the current directory:
+ * $LOOM_DATA_DIR/SUB if that is set; else beside the running program or
+ * libloom.so (the source tree's workloads/SUB when run from the build tree,
+ * else PREFIX/share/loom/SUB found relative to the binary); else the install
+ * datadir compiled in. LOOM_ENOTFOUND names what was tried; out then holds
+ * the compiled-in location, so that a later "cannot open" names it too. */
+int loom_data_path(const char *sub, char *out, size_t outlen, loom_err_t *err);
+
 /* Strict integer parsing of a whole string (no trailing bytes). */
 int loom_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what,
                    loom_err_t *err);

@@ -155,7 +155,8 @@ typedef struct loom_est_device {
 } loom_est_device_t;
 
 /* name_or_path: a file path (contains '/' or ends in .json) or a name looked
- * up as DIR/NAME.json in dir (loom's workloads/devices). */
+ * up as DIR/NAME.json in dir; dir NULL: $LOOM_DEVICE_DIR, else loom's shipped
+ * devices (loom_data_path("devices")). */
 int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_device_t *out,
                          loom_err_t *err);
 int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_device_t *out,
@@ -331,7 +332,7 @@ typedef struct loom_est_sizer_opts {
     loom_est_margin_t margin;
     const char *device;     /* default device (name or path); NULL: "h200" */
     const char *device_dir; /* where device names are looked up; NULL: $LOOM_DEVICE_DIR,
-                               else the source tree's workloads/devices */
+                               else loom_data_path("devices") */
     size_t cache_entries;   /* 0: 256 */
 } loom_est_sizer_opts_t;
 

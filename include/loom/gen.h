@@ -323,7 +323,7 @@ typedef enum loom_gen_kind {
 int loom_gen_kind_parse(const char *name, loom_gen_kind_t *out, loom_err_t *err);
 const char *loom_gen_kind_name(loom_gen_kind_t k);
 /* The shipped template of kind: templates_dir (NULL: $LOOM_TEMPLATE_DIR,
- * else the source tree's workloads/templates) + its file name. */
+ * else loom_data_path("templates")) + its file name. */
 int loom_gen_kind_template(loom_gen_kind_t kind, const char *templates_dir, char *out,
                            size_t outlen, loom_err_t *err);
 

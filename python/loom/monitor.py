@@ -15,7 +15,8 @@ docs/monitoring.md), decoded with json.loads. A source that is absent on the
 machine is {"available": False, "reason": "..."}.
 
 libloom.so is found at $LOOM_LIB (a path to the library), else in build/
-next to this source tree. The binding talks to libloom through a handful of
+next to this source tree, else as libloom.so.0 by the dynamic loader (an
+installed loom). The binding talks to libloom through a handful of
 functions that return JSON text (loom_mon_json_*), so it does not mirror C
 structs and cannot fall out of step with them.
 """
@@ -36,7 +37,10 @@ def _find_lib():
     if path:
         return path
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "..", "..", "build", "libloom.so")
+    tree = os.path.join(here, "..", "..", "build", "libloom.so")
+    if os.path.exists(tree):
+        return tree
+    return "libloom.so.0"  # installed (make install): the dynamic loader finds it
 
 
 _lib = None

@@ -3,10 +3,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "loom/store.h"
+
+/* The system loomd's socket (the systemd unit's --socket); a user without a
+ * loomd of their own talks to it. $LOOM_SYSTEM_SOCKET overrides. */
+#ifndef LOOM_SYSTEM_SOCKET
+#define LOOM_SYSTEM_SOCKET "/run/loom/loomd.sock"
+#endif
 
 int loom_cli_url(const char *cmd, char *url, size_t len)
 {
@@ -16,6 +23,10 @@ int loom_cli_url(const char *cmd, char *url, size_t len)
         snprintf(url, len, "%s", loom_cli.url);
     } else if (loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK) {
         snprintf(url, len, "unix:%s/loomd.sock", state_dir);
+        const char *sys = getenv("LOOM_SYSTEM_SOCKET");
+        sys = sys && *sys ? sys : LOOM_SYSTEM_SOCKET;
+        if (!getenv("LOOM_STATE_DIR") && access(url + 5, F_OK) != 0 && access(sys, F_OK) == 0)
+            snprintf(url, len, "unix:%s", sys);
     } else {
         fprintf(stderr, "loom %s: no loomd address: give --url or set LOOM_URL (%s)\n", cmd,
                 err.msg);

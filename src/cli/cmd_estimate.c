@@ -21,7 +21,7 @@ static void usage(FILE *f)
             "  --optimizer O   optimizer state for --train (default adam)\n"
             "  --precision P   default fp32; mixed = autocast fp16 with fp32 master weights\n"
             "  --device D      a device name under $LOOM_DEVICE_DIR (default\n"
-            "                  workloads/devices) or a JSON file; default h200\n"
+            "                  loom's share/loom/devices) or a JSON file; default h200\n"
             "  --top K         operators listed (default 10)\n"
             "  --json          the whole estimate as JSON on stdout\n");
 }
@@ -151,8 +151,7 @@ int loom_cmd_estimate(int argc, char **argv)
     }
     const char *path = argv[optind];
     loom_est_device_t dev;
-    const char *dir = getenv("LOOM_DEVICE_DIR");
-    if (loom_est_device_load(device, dir ? dir : "workloads/devices", &dev, &err)) {
+    if (loom_est_device_load(device, NULL, &dev, &err)) {
         fprintf(stderr, "loom estimate: %s\n", err.msg);
         return err.code == LOOM_ENOTFOUND || err.code == LOOM_EIO ? LOOM_EXIT_NOTFOUND
                                                                   : LOOM_EXIT_INPUT;

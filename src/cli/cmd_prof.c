@@ -34,7 +34,7 @@ static void prof_usage(FILE *f)
             "  --estimate FILE  FLOPs and bytes per step from `loom estimate MODEL --json`,\n"
             "                for the roofline (else LOOM_META flops_per_step= bytes_per_step=)\n"
             "  --device D    peak rates for the roofline: a name under $LOOM_DEVICE_DIR\n"
-            "                (default workloads/devices) or a JSON file\n"
+            "                (default loom's share/loom/devices) or a JSON file\n"
             "  --ab N        run N pairs with and without the profiler (ABBA order); report\n"
             "                the overhead on step time with 95%% intervals (DIR/ab.json,\n"
             "                DIR/ab_runs.csv)\n"
@@ -190,8 +190,7 @@ int loom_cmd_prof(int argc, char **argv)
             }
             break;
         case 'd': {
-            const char *dir = getenv("LOOM_DEVICE_DIR");
-            if (loom_prof_roof_load_device(&roof, optarg, dir ? dir : "workloads/devices", &err)) {
+            if (loom_prof_roof_load_device(&roof, optarg, NULL, &err)) {
                 fprintf(stderr, "loom prof: --device: %s\n", err.msg);
                 return LOOM_EXIT_USAGE;
             }

@@ -40,7 +40,9 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions:\n"
                "  --url URL   loomd address: http://HOST:PORT or unix:PATH (default $LOOM_URL,\n"
-               "              else unix:$LOOM_STATE_DIR/loomd.sock)\n"
+               "              else unix:$LOOM_STATE_DIR/loomd.sock; without LOOM_STATE_DIR\n"
+               "              and a loomd of your own, the system loomd's\n"
+               "              unix:/run/loom/loomd.sock if it runs)\n"
                "  -h, --help  this help; 'loom help COMMAND' or 'loom COMMAND --help' for a\n"
                "              command's own\n"
                "  --version   print loom's version\n\n"

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/config.h"
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/runner.h"
@@ -33,7 +34,8 @@ static void usage(FILE *f)
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
-            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n\n"
+            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
+            "             [--config FILE|none]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -69,7 +71,10 @@ static void usage(FILE *f)
             "  --estimate-device D  device of model estimates when the submission names\n"
             "                       none: a name or a device file (default h200)\n"
             "  --device-dir DIR     where device names are looked up (default\n"
-            "                       $LOOM_DEVICE_DIR, else loom's workloads/devices)\n"
+            "                       $LOOM_DEVICE_DIR, else loom's share/loom/devices)\n"
+            "  --config FILE        settings as 'key = value' lines, keys the long options\n"
+            "                       above; flags override them (default $LOOMD_CONFIG, else\n"
+            "                       " LOOMD_CONFIG_DEFAULT " if present; none: no file)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -257,6 +262,11 @@ int main(int argc, char **argv)
                 .executor = "local",
                 .seed = 1};
     int exit_code = 0;
+    loom_err_t cerr;
+    if (loomd_config_args(argc, argv, &argc, &argv, &cerr)) {
+        fprintf(stderr, "loomd: %s\n", cerr.msg);
+        return 2;
+    }
     if (parse_args(argc, argv, &o, &exit_code)) {
         json_decref(o.nodes);
         return exit_code;

@@ -541,6 +541,25 @@ static loom_rpc_status_t m_node_list(loom_rpc_call_t *call, json_t *params, void
 
 /* --------------------------------------------------------------- metrics */
 
+/* How long the oldest pending job (lowest id) has waited: what alerts on a
+ * starving queue need (dist/prometheus/loom-rules.yml). */
+static int metric_pending_age(loomd_methods_t *m, loom_buf_t *out)
+{
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = 1};
+    loom_job_list_t list;
+    loom_err_t err;
+    if (loom_store_list(m->store, &f, &list, &err))
+        return err.code;
+    double age = list.n ? (double)(loom_time_real_ns() - list.jobs[0].submit_time_ns) / 1e9 : 0;
+    loom_job_list_free(&list);
+    return loom_buf_appendf(out,
+                            "# HELP loom_job_pending_oldest_seconds How long the oldest pending "
+                            "job has waited since submission (0: none pending).\n"
+                            "# TYPE loom_job_pending_oldest_seconds gauge\n"
+                            "loom_job_pending_oldest_seconds %.3f\n",
+                            age > 0 ? age : 0);
+}
+
 int loomd_methods_metrics(loom_buf_t *out, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -588,6 +607,8 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
             (unsigned long long)st.helped_commits, (unsigned long long)st.commit_failures,
             (unsigned long long)st.writes, (unsigned long long)st.max_group,
             (unsigned long long)st.wal_restarts, (unsigned long long)st.wal_frames_max);
+    if (rc == LOOM_OK)
+        rc = metric_pending_age(m, out);
     if (rc == LOOM_OK && m->runner)
         loomd_runner_metrics(m->runner, out);
     return rc;

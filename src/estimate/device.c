@@ -346,7 +346,16 @@ int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_dev
                 return loom_err_set(err, LOOM_EINVAL,
                                     "device name '%s' may hold only a-z, 0-9, '-' and '_'",
                                     name_or_path);
-        snprintf(path, sizeof path, "%s/%s.json", dir ? dir : ".", name_or_path);
+        char data[4096];
+        if (!dir)
+            dir = getenv("LOOM_DEVICE_DIR");
+        if (!dir || !*dir) {
+            int rc = loom_data_path("devices", data, sizeof data, err);
+            if (rc)
+                return rc;
+            dir = data;
+        }
+        snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
     }
     json_t *j = NULL;
     int rc = loom_json_load_file(path, &j, err);

@@ -26,10 +26,6 @@
 #define CACHE_DEFAULT  256
 #define PATH_MAX_BYTES 4096
 
-#ifndef LOOM_EST_DEVICE_DIR
-#define LOOM_EST_DEVICE_DIR "workloads/devices"
-#endif
-
 /* ----------------------------------------------------------------- margin */
 
 int loom_est_margin_parse(const char *text, loom_est_margin_t *out, loom_err_t *err)
@@ -281,7 +277,12 @@ int loom_est_sizer_new(const loom_est_sizer_opts_t *o, loom_est_sizer_t **out, l
     s->cap = o && o->cache_entries ? o->cache_entries : CACHE_DEFAULT;
     s->device = strdup(o && o->device ? o->device : "h200");
     const char *dir = o && o->device_dir ? o->device_dir : getenv("LOOM_DEVICE_DIR");
-    s->device_dir = strdup(dir && *dir ? dir : LOOM_EST_DEVICE_DIR);
+    char data[4096];
+    if (!dir || !*dir) { /* not found: data names the place the open will report */
+        loom_data_path("devices", data, sizeof data, NULL);
+        dir = data;
+    }
+    s->device_dir = strdup(dir);
     s->cache = calloc(s->cap, sizeof *s->cache);
     if (!s->device || !s->device_dir || !s->cache) {
         free(s->device);

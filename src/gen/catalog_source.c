@@ -33,10 +33,6 @@
 #include "loom/gen.h"
 #include "loom/template.h"
 
-#ifndef LOOM_GEN_TEMPLATE_DIR
-#define LOOM_GEN_TEMPLATE_DIR "workloads/templates"
-#endif
-
 static const char *const kind_names[] = {"slurm", "k8s", "local"};
 static const char *const kind_files[] = {"slurm.sh.mustache", "k8s-job.yaml.mustache",
                                          "local.sh.mustache"};
@@ -66,8 +62,13 @@ int loom_gen_kind_template(loom_gen_kind_t kind, const char *templates_dir, char
     const char *dir = templates_dir;
     if (!dir || !*dir)
         dir = getenv("LOOM_TEMPLATE_DIR");
-    if (!dir || !*dir)
-        dir = LOOM_GEN_TEMPLATE_DIR;
+    char data[4096];
+    if (!dir || !*dir) {
+        int rc = loom_data_path("templates", data, sizeof data, err);
+        if (rc)
+            return rc;
+        dir = data;
+    }
     if ((size_t)snprintf(out, outlen, "%s/%s", dir, kind_files[kind]) >= outlen)
         return loom_err_set(err, LOOM_EINVAL, "templates directory path too long: '%s'", dir);
     return LOOM_OK;

@@ -1,0 +1,50 @@
+# `cmake --install` (make install PREFIX=...): the programs, libloom (shared
+# and static) with its headers and loom.pc, the shipped data under
+# share/loom (found there by loom_data_path), man pages, bash completion,
+# the systemd unit and sysusers entry, the configuration file, the
+# Prometheus rules. Included from the top-level CMakeLists.txt after
+# GNUInstallDirs and the targets.
+set(LOOMD_CONFIG_DEFAULT ${CMAKE_INSTALL_FULL_SYSCONFDIR}/loom/loomd.conf)
+target_compile_definitions(loomd PRIVATE LOOMD_CONFIG_DEFAULT="${LOOMD_CONFIG_DEFAULT}")
+set_target_properties(loom_shared PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+
+install(TARGETS loom_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# loomd finds loom-shepherd beside itself, loom prof libloom_cupti.so
+# beside loom (src/exec/local.c, src/cli/cmd_prof.c).
+install(TARGETS loomd loom-shepherd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+if(TARGET loom_cupti)
+  install(TARGETS loom_cupti LIBRARY DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(TARGETS loom_alloctrack LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS loom_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS loom_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/loom DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+configure_file(${CMAKE_SOURCE_DIR}/dist/loom.pc.in ${CMAKE_BINARY_DIR}/loom.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/loom.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# workloads/ is laid out as share/loom is: catalogs name ../templates, ../jobs.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loom
+        PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
+
+install(FILES ${CMAKE_SOURCE_DIR}/dist/man/loom.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/man/loomd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/completion/loom.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME loom)
+
+# systemd looks in PREFIX/lib/systemd/system for /usr and /usr/local.
+configure_file(${CMAKE_SOURCE_DIR}/dist/systemd/loomd.service.in ${CMAKE_BINARY_DIR}/loomd.service @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/loomd.service DESTINATION lib/systemd/system)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/systemd/loom.sysusers.conf DESTINATION lib/sysusers.d
+        RENAME loom.conf)
+
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/dist/prometheus/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loom/prometheus)
+
+# The configuration file: an existing one (an operator's) is kept.
+install(CODE "
+  set(conf \"\$ENV{DESTDIR}${LOOMD_CONFIG_DEFAULT}\")
+  if(EXISTS \"\${conf}\")
+    message(STATUS \"Keeping: \${conf}\")
+  else()
+    file(INSTALL ${CMAKE_SOURCE_DIR}/dist/loomd.conf DESTINATION \"${CMAKE_INSTALL_FULL_SYSCONFDIR}/loom\")
+  endif()")

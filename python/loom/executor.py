@@ -1,0 +1,250 @@
+"""loom.Executor: Python functions as loom jobs, with concurrent.futures'
+interface (as submitit does for Slurm).
+
+    import loom
+
+    def train(lr):
+        ...
+        return accuracy
+
+    if __name__ == "__main__":
+        with loom.Executor(gpus=1, time="1h") as ex:
+            fut = ex.submit(train, lr=0.1)
+            print(fut.result())          # the return value, or train's exception
+
+How: submit() pickles the function and its arguments into a task folder
+(default ~/.cache/loom/executor, which the job must be able to read: the
+local executor's jobs run on this machine) and submits a batch job that runs
+`python3 -m loom._run TASK`. The job unpickles and calls the function and
+pickles the result or the exception next to the task. A watcher thread polls
+the jobs (job.get, with backoff) and completes each future when its job has
+ended: with the result, the function's exception (its remote traceback
+chained as __cause__), or loom.JobTimeout / loom.JobFailed /
+loom.JobCancelled when the job ended without one. fut.cancel() cancels the
+job (pending or running). Functions are pickled by reference, as
+multiprocessing's spawn start method does: a function of the main script is
+found by running that script as a module (its `if __name__ == "__main__":`
+block does not run), so the script needs that guard."""
+
+import concurrent.futures
+import os
+import pickle
+import shlex
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+
+from .client import Client
+from .errors import InvalidState, JobCancelled, JobFailed, JobNotFound, JobTimeout, LoomError
+from .types import TERMINAL_STATES
+
+__all__ = ["Executor", "LoomFuture", "RemoteTraceback"]
+
+_SDK_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised inside a job (as the __cause__)."""
+
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return self.tb
+
+
+class LoomFuture(concurrent.futures.Future):
+    """A concurrent.futures.Future for one loom job (job_id). cancel()
+    cancels the job on loomd while it is pending or running."""
+
+    def __init__(self, executor, job_id, task):
+        super().__init__()
+        self.job_id = job_id
+        self._executor = executor
+        self._task = task
+
+    def cancel(self):
+        if self.done():
+            return False
+        try:
+            self._executor._client.cancel(self.job_id, reason="cancelled from loom.Executor")
+        except (InvalidState, JobNotFound):
+            return False  # it ended meanwhile: the watcher resolves it
+        if not super().cancel():
+            return False
+        self._executor._forget(self)
+        return True
+
+
+def _tail(path, n=2000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
+            return f.read().decode(errors="replace").strip()
+    except (OSError, TypeError):
+        return ""
+
+
+class Executor(concurrent.futures.Executor):
+    """Runs picklable functions as loom jobs. Resources as Client.submit's
+    (gpus, cpus, memory, gpu_share, gpu_memory, gpu_type, time, priority,
+    labels); url/token/client pick loomd; folder holds the pickled tasks and
+    results (removed as futures complete); python is the interpreter the job
+    runs (default: this one); poll = (first, longest) interval in seconds."""
+
+    def __init__(self, gpus=None, time=None, cpus=None, memory=None, gpu_share=None,
+                 gpu_memory=None, gpu_type=None, priority=None, labels=None, name=None,
+                 url=None, token=None, client=None, folder=None, python=None,
+                 poll=(0.05, 1.0)):
+        self._client = client or Client(url, token)
+        self._resources = dict(gpus=gpus, time=time, cpus=cpus, memory=memory,
+                               gpu_share=gpu_share, gpu_memory=gpu_memory, gpu_type=gpu_type,
+                               priority=priority)
+        self._labels = dict(labels or {})
+        self._name = name
+        root = folder or os.path.join(os.path.expanduser("~"), ".cache", "loom", "executor")
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        self._folder = tempfile.mkdtemp(prefix="ex-", dir=root)
+        self._python = python or sys.executable or "/usr/bin/python3"
+        self._poll = poll
+        self._pending = {}  # job id -> LoomFuture
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._shutdown = False
+        self._watcher = None
+        self._seq = 0
+
+    # ------------------------------------------------------------- submit
+    def _task(self, fn, args, kwargs):
+        main = sys.modules.get("__main__")
+        main_file = getattr(main, "__file__", None)
+        meta = {"sys_path": [p for p in sys.path if p and os.path.isdir(p)],
+                "main_file": os.path.abspath(main_file) if main_file else None,
+                "cwd": os.getcwd()}
+        payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self._seq += 1
+            task = os.path.join(self._folder, f"task-{self._seq}")
+        with open(task + ".pkl", "wb") as f:
+            pickle.dump((meta, payload), f, protocol=pickle.HIGHEST_PROTOCOL)
+        return task
+
+    def _script(self, task):
+        q = shlex.quote
+        return (f"#!/bin/sh\n"
+                f"# loom.Executor task {os.path.basename(task)}\n"
+                f"PYTHONPATH={q(_SDK_PARENT)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                f"export PYTHONPATH\n"
+                f"exec {q(self._python)} -m loom._run {q(task)}\n")
+
+    def submit(self, fn, /, *args, **kwargs):
+        """Submits fn(*args, **kwargs) as a job; returns a LoomFuture.
+        Raises at once if fn or its arguments cannot be pickled."""
+        if self._shutdown:
+            raise RuntimeError("cannot submit after shutdown")
+        task = self._task(fn, args, kwargs)
+        name = self._name or getattr(fn, "__qualname__", None) or "python"
+        labels = dict(self._labels)
+        labels.setdefault("loom.executor", "python")
+        try:
+            r = self._client.submit(self._script(task), name=name[:256], labels=labels,
+                                    **self._resources)
+        except BaseException:
+            _remove(task)
+            raise
+        fut = LoomFuture(self, r.id, task)
+        with self._lock:
+            self._pending[r.id] = fut
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="loom-executor",
+                                                 daemon=True)
+                self._watcher.start()
+            self._wake.notify()
+        return fut
+
+    # ------------------------------------------------------------ results
+    def _forget(self, fut):
+        with self._lock:
+            self._pending.pop(fut.job_id, None)
+        _remove(fut._task)
+
+    def _resolve(self, fut, job):
+        """Completes fut from its ended job."""
+        result = None
+        # The job ran our main script as __mp_main__: what it defined there
+        # (an exception class) is pickled under that name.
+        if "__main__" in sys.modules:
+            sys.modules.setdefault("__mp_main__", sys.modules["__main__"])
+        try:
+            with open(fut._task + ".out", "rb") as f:
+                result = pickle.load(f)
+        except FileNotFoundError:
+            pass
+        except Exception as e:  # a result this process cannot unpickle
+            result = ("error", LoomError(f"job {job.id}: cannot read its result: {e}"), "")
+        try:
+            if result and result[0] == "ok":
+                fut.set_result(result[1])
+            elif result:
+                exc = result[1]
+                if result[2]:
+                    exc.__cause__ = RemoteTraceback(result[2])
+                fut.set_exception(exc)
+            else:
+                detail = _tail(job.run.stderr) if job.run else ""
+                cls = {"TIMEOUT": JobTimeout, "CANCELLED": JobCancelled}.get(job.state, JobFailed)
+                fut.set_exception(cls(job, detail))
+        except concurrent.futures.InvalidStateError:
+            pass  # cancelled meanwhile
+        self._forget(fut)
+
+    def _watch(self):
+        delay = self._poll[0]
+        while True:
+            with self._lock:
+                while not self._pending and not self._shutdown:
+                    self._wake.wait()
+                    delay = self._poll[0]
+                if not self._pending and self._shutdown:
+                    return
+                futs = list(self._pending.values())
+            progressed = False
+            for fut in futs:
+                if fut.done():
+                    continue
+                try:
+                    job = self._client.get(fut.job_id)
+                except LoomError:
+                    continue  # loomd unreachable for a moment: try again later
+                if job.state in TERMINAL_STATES:
+                    self._resolve(fut, job)
+                    progressed = True
+            delay = self._poll[0] if progressed else min(delay * 1.5, self._poll[1])
+            with self._lock:
+                if self._pending:
+                    self._wake.wait(delay)
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        with self._lock:
+            self._shutdown = True
+            futs = list(self._pending.values())
+            self._wake.notify()
+        if cancel_futures:
+            for f in futs:
+                f.cancel()
+        if wait:
+            concurrent.futures.wait(futs)
+            if self._watcher:
+                self._watcher.join()
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _remove(task):
+    for ext in (".pkl", ".out", ".out.tmp"):
+        try:
+            os.unlink(task + ext)
+        except FileNotFoundError:
+            pass

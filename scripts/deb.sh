@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds loom's Debian package from this tree, without debhelper:
+#
+#   scripts/deb.sh [OUTDIR]       (default OUTDIR: build-deb/)
+#
+# configures build-deb/cmake for PREFIX=/usr, builds, stages `cmake
+# --install` in build-deb/root, writes DEBIAN/ (control with the shared
+# library dependencies dpkg-shlibdeps finds, conffiles, maintainer scripts
+# from dist/debian/, md5sums) and runs dpkg-deb. Prints the .deb's path.
+# scripts/test-deb.sh installs it into a fresh root and uses it.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mkdir -p "${1:-$src/build-deb}" && cd "${1:-$src/build-deb}" && pwd)
+bld="$out/cmake"
+root="$out/root"
+export CC=${CC:-clang}
+gen=$(command -v ninja > /dev/null && echo "-G Ninja" || true)
+
+cmake -S "$src" -B "$bld" $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+      -DCMAKE_INSTALL_SYSCONFDIR=/etc > "$out/configure.log"
+# only what is installed (no tests, benchmarks or fuzz targets)
+targets="loom_cli loomd loom-shepherd loom_shared loom_static loom_alloctrack"
+grep -q '^loom_cupti' <(cmake --build "$bld" --target help 2> /dev/null | sed 's/^\.\.\. //') &&
+  targets="$targets loom_cupti"
+cmake --build "$bld" -j "${JOBS:-2}" --target $targets > "$out/build.log"
+rm -rf "$root"
+DESTDIR="$root" cmake --install "$bld" > "$out/install.log"
+# Debian puts bash completions and systemd units under /usr/share and /lib.
+find "$root" -name '*.a' -delete
+strip --strip-unneeded "$root"/usr/bin/loom "$root"/usr/sbin/loomd "$root"/usr/sbin/loom-shepherd
+find "$root/usr/lib" -name '*.so*' -type f -exec strip --strip-unneeded {} +
+gzip -9n "$root"/usr/share/man/man1/loom.1 "$root"/usr/share/man/man8/loomd.8
+install -d "$root/usr/share/doc/loom"
+cp "$src/README.md" "$root/usr/share/doc/loom/"
+[ -f "$src/LICENSE" ] && cp "$src/LICENSE" "$root/usr/share/doc/loom/copyright"
+
+# the Python SDK, where Debian's python3 finds it
+install -d "$root/usr/lib/python3/dist-packages"
+cp -r "$src/python/loom" "$root/usr/lib/python3/dist-packages/"
+find "$root/usr/lib/python3" -name __pycache__ -prune -exec rm -rf {} +
+
+version=$(sed -n 's/^project(loom VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+arch=$(dpkg --print-architecture)
+# dpkg-shlibdeps needs a debian/control beside it; a throwaway one here.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/debian"
+printf 'Source: loom\n\nPackage: loom\nArchitecture: any\n' > "$tmp/debian/control"
+elves=$(find "$root" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c \
+        'file -b "$1" | grep -q ELF && echo "$1"' _ {} \;)
+deps=$(cd "$tmp" && dpkg-shlibdeps -O -l"$root/usr/lib" --ignore-missing-info $elves 2> /dev/null |
+       sed -n 's/^shlibs:Depends=//p')
+
+install -d "$root/DEBIAN"
+cat > "$root/DEBIAN/control" <<CTRL
+Package: loom
+Version: $version
+Architecture: $arch
+Maintainer: loom developers <loom@localhost>
+Installed-Size: $(du -sk "$root/usr" | cut -f1)
+Depends: $deps, python3
+Recommends: systemd
+Suggests: prometheus, slurm-wlm
+Section: admin
+Priority: optional
+Description: resource manager for deep-learning jobs on GPU machines
+ loom schedules, runs and watches deep-learning training jobs on GPU
+ machines and clusters: loomd (a durable job queue with scheduling
+ policies, a local and a Slurm executor, JSON-RPC and Prometheus metrics),
+ the loom command (submit, jobs, gen, sim, prof, mon, estimate),
+ libloom with its headers and pkg-config file, and the Python SDK.
+CTRL
+echo /etc/loom/loomd.conf > "$root/DEBIAN/conffiles"
+install -m 0755 "$src/dist/debian/postinst" "$src/dist/debian/postrm" "$root/DEBIAN/"
+(cd "$root" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | sort |
+   xargs md5sum > DEBIAN/md5sums)
+deb="$out/loom_${version}_${arch}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" > /dev/null
+echo "$deb"
