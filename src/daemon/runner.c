@@ -32,8 +32,8 @@
 #include "loom/runtime.h"
 #include "loom/sched.h"
 
-/* Pending jobs read from the store per page (the store's largest). */
-#define LOOMD_PENDING_PAGE 10000
+/* Jobs read from the store per page (the largest page the store gives). */
+#define LOOMD_LIST_PAGE 10000
 /* How often the runtime's queue is checked against the store's (jobs
  * cancelled while pending). */
 #define LOOMD_RESYNC_NS (5 * LOOM_NS_PER_S)
@@ -564,7 +564,7 @@ static void read_pending(loomd_runner_t *r)
 {
     loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING,
                              .after_id = r->seen_id,
-                             .limit = LOOMD_PENDING_PAGE};
+                             .limit = LOOMD_LIST_PAGE};
     for (;;) {
         loom_job_list_t list;
         loom_err_t err;
@@ -610,7 +610,7 @@ static void resync_pending(loomd_runner_t *r)
     uint64_t *ids = malloc((n + 1) * sizeof *ids);
     int64_t *keep = malloc((n + 1) * sizeof *keep);
     size_t nkeep = 0;
-    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_PENDING_PAGE};
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_LIST_PAGE};
     while (ids && keep) {
         loom_job_list_t list;
         if (loom_store_list(r->store, &f, &list, NULL) != LOOM_OK)
@@ -784,7 +784,7 @@ static void recover(loomd_runner_t *r)
 {
     static const int states[] = {LOOM_JOB_RUNNING, LOOM_JOB_CANCELLED};
     for (size_t s = 0; s < 2; s++) {
-        loom_store_filter_t f = {.state_mask = 1u << states[s], .limit = 1000};
+        loom_store_filter_t f = {.state_mask = 1u << states[s], .limit = LOOMD_LIST_PAGE};
         for (;;) {
             loom_job_list_t list;
             loom_err_t err;
