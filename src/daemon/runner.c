@@ -608,22 +608,32 @@ static void resync_pending(loomd_runner_t *r)
     if (st.jobs_by_state[LOOM_JOB_PENDING] >= n)
         return;
     uint64_t *ids = malloc((n + 1) * sizeof *ids);
-    int64_t *keep = malloc((n + 1) * sizeof *keep);
-    size_t nkeep = 0;
+    int64_t *keep = NULL;
+    size_t nkeep = 0, cap = 0;
     loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_LIST_PAGE};
-    while (ids && keep) {
+    while (ids) {
         loom_job_list_t list;
         if (loom_store_list(r->store, &f, &list, NULL) != LOOM_OK)
             break;
-        for (size_t i = 0; i < list.n && nkeep < n; i++)
-            keep[nkeep++] = list.jobs[i].id;
+        if (nkeep + list.n > cap) {
+            size_t nc = (nkeep + list.n) * 2;
+            int64_t *nk = realloc(keep, nc * sizeof *nk);
+            if (!nk) {
+                loom_job_list_free(&list);
+                break;
+            }
+            keep = nk;
+            cap = nc;
+        }
+        for (size_t i = 0; i < list.n; i++)
+            keep[nkeep++] = list.jobs[i].id; /* ascending: the store lists by id */
         f.after_id = list.next_after_id;
         loom_job_list_free(&list);
         if (!f.after_id) {
             loom_runtime_pending_ids(r->rt, ids, n);
             for (size_t i = 0; i < n; i++) {
                 int64_t id = (int64_t)ids[i];
-                if (!bsearch(&id, keep, nkeep, sizeof *keep, cmp_i64))
+                if (!keep || !bsearch(&id, keep, nkeep, sizeof *keep, cmp_i64))
                     loom_runtime_remove(r->rt, ids[i], rt_now());
             }
             break;
