@@ -60,7 +60,7 @@ def simulated(nodes, trace, queue, placement):
 
 
 def live(queue, placement):
-    args = ["--executor", "local", "--queue", queue, "--placement", placement]
+    args = ["--executor", "local", "--queue-policy", queue, "--placement", placement]
     for name, cpus, gpus in NODES:
         args += ["--node", f"name={name},cpus={cpus},memory=16GiB,gpus={gpus},gpu_type=virtual"]
     ids = {}
