@@ -76,6 +76,8 @@ typedef struct loom_runtime_action {
  * failed: the caller records why), a refused SUSPEND or RESUME leaves the
  * job as it was, a refused RECONFIGURE keeps the old allocation. */
 typedef int (*loom_runtime_apply_fn)(void *ctx, const loom_runtime_action_t *a);
+/* (The callback may read the runtime, loom_runtime_get and the like, but
+ * not change it: no submit, remove or requeue from inside a step.) */
 
 /* Why a pending job is still pending after the last step (as Slurm's
  * squeue reasons). */

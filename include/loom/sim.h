@@ -67,8 +67,7 @@ int loom_sim_tasks_load(const char *path, const loom_sched_cluster_t *c, loom_si
 void loom_sim_trace_free(loom_sim_trace_t *t);
 /* FGD's target workload learned from the trace's tasks: the most common
  * shapes covering 95% of them (loom_sched_workload_learn). */
-int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *out,
-                            loom_err_t *err);
+int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *out, loom_err_t *err);
 
 /* ----------------------------------------------------------------- runs */
 

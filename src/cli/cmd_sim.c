@@ -90,15 +90,24 @@ static size_t split(char *s, char **parts, size_t max)
 int loom_cmd_sim(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
-        {"policy", required_argument, NULL, 'P'},   {"seeds", required_argument, NULL, 's'},
-        {"inflate", required_argument, NULL, 'i'},  {"mode", required_argument, NULL, 'm'},
-        {"queue", required_argument, NULL, 'q'},    {"out", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},           {"plot", no_argument, NULL, 'g'},
-        {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
-        {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
-        {"compress", required_argument, NULL, 'C'}, {"timeslice", required_argument, NULL, 'T'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"pods", required_argument, NULL, 'p'},
+        {"policy", required_argument, NULL, 'P'},
+        {"seeds", required_argument, NULL, 's'},
+        {"inflate", required_argument, NULL, 'i'},
+        {"mode", required_argument, NULL, 'm'},
+        {"queue", required_argument, NULL, 'q'},
+        {"out", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},
+        {"plot", no_argument, NULL, 'g'},
+        {"jobs", required_argument, NULL, 'J'},
+        {"exact-scores", no_argument, NULL, 'x'},
+        {"check", no_argument, NULL, 'c'},
+        {"workload", required_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},
+        {"ties", required_argument, NULL, 't'},
+        {"compress", required_argument, NULL, 'C'},
+        {"timeslice", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";

@@ -32,8 +32,8 @@
 #include "loom/runtime.h"
 #include "loom/sched.h"
 
-/* Pending jobs read from the store per page (the store's largest). */
-#define LOOMD_PENDING_PAGE 10000
+/* Jobs read from the store per page (the largest page the store gives). */
+#define LOOMD_LIST_PAGE 10000
 /* How often the runtime's queue is checked against the store's (jobs
  * cancelled while pending). */
 #define LOOMD_RESYNC_NS (5 * LOOM_NS_PER_S)
@@ -178,7 +178,10 @@ static const loom_sched_cluster_t *model(const loomd_runner_t *r)
 }
 
 /* The runtime's clock: monotonic seconds. */
-static double rt_now(void) { return (double)loom_time_mono_ns() / 1e9; }
+static double rt_now(void)
+{
+    return (double)loom_time_mono_ns() / 1e9;
+}
 
 /* ---------------------------------------------------------- job -> request */
 
@@ -203,11 +206,11 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
 /* A stored job as the runtime sees it (times on its clock). */
 static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
-    *out = (loom_runtime_job_t){.id = (uint64_t)j->id,
-                                .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) /
-                                            1e9,
-                                .priority = (int)j->priority,
-                                .time_limit_s = (double)j->time_limit_s};
+    *out =
+        (loom_runtime_job_t){.id = (uint64_t)j->id,
+                             .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) / 1e9,
+                             .priority = (int)j->priority,
+                             .time_limit_s = (double)j->time_limit_s};
     job_req(r, j, &out->req);
 }
 
@@ -554,8 +557,8 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
     switch (act->kind) {
     case LOOM_RUNTIME_START: return start_job(r, act);
     case LOOM_RUNTIME_REJECT:
-        loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason,
-                         NULL, NULL);
+        loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason, NULL,
+                         NULL);
         return LOOM_OK;
     case LOOM_RUNTIME_RECONFIGURE:
         return LOOM_EUNAVAIL; /* neither executor can change a running job's resources */
@@ -568,9 +571,8 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
  * the new ones are those above the highest read so far. */
 static void read_pending(loomd_runner_t *r)
 {
-    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING,
-                             .after_id = r->seen_id,
-                             .limit = LOOMD_PENDING_PAGE};
+    loom_store_filter_t f = {
+        .state_mask = 1u << LOOM_JOB_PENDING, .after_id = r->seen_id, .limit = LOOMD_LIST_PAGE};
     for (;;) {
         loom_job_list_t list;
         loom_err_t err;
@@ -614,22 +616,32 @@ static void resync_pending(loomd_runner_t *r)
     if (st.jobs_by_state[LOOM_JOB_PENDING] >= n)
         return;
     uint64_t *ids = malloc((n + 1) * sizeof *ids);
-    int64_t *keep = malloc((n + 1) * sizeof *keep);
-    size_t nkeep = 0;
-    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_PENDING_PAGE};
-    while (ids && keep) {
+    int64_t *keep = NULL;
+    size_t nkeep = 0, cap = 0;
+    loom_store_filter_t f = {.state_mask = 1u << LOOM_JOB_PENDING, .limit = LOOMD_LIST_PAGE};
+    while (ids) {
         loom_job_list_t list;
         if (loom_store_list(r->store, &f, &list, NULL) != LOOM_OK)
             break;
-        for (size_t i = 0; i < list.n && nkeep < n; i++)
-            keep[nkeep++] = list.jobs[i].id;
+        if (nkeep + list.n > cap) {
+            size_t nc = (nkeep + list.n) * 2;
+            int64_t *nk = realloc(keep, nc * sizeof *nk);
+            if (!nk) {
+                loom_job_list_free(&list);
+                break;
+            }
+            keep = nk;
+            cap = nc;
+        }
+        for (size_t i = 0; i < list.n; i++)
+            keep[nkeep++] = list.jobs[i].id; /* ascending: the store lists by id */
         f.after_id = list.next_after_id;
         loom_job_list_free(&list);
         if (!f.after_id) {
             loom_runtime_pending_ids(r->rt, ids, n);
             for (size_t i = 0; i < n; i++) {
                 int64_t id = (int64_t)ids[i];
-                if (!bsearch(&id, keep, nkeep, sizeof *keep, cmp_i64))
+                if (!keep || !bsearch(&id, keep, nkeep, sizeof *keep, cmp_i64))
                     loom_runtime_remove(r->rt, ids[i], rt_now());
             }
             break;
@@ -790,7 +802,7 @@ static void recover(loomd_runner_t *r)
 {
     static const int states[] = {LOOM_JOB_RUNNING, LOOM_JOB_CANCELLED};
     for (size_t s = 0; s < 2; s++) {
-        loom_store_filter_t f = {.state_mask = 1u << states[s], .limit = 1000};
+        loom_store_filter_t f = {.state_mask = 1u << states[s], .limit = LOOMD_LIST_PAGE};
         for (;;) {
             loom_job_list_t list;
             loom_err_t err;
@@ -814,8 +826,8 @@ static void wake_hook(void *ctx) { loomd_runner_wake(ctx); }
 
 /* The executor, and the nodes its cluster model is made of (*nodes: the
  * configured ones, or Slurm's partition, owned in *owned). */
-static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg,
-                         const json_t **nodes, json_t **owned, loom_err_t *err)
+static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg, const json_t **nodes,
+                         json_t **owned, loom_err_t *err)
 {
     int rc;
     *nodes = cfg->nodes;
@@ -850,8 +862,8 @@ static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg,
     if (cfg->executor && strcmp(cfg->executor, "local") != 0)
         return loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
                             cfg->executor);
-    loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
-                               .use_cgroup = true};
+    loom_exec_config_t ecfg = {
+        .jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns, .use_cgroup = true};
     if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
         return rc;
     r->ops = &loom_exec_local_ops;
@@ -867,8 +879,10 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
     int rc = build_cluster(&c, nodes, err);
     /* FGD's target workload until jobs teach it better: each GPU class
      * equally likely (whole GPUs of 1, 2, 4, 8 and a half share). */
-    loom_sched_shape_t shapes[] = {{1000, 1, 1000, 0, 1}, {1000, 2, 1000, 0, 1},
-                                   {1000, 4, 1000, 0, 1}, {1000, 8, 1000, 0, 1},
+    loom_sched_shape_t shapes[] = {{1000, 1, 1000, 0, 1},
+                                   {1000, 2, 1000, 0, 1},
+                                   {1000, 4, 1000, 0, 1},
+                                   {1000, 8, 1000, 0, 1},
                                    {1000, 1, 500, 0, 1}};
     loom_sched_workload_t w = {0};
     if (rc == LOOM_OK)
@@ -889,8 +903,8 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
     return rc;
 }
 
-int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
-                       loomd_runner_t **out, loom_err_t *err)
+int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg, loomd_runner_t **out,
+                       loom_err_t *err)
 {
     loomd_runner_t *r = calloc(1, sizeof *r);
     if (!r)
@@ -910,11 +924,10 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
     const char *note = "limits enforced by Slurm";
     if (r->local)
         loom_exec_local_cgroup(r->local, &note);
-    loom_log_info("runner ready",
-                  "executor=%s queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
-                  r->ops->name, loom_runtime_queue_name(r->rt),
-                  loom_runtime_placement_name(r->rt), model(r)->nnodes,
-                  (long long)(model(r)->gpu_milli_total / 1000), note ? note : "");
+    loom_log_info(
+        "runner ready", "executor=%s queue=%s placement=%s nodes=%zu gpus=%lld cgroup=\"%s\"",
+        r->ops->name, loom_runtime_queue_name(r->rt), loom_runtime_placement_name(r->rt),
+        model(r)->nnodes, (long long)(model(r)->gpu_milli_total / 1000), note ? note : "");
     r->since_ns = r->last_account_ns = loom_time_mono_ns();
     recover(r);
     pthread_mutex_init(&r->mu, NULL);

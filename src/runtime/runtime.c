@@ -612,7 +612,7 @@ static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t 
     if (rt->nshapes >= UINT32_MAX - 1 ||
         rt__grow((void **)&rt->shapes, &rt->cap_shapes, rt->nshapes + 1, sizeof *rt->shapes))
         return LOOM_ENOMEM;
-    rt->shapes[rt->nshapes] = (struct shape){*r, 0};
+    rt->shapes[rt->nshapes] = (struct shape){.req = *r};
     rt->shape_idx[i] = (uint32_t)rt->nshapes + 1;
     *out = (uint32_t)rt->nshapes++;
     return LOOM_OK;
@@ -673,9 +673,15 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     bool failed = sh->fail_epoch == epoch(rt);
     loom_sched_alloc_t place;
     /* A shape that fits nowhere may still get room from time-slicing. */
-    bool ok = (!failed && loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK) ||
-              (rt->timeslice_s > 0 && rt__make_room(rt, req) &&
-               loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK);
+    bool ok = !failed && loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK;
+    if (!ok && rt->timeslice_s > 0 && sh->room_fail_step != rt->steps) {
+        /* Within a step the jobs that could make way only get fewer, so a
+         * shape time-slicing could not make room for is not tried again. */
+        ok = rt__make_room(rt, req) &&
+             loom_sched_place(rt->placer, &rt->cluster, req, &place) == LOOM_OK;
+        if (!ok)
+            sh->room_fail_step = rt->steps;
+    }
     if (!ok || rt->down[place.node]) {
         sh->fail_epoch = epoch(rt);
         return false;
@@ -768,6 +774,7 @@ static void reconf_pass(loom_runtime_t *rt)
 size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn apply, void *ctx)
 {
     rt->now = now_s;
+    rt->steps++;
     rt->apply = apply;
     rt->ctx = ctx;
     rt->applied = 0;

@@ -53,6 +53,7 @@ struct loom_runtime {
     size_t ndown;
     uint64_t up_events; /* nodes that came back (resources grew) */
     double now;         /* of the last step */
+    uint64_t steps;     /* steps taken */
 
     /* id -> job: open addressing, linear probing, tombstones. */
     rjob_t **map;
@@ -77,7 +78,8 @@ struct loom_runtime {
      * which it last fitted nowhere; shape_idx hashes requests to index + 1. */
     struct shape {
         loom_sched_req_t req;
-        uint64_t fail_epoch; /* 0: never failed */
+        uint64_t fail_epoch;     /* 0: never failed */
+        uint64_t room_fail_step; /* the step in which time-slicing could not make room for it */
     } * shapes;
     size_t nshapes, cap_shapes;
     uint32_t *shape_idx;

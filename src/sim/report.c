@@ -12,6 +12,9 @@
 
 #include "loom/sim.h"
 
+/* Lines in one figure (there are 8 placement policies). */
+#define PLOT_MAX_POLICIES 64
+
 extern char **environ;
 
 typedef struct group {
@@ -301,14 +304,18 @@ int loom_sim_plot(const char *dir, const loom_sim_run_t *runs, size_t n, loom_er
     int rc = mkdir_p(dir, err);
     if (rc)
         return rc;
-    const char *pol[64];
+    const char *pol[PLOT_MAX_POLICIES];
     size_t np = 0;
-    for (size_t i = 0; i < n && np < 64; i++) {
+    for (size_t i = 0; i < n; i++) {
         bool seen = false;
         for (size_t k = 0; k < np; k++)
             seen |= same(pol[k], runs[i].policy);
-        if (!seen && same(runs[i].trace_name, runs[0].trace_name))
-            pol[np++] = runs[i].policy;
+        if (seen || !same(runs[i].trace_name, runs[0].trace_name))
+            continue;
+        if (np == PLOT_MAX_POLICIES)
+            return loom_err_set(err, LOOM_ELIMIT, "plot: more than %d policies in one figure",
+                                PLOT_MAX_POLICIES);
+        pol[np++] = runs[i].policy;
     }
     static const char *what_name[2] = {"alloc", "frag"};
     static const char *ylabel[2] = {"GPU allocation ratio (%)", "fragmented GPUs"};

@@ -34,6 +34,13 @@ TRACE = [
 NODES = [("n0", 8, 2), ("n1", 8, 4)]  # name, CPUs, GPUs
 
 
+def time_limit(dur):
+    """The live job's time limit (whole seconds, generous), which sjf orders by in loomd;
+    the simulator is given the same number as the job's estimate (else sjf there would
+    use the trace's run time, an oracle loomd does not have)."""
+    return int(dur / COMPRESS) + 10
+
+
 def write_inputs(tmp):
     nodes = os.path.join(tmp, "nodes.csv")
     with open(nodes, "w") as f:
@@ -44,7 +51,8 @@ def write_inputs(tmp):
     with open(trace, "w") as f:
         for name, due, dur, gpus, prio in TRACE:
             f.write(json.dumps({"id": name, "due_s": due, "duration_s": dur, "cpus": 1,
-                                "mem": "1GiB", "gpus": gpus, "priority": prio}) + "\n")
+                                "mem": "1GiB", "gpus": gpus, "priority": prio,
+                                "estimate_s": time_limit(dur)}) + "\n")
     return nodes, trace
 
 
@@ -60,7 +68,7 @@ def simulated(nodes, trace, queue, placement):
 
 
 def live(queue, placement):
-    args = ["--executor", "local", "--queue", queue, "--placement", placement]
+    args = ["--executor", "local", "--queue-policy", queue, "--placement", placement]
     for name, cpus, gpus in NODES:
         args += ["--node", f"name={name},cpus={cpus},memory=16GiB,gpus={gpus},gpu_type=virtual"]
     ids = {}
@@ -73,7 +81,7 @@ def live(queue, placement):
                 time.sleep(wait)
             ids[name] = c.call("job.submit", {
                 "name": name, "script": f"#!/bin/bash\nsleep {dur / COMPRESS:.3f}\n",
-                "priority": prio,
+                "priority": prio, "time_limit": time_limit(dur),
                 "resources": {"cpus": 1, "memory": "1GiB", "gpus": gpus}})["id"]
         deadline = time.monotonic() + 60
         jobs = {}

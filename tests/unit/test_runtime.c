@@ -361,6 +361,38 @@ static void test_reconfigure(void **state)
     loom_runtime_free(rt);
 }
 
+/* Tiresias: a job that ran 4,000 GPU-seconds and was requeued sits in the
+ * second queue behind a fresh job; after waiting twice its last run it is
+ * promoted (the order is rebuilt then). */
+static void test_tiresias_requeue(void **state)
+{
+    loom_runtime_t *rt = runtime(1, 1, "tiresias", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, 1000, 0, 0);
+    assert_int_equal(loom_runtime_step(rt, 0, record, &l), 1);
+    assert_int_equal(loom_runtime_requeue(rt, 1, 4000), LOOM_OK);
+    assert_int_equal(loom_runtime_requeue(rt, 1, 4000), LOOM_ESTATE);
+    assert_true(info(rt, 1).attained_gpu_s == 4000);
+    submit(rt, 2, 1, 1000, 4000, 0);
+    assert_int_equal(loom_runtime_step(rt, 4001, record, &l), 1);
+    assert_int_equal(l.a[1].id, 2); /* level 0 before level 1, though submitted later */
+    submit(rt, 3, 1, 1000, 4002, 0);
+    loom_runtime_step(rt, 4003, record, &l);
+    uint64_t ids[2];
+    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 1);
+    loom_runtime_step(rt, 4000 + 2 * 4000 + 1, record, &l); /* waited 2 x its last run */
+    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 3);
+    assert_int_equal(info(rt, 1).reason, LOOM_RUNTIME_REASON_RESOURCES);
+    assert_int_equal(info(rt, 3).reason, LOOM_RUNTIME_REASON_PRIORITY);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_timeslice),
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_reconfigure),
+        cmocka_unit_test(test_tiresias_requeue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
