@@ -20,6 +20,8 @@ static const struct {
     {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
+    {"wait", loom_cmd_wait, "wait until jobs end; exit status from their result (job.wait)"},
+    {"logs", loom_cmd_logs, "print a job's output, -f to follow it (job.logs)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon/feasible.c"
+#include "daemon/follow.c"
 #include "daemon/methods.c"
 #include "daemon/runner.c"
 #include "daemon/gandiva.c"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daemon/feasible.c"
+#include "daemon/follow.c"
 #include "daemon/methods.c"
 #include "daemon/runner.c"
 #include "daemon/gandiva.c"
@@ -104,7 +105,7 @@ static void server_info(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "name")), "loomd");
     assert_string_equal(json_string_value(json_object_get(r, "durability")), "normal");
     assert_int_equal(json_integer_value(json_object_get(r, "api_version")), 1);
-    assert_int_equal(json_array_size(json_object_get(r, "methods")), 7);
+    assert_int_equal(json_array_size(json_object_get(r, "methods")), 9);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "jobs"), "PENDING")), 0);
     json_decref(resp);
     expect_error(f,
