@@ -53,8 +53,16 @@ static void usage(FILE *f)
 int loom_cmd_version(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: loom version\n\nPrints loom's version.\n");
+        printf("usage: loom version [--json]\n\nPrints loom's version.\n");
         return LOOM_EXIT_OK;
+    }
+    if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+        printf("{\n  \"name\": \"loom\",\n  \"version\": \"%s\"\n}\n", LOOM_VERSION);
+        return LOOM_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "loom version: unexpected argument '%s'\n", argv[1]);
+        return LOOM_EXIT_USAGE;
     }
     printf("loom %s\n", LOOM_VERSION);
     return LOOM_EXIT_OK;
