@@ -80,7 +80,8 @@ class JobFiles(unittest.TestCase):
         self.assertEqual(j["state"], "COMPLETED", j["reason"])
         self.assertEqual(j["name"], "mytrain")
         self.assertEqual((j["resources"]["cpus"], j["resources"]["gpus"]), (4, 2))
-        self.assertEqual((j["resources"]["memory"], j["time_limit"]), (1 << 30, 30))
+        # 00:00:30 is stored as Slurm stores it: a whole minute.
+        self.assertEqual((j["resources"]["memory"], j["time_limit"]), (1 << 30, 60))
         self.assertEqual(j["options"]["workdir"], sub)
         out = os.path.join(sub, f"loom-{jid}.out")
         with open(out) as f:
