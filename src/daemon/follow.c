@@ -42,6 +42,15 @@ static void sleep_tick(void)
     usleep(FOLLOW_TICK_MS * 1000);
 }
 
+/* When a call asking to wait timeout_s seconds must be answered. */
+static int64_t deadline_of(const loomd_methods_t *m, int64_t timeout_s)
+{
+    int64_t ms = timeout_s * 1000;
+    if (m->follow_max_ms < 0 || (m->follow_max_ms > 0 && m->follow_max_ms < ms))
+        ms = m->follow_max_ms < 0 ? 0 : m->follow_max_ms;
+    return loom_time_mono_ns() + ms * 1000000;
+}
+
 /* ------------------------------------------------------------ job.wait */
 
 static json_t *wait_entry(const loom_job_t *j)
@@ -109,7 +118,7 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
         loom_rpc_call_fail_params(call, &err);
         return LOOM_RPC_DONE;
     }
-    int64_t deadline = loom_time_mono_ns() + timeout * LOOM_NS_PER_S;
+    int64_t deadline = deadline_of(m, timeout);
     json_t *jobs;
     bool ended;
     for (;;) {
@@ -233,7 +242,7 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
         loom_rpc_call_fail_params(call, &err);
         return LOOM_RPC_DONE;
     }
-    int64_t deadline = loom_time_mono_ns() + q.timeout * LOOM_NS_PER_S;
+    int64_t deadline = deadline_of(m, q.timeout);
     loom_buf_t data = LOOM_BUF_INIT;
     char path[LOOM_EXEC_PATH_MAX];
     loom_job_t j;
