@@ -107,24 +107,42 @@ int loom_cmd_wait(int argc, char **argv)
 
 static void logs_usage(FILE *f)
 {
-    fprintf(f, "usage: loom logs ID [-f] [--stderr]\n\n"
-               "Prints the job's output file (its error file with --stderr; the same file\n"
-               "when the job merges them).\n\n"
-               "  -f, --follow  keep printing as the job writes, until it ends\n"
-               "  --stderr      the error file\n"
-               "exit codes: 0 printed, 4 no such job, 3 cannot connect.\n");
+    fprintf(f,
+            "usage: loom logs ID [-f] [--stderr] [--json]\n\n"
+            "Prints the job's output file (its error file with --stderr; the same file\n"
+            "when the job merges them).\n\n"
+            "  -f, --follow  keep printing as the job writes, until it ends\n"
+            "  --stderr      the error file\n"
+            "  --json        print {\"id\", \"stream\", \"data\", \"next_offset\", \"eof\",\n"
+            "                \"state\", \"path\"} once all is read (with -f: once the job ended)\n"
+            "exit codes: 0 printed, 4 no such job, 3 cannot connect.\n");
 }
 
-/* One job.logs call; prints its text. *done: nothing more to come. */
-static int logs_once(loom_cli_conn_t *conn, json_t *params, bool follow, bool *done)
+/* One job.logs call; prints its text, or with --json gathers it into
+ * *gathered (the last result, its data the whole text). *done: nothing
+ * more to come. */
+static int logs_once(loom_cli_conn_t *conn, json_t *params, bool follow, json_t **gathered,
+                     bool *done)
 {
     json_t *result = NULL;
     int rc = loom_cli_call("logs", conn, "job.logs", params, LOOM_RPC_CALL_RETRY, &result);
     if (rc)
         return rc;
     const json_t *data = json_object_get(result, "data");
-    fwrite(json_string_value(data), 1, json_string_length(data), stdout);
-    fflush(stdout);
+    if (gathered) {
+        loom_buf_t b = LOOM_BUF_INIT;
+        const json_t *before = json_object_get(*gathered, "data");
+        loom_buf_append(&b, json_string_value(before) ? json_string_value(before) : "",
+                        json_string_length(before));
+        loom_buf_append(&b, json_string_value(data), json_string_length(data));
+        json_decref(*gathered);
+        *gathered = json_deep_copy(result);
+        json_object_set_new(*gathered, "data", json_stringn(b.data ? b.data : "", b.len));
+        loom_buf_free(&b);
+    } else {
+        fwrite(json_string_value(data), 1, json_string_length(data), stdout);
+        fflush(stdout);
+    }
     json_object_set(params, "offset", json_object_get(result, "next_offset"));
     bool eof = json_is_true(json_object_get(result, "eof"));
     /* Without -f: stop at the end of what is written now. */
@@ -137,14 +155,16 @@ int loom_cmd_logs(int argc, char **argv)
 {
     static const struct option opts[] = {{"follow", no_argument, NULL, 'f'},
                                          {"stderr", no_argument, NULL, 'e'},
+                                         {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool follow = false, want_stderr = false;
+    bool follow = false, want_stderr = false, as_json = false;
     int c;
     while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
         switch (c) {
         case 'f': follow = true; break;
         case 'e': want_stderr = true; break;
+        case 'j': as_json = true; break;
         case 'h': logs_usage(stdout); return LOOM_EXIT_OK;
         default: logs_usage(stderr); return LOOM_EXIT_USAGE;
         }
@@ -167,9 +187,16 @@ int loom_cmd_logs(int argc, char **argv)
                                want_stderr ? "stderr" : "stdout", "offset", 0, "timeout",
                                follow ? CALL_TIMEOUT : 0);
     bool done = false;
+    json_t *gathered = NULL;
     while (rc == LOOM_EXIT_OK && !done)
-        rc = logs_once(&conn, params, follow, &done);
+        rc = logs_once(&conn, params, follow, as_json ? &gathered : NULL, &done);
     loom_cli_disconnect(&conn);
+    if (rc == LOOM_EXIT_OK && gathered) {
+        json_object_set_new(gathered, "id", json_integer(id));
+        json_object_set_new(gathered, "stream", json_string(want_stderr ? "stderr" : "stdout"));
+        loom_cli_print_json(gathered);
+    }
+    json_decref(gathered);
     json_decref(params);
     return rc;
 }

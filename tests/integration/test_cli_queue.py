@@ -55,6 +55,10 @@ class Queue(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 15)  # pushed at the end, not at a timeout
         rc, out, err = self.loom("logs", str(jid), "--stderr")
         self.assertEqual((rc, out), (0, "bad\n"), err)
+        rc, out, err = self.loom("logs", str(jid), "--json")
+        got = json.loads(out)
+        self.assertEqual((got["data"], got["next_offset"], got["state"]),
+                         ("line 1\nline 2\nline 3\n", 21, "FAILED"))
         rc, out, err = self.loom("wait", str(jid))
         self.assertEqual(rc, 3, err)  # the job's own exit code
         self.assertEqual(out, f"{jid} FAILED exit code 3\n")
