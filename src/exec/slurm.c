@@ -204,6 +204,16 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     if (rc != LOOM_OK)
         return rc;
 
+    /* The job's working directory and output files from its options, as
+     * the local executor takes them (jobio.c; a shared file system). */
+    char cwd[LOOM_EXEC_PATH_MAX];
+    snprintf(cwd, sizeof cwd, "%s", h->dir);
+    json_t *unused_env = json_array();
+    rc = loom_exec__job_io(job, h, cwd, sizeof cwd, unused_env, err);
+    json_decref(unused_env);
+    if (rc != LOOM_OK)
+        return rc;
+
     /* sbatch options. The job's environment variables go through --export. */
     char opt[16][LOOM_EXEC_PATH_MAX + 32];
     char *argv[40];
@@ -219,7 +229,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     OPT("--comment=%s", job->tag ? job->tag : "");
     OPT("--output=%s", h->stdout_path);
     OPT("--error=%s", h->stderr_path);
-    OPT("--chdir=%s", h->dir);
+    OPT("--chdir=%s", cwd);
     if (x->partition[0])
         OPT("--partition=%s", x->partition);
     if (job->node && *job->node)

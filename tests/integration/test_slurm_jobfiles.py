@@ -228,6 +228,35 @@ class SlurmJobFiles(unittest.TestCase):
         else:
             self.assertNotIn("ArrayTaskId", s, name)
 
+    def test_slurm_executor_runs_in_submit_dir(self):
+        """loomd's Slurm executor honours the working directory and -o too."""
+        saved = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = self.env["SLURM_CONF"]
+        try:
+            d = Loomd(extra_args=["--executor", "slurm"]).start()
+        finally:
+            if saved is None:
+                del os.environ["SLURM_CONF"]
+            else:
+                os.environ["SLURM_CONF"] = saved
+        try:
+            path = os.path.join(self.work, "sub", "viaslurm.sh")
+            with open(path, "w") as f:
+                f.write(HEAD + "#SBATCH -J viaslurm -o got-%x-%j.txt\npwd\n")
+            e = {k: v for k, v in self.env.items() if not k.startswith("LOOM_")}
+            e["LOOM_STATE_DIR"] = d.state_dir
+            run = lambda *a: subprocess.run([LOOM] + list(a), capture_output=True, text=True,  # noqa
+                                            env=e, cwd=os.path.dirname(path), timeout=120)
+            p = run("submit", "--json", path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            jid = json.loads(p.stdout)["id"]
+            p = run("wait", str(jid))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(self.work, "sub", f"got-viaslurm-{jid}.txt")) as f:
+                self.assertEqual(f.read(), os.path.join(self.work, "sub") + "\n")
+        finally:
+            d.cleanup()
+
     def test_scripts(self):
         self.assertGreaterEqual(len(SCRIPTS), 20)
         for name, text in SCRIPTS.items():
