@@ -19,7 +19,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: loom jobs [--all | --state S[,S...]] [--name TEXT] [--user U]\n"
-               "                 [--since T] [--limit N] [--format COLS] [--watch [S]] [--json]\n\n"
+               "                 [--since T] [--limit N] [--format COLS] [--watch[=S]] [--json]\n\n"
                "Lists the active jobs (PENDING and RUNNING), oldest first.\n\n"
                "  --all         jobs in every state; the newest 100 unless --limit says otherwise\n"
                "  --state S     only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
@@ -31,7 +31,7 @@ static void usage(FILE *f)
                "  --limit N     the first N jobs, with a cursor for more (0 = all)\n"
                "  --format COLS columns, comma-separated, from: id name user state elapsed\n"
                "                time_limit nodes reason cpus gpus mem priority submitted\n"
-               "  --watch [S]   redraw every S seconds (default 2) until interrupted\n"
+               "  --watch[=S]   redraw every S seconds (default 2) until interrupted\n"
                "  --json        print {\"jobs\": [...], \"next_cursor\": ...} as JSON\n"
                "  -h, --help    this help\n");
 }

@@ -102,6 +102,19 @@ class Queue(unittest.TestCase):
         self.assertEqual(json.loads(out)["jobs"], [])
         rc, out, _ = self.loom("jobs", "--all", "--since", "1h", "--json")
         self.assertIn(done, [j["id"] for j in json.loads(out)["jobs"]])
+        # --watch redraws until interrupted (not a terminal here: no escape codes).
+        e = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        e["LOOM_STATE_DIR"] = self.d.state_dir
+        try:
+            subprocess.run([LOOM, "jobs", "--watch=1"], capture_output=True, text=True,
+                           env=e, timeout=2.5)
+            self.fail("--watch ended by itself")
+        except subprocess.TimeoutExpired as t:
+            shown = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
+            self.assertGreaterEqual(shown.count("ID       NAME"), 2, shown)
+            self.assertNotIn("\033[", shown)
+        rc, _, err = self.loom("jobs", "--watch", "--json")
+        self.assertEqual(rc, 2)
         rc, _, err = self.loom("jobs", "--format", "id,bogus")
         self.assertEqual(rc, 2)
         self.assertIn("loom jobs: --format: 'bogus'", err)
