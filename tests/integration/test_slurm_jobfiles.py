@@ -242,7 +242,8 @@ class SlurmJobFiles(unittest.TestCase):
         try:
             path = os.path.join(self.work, "sub", "viaslurm.sh")
             with open(path, "w") as f:
-                f.write(HEAD + "#SBATCH -J viaslurm -o got-%x-%j.txt\npwd\n")
+                f.write(HEAD + "#SBATCH -J viaslurm -o got-%x-%j.txt --export=ALL,LR=0.5\n"
+                        "pwd; echo lr=$LR\n")
             e = {k: v for k, v in self.env.items() if not k.startswith("LOOM_")}
             e["LOOM_STATE_DIR"] = d.state_dir
             run = lambda *a: subprocess.run([LOOM] + list(a), capture_output=True, text=True,  # noqa
@@ -253,7 +254,7 @@ class SlurmJobFiles(unittest.TestCase):
             p = run("wait", str(jid))
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(self.work, "sub", f"got-viaslurm-{jid}.txt")) as f:
-                self.assertEqual(f.read(), os.path.join(self.work, "sub") + "\n")
+                self.assertEqual(f.read(), os.path.join(self.work, "sub") + "\nlr=0.5\n")
         finally:
             d.cleanup()
 
