@@ -195,6 +195,12 @@ int loom_json_parse(const char *text, size_t len, const char *name, size_t max_d
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
 /* Serialises compactly into b (appends). */
 int loom_json_dump(loom_buf_t *b, const json_t *value);
+/* Serialises for people: indented by indent spaces per level (0: compact),
+ * members in their order, and reals in the shortest form that reads back
+ * as the same double (loom_format_real: 0.2, not 0.20000000000000001),
+ * with ".0" added to whole numbers so that a real stays a real. Not
+ * finite reals, which JSON cannot hold, are written as null. Appends. */
+int loom_json_write(loom_buf_t *b, const json_t *value, int indent);
 /* "object", "array", "string", "integer", "real", "true", "false", "null". */
 const char *loom_json_type_name(const json_t *value);
 

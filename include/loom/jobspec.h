@@ -124,7 +124,8 @@ int loom_jobspec_to_params(loom_jobspec_t *spec, json_t *params, loom_err_t *err
 /* ----------------------------------------------------------- value forms */
 
 /* Slurm's time formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S",
- * and "INFINITE"/"UNLIMITED" (0: no limit). Seconds. */
+ * and "INFINITE"/"UNLIMITED" (0: no limit). Seconds, exact; an #SBATCH
+ * --time is then rounded up to whole minutes, as Slurm stores it. */
 int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err);
 /* Slurm's memory sizes: an integer with an optional K, M, G or T suffix
  * (powers of 1024); no suffix means megabytes (MiB). */

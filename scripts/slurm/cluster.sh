@@ -13,7 +13,9 @@
 # until every node is idle and prints the environment to use it:
 #   export SLURM_CONF=DIR/slurm.conf
 # "down" stops the daemons started from DIR (munged is left running: it is
-# shared and harmless).
+# shared and harmless). SLURM_NODE_CPUS and SLURM_NODE_MEM_MB declare larger
+# nodes than this machine (SlurmdParameters=config_overrides), for tests that
+# only submit held jobs and compare what Slurm stored.
 set -euo pipefail
 cmd=${1:?usage: cluster.sh up|down DIR [NODES] [GPUS_PER_NODE]}
 dir=${2:?usage: cluster.sh up|down DIR [NODES] [GPUS_PER_NODE]}
@@ -52,8 +54,8 @@ if ! pgrep -x munged >/dev/null; then
   su -s /bin/sh munge -c '/usr/sbin/munged' || { echo "cluster.sh: munged failed to start" >&2; exit 1; }
 fi
 
-cpus=$(nproc)
-mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
+cpus=${SLURM_NODE_CPUS:-$(nproc)}
+mem=${SLURM_NODE_MEM_MB:-$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))}
 {
   cat <<CONF
 ClusterName=loomtest
@@ -63,6 +65,7 @@ SlurmdPort=${SLURM_SLURMD_PORT:-6818}
 ReturnToService=2
 MinJobAge=600
 CONF
+  if [ -n "${SLURM_NODE_CPUS:-}${SLURM_NODE_MEM_MB:-}" ]; then echo "SlurmdParameters=config_overrides"; fi
   slurm_conf_common "$dir"
   for i in $(seq 1 "$nodes"); do
     echo "NodeName=loom$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(( ${SLURM_SLURMD_PORT:-6818} + i - 1 )) CPUs=$cpus RealMemory=$mem Gres=gpu:$gpus State=UNKNOWN"

@@ -32,6 +32,8 @@ int loom_cmd_submit(int argc, char **argv);
 int loom_cmd_jobs(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
+int loom_cmd_wait(int argc, char **argv);
+int loom_cmd_logs(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);
 int loom_cmd_nodes(int argc, char **argv);
 int loom_cmd_sim(int argc, char **argv);

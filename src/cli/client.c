@@ -118,12 +118,13 @@ int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, co
 
 void loom_cli_print_json(const json_t *v)
 {
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-    if (s) {
-        fputs(s, stdout);
+    /* Reals in their shortest form (0.2, not 0.20000000000000001). */
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (loom_json_write(&b, v, 2) == LOOM_OK && b.data) {
+        fputs(b.data, stdout);
         fputc('\n', stdout);
-        free(s);
     }
+    loom_buf_free(&b);
 }
 
 const char *loom_cli_fmt_size(json_int_t bytes, char *out)

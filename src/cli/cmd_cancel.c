@@ -15,6 +15,19 @@ static void usage(FILE *f)
                "(e.g. already ended), 3 cannot connect.\n");
 }
 
+/* "loom cancel: job 9 not found", never "job 9: job 9 not found": the
+ * job is named once, by loomd's message when it names it already. */
+static void report_failure(int64_t id, const char *message)
+{
+    char job[40];
+    int n = snprintf(job, sizeof job, "job %lld", (long long)id);
+    if (message && strncmp(message, job, (size_t)n) == 0 &&
+        (message[n] == ' ' || message[n] == ':' || message[n] == 0))
+        fprintf(stderr, "loom cancel: %s\n", message);
+    else
+        fprintf(stderr, "loom cancel: %s: %s\n", job, message ? message : "failed");
+}
+
 int loom_cmd_cancel(int argc, char **argv)
 {
     static const struct option opts[] = {{"reason", required_argument, NULL, 'r'},
@@ -87,8 +100,7 @@ int loom_cmd_cancel(int argc, char **argv)
                                   json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i],
                                             "ok", 0, "error", "code", items[i].code, "message",
                                             items[i].message ? items[i].message : ""));
-            fprintf(stderr, "loom cancel: job %lld: %s\n", (long long)ids[i],
-                    items[i].message ? items[i].message : "failed");
+            report_failure(ids[i], items[i].message);
             int code = loom_cli_exit_for_rpc(items[i].code);
             /* Report "not found" over other failures. */
             if (code == LOOM_EXIT_NOTFOUND || rc == LOOM_EXIT_OK)

@@ -105,7 +105,7 @@ int loom_cmd_catalog(int argc, char **argv)
             break;
         }
         loom_buf_reset(&line);
-        if (loom_json_dump(&line, ctx) || loom_buf_append_char(&line, '\n') ||
+        if (loom_json_write(&line, ctx, 0) || loom_buf_append_char(&line, '\n') ||
             fwrite(line.data, 1, line.len, stdout) != line.len)
             code = LOOM_EXIT_FAILURE;
         json_decref(ctx);

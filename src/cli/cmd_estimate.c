@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "loom/estimate.h"
 
 static void usage(FILE *f)
@@ -174,8 +175,7 @@ int loom_cmd_estimate(int argc, char **argv)
     if (json) {
         json_t *j = loom_est_result_json(&r, &o);
         json_object_set_new(j, "model", json_string(path));
-        json_dumpf(j, stdout, JSON_INDENT(1) | JSON_SORT_KEYS);
-        putchar('\n');
+        loom_cli_print_json(j); /* reals in their shortest form */
         json_decref(j);
     } else {
         print_table(&r, &o, path, (int)top);

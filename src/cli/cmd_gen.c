@@ -540,7 +540,7 @@ int loom_cmd_gen(int argc, char **argv)
         if (rc_run != LOOM_OK)
             json_object_set_new(j, "error", json_string(err.msg));
         loom_buf_t b = LOOM_BUF_INIT;
-        loom_json_dump(&b, j);
+        loom_json_write(&b, j, 0); /* reals in their shortest form */
         fprintf(summary, "%s\n", b.data ? b.data : "{}");
         loom_buf_free(&b);
         json_decref(j);

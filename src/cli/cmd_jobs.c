@@ -1,168 +1,416 @@
 /* loom jobs: list jobs (job.list), following cursors. By default the active
  * ones (PENDING and RUNNING), as squeue shows them; with --all every state,
- * the newest --limit of them (so new jobs never vanish from the view). */
+ * the newest --limit of them (so new jobs never vanish from the view).
+ * Columns as squeue's (ID NAME USER STATE ELAPSED TIME_LIMIT NODE/GPUS
+ * REASON), or chosen with --format; --watch redraws the table in place. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "loom/store.h"
 
+#define WATCH_DEFAULT_S 2
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom jobs [--all | --state S[,S...]] [--name TEXT] [--limit N] [--json]\n\n"
+    fprintf(f, "usage: loom jobs [--all | --state S[,S...]] [--name TEXT] [--user U]\n"
+               "                 [--since T] [--limit N] [--format COLS] [--watch[=S]] [--json]\n\n"
                "Lists the active jobs (PENDING and RUNNING), oldest first.\n\n"
-               "  --all        jobs in every state; the newest 100 unless --limit says otherwise\n"
-               "  --state S    only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
-               "               CANCELLED, TIMEOUT (comma-separated, any case)\n"
-               "  --name TEXT  only jobs whose name contains TEXT\n"
-               "  --limit N    the first N jobs, with a cursor for more (0 = all)\n"
-               "  --json       print {\"jobs\": [...], \"next_cursor\": ...} as JSON\n"
-               "  -h, --help   this help\n");
+               "  --all         jobs in every state; the newest 100 unless --limit says otherwise\n"
+               "  --state S     only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
+               "                CANCELLED, TIMEOUT (comma-separated, any case)\n"
+               "  --name TEXT   only jobs whose name contains TEXT\n"
+               "  --user U      only jobs of user U (jobs that carry a user)\n"
+               "  --since T     only jobs submitted since T: a duration ago (1h30m) or a time\n"
+               "                (2026-12-03, 2026-12-03T10:00:00, UTC)\n"
+               "  --limit N     the first N jobs, with a cursor for more (0 = all)\n"
+               "  --format COLS columns, comma-separated, from: id name user state elapsed\n"
+               "                time_limit nodes reason cpus gpus mem priority submitted\n"
+               "  --watch[=S]   redraw every S seconds (default 2) until interrupted\n"
+               "  --json        print {\"jobs\": [...], \"next_cursor\": ...} as JSON\n"
+               "  -h, --help    this help\n");
 }
 
-static void print_row(const json_t *j)
+/* ---------------------------------------------------------------- times */
+
+/* Seconds since the epoch of an RFC 3339 UTC time ("...Z"), or -1. */
+static double epoch_of(const json_t *t)
 {
-    const json_t *r = json_object_get(j, "resources");
-    char mem[32], gpus[32], tl[32], sub[32];
-    printf("%-8lld %-24.24s %-10s %5lld %6s %9s %9s %s\n",
-           (long long)json_integer_value(json_object_get(j, "id")),
-           json_string_value(json_object_get(j, "name")),
-           json_string_value(json_object_get(j, "state")),
-           (long long)json_integer_value(json_object_get(r, "cpus")), loom_cli_fmt_gpus(r, gpus),
-           loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), mem),
-           loom_cli_fmt_seconds(json_integer_value(json_object_get(j, "time_limit")), tl),
-           loom_cli_fmt_time(json_object_get(j, "submit_time"), sub));
+    const char *s = json_string_value(t);
+    struct tm tm = {0};
+    const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!rest)
+        return -1;
+    return (double)timegm(&tm) + (*rest == '.' ? atof(rest) : 0.0);
 }
 
-/* Drops jobs whose name lacks name, then all but the newest keep (0: all);
- * returns how many were dropped for keep. */
-static size_t keep_newest(json_t *jobs, const char *name, size_t keep)
+/* Slurm's form of a duration: M:SS, H:MM:SS, D-HH:MM:SS. */
+static const char *slurm_duration(int64_t s, char *out)
 {
-    for (size_t i = json_array_size(jobs); name && i-- > 0;) {
-        const char *n = json_string_value(json_object_get(json_array_get(jobs, i), "name"));
-        if (!n || !strstr(n, name))
-            json_array_remove(jobs, i);
+    if (s < 0)
+        return strcpy(out, "-");
+    int64_t d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
+    if (d)
+        snprintf(out, 32, "%lld-%02lld:%02lld:%02lld", (long long)d, (long long)h, (long long)m,
+                 (long long)sec);
+    else if (h)
+        snprintf(out, 32, "%lld:%02lld:%02lld", (long long)h, (long long)m, (long long)sec);
+    else
+        snprintf(out, 32, "%lld:%02lld", (long long)m, (long long)sec);
+    return out;
+}
+
+static int64_t elapsed_s(const json_t *j, double now)
+{
+    double start = epoch_of(json_object_get(j, "start_time"));
+    double end = epoch_of(json_object_get(j, "end_time"));
+    if (start < 0)
+        return -1;
+    return (int64_t)((end >= 0 ? end : now) - start);
+}
+
+/* --since: a duration ago, or a date or time (UTC). */
+static int parse_since(const char *text, double *since, loom_err_t *err)
+{
+    int64_t ns;
+    if (loom_parse_duration(text, &ns, NULL) == LOOM_OK && ns >= 0) {
+        *since = (double)loom_time_real_ns() / 1e9 - (double)ns / 1e9;
+        return LOOM_OK;
     }
-    size_t n = json_array_size(jobs), drop = keep && n > keep ? n - keep : 0;
-    for (size_t i = 0; i < drop; i++)
-        json_array_remove(jobs, 0);
-    return drop;
+    struct tm tm = {0};
+    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!rest || *rest) {
+        memset(&tm, 0, sizeof tm);
+        rest = strptime(text, "%Y-%m-%d", &tm);
+    }
+    if (!rest || *rest)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "'%.40s': expected a duration (1h30m) or a UTC time "
+                            "(2026-12-03 or 2026-12-03T10:00:00)",
+                            text);
+    *since = (double)timegm(&tm);
+    return LOOM_OK;
 }
 
-int loom_cmd_jobs(int argc, char **argv)
+/* -------------------------------------------------------------- columns */
+
+typedef struct column {
+    const char *key, *title;
+    int width; /* negative: left-aligned */
+} column_t;
+
+static const column_t columns[] = {
+    {"id", "ID", -8},
+    {"name", "NAME", -20},
+    {"user", "USER", -9},
+    {"state", "STATE", -10},
+    {"elapsed", "ELAPSED", 11},
+    {"time_limit", "TIME_LIMIT", 11},
+    {"nodes", "NODE/GPUS", -14},
+    {"reason", "REASON", 0},
+    {"cpus", "CPUS", 5},
+    {"gpus", "GPUS", 5},
+    {"mem", "MEM", 8},
+    {"priority", "PRIO", 6},
+    {"submitted", "SUBMITTED", -19},
+};
+#define NCOLUMNS     (sizeof columns / sizeof columns[0])
+#define SHOWN_MAX    16
+#define DEFAULT_COLS "id,name,user,state,elapsed,time_limit,nodes,reason"
+
+static int parse_format(const char *text, const column_t **shown, size_t *n)
 {
-    static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'},
-        {"limit", required_argument, NULL, 'l'},
-        {"all", no_argument, NULL, 'a'},
-        {"name", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    json_t *states = json_array();
-    int64_t limit = 0;
-    bool as_json = false, all_states = false, limit_given = false;
-    const char *name = NULL;
-    int rc = LOOM_EXIT_OK, c;
-    loom_err_t err;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-                 t = strtok_r(NULL, ",", &save)) {
-                loom_job_state_t st;
-                if (loom_job_state_parse(t, &st, &err)) {
-                    fprintf(stderr, "loom jobs: --state: %s\n", err.msg);
-                    json_decref(states);
-                    return LOOM_EXIT_USAGE;
-                }
-                json_array_append_new(states, json_string(loom_job_state_name(st)));
-            }
-            break;
-        }
-        case 'l':
-            limit_given = true;
-            if (loom_parse_i64(optarg, 0, INT64_MAX, &limit, "limit", &err)) {
-                fprintf(stderr, "loom jobs: --limit: %s\n", err.msg);
-                json_decref(states);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        case 'j': as_json = true; break;
-        case 'a': all_states = true; break;
-        case 'n': name = optarg; break;
-        case 'h':
-            usage(stdout);
-            json_decref(states);
-            return LOOM_EXIT_OK;
-        default:
-            usage(stderr);
-            json_decref(states);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t i;
+        for (i = 0; i < NCOLUMNS && strcasecmp(columns[i].key, t); i++)
+            ;
+        if (i == NCOLUMNS || *n == SHOWN_MAX) {
+            fprintf(stderr,
+                    "loom jobs: --format: '%s': expected columns from id, name, user, "
+                    "state, elapsed, time_limit, nodes, reason, cpus, gpus, mem, "
+                    "priority, submitted (at most %d)\n",
+                    t, SHOWN_MAX);
             return LOOM_EXIT_USAGE;
         }
+        shown[(*n)++] = &columns[i];
     }
-    if (optind != argc) {
-        fprintf(stderr, "loom jobs: unexpected argument '%s'\n", argv[optind]);
-        json_decref(states);
-        return LOOM_EXIT_USAGE;
+    return *n ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
+}
+
+/* "n1:0,1" (GPU indices), "n1:0@250m" (a share), "n1", or "-". */
+static const char *node_gpus(const json_t *j, char *out, size_t len)
+{
+    const json_t *run = json_object_get(j, "run");
+    const char *node = json_string_value(json_object_get(run, "node"));
+    if (!node)
+        return strcpy(out, "-");
+    size_t at = (size_t)snprintf(out, len, "%s", node);
+    const json_t *g = json_object_get(run, "gpus");
+    json_int_t share = json_integer_value(json_object_get(run, "gpu_share"));
+    for (size_t i = 0; i < json_array_size(g) && at < len; i++)
+        at += (size_t)snprintf(out + at, len - at, "%c%lld", i ? ',' : ':',
+                               (long long)json_integer_value(json_array_get(g, i)));
+    if (share > 0 && share < 1000 && at < len)
+        snprintf(out + at, len - at, "@%lldm", (long long)share);
+    return out;
+}
+
+static const char *cell(const column_t *c, const json_t *j, double now, char *out, size_t len)
+{
+    const json_t *r = json_object_get(j, "resources");
+    const char *k = c->key;
+    if (!strcmp(k, "id"))
+        snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+    else if (!strcmp(k, "name") || !strcmp(k, "user") || !strcmp(k, "state") ||
+             !strcmp(k, "reason")) {
+        const char *s = json_string_value(json_object_get(j, k));
+        snprintf(out, len, "%s", s ? s : "-");
+    } else if (!strcmp(k, "elapsed"))
+        slurm_duration(elapsed_s(j, now), out);
+    else if (!strcmp(k, "time_limit")) {
+        json_int_t tl = json_integer_value(json_object_get(j, "time_limit"));
+        tl ? slurm_duration(tl, out) : strcpy(out, "UNLIMITED");
+    } else if (!strcmp(k, "nodes"))
+        node_gpus(j, out, len);
+    else if (!strcmp(k, "cpus"))
+        snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(r, "cpus")));
+    else if (!strcmp(k, "gpus"))
+        loom_cli_fmt_gpus(r, out);
+    else if (!strcmp(k, "mem"))
+        loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), out);
+    else if (!strcmp(k, "priority"))
+        snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(j, "priority")));
+    else
+        loom_cli_fmt_time(json_object_get(j, "submit_time"), out);
+    return out;
+}
+
+/* The last column is not padded (no trailing blanks). */
+static void print_cell(const column_t *c, const char *text, bool last)
+{
+    if (last)
+        printf("%s\n", text);
+    else
+        printf("%*s ", c->width, text);
+}
+
+static void print_table(const json_t *jobs, const column_t *const *shown, size_t n)
+{
+    double now = (double)loom_time_real_ns() / 1e9;
+    for (size_t c = 0; c < n; c++)
+        print_cell(shown[c], shown[c]->title, c + 1 == n);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        for (size_t c = 0; c < n; c++) {
+            char buf[256];
+            cell(shown[c], j, now, buf, sizeof buf);
+            int w = shown[c]->width < 0 ? -shown[c]->width : shown[c]->width;
+            if (c + 1 < n && w > 0 && (int)strlen(buf) > w)
+                buf[w] = 0; /* a long name is cut to its column, as squeue */
+            print_cell(shown[c], buf, c + 1 == n);
+        }
     }
-    if (!all_states && json_array_size(states) == 0) {
-        json_array_append_new(states, json_string("PENDING"));
-        json_array_append_new(states, json_string("RUNNING"));
-    }
+}
+
+/* ------------------------------------------------------------ fetching */
+
+typedef struct query {
+    json_t *states;
+    int64_t limit;
+    bool all_states, limit_given, as_json;
+    const char *name, *user;
+    double since; /* -1: none */
+    const column_t *shown[SHOWN_MAX];
+    size_t nshown;
+    int watch_s; /* 0: once */
+} query_t;
+
+/* Every page of job.list up to q->limit; *cursor is the next one. */
+static int fetch(const query_t *q, json_t *all, json_t **cursor)
+{
     loom_cli_conn_t conn;
-    if ((rc = loom_cli_connect("jobs", &conn))) {
-        json_decref(states);
+    int rc = loom_cli_connect("jobs", &conn);
+    if (rc)
         return rc;
-    }
-    json_t *all = json_array();
-    json_t *cursor = json_null();
-    int64_t left = limit;
+    *cursor = json_null();
+    int64_t left = q->limit;
     for (;;) {
-        int64_t page = left == 0 && limit == 0 ? 1000 : (left > 1000 ? 1000 : left);
-        json_t *params = json_pack("{s:I, s:O}", "limit", (json_int_t)page, "cursor", cursor);
-        if (json_array_size(states))
-            json_object_set(params, "state", states);
+        int64_t page = q->limit == 0 || left > 1000 ? 1000 : left;
+        json_t *params = json_pack("{s:I, s:O}", "limit", (json_int_t)page, "cursor", *cursor);
+        if (json_array_size(q->states))
+            json_object_set(params, "state", q->states);
         json_t *result = NULL;
         rc = loom_cli_call("jobs", &conn, "job.list", params, LOOM_RPC_CALL_RETRY, &result);
         json_decref(params);
         if (rc)
             break;
         json_array_extend(all, json_object_get(result, "jobs"));
-        json_decref(cursor);
-        cursor = json_incref(json_object_get(result, "next_cursor"));
+        json_decref(*cursor);
+        *cursor = json_incref(json_object_get(result, "next_cursor"));
         json_decref(result);
-        if (limit)
-            left = limit - (int64_t)json_array_size(all);
-        if (json_is_null(cursor) || (limit && left <= 0))
+        left = q->limit - (int64_t)json_array_size(all);
+        if (json_is_null(*cursor) || (q->limit && left <= 0))
             break;
     }
     loom_cli_disconnect(&conn);
-    size_t hidden = keep_newest(all, name, all_states && !limit_given ? 100 : 0);
-    if (rc == LOOM_EXIT_OK) {
-        if (as_json) {
-            json_t *out = json_pack("{s:O, s:O}", "jobs", all, "next_cursor", cursor);
-            loom_cli_print_json(out);
-            json_decref(out);
-        } else {
-            printf("%-8s %-24s %-10s %5s %6s %9s %9s %s\n", "ID", "NAME", "STATE", "CPUS", "GPUS",
-                   "MEM", "TIME", "SUBMITTED");
-            size_t i;
-            json_t *j;
-            json_array_foreach(all, i, j) print_row(j);
-            if (!json_is_null(cursor))
-                printf("(more jobs; raise --limit, or --limit 0 for all)\n");
-            if (hidden)
-                printf("(%zu older jobs not shown; --limit 0 for all)\n", hidden);
-        }
+    return rc;
+}
+
+static bool keep(const query_t *q, const json_t *j)
+{
+    const char *name = json_string_value(json_object_get(j, "name"));
+    const char *user = json_string_value(json_object_get(j, "user"));
+    if (q->name && (!name || !strstr(name, q->name)))
+        return false;
+    if (q->user && (!user || strcmp(user, q->user)))
+        return false;
+    return q->since < 0 || epoch_of(json_object_get(j, "submit_time")) >= q->since;
+}
+
+/* Filters, then keeps the newest `newest` (0: all); returns how many were
+ * dropped for that. */
+static size_t filter(const query_t *q, json_t *jobs, size_t newest)
+{
+    for (size_t i = json_array_size(jobs); i-- > 0;)
+        if (!keep(q, json_array_get(jobs, i)))
+            json_array_remove(jobs, i);
+    size_t n = json_array_size(jobs), drop = newest && n > newest ? n - newest : 0;
+    for (size_t i = 0; i < drop; i++)
+        json_array_remove(jobs, 0);
+    return drop;
+}
+
+static int show_once(const query_t *q)
+{
+    json_t *all = json_array(), *cursor = NULL;
+    int rc = fetch(q, all, &cursor);
+    size_t hidden = filter(q, all, q->all_states && !q->limit_given ? 100 : 0);
+    if (rc == LOOM_EXIT_OK && q->as_json) {
+        json_t *out = json_pack("{s:O, s:O}", "jobs", all, "next_cursor", cursor);
+        loom_cli_print_json(out);
+        json_decref(out);
+    } else if (rc == LOOM_EXIT_OK) {
+        print_table(all, q->shown, q->nshown);
+        if (!json_is_null(cursor))
+            printf("(more jobs; raise --limit, or --limit 0 for all)\n");
+        if (hidden)
+            printf("(%zu older jobs not shown; --limit 0 for all)\n", hidden);
     }
     json_decref(cursor);
     json_decref(all);
-    json_decref(states);
     return rc;
+}
+
+/* ------------------------------------------------------------- options */
+
+static int parse_states(const char *text, json_t *states)
+{
+    char buf[256];
+    loom_err_t err;
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        loom_job_state_t st;
+        if (loom_job_state_parse(t, &st, &err)) {
+            fprintf(stderr, "loom jobs: --state: %s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+        json_array_append_new(states, json_string(loom_job_state_name(st)));
+    }
+    return LOOM_EXIT_OK;
+}
+
+/* -1: --help was printed. */
+static int parse_args(int argc, char **argv, query_t *q)
+{
+    static const struct option opts[] = {
+        {"state", required_argument, NULL, 's'},
+        {"limit", required_argument, NULL, 'l'},
+        {"all", no_argument, NULL, 'a'},
+        {"name", required_argument, NULL, 'n'},
+        {"user", required_argument, NULL, 'u'},
+        {"since", required_argument, NULL, 'S'},
+        {"format", required_argument, NULL, 'f'},
+        {"watch", optional_argument, NULL, 'w'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, rc = parse_format(DEFAULT_COLS, q->shown, &q->nshown);
+    loom_err_t err;
+    int64_t v;
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': rc = parse_states(optarg, q->states); break;
+        case 'l':
+            q->limit_given = true;
+            if (loom_parse_i64(optarg, 0, INT64_MAX, &q->limit, "limit", &err))
+                rc = LOOM_EXIT_USAGE;
+            break;
+        case 'a': q->all_states = true; break;
+        case 'n': q->name = optarg; break;
+        case 'u': q->user = optarg; break;
+        case 'S':
+            if (parse_since(optarg, &q->since, &err))
+                rc = LOOM_EXIT_USAGE;
+            break;
+        case 'f': rc = parse_format(optarg, q->shown, &q->nshown); break;
+        case 'w':
+            q->watch_s = WATCH_DEFAULT_S;
+            if (optarg && loom_parse_i64(optarg, 1, 3600, &v, "watch seconds", &err))
+                rc = LOOM_EXIT_USAGE;
+            else if (optarg)
+                q->watch_s = (int)v;
+            break;
+        case 'j': q->as_json = true; break;
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return LOOM_EXIT_USAGE;
+        }
+        if (rc && (c == 'l' || c == 'S' || c == 'w'))
+            fprintf(stderr, "loom jobs: --%s: %s\n",
+                    c == 'l'   ? "limit"
+                    : c == 'S' ? "since"
+                               : "watch",
+                    err.msg);
+    }
+    if (rc == LOOM_EXIT_OK && optind != argc) {
+        fprintf(stderr, "loom jobs: unexpected argument '%s'\n", argv[optind]);
+        rc = LOOM_EXIT_USAGE;
+    }
+    if (rc == LOOM_EXIT_OK && q->watch_s && q->as_json) {
+        fprintf(stderr, "loom jobs: --watch redraws a table; it does not go with --json\n");
+        rc = LOOM_EXIT_USAGE;
+    }
+    return rc;
+}
+
+int loom_cmd_jobs(int argc, char **argv)
+{
+    query_t q = {.states = json_array(), .since = -1};
+    int rc = parse_args(argc, argv, &q);
+    if (rc == LOOM_EXIT_OK && !q.all_states && json_array_size(q.states) == 0) {
+        json_array_append_new(q.states, json_string("PENDING"));
+        json_array_append_new(q.states, json_string("RUNNING"));
+    }
+    bool tty = isatty(STDOUT_FILENO);
+    while (rc == LOOM_EXIT_OK) {
+        if (q.watch_s && tty)
+            fputs("\033[H\033[2J", stdout); /* redraw in place */
+        rc = show_once(&q);
+        if (!q.watch_s || rc)
+            break;
+        fflush(stdout);
+        sleep((unsigned)q.watch_s);
+    }
+    json_decref(q.states);
+    return rc < 0 ? LOOM_EXIT_OK : rc;
 }

@@ -99,6 +99,36 @@ static void show_estimate(const json_t *e)
                : " (not used: the submission gave gpu memory)");
 }
 
+/* What the job file said beyond resources (job.submit "options"), and
+ * which of it is stored but not acted on yet (docs/jobfiles.md). */
+static void show_options(const json_t *o)
+{
+    static const struct {
+        const char *key, *label;
+    } rows[] = {
+        {"workdir", "workdir:     "}, {"output", "output:      "},     {"error", "error:       "},
+        {"export", "export:      "},  {"account", "account:     "},    {"comment", "comment:     "},
+        {"array", "array:       "},   {"dependency", "dependency:  "}, {"begin", "begin:       "}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *v = json_string_value(json_object_get(o, rows[i].key));
+        bool carried = i >= 6;
+        if (v)
+            printf("  %s%s%s\n", rows[i].label, v, carried ? " (not acted on yet)" : "");
+    }
+    if (json_is_true(json_object_get(o, "hold")))
+        printf("  hold:        yes (not acted on yet)\n");
+    if (json_is_integer(json_object_get(o, "nice")))
+        printf("  nice:        %lld (not acted on yet)\n",
+               (long long)json_integer_value(json_object_get(o, "nice")));
+    if (json_is_integer(json_object_get(o, "retries")))
+        printf("  retries:     %lld (not acted on yet)\n",
+               (long long)json_integer_value(json_object_get(o, "retries")));
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "env"), i, e)
+        printf("  env:         %s\n", json_string_value(e));
+}
+
 static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -125,6 +155,7 @@ static void show(const json_t *j, const json_t *usage_now)
            loom_cli_fmt_seconds(json_integer_value(json_object_get(j, "time_limit")), a));
     printf("  priority:    %lld\n", (long long)json_integer_value(json_object_get(j, "priority")));
     show_estimate(est);
+    show_options(json_object_get(j, "options"));
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(j, "labels"), k, v)
@@ -184,7 +215,8 @@ int loom_cmd_show(int argc, char **argv)
     json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
     rc = loom_cli_call("show", &conn, "job.get", params, LOOM_RPC_CALL_RETRY, &result);
     json_t *usage = NULL;
-    const char *state = rc ? NULL : json_string_value(json_object_get(json_object_get(result, "job"), "state"));
+    const char *state =
+        rc ? NULL : json_string_value(json_object_get(json_object_get(result, "job"), "state"));
     if (!as_json && state && strcmp(state, "RUNNING") == 0) {
         /* Best effort: the job may end between the two calls. */
         json_t *p = json_pack("{s:I}", "job", (json_int_t)id);

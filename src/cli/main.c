@@ -20,6 +20,8 @@ static const struct {
     {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
+    {"wait", loom_cmd_wait, "wait until jobs end; exit status from their result (job.wait)"},
+    {"logs", loom_cmd_logs, "print a job's output, -f to follow it (job.logs)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
@@ -53,8 +55,16 @@ static void usage(FILE *f)
 int loom_cmd_version(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: loom version\n\nPrints loom's version.\n");
+        printf("usage: loom version [--json]\n\nPrints loom's version.\n");
         return LOOM_EXIT_OK;
+    }
+    if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+        printf("{\n  \"name\": \"loom\",\n  \"version\": \"%s\"\n}\n", LOOM_VERSION);
+        return LOOM_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "loom version: unexpected argument '%s'\n", argv[1]);
+        return LOOM_EXIT_USAGE;
     }
     printf("loom %s\n", LOOM_VERSION);
     return LOOM_EXIT_OK;

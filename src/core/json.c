@@ -2,6 +2,7 @@
  * reports the JSON pointer of the member and what type was expected. One
  * place for these messages keeps every part's errors alike. */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "loom/core.h"
@@ -200,4 +201,105 @@ int loom_json_pointer_append(loom_buf_t *ptr, const char *token)
             return rc;
     }
     return LOOM_OK;
+}
+
+/* ------------------------------------------------------- loom_json_write */
+
+static int write_string(loom_buf_t *b, const char *s, size_t len)
+{
+    int rc = loom_buf_append_char(b, '"');
+    for (size_t i = 0; i < len && rc == LOOM_OK; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': rc = loom_buf_append_str(b, "\\\""); break;
+        case '\\': rc = loom_buf_append_str(b, "\\\\"); break;
+        case '\n': rc = loom_buf_append_str(b, "\\n"); break;
+        case '\t': rc = loom_buf_append_str(b, "\\t"); break;
+        case '\r': rc = loom_buf_append_str(b, "\\r"); break;
+        default:
+            rc = c < 0x20 || c == 0x7f ? loom_buf_appendf(b, "\\u%04x", c)
+                                       : loom_buf_append_char(b, (char)c);
+        }
+    }
+    return rc ? rc : loom_buf_append_char(b, '"');
+}
+
+static int write_real(loom_buf_t *b, double d)
+{
+    char num[40];
+    if (!isfinite(d))
+        return loom_buf_append_str(b, "null");
+    loom_format_real(d, num, sizeof num);
+    if (!strpbrk(num, ".en"))
+        strcat(num, ".0");
+    return loom_buf_append_str(b, num);
+}
+
+static int write_newline(loom_buf_t *b, int indent, int depth)
+{
+    if (indent <= 0)
+        return LOOM_OK;
+    int rc = loom_buf_append_char(b, '\n');
+    for (int i = 0; i < indent * depth && rc == LOOM_OK; i++)
+        rc = loom_buf_append_char(b, ' ');
+    return rc;
+}
+
+static int write_value(loom_buf_t *b, const json_t *v, int indent, int depth)
+{
+    int rc = LOOM_OK;
+    if (depth > 256)
+        return LOOM_ELIMIT;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *m;
+        size_t n = 0;
+        rc = loom_buf_append_char(b, '{');
+        json_object_foreach((json_t *)v, k, m)
+        {
+            if (rc == LOOM_OK && n++)
+                rc = loom_buf_append_char(b, ',');
+            if (rc == LOOM_OK)
+                rc = write_newline(b, indent, depth + 1);
+            if (rc == LOOM_OK)
+                rc = write_string(b, k, strlen(k));
+            if (rc == LOOM_OK)
+                rc = loom_buf_append_str(b, indent > 0 ? ": " : ":");
+            if (rc == LOOM_OK)
+                rc = write_value(b, m, indent, depth + 1);
+        }
+        if (rc == LOOM_OK && n)
+            rc = write_newline(b, indent, depth);
+        return rc ? rc : loom_buf_append_char(b, '}');
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *m;
+        rc = loom_buf_append_char(b, '[');
+        json_array_foreach(v, i, m)
+        {
+            if (rc == LOOM_OK && i)
+                rc = loom_buf_append_char(b, ',');
+            if (rc == LOOM_OK)
+                rc = write_newline(b, indent, depth + 1);
+            if (rc == LOOM_OK)
+                rc = write_value(b, m, indent, depth + 1);
+        }
+        if (rc == LOOM_OK && json_array_size(v))
+            rc = write_newline(b, indent, depth);
+        return rc ? rc : loom_buf_append_char(b, ']');
+    }
+    case JSON_STRING: return write_string(b, json_string_value(v), json_string_length(v));
+    case JSON_INTEGER: return loom_buf_appendf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    case JSON_REAL: return write_real(b, json_real_value(v));
+    case JSON_TRUE: return loom_buf_append_str(b, "true");
+    case JSON_FALSE: return loom_buf_append_str(b, "false");
+    default: return loom_buf_append_str(b, "null");
+    }
+}
+
+int loom_json_write(loom_buf_t *b, const json_t *value, int indent)
+{
+    return value ? write_value(b, value, indent, 0) : loom_buf_append_str(b, "null");
 }

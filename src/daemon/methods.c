@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon/feasible.h"
+#include "daemon/follow.h"
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
@@ -475,9 +476,9 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 
 /* ----------------------------------------------------------- server.info */
 
-static const char *const method_names[] = {"server.info",     "job.submit", "job.get",
-                                           "job.list",        "job.cancel", "node.list",
-                                           "monitor.snapshot"};
+static const char *const method_names[] = {"server.info",      "job.submit", "job.get",
+                                           "job.list",         "job.cancel", "node.list",
+                                           "monitor.snapshot", "job.wait",   "job.logs"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -636,7 +637,8 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
         (rc = loom_rpc_dispatcher_add(d, "job.cancel", m_job_cancel, m, cancel_params,
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
         (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
-                                      err)))
+                                      err)) ||
+        (rc = loomd_follow_add(d, m, err)))
         return rc;
     loom_rpc_dispatcher_on_wait(d, commit_queued, m);
     return LOOM_OK;

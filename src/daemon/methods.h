@@ -41,6 +41,10 @@ typedef struct loomd_methods {
     const loomd_info_t *info;
     loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
     loom_est_sizer_t *sizer; /* GPU memory from a submission's model; NULL: models refused */
+    /* The longest job.wait and job.logs hold a call (follow.c): 0 = their
+     * timeout as asked (at most 30 s); negative: they answer at once
+     * (the fuzz target, whose inputs must not sleep). */
+    int64_t follow_max_ms;
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */

@@ -77,7 +77,9 @@ int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *c
                               .array_task = -1};
     const char *output = json_string_value(json_object_get(o, "output"));
     const char *error = json_string_value(json_object_get(o, "error"));
-    if ((rc = out_path(output ? output : "loom-%j.out", &ids, job->node, workdir, h->stdout_path,
+    /* As Slurm's slurm-%j.out, and slurm-%A_%a.out for an array's task. */
+    const char *fallback = json_object_get(o, "array") ? "loom-%A_%a.out" : "loom-%j.out";
+    if ((rc = out_path(output ? output : fallback, &ids, job->node, workdir, h->stdout_path,
                        sizeof h->stdout_path, "output", err)))
         goto out;
     if (!error)

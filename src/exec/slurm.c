@@ -204,6 +204,17 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     if (rc != LOOM_OK)
         return rc;
 
+    /* The job's working directory and output files from its options, as
+     * the local executor takes them (jobio.c; a shared file system). */
+    char cwd[LOOM_EXEC_PATH_MAX];
+    snprintf(cwd, sizeof cwd, "%s", h->dir);
+    json_t *opt_env = json_array(); /* options.env, "NAME=VALUE" */
+    rc = loom_exec__job_io(job, h, cwd, sizeof cwd, opt_env, err);
+    if (rc != LOOM_OK) {
+        json_decref(opt_env);
+        return rc;
+    }
+
     /* sbatch options. The job's environment variables go through --export. */
     char opt[16][LOOM_EXEC_PATH_MAX + 32];
     char *argv[40];
@@ -219,7 +230,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     OPT("--comment=%s", job->tag ? job->tag : "");
     OPT("--output=%s", h->stdout_path);
     OPT("--error=%s", h->stderr_path);
-    OPT("--chdir=%s", h->dir);
+    OPT("--chdir=%s", cwd);
     if (x->partition[0])
         OPT("--partition=%s", x->partition);
     if (job->node && *job->node)
@@ -236,15 +247,17 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
         OPT("--time=%lld", (long long)((job->time_limit_ns + 60 * LOOM_NS_PER_S - 1) /
                                        (60 * LOOM_NS_PER_S)));
 #undef OPT
-    if (cut)
+    if (cut) {
+        json_decref(opt_env);
         return loom_err_set(err, LOOM_EINVAL,
                             "job %lld: an sbatch option (job name, path or partition) is longer "
                             "than %zu bytes",
                             (long long)job->id, sizeof opt[0] - 1);
+    }
     /* The job's variables go in sbatch's own environment, which Slurm passes
      * on to the job (its default, --export=ALL): an explicit --export list
      * costs Slurm about 0.7 s more per job here (docs/bench/slurm.md). */
-    size_t nenv = 0, nextra = 2;
+    size_t nenv = 0, nextra = 2 + json_array_size(opt_env);
     while (environ[nenv])
         nenv++;
     for (const char *const *e = job->env; e && *e; e++)
@@ -261,6 +274,8 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
         envp[k2++] = sharev;
         for (const char *const *e = job->env; e && *e; e++)
             envp[k2++] = (char *)*e;
+        for (size_t i = 0; i < json_array_size(opt_env); i++)
+            envp[k2++] = (char *)json_string_value(json_array_get(opt_env, i));
         size_t own = k2;
         for (size_t i = 0; i < nenv; i++) {
             size_t nl = strcspn(environ[i], "=");
@@ -278,6 +293,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     int status = envp ? run_tool_env(x, argv, envp, &out, &errb, err)
                       : loom_err_set(err, LOOM_ENOMEM, "out of memory");
     free(envp);
+    json_decref(opt_env);
     if (status < 0) {
         rc = status;
     } else if (status != 0) {

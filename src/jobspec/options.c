@@ -198,7 +198,12 @@ static int set_time(loom_jobspec_t *s, loom_jobspec_dialect_t d, const char *v, 
         s->time_limit_s = ns / 1000000000 + (ns % 1000000000 ? 1 : 0);
         return LOOM_OK;
     }
-    return loom_jobspec_parse_time(v, &s->time_limit_s, err);
+    /* Slurm keeps time limits in whole minutes: "7:30" is 8 minutes in
+     * scontrol show job, and so in loom. */
+    if (loom_jobspec_parse_time(v, &s->time_limit_s, err))
+        return LOOM_EINVAL;
+    s->time_limit_s = (s->time_limit_s + 59) / 60 * 60;
+    return LOOM_OK;
 }
 
 static int set_mem(loom_jobspec_t *s, loom_jobspec_dialect_t d, int id, const char *v,

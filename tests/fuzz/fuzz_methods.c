@@ -40,7 +40,8 @@ static void init(void)
                           .durability = "normal",
                           .started_real_ns = loom_time_real_ns(),
                           .started_mono_ns = loom_time_mono_ns()};
-    methods = (loomd_methods_t){.store = store, .info = &info};
+    /* job.wait and job.logs answer at once: an input must not sleep. */
+    methods = (loomd_methods_t){.store = store, .info = &info, .follow_max_ms = -1};
     if (loomd_methods_add(disp, &methods, &err))
         abort();
     atexit(cleanup);

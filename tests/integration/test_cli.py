@@ -81,7 +81,7 @@ class Cli(unittest.TestCase):
         first = int(out1.split()[-1])
         self.assertIn(f"Job {first} already exists", out2)
         # jobs: table and JSON.
-        rc, out, err = self.loom("jobs")
+        rc, out, err = self.loom("jobs", "--format", "id,name,state,gpus")
         self.assertEqual(rc, 0, err)
         lines = out.strip().split("\n")
         self.assertTrue(lines[0].startswith("ID"))

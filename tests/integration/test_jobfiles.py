@@ -80,7 +80,8 @@ class JobFiles(unittest.TestCase):
         self.assertEqual(j["state"], "COMPLETED", j["reason"])
         self.assertEqual(j["name"], "mytrain")
         self.assertEqual((j["resources"]["cpus"], j["resources"]["gpus"]), (4, 2))
-        self.assertEqual((j["resources"]["memory"], j["time_limit"]), (1 << 30, 30))
+        # 00:00:30 is stored as Slurm stores it: a whole minute.
+        self.assertEqual((j["resources"]["memory"], j["time_limit"]), (1 << 30, 60))
         self.assertEqual(j["options"]["workdir"], sub)
         out = os.path.join(sub, f"loom-{jid}.out")
         with open(out) as f:
@@ -119,6 +120,10 @@ class JobFiles(unittest.TestCase):
         self.assertEqual((o["array"], o["dependency"], o["hold"], o["nice"]),
                          ("0-9%2", "afterok:1", True, 5))
         self.assertEqual((o["account"], o["comment"], o["begin"]), ("lab", "hi", "now+1hour"))
+        rc, out, err = self.loom("show", str(jid))
+        self.assertIn("array:       0-9%2 (not acted on yet)", out)
+        self.assertIn("hold:        yes (not acted on yet)", out)
+        self.assertIn(f"workdir:     {self.tmp}", out)
 
     def test_errors_name_file_and_line(self):
         path = self.write("bad.sh", "#!/bin/bash\n#SBATCH -J ok\n#SBATCH -c lots\ntrue\n")
