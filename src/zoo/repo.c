@@ -46,6 +46,22 @@ static int db_err(loom_zoo_t *z, loom_err_t *err, const char *what)
     return loom_err_set(err, LOOM_EIO, "%s/zoo.db: %s: %s", z->dir, what, sqlite3_errmsg(z->db));
 }
 
+/* mkdir -p: the state directory may not exist yet. */
+static int make_dirs(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+}
+
 int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
 {
     *out = NULL;
@@ -58,7 +74,7 @@ int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
         return loom_err_set(err, LOOM_EINVAL, "zoo directory '%.64s...': path too long", dir);
     }
     snprintf(path, sizeof path, "%s/objects", dir);
-    if ((mkdir(dir, 0755) && errno != EEXIST) || (mkdir(path, 0755) && errno != EEXIST)) {
+    if (make_dirs(dir) || (mkdir(path, 0755) && errno != EEXIST)) {
         int e = errno;
         free(z);
         return loom_err_errno(err, LOOM_EIO, e, "zoo directory '%s': cannot create", path);

@@ -158,6 +158,23 @@ static int push(loom_zoo_weights_t *out, loom_zoo_tensor_t *t, const char *name)
     return LOOM_OK;
 }
 
+/* The initializer behind tensor ti: itself, or the source of the Identity
+ * nodes PyTorch's exporter inserts for parameters it deduplicated (equal
+ * values in eval mode); NULL when it is no initializer. */
+static const est_tensor_t *init_of(const loom_est_model_t *m, int ti)
+{
+    for (int hops = 0; ti >= 0 && hops < 4; hops++) {
+        const est_tensor_t *t = &m->t[ti];
+        if (t->is_init)
+            return t;
+        if (t->producer < 0 || strcmp(m->n[t->producer].op, "Identity") ||
+            m->n[t->producer].nin < 1)
+            return NULL;
+        ti = m->n[t->producer].in[0];
+    }
+    return NULL;
+}
+
 /* Maps every weight input of one matched pair; returns tensors mapped. */
 static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
                     const loom_zoo_weights_t *parent, double noise, loom_rng_t *rng,
@@ -168,11 +185,15 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
     for (size_t k = 0; k < a->nin && k < b->nin; k++) {
         if (a->in[k] < 0 || b->in[k] < 0)
             continue;
-        const est_tensor_t *tc = &mc->t[a->in[k]], *tp = &mp->t[b->in[k]];
-        if (!tc->is_init || !tp->is_init || tc->rank != tp->rank || tc->rank <= 0 ||
-            have(out, tc->name))
+        /* named as the graph uses it (the module's parameter name), shaped
+         * as the initializer behind it */
+        const est_tensor_t *uc = &mc->t[a->in[k]], *up = &mp->t[b->in[k]];
+        const est_tensor_t *tc = init_of(mc, a->in[k]), *tp = init_of(mp, b->in[k]);
+        if (!tc || !tp || tc->rank != tp->rank || tc->rank <= 0 || have(out, uc->name))
             continue;
-        const loom_zoo_tensor_t *from = loom_zoo_weights_find(parent, tp->name);
+        const loom_zoo_tensor_t *from = loom_zoo_weights_find(parent, up->name);
+        if (!from)
+            from = loom_zoo_weights_find(parent, tp->name);
         if (!from || from->rank != tp->rank)
             continue;
         roles_t r = tensor_roles(mc, nc, k, tc->rank);
@@ -180,7 +201,7 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
         int rc = map_tensor(from, tc->rank, tc->dims, &r, noise, rng, &t);
         if (rc == LOOM_EINVAL)
             continue;
-        if (rc || (rc = push(out, &t, tc->name))) {
+        if (rc || (rc = push(out, &t, uc->name))) {
             free(t.data);
             return rc;
         }
