@@ -1,0 +1,104 @@
+"""Warm starts end to end through loomd (docs/zoo.md): a real training job
+(PyTorch on the CPU, the digits set from python3-sklearn) trains a parent;
+its outputs are registered with zoo.add; zoo.list / zoo.get / zoo.match see
+it; zoo.warm maps its weights onto a wider child; a second real job starts
+from them (LOOM_WARM_START) and reports the tensors applied; the CLI reads
+the same repository; errors carry the documented codes."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from loomd_client import Loomd, RpcError, build_dir  # noqa: E402
+
+SRC = os.environ.get("LOOM_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+TRAIN = os.path.abspath(os.path.join(SRC, "workloads", "zoo", "train.py"))
+
+
+def wait_ended(c, jid, timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = c.get(jid)
+        if j["state"] not in ("PENDING", "RUNNING"):
+            return j
+        time.sleep(0.2)
+    raise AssertionError(f"job {jid} did not end within {timeout}s")
+
+
+def job(c, name, out, arch, env=""):
+    script = (f"#!/bin/bash\nset -e\n{env}exec /usr/bin/python3 {TRAIN} --arch {arch} "
+              f"--steps 150 --out {out}\n")
+    jid = c.submit(name, script, resources={"cpus": 1})["id"]
+    j = wait_ended(c, jid)
+    assert j["state"] == "COMPLETED", j
+    with open(os.path.join(out, "metrics.json")) as f:
+        return jid, json.load(f)
+
+
+def expect_error(c, method, params, code):
+    try:
+        c.call(method, params)
+    except RpcError as e:
+        assert e.code == code, (method, e)
+        return e
+    raise AssertionError(f"{method} {params}: expected error {code}")
+
+
+def main():
+    args = ["--executor", "local", "--node", "name=n1,cpus=4,memory=8GiB"]
+    d = Loomd(extra_args=args).start()
+    try:
+        c = d.client()
+        work = os.path.join(d.state_dir, "work")
+        parent_dir, child_dir = os.path.join(work, "parent"), os.path.join(work, "child")
+        pid, pm = job(c, "parent", parent_dir, "mlp-32")
+        assert pm["warm_start"] is None and pm["accuracy"] > 0.5, pm
+        entry = c.call("zoo.add", {"model": os.path.join(parent_dir, "model.onnx"),
+                                   "weights": os.path.join(parent_dir, "weights.lw"),
+                                   "task": "digits", "name": "mlp-32", "job_id": pid,
+                                   "metric": {"name": "accuracy", "value": pm["accuracy"]}})
+        eid = entry["id"]
+        got = c.call("zoo.get", {"id": eid})
+        assert got["job_id"] == pid and got["metric"]["value"] == pm["accuracy"], got
+        assert os.path.exists(got["weights_path"])
+        assert [e["id"] for e in c.call("zoo.list", {"task": "digits"})["entries"]] == [eid]
+        # the child: a wider MLP, exported untrained by the same code
+        os.makedirs(child_dir)
+        subprocess.run([sys.executable, "-c",
+                        "import sys, torch; sys.path.insert(0, sys.argv[1]); import digits; "
+                        "digits.export(digits.build('mlp-48'), sys.argv[2])",
+                        os.path.dirname(TRAIN), os.path.join(child_dir, "child.onnx")],
+                       check=True, capture_output=True)
+        m = c.call("zoo.match", {"model": os.path.join(child_dir, "child.onnx"),
+                                 "task": "digits"})
+        assert m["parent"] == eid and 0.5 < m["candidates"][0]["similarity"] < 1, m
+        w = c.call("zoo.warm", {"model": os.path.join(child_dir, "child.onnx"),
+                                "task": "digits", "seed": 1})
+        assert w["parent"] == eid and w["layers_mapped"] == 2, w
+        assert w["weights"].startswith(d.state_dir), w
+        _, cm = job(c, "child", os.path.join(child_dir, "out"), "mlp-48",
+                    env=f"export LOOM_WARM_START={w['weights']}\n")
+        assert cm["warm_start"]["applied"] == 4 and cm["warm_start"]["parent"] == eid, cm
+        # the CLI reads the same repository
+        cli = os.path.join(build_dir(), "loom")
+        out = subprocess.run([cli, "zoo", "list", "--json", "--state-dir", d.state_dir],
+                             capture_output=True, text=True, check=True).stdout
+        assert [e["name"] for e in json.loads(out)] == ["mlp-32"], out
+        # errors: documented codes, the field named
+        expect_error(c, "zoo.get", {"id": 999}, -32020)
+        e = expect_error(c, "zoo.add", {"model": "rel.onnx", "weights": "/x", "task": "t",
+                                        "metric": {"name": "a", "value": 1}}, -32602)
+        assert "model" in e.message, e.message
+        expect_error(c, "zoo.warm", {"model": os.path.join(child_dir, "child.onnx"),
+                                     "task": "speech"}, -32020)
+        assert c.call("zoo.remove", {"id": eid}) == {"id": eid}
+        expect_error(c, "zoo.get", {"id": eid}, -32020)
+    finally:
+        d.stop()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
