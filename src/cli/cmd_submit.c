@@ -40,6 +40,10 @@ static void usage(FILE *f)
                "  --precision P       fp32, fp16, bf16 or mixed (default fp32)\n"
                "  --device D          estimate for device D, a name or a device file\n"
                "                      (default: loomd's --estimate-device)\n"
+               "  --warm-start        start from the most similar trained model of loomd's zoo\n"
+               "                      (zoo.warm on --model): exports LOOM_WARM_START=PATH in the\n"
+               "                      script and records the parent in labels zoo.* (docs/zoo.md)\n"
+               "  --warm-task TASK    match only stored models of TASK\n"
                "  --json              print the job.submit result as JSON\n"
                "  -h, --help          this help\n\n"
                "exit codes: 0 submitted, 1 refused or failed (also: the model cannot be\n"
@@ -149,6 +153,8 @@ int loom_cmd_submit(int argc, char **argv)
         {"optimizer", required_argument, NULL, 'O'},
         {"precision", required_argument, NULL, 'P'},
         {"device", required_argument, NULL, 'd'},
+        {"warm-start", no_argument, NULL, 'W'},
+        {"warm-task", required_argument, NULL, 'K'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -156,6 +162,8 @@ int loom_cmd_submit(int argc, char **argv)
     json_t *params = json_object(), *res = json_object(), *labels = json_object();
     json_t *setup = json_object(); /* --train, --optimizer, ... of --model */
     const char *name = NULL, *format = NULL, *submit_id = NULL, *model = NULL;
+    const char *warm_task = NULL; /* --warm-start [--warm-task]: cmd_zoo.c */
+    bool warm = false;
     int64_t batch = 0;
     bool as_json = false;
     int rc = LOOM_EXIT_OK, c;
@@ -231,6 +239,8 @@ int loom_cmd_submit(int argc, char **argv)
         }
         case 'i': submit_id = optarg; break;
         case 'o': model = optarg; break;
+        case 'W': warm = true; break;
+        case 'K': warm_task = optarg; break;
         case 'b':
             if (loom_parse_i64(optarg, 1, 1 << 24, &batch, "batch", &err))
                 rc = usage_error("--batch", &err);
@@ -314,9 +324,13 @@ int loom_cmd_submit(int argc, char **argv)
                         json_string(name                     ? name
                                     : strcmp(file, "-") == 0 ? "stdin"
                                                              : base_name(file)));
+    json_object_set_new(params, "format", json_string(format));
+    if (warm && (rc = loom_cli_zoo_warm_start(params, labels, warm_task, &script))) {
+        loom_buf_free(&script);
+        goto out;
+    }
     json_object_set_new(params, "script", json_stringn(script.data, script.len));
     loom_buf_free(&script);
-    json_object_set_new(params, "format", json_string(format));
     json_object_set(params, "resources", res);
     if (json_object_size(labels))
         json_object_set(params, "labels", labels);

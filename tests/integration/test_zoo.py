@@ -47,7 +47,7 @@ def expect_error(c, method, params, code):
 
 
 def main():
-    args = ["--executor", "local", "--node", "name=n1,cpus=4,memory=8GiB"]
+    args = ["--executor", "local", "--node", "name=n1,cpus=4,memory=8GiB,gpus=1,gpu_type=virtual"]
     d = Loomd(extra_args=args).start()
     try:
         c = d.client()
@@ -81,8 +81,31 @@ def main():
         _, cm = job(c, "child", os.path.join(child_dir, "out"), "mlp-48",
                     env=f"export LOOM_WARM_START={w['weights']}\n")
         assert cm["warm_start"]["applied"] == 4 and cm["warm_start"]["parent"] == eid, cm
-        # the CLI reads the same repository
+        # loom submit --model M --warm-start: the job gets LOOM_WARM_START, its
+        # labels name the parent
         cli = os.path.join(build_dir(), "loom")
+        out3 = os.path.join(child_dir, "out3")
+        script = os.path.join(work, "child.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/bash\nset -e\nexec /usr/bin/python3 {TRAIN} --arch mlp-48 "
+                    f"--steps 50 --out {out3}\n")
+        env = dict(os.environ, LOOM_URL=d.url, LOOM_TOKEN=d.token)
+        r = subprocess.run([cli, "submit", script, "--model", os.path.join(child_dir, "child.onnx"),
+                            "--batch", "1", "--gpu-share", "100m", "--gpu-mem", "1GiB", "--warm-start", "--warm-task",
+                            "digits", "--json"], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        jid3 = json.loads(r.stdout)["id"]
+        j3 = wait_ended(c, jid3)
+        assert j3["state"] == "COMPLETED", j3
+        assert j3["labels"]["zoo.parent"] == str(eid), j3["labels"]
+        assert j3["labels"]["zoo.layers_mapped"] == "2 of 4", j3["labels"]
+        assert "LOOM_WARM_START" in j3["script"]
+        with open(os.path.join(out3, "metrics.json")) as f:
+            assert json.load(f)["warm_start"]["applied"] == 4
+        shown = subprocess.run([cli, "show", str(jid3)], capture_output=True, text=True,
+                               env=env).stdout
+        assert "zoo.similarity" in shown, shown
+        # the CLI reads the same repository
         out = subprocess.run([cli, "zoo", "list", "--json", "--state-dir", d.state_dir],
                              capture_output=True, text=True, check=True).stdout
         assert [e["name"] for e in json.loads(out)] == ["mlp-32"], out
