@@ -75,8 +75,11 @@ static void build(loom_zoo_t *z, const char *tmp, int models, loom_rng_t *rng)
     snprintf(onnx, sizeof onnx, "%s/m.onnx", tmp);
     for (int i = 0; i < models; i++) {
         make_onnx(onnx, rng);
-        loom_zoo_entry_in_t in = {.model_path = onnx, .weights_path = weights, .task = "bench",
-                                  .metric_name = "accuracy", .metric = loom_rng_uniform(rng)};
+        loom_zoo_entry_in_t in = {.model_path = onnx,
+                                  .weights_path = weights,
+                                  .task = "bench",
+                                  .metric_name = "accuracy",
+                                  .metric = loom_rng_uniform(rng)};
         int64_t id;
         loom_err_t err;
         if (loom_zoo_add(z, &in, &id, &err)) {
