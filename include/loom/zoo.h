@@ -126,6 +126,8 @@ bool loom_zoo_metric_higher_better(const char *metric_name);
 /* Copies both files into the object store (named by SHA-256), reads the
  * model's signature and records the entry. The weights file is checked. */
 int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err);
+/* The entry registered for job_id, or 0 in *id when none. */
+int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *err);
 /* Entry as JSON (docs/zoo.md); LOOM_ENOTFOUND when absent. */
 int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err);
 /* Entries (task NULL: all), by id, at most limit (0: all). */

@@ -391,7 +391,7 @@ int main(int argc, char **argv)
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
         loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
         loomd_monitor_add_methods(disp, monitor, &err) ||
-        loomd_zoo_open(state_dir, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err)) {
+        loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loomd_zoo_close(zoo);
         loom_rpc_dispatcher_free(disp);

@@ -4,6 +4,7 @@
 #define LOOMD_ZOO_METHODS_H
 
 #include "loom/rpc.h"
+#include "loom/store.h"
 
 /* Application error codes (docs/protocol.md). */
 enum {
@@ -13,8 +14,10 @@ enum {
 
 typedef struct loomd_zoo loomd_zoo_t;
 
-/* Opens STATE/zoo. */
-int loomd_zoo_open(const char *state_dir, loomd_zoo_t **out, loom_err_t *err);
+/* Opens STATE/zoo; with a store, starts the thread that registers jobs
+ * declaring a model output (labels zoo.output and zoo.task) once they have
+ * COMPLETED. */
+int loomd_zoo_open(const char *state_dir, loom_store_t *store, loomd_zoo_t **out, loom_err_t *err);
 void loomd_zoo_close(loomd_zoo_t *z);
 int loomd_zoo_add_methods(loom_rpc_dispatcher_t *d, loomd_zoo_t *z, loom_err_t *err);
 

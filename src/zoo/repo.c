@@ -318,6 +318,20 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
     return o;
 }
 
+int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    *id = 0;
+    if (sqlite3_prepare_v2(z->db, "SELECT id FROM zoo WHERE job_id=? LIMIT 1", -1, &st, NULL))
+        return db_err(z, err, "select");
+    sqlite3_bind_int64(st, 1, job_id);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? LOOM_OK : db_err(z, err, "select");
+}
+
 int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err)
 {
     sqlite3_stmt *st;

@@ -27,10 +27,10 @@ def wait_ended(c, jid, timeout=300):
     raise AssertionError(f"job {jid} did not end within {timeout}s")
 
 
-def job(c, name, out, arch, env=""):
+def job(c, name, out, arch, env="", labels=None):
     script = (f"#!/bin/bash\nset -e\n{env}exec /usr/bin/python3 {TRAIN} --arch {arch} "
               f"--steps 150 --out {out}\n")
-    jid = c.submit(name, script, resources={"cpus": 1})["id"]
+    jid = c.submit(name, script, resources={"cpus": 1}, labels=labels or {})["id"]
     j = wait_ended(c, jid)
     assert j["state"] == "COMPLETED", j
     with open(os.path.join(out, "metrics.json")) as f:
@@ -53,17 +53,26 @@ def main():
         c = d.client()
         work = os.path.join(d.state_dir, "work")
         parent_dir, child_dir = os.path.join(work, "parent"), os.path.join(work, "child")
-        pid, pm = job(c, "parent", parent_dir, "mlp-32")
+        # a job declaring its model output is registered once it has COMPLETED;
+        # one whose output is missing is not (loomd logs why)
+        bad = c.submit("broken", "#!/bin/bash\ntrue\n", resources={"cpus": 1},
+                       labels={"zoo.output": os.path.join(work, "nothing"),
+                               "zoo.task": "digits"})["id"]
+        pid, pm = job(c, "parent", parent_dir, "mlp-32",
+                      labels={"zoo.output": parent_dir, "zoo.task": "digits"})
         assert pm["warm_start"] is None and pm["accuracy"] > 0.5, pm
-        entry = c.call("zoo.add", {"model": os.path.join(parent_dir, "model.onnx"),
-                                   "weights": os.path.join(parent_dir, "weights.lw"),
-                                   "task": "digits", "name": "mlp-32", "job_id": pid,
-                                   "metric": {"name": "accuracy", "value": pm["accuracy"]}})
-        eid = entry["id"]
+        deadline = time.monotonic() + 20
+        while True:
+            entries = c.call("zoo.list", {"task": "digits"})["entries"]
+            if entries or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [(e["job_id"], e["name"]) for e in entries] == [(pid, "parent")], entries
+        eid = entries[0]["id"]
         got = c.call("zoo.get", {"id": eid})
         assert got["job_id"] == pid and got["metric"]["value"] == pm["accuracy"], got
         assert os.path.exists(got["weights_path"])
-        assert [e["id"] for e in c.call("zoo.list", {"task": "digits"})["entries"]] == [eid]
+        assert wait_ended(c, bad)["state"] == "COMPLETED"
         # the child: a wider MLP, exported untrained by the same code
         os.makedirs(child_dir)
         subprocess.run([sys.executable, "-c",
@@ -81,6 +90,12 @@ def main():
         _, cm = job(c, "child", os.path.join(child_dir, "out"), "mlp-48",
                     env=f"export LOOM_WARM_START={w['weights']}\n")
         assert cm["warm_start"]["applied"] == 4 and cm["warm_start"]["parent"] == eid, cm
+        # zoo.add by hand: the child's outputs
+        out2 = os.path.join(child_dir, "out")
+        e2 = c.call("zoo.add", {"model": os.path.join(out2, "model.onnx"),
+                                "weights": os.path.join(out2, "weights.lw"), "task": "digits",
+                                "name": "mlp-48", "metric": {"name": "accuracy",
+                                                             "value": cm["accuracy"]}})["id"]
         # loom submit --model M --warm-start: the job gets LOOM_WARM_START, its
         # labels name the parent
         cli = os.path.join(build_dir(), "loom")
@@ -97,7 +112,9 @@ def main():
         jid3 = json.loads(r.stdout)["id"]
         j3 = wait_ended(c, jid3)
         assert j3["state"] == "COMPLETED", j3
-        assert j3["labels"]["zoo.parent"] == str(eid), j3["labels"]
+        # the trained mlp-48 is now stored too: the identical architecture wins
+        assert j3["labels"]["zoo.parent"] == str(e2), j3["labels"]
+        assert j3["labels"]["zoo.similarity"] == "1.0000", j3["labels"]
         assert j3["labels"]["zoo.layers_mapped"] == "2 of 4", j3["labels"]
         assert "LOOM_WARM_START" in j3["script"]
         with open(os.path.join(out3, "metrics.json")) as f:
@@ -108,7 +125,9 @@ def main():
         # the CLI reads the same repository
         out = subprocess.run([cli, "zoo", "list", "--json", "--state-dir", d.state_dir],
                              capture_output=True, text=True, check=True).stdout
-        assert [e["name"] for e in json.loads(out)] == ["mlp-32"], out
+        assert [e["name"] for e in json.loads(out)] == ["parent", "mlp-48"], out
+        assert "broken" not in out and "zoo.register_failed" in d.read_log(), d.read_log()
+        assert c.call("zoo.remove", {"id": e2}) == {"id": e2}
         # errors: documented codes, the field named
         expect_error(c, "zoo.get", {"id": 999}, -32020)
         e = expect_error(c, "zoo.add", {"model": "rel.onnx", "weights": "/x", "task": "t",
