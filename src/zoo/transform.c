@@ -26,6 +26,10 @@
 #include "estimate/est.h"
 #include "loom/zoo.h"
 
+/* Elements of one child tensor at most (1 GiB of float32); larger ones keep
+ * their fresh initialisation. */
+#define MAX_ELEMS ((size_t)1 << 28)
+
 typedef struct roles {
     int in_dim;       /* the layer's input channels, -1 none */
     int rows_dim;     /* embedding rows, -1 none */
@@ -98,7 +102,8 @@ static int map_tensor(const loom_zoo_tensor_t *from, int rank, const int64_t *di
 {
     size_t numel = 1, maxd = 1;
     for (int k = 0; k < rank; k++) {
-        if (dims[k] <= 0 || from->dims[k] <= 0)
+        /* the child's dims come from its ONNX file: bounded before use */
+        if (dims[k] <= 0 || from->dims[k] <= 0 || (size_t)dims[k] > MAX_ELEMS / numel)
             return LOOM_EINVAL;
         numel *= (size_t)dims[k];
         maxd = (size_t)dims[k] > maxd ? (size_t)dims[k] : maxd;
@@ -244,11 +249,13 @@ static int deepen(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
         return LOOM_OK;
     size_t inner = 1;
     for (int k = 2; k < w->rank; k++) {
-        if (w->dims[k] <= 0 || w->dims[k] % 2 == 0)
+        if (w->dims[k] <= 0 || w->dims[k] % 2 == 0 || (size_t)w->dims[k] > MAX_ELEMS / inner)
             return LOOM_OK; /* an even kernel has no centre */
         inner *= (size_t)w->dims[k];
     }
     size_t c = (size_t)w->dims[0];
+    if (inner > MAX_ELEMS || c > MAX_ELEMS / c || c * c > MAX_ELEMS / inner)
+        return LOOM_OK;
     loom_zoo_tensor_t t = {.rank = w->rank, .numel = c * c * inner};
     memcpy(t.dims, w->dims, sizeof t.dims);
     t.data = calloc(t.numel, sizeof *t.data);
