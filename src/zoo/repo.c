@@ -259,6 +259,8 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+static void drop_object(loom_zoo_t *z, const char *sha);
+
 int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err)
 {
     int rc = check_entry(in, err);
@@ -277,12 +279,30 @@ int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom
     char msha[65], wsha[65];
     int64_t mbytes, wbytes;
     const char *name = in->name && *in->name ? in->name : base_name(in->model_path);
+    bool stored_m = false, stored_w = false;
     if (!(rc = check_text("name", name, true, err)) &&
-        !(rc = store_object(z, in->model_path, msha, &mbytes, err)) &&
-        !(rc = store_object(z, in->weights_path, wsha, &wbytes, err)))
+        !(rc = store_object(z, in->model_path, msha, &mbytes, err)) && (stored_m = true) &&
+        !(rc = store_object(z, in->weights_path, wsha, &wbytes, err)) && (stored_w = true))
         rc = insert_row(z, in, name, msha, mbytes, wsha, wbytes, &sig, params, id, err);
     loom_zoo_sig_free(&sig);
-    return rc;
+    if (rc) { /* leave no object that no entry names */
+        if (stored_m)
+            drop_object(z, msha);
+        if (stored_w)
+            drop_object(z, wsha);
+        return rc;
+    }
+    /* A concurrent remove (another process) may have dropped an object
+     * between our copy and our row: copy it again (same content, name). */
+    char path[4096], again[65];
+    int64_t n;
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, msha);
+    if (access(path, F_OK) && (rc = store_object(z, in->model_path, again, &n, err)))
+        return rc;
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, wsha);
+    if (access(path, F_OK) && (rc = store_object(z, in->weights_path, again, &n, err)))
+        return rc;
+    return LOOM_OK;
 }
 
 #define ROW_COLS                                                                                   \
