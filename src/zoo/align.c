@@ -130,7 +130,9 @@ int loom_zoo_align(const loom_zoo_sig_t *child, const loom_zoo_sig_t *parent,
                 f = FROM_LEFT;
             }
             double sc = loom_zoo_layer_score(&child->layers[i - 1], &parent->layers[j - 1]);
-            if (sc > 0 && S[(i - 1) * w + j - 1] + (float)sc > best) {
+            /* >=: on a tie, match (the graphs' ends align; an inserted
+             * block is left in the middle, where deepening can bridge it) */
+            if (sc > 0 && S[(i - 1) * w + j - 1] + (float)sc >= best) {
                 best = S[(i - 1) * w + j - 1] + (float)sc;
                 f = FROM_DIAG;
             }

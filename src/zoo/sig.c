@@ -11,6 +11,7 @@
 
 #include "estimate/est.h"
 #include "loom/zoo.h"
+#include "zoo/zoo_int.h"
 
 /* Operators with a fixed id (index + 1); the order never changes, new ones
  * are appended. */
@@ -90,11 +91,47 @@ uint16_t loom_zoo_op_id(const char *op)
     return (uint16_t)(256 + h % (65536 - 256));
 }
 
-/* Nodes that carry no architecture: constants and plumbing. */
-static bool skipped(const est_node_t *n)
+static bool is_2d_transpose(const loom_est_model_t *m, const est_node_t *n)
 {
-    return n->folded || !strcmp(n->op, "Constant") || !strcmp(n->op, "Identity") ||
-           !strcmp(n->op, "Shape");
+    if (strcmp(n->op, "Transpose") || n->nin < 1 || n->in[0] < 0 || m->t[n->in[0]].rank != 2)
+        return false;
+    const est_attr_t *perm = est_attr(n, "perm");
+    return !perm || (perm->nints == 2 && perm->ints[0] == 1 && perm->ints[1] == 0);
+}
+
+int zoo_weight_of(const loom_est_model_t *m, int ti, int *name_ti, bool *transposed)
+{
+    *transposed = false;
+    *name_ti = ti;
+    if (ti < 0)
+        return -1;
+    int p = m->t[ti].producer;
+    if (!m->t[ti].is_init && p >= 0 && is_2d_transpose(m, &m->n[p])) {
+        *transposed = true;
+        ti = *name_ti = m->n[p].in[0];
+    }
+    for (int hops = 0; ti >= 0 && hops < 4; hops++) {
+        const est_tensor_t *t = &m->t[ti];
+        if (t->is_init)
+            return ti;
+        if (t->producer < 0 || strcmp(m->n[t->producer].op, "Identity") ||
+            m->n[t->producer].nin < 1)
+            return -1;
+        ti = m->n[t->producer].in[0];
+    }
+    return -1;
+}
+
+/* Nodes that carry no architecture: constants, plumbing, and the
+ * Transpose of a weight (part of the MatMul that uses it). */
+static bool skipped(const loom_est_model_t *m, const est_node_t *n)
+{
+    if (n->folded || !strcmp(n->op, "Constant") || !strcmp(n->op, "Identity") ||
+        !strcmp(n->op, "Shape"))
+        return true;
+    int name_ti;
+    bool tr;
+    return is_2d_transpose(m, n) && zoo_weight_of(m, n->in[0], &name_ti, &tr) >= 0;
 }
 
 static int32_t clamp_dim(int64_t d)
@@ -132,9 +169,12 @@ static void fill_layer(const loom_est_model_t *m, int ni, const int *layer_of, l
         if (n->in[k] < 0)
             continue;
         const est_tensor_t *t = &m->t[n->in[k]];
-        if (t->is_init) {
-            if (!l->wrank && t->rank > 0)
-                l->wrank = put_dims(t->rank, t->dims, l->wdims);
+        int name_ti;
+        bool tr;
+        int wi = zoo_weight_of(m, n->in[k], &name_ti, &tr);
+        if (wi >= 0) {
+            if (!l->wrank && m->t[wi].rank > 0)
+                l->wrank = put_dims(m->t[wi].rank, m->t[wi].dims, l->wdims);
         } else if (t->producer >= 0 && layer_of[t->producer] >= 0 && l->nin < 255) {
             l->nin++;
         }
@@ -158,7 +198,7 @@ int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t
     size_t n = 0;
     for (size_t i = 0; i < m->nn; i++) {
         int ni = m->order[i];
-        layer_of[ni] = skipped(&m->n[ni]) ? -1 : (int)n;
+        layer_of[ni] = skipped(m, &m->n[ni]) ? -1 : (int)n;
         n += layer_of[ni] >= 0;
     }
     if (n == 0 || n > LOOM_ZOO_MAX_LAYERS) {

@@ -3,8 +3,8 @@
  *
  * For each matched layer pair, each weight input position both have (the
  * Gemm's B and C, the Conv's W and B, the norm's scale, bias and running
- * statistics), the parent tensor is mapped dimension by dimension onto the
- * child's shape:
+ * statistics, the W behind a MatMul's Transpose(W)), the parent tensor is mapped dimension by
+ * dimension onto the child's shape:
  *   - same size: copied;
  *   - a channel dimension the child has more of: Net2Net's widening, new unit
  *     j a copy of unit j mod p, and where the dimension is the layer's input
@@ -17,14 +17,17 @@
  *   - embedding rows (a Gather's table): kept, new rows small noise.
  * An unmatched Gemm or Conv with a square weight whose output feeds a Relu
  * is set to the identity (Net2Net's deepening: relu(I relu(x)) = relu(x)).
- * Other unmatched layers keep the child's fresh initialisation (they are
- * simply absent from the output). */
+ * An unmatched projection added to a residual stream (a transformer block's
+ * output projection, its second feed-forward layer) is set to zero, so the
+ * new block adds nothing. Other unmatched layers keep the child's fresh
+ * initialisation (they are simply absent from the output). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "estimate/est.h"
 #include "loom/zoo.h"
+#include "zoo/zoo_int.h"
 
 /* Elements of one child tensor at most (1 GiB of float32); larger ones keep
  * their fresh initialisation. */
@@ -51,8 +54,6 @@ static roles_t tensor_roles(const loom_est_model_t *m, int ni, size_t k, int ran
         if (!g || g->i <= 1)
             r.in_dim = !strcmp(n->op, "Conv") ? 1 : 0;
         r.spatial_from = 2;
-    } else if (!strcmp(n->op, "Transpose") && k == 0 && rank == 2) {
-        r.in_dim = 1; /* Linear on 3-D input: MatMul(x, Transpose(W)), W [out, in] */
     } else if (!strcmp(n->op, "Gather") && k == 0) {
         r.rows_dim = 0;
     }
@@ -163,23 +164,6 @@ static int push(loom_zoo_weights_t *out, loom_zoo_tensor_t *t, const char *name)
     return LOOM_OK;
 }
 
-/* The initializer behind tensor ti: itself, or the source of the Identity
- * nodes PyTorch's exporter inserts for parameters it deduplicated (equal
- * values in eval mode); NULL when it is no initializer. */
-static const est_tensor_t *init_of(const loom_est_model_t *m, int ti)
-{
-    for (int hops = 0; ti >= 0 && hops < 4; hops++) {
-        const est_tensor_t *t = &m->t[ti];
-        if (t->is_init)
-            return t;
-        if (t->producer < 0 || strcmp(m->n[t->producer].op, "Identity") ||
-            m->n[t->producer].nin < 1)
-            return NULL;
-        ti = m->n[t->producer].in[0];
-    }
-    return NULL;
-}
-
 /* Maps every weight input of one matched pair; returns tensors mapped. */
 static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
                     const loom_zoo_weights_t *parent, double noise, loom_rng_t *rng,
@@ -192,9 +176,15 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
             continue;
         /* named as the graph uses it (the module's parameter name), shaped
          * as the initializer behind it */
-        const est_tensor_t *uc = &mc->t[a->in[k]], *up = &mp->t[b->in[k]];
-        const est_tensor_t *tc = init_of(mc, a->in[k]), *tp = init_of(mp, b->in[k]);
-        if (!tc || !tp || tc->rank != tp->rank || tc->rank <= 0 || have(out, uc->name))
+        int nc_ti, np_ti;
+        bool trc, trp;
+        int wc = zoo_weight_of(mc, a->in[k], &nc_ti, &trc);
+        int wp = zoo_weight_of(mp, b->in[k], &np_ti, &trp);
+        if (wc < 0 || wp < 0 || trc != trp)
+            continue;
+        const est_tensor_t *uc = &mc->t[nc_ti], *up = &mp->t[np_ti];
+        const est_tensor_t *tc = &mc->t[wc], *tp = &mp->t[wp];
+        if (tc->rank != tp->rank || tc->rank <= 0 || have(out, uc->name))
             continue;
         const loom_zoo_tensor_t *from = loom_zoo_weights_find(parent, up->name);
         if (!from)
@@ -202,6 +192,8 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
         if (!from || from->rank != tp->rank)
             continue;
         roles_t r = tensor_roles(mc, nc, k, tc->rank);
+        if (trc) /* W, not the B = W^T the node reads: the dims swap */
+            r.in_dim = r.in_dim == 0 ? 1 : r.in_dim == 1 ? 0 : -1;
         loom_zoo_tensor_t t = {0};
         int rc = map_tensor(from, tc->rank, tc->dims, &r, noise, rng, &t);
         if (rc == LOOM_EINVAL)
@@ -222,16 +214,84 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
     return LOOM_OK;
 }
 
-static bool feeds_relu(const loom_est_model_t *m, int ni)
+/* The first node that reads node ni's first output, and at which input;
+ * -1 when none. */
+static int consumer(const loom_est_model_t *m, int ni, size_t *slot)
 {
     const est_node_t *n = &m->n[ni];
     if (!n->nout || n->out[0] < 0)
-        return false;
+        return -1;
     for (size_t i = 0; i < m->nn; i++)
         for (size_t k = 0; k < m->n[i].nin; k++)
-            if (m->n[i].in[k] == n->out[0])
-                return !strcmp(m->n[i].op, "Relu");
-    return false;
+            if (m->n[i].in[k] == n->out[0]) {
+                if (slot)
+                    *slot = k;
+                return (int)i;
+            }
+    return -1;
+}
+
+static bool feeds_relu(const loom_est_model_t *m, int ni)
+{
+    int c = consumer(m, ni, NULL);
+    return c >= 0 && !strcmp(m->n[c].op, "Relu");
+}
+
+/* A zero tensor of t's shape named `name` (the graph's name for it). */
+static int push_zero(loom_zoo_weights_t *out, const est_tensor_t *t, const char *name,
+                     loom_zoo_transform_stats_t *st)
+{
+    size_t numel = 1;
+    for (int k = 0; k < t->rank; k++) {
+        if (t->dims[k] <= 0 || (size_t)t->dims[k] > MAX_ELEMS / numel)
+            return LOOM_OK;
+        numel *= (size_t)t->dims[k];
+    }
+    loom_zoo_tensor_t z = {.rank = t->rank, .numel = numel};
+    memcpy(z.dims, t->dims, sizeof z.dims);
+    z.data = calloc(numel, sizeof *z.data);
+    if (!z.data || push(out, &z, name)) {
+        free(z.data);
+        return LOOM_ENOMEM;
+    }
+    st->tensors_deepened++;
+    return LOOM_OK;
+}
+
+/* Net2Net deepening of a residual block: an unmatched projection whose
+ * output (after an optional bias Add) is added to the residual stream (an
+ * Add of two computed tensors) is set to zero, weight and bias, so the new
+ * block adds nothing: x + 0. Covers Gemm, MatMul with a weight, and
+ * PyTorch's Transpose(W) feeding a MatMul. */
+static int zero_residual(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
+                         loom_zoo_transform_stats_t *st)
+{
+    const est_node_t *n = &mc->n[nc];
+    int w = -1, name_ti = -1, proj = nc;
+    bool tr;
+    if ((strcmp(n->op, "Gemm") && strcmp(n->op, "MatMul")) || n->nin < 2 ||
+        (w = zoo_weight_of(mc, n->in[1], &name_ti, &tr)) < 0)
+        return LOOM_OK;
+    int bias = -1, c = consumer(mc, proj, NULL);
+    if (!strcmp(mc->n[proj].op, "Gemm") && mc->n[proj].nin > 2 && mc->n[proj].in[2] >= 0 &&
+        mc->t[mc->n[proj].in[2]].is_init)
+        bias = mc->n[proj].in[2];
+    if (c >= 0 && !strcmp(mc->n[c].op, "Add") && mc->n[c].nin == 2) {
+        for (size_t k = 0; k < 2 && bias < 0; k++)
+            if (mc->n[c].in[k] >= 0 && mc->t[mc->n[c].in[k]].is_init) {
+                bias = mc->n[c].in[k];
+                c = consumer(mc, c, NULL);
+            }
+    }
+    if (c < 0 || strcmp(mc->n[c].op, "Add") || mc->n[c].nin != 2 || mc->n[c].in[0] < 0 ||
+        mc->n[c].in[1] < 0 || mc->t[mc->n[c].in[0]].is_init || mc->t[mc->n[c].in[1]].is_init)
+        return LOOM_OK; /* not added to a residual stream */
+    if (have(out, mc->t[name_ti].name))
+        return LOOM_OK;
+    int rc = push_zero(out, &mc->t[w], mc->t[name_ti].name, st);
+    if (!rc && bias >= 0 && !have(out, mc->t[bias].name))
+        rc = push_zero(out, &mc->t[bias], mc->t[bias].name, st);
+    return rc;
 }
 
 /* Net2Net deepening of an unmatched layer: identity weight, zero bias. */
@@ -241,7 +301,7 @@ static int deepen(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
     const est_node_t *n = &mc->n[nc];
     bool gemm = !strcmp(n->op, "Gemm"), conv = !strcmp(n->op, "Conv");
     if ((!gemm && !conv) || n->nin < 2 || n->in[1] < 0 || !feeds_relu(mc, nc))
-        return LOOM_OK;
+        return zero_residual(mc, nc, out, st);
     const est_tensor_t *w = &mc->t[n->in[1]];
     const est_attr_t *g = est_attr(n, "group");
     if (!w->is_init || have(out, w->name) || w->dims[0] != w->dims[1] || w->dims[0] <= 0 ||
