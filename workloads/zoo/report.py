@@ -57,7 +57,7 @@ def main():
       f"{100 * summ['warmup_share_median']:.2f}% | |\n")
     w("![speed-up per architecture and two learning curves](zoo_warmstart.png)\n")
     w("## Per architecture (seeds pooled)\n")
-    w("| child | parent (similarity) | layers mapped | steps cold | steps warm | speed-up steps "
+    w("| child | parent (similarity) | layers with weights mapped / all layers | steps cold | steps warm | speed-up steps "
       "(median) | speed-up time (median) | test cold | test warm |")
     w("|---|---|---|---|---|---|---|---|---|")
     for a in archs:
