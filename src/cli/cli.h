@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 
+#include "loom/core.h"
+
 /* Exit codes, documented in docs/cli.md. */
 enum {
     LOOM_EXIT_OK = 0,
@@ -43,5 +45,10 @@ int loom_cmd_render(int argc, char **argv);
 int loom_cmd_gen(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
 int loom_cmd_estimate(int argc, char **argv);
+int loom_cmd_zoo(int argc, char **argv);
+
+/* loom submit --warm-start (cmd_zoo.c): zoo.warm for params' model, the
+ * parent recorded in labels, LOOM_WARM_START exported by the script. */
+int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script);
 
 #endif

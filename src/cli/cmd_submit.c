@@ -57,6 +57,10 @@ static void usage(FILE *f)
                "  --precision P       fp32, fp16, bf16 or mixed (default fp32)\n"
                "  --device D          estimate for device D, a name or a device file\n"
                "                      (default: loomd's --estimate-device)\n"
+               "  --warm-start        start from the most similar trained model of loomd's zoo\n"
+               "                      (zoo.warm on --model): exports LOOM_WARM_START=PATH in the\n"
+               "                      script and records the parent in labels zoo.* (docs/zoo.md)\n"
+               "  --warm-task TASK    match only stored models of TASK\n"
                "  --json              print the job.submit result as JSON\n"
                "  -h, --help          this help\n\n"
                "A request no node can ever hold is refused, naming the resource; --hold\n"
@@ -133,8 +137,9 @@ static bool ends_with(const char *s, const char *suffix)
 
 typedef struct submit_args {
     const char *format, *submit_id, *model, *file;
+    const char *warm_task; /* --warm-start [--warm-task]: cmd_zoo.c */
     int64_t batch;
-    bool as_json, strict;
+    bool as_json, strict, warm;
     json_t *setup; /* --train, --optimizer, ... of --model */
     json_t *cli;   /* [[option, value or null], ...] */
 } submit_args_t;
@@ -148,6 +153,8 @@ static const struct option opts[] = {
     {"optimizer", required_argument, NULL, 'O'},
     {"precision", required_argument, NULL, 'P'},
     {"device", required_argument, NULL, 'V'},
+    {"warm-start", no_argument, NULL, 'W'},
+    {"warm-task", required_argument, NULL, 'K'},
     {"json", no_argument, NULL, 'j'},
     {"strict", no_argument, NULL, 's'},
     {"help", no_argument, NULL, 'h'},
@@ -247,6 +254,8 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
         case 'i': a->submit_id = optarg; break;
         case 'j': a->as_json = true; break;
         case 's': a->strict = true; break;
+        case 'W': a->warm = true; break;
+        case 'K': a->warm_task = optarg; break;
         case 'm':
         case 'B':
         case 'r':
@@ -389,8 +398,17 @@ int loom_cmd_submit(int argc, char **argv)
         random_submit_id(sid);
         a.submit_id = sid;
     }
-    json_object_set_new(params, "script", json_stringn(script.data, script.len));
     json_object_set_new(params, "format", json_string(format));
+    if (a.warm) {
+        json_t *labels = json_object_get(params, "labels");
+        if (!labels) {
+            labels = json_object();
+            json_object_set_new(params, "labels", labels);
+        }
+        if ((rc = loom_cli_zoo_warm_start(params, labels, a.warm_task, &script)))
+            goto out;
+    }
+    json_object_set_new(params, "script", json_stringn(script.data, script.len));
     json_object_set_new(params, "submit_id", json_string(a.submit_id));
     loom_cli_conn_t conn;
     if ((rc = loom_cli_connect("submit", &conn)))

@@ -31,6 +31,7 @@ static const struct {
     {"gen", loom_cmd_gen, "generate jobs from a catalog at a rate"},
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
     {"estimate", loom_cmd_estimate, "predict a model's memory, FLOPs and step time (ONNX)"},
+    {"zoo", loom_cmd_zoo, "model repository for warm starts: add, list, show, rm, match, warm"},
 };
 
 static void usage(FILE *f)

@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
+#include "daemon/zoo_methods.h"
 #include "daemon/runner.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
@@ -395,11 +396,14 @@ int main(int argc, char **argv)
     info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
     loomd_methods_t methods = {.store = store, .info = &info, .runner = runner, .sizer = sizer};
     loomd_monitor_t *monitor = NULL;
+    loomd_zoo_t *zoo = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
         loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
-        loomd_monitor_add_methods(disp, monitor, &err)) {
+        loomd_monitor_add_methods(disp, monitor, &err) ||
+        loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
+        loomd_zoo_close(zoo);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
         loomd_runner_stop(runner);
@@ -427,6 +431,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
+        loomd_zoo_close(zoo);
         loomd_runner_stop(runner);
         loom_est_sizer_free(sizer);
         loom_store_close(store);
@@ -467,6 +472,7 @@ int main(int argc, char **argv)
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
     loomd_runner_stop(runner);
     loomd_monitor_close(monitor);
+    loomd_zoo_close(zoo);
     loom_est_sizer_free(sizer);
     loom_store_close(store);
     json_decref(o.nodes);

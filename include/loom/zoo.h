@@ -1,0 +1,226 @@
+/* loom zoo: a repository of trained models and warm starts from it, after
+ * ModelKeeper (Lai, Dai, Madhyastha, Chowdhury, NSDI 2023).
+ *
+ *   loom_zoo_sig_*()        ONNX graph -> layer signature (operator, fan-in,
+ *                           weight and output shapes, in topological order)
+ *   loom_zoo_similarity()   weighted edit distance of two signatures by
+ *                           dynamic programming -> a score in [0, 1]
+ *   loom_zoo_align()        the same, with the matched layer pairs
+ *   loom_zoo_open() ...     the repository: files content-addressed under a
+ *                           directory, metadata in SQLite (zoo.db)
+ *   loom_zoo_match()        coarse bound prunes the repository, exact
+ *                           alignment ranks the best candidates, parent rule
+ *   loom_zoo_weights_*()    the weights file format (docs/zoo.md)
+ *   loom_zoo_transform()    parent weights -> child weights along an
+ *                           alignment (copy, Net2Net widen/deepen, crop/pad)
+ *
+ * docs/zoo.md documents the score, the parent rule and the file format.
+ */
+#ifndef LOOM_ZOO_H
+#define LOOM_ZOO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/core.h"
+#include "loom/estimate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ signatures */
+
+#define LOOM_ZOO_MAX_LAYERS 2048 /* layers a graph may have (DP is n x m) */
+#define LOOM_ZOO_HIST       64   /* operator buckets of the coarse feature */
+#define LOOM_ZOO_DIMS       4    /* dims kept per shape (the rest folded in) */
+
+typedef struct loom_zoo_layer {
+    uint16_t op;   /* operator id (loom_zoo_op_id) */
+    uint8_t nin;   /* inputs produced by other layers */
+    uint8_t wrank; /* rank of the layer's first weight, 0: none */
+    uint8_t orank; /* rank of its first output, 0: unknown */
+    int32_t wdims[LOOM_ZOO_DIMS];
+    int32_t odims[LOOM_ZOO_DIMS];
+    int32_t node; /* node index in the ONNX graph, -1 when decoded */
+} loom_zoo_layer_t;
+
+typedef struct loom_zoo_sig {
+    size_t n;
+    loom_zoo_layer_t *layers;
+    uint16_t hist[LOOM_ZOO_HIST]; /* layers per operator bucket (id % 64) */
+} loom_zoo_sig_t;
+
+/* A stable id for an ONNX operator type: known operators have small ids,
+ * others a hash of the name (>= 256). */
+uint16_t loom_zoo_op_id(const char *op);
+
+/* The signature of a parsed graph; shapes are inferred at batch 1 when the
+ * estimator can (else left unknown). Errors: more than LOOM_ZOO_MAX_LAYERS
+ * layers, no layer at all. */
+int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t *err);
+int loom_zoo_sig_load(const char *onnx_path, loom_zoo_sig_t *out, loom_err_t *err);
+void loom_zoo_sig_free(loom_zoo_sig_t *s);
+
+/* Compact binary form kept in the repository (docs/zoo.md). decode checks
+ * every length and count; the message names `name` and the byte offset. */
+int loom_zoo_sig_encode(const loom_zoo_sig_t *s, loom_buf_t *out);
+int loom_zoo_sig_decode(const void *data, size_t len, const char *name, loom_zoo_sig_t *out,
+                        loom_err_t *err);
+
+/* ------------------------------------------------------------- alignment */
+
+/* Score of matching two layers: 0 for different operators, else
+ * 0.25 + 0.75 x shape agreement (1 for identical layers). */
+double loom_zoo_layer_score(const loom_zoo_layer_t *a, const loom_zoo_layer_t *b);
+
+/* similarity = 2 x (sum of matched layer scores) / (n_a + n_b), the best
+ * order-preserving matching (weighted edit distance with unit insertions
+ * and deletions); 1 for identical signatures, 0 for nothing in common. */
+double loom_zoo_similarity(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b);
+/* An upper bound of loom_zoo_similarity from the operator histograms alone
+ * (the coarse filter). */
+double loom_zoo_bound(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b);
+
+typedef struct loom_zoo_pair {
+    int32_t child, parent; /* layer indices */
+    double score;
+} loom_zoo_pair_t;
+
+typedef struct loom_zoo_alignment {
+    double similarity;
+    size_t npairs;
+    loom_zoo_pair_t *pairs; /* increasing in both child and parent */
+} loom_zoo_alignment_t;
+
+int loom_zoo_align(const loom_zoo_sig_t *child, const loom_zoo_sig_t *parent,
+                   loom_zoo_alignment_t *out, loom_err_t *err);
+void loom_zoo_alignment_free(loom_zoo_alignment_t *a);
+
+/* ------------------------------------------------------------ repository */
+
+typedef struct loom_zoo loom_zoo_t;
+
+/* Opens (creating) the repository in dir: dir/zoo.db and dir/objects/. */
+int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err);
+void loom_zoo_close(loom_zoo_t *z);
+const char *loom_zoo_dir(const loom_zoo_t *z);
+
+#define LOOM_ZOO_MAX_TEXT 256 /* task, name, metric name: bytes at most */
+
+typedef struct loom_zoo_entry_in {
+    const char *model_path;   /* ONNX file */
+    const char *weights_path; /* weights file (loom_zoo_weights format) */
+    const char *task;         /* e.g. "digits": matches only within a task */
+    const char *name;         /* NULL: the model file's base name */
+    const char *metric_name;  /* e.g. "accuracy", "loss" */
+    double metric;
+    int64_t job_id; /* the job that trained it, 0 none */
+} loom_zoo_entry_in_t;
+
+/* True when larger values of the metric are better (names containing
+ * "loss", "error", "perplexity" or "wer" are lower-better). */
+bool loom_zoo_metric_higher_better(const char *metric_name);
+
+/* Copies both files into the object store (named by SHA-256), reads the
+ * model's signature and records the entry. The weights file is checked. */
+int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err);
+/* The entry registered for job_id, or 0 in *id when none. */
+int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *err);
+/* Entry as JSON (docs/zoo.md); LOOM_ENOTFOUND when absent. */
+int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err);
+/* Entries (task NULL: all), by id, at most limit (0: all). */
+int loom_zoo_list(loom_zoo_t *z, const char *task, size_t limit, json_t **out, loom_err_t *err);
+/* Removes the entry and the objects no other entry uses. */
+int loom_zoo_remove(loom_zoo_t *z, int64_t id, loom_err_t *err);
+/* Path of an object by its SHA-256 hex name. */
+int loom_zoo_object_path(const loom_zoo_t *z, const char *sha, char *out, size_t outlen,
+                         loom_err_t *err);
+
+typedef struct loom_zoo_match_opts {
+    const char *task;      /* NULL: every task */
+    size_t candidates;     /* exact alignments at most (0: 64) */
+    size_t top;            /* ranked results returned (0: 5) */
+    double band;           /* parent rule's similarity band (< 0: 0.05) */
+    double min_similarity; /* below it no parent is chosen (< 0: 0.5) */
+    int64_t exclude_id;    /* an entry to leave out, 0 none */
+} loom_zoo_match_opts_t;
+
+/* Ranks the repository against child:
+ *   {"candidates": [{"id", "name", "task", "similarity", "metric_name",
+ *                    "metric"}...], "parent": id or null, "rule": "...",
+ *    "scanned": N, "aligned": K}
+ * The parent: among candidates whose similarity is within `band` of the
+ * best (and at least min_similarity), the best metric; ties by
+ * similarity (docs/zoo.md, "Parent choice"). */
+int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match_opts_t *opts,
+                   json_t **out, loom_err_t *err);
+
+/* -------------------------------------------------------- weights files */
+
+#define LOOM_ZOO_MAX_TENSORS 65536
+#define LOOM_ZOO_MAX_HEADER  ((size_t)16 << 20)
+
+typedef struct loom_zoo_tensor {
+    char *name;
+    int rank;
+    int64_t dims[8];
+    size_t numel;
+    float *data; /* owned */
+} loom_zoo_tensor_t;
+
+typedef struct loom_zoo_weights {
+    size_t n;
+    loom_zoo_tensor_t *t;
+    json_t *meta; /* object, may be empty */
+} loom_zoo_weights_t;
+
+/* "LOOMWTS1", u64 LE header length, JSON header, float32 LE data
+ * (docs/zoo.md, "Weights files"). Errors name the source and the field. */
+int loom_zoo_weights_parse(const void *data, size_t len, const char *name, loom_zoo_weights_t *out,
+                           loom_err_t *err);
+int loom_zoo_weights_load(const char *path, loom_zoo_weights_t *out, loom_err_t *err);
+/* Written atomically (temporary file + rename). */
+int loom_zoo_weights_save(const loom_zoo_weights_t *w, const char *path, loom_err_t *err);
+void loom_zoo_weights_free(loom_zoo_weights_t *w);
+const loom_zoo_tensor_t *loom_zoo_weights_find(const loom_zoo_weights_t *w, const char *name);
+
+/* ---------------------------------------------------------- transformation */
+
+typedef struct loom_zoo_transform_opts {
+    double noise; /* sd of the noise on new units, relative to the tensor's sd (< 0: 0.01) */
+    uint64_t seed;
+    bool no_deepen; /* leave unmatched layers alone (default: identity where it preserves) */
+} loom_zoo_transform_opts_t;
+
+typedef struct loom_zoo_transform_stats {
+    size_t layers_mapped;    /* matched layers with a weight */
+    size_t tensors_copied;   /* same shape */
+    size_t tensors_widened;  /* reshaped: widened, cropped or padded */
+    size_t tensors_deepened; /* unmatched layers set to the identity */
+    size_t tensors_child;    /* initializers of the child */
+} loom_zoo_transform_stats_t;
+
+/* Child weights from the parent's along the alignment (child's graph m_c,
+ * parent's m_p, signatures from them): for each matched pair, each
+ * initializer input position both have, the parent tensor mapped onto the
+ * child's shape. Tensors the child keeps fresh are left out of *out. */
+int loom_zoo_transform(loom_est_model_t *m_c, const loom_zoo_sig_t *s_c, loom_est_model_t *m_p,
+                       const loom_zoo_sig_t *s_p, const loom_zoo_alignment_t *al,
+                       const loom_zoo_weights_t *parent, const loom_zoo_transform_opts_t *opts,
+                       loom_zoo_weights_t *out, loom_zoo_transform_stats_t *stats, loom_err_t *err);
+
+/* The whole warm start: match child_onnx against the repository, choose
+ * the parent, transform its weights and write them to out_path with the
+ * parent, similarity and mapping in the header's "meta". *report (may be
+ * NULL) gets {"parent", "similarity", "layers_mapped", ..., "match_s",
+ * "transform_s"}. LOOM_ENOTFOUND when no parent qualifies. */
+int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_opts_t *mopts,
+                  const loom_zoo_transform_opts_t *topts, const char *out_path, json_t **report,
+                  loom_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,598 @@
+/* The model repository: trained models and their weights, kept so that new
+ * jobs can start from them. Files are content-addressed (DIR/objects/<the
+ * SHA-256 of the bytes>), so a model added twice is stored once and a file
+ * can never change under an entry; metadata lives in SQLite (DIR/zoo.db, a
+ * database of its own so the repository needs nothing of loomd's store and
+ * the CLI can use it while loomd runs). Each row keeps the model's layer
+ * signature and its operator histogram, so matching reads no ONNX. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom/zoo.h"
+#include "zoo/zoo_int.h"
+
+#define MAX_FILE ((uint64_t)8 << 30) /* bytes of one stored file */
+
+struct loom_zoo {
+    sqlite3 *db;
+    char dir[3072];
+};
+
+static const char *const schema =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE IF NOT EXISTS zoo("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, task TEXT NOT NULL,"
+    " model_sha TEXT NOT NULL, model_bytes INTEGER NOT NULL,"
+    " weights_sha TEXT NOT NULL, weights_bytes INTEGER NOT NULL,"
+    " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
+    " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL, sig BLOB NOT NULL,"
+    " job_id INTEGER, added_ns INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task);";
+
+const char *loom_zoo_dir(const loom_zoo_t *z)
+{
+    return z->dir;
+}
+
+static int db_err(loom_zoo_t *z, loom_err_t *err, const char *what)
+{
+    return loom_err_set(err, LOOM_EIO, "%s/zoo.db: %s: %s", z->dir, what, sqlite3_errmsg(z->db));
+}
+
+/* mkdir -p: the state directory may not exist yet. */
+static int make_dirs(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
+{
+    *out = NULL;
+    loom_zoo_t *z = calloc(1, sizeof *z);
+    if (!z)
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    char path[4096];
+    if (snprintf(z->dir, sizeof z->dir, "%s", dir) >= (int)sizeof z->dir) {
+        free(z);
+        return loom_err_set(err, LOOM_EINVAL, "zoo directory '%.64s...': path too long", dir);
+    }
+    snprintf(path, sizeof path, "%s/objects", dir);
+    if (make_dirs(dir) || (mkdir(path, 0755) && errno != EEXIST)) {
+        int e = errno;
+        free(z);
+        return loom_err_errno(err, LOOM_EIO, e, "zoo directory '%s': cannot create", path);
+    }
+    snprintf(path, sizeof path, "%s/zoo.db", dir);
+    if (sqlite3_open_v2(path, &z->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        int rc = loom_err_set(err, LOOM_EIO, "%s: %s", path,
+                              z->db ? sqlite3_errmsg(z->db) : "cannot open");
+        sqlite3_close(z->db);
+        free(z);
+        return rc;
+    }
+    sqlite3_busy_timeout(z->db, 10000);
+    if (sqlite3_exec(z->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(z, err, "creating the schema");
+        loom_zoo_close(z);
+        return rc;
+    }
+    *out = z;
+    return LOOM_OK;
+}
+
+void loom_zoo_close(loom_zoo_t *z)
+{
+    if (!z)
+        return;
+    sqlite3_close(z->db);
+    free(z);
+}
+
+int loom_zoo_object_path(const loom_zoo_t *z, const char *sha, char *out, size_t outlen,
+                         loom_err_t *err)
+{
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
+        return loom_err_set(err, LOOM_EINVAL, "object '%.80s': expected 64 hex digits", sha);
+    if (snprintf(out, outlen, "%s/objects/%s", z->dir, sha) >= (int)outlen)
+        return loom_err_set(err, LOOM_EINVAL, "object %s: path too long", sha);
+    return LOOM_OK;
+}
+
+/* Copies src into the object store, named by its SHA-256. */
+static int store_object(loom_zoo_t *z, const char *src, char sha[65], int64_t *bytes,
+                        loom_err_t *err)
+{
+    char tmp[4096], final[4096];
+    snprintf(tmp, sizeof tmp, "%s/objects/.incoming-XXXXXX", z->dir);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
+                              "%s: cannot open", src);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        close(in);
+        return loom_err_errno(err, LOOM_EIO, e, "%s: cannot create", tmp);
+    }
+    zoo_sha256_t c;
+    zoo_sha256_init(&c);
+    char buf[65536];
+    uint64_t total = 0;
+    int rc = LOOM_OK;
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = loom_err_errno(err, LOOM_EIO, errno, "%s: read", src);
+            break;
+        }
+        if (r == 0)
+            break;
+        total += (uint64_t)r;
+        if (total > MAX_FILE) {
+            rc = loom_err_set(err, LOOM_ELIMIT, "%s: larger than %llu bytes", src,
+                              (unsigned long long)MAX_FILE);
+            break;
+        }
+        zoo_sha256_update(&c, buf, (size_t)r);
+        if (write(fd, buf, (size_t)r) != r) {
+            rc = loom_err_errno(err, LOOM_EIO, errno, "%s: write", tmp);
+            break;
+        }
+    }
+    close(in);
+    if (!rc && fsync(fd))
+        rc = loom_err_errno(err, LOOM_EIO, errno, "%s: fsync", tmp);
+    close(fd);
+    if (!rc) {
+        zoo_sha256_hex(&c, sha);
+        snprintf(final, sizeof final, "%s/objects/%s", z->dir, sha);
+        if (rename(tmp, final))
+            rc = loom_err_errno(err, LOOM_EIO, errno, "%s: rename", final);
+    }
+    if (rc)
+        unlink(tmp);
+    *bytes = (int64_t)total;
+    return rc;
+}
+
+bool loom_zoo_metric_higher_better(const char *m)
+{
+    return !(strstr(m, "loss") || strstr(m, "error") || strstr(m, "perplexity") ||
+             strstr(m, "wer"));
+}
+
+static int check_text(const char *what, const char *s, bool required, loom_err_t *err)
+{
+    if (!s || !*s)
+        return required ? loom_err_set(err, LOOM_EINVAL, "%s: required", what) : LOOM_OK;
+    size_t n = strlen(s);
+    if (n > LOOM_ZOO_MAX_TEXT || !loom_utf8_valid(s, n))
+        return loom_err_set(err, LOOM_EINVAL, "%s: expected UTF-8 text of at most %d bytes", what,
+                            LOOM_ZOO_MAX_TEXT);
+    return LOOM_OK;
+}
+
+static int check_entry(const loom_zoo_entry_in_t *in, loom_err_t *err)
+{
+    int rc;
+    if ((rc = check_text("task", in->task, true, err)) ||
+        (rc = check_text("name", in->name, false, err)) ||
+        (rc = check_text("metric name", in->metric_name, true, err)))
+        return rc;
+    if (!isfinite(in->metric))
+        return loom_err_set(err, LOOM_EINVAL, "metric %s: expected a finite number",
+                            in->metric_name);
+    if (!in->model_path || !in->weights_path)
+        return loom_err_set(err, LOOM_EINVAL, "model and weights files: required");
+    return LOOM_OK;
+}
+
+static int insert_row(loom_zoo_t *z, const loom_zoo_entry_in_t *in, const char *name,
+                      const char msha[65], int64_t mbytes, const char wsha[65], int64_t wbytes,
+                      const loom_zoo_sig_t *sig, int64_t params, int64_t *id, loom_err_t *err)
+{
+    loom_buf_t blob;
+    loom_buf_init(&blob);
+    uint8_t hist[2 * LOOM_ZOO_HIST];
+    for (int i = 0; i < LOOM_ZOO_HIST; i++)
+        hist[2 * i] = (uint8_t)sig->hist[i], hist[2 * i + 1] = (uint8_t)(sig->hist[i] >> 8);
+    if (loom_zoo_sig_encode(sig, &blob))
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    sqlite3_stmt *st;
+    int rc = LOOM_OK;
+    if (sqlite3_prepare_v2(z->db,
+                           "INSERT INTO zoo(name,task,model_sha,model_bytes,weights_sha,"
+                           "weights_bytes,metric_name,metric,higher_better,nlayers,params,hist,"
+                           "sig,job_id,added_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        loom_buf_free(&blob);
+        return db_err(z, err, "insert");
+    }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, in->task, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, msha, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, mbytes);
+    sqlite3_bind_text(st, 5, wsha, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, wbytes);
+    sqlite3_bind_text(st, 7, in->metric_name, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 8, in->metric);
+    sqlite3_bind_int(st, 9, loom_zoo_metric_higher_better(in->metric_name));
+    sqlite3_bind_int64(st, 10, (int64_t)sig->n);
+    sqlite3_bind_int64(st, 11, params);
+    sqlite3_bind_blob(st, 12, hist, sizeof hist, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 13, blob.data, (int)blob.len, SQLITE_STATIC);
+    if (in->job_id > 0)
+        sqlite3_bind_int64(st, 14, in->job_id);
+    sqlite3_bind_int64(st, 15, loom_time_real_ns());
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = db_err(z, err, "insert");
+    else
+        *id = sqlite3_last_insert_rowid(z->db);
+    sqlite3_finalize(st);
+    loom_buf_free(&blob);
+    return rc;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void drop_object(loom_zoo_t *z, const char *sha);
+
+int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err)
+{
+    int rc = check_entry(in, err);
+    if (rc)
+        return rc;
+    loom_zoo_weights_t w;
+    if ((rc = loom_zoo_weights_load(in->weights_path, &w, err)))
+        return rc;
+    int64_t params = 0;
+    for (size_t i = 0; i < w.n; i++)
+        params += (int64_t)w.t[i].numel;
+    loom_zoo_weights_free(&w);
+    loom_zoo_sig_t sig;
+    if ((rc = loom_zoo_sig_load(in->model_path, &sig, err)))
+        return rc;
+    char msha[65], wsha[65];
+    int64_t mbytes, wbytes;
+    const char *name = in->name && *in->name ? in->name : base_name(in->model_path);
+    bool stored_m = false, stored_w = false;
+    if (!(rc = check_text("name", name, true, err)) &&
+        !(rc = store_object(z, in->model_path, msha, &mbytes, err)) && (stored_m = true) &&
+        !(rc = store_object(z, in->weights_path, wsha, &wbytes, err)) && (stored_w = true))
+        rc = insert_row(z, in, name, msha, mbytes, wsha, wbytes, &sig, params, id, err);
+    loom_zoo_sig_free(&sig);
+    if (rc) { /* leave no object that no entry names */
+        if (stored_m)
+            drop_object(z, msha);
+        if (stored_w)
+            drop_object(z, wsha);
+        return rc;
+    }
+    /* A concurrent remove (another process) may have dropped an object
+     * between our copy and our row: copy it again (same content, name). */
+    char path[4096], again[65];
+    int64_t n;
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, msha);
+    if (access(path, F_OK) && (rc = store_object(z, in->model_path, again, &n, err)))
+        return rc;
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, wsha);
+    if (access(path, F_OK) && (rc = store_object(z, in->weights_path, again, &n, err)))
+        return rc;
+    return LOOM_OK;
+}
+
+#define ROW_COLS                                                                                   \
+    "id,name,task,model_sha,model_bytes,weights_sha,weights_bytes,metric_name,metric,"             \
+    "higher_better,nlayers,params,job_id,added_ns"
+
+static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
+{
+    char when[32], path[4096];
+    loom_time_format_rfc3339(sqlite3_column_int64(st, 13), when);
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:s,s:I,s:{s:s,s:f,s:b},s:I,s:I,s:s}", "id",
+                          (json_int_t)sqlite3_column_int64(st, 0), "name",
+                          (const char *)sqlite3_column_text(st, 1), "task",
+                          (const char *)sqlite3_column_text(st, 2), "model_sha",
+                          (const char *)sqlite3_column_text(st, 3), "model_bytes",
+                          (json_int_t)sqlite3_column_int64(st, 4), "weights_sha",
+                          (const char *)sqlite3_column_text(st, 5), "weights_bytes",
+                          (json_int_t)sqlite3_column_int64(st, 6), "metric", "name",
+                          (const char *)sqlite3_column_text(st, 7), "value",
+                          sqlite3_column_double(st, 8), "higher_better", sqlite3_column_int(st, 9),
+                          "layers", (json_int_t)sqlite3_column_int64(st, 10), "params",
+                          (json_int_t)sqlite3_column_int64(st, 11), "added", when);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "job_id",
+                        sqlite3_column_type(st, 12) == SQLITE_NULL
+                            ? json_null()
+                            : json_integer(sqlite3_column_int64(st, 12)));
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
+    json_object_set_new(o, "model_path", json_string(path));
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
+    json_object_set_new(o, "weights_path", json_string(path));
+    return o;
+}
+
+int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    *id = 0;
+    if (sqlite3_prepare_v2(z->db, "SELECT id FROM zoo WHERE job_id=? LIMIT 1", -1, &st, NULL))
+        return db_err(z, err, "select");
+    sqlite3_bind_int64(st, 1, job_id);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? LOOM_OK : db_err(z, err, "select");
+}
+
+int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (sqlite3_prepare_v2(z->db, "SELECT " ROW_COLS " FROM zoo WHERE id=?", -1, &st, NULL))
+        return db_err(z, err, "select");
+    sqlite3_bind_int64(st, 1, id);
+    int s = sqlite3_step(st), rc = LOOM_OK;
+    if (s == SQLITE_ROW)
+        *out = row_json(z, st);
+    else if (s == SQLITE_DONE)
+        rc = loom_err_set(err, LOOM_ENOTFOUND, "zoo entry %lld: no such entry", (long long)id);
+    else
+        rc = db_err(z, err, "select");
+    if (!rc && !*out)
+        rc = loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int loom_zoo_list(loom_zoo_t *z, const char *task, size_t limit, json_t **out, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (sqlite3_prepare_v2(z->db,
+                           "SELECT " ROW_COLS " FROM zoo WHERE (?1 IS NULL OR task=?1) "
+                           "ORDER BY id LIMIT ?2",
+                           -1, &st, NULL))
+        return db_err(z, err, "select");
+    if (task)
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
+    json_t *arr = json_array();
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(arr, row_json(z, st));
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE) {
+        json_decref(arr);
+        return db_err(z, err, "select");
+    }
+    *out = arr;
+    return LOOM_OK;
+}
+
+/* Unlinks an object when no entry names it any more. */
+static void drop_object(loom_zoo_t *z, const char *sha)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(z->db, "SELECT 1 FROM zoo WHERE model_sha=?1 OR weights_sha=?1", -1, &st,
+                           NULL))
+        return;
+    sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
+    bool used = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    char path[4096];
+    loom_err_t e;
+    if (!used && !loom_zoo_object_path(z, sha, path, sizeof path, &e))
+        unlink(path);
+}
+
+int loom_zoo_remove(loom_zoo_t *z, int64_t id, loom_err_t *err)
+{
+    json_t *row;
+    int rc = loom_zoo_get(z, id, &row, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(z->db, "DELETE FROM zoo WHERE id=?", -1, &st, NULL)) {
+        json_decref(row);
+        return db_err(z, err, "delete");
+    }
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = db_err(z, err, "delete");
+    sqlite3_finalize(st);
+    if (!rc) {
+        drop_object(z, json_string_value(json_object_get(row, "model_sha")));
+        drop_object(z, json_string_value(json_object_get(row, "weights_sha")));
+    }
+    json_decref(row);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ match */
+
+typedef struct cand {
+    int64_t id;
+    double bound, sim, metric;
+    bool higher, aligned;
+} cand_t;
+
+static int by_bound(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    return x->bound < y->bound ? 1 : x->bound > y->bound ? -1 : (x->id > y->id) - (x->id < y->id);
+}
+
+static int by_sim(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    if (x->aligned != y->aligned)
+        return x->aligned ? -1 : 1;
+    return x->sim < y->sim ? 1 : x->sim > y->sim ? -1 : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Reads every entry's bound (the coarse pass). */
+static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match_opts_t *o,
+                cand_t **out, size_t *n, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(z->db,
+                           "SELECT id,nlayers,hist,metric,higher_better FROM zoo "
+                           "WHERE (?1 IS NULL OR task=?1) AND id<>?2",
+                           -1, &st, NULL))
+        return db_err(z, err, "select");
+    if (o->task)
+        sqlite3_bind_text(st, 1, o->task, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, o->exclude_id);
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            cand_t *c = realloc(*out, cap * sizeof *c);
+            if (!c) {
+                sqlite3_finalize(st);
+                return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+            }
+            *out = c;
+        }
+        loom_zoo_sig_t hs = {.n = (size_t)sqlite3_column_int64(st, 1)};
+        const uint8_t *h = sqlite3_column_blob(st, 2);
+        if (h && sqlite3_column_bytes(st, 2) == 2 * LOOM_ZOO_HIST)
+            for (int i = 0; i < LOOM_ZOO_HIST; i++)
+                hs.hist[i] = (uint16_t)(h[2 * i] | h[2 * i + 1] << 8);
+        cand_t *c = &(*out)[(*n)++];
+        *c = (cand_t){.id = sqlite3_column_int64(st, 0),
+                      .bound = loom_zoo_bound(child, &hs),
+                      .metric = sqlite3_column_double(st, 3),
+                      .higher = sqlite3_column_int(st, 4) != 0};
+    }
+    sqlite3_finalize(st);
+    return s == SQLITE_DONE ? LOOM_OK : db_err(z, err, "select");
+}
+
+static int exact(loom_zoo_t *z, sqlite3_stmt *st, const loom_zoo_sig_t *child, cand_t *c,
+                 loom_err_t *err)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, c->id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return db_err(z, err, "select sig");
+    loom_zoo_sig_t s;
+    int rc = loom_zoo_sig_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+                                 "zoo.sig", &s, err);
+    if (rc)
+        return rc;
+    c->sim = loom_zoo_similarity(child, &s);
+    c->aligned = true;
+    loom_zoo_sig_free(&s);
+    return c->sim < 0 ? loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory") : LOOM_OK;
+}
+
+/* The parent rule (docs/zoo.md): the best metric within `band` of the
+ * best similarity, ties by similarity; sorted by similarity already. */
+static ssize_t choose(const cand_t *c, size_t n, double band, double min_sim)
+{
+    if (n == 0 || !c[0].aligned || c[0].sim < min_sim)
+        return -1;
+    ssize_t best = 0;
+    for (size_t i = 1; i < n && c[i].aligned && c[i].sim >= c[0].sim - band; i++) {
+        if (c[i].sim < min_sim)
+            break;
+        bool better = c[i].higher ? c[i].metric > c[best].metric : c[i].metric < c[best].metric;
+        if (better)
+            best = (ssize_t)i;
+    }
+    return best;
+}
+
+static json_t *candidates_json(loom_zoo_t *z, const cand_t *c, size_t n, size_t top)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n && i < top && c[i].aligned; i++) {
+        json_t *row;
+        loom_err_t e;
+        if (loom_zoo_get(z, c[i].id, &row, &e))
+            continue;
+        json_object_set_new(row, "similarity", json_real(c[i].sim));
+        json_array_append_new(arr, row);
+    }
+    return arr;
+}
+
+int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match_opts_t *opts,
+                   json_t **out, loom_err_t *err)
+{
+    loom_zoo_match_opts_t o =
+        opts ? *opts : (loom_zoo_match_opts_t){.band = -1, .min_similarity = -1};
+    size_t limit = o.candidates ? o.candidates : 64, top = o.top ? o.top : 5;
+    double band = o.band >= 0 ? o.band : 0.05,
+           min_sim = o.min_similarity >= 0 ? o.min_similarity : 0.5;
+    cand_t *c;
+    size_t n, aligned = 0;
+    *out = NULL;
+    int rc = scan(z, child, &o, &c, &n, err);
+    if (rc)
+        return rc;
+    if (n)
+        qsort(c, n, sizeof *c, by_bound);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(z->db, "SELECT sig FROM zoo WHERE id=?", -1, &st, NULL)) {
+        free(c);
+        return db_err(z, err, "select");
+    }
+    /* Exact alignment in bound order; stop when no unaligned entry can come
+     * within the band of the best found (it could not be chosen), or at
+     * the limit. */
+    double best = -1;
+    for (size_t i = 0; !rc && i < n && aligned < limit; i++) {
+        if (best >= 0 && c[i].bound < best - band && aligned >= top)
+            break;
+        rc = exact(z, st, child, &c[i], err);
+        aligned++;
+        best = c[i].sim > best ? c[i].sim : best;
+    }
+    sqlite3_finalize(st);
+    if (!rc) {
+        if (n)
+            qsort(c, n, sizeof *c, by_sim);
+        ssize_t p = choose(c, n, band, min_sim);
+        *out = json_pack("{s:o,s:o,s:s,s:I,s:I}", "candidates", candidates_json(z, c, n, top),
+                         "parent", p >= 0 ? json_integer(c[p].id) : json_null(), "rule",
+                         "best metric within the similarity band of the most similar", "scanned",
+                         (json_int_t)n, "aligned", (json_int_t)aligned);
+        if (p >= 0)
+            json_object_set_new(*out, "similarity", json_real(c[p].sim));
+    }
+    free(c);
+    return rc;
+}

@@ -1,0 +1,337 @@
+/* The zoo's matching and weight transformation (src/zoo/sig.c, align.c,
+ * weights.c, transform.c): identical graphs score 1; known edits (a layer
+ * inserted, a layer widened) score what the formula says; a skip
+ * connection aligns the layers around it; the coarse bound never falls below
+ * the exact score; signatures and weights files round-trip and reject
+ * damage; a widened and a deepened MLP compute the parent's function. */
+#include <math.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#include "estimate/est.h"
+#include "loom/zoo.h"
+#include "zoo_graphs.h"
+
+static void sig_of(const int64_t *w, int n, int residual, loom_est_model_t **m, loom_zoo_sig_t *s)
+{
+    pbw_t pb = zoo_mlp(w, n, residual);
+    *m = zoo_parse(&pb);
+    free(pb.d);
+    loom_err_t err = {0};
+    if (loom_zoo_sig_from_model(*m, s, &err))
+        fail_msg("%s", err.msg);
+}
+
+static double sim_of(const int64_t *a, int na, int ra, const int64_t *b, int nb, int rb)
+{
+    loom_est_model_t *ma, *mb;
+    loom_zoo_sig_t sa, sb;
+    sig_of(a, na, ra, &ma, &sa);
+    sig_of(b, nb, rb, &mb, &sb);
+    double s = loom_zoo_similarity(&sa, &sb);
+    loom_zoo_alignment_t al;
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_align(&sa, &sb, &al, &err), LOOM_OK);
+    assert_true(fabs(al.similarity - s) < 1e-6); /* both DPs agree */
+    assert_true(loom_zoo_bound(&sa, &sb) >= s - 1e-9);
+    loom_zoo_alignment_free(&al);
+    loom_zoo_sig_free(&sa);
+    loom_zoo_sig_free(&sb);
+    loom_est_model_free(ma);
+    loom_est_model_free(mb);
+    return s;
+}
+
+static void test_identical(void **state)
+{
+    (void)state;
+    int64_t w[] = {16, 32, 32, 10};
+    assert_true(sim_of(w, 4, 0, w, 4, 0) == 1.0);
+    assert_true(sim_of(w, 4, 1, w, 4, 1) == 1.0);
+}
+
+static void test_inserted_layer(void **state)
+{
+    (void)state;
+    /* Gemm Relu Gemm against Gemm Relu Gemm Relu Gemm, shared layers equal:
+     * 3 matches of 1, sim = 2 x 3 / (3 + 5). */
+    int64_t a[] = {4, 8, 3}, b[] = {4, 8, 8, 3};
+    assert_true(fabs(sim_of(a, 3, 0, b, 4, 0) - 0.75) < 1e-6);
+}
+
+static void test_widened(void **state)
+{
+    (void)state;
+    /* hidden 8 against 16: Gemm1 w 1/2, out 1/2 -> 0.25 + 0.75 x 0.5;
+     * Relu out 1/2 -> same; Gemm2 w 1/2, out 1 -> 0.25 + 0.75 x 0.75. */
+    int64_t a[] = {4, 8, 3}, b[] = {4, 16, 3};
+    double s = 0.625 + 0.625 + 0.8125;
+    assert_true(fabs(sim_of(a, 3, 0, b, 3, 0) - 2 * s / 6) < 1e-6);
+    /* different tasks' shapes score lower still, never below 0 */
+    int64_t c[] = {64, 256, 100};
+    double s2 = sim_of(a, 3, 0, c, 3, 0);
+    assert_true(s2 > 0 && s2 < 2 * s / 6);
+}
+
+static void test_branch(void **state)
+{
+    (void)state;
+    /* A skip connection (Add after relu1) against the plain chain: the Add
+     * is an insertion, everything else matches exactly: 2 x 3 / (4 + 3). */
+    int64_t w[] = {8, 8, 3};
+    assert_true(fabs(sim_of(w, 3, 1, w, 3, 0) - 6.0 / 7) < 1e-6);
+    loom_est_model_t *ma, *mb;
+    loom_zoo_sig_t sa, sb;
+    sig_of(w, 3, 1, &ma, &sa);
+    sig_of(w, 3, 0, &mb, &sb);
+    assert_int_equal(sa.n, 4);
+    assert_int_equal(sa.layers[2].nin, 2); /* the merge */
+    loom_zoo_alignment_t al;
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_align(&sa, &sb, &al, &err), LOOM_OK);
+    assert_int_equal(al.npairs, 3);
+    /* the last Gemm (child layer 3) is matched to the parent's (layer 2) */
+    assert_int_equal(al.pairs[2].child, 3);
+    assert_int_equal(al.pairs[2].parent, 2);
+    /* an Add merging two branches against one adding a bias: fan-in differs */
+    loom_zoo_layer_t x = sa.layers[2], y = x;
+    y.nin = 1;
+    assert_true(loom_zoo_layer_score(&x, &y) < 1 && loom_zoo_layer_score(&x, &x) == 1);
+    loom_zoo_alignment_free(&al);
+    loom_zoo_sig_free(&sa);
+    loom_zoo_sig_free(&sb);
+    loom_est_model_free(ma);
+    loom_est_model_free(mb);
+}
+
+static void test_sig_roundtrip(void **state)
+{
+    (void)state;
+    int64_t w[] = {16, 32, 32, 10};
+    loom_est_model_t *m;
+    loom_zoo_sig_t s, d;
+    sig_of(w, 4, 2, &m, &s);
+    loom_buf_t b;
+    loom_buf_init(&b);
+    assert_int_equal(loom_zoo_sig_encode(&s, &b), LOOM_OK);
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_sig_decode(b.data, b.len, "sig", &d, &err), LOOM_OK);
+    assert_int_equal(d.n, s.n);
+    assert_true(loom_zoo_similarity(&s, &d) == 1.0);
+    assert_memory_equal(d.hist, s.hist, sizeof s.hist);
+    loom_zoo_sig_free(&d);
+    /* truncated, wrong magic, absurd count */
+    assert_int_equal(loom_zoo_sig_decode(b.data, b.len - 1, "sig", &d, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "sig"));
+    b.data[0] = 'X';
+    assert_int_equal(loom_zoo_sig_decode(b.data, b.len, "sig", &d, &err), LOOM_EINVAL);
+    b.data[0] = 'L';
+    b.data[7] = 0x7f;
+    assert_int_equal(loom_zoo_sig_decode(b.data, b.len, "sig", &d, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "layers"));
+    loom_buf_free(&b);
+    loom_zoo_sig_free(&s);
+    loom_est_model_free(m);
+}
+
+/* Parent weights for an MLP: deterministic pseudo-random values. */
+static void fill_weights(loom_est_model_t *m, loom_zoo_weights_t *w, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    w->meta = json_object();
+    loom_rng_t rng;
+    loom_rng_init(&rng, seed, 1);
+    w->t = calloc(m->nt, sizeof *w->t);
+    for (size_t i = 0; i < m->nt; i++) {
+        if (!m->t[i].is_init)
+            continue;
+        loom_zoo_tensor_t *t = &w->t[w->n++];
+        t->name = strdup(m->t[i].name);
+        t->rank = m->t[i].rank;
+        t->numel = 1;
+        for (int k = 0; k < t->rank; k++)
+            t->numel *= (size_t)(t->dims[k] = m->t[i].dims[k]);
+        t->data = malloc(t->numel * sizeof *t->data);
+        for (size_t e = 0; e < t->numel; e++)
+            t->data[e] = (float)(loom_rng_uniform(&rng) - 0.5);
+    }
+}
+
+/* y = MLP(x) with the weights in w (missing tensors: zero). */
+static void forward(const int64_t *widths, int n, const loom_zoo_weights_t *w, const double *x,
+                    double *y)
+{
+    double h[64], o[64];
+    memcpy(h, x, (size_t)widths[0] * sizeof *h);
+    for (int k = 1; k < n; k++) {
+        char wn[32], bn[32];
+        snprintf(wn, sizeof wn, "fc%d.weight", k);
+        snprintf(bn, sizeof bn, "fc%d.bias", k);
+        const loom_zoo_tensor_t *W = loom_zoo_weights_find(w, wn),
+                                *B = loom_zoo_weights_find(w, bn);
+        assert_non_null(W);
+        for (int j = 0; j < widths[k]; j++) {
+            o[j] = B ? B->data[j] : 0;
+            for (int i = 0; i < widths[k - 1]; i++)
+                o[j] += W->data[j * widths[k - 1] + i] * h[i];
+            if (k < n - 1 && o[j] < 0)
+                o[j] = 0;
+        }
+        memcpy(h, o, (size_t)widths[k] * sizeof *h);
+    }
+    memcpy(y, h, (size_t)widths[n - 1] * sizeof *y);
+}
+
+static void transform(const int64_t *pw, int pn, const int64_t *cw, int cn, double noise,
+                      loom_zoo_weights_t *parent, loom_zoo_weights_t *child,
+                      loom_zoo_transform_stats_t *st)
+{
+    loom_est_model_t *mp, *mc;
+    loom_zoo_sig_t sp, sc;
+    sig_of(pw, pn, 0, &mp, &sp);
+    sig_of(cw, cn, 0, &mc, &sc);
+    fill_weights(mp, parent, 7);
+    loom_zoo_alignment_t al;
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_align(&sc, &sp, &al, &err), LOOM_OK);
+    loom_zoo_transform_opts_t o = {.noise = noise, .seed = 3};
+    if (loom_zoo_transform(mc, &sc, mp, &sp, &al, parent, &o, child, st, &err))
+        fail_msg("%s", err.msg);
+    loom_zoo_alignment_free(&al);
+    loom_zoo_sig_free(&sp);
+    loom_zoo_sig_free(&sc);
+    loom_est_model_free(mp);
+    loom_est_model_free(mc);
+}
+
+static void same_function(const int64_t *pw, int pn, const loom_zoo_weights_t *p, const int64_t *cw,
+                          int cn, const loom_zoo_weights_t *c, double tol)
+{
+    loom_rng_t rng;
+    loom_rng_init(&rng, 11, 2);
+    for (int trial = 0; trial < 20; trial++) {
+        double x[64], y1[64], y2[64];
+        for (int i = 0; i < pw[0]; i++)
+            x[i] = 2 * loom_rng_uniform(&rng) - 1;
+        forward(pw, pn, p, x, y1);
+        forward(cw, cn, c, x, y2);
+        for (int j = 0; j < pw[pn - 1]; j++)
+            if (fabs(y1[j] - y2[j]) > tol)
+                fail_msg("output %d: parent %g, child %g", j, y1[j], y2[j]);
+    }
+}
+
+static void test_widen_preserves(void **state)
+{
+    (void)state;
+    int64_t pw[] = {4, 8, 6, 3}, cw[] = {4, 13, 11, 3};
+    loom_zoo_weights_t p, c;
+    loom_zoo_transform_stats_t st;
+    transform(pw, 4, cw, 4, 0, &p, &c, &st);
+    assert_int_equal(st.layers_mapped, 3);
+    assert_int_equal(c.n, 6);
+    assert_int_equal(st.tensors_copied, 1); /* fc3.bias */
+    assert_int_equal(st.tensors_widened, 5);
+    same_function(pw, 4, &p, cw, 4, &c, 1e-5);
+    /* with noise the copies differ a little, the function nearly the same */
+    loom_zoo_weights_free(&c);
+    loom_zoo_weights_free(&p);
+    transform(pw, 4, cw, 4, 0.01, &p, &c, &st);
+    same_function(pw, 4, &p, cw, 4, &c, 0.05);
+    loom_zoo_weights_free(&c);
+    loom_zoo_weights_free(&p);
+}
+
+static void test_deepen_preserves(void **state)
+{
+    (void)state;
+    /* a hidden layer inserted: set to the identity between two Relus */
+    int64_t pw[] = {4, 8, 3}, cw[] = {4, 8, 8, 3};
+    loom_zoo_weights_t p, c;
+    loom_zoo_transform_stats_t st;
+    transform(pw, 3, cw, 4, 0, &p, &c, &st);
+    assert_int_equal(st.tensors_deepened, 2);
+    /* the child's fc3 is the parent's fc2, fc2 the identity */
+    same_function(pw, 3, &p, cw, 4, &c, 1e-5);
+    loom_zoo_weights_free(&c);
+    loom_zoo_weights_free(&p);
+}
+
+static void test_crop(void **state)
+{
+    (void)state;
+    /* narrower: cropped, every child tensor present with the child's shape */
+    int64_t pw[] = {4, 16, 3}, cw[] = {4, 5, 3};
+    loom_zoo_weights_t p, c;
+    loom_zoo_transform_stats_t st;
+    transform(pw, 3, cw, 3, 0.01, &p, &c, &st);
+    const loom_zoo_tensor_t *w1 = loom_zoo_weights_find(&c, "fc1.weight");
+    const loom_zoo_tensor_t *p1 = loom_zoo_weights_find(&p, "fc1.weight");
+    assert_non_null(w1);
+    assert_int_equal(w1->dims[0], 5);
+    assert_int_equal(w1->dims[1], 4);
+    assert_true(w1->data[4 * 4 + 3] == p1->data[4 * 4 + 3]); /* first rows kept */
+    loom_zoo_weights_free(&c);
+    loom_zoo_weights_free(&p);
+}
+
+static void test_weights_file(void **state)
+{
+    (void)state;
+    int64_t w[] = {4, 8, 3};
+    loom_est_model_t *m;
+    loom_zoo_sig_t s;
+    sig_of(w, 3, 0, &m, &s);
+    loom_zoo_weights_t a, b;
+    fill_weights(m, &a, 5);
+    json_object_set_new(a.meta, "parent", json_integer(3));
+    char path[] = "/tmp/loom-zoo-wXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_weights_save(&a, path, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_weights_load(path, &b, &err), LOOM_OK);
+    assert_int_equal(b.n, a.n);
+    for (size_t i = 0; i < a.n; i++) {
+        const loom_zoo_tensor_t *t = loom_zoo_weights_find(&b, a.t[i].name);
+        assert_non_null(t);
+        assert_int_equal(t->numel, a.t[i].numel);
+        assert_memory_equal(t->data, a.t[i].data, t->numel * 4);
+    }
+    assert_int_equal(json_integer_value(json_object_get(b.meta, "parent")), 3);
+    loom_zoo_weights_free(&b);
+    /* damage: every truncation is an error, never a crash */
+    loom_buf_t buf;
+    loom_buf_init(&buf);
+    assert_int_equal(loom_buf_read_file(&buf, path, &err), LOOM_OK);
+    for (size_t len = 0; len < buf.len; len += 7)
+        assert_int_not_equal(loom_zoo_weights_parse(buf.data, len, "w", &b, &err), LOOM_OK);
+    /* a tensor whose data would lie past the end of the file */
+    const char *hdr = "{\"tensors\":[{\"name\":\"a\",\"dtype\":\"float32\",\"shape\":[4],"
+                      "\"offset\":0}]}";
+    char bad[256] = "LOOMWTS1";
+    bad[8] = (char)strlen(hdr);
+    memcpy(bad + 16, hdr, strlen(hdr));
+    assert_int_equal(loom_zoo_weights_parse(bad, 16 + strlen(hdr) + 12, "bad.w", &b, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "/tensors/0/offset"));
+    loom_buf_free(&buf);
+    unlink(path);
+    loom_zoo_weights_free(&a);
+    loom_zoo_sig_free(&s);
+    loom_est_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identical),        cmocka_unit_test(test_inserted_layer),
+        cmocka_unit_test(test_widened),          cmocka_unit_test(test_branch),
+        cmocka_unit_test(test_sig_roundtrip),    cmocka_unit_test(test_widen_preserves),
+        cmocka_unit_test(test_deepen_preserves), cmocka_unit_test(test_crop),
+        cmocka_unit_test(test_weights_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
