@@ -299,6 +299,10 @@ void loom_job_list_free(loom_job_list_t *list);
 int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **labels_text,
                             loom_err_t *err);
 
+/* The text rule (loom_text_unsafe_at) for a field shown on terminals:
+ * LOOM_EINVAL naming the field and the byte offset of the offender. */
+int loom_store_check_text(const char *field, const char *s, loom_err_t *err);
+
 /* The protocol's job object. with_script adds "script". NULL if out of
  * memory. */
 json_t *loom_job_to_json(const loom_job_t *job, bool with_script);

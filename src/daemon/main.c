@@ -19,6 +19,7 @@
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/runner.h"
+#include "daemon/statedir.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
 #include "loom/sched.h"
@@ -33,7 +34,8 @@ static void usage(FILE *f)
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
-            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n\n"
+            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
+            "             [--move-orphaned-jobs]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -70,29 +72,16 @@ static void usage(FILE *f)
             "                       none: a name or a device file (default h200)\n"
             "  --device-dir DIR     where device names are looked up (default\n"
             "                       $LOOM_DEVICE_DIR, else loom's workloads/devices)\n"
+            "  --move-orphaned-jobs when STATE_DIR/jobs holds job directories but loom.db is\n"
+            "                       missing, move jobs/ aside to jobs.orphaned-<time> and\n"
+            "                       start a new database (default: refuse to start, so that\n"
+            "                       no job id or output file is reused)\n"
             "  --help, --version\n\n"
-            "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
+            "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
+            "user refused): loom.db (SQLite), token, loomd.sock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
             "Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, close the\n"
             "store, exit 0.\n");
-}
-
-static int mkdir_p(const char *path, loom_err_t *err)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-        return loom_err_set(err, LOOM_EINVAL, "state dir: path too long");
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-                return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
-            *p = '/';
-        }
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
-    return LOOM_OK;
 }
 
 typedef struct opts {
@@ -112,6 +101,7 @@ typedef struct opts {
     int64_t seed;
     int64_t timeslice_ns;
     bool pack_check;
+    bool move_orphaned_jobs;
     const char *estimate_margin, *estimate_device, *device_dir;
 } opts_t;
 
@@ -137,6 +127,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"slurm-partition", required_argument, NULL, 'p'},
         {"timeslice", required_argument, NULL, 'q'},
         {"pack-check", no_argument, NULL, 'k'},
+        {"move-orphaned-jobs", no_argument, NULL, 'O'},
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
@@ -169,8 +160,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         case 'E':
             if (strcmp(optarg, "local") != 0 && strcmp(optarg, "slurm") != 0 &&
                 strcmp(optarg, "none") != 0) {
-                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n",
-                        optarg);
+                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n", optarg);
                 *exit_code = 2;
                 return -1;
             }
@@ -198,6 +188,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
                 return -1;
             }
             break;
+        case 'O': o->move_orphaned_jobs = true; break;
         case 'P': o->placement = optarg; break;
         case 'T': o->gpu_type = optarg; break;
         case 'N': {
@@ -262,6 +253,7 @@ int main(int argc, char **argv)
         return exit_code;
     }
 
+    loomd_cloexec_inherited(); /* nothing loomd inherited reaches a job */
     loom_err_t err;
     char state_dir[4096];
     if (o.state_dir)
@@ -270,29 +262,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
-    if (mkdir_p(state_dir, &err)) {
+    /* Created, checked, locked on its own descriptor (docs/loomd.md). */
+    loomd_state_dir_t sd;
+    if (loomd_state_dir_open(state_dir, &sd, &err) ||
+        loomd_state_dir_check_orphans(&sd, o.move_orphaned_jobs, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
-    /* Absolute from here on: job scripts, outputs and the socket are named
-     * by paths that other processes (shepherds in their own working
-     * directories, Slurm) must resolve the same way. */
-    char abs_dir[PATH_MAX];
-    if (!realpath(state_dir, abs_dir) || strlen(abs_dir) >= sizeof state_dir) {
-        fprintf(stderr, "loomd: state directory '%s': cannot resolve its absolute path: %s\n",
-                state_dir, strerror(errno));
-        return 1;
-    }
-    snprintf(state_dir, sizeof state_dir, "%s", abs_dir);
+    snprintf(state_dir, sizeof state_dir, "%s", sd.path);
     char path[4200], sock_path[4200], url_path[4200];
-    /* One loomd per state directory. */
-    snprintf(path, sizeof path, "%s/loomd.lock", state_dir);
-    int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "loomd: %s: %s\n", path,
-                lock_fd < 0 ? strerror(errno) : "another loomd is running on this state dir");
-        return 1;
-    }
     char token[LOOM_RPC_TOKEN_HEX + 1];
     if (loom_rpc_token_ensure(state_dir, token, &err)) {
         fprintf(stderr, "loomd: token: %s\n", err.msg);
@@ -348,8 +326,8 @@ int main(int argc, char **argv)
                     o.gpu_memory = gmem;
             }
             o.nodes = json_array();
-            json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
-                                                              o.gpu_memory));
+            json_array_append_new(o.nodes,
+                                  loomd_default_node((int)o.vgpus, o.gpu_type, o.gpu_memory));
         }
         char jobs_dir[4200];
         snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", state_dir);
@@ -463,7 +441,7 @@ int main(int argc, char **argv)
     loom_rpc_dispatcher_free(disp);
     if (tcp)
         unlink(url_path);
-    close(lock_fd);
+    loomd_state_dir_close(&sd);
     loom_log_info("loomd.stopped", NULL);
     return 0;
 }

@@ -49,7 +49,7 @@ typedef struct op {
     char *run;      /* transition: new run JSON, NULL keeps it */
     loom_store_done_fn done;
     void *ctx;
-    bool more; /* LOOM_STORE_MORE: its producer queues more at once */
+    bool more;  /* LOOM_STORE_MORE: its producer queues more at once */
     bool defer; /* LOOM_STORE_DEFER: its producer calls loom_store_help */
     int rc;
     bool created;
@@ -67,9 +67,9 @@ struct loom_store {
     op_t *head, *tail;
     size_t queued;
     bool closing;
-    bool idle; /* the committer waits for an empty queue to fill */
-    bool writing; /* a thread (the committer or a helper) owns the writer connection */
-    size_t deferred; /* queued writes with LOOM_STORE_DEFER */
+    bool idle;           /* the committer waits for an empty queue to fill */
+    bool writing;        /* a thread (the committer or a helper) owns the writer connection */
+    size_t deferred;     /* queued writes with LOOM_STORE_DEFER */
     size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
@@ -88,10 +88,10 @@ struct loom_store {
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
-    int ckpt_done;               /* WAL frames the last checkpoint copied */
-    int wal_last;                /* the WAL's length after the last commit, frames */
-    uint64_t wal_restarts;       /* commits that found the WAL restarted */
-    uint64_t wal_frames_max;     /* the longest the WAL has been, frames */
+    int ckpt_done;           /* WAL frames the last checkpoint copied */
+    int wal_last;            /* the WAL's length after the last commit, frames */
+    uint64_t wal_restarts;   /* commits that found the WAL restarted */
+    uint64_t wal_frames_max; /* the longest the WAL has been, frames */
 
     void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
@@ -204,7 +204,6 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 }
 
 /* --------------------------------------------------------- checkpointer */
-
 
 /* Runs on the committer after each commit (writer connection's WAL hook).
  * `pages` is the WAL's length in frames. A checkpoint is wanted once the WAL
@@ -796,9 +795,9 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
      * queued (not for each of them).
      * Signalled after unlocking, so that it does not wake only to block on
      * the mutex still held here. */
-    bool wake = s->delay_target ? s->queued >= s->delay_target
-                                : !o->defer && (s->idle || s->queued >= s->opts.max_group ||
-                                                !o->more);
+    bool wake = s->delay_target
+                    ? s->queued >= s->delay_target
+                    : !o->defer && (s->idle || s->queued >= s->opts.max_group || !o->more);
     pthread_mutex_unlock(&s->mu);
     if (wake)
         pthread_cond_signal(&s->cv);
@@ -837,6 +836,9 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
         if (len > 1024 || !loom_utf8_valid(reason, len))
             return loom_err_set(err, LOOM_EINVAL,
                                 "reason: expected UTF-8 text of at most 1024 bytes");
+        int rc = loom_store_check_text("reason", reason, err);
+        if (rc != LOOM_OK)
+            return rc;
     }
     op_t *o = calloc(1, sizeof *o);
     if (!o)

@@ -1,0 +1,196 @@
+"""loomd against a hostile client and a hostile state directory (issue 18).
+
+One test per finding that needs a whole loomd; the HTTP-level findings
+(lock-out, framing) are in tests/unit/test_rpc_hostile.c, response budgets
+in tests/unit/test_methods.c, YAML in tests/unit/test_yaml_job.c, the
+shepherd's inheritance in tests/unit/test_exec_local.c. Every wait here is
+for something that must happen (an answer, an exit); none asserts speed.
+Each test says what today's (pre-fix) code did, i.e. why it would fail."""
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from loomd_client import Loomd, Client, RpcError, build_dir  # noqa: E402
+
+
+def loomd_exe():
+    return os.path.join(build_dir(), "loomd")
+
+
+def run_loomd(state_dir, *args, timeout=20):
+    """Runs loomd expecting it to refuse to start; returns (rc, output)."""
+    p = subprocess.run([loomd_exe(), "--listen", "127.0.0.1:0", "--state-dir", state_dir,
+                        "--executor", "none", "--log-level", "warn"] + list(args),
+                       capture_output=True, timeout=timeout)
+    return p.returncode, (p.stdout + p.stderr).decode(errors="replace")
+
+
+def chunks(data, n=4):
+    """Every n-byte piece of data that is printable text (to look for in errors)."""
+    text = data.decode("latin-1")
+    return {text[i:i + n] for i in range(len(text) - n + 1)
+            if text[i:i + n].isprintable() and text[i:i + n].strip() == text[i:i + n]}
+
+
+class HostileClient(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Loomd().start()
+        cls.c = cls.d.client()
+        cls.c.timeout = 15
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.stop()
+        cls.d.cleanup()
+
+    def submit_model(self, path, device=None):
+        model = {"path": path, "batch": 1}
+        if device:
+            model["device"] = device
+        return self.c.submit("m", "true", resources={"gpus": 1}, model=model)
+
+    def test_fifo_as_model_path(self):
+        """Finding 3: open() of a FIFO blocked a request thread for ever (and
+        SIGTERM then took 129 s). Now refused at once as not a regular file."""
+        fifo = os.path.join(tempfile.mkdtemp(prefix="loom-fifo-"), "model.onnx")
+        os.mkfifo(fifo)
+        try:
+            with self.assertRaises(RpcError) as cm:
+                self.submit_model(fifo)
+            self.assertEqual(cm.exception.code, -32006)
+            self.assertIn("not a regular file", cm.exception.message)
+            with self.assertRaises(RpcError) as cm:
+                self.submit_model("/etc/hostname", device=fifo)
+            self.assertIn("not a regular file", cm.exception.message)
+        finally:
+            shutil.rmtree(os.path.dirname(fifo))
+
+    def test_file_bytes_not_echoed(self):
+        """Finding 10: model.device="/etc/shadow" answered "invalid token near
+        'root'"; the token file as the device showed a character of the token."""
+        targets = [p for p in ("/etc/shadow", "/etc/passwd") if os.access(p, os.R_OK)]
+        targets.append(os.path.join(self.d.state_dir, "token"))
+        for path in targets:
+            with open(path, "rb") as f:
+                secret = chunks(f.read())
+            for kw in ({"device": path}, {}):
+                model_path = path if not kw else "/nonexistent/m.onnx"
+                with self.assertRaises(RpcError) as cm:
+                    self.submit_model(model_path, **kw)
+                text = cm.exception.message + repr(cm.exception.data)
+                text = text.replace(path, "").replace(model_path, "")
+                leaked = [s for s in secret if s in text]
+                self.assertEqual(leaked, [], f"{path} ({kw}): {text}")
+
+    def test_text_rules(self):
+        """Finding 14: names with U+0085, U+009B, U+202E and a cancel reason
+        with a newline were accepted (while \\n, \\t, DEL, ESC in names were
+        refused): one rule now."""
+        for name in ["a\u0085b", "a\u009bb", "a\u202eb", "a\u2066b", "a\tb", "a\x1bb", "a\x7fb"]:
+            with self.assertRaises(RpcError, msg=repr(name)) as cm:
+                self.c.submit(name, "true")
+            self.assertEqual(cm.exception.code, -32602)
+            self.assertIn("name", cm.exception.message)
+        job = self.c.submit("fine name é 漢", "true")
+        for reason in ["two\nlines", "bell\x07", "over\u202eride"]:
+            with self.assertRaises(RpcError, msg=repr(reason)) as cm:
+                self.c.cancel(job["id"], reason)
+            self.assertEqual(cm.exception.code, -32602)
+            self.assertIn("reason", cm.exception.message)
+        self.assertEqual(self.c.cancel(job["id"], "plain reason")["state"], "CANCELLED")
+
+
+class HostileStateDir(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loom-hostile-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_lock_survives_unlink(self):
+        """Finding 13: `rm loomd.lock` let a second loomd open the same
+        database. The lock is now on the directory itself."""
+        d = Loomd(state_dir=self.dir).start()
+        try:
+            lock = os.path.join(self.dir, "loomd.lock")
+            if os.path.exists(lock):
+                os.unlink(lock)
+            rc, out = run_loomd(self.dir)
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("another loomd is running", out)
+            self.assertTrue(d.alive())
+        finally:
+            d.stop()
+
+    def test_loose_modes_repaired(self):
+        """Finding 9: a state directory of mode 0777 (so loom.db, 0644, was
+        world-readable) was accepted as it was."""
+        d = Loomd(state_dir=self.dir).start()
+        d.stop()
+        os.chmod(self.dir, 0o777)
+        os.chmod(os.path.join(self.dir, "loom.db"), 0o644)
+        d = Loomd(state_dir=self.dir).start()
+        try:
+            self.assertEqual(os.stat(self.dir).st_mode & 0o777, 0o700)
+            self.assertEqual(os.stat(os.path.join(self.dir, "loom.db")).st_mode & 0o777, 0o600)
+            self.assertIn("state_dir_mode_repaired", d.read_log())
+        finally:
+            d.stop()
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to give a file to another user")
+    def test_foreign_token_refused(self):
+        """Finding 9: a token file owned by another user was accepted."""
+        d = Loomd(state_dir=self.dir).start()
+        d.stop()
+        token = os.path.join(self.dir, "token")
+        os.chown(token, 65534, 65534)
+        rc, out = run_loomd(self.dir)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("owned by uid 65534", out)
+
+    def test_orphaned_job_dirs(self):
+        """Finding 8: with loom.db* deleted, loomd started empty and new job 1
+        appended to the old jobs/1/ output ("OLD SECRET OUTPUT\\nNEW")."""
+        d = Loomd(state_dir=self.dir, extra_args=["--executor", "local"]).start()
+        c = d.client()
+        jid = c.submit("old", "echo OLD SECRET OUTPUT")["id"]
+        deadline = time.monotonic() + 60
+        while c.get(jid)["state"] != "COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        c.close()
+        d.stop()
+        for name in os.listdir(self.dir):
+            if name.startswith("loom.db"):
+                os.unlink(os.path.join(self.dir, name))
+        rc, out = run_loomd(self.dir)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--move-orphaned-jobs", out)
+        d = Loomd(state_dir=self.dir, extra_args=["--executor", "local",
+                                                  "--move-orphaned-jobs"]).start()
+        try:
+            c = d.client()
+            jid = c.submit("new", "echo NEW")["id"]
+            deadline = time.monotonic() + 60
+            while c.get(jid)["state"] != "COMPLETED" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with open(os.path.join(self.dir, "jobs", str(jid), "stdout")) as f:
+                self.assertEqual(f.read(), "NEW\n")
+            aside = [n for n in os.listdir(self.dir) if n.startswith("jobs.orphaned-")]
+            self.assertEqual(len(aside), 1)
+            c.close()
+        finally:
+            d.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
