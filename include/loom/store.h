@@ -164,6 +164,9 @@ typedef struct loom_store_options {
      * loom_store_help does nothing (to compare the two; also set by the
      * environment variable LOOM_STORE_HELP=0). */
     bool no_help;
+    /* Skip PRAGMA quick_check at open (a damaged database is otherwise
+     * refused with LOOM_ECORRUPT; docs/store.md, Damage). */
+    bool skip_check;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;
@@ -325,6 +328,7 @@ typedef struct loom_store_stats {
     uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
     uint64_t wal_restarts;                    /* times the WAL started over from its beginning */
     uint64_t wal_frames_max;                  /* the longest the WAL has been since open, frames */
+    bool write_failing;                       /* the last transaction failed (disk full, I/O) */
 } loom_store_stats_t;
 
 int loom_store_stats(loom_store_t *store, loom_store_stats_t *out, loom_err_t *err);

@@ -403,6 +403,7 @@ int main(int argc, char **argv)
     }
     loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
     loom_rpc_server_add_metrics_source(server, loomd_monitor_metrics, monitor);
+    loom_rpc_server_set_health(server, loomd_health, &methods);
 
     char url[300] = "";
     if (tcp) {

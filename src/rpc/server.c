@@ -114,6 +114,9 @@ struct loom_rpc_server {
     } sources[MAX_SOURCES];
     size_t nsources;
 
+    _Atomic(loom_rpc_health_fn) health;
+    void *_Atomic health_ctx;
+
     pthread_t watchdog;
     pthread_cond_t wake;
     bool stopping;
@@ -683,6 +686,21 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
     return false;
 }
 
+/* "ok", or 503 with the health function's reason (a store that cannot
+ * write: balancers and monitors should see it, not only clients whose
+ * writes fail). */
+static enum MHD_Result serve_healthz(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
+{
+    loom_rpc_health_fn fn = atomic_load(&s->health);
+    const char *why = fn ? fn(atomic_load(&s->health_ctx)) : NULL;
+    if (!why)
+        return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
+    char text[256];
+    int n = snprintf(text, sizeof text, "unhealthy: %s\n", why);
+    return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", text,
+                   (size_t)n < sizeof text ? (size_t)n : sizeof text - 1, false);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -722,7 +740,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                        "stopping\n", 9, true);
     if (r->path == PATH_HEALTHZ)
-        return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
+        return serve_healthz(s, c, r);
     return serve_metrics(s, c, r);
 }
 
@@ -978,6 +996,12 @@ fail_tcp:
 fail:
     server_free(s);
     return rc;
+}
+
+void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, void *ctx)
+{
+    atomic_store(&s->health_ctx, ctx);
+    atomic_store(&s->health, fn);
 }
 
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s)

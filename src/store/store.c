@@ -586,6 +586,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
     } else {
         s->stats.commit_failures++;
     }
+    s->stats.write_failing = !ok;
     s->stats.writes += n;
     s->stats.last_group = n;
     if (n > s->stats.max_group)
@@ -1200,13 +1201,42 @@ static int count_states(loom_store_t *s, loom_err_t *err)
     if (sqlite3_prepare_v2(s->rdb, "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st,
                            NULL) != SQLITE_OK)
         return loom_err_set(err, LOOM_EIO, "counting jobs: %s", sqlite3_errmsg(s->rdb));
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         loom_job_state_t state;
         if (loom_job_state_parse((const char *)sqlite3_column_text(st, 0), &state, NULL) == 0)
             s->stats.jobs_by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) /* a damaged table must not read as "0 jobs" */
+        return loom_err_set(err, LOOM_EIO, "counting jobs: %s", sqlite3_errstr(rc));
     return LOOM_OK;
+}
+
+/* PRAGMA quick_check (docs/store.md#damage): O(pages), without the index
+ * cross-checks of integrity_check. A damaged database is refused at open,
+ * before anything reads "0 jobs" from it or writes into it. */
+static int quick_check(sqlite3 *db, const char *path, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    char first[200] = "";
+    if (rc == SQLITE_OK) {
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(st, 0);
+            snprintf(first, sizeof first, "%s", t ? t : "");
+            rc = strcmp(first, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
+        }
+        sqlite3_finalize(st);
+    }
+    if (rc == SQLITE_OK || rc == SQLITE_DONE)
+        return LOOM_OK;
+    return loom_err_set(err, LOOM_EIO,
+                        "%s: the database is damaged (PRAGMA quick_check: %s); refusing to use "
+                        "it. Recover with loomd stopped: sqlite3 %s .recover | sqlite3 "
+                        "recovered.db, check recovered.db, then move it to %s (docs/store.md, "
+                        "Damage)",
+                        path, first[0] ? first : sqlite3_errstr(rc), path, path);
 }
 
 static void stop_checkpointer(loom_store_t *s)
@@ -1253,6 +1283,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     int rc;
     if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
         goto fail_alloc;
+    if (!s->opts.skip_check && (rc = quick_check(s->wdb, path, err)))
+        goto fail_wdb;
     if ((rc = loom_store_migrate(s->wdb, 0, err))) {
         loom_err_prefix(err, "%s", path);
         goto fail_wdb;

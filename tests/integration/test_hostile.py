@@ -191,6 +191,27 @@ class HostileStateDir(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_damaged_database_refused(self):
+        """Finding 7: with three 4 KiB pages of a 5,020-job database
+        overwritten, loomd started, said 0 jobs and accepted submissions.
+        Now PRAGMA quick_check at open refuses it, naming the recovery."""
+        d = Loomd(state_dir=self.dir).start()
+        c = d.client()
+        c.batch([("job.submit", {"name": f"j{i}", "script": "x" * 2000}) for i in range(400)])
+        c.close()
+        d.stop()
+        db = os.path.join(self.dir, "loom.db")
+        pages = os.path.getsize(db) // 4096
+        self.assertGreater(pages, 50)
+        with open(db, "r+b") as f:
+            for page in (2, pages // 3, pages // 2, 2 * pages // 3):
+                f.seek(page * 4096)
+                f.write(bytes((page * 7 + i * 13) % 256 for i in range(4096)))
+        rc, out = run_loomd(self.dir)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("the database is damaged", out)
+        self.assertIn(".recover", out)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
