@@ -206,6 +206,12 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
 
 void loom_exec_local_free(loom_exec_local_t *x)
 {
+    /* The executor's cgroup goes when no job cgroup is left in it (jobs
+     * still running under their shepherds keep it for the next loomd). */
+    if (x && x->cgroup_base[0] && rmdir(x->cgroup_base) != 0 && errno != ENOENT && errno != EBUSY &&
+        errno != ENOTEMPTY)
+        loom_log_warn("exec.cgroup_remove_failed", "cgroup=\"%s\" error=\"%s\"", x->cgroup_base,
+                      strerror(errno));
     free(x);
 }
 
@@ -484,10 +490,67 @@ static bool shepherd_alive(const loom_exec_handle_t *h)
     return h->shepherd_start == 0 || start == h->shepherd_start;
 }
 
+/* The job's cgroup, where this executor makes them (cgroup_for_job), or
+ * false without cgroups. */
+static bool job_cgroup(const loom_exec_local_t *x, const loom_exec_handle_t *h, char *out,
+                       size_t outlen)
+{
+    if (h->cgroup[0])
+        return snprintf(out, outlen, "%s", h->cgroup) < (int)outlen;
+    if (!x->cgroup_base[0])
+        return false;
+    return snprintf(out, outlen, "%.400s/job-%lld", x->cgroup_base, (long long)h->job_id) <
+           (int)outlen;
+}
+
+/* A job whose shepherd died without an outcome (kill -9) may still have
+ * processes: in its process group, and (setsid ones too) in its cgroup.
+ * Kills them all. True once none is left, and the cgroup is removed;
+ * until then the job counts as running, so its resources stay allocated. */
+static bool lost_job_gone(const loom_exec_local_t *x, const loom_exec_handle_t *h)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/shepherd.json", h->dir);
+    json_t *pf;
+    if (loom_json_load_file(path, &pf, NULL) == LOOM_OK) {
+        pid_t job = (pid_t)json_integer_value(json_object_get(pf, "job_pid"));
+        if (job > 1)
+            kill(-job, SIGKILL); /* the job's process group */
+        json_decref(pf);
+    }
+    char cg[LOOM_EXEC_PATH_MAX];
+    if (!job_cgroup(x, h, cg, sizeof cg))
+        return true;
+    struct stat st;
+    if (stat(cg, &st) != 0)
+        return true; /* no cgroup (any more) */
+    snprintf(path, sizeof path, "%s/cgroup.kill", cg);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    bool killed = fd >= 0 && write(fd, "1", 1) == 1;
+    if (fd >= 0)
+        close(fd);
+    loom_buf_t procs = LOOM_BUF_INIT;
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+    bool empty = loom_buf_read_file(&procs, path, NULL) == LOOM_OK && procs.len == 0;
+    for (char *p = procs.data; !killed && p && *p;) { /* no cgroup.kill (before Linux 5.14) */
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 1)
+            kill((pid_t)pid, SIGKILL);
+        p = end;
+    }
+    loom_buf_free(&procs);
+    if (empty && rmdir(cg) != 0 && errno != ENOENT)
+        loom_log_warn("exec.cgroup_remove_failed", "cgroup=\"%s\" error=\"%s\"", cg,
+                      strerror(errno));
+    return empty;
+}
+
 int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
                          loom_err_t *err)
 {
-    (void)x;
     int wstatus;
     pid_t r = waitpid(h->shepherd_pid, &wstatus, WNOHANG);
     if (r == 0)
@@ -498,17 +561,20 @@ int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_
     int rc = read_status(h, out, &e2);
     if (rc == LOOM_OK)
         return 1;
+    if (!lost_job_gone(x, h))
+        return 0; /* its processes are being killed: still holds its resources */
     memset(out, 0, sizeof *out);
     out->end = LOOM_EXEC_FAILED;
     out->exit_code = -1;
     if (r == h->shepherd_pid)
         snprintf(out->reason, sizeof out->reason,
                  "lost: the shepherd ended (status %d) without recording an outcome (see %.300s/"
-                 "shepherd.log)",
+                 "shepherd.log); what was left of the job was killed",
                  wstatus, h->dir);
     else
         snprintf(out->reason, sizeof out->reason,
-                 "lost: the job's shepherd is gone and left no outcome");
+                 "lost: the job's shepherd is gone and left no outcome; what was left of the "
+                 "job was killed");
     (void)err;
     return 1;
 }
