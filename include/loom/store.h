@@ -167,6 +167,11 @@ typedef struct loom_store_options {
     /* Skip PRAGMA quick_check at open (a damaged database is otherwise
      * refused with LOOM_ECORRUPT; docs/store.md, Damage). */
     bool skip_check;
+    /* Full disk (docs/store.md): a file of reserve_bytes at reserve_path,
+     * released when a transaction fails for want of space (which is then
+     * tried once more), made again once writes succeed. NULL or 0: none. */
+    const char *reserve_path;
+    size_t reserve_bytes;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;

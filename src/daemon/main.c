@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
-            "             [--move-orphaned-jobs]\n\n"
+            "             [--move-orphaned-jobs] [--store-reserve SIZE]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -76,6 +76,9 @@ static void usage(FILE *f)
             "                       missing, move jobs/ aside to jobs.orphaned-<time> and\n"
             "                       start a new database (default: refuse to start, so that\n"
             "                       no job id or output file is reused)\n"
+            "  --store-reserve SIZE space kept in STATE_DIR/loom.reserve and given up when the\n"
+            "                       disk is full, so that loom's own records still fit\n"
+            "                       (default 8MiB; 0: none)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
             "user refused): loom.db (SQLite), token, loomd.sock,\n"
@@ -102,6 +105,7 @@ typedef struct opts {
     int64_t timeslice_ns;
     bool pack_check;
     bool move_orphaned_jobs;
+    uint64_t store_reserve;
     const char *estimate_margin, *estimate_device, *device_dir;
 } opts_t;
 
@@ -128,6 +132,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"timeslice", required_argument, NULL, 'q'},
         {"pack-check", no_argument, NULL, 'k'},
         {"move-orphaned-jobs", no_argument, NULL, 'O'},
+        {"store-reserve", required_argument, NULL, 'r'},
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
@@ -189,6 +194,13 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             }
             break;
         case 'O': o->move_orphaned_jobs = true; break;
+        case 'r':
+            if (loom_parse_size(optarg, &o->store_reserve, &err)) {
+                fprintf(stderr, "loomd: --store-reserve: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
         case 'P': o->placement = optarg; break;
         case 'T': o->gpu_type = optarg; break;
         case 'N': {
@@ -243,7 +255,8 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.listen = "127.0.0.1:7750",
+    opts_t o = {.store_reserve = 8u << 20,
+                .listen = "127.0.0.1:7750",
                 .durability = LOOM_DURABILITY_NORMAL,
                 .executor = "local",
                 .seed = 1};
@@ -287,7 +300,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     snprintf(path, sizeof path, "%s/loom.db", state_dir);
-    loom_store_options_t sopts = {.durability = o.durability};
+    char reserve_path[4200];
+    snprintf(reserve_path, sizeof reserve_path, "%s/loom.reserve", state_dir);
+    loom_store_options_t sopts = {.durability = o.durability,
+                                  .reserve_path = reserve_path,
+                                  .reserve_bytes = (size_t)o.store_reserve};
     loom_store_t *store = NULL;
     if (loom_store_open(path, &sopts, &store, &err)) {
         fprintf(stderr, "loomd: store: %s\n", err.msg);

@@ -302,6 +302,28 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
     }
 }
 
+/* The outcome must reach status.json: loomd calls a job without one lost.
+ * On a full disk (a job's output filled it) writing fails; the shepherd
+ * keeps trying, once a second for up to an hour, and meanwhile the job
+ * counts as running, so its resources stay allocated until it is recorded
+ * (issue 18, finding 6). */
+static int write_status_retrying(const char *dir, const spec_t *s, int status,
+                                 const struct rusage *ru, int64_t start_ns, bool timed_out,
+                                 bool cancelled, int64_t cg_cpu, int64_t suspended_ns)
+{
+    int rc = LOOM_OK;
+    for (int tries = 0; tries < 3600; tries++) {
+        rc = write_status(dir, s, status, ru, start_ns, timed_out, cancelled, cg_cpu, suspended_ns);
+        if (rc == LOOM_OK)
+            return rc;
+        if (tries == 0 || tries % 60 == 0)
+            fprintf(stderr, "loom-shepherd: cannot write %s/status.json (%s); retrying\n", dir,
+                    strerror(errno));
+        sleep(1);
+    }
+    return rc;
+}
+
 int loom_exec_shepherd_main(int argc, char **argv)
 {
     if (argc != 2 || argv[1][0] == '-') {
@@ -354,8 +376,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
         cg_cpu = cgroup_cpu_usage_us(s.cgroup);
         cgroup_remove(s.cgroup);
     }
-    int rc =
-        write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu, suspended_ns);
+    int rc = write_status_retrying(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu,
+                                   suspended_ns);
     free(s.argv);
     free(s.envp);
     json_decref(root);

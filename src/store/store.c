@@ -29,11 +29,14 @@
  * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers; a
  * RESTART one, past a WAL length, briefly does (to bound the WAL).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/store_int.h"
 
@@ -61,6 +64,9 @@ struct loom_store {
     sqlite3 *wdb, *rdb;
     loom_store_options_t opts;
     int schema_version;
+    char *reserve_path;       /* opts.reserve_path's copy */
+    bool reserve_held;        /* the reserve file exists (committer only) */
+    int64_t reserve_tried_ns; /* when it was last made or tried */
 
     pthread_mutex_t mu; /* queue, closing, stats */
     pthread_cond_t cv;
@@ -541,9 +547,50 @@ static int step_once(sqlite3_stmt *st)
  * helper (loom_store_help) completes any group itself while the completer
  * is idle: mostly they are its own request's writes, which it would only
  * wait for. */
-static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
+/* The disk reserve (docs/store.md, Full disk): a file of reserve_bytes
+ * next to the database, deleted when a transaction fails for want of
+ * space, so that loom's own records (a job's end, a cancel) still fit
+ * while a job's output fills the disk; made again once writes succeed. */
+static void reserve_make(loom_store_t *s)
 {
-    int64_t now = loom_time_real_ns();
+    if (!s->opts.reserve_path || !s->opts.reserve_bytes)
+        return;
+    s->reserve_tried_ns = loom_time_mono_ns();
+    int fd = open(s->opts.reserve_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int e = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)s->opts.reserve_bytes);
+    if (fd >= 0)
+        close(fd);
+    if (e != 0) {
+        unlink(s->opts.reserve_path); /* a partial reserve would mislead */
+        loom_log_warn("store.reserve_unavailable", "path=\"%s\" bytes=%zu error=\"%s\"",
+                      s->opts.reserve_path, s->opts.reserve_bytes, strerror(e));
+        return;
+    }
+    s->reserve_held = true;
+}
+
+static bool reserve_release(loom_store_t *s)
+{
+    if (!s->reserve_held)
+        return false;
+    s->reserve_held = false;
+    bool ok = unlink(s->opts.reserve_path) == 0;
+    loom_log_error("store.reserve_released",
+                   "path=\"%s\" bytes=%zu note=\"the disk is full; free space: the reserve is "
+                   "made again once it fits\"",
+                   s->opts.reserve_path, s->opts.reserve_bytes);
+    return ok;
+}
+
+static bool out_of_space(loom_store_t *s, int rc)
+{
+    return (rc & 0xff) == SQLITE_FULL || sqlite3_system_errno(s->wdb) == ENOSPC;
+}
+
+/* One try at the group's transaction: SQLITE_OK, or the error (rolled
+ * back). */
+static int run_group(loom_store_t *s, op_t *group, int64_t now)
+{
     int rc = step_once(s->begin_w);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
@@ -558,15 +605,32 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
     }
     if (rc == SQLITE_OK)
         rc = step_once(s->commit_w);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
+        sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Runs one group in one transaction and completes every op in it; a
+ * helper (loom_store_help) completes any group itself while the completer
+ * is idle: mostly they are its own request's writes, which it would only
+ * wait for. Out of space, the reserve is released and the group tried
+ * once more. */
+static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
+{
+    int64_t now = loom_time_real_ns();
+    int rc = run_group(s, group, now);
+    if (rc != SQLITE_OK && out_of_space(s, rc) && reserve_release(s))
+        rc = run_group(s, group, now);
     bool ok = rc == SQLITE_OK;
+    if (ok && !s->reserve_held && s->opts.reserve_bytes &&
+        loom_time_mono_ns() - s->reserve_tried_ns > 10 * LOOM_NS_PER_S)
+        reserve_make(s);
     if (!ok) {
         loom_err_t dberr;
         loom_err_set(&dberr, LOOM_EIO,
                      "database write failed, nothing of this group was stored: %s",
                      sqlite3_errmsg(s->wdb));
         loom_log_error("store.commit_failed", "error=\"%s\" writes=%zu", sqlite3_errmsg(s->wdb), n);
-        if (!sqlite3_get_autocommit(s->wdb))
-            sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
         for (op_t *o = group; o; o = o->next) {
             o->rc = LOOM_EIO;
             o->err = dberr;
@@ -1269,6 +1333,11 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
     if (opts)
         s->opts = *opts;
+    if (s->opts.reserve_path && !(s->reserve_path = strdup(s->opts.reserve_path))) {
+        free(s);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
+    }
+    s->opts.reserve_path = s->reserve_path;
     const char *help = getenv("LOOM_STORE_HELP");
     if (help && strcmp(help, "0") == 0)
         s->opts.no_help = true;
@@ -1285,6 +1354,7 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         goto fail_alloc;
     if (!s->opts.skip_check && (rc = quick_check(s->wdb, path, err)))
         goto fail_wdb;
+    reserve_make(s);
     if ((rc = loom_store_migrate(s->wdb, 0, err))) {
         loom_err_prefix(err, "%s", path);
         goto fail_wdb;
@@ -1363,6 +1433,7 @@ fail_stmts:
 fail_wdb:
     sqlite3_close(s->wdb);
 fail_alloc:
+    free(s->reserve_path);
     free(s);
     return rc;
 }
@@ -1390,5 +1461,6 @@ void loom_store_close(loom_store_t *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->rmu);
     pthread_mutex_destroy(&s->mu);
+    free(s->reserve_path);
     free(s);
 }

@@ -213,5 +213,64 @@ class HostileStateDir(unittest.TestCase):
         self.assertIn(".recover", out)
 
 
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"),
+                     "needs root and unshare for a small private tmpfs")
+class FullDisk(unittest.TestCase):
+    """Finding 6: a state directory on a 2 MB tmpfs and a job writing 3 MB:
+    shepherds could not write status.json, nothing retried, and a job that
+    had exited 0 was recorded FAILED "lost". Now the shepherd retries, the
+    store releases its reserve for loom's own records, and once space is
+    freed the job is recorded COMPLETED, without a restart."""
+
+    def test_full_disk_recovers(self):
+        base = tempfile.mkdtemp(prefix="loom-full-")
+        script = (f"mount -t tmpfs -o size=3m tmpfs {base} && exec {loomd_exe()} "
+                  f"--listen 127.0.0.1:0 --state-dir {base}/state --executor local "
+                  f"--store-reserve 512KiB --log-level warn")
+        log = open(os.path.join(tempfile.gettempdir(), f"loom-full-{os.getpid()}.log"), "wb")
+        p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                             stdout=log, stderr=log)
+        try:
+            root = f"/proc/{p.pid}/root{base}/state"
+            deadline = time.monotonic() + 30
+            url = None
+            while time.monotonic() < deadline and not url:
+                try:
+                    with open(root + "/loomd.url") as f:
+                        url = f.read().strip()
+                except OSError:
+                    time.sleep(0.05)
+            self.assertTrue(url, "loomd did not start")
+            with open(root + "/token") as f:
+                c = Client(url, f.read().strip(), timeout=30)
+            jid = c.submit("filler", "head -c 4000000 /dev/zero; exit 0")["id"]
+            out = f"{root}/jobs/{jid}/stdout"
+            while time.monotonic() < deadline + 30:
+                if os.path.exists(out) and os.statvfs(root).f_bavail == 0:
+                    break
+                time.sleep(0.05)
+            time.sleep(1.5)  # the job has ended; its shepherd cannot record it
+            more = c.submit("while full", "true")  # the reserve keeps loom's records going
+            self.assertTrue(more["created"])
+            os.unlink(out)  # space comes back
+            state = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                state = c.get(jid)
+                if state["state"] not in ("PENDING", "RUNNING"):
+                    break
+                time.sleep(0.1)
+            self.assertEqual(state["state"], "COMPLETED", state)
+            c.close()
+        finally:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            log.close()
+            shutil.rmtree(base, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
