@@ -783,7 +783,7 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
         freeaddrinfo(ai);
         close(fd);
@@ -837,7 +837,7 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
         return loom_err_errno(err, LOOM_EIO, e, "cannot bind socket '%s'", path);
     }
     /* Nobody can connect before listen(), so the mode is right in time. */
-    if (chmod(path, 0600) != 0 || listen(fd, 128) != 0) {
+    if (chmod(path, 0600) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
         close(fd);
         unlink(path);
