@@ -184,6 +184,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
  * waiters), stops the committer and closes the database. NULL is a no-op. */
 void loom_store_close(loom_store_t *store);
 
+/* The highest job id stored, 0 when there is none. */
+int loom_store_max_id(loom_store_t *store, int64_t *out, loom_err_t *err);
+
 /* Schema version after migrations, and the newest this build knows. */
 int loom_store_schema_version(loom_store_t *store);
 int loom_store_schema_latest(void);

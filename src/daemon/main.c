@@ -306,8 +306,15 @@ int main(int argc, char **argv)
                                   .reserve_path = reserve_path,
                                   .reserve_bytes = (size_t)o.store_reserve};
     loom_store_t *store = NULL;
+    int64_t max_id = 0;
     if (loom_store_open(path, &sopts, &store, &err)) {
         fprintf(stderr, "loomd: store: %s\n", err.msg);
+        return 1;
+    }
+    if (loom_store_max_id(store, &max_id, &err) ||
+        loomd_state_dir_check_ids(&sd, max_id, o.move_orphaned_jobs, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        loom_store_close(store);
         return 1;
     }
 

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -176,6 +177,18 @@ static long long highest_job_dir(const loomd_state_dir_t *sd)
     return max;
 }
 
+static int move_jobs_aside(const loomd_state_dir_t *sd, long long max, loom_err_t *err)
+{
+    char aside[64];
+    snprintf(aside, sizeof aside, "jobs.orphaned-%lld", (long long)time(NULL));
+    if (renameat(sd->fd, "jobs", sd->fd, aside) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s/jobs: cannot move it to %s", sd->path,
+                              aside);
+    loom_log_warn("loomd.orphaned_jobs_moved", "from=\"%s/jobs\" to=\"%s/%s\" highest_id=%lld",
+                  sd->path, sd->path, aside, max);
+    return LOOM_OK;
+}
+
 int loomd_state_dir_check_orphans(const loomd_state_dir_t *sd, bool move_aside, loom_err_t *err)
 {
     struct stat st;
@@ -191,12 +204,59 @@ int loomd_state_dir_check_orphans(const loomd_state_dir_t *sd, bool move_aside, 
                             "output. Restore loom.db, or start with --move-orphaned-jobs to move "
                             "jobs/ aside (to jobs.orphaned-<time>) and begin anew",
                             sd->path, max, sd->path);
+    return move_jobs_aside(sd, max, err);
+}
+
+/* Moves jobs/<id> for every id above max_id to jobs.orphaned-<time>/<id>:
+ * the database knows the others, whose jobs may still run. */
+static int move_dirs_above(const loomd_state_dir_t *sd, int64_t max_id, loom_err_t *err)
+{
     char aside[64];
     snprintf(aside, sizeof aside, "jobs.orphaned-%lld", (long long)time(NULL));
-    if (renameat(sd->fd, "jobs", sd->fd, aside) != 0)
-        return loom_err_errno(err, LOOM_EIO, errno, "%s/jobs: cannot move it to %s", sd->path,
-                              aside);
-    loom_log_warn("loomd.orphaned_jobs_moved", "from=\"%s/jobs\" to=\"%s/%s\" highest_id=%lld",
-                  sd->path, sd->path, aside, max);
-    return LOOM_OK;
+    int jobs = openat(sd->fd, "jobs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (jobs < 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s/jobs", sd->path);
+    DIR *d = fdopendir(jobs);
+    if (!d || mkdirat(sd->fd, aside, 0700) != 0) {
+        int e = errno;
+        d ? closedir(d) : close(jobs);
+        return loom_err_errno(err, LOOM_EIO, e, "%s/%s: cannot create", sd->path, aside);
+    }
+    int rc = LOOM_OK;
+    size_t moved = 0;
+    for (struct dirent *e; rc == LOOM_OK && (e = readdir(d));) {
+        char *end, to[128];
+        long long id = strtoll(e->d_name, &end, 10);
+        if (*end != '\0' || end == e->d_name || id <= max_id)
+            continue;
+        snprintf(to, sizeof to, "%s/%s", aside, e->d_name);
+        if (renameat(dirfd(d), e->d_name, sd->fd, to) != 0)
+            rc = loom_err_errno(err, LOOM_EIO, errno, "%s/jobs/%s: cannot move it to %s", sd->path,
+                                e->d_name, to);
+        moved++;
+    }
+    closedir(d);
+    if (rc == LOOM_OK)
+        loom_log_warn("loomd.orphaned_jobs_moved",
+                      "from=\"%s/jobs\" to=\"%s/%s\" count=%zu "
+                      "above_id=%lld",
+                      sd->path, sd->path, aside, moved, (long long)max_id);
+    return rc;
+}
+
+int loomd_state_dir_check_ids(const loomd_state_dir_t *sd, int64_t max_id, bool move_aside,
+                              loom_err_t *err)
+{
+    long long max = highest_job_dir(sd);
+    if (max <= max_id)
+        return LOOM_OK;
+    if (!move_aside)
+        return loom_err_set(err, LOOM_EEXIST,
+                            "%s/jobs holds job directories up to %lld but the database's highest "
+                            "job id is %lld (a loom.db restored from an older copy?): new jobs "
+                            "would reuse those ids and append to their output. Restore the "
+                            "matching loom.db, or start with --move-orphaned-jobs to move jobs/ "
+                            "aside (to jobs.orphaned-<time>)",
+                            sd->path, max, (long long)max_id);
+    return move_dirs_above(sd, max_id, err);
 }

@@ -34,4 +34,10 @@ void loomd_state_dir_close(loomd_state_dir_t *sd);
  * instead (logged) and the start goes on. */
 int loomd_state_dir_check_orphans(const loomd_state_dir_t *sd, bool move_aside, loom_err_t *err);
 
+/* After the store opened: job directories above the database's highest
+ * id (a loom.db restored from an older copy) would be reused the same
+ * way; refused, or with move_aside moved as above. */
+int loomd_state_dir_check_ids(const loomd_state_dir_t *sd, int64_t max_id, bool move_aside,
+                              loom_err_t *err);
+
 #endif

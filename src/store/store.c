@@ -1252,6 +1252,26 @@ int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
     return LOOM_OK;
 }
 
+int loom_store_max_id(loom_store_t *s, int64_t *out, loom_err_t *err)
+{
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->rdb, "SELECT coalesce(max(id), 0) FROM jobs", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(st);
+    }
+    int ret = rc == SQLITE_OK ? LOOM_OK
+                              : loom_err_set(err, LOOM_EIO, "reading the highest job id: %s",
+                                             sqlite3_errstr(rc));
+    pthread_mutex_unlock(&s->rmu);
+    return ret;
+}
+
 int loom_store_schema_version(loom_store_t *s)
 {
     return s->schema_version;

@@ -191,6 +191,51 @@ class HostileStateDir(unittest.TestCase):
         finally:
             d.stop()
 
+    def run_job(self, c, script):
+        jid = c.submit("j", script)["id"]
+        deadline = time.monotonic() + 60
+        while c.get(jid)["state"] != "COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return jid
+
+    def test_restored_database(self):
+        """Finding 8, the other way to reuse ids: a loom.db restored from an
+        older copy knows fewer jobs than jobs/ holds; the next job would take
+        the id (and output file) of one it forgot."""
+        args = ["--executor", "local"]
+        d = Loomd(state_dir=self.dir, extra_args=args).start()
+        c = d.client()
+        self.run_job(c, "echo one")
+        c.close()
+        d.stop()
+        backup = os.path.join(self.dir, "..", os.path.basename(self.dir) + ".bak")
+        os.makedirs(backup)
+        for n in os.listdir(self.dir):
+            if n.startswith("loom.db"):
+                shutil.copy(os.path.join(self.dir, n), backup)
+        d = Loomd(state_dir=self.dir, extra_args=args).start()
+        c = d.client()
+        second = self.run_job(c, "echo two")
+        c.close()
+        d.stop()
+        for n in os.listdir(self.dir):
+            if n.startswith("loom.db"):
+                os.unlink(os.path.join(self.dir, n))
+        for n in os.listdir(backup):
+            shutil.copy(os.path.join(backup, n), self.dir)
+        shutil.rmtree(backup)
+        rc, out = run_loomd(self.dir)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("restored from an older copy", out)
+        d = Loomd(state_dir=self.dir, extra_args=args + ["--move-orphaned-jobs"]).start()
+        try:
+            aside = [n for n in os.listdir(self.dir) if n.startswith("jobs.orphaned-")]
+            self.assertEqual(len(aside), 1)
+            self.assertTrue(os.path.isdir(os.path.join(self.dir, aside[0], str(second))))
+            self.assertTrue(os.path.isdir(os.path.join(self.dir, "jobs", "1")))
+        finally:
+            d.stop()
+
     def test_damaged_database_refused(self):
         """Finding 7: with three 4 KiB pages of a 5,020-job database
         overwritten, loomd started, said 0 jobs and accepted submissions.
