@@ -125,7 +125,7 @@ struct loom_rpc_server {
     _Atomic long in_flight;
     _Atomic long connections;
     _Atomic uint64_t accepted;
-    _Atomic uint64_t timeouts; /* closed for time, and evicted */
+    _Atomic uint64_t timeouts; /* closed for being idle or slow */
     _Atomic uint64_t evicted;
     _Atomic uint64_t requests[PATH_N][N_STATUS + 1];
     rpc_hist_t latency[PATH_N];
@@ -229,9 +229,8 @@ static void addr_key_of(const struct sockaddr *sa, addr_key_t *k)
 
 /* Shuts a connection down; MHD sees the end of the stream and cleans up.
  * Called with s->mu held, so the fd is still the connection's. */
-static void conn_kill(loom_rpc_server_t *s, conn_t *c)
+static void conn_kill(conn_t *c)
 {
-    (void)s;
     shutdown(c->fd, SHUT_RDWR);
     c->killed = true;
 }
@@ -266,11 +265,11 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t
             oldest = c;
     }
     if (mine >= s->cfg.max_per_address && oldest_mine) {
-        conn_kill(s, oldest_mine);
+        conn_kill(oldest_mine);
         atomic_fetch_add(&s->evicted, 1);
     } else if (live >= s->cfg.max_connections) {
         if (oldest) {
-            conn_kill(s, oldest);
+            conn_kill(oldest);
             atomic_fetch_add(&s->evicted, 1);
         } else {
             ok = MHD_NO;
@@ -395,7 +394,7 @@ static void *watchdog_main(void *arg)
                               : c->phase == PHASE_IDLE ? "idle"
                                                        : "request",
                               (double)(now - since) / 1e9);
-                conn_kill(s, c);
+                conn_kill(c);
                 atomic_fetch_add(&s->timeouts, 1);
             }
         }
