@@ -6,9 +6,12 @@
  * -32700, a catalog error), never a crash; ASan's leak check at exit finds
  * no leak.
  *
- * The hook is jansson's allocator (json_set_alloc_funcs): every JSON value,
- * parse and dump of these paths goes through it. loom's own buffers and
- * SQLite's allocations are not failed here (loom calls malloc directly). */
+ * Two hooks share one counter: jansson's allocator (json_set_alloc_funcs),
+ * for every JSON value, parse and dump; and loom's own malloc, calloc and
+ * realloc calls, which tests.cmake links to the __wrap_ functions below
+ * (-Wl,--wrap: only calls from objects linked into this program, i.e.
+ * libloom and this file; SQLite's and libc's own stay untouched). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -16,15 +19,39 @@
 #include "daemon/methods.c"
 #include "daemon/runner.c"
 #include "loom/catalog.h"
+#include "loom/template.h"
 #include "test_util.h"
 
-static long alloc_count, fail_at;
+static _Atomic long alloc_count, fail_at; /* the store's threads allocate too */
+static _Atomic bool wrap_on;              /* count loom's own allocations too */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+
+static bool fail_now(void)
+{
+    return ++alloc_count == fail_at;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return wrap_on && fail_now() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return wrap_on && fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    return wrap_on && fail_now() ? NULL : __real_realloc(p, n);
+}
 
 static void *failing_malloc(size_t n)
 {
-    if (++alloc_count == fail_at)
-        return NULL;
-    return malloc(n);
+    return fail_now() ? NULL : __real_malloc(n);
 }
 
 static void arm(long n)
@@ -41,12 +68,14 @@ static long sweep(void (*body)(void *), void *ctx)
     long n = 1;
     for (;; n++) {
         arm(n);
+        wrap_on = true;
         body(ctx);
+        wrap_on = false;
         if (alloc_count < n)
             break;
     }
     arm(0);
-    json_set_alloc_funcs(malloc, free);
+    json_set_alloc_funcs(__real_malloc, free);
     return n;
 }
 
@@ -148,12 +177,39 @@ static void catalog_under_failures(void **state)
     assert_true(runs > 10);
 }
 
+static void render_once(void *p)
+{
+    (void)p;
+    json_t *data = json_pack("{s:s,s:[{s:s},{s:s}],s:i}", "name", "bert <large>", "items", "k",
+                             "a'b", "k", "c\"d", "gpus", 4);
+    if (!data)
+        return;
+    const char *t = "#!/bin/bash\n# {{name}}\n{{#items}}echo {{k}}\n{{/items}}"
+                    "{{^none}}n={{gpus}}{{/none}}\n";
+    loom_template_options_t o = {.escape = LOOM_TEMPLATE_ESCAPE_SHELL};
+    loom_buf_t out = LOOM_BUF_INIT;
+    loom_err_t err;
+    int rc = loom_template_render_string(t, strlen(t), "t.sh.mustache", data, &o, &out, &err);
+    assert_true(rc == LOOM_OK || rc == LOOM_ENOMEM);
+    loom_buf_free(&out);
+    json_decref(data);
+}
+
+static void render_under_failures(void **state)
+{
+    (void)state;
+    long runs = sweep(render_once, NULL);
+    print_message("template rendering: %ld runs\n", runs);
+    assert_true(runs > 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rpc_under_failures),
         cmocka_unit_test(submit_under_failures),
         cmocka_unit_test(catalog_under_failures),
+        cmocka_unit_test(render_under_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
