@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
-            "             [--move-orphaned-jobs] [--store-reserve SIZE]\n\n"
+            "             [--move-orphaned-jobs] [--store-reserve SIZE] [--job-output-max SIZE]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -79,6 +79,9 @@ static void usage(FILE *f)
             "  --store-reserve SIZE space kept in STATE_DIR/loom.reserve and given up when the\n"
             "                       disk is full, so that loom's own records still fit\n"
             "                       (default 8MiB; 0: none)\n"
+            "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
+            "                       together pass SIZE: FAILED 'output limit ... reached'\n"
+            "                       (default 0: no limit)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
             "user refused): loom.db (SQLite), token, loomd.sock,\n"
@@ -106,6 +109,7 @@ typedef struct opts {
     bool pack_check;
     bool move_orphaned_jobs;
     uint64_t store_reserve;
+    uint64_t job_output_max;
     const char *estimate_margin, *estimate_device, *device_dir;
 } opts_t;
 
@@ -133,6 +137,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"pack-check", no_argument, NULL, 'k'},
         {"move-orphaned-jobs", no_argument, NULL, 'O'},
         {"store-reserve", required_argument, NULL, 'r'},
+        {"job-output-max", required_argument, NULL, 'o'},
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
@@ -195,8 +200,10 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             break;
         case 'O': o->move_orphaned_jobs = true; break;
         case 'r':
-            if (loom_parse_size(optarg, &o->store_reserve, &err)) {
-                fprintf(stderr, "loomd: --store-reserve: %s\n", err.msg);
+        case 'o':
+            if (loom_parse_size(optarg, c == 'r' ? &o->store_reserve : &o->job_output_max, &err)) {
+                fprintf(stderr, "loomd: %s: %s\n",
+                        c == 'r' ? "--store-reserve" : "--job-output-max", err.msg);
                 *exit_code = 2;
                 return -1;
             }
@@ -364,7 +371,8 @@ int main(int argc, char **argv)
                                       .pack_check = o.pack_check,
                                       .nodes = o.nodes,
                                       .executor = o.executor,
-                                      .slurm_partition = o.slurm_partition};
+                                      .slurm_partition = o.slurm_partition,
+                                      .output_max = o.job_output_max};
         if (loomd_runner_start(store, &rcfg, &runner, &err)) {
             fprintf(stderr, "loomd: %s\n", err.msg);
             loom_store_close(store);

@@ -818,7 +818,7 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
         goto fail;
     } else {
         loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns,
-                                   .use_cgroup = true};
+                                   .use_cgroup = true, .output_max = cfg->output_max};
         if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
             goto fail;
         r->ops = &loom_exec_local_ops;

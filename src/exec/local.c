@@ -25,6 +25,7 @@ struct loom_exec_local {
     char jobs_dir[LOOM_EXEC_PATH_MAX];
     char shepherd[PATH_MAX];
     int64_t grace_ns;
+    uint64_t output_max;                  /* stdout + stderr bytes per job; 0: none */
     char cgroup_base[LOOM_EXEC_PATH_MAX]; /* "" when not used */
     bool cg_memory, cg_cpu;               /* limits the cgroup can enforce */
     char cgroup_note[256];
@@ -196,6 +197,7 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
                               sh ? sh : "loom-shepherd (next to this program)");
     }
     x->grace_ns = cfg->grace_ns > 0 ? cfg->grace_ns : 10 * LOOM_NS_PER_S;
+    x->output_max = cfg->output_max;
     if (cfg->use_cgroup)
         setup_cgroup(x);
     else
@@ -391,10 +393,11 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
         json_array_append_new(argv, json_string(path));
     }
     cgroup_for_job(x, job, h);
-    json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I}", "argv", argv, "env",
+    json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "argv", argv, "env",
                              build_env(job, yaml_env), "cwd", cwd, "stdout", h->stdout_path,
                              "stderr", h->stderr_path, "cgroup", h->cgroup, "time_limit_ns",
-                             (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns);
+                             (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns,
+                             "output_max", (json_int_t)x->output_max);
     loom_buf_t b = LOOM_BUF_INIT;
     loom_json_dump(&b, spec);
     json_decref(spec);
@@ -459,6 +462,13 @@ static int read_status(const loom_exec_handle_t *h, loom_exec_outcome_t *out, lo
     if (json_is_true(json_object_get(st, "cancelled"))) {
         out->end = LOOM_EXEC_CANCELLED;
         snprintf(out->reason, sizeof out->reason, "cancelled");
+    } else if (json_is_true(json_object_get(st, "output_limited"))) {
+        out->end = LOOM_EXEC_FAILED;
+        char size[32];
+        loom_format_size((uint64_t)json_integer_value(json_object_get(st, "output_max")), size,
+                         sizeof size);
+        snprintf(out->reason, sizeof out->reason,
+                 "output limit %s reached (stdout and stderr together)", size);
     } else if (json_is_true(json_object_get(st, "timed_out"))) {
         out->end = LOOM_EXEC_TIMEOUT;
         snprintf(out->reason, sizeof out->reason, "time limit %s reached",

@@ -410,6 +410,32 @@ static void lost_job_is_killed(void **state)
     loom_exec_local_free(x);
 }
 
+/* Issue 18, finding 6: job output may be limited (a job filling the disk
+ * took loom's records with it). Past the limit the job is stopped. */
+static void output_limit(void **state)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/outmax", root);
+    loom_exec_config_t cfg = {.jobs_dir = dir, .grace_ns = LOOM_NS_PER_S, .output_max = 65536};
+    loom_exec_local_t *x = NULL;
+    loom_err_t err;
+    assert_int_equal(loom_exec_local_new(&cfg, &x, &err), LOOM_OK);
+    loom_exec_handle_t h;
+    loom_exec_job_t job = {.id = 1,
+                           .name = "chatty",
+                           .script = "while :; do head -c 65536 /dev/zero; sleep 0.2; done\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_non_null(strstr(out.reason, "output limit 64KiB reached"));
+    job.id = 2;
+    job.script = "head -c 1000 /dev/zero\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_COMPLETED);
+    loom_exec_local_free(x);
+}
+
 static void cgroup_is_reported(void **state)
 {
     loom_exec_local_t *x = executor("g", 0);
@@ -478,6 +504,7 @@ int main(void)
         cmocka_unit_test(yaml_jobs),
         cmocka_unit_test(inheritance_and_exec_errors),
         cmocka_unit_test(lost_job_is_killed),
+        cmocka_unit_test(output_limit),
         cmocka_unit_test(cgroup_is_reported),
         cmocka_unit_test(long_jobs_dir),
     };
