@@ -133,6 +133,10 @@ int loom_buf_vappendf(loom_buf_t *b, const char *fmt, va_list ap);
 char *loom_buf_detach(loom_buf_t *b);
 /* Reads a whole file. Errors name the path. */
 int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err);
+/* Reads a file a client named: a regular file only (a FIFO, device or
+ * directory is LOOM_EINVAL, found without blocking: O_NONBLOCK), of at most
+ * max bytes (LOOM_ELIMIT). Errors name the path. */
+int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
 /* Writes data to path atomically: a temporary file in the same directory,
  * fsync, rename. Either the old or the new content survives a crash. */
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
@@ -193,6 +197,10 @@ void loom_rng_shuffle(loom_rng_t *rng, void *base, size_t n, size_t size);
 int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
                     json_t **out, loom_err_t *err);
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
+/* loom_json_load_file for a file a client named (loom_buf_read_regular's
+ * rules); a parse error gives the line and column only, never the file's
+ * bytes (issue 18: "/etc/shadow" as a device file). */
+int loom_json_load_client_file(const char *path, size_t max, json_t **out, loom_err_t *err);
 /* Serialises compactly into b (appends). */
 int loom_json_dump(loom_buf_t *b, const json_t *value);
 /* Serialises for people: indented by indent spaces per level (0: compact),
@@ -235,6 +243,14 @@ int loom_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, con
                    loom_err_t *err);
 /* True if s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool loom_utf8_valid(const char *s, size_t len);
+/* The one rule for text that reaches a terminal (job names, labels, reasons,
+ * ...): valid UTF-8 without C0 controls (tab and newline included), DEL, C1
+ * controls (U+0080..U+009F: U+0085 NEL, U+009B CSI), bidirectional
+ * overrides, embeddings and isolates (U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069) or line and paragraph separators
+ * (U+2028, U+2029). Returns the byte offset of the first offender, or len
+ * when the text is fine; invalid UTF-8 gives the offset of the bad byte. */
+size_t loom_text_unsafe_at(const char *s, size_t len);
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,10 @@ typedef struct loom_exec_config {
     const char *shepherd_path; /* NULL: $LOOM_SHEPHERD, else loom-shepherd next to /proc/self/exe */
     int64_t grace_ns;          /* between TERM and KILL; 0 means 10 s */
     bool use_cgroup;           /* try a cgroup v2 per job (falls back with a reason) */
+    /* Local executor: a job whose stdout and stderr files together pass
+     * this many bytes is stopped (TERM, KILL after the grace) and FAILED
+     * "output limit ... reached"; checked once a second. 0: no limit. */
+    uint64_t output_max;
 } loom_exec_config_t;
 
 /* A running job as loomd remembers it (persist these fields to adopt). */

@@ -338,6 +338,13 @@ typedef struct loom_rpc_transport {
     char peer[64];    /* "127.0.0.1:51234", "unix" */
 } loom_rpc_transport_t;
 
+/* Health for GET /healthz: returns NULL when healthy, else a short static
+ * reason ("the store cannot write"), answered 503 with that text. Called
+ * on a server thread per /healthz request; must be thread-safe and quick.
+ * Set before or after start; NULL fn removes it. */
+typedef const char *(*loom_rpc_health_fn)(void *ctx);
+void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, void *ctx);
+
 /* The TCP port actually bound (useful with port 0), or 0 without TCP. */
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s);
 

@@ -168,6 +168,14 @@ typedef struct loom_store_options {
      * loom_store_help does nothing (to compare the two; also set by the
      * environment variable LOOM_STORE_HELP=0). */
     bool no_help;
+    /* Skip PRAGMA quick_check at open (a damaged database is otherwise
+     * refused with LOOM_ECORRUPT; docs/store.md, Damage). */
+    bool skip_check;
+    /* Full disk (docs/store.md): a file of reserve_bytes at reserve_path,
+     * released when a transaction fails for want of space (which is then
+     * tried once more), made again once writes succeed. NULL or 0: none. */
+    const char *reserve_path;
+    size_t reserve_bytes;
 } loom_store_options_t;
 
 typedef struct loom_store loom_store_t;
@@ -179,6 +187,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
 /* Stops accepting writes, commits everything already queued (completing its
  * waiters), stops the committer and closes the database. NULL is a no-op. */
 void loom_store_close(loom_store_t *store);
+
+/* The highest job id stored, 0 when there is none. */
+int loom_store_max_id(loom_store_t *store, int64_t *out, loom_err_t *err);
 
 /* Schema version after migrations, and the newest this build knows. */
 int loom_store_schema_version(loom_store_t *store);
@@ -308,6 +319,10 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **lab
  * ("options.workdir: expected ..."). */
 int loom_job_options_validate(const json_t *options, loom_err_t *err);
 
+/* The text rule (loom_text_unsafe_at) for a field shown on terminals:
+ * LOOM_EINVAL naming the field and the byte offset of the offender. */
+int loom_store_check_text(const char *field, const char *s, loom_err_t *err);
+
 /* The protocol's job object. with_script adds "script". NULL if out of
  * memory. */
 json_t *loom_job_to_json(const loom_job_t *job, bool with_script);
@@ -330,6 +345,7 @@ typedef struct loom_store_stats {
     uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
     uint64_t wal_restarts;                    /* times the WAL started over from its beginning */
     uint64_t wal_frames_max;                  /* the longest the WAL has been since open, frames */
+    bool write_failing;                       /* the last transaction failed (disk full, I/O) */
 } loom_store_stats_t;
 
 int loom_store_stats(loom_store_t *store, loom_store_stats_t *out, loom_err_t *err);

@@ -10,7 +10,10 @@
 
 #include "loom/core.h"
 
-void loom_buf_init(loom_buf_t *b) { *b = (loom_buf_t)LOOM_BUF_INIT; }
+void loom_buf_init(loom_buf_t *b)
+{
+    *b = (loom_buf_t)LOOM_BUF_INIT;
+}
 
 void loom_buf_free(loom_buf_t *b)
 {
@@ -54,9 +57,15 @@ int loom_buf_append(loom_buf_t *b, const void *data, size_t len)
     return LOOM_OK;
 }
 
-int loom_buf_append_str(loom_buf_t *b, const char *s) { return loom_buf_append(b, s, strlen(s)); }
+int loom_buf_append_str(loom_buf_t *b, const char *s)
+{
+    return loom_buf_append(b, s, strlen(s));
+}
 
-int loom_buf_append_char(loom_buf_t *b, char c) { return loom_buf_append(b, &c, 1); }
+int loom_buf_append_char(loom_buf_t *b, char c)
+{
+    return loom_buf_append(b, &c, 1);
+}
 
 int loom_buf_vappendf(loom_buf_t *b, const char *fmt, va_list ap)
 {
@@ -95,12 +104,9 @@ char *loom_buf_detach(loom_buf_t *b)
     return s;
 }
 
-int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err)
+/* Reads fd to its end into b (at most max bytes), then closes it. */
+static int read_fd(loom_buf_t *b, int fd, const char *path, size_t max, loom_err_t *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
-                              "cannot open '%s'", path);
     for (;;) {
         if (loom_buf_reserve(b, 65536) != LOOM_OK) {
             close(fd);
@@ -117,10 +123,50 @@ int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err)
         if (n == 0)
             break;
         b->len += (size_t)n;
+        if (b->len > max) {
+            close(fd);
+            return loom_err_set(err, LOOM_ELIMIT, "'%s': more than the limit of %zu bytes", path,
+                                max);
+        }
     }
     b->data[b->len] = '\0';
     close(fd);
     return LOOM_OK;
+}
+
+int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
+                              "cannot open '%s'", path);
+    return read_fd(b, fd, path, SIZE_MAX - 1, err);
+}
+
+int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_t *err)
+{
+    /* O_NONBLOCK: open() of a FIFO with no writer would block for ever. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
+                              "cannot open '%s'", path);
+    struct stat st;
+    int rc = LOOM_OK;
+    if (fstat(fd, &st) != 0)
+        rc = loom_err_errno(err, LOOM_EIO, errno, "cannot stat '%s'", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "'%s': not a regular file (a FIFO, device, socket or directory); "
+                          "expected a file",
+                          path);
+    else if ((uint64_t)st.st_size > max)
+        rc = loom_err_set(err, LOOM_ELIMIT, "'%s': %lld bytes, more than the limit of %zu", path,
+                          (long long)st.st_size, max);
+    if (rc != LOOM_OK) {
+        close(fd);
+        return rc;
+    }
+    return read_fd(b, fd, path, max, err);
 }
 
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,

@@ -50,8 +50,8 @@ static void line_col(const char *text, size_t pos, size_t *line, size_t *col)
     }
 }
 
-int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
-                    json_t **out, loom_err_t *err)
+int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth, json_t **out,
+                    loom_err_t *err)
 {
     if (max_depth == 0)
         max_depth = 64;
@@ -76,6 +76,24 @@ int loom_json_load_file(const char *path, json_t **out, loom_err_t *err)
     int rc = loom_buf_read_file(&b, path, err);
     if (rc == LOOM_OK)
         rc = loom_json_parse(b.data, b.len, path, 0, out, err);
+    loom_buf_free(&b);
+    return rc;
+}
+
+int loom_json_load_client_file(const char *path, size_t max, json_t **out, loom_err_t *err)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = loom_buf_read_regular(&b, path, max, err);
+    if (rc == LOOM_OK && loom_json_parse(b.data, b.len, path, 0, out, err) != LOOM_OK) {
+        /* jansson's text quotes the bytes near the error ("near 'root'") */
+        json_error_t je;
+        json_t *v = json_loadb(b.data, b.len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+        json_decref(v);
+        rc = loom_err_set(err, LOOM_EINVAL, "'%s': not valid JSON (line %d, column %d)", path,
+                          je.line, je.column);
+    }
+    if (b.data)
+        explicit_bzero(b.data, b.cap); /* it may have been anything */
     loom_buf_free(&b);
     return rc;
 }
@@ -120,8 +138,7 @@ static int member(const json_t *obj, const char *key, bool required, const char 
     json_t *v = json_object_get(obj, key);
     if (!v) {
         if (required)
-            return loom_err_set(err, LOOM_EINVAL, "%s/%s: required member is missing", where,
-                                key);
+            return loom_err_set(err, LOOM_EINVAL, "%s/%s: required member is missing", where, key);
         return 0;
     }
     *out = v;
@@ -183,8 +200,8 @@ int loom_json_get_bool(const json_t *obj, const char *key, bool required, const 
     if (rc <= 0)
         return rc;
     if (!json_is_boolean(v))
-        return loom_err_set(err, LOOM_EINVAL, "%s/%s: expected true or false, found %s", where,
-                            key, loom_json_type_name(v));
+        return loom_err_set(err, LOOM_EINVAL, "%s/%s: expected true or false, found %s", where, key,
+                            loom_json_type_name(v));
     *out = json_is_true(v);
     return LOOM_OK;
 }

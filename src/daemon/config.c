@@ -17,15 +17,16 @@
 
 #include "daemon/config.h"
 
-/* loomd's long options that take a value, and its one flag (pack-check).
+/* loomd's long options that take a value, and its flags.
  * A new option of loomd's joins this list to be settable in the file. */
 static const char *const value_keys[] = {
     "listen",    "socket",          "state-dir",       "durability", "log-level",
     "executor",  "slurm-partition", "queue-policy",    "placement",  "node",
     "gpus",      "gpu-type",        "gpu-memory",      "grace",      "seed",
-    "timeslice", "estimate-margin", "estimate-device", "device-dir", NULL,
+    "timeslice", "estimate-margin", "estimate-device", "device-dir", "store-reserve",
+    "job-output-max", NULL,
 };
-static const char *const flag_keys[] = {"pack-check", NULL};
+static const char *const flag_keys[] = {"pack-check", "move-orphaned-jobs", NULL};
 
 static bool in_list(const char *const *list, const char *key)
 {

@@ -21,6 +21,7 @@
 #include "daemon/monitor.h"
 #include "daemon/zoo_methods.h"
 #include "daemon/runner.h"
+#include "daemon/statedir.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
 #include "loom/sched.h"
@@ -36,7 +37,8 @@ static void usage(FILE *f)
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
-            "             [--config FILE|none]\n\n"
+            "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
+            "             [--job-output-max SIZE]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -76,29 +78,22 @@ static void usage(FILE *f)
             "  --config FILE        settings as 'key = value' lines, keys the long options\n"
             "                       above; flags override them (default $LOOMD_CONFIG, else\n"
             "                       " LOOMD_CONFIG_DEFAULT " if present; none: no file)\n"
+            "  --move-orphaned-jobs when STATE_DIR/jobs holds job directories but loom.db is\n"
+            "                       missing, move jobs/ aside to jobs.orphaned-<time> and\n"
+            "                       start a new database (default: refuse to start, so that\n"
+            "                       no job id or output file is reused)\n"
+            "  --store-reserve SIZE space kept in STATE_DIR/loom.reserve and given up when the\n"
+            "                       disk is full, so that loom's own records still fit\n"
+            "                       (default 8MiB; 0: none)\n"
+            "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
+            "                       together pass SIZE: FAILED 'output limit ... reached'\n"
+            "                       (default 0: no limit)\n"
             "  --help, --version\n\n"
-            "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
+            "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
+            "user refused): loom.db (SQLite), token, loomd.sock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
             "Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, close the\n"
             "store, exit 0.\n");
-}
-
-static int mkdir_p(const char *path, loom_err_t *err)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-        return loom_err_set(err, LOOM_EINVAL, "state dir: path too long");
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-                return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
-            *p = '/';
-        }
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
-    return LOOM_OK;
 }
 
 typedef struct opts {
@@ -118,6 +113,9 @@ typedef struct opts {
     int64_t seed;
     int64_t timeslice_ns;
     bool pack_check;
+    bool move_orphaned_jobs;
+    uint64_t store_reserve;
+    uint64_t job_output_max;
     const char *estimate_margin, *estimate_device, *device_dir;
 } opts_t;
 
@@ -143,6 +141,9 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"slurm-partition", required_argument, NULL, 'p'},
         {"timeslice", required_argument, NULL, 'q'},
         {"pack-check", no_argument, NULL, 'k'},
+        {"move-orphaned-jobs", no_argument, NULL, 'O'},
+        {"store-reserve", required_argument, NULL, 'r'},
+        {"job-output-max", required_argument, NULL, 'o'},
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
@@ -175,8 +176,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         case 'E':
             if (strcmp(optarg, "local") != 0 && strcmp(optarg, "slurm") != 0 &&
                 strcmp(optarg, "none") != 0) {
-                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n",
-                        optarg);
+                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n", optarg);
                 *exit_code = 2;
                 return -1;
             }
@@ -200,6 +200,16 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
                 fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
+        case 'O': o->move_orphaned_jobs = true; break;
+        case 'r':
+        case 'o':
+            if (loom_parse_size(optarg, c == 'r' ? &o->store_reserve : &o->job_output_max, &err)) {
+                fprintf(stderr, "loomd: %s: %s\n",
+                        c == 'r' ? "--store-reserve" : "--job-output-max", err.msg);
                 *exit_code = 2;
                 return -1;
             }
@@ -258,7 +268,8 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.listen = "127.0.0.1:7750",
+    opts_t o = {.store_reserve = 8u << 20,
+                .listen = "127.0.0.1:7750",
                 .durability = LOOM_DURABILITY_NORMAL,
                 .executor = "local",
                 .seed = 1};
@@ -273,6 +284,7 @@ int main(int argc, char **argv)
         return exit_code;
     }
 
+    loomd_cloexec_inherited(); /* nothing loomd inherited reaches a job */
     loom_err_t err;
     char state_dir[4096];
     if (o.state_dir)
@@ -281,29 +293,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
-    if (mkdir_p(state_dir, &err)) {
+    /* Created, checked, locked on its own descriptor (docs/loomd.md). */
+    loomd_state_dir_t sd;
+    if (loomd_state_dir_open(state_dir, &sd, &err) ||
+        loomd_state_dir_check_orphans(&sd, o.move_orphaned_jobs, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
-    /* Absolute from here on: job scripts, outputs and the socket are named
-     * by paths that other processes (shepherds in their own working
-     * directories, Slurm) must resolve the same way. */
-    char abs_dir[PATH_MAX];
-    if (!realpath(state_dir, abs_dir) || strlen(abs_dir) >= sizeof state_dir) {
-        fprintf(stderr, "loomd: state directory '%s': cannot resolve its absolute path: %s\n",
-                state_dir, strerror(errno));
-        return 1;
-    }
-    snprintf(state_dir, sizeof state_dir, "%s", abs_dir);
+    snprintf(state_dir, sizeof state_dir, "%s", sd.path);
     char path[4200], sock_path[4200], url_path[4200];
-    /* One loomd per state directory. */
-    snprintf(path, sizeof path, "%s/loomd.lock", state_dir);
-    int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "loomd: %s: %s\n", path,
-                lock_fd < 0 ? strerror(errno) : "another loomd is running on this state dir");
-        return 1;
-    }
     char token[LOOM_RPC_TOKEN_HEX + 1];
     if (loom_rpc_token_ensure(state_dir, token, &err)) {
         fprintf(stderr, "loomd: token: %s\n", err.msg);
@@ -320,10 +318,21 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     snprintf(path, sizeof path, "%s/loom.db", state_dir);
-    loom_store_options_t sopts = {.durability = o.durability};
+    char reserve_path[4200];
+    snprintf(reserve_path, sizeof reserve_path, "%s/loom.reserve", state_dir);
+    loom_store_options_t sopts = {.durability = o.durability,
+                                  .reserve_path = reserve_path,
+                                  .reserve_bytes = (size_t)o.store_reserve};
     loom_store_t *store = NULL;
+    int64_t max_id = 0;
     if (loom_store_open(path, &sopts, &store, &err)) {
         fprintf(stderr, "loomd: store: %s\n", err.msg);
+        return 1;
+    }
+    if (loom_store_max_id(store, &max_id, &err) ||
+        loomd_state_dir_check_ids(&sd, max_id, o.move_orphaned_jobs, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        loom_store_close(store);
         return 1;
     }
 
@@ -359,8 +368,8 @@ int main(int argc, char **argv)
                     o.gpu_memory = gmem;
             }
             o.nodes = json_array();
-            json_array_append_new(o.nodes, loomd_default_node((int)o.vgpus, o.gpu_type,
-                                                              o.gpu_memory));
+            json_array_append_new(o.nodes,
+                                  loomd_default_node((int)o.vgpus, o.gpu_type, o.gpu_memory));
         }
         char jobs_dir[4200];
         snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", state_dir);
@@ -373,7 +382,8 @@ int main(int argc, char **argv)
                                       .pack_check = o.pack_check,
                                       .nodes = o.nodes,
                                       .executor = o.executor,
-                                      .slurm_partition = o.slurm_partition};
+                                      .slurm_partition = o.slurm_partition,
+                                      .output_max = o.job_output_max};
         if (loomd_runner_start(store, &rcfg, &runner, &err)) {
             fprintf(stderr, "loomd: %s\n", err.msg);
             loom_store_close(store);
@@ -440,6 +450,7 @@ int main(int argc, char **argv)
     }
     loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
     loom_rpc_server_add_metrics_source(server, loomd_monitor_metrics, monitor);
+    loom_rpc_server_set_health(server, loomd_health, &methods);
 
     char url[300] = "";
     if (tcp) {
@@ -479,7 +490,7 @@ int main(int argc, char **argv)
     loom_rpc_dispatcher_free(disp);
     if (tcp)
         unlink(url_path);
-    close(lock_fd);
+    loomd_state_dir_close(&sd);
     loom_log_info("loomd.stopped", NULL);
     return 0;
 }

@@ -474,6 +474,16 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
     return LOOM_RPC_DONE;
 }
 
+const char *loomd_health(void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    loom_store_stats_t st;
+    loom_err_t err;
+    if (loom_store_stats(m->store, &st, &err) != LOOM_OK || st.write_failing)
+        return "the store cannot write (its last transaction failed; see the log)";
+    return NULL;
+}
+
 /* ----------------------------------------------------------- server.info */
 
 static const char *const method_names[] = {"server.info",      "job.submit", "job.get",

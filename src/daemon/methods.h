@@ -54,4 +54,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
  * loomd_methods_t). */
 int loomd_methods_metrics(loom_buf_t *out, void *ctx);
 
+/* For GET /healthz (loom_rpc_server_set_health): NULL, or why not. */
+const char *loomd_health(void *ctx);
+
 #endif

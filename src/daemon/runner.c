@@ -863,7 +863,8 @@ static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg, co
         return loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
                             cfg->executor);
     loom_exec_config_t ecfg = {
-        .jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns, .use_cgroup = true};
+        .jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns, .use_cgroup = true,
+        .output_max = cfg->output_max};
     if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
         return rc;
     r->ops = &loom_exec_local_ops;

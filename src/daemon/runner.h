@@ -25,6 +25,7 @@ typedef struct loomd_runner_config {
     const char *executor;     /* "local" (default) or "slurm" (docs/slurm.md) */
     const char *slurm_partition; /* slurm: NULL = the default partition */
     int64_t node_refresh_ns;  /* slurm: how often the partition's nodes are re-read; 0: 5 s */
+    uint64_t output_max;      /* local: stdout + stderr bytes per job; 0: no limit */
 } loomd_runner_config_t;
 
 /* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are RUNNING, and

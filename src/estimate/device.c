@@ -311,9 +311,10 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
     if (loom_json_get_string(obj, "malloc_tunables", false, "", &s, err))
         return loom_err_prefix(err, "device %s: ", name);
     if (strlen(s) >= sizeof out->malloc_tunables)
-        return loom_err_set(err, LOOM_EINVAL,
-                            "device %s: /malloc_tunables is %zu characters long, at most %zu expected",
-                            name, strlen(s), sizeof out->malloc_tunables - 1);
+        return loom_err_set(
+            err, LOOM_EINVAL,
+            "device %s: /malloc_tunables is %zu characters long, at most %zu expected", name,
+            strlen(s), sizeof out->malloc_tunables - 1);
     snprintf(out->malloc_tunables, sizeof out->malloc_tunables, "%s", s);
     char where[200];
     snprintf(where, sizeof where, "device %.120s: /malloc_tunables", name);
@@ -357,11 +358,20 @@ int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_dev
         }
         snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
     }
+    /* A path may come from a client (loomd's model.device): a regular file
+     * of at most 1 MiB, and no error quotes its content (issue 18). */
+    bool named = strcmp(path, name_or_path) == 0;
     json_t *j = NULL;
-    int rc = loom_json_load_file(path, &j, err);
+    int rc = named ? loom_json_load_client_file(path, 1u << 20, &j, err)
+                   : loom_json_load_file(path, &j, err);
     if (rc)
         return rc;
     rc = loom_est_device_from_json(j, path, out, err);
     json_decref(j);
+    if (rc && named)
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "device file '%s': not a device description as docs/estimate.md gives "
+                          "it (errors about a file named by path do not quote its content)",
+                          path);
     return rc;
 }

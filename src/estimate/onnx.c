@@ -1310,7 +1310,8 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
 int loom_est_model_load(const char *path, loom_est_model_t **out, loom_err_t *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named as the model must not block (issue 18) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
                               "cannot open ONNX model %s", path);

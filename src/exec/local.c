@@ -25,6 +25,7 @@ struct loom_exec_local {
     char jobs_dir[LOOM_EXEC_PATH_MAX];
     char shepherd[PATH_MAX];
     int64_t grace_ns;
+    uint64_t output_max;                  /* stdout + stderr bytes per job; 0: none */
     char cgroup_base[LOOM_EXEC_PATH_MAX]; /* "" when not used */
     bool cg_memory, cg_cpu;               /* limits the cgroup can enforce */
     char cgroup_note[256];
@@ -196,6 +197,7 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
                               sh ? sh : "loom-shepherd (next to this program)");
     }
     x->grace_ns = cfg->grace_ns > 0 ? cfg->grace_ns : 10 * LOOM_NS_PER_S;
+    x->output_max = cfg->output_max;
     if (cfg->use_cgroup)
         setup_cgroup(x);
     else
@@ -206,6 +208,12 @@ int loom_exec_local_new(const loom_exec_config_t *cfg, loom_exec_local_t **out, 
 
 void loom_exec_local_free(loom_exec_local_t *x)
 {
+    /* The executor's cgroup goes when no job cgroup is left in it (jobs
+     * still running under their shepherds keep it for the next loomd). */
+    if (x && x->cgroup_base[0] && rmdir(x->cgroup_base) != 0 && errno != ENOENT && errno != EBUSY &&
+        errno != ENOTEMPTY)
+        loom_log_warn("exec.cgroup_remove_failed", "cgroup=\"%s\" error=\"%s\"", x->cgroup_base,
+                      strerror(errno));
     free(x);
 }
 
@@ -388,10 +396,11 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
         json_array_append_new(argv, json_string(path));
     }
     cgroup_for_job(x, job, h);
-    json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I}", "argv", argv, "env",
+    json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "argv", argv, "env",
                              build_env(job, yaml_env), "cwd", cwd, "stdout", h->stdout_path,
                              "stderr", h->stderr_path, "cgroup", h->cgroup, "time_limit_ns",
-                             (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns);
+                             (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns,
+                             "output_max", (json_int_t)x->output_max);
     loom_buf_t b = LOOM_BUF_INIT;
     loom_json_dump(&b, spec);
     json_decref(spec);
@@ -456,6 +465,13 @@ static int read_status(const loom_exec_handle_t *h, loom_exec_outcome_t *out, lo
     if (json_is_true(json_object_get(st, "cancelled"))) {
         out->end = LOOM_EXEC_CANCELLED;
         snprintf(out->reason, sizeof out->reason, "cancelled");
+    } else if (json_is_true(json_object_get(st, "output_limited"))) {
+        out->end = LOOM_EXEC_FAILED;
+        char size[32];
+        loom_format_size((uint64_t)json_integer_value(json_object_get(st, "output_max")), size,
+                         sizeof size);
+        snprintf(out->reason, sizeof out->reason,
+                 "output limit %s reached (stdout and stderr together)", size);
     } else if (json_is_true(json_object_get(st, "timed_out"))) {
         out->end = LOOM_EXEC_TIMEOUT;
         snprintf(out->reason, sizeof out->reason, "time limit %s reached",
@@ -487,10 +503,67 @@ static bool shepherd_alive(const loom_exec_handle_t *h)
     return h->shepherd_start == 0 || start == h->shepherd_start;
 }
 
+/* The job's cgroup, where this executor makes them (cgroup_for_job), or
+ * false without cgroups. */
+static bool job_cgroup(const loom_exec_local_t *x, const loom_exec_handle_t *h, char *out,
+                       size_t outlen)
+{
+    if (h->cgroup[0])
+        return snprintf(out, outlen, "%s", h->cgroup) < (int)outlen;
+    if (!x->cgroup_base[0])
+        return false;
+    return snprintf(out, outlen, "%.400s/job-%lld", x->cgroup_base, (long long)h->job_id) <
+           (int)outlen;
+}
+
+/* A job whose shepherd died without an outcome (kill -9) may still have
+ * processes: in its process group, and (setsid ones too) in its cgroup.
+ * Kills them all. True once none is left, and the cgroup is removed;
+ * until then the job counts as running, so its resources stay allocated. */
+static bool lost_job_gone(const loom_exec_local_t *x, const loom_exec_handle_t *h)
+{
+    char path[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/shepherd.json", h->dir);
+    json_t *pf;
+    if (loom_json_load_file(path, &pf, NULL) == LOOM_OK) {
+        pid_t job = (pid_t)json_integer_value(json_object_get(pf, "job_pid"));
+        if (job > 1)
+            kill(-job, SIGKILL); /* the job's process group */
+        json_decref(pf);
+    }
+    char cg[LOOM_EXEC_PATH_MAX];
+    if (!job_cgroup(x, h, cg, sizeof cg))
+        return true;
+    struct stat st;
+    if (stat(cg, &st) != 0)
+        return true; /* no cgroup (any more) */
+    snprintf(path, sizeof path, "%s/cgroup.kill", cg);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    bool killed = fd >= 0 && write(fd, "1", 1) == 1;
+    if (fd >= 0)
+        close(fd);
+    loom_buf_t procs = LOOM_BUF_INIT;
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+    bool empty = loom_buf_read_file(&procs, path, NULL) == LOOM_OK && procs.len == 0;
+    for (char *p = procs.data; !killed && p && *p;) { /* no cgroup.kill (before Linux 5.14) */
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 1)
+            kill((pid_t)pid, SIGKILL);
+        p = end;
+    }
+    loom_buf_free(&procs);
+    if (empty && rmdir(cg) != 0 && errno != ENOENT)
+        loom_log_warn("exec.cgroup_remove_failed", "cgroup=\"%s\" error=\"%s\"", cg,
+                      strerror(errno));
+    return empty;
+}
+
 int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_outcome_t *out,
                          loom_err_t *err)
 {
-    (void)x;
     int wstatus;
     pid_t r = waitpid(h->shepherd_pid, &wstatus, WNOHANG);
     if (r == 0)
@@ -501,17 +574,20 @@ int loom_exec_local_poll(loom_exec_local_t *x, loom_exec_handle_t *h, loom_exec_
     int rc = read_status(h, out, &e2);
     if (rc == LOOM_OK)
         return 1;
+    if (!lost_job_gone(x, h))
+        return 0; /* its processes are being killed: still holds its resources */
     memset(out, 0, sizeof *out);
     out->end = LOOM_EXEC_FAILED;
     out->exit_code = -1;
     if (r == h->shepherd_pid)
         snprintf(out->reason, sizeof out->reason,
                  "lost: the shepherd ended (status %d) without recording an outcome (see %.300s/"
-                 "shepherd.log)",
+                 "shepherd.log); what was left of the job was killed",
                  wstatus, h->dir);
     else
         snprintf(out->reason, sizeof out->reason,
-                 "lost: the job's shepherd is gone and left no outcome");
+                 "lost: the job's shepherd is gone and left no outcome; what was left of the "
+                 "job was killed");
     (void)err;
     return 1;
 }

@@ -46,6 +46,8 @@ typedef struct spec {
     const char *cgroup;
     int64_t time_limit_ns;
     int64_t grace_ns;
+    int64_t output_max;  /* bytes of stdout + stderr; 0: no limit */
+    bool output_limited; /* the job was stopped for passing it */
 } spec_t;
 
 static char **string_array(const json_t *arr)
@@ -80,6 +82,7 @@ static int load_spec(const char *dir, json_t **root, spec_t *s, loom_err_t *err)
     s->cgroup = json_string_value(json_object_get(r, "cgroup"));
     s->time_limit_ns = json_integer_value(json_object_get(r, "time_limit_ns"));
     s->grace_ns = json_integer_value(json_object_get(r, "grace_ns"));
+    s->output_max = json_integer_value(json_object_get(r, "output_max"));
     if (!s->cwd || !s->out_path || !s->err_path)
         return loom_err_set(err, LOOM_EINVAL, "%s: cwd, stdout and stderr are required", path);
     return LOOM_OK;
@@ -202,6 +205,8 @@ static int write_status(const char *dir, const spec_t *s, int status, const stru
     json_object_set_new(st, "signal",
                         WIFSIGNALED(status) ? json_integer(WTERMSIG(status)) : json_null());
     json_object_set_new(st, "timed_out", json_boolean(timed_out));
+    json_object_set_new(st, "output_limited", json_boolean(s->output_limited));
+    json_object_set_new(st, "output_max", json_integer(s->output_max));
     json_object_set_new(st, "cancelled", json_boolean(cancelled));
     json_object_set_new(st, "time_limit_ns", json_integer(s->time_limit_ns));
     json_object_set_new(st, "start_ns", json_integer(start_ns));
@@ -241,15 +246,47 @@ static int write_pid_file(const char *dir, pid_t shepherd, pid_t job)
     return loom_write_file_atomic(path, text, (size_t)n, 0644, NULL);
 }
 
+/* Bytes the job has written to its stdout and stderr files. */
+static int64_t output_size(const spec_t *s)
+{
+    struct stat a, b;
+    int64_t n = stat(s->out_path, &a) == 0 ? (int64_t)a.st_size : 0;
+    if (strcmp(s->out_path, s->err_path) != 0 && stat(s->err_path, &b) == 0)
+        n += (int64_t)b.st_size;
+    return n;
+}
+
+/* The output limit (checked once a second): past it, the job is stopped as
+ * for its time limit (TERM, KILL after the grace). Returns when to look
+ * again (0: no more). */
+static int64_t check_output(pid_t pid, spec_t *s, int64_t now, int64_t *kill_at, bool stopping,
+                            bool suspended)
+{
+    if (s->output_max <= 0 || s->output_limited)
+        return 0;
+    if (!stopping && output_size(s) > s->output_max) {
+        s->output_limited = true;
+        kill_group(pid, s->cgroup, SIGTERM);
+        if (suspended)
+            kill_group(pid, s->cgroup, SIGCONT);
+        *kill_at = now + s->grace_ns;
+        return 0;
+    }
+    return now + LOOM_NS_PER_S;
+}
+
 /* Waits for the job, enforcing the time limit and cancel requests. */
-static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *status,
-                     struct rusage *ru, bool *timed_out, bool *cancelled, int64_t *suspended_ns)
+static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, struct rusage *ru,
+                     bool *timed_out, bool *cancelled, int64_t *suspended_ns)
 {
     int64_t t0 = loom_time_mono_ns();
     int64_t limit_at = s->time_limit_ns > 0 ? t0 + s->time_limit_ns : 0;
-    int64_t kill_at = 0, suspended_at = 0;
+    int64_t kill_at = 0, suspended_at = 0, check_at = s->output_max > 0 ? t0 : 0;
     for (;;) {
         int64_t now = loom_time_mono_ns();
+        if (check_at && now >= check_at)
+            check_at =
+                check_output(pid, s, now, &kill_at, *timed_out || *cancelled, suspended_at != 0);
         if (limit_at && now >= limit_at && !*timed_out && !*cancelled && !suspended_at) {
             *timed_out = true;
             kill_group(pid, s->cgroup, SIGTERM);
@@ -271,6 +308,8 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
             next = limit_at;
         if (kill_at && (!next || kill_at < next))
             next = kill_at;
+        if (check_at && (!next || check_at < next))
+            next = check_at;
         siginfo_t info;
         int sig;
         if (next) {
@@ -282,7 +321,8 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
         } else {
             sig = sigwaitinfo(set, &info);
         }
-        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out) {
+        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out &&
+            !s->output_limited) {
             *cancelled = true;
             kill_group(pid, s->cgroup, SIGTERM);
             if (suspended_at) /* a stopped job cannot act on TERM */
@@ -300,6 +340,28 @@ static int supervise(pid_t pid, const spec_t *s, const sigset_t *set, int *statu
             suspended_at = 0;
         }
     }
+}
+
+/* The outcome must reach status.json: loomd calls a job without one lost.
+ * On a full disk (a job's output filled it) writing fails; the shepherd
+ * keeps trying, once a second for up to an hour, and meanwhile the job
+ * counts as running, so its resources stay allocated until it is recorded
+ * (issue 18, finding 6). */
+static int write_status_retrying(const char *dir, const spec_t *s, int status,
+                                 const struct rusage *ru, int64_t start_ns, bool timed_out,
+                                 bool cancelled, int64_t cg_cpu, int64_t suspended_ns)
+{
+    int rc = LOOM_OK;
+    for (int tries = 0; tries < 3600; tries++) {
+        rc = write_status(dir, s, status, ru, start_ns, timed_out, cancelled, cg_cpu, suspended_ns);
+        if (rc == LOOM_OK)
+            return rc;
+        if (tries == 0 || tries % 60 == 0)
+            fprintf(stderr, "loom-shepherd: cannot write %s/status.json (%s); retrying\n", dir,
+                    strerror(errno));
+        sleep(1);
+    }
+    return rc;
 }
 
 int loom_exec_shepherd_main(int argc, char **argv)
@@ -354,8 +416,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
         cg_cpu = cgroup_cpu_usage_us(s.cgroup);
         cgroup_remove(s.cgroup);
     }
-    int rc =
-        write_status(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu, suspended_ns);
+    int rc = write_status_retrying(dir, &s, status, &ru, start_ns, timed_out, cancelled, cg_cpu,
+                                   suspended_ns);
     free(s.argv);
     free(s.envp);
     json_decref(root);

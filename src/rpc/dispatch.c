@@ -93,6 +93,7 @@ struct request {
     loom_rpc_call_t *calls;
     _Atomic size_t remaining; /* outstanding calls + the dispatch guard */
     _Atomic size_t bytes;     /* of the responses so far (budgeted ones) */
+    atomic_bool spent;        /* a response did not fit: later calls are not run */
     void *request_ctx;
     bool waited_on; /* loom_rpc_handle's thread runs the on_wait hook before waiting */
     loom_rpc_done_fn done;
@@ -480,6 +481,7 @@ static void call_serialise(loom_rpc_call_t *call, json_t *response)
     size_t before = atomic_fetch_add(&r->bytes, b.len + 1);
     if (before + b.len + 1 > max) {
         atomic_fetch_sub(&r->bytes, b.len + 1);
+        atomic_store(&r->spent, true);
         size_t len = b.len;
         loom_buf_free(&b);
         json_t *err = too_large_response(call, len);
@@ -775,6 +777,15 @@ static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *el
     call->m = m;
     call->start_ns = loom_time_mono_ns();
     atomic_fetch_add(&d->in_flight, 1);
+    if (atomic_load(&call->req->spent)) { /* bounded work per batch, not only bytes */
+        loom_rpc_call_failf(call, LOOM_RPC_RESPONSE_TOO_LARGE,
+                            json_pack("{s:I}", "limit", (json_int_t)d->limits.max_response),
+                            "response too large: an earlier call of this batch already filled "
+                            "the response's limit of %zu bytes, so this one was not run; send "
+                            "fewer calls per batch or narrow the queries",
+                            d->limits.max_response);
+        return;
+    }
     if (!shape_params(call, m))
         return;
     loom_rpc_status_t st = m->fn(call, call->params, m->ctx);

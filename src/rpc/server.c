@@ -114,6 +114,9 @@ struct loom_rpc_server {
     } sources[MAX_SOURCES];
     size_t nsources;
 
+    _Atomic(loom_rpc_health_fn) health;
+    void *_Atomic health_ctx;
+
     pthread_t watchdog;
     pthread_cond_t wake;
     bool stopping;
@@ -122,7 +125,7 @@ struct loom_rpc_server {
     _Atomic long in_flight;
     _Atomic long connections;
     _Atomic uint64_t accepted;
-    _Atomic uint64_t timeouts; /* closed for time, and evicted */
+    _Atomic uint64_t timeouts; /* closed for being idle or slow */
     _Atomic uint64_t evicted;
     _Atomic uint64_t requests[PATH_N][N_STATUS + 1];
     rpc_hist_t latency[PATH_N];
@@ -226,9 +229,8 @@ static void addr_key_of(const struct sockaddr *sa, addr_key_t *k)
 
 /* Shuts a connection down; MHD sees the end of the stream and cleans up.
  * Called with s->mu held, so the fd is still the connection's. */
-static void conn_kill(loom_rpc_server_t *s, conn_t *c)
+static void conn_kill(conn_t *c)
 {
-    (void)s;
     shutdown(c->fd, SHUT_RDWR);
     c->killed = true;
 }
@@ -263,11 +265,11 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t
             oldest = c;
     }
     if (mine >= s->cfg.max_per_address && oldest_mine) {
-        conn_kill(s, oldest_mine);
+        conn_kill(oldest_mine);
         atomic_fetch_add(&s->evicted, 1);
     } else if (live >= s->cfg.max_connections) {
         if (oldest) {
-            conn_kill(s, oldest);
+            conn_kill(oldest);
             atomic_fetch_add(&s->evicted, 1);
         } else {
             ok = MHD_NO;
@@ -392,7 +394,7 @@ static void *watchdog_main(void *arg)
                               : c->phase == PHASE_IDLE ? "idle"
                                                        : "request",
                               (double)(now - since) / 1e9);
-                conn_kill(s, c);
+                conn_kill(c);
                 atomic_fetch_add(&s->timeouts, 1);
             }
         }
@@ -683,6 +685,21 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
     return false;
 }
 
+/* "ok", or 503 with the health function's reason (a store that cannot
+ * write: balancers and monitors should see it, not only clients whose
+ * writes fail). */
+static enum MHD_Result serve_healthz(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
+{
+    loom_rpc_health_fn fn = atomic_load(&s->health);
+    const char *why = fn ? fn(atomic_load(&s->health_ctx)) : NULL;
+    if (!why)
+        return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
+    char text[256];
+    int n = snprintf(text, sizeof text, "unhealthy: %s\n", why);
+    return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", text,
+                   (size_t)n < sizeof text ? (size_t)n : sizeof text - 1, false);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -722,7 +739,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                        "stopping\n", 9, true);
     if (r->path == PATH_HEALTHZ)
-        return respond(c, r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3, false);
+        return serve_healthz(s, c, r);
     return serve_metrics(s, c, r);
 }
 
@@ -765,7 +782,7 @@ static int listen_tcp(const char *addr, int *out_fd, uint16_t *port, loom_err_t 
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
         freeaddrinfo(ai);
         close(fd);
@@ -819,7 +836,7 @@ static int listen_unix(const char *path, int *out_fd, loom_err_t *err)
         return loom_err_errno(err, LOOM_EIO, e, "cannot bind socket '%s'", path);
     }
     /* Nobody can connect before listen(), so the mode is right in time. */
-    if (chmod(path, 0600) != 0 || listen(fd, 128) != 0) {
+    if (chmod(path, 0600) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
         close(fd);
         unlink(path);
@@ -978,6 +995,12 @@ fail_tcp:
 fail:
     server_free(s);
     return rc;
+}
+
+void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, void *ctx)
+{
+    atomic_store(&s->health_ctx, ctx);
+    atomic_store(&s->health, fn);
 }
 
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s)

@@ -56,8 +56,19 @@ int loom_rpc_token_load(const char *path, char out[LOOM_RPC_TOKEN_HEX + 1], loom
 static int load_private(const char *path, char out[LOOM_RPC_TOKEN_HEX + 1], loom_err_t *err)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
+    if (lstat(path, &st) != 0)
         return loom_err_errno(err, LOOM_EIO, errno, "token file '%s'", path);
+    if (!S_ISREG(st.st_mode))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "token file '%s': not a regular file (a link or a device?); "
+                            "expected the file loomd wrote",
+                            path);
+    if (st.st_uid != geteuid())
+        return loom_err_set(err, LOOM_EINVAL,
+                            "token file '%s': owned by uid %u, not by this user (uid %u); "
+                            "another user could know or change it: remove it and let loomd "
+                            "write a new one",
+                            path, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & 077)
         return loom_err_set(err, LOOM_EINVAL,
                             "token file '%s': mode %04o lets others read it; expected 0600 "
@@ -103,8 +114,8 @@ int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1
 
     /* One staging file per process and thread: two threads must never
      * share one, or one could link the other's token. */
-    if (snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(),
-                 (long)gettid()) >= (int)sizeof staging)
+    if (snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(), (long)gettid()) >=
+        (int)sizeof staging)
         return loom_err_set(err, LOOM_EINVAL, "state directory path too long: '%s'", state_dir);
     int rc = loom_write_file_atomic(staging, hex, LOOM_RPC_TOKEN_HEX + 1, 0600, err);
     if (rc != LOOM_OK)

@@ -89,6 +89,18 @@ void loom_job_spec_init(loom_job_spec_t *spec)
     spec->format = LOOM_JOB_FORMAT_BATCH;
 }
 
+int loom_store_check_text(const char *field, const char *s, loom_err_t *err)
+{
+    size_t len = strlen(s), at = loom_text_unsafe_at(s, len);
+    if (at == len)
+        return LOOM_OK;
+    unsigned char c = (unsigned char)s[at];
+    return loom_err_set(err, LOOM_EINVAL,
+                        "%s: %s at byte %zu (0x%02x...) is not allowed: text shown on terminals "
+                        "may hold no control, C1 or bidirectional-override characters",
+                        field, c < 0x80 ? "control character" : "character", at, c);
+}
+
 static int check_text(const char *field, const char *s, size_t min, size_t max, bool printable,
                       loom_err_t *err)
 {
@@ -98,15 +110,7 @@ static int check_text(const char *field, const char *s, size_t min, size_t max, 
                             min, max, len);
     if (!loom_utf8_valid(s, len))
         return loom_err_set(err, LOOM_EINVAL, "%s: not valid UTF-8", field);
-    if (printable) {
-        for (size_t i = 0; i < len; i++) {
-            if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-                return loom_err_set(err, LOOM_EINVAL,
-                                    "%s: control character 0x%02x at byte %zu is not allowed",
-                                    field, (unsigned char)s[i], i);
-        }
-    }
-    return LOOM_OK;
+    return printable ? loom_store_check_text(field, s, err) : LOOM_OK;
 }
 
 static int check_range(const char *field, int64_t v, int64_t min, int64_t max, loom_err_t *err)

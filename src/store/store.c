@@ -29,11 +29,14 @@
  * waits for a checkpoint's fsyncs. PASSIVE checkpoints never block writers; a
  * RESTART one, past a WAL length, briefly does (to bound the WAL).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/store_int.h"
 
@@ -49,7 +52,7 @@ typedef struct op {
     char *run;      /* transition: new run JSON, NULL keeps it */
     loom_store_done_fn done;
     void *ctx;
-    bool more; /* LOOM_STORE_MORE: its producer queues more at once */
+    bool more;  /* LOOM_STORE_MORE: its producer queues more at once */
     bool defer; /* LOOM_STORE_DEFER: its producer calls loom_store_help */
     int rc;
     bool created;
@@ -61,15 +64,18 @@ struct loom_store {
     sqlite3 *wdb, *rdb;
     loom_store_options_t opts;
     int schema_version;
+    char *reserve_path;       /* opts.reserve_path's copy */
+    bool reserve_held;        /* the reserve file exists (committer only) */
+    int64_t reserve_tried_ns; /* when it was last made or tried */
 
     pthread_mutex_t mu; /* queue, closing, stats */
     pthread_cond_t cv;
     op_t *head, *tail;
     size_t queued;
     bool closing;
-    bool idle; /* the committer waits for an empty queue to fill */
-    bool writing; /* a thread (the committer or a helper) owns the writer connection */
-    size_t deferred; /* queued writes with LOOM_STORE_DEFER */
+    bool idle;           /* the committer waits for an empty queue to fill */
+    bool writing;        /* a thread (the committer or a helper) owns the writer connection */
+    size_t deferred;     /* queued writes with LOOM_STORE_DEFER */
     size_t delay_target; /* during a commit delay: wake the committer at this many queued */
     pthread_t committer;
     loom_store_stats_t stats;
@@ -88,10 +94,10 @@ struct loom_store {
     pthread_mutex_t cmu;
     pthread_cond_t ccv;
     bool ckpt_wanted, ckpt_stop;
-    int ckpt_done;               /* WAL frames the last checkpoint copied */
-    int wal_last;                /* the WAL's length after the last commit, frames */
-    uint64_t wal_restarts;       /* commits that found the WAL restarted */
-    uint64_t wal_frames_max;     /* the longest the WAL has been, frames */
+    int ckpt_done;           /* WAL frames the last checkpoint copied */
+    int wal_last;            /* the WAL's length after the last commit, frames */
+    uint64_t wal_restarts;   /* commits that found the WAL restarted */
+    uint64_t wal_frames_max; /* the longest the WAL has been, frames */
 
     void (*commit_hook)(void *ctx); /* after each committed group */
     void *commit_hook_ctx;
@@ -205,7 +211,6 @@ static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_
 }
 
 /* --------------------------------------------------------- checkpointer */
-
 
 /* Runs on the committer after each commit (writer connection's WAL hook).
  * `pages` is the WAL's length in frames. A checkpoint is wanted once the WAL
@@ -544,9 +549,50 @@ static int step_once(sqlite3_stmt *st)
  * helper (loom_store_help) completes any group itself while the completer
  * is idle: mostly they are its own request's writes, which it would only
  * wait for. */
-static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
+/* The disk reserve (docs/store.md, Full disk): a file of reserve_bytes
+ * next to the database, deleted when a transaction fails for want of
+ * space, so that loom's own records (a job's end, a cancel) still fit
+ * while a job's output fills the disk; made again once writes succeed. */
+static void reserve_make(loom_store_t *s)
 {
-    int64_t now = loom_time_real_ns();
+    if (!s->opts.reserve_path || !s->opts.reserve_bytes)
+        return;
+    s->reserve_tried_ns = loom_time_mono_ns();
+    int fd = open(s->opts.reserve_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int e = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)s->opts.reserve_bytes);
+    if (fd >= 0)
+        close(fd);
+    if (e != 0) {
+        unlink(s->opts.reserve_path); /* a partial reserve would mislead */
+        loom_log_warn("store.reserve_unavailable", "path=\"%s\" bytes=%zu error=\"%s\"",
+                      s->opts.reserve_path, s->opts.reserve_bytes, strerror(e));
+        return;
+    }
+    s->reserve_held = true;
+}
+
+static bool reserve_release(loom_store_t *s)
+{
+    if (!s->reserve_held)
+        return false;
+    s->reserve_held = false;
+    bool ok = unlink(s->opts.reserve_path) == 0;
+    loom_log_error("store.reserve_released",
+                   "path=\"%s\" bytes=%zu note=\"the disk is full; free space: the reserve is "
+                   "made again once it fits\"",
+                   s->opts.reserve_path, s->opts.reserve_bytes);
+    return ok;
+}
+
+static bool out_of_space(loom_store_t *s, int rc)
+{
+    return (rc & 0xff) == SQLITE_FULL || sqlite3_system_errno(s->wdb) == ENOSPC;
+}
+
+/* One try at the group's transaction: SQLITE_OK, or the error (rolled
+ * back). */
+static int run_group(loom_store_t *s, op_t *group, int64_t now)
+{
     int rc = step_once(s->begin_w);
     for (op_t *o = group; o && rc == SQLITE_OK; o = o->next) {
         o->delta_from = o->delta_to = -1;
@@ -561,15 +607,32 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
     }
     if (rc == SQLITE_OK)
         rc = step_once(s->commit_w);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
+        sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Runs one group in one transaction and completes every op in it; a
+ * helper (loom_store_help) completes any group itself while the completer
+ * is idle: mostly they are its own request's writes, which it would only
+ * wait for. Out of space, the reserve is released and the group tried
+ * once more. */
+static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
+{
+    int64_t now = loom_time_real_ns();
+    int rc = run_group(s, group, now);
+    if (rc != SQLITE_OK && out_of_space(s, rc) && reserve_release(s))
+        rc = run_group(s, group, now);
     bool ok = rc == SQLITE_OK;
+    if (ok && !s->reserve_held && s->opts.reserve_bytes &&
+        loom_time_mono_ns() - s->reserve_tried_ns > 10 * LOOM_NS_PER_S)
+        reserve_make(s);
     if (!ok) {
         loom_err_t dberr;
         loom_err_set(&dberr, LOOM_EIO,
                      "database write failed, nothing of this group was stored: %s",
                      sqlite3_errmsg(s->wdb));
         loom_log_error("store.commit_failed", "error=\"%s\" writes=%zu", sqlite3_errmsg(s->wdb), n);
-        if (!sqlite3_get_autocommit(s->wdb))
-            sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
         for (op_t *o = group; o; o = o->next) {
             o->rc = LOOM_EIO;
             o->err = dberr;
@@ -589,6 +652,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
     } else {
         s->stats.commit_failures++;
     }
+    s->stats.write_failing = !ok;
     s->stats.writes += n;
     s->stats.last_group = n;
     if (n > s->stats.max_group)
@@ -798,9 +862,9 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
      * queued (not for each of them).
      * Signalled after unlocking, so that it does not wake only to block on
      * the mutex still held here. */
-    bool wake = s->delay_target ? s->queued >= s->delay_target
-                                : !o->defer && (s->idle || s->queued >= s->opts.max_group ||
-                                                !o->more);
+    bool wake = s->delay_target
+                    ? s->queued >= s->delay_target
+                    : !o->defer && (s->idle || s->queued >= s->opts.max_group || !o->more);
     pthread_mutex_unlock(&s->mu);
     if (wake)
         pthread_cond_signal(&s->cv);
@@ -839,6 +903,9 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
         if (len > 1024 || !loom_utf8_valid(reason, len))
             return loom_err_set(err, LOOM_EINVAL,
                                 "reason: expected UTF-8 text of at most 1024 bytes");
+        int rc = loom_store_check_text("reason", reason, err);
+        if (rc != LOOM_OK)
+            return rc;
     }
     op_t *o = calloc(1, sizeof *o);
     if (!o)
@@ -1187,6 +1254,26 @@ int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
     return LOOM_OK;
 }
 
+int loom_store_max_id(loom_store_t *s, int64_t *out, loom_err_t *err)
+{
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->rdb, "SELECT coalesce(max(id), 0) FROM jobs", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(st);
+    }
+    int ret = rc == SQLITE_OK ? LOOM_OK
+                              : loom_err_set(err, LOOM_EIO, "reading the highest job id: %s",
+                                             sqlite3_errstr(rc));
+    pthread_mutex_unlock(&s->rmu);
+    return ret;
+}
+
 int loom_store_schema_version(loom_store_t *s)
 {
     return s->schema_version;
@@ -1200,13 +1287,42 @@ static int count_states(loom_store_t *s, loom_err_t *err)
     if (sqlite3_prepare_v2(s->rdb, "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st,
                            NULL) != SQLITE_OK)
         return loom_err_set(err, LOOM_EIO, "counting jobs: %s", sqlite3_errmsg(s->rdb));
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         loom_job_state_t state;
         if (loom_job_state_parse((const char *)sqlite3_column_text(st, 0), &state, NULL) == 0)
             s->stats.jobs_by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) /* a damaged table must not read as "0 jobs" */
+        return loom_err_set(err, LOOM_EIO, "counting jobs: %s", sqlite3_errstr(rc));
     return LOOM_OK;
+}
+
+/* PRAGMA quick_check (docs/store.md#damage): O(pages), without the index
+ * cross-checks of integrity_check. A damaged database is refused at open,
+ * before anything reads "0 jobs" from it or writes into it. */
+static int quick_check(sqlite3 *db, const char *path, loom_err_t *err)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    char first[200] = "";
+    if (rc == SQLITE_OK) {
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(st, 0);
+            snprintf(first, sizeof first, "%s", t ? t : "");
+            rc = strcmp(first, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
+        }
+        sqlite3_finalize(st);
+    }
+    if (rc == SQLITE_OK || rc == SQLITE_DONE)
+        return LOOM_OK;
+    return loom_err_set(err, LOOM_EIO,
+                        "%s: the database is damaged (PRAGMA quick_check: %s); refusing to use "
+                        "it. Recover with loomd stopped: sqlite3 %s .recover | sqlite3 "
+                        "recovered.db, check recovered.db, then move it to %s (docs/store.md, "
+                        "Damage)",
+                        path, first[0] ? first : sqlite3_errstr(rc), path, path);
 }
 
 static void stop_checkpointer(loom_store_t *s)
@@ -1239,6 +1355,11 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
         return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
     if (opts)
         s->opts = *opts;
+    if (s->opts.reserve_path && !(s->reserve_path = strdup(s->opts.reserve_path))) {
+        free(s);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory opening the store");
+    }
+    s->opts.reserve_path = s->reserve_path;
     const char *help = getenv("LOOM_STORE_HELP");
     if (help && strcmp(help, "0") == 0)
         s->opts.no_help = true;
@@ -1253,6 +1374,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     int rc;
     if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
         goto fail_alloc;
+    if (!s->opts.skip_check && (rc = quick_check(s->wdb, path, err)))
+        goto fail_wdb;
+    reserve_make(s);
     if ((rc = loom_store_migrate(s->wdb, 0, err))) {
         loom_err_prefix(err, "%s", path);
         goto fail_wdb;
@@ -1331,6 +1455,7 @@ fail_stmts:
 fail_wdb:
     sqlite3_close(s->wdb);
 fail_alloc:
+    free(s->reserve_path);
     free(s);
     return rc;
 }
@@ -1358,5 +1483,6 @@ void loom_store_close(loom_store_t *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->rmu);
     pthread_mutex_destroy(&s->mu);
+    free(s->reserve_path);
     free(s);
 }

@@ -356,6 +356,86 @@ static void inheritance_and_exec_errors(void **state)
     loom_exec_local_free(x);
 }
 
+/* Issue 18, finding 5: after kill -9 of a job's shepherd the job was called
+ * lost at once while its processes (a setsid one included) ran on in their
+ * cgroup, and the cgroup stayed. Now poll kills the cgroup, reports the
+ * job lost only once it is empty, and removes it; the executor's own cgroup
+ * goes when the executor is freed with no job left. */
+static void lost_job_is_killed(void **state)
+{
+    loom_exec_local_t *x = executor("lost", 0);
+    const char *note;
+    if (!loom_exec_local_cgroup(x, &note)) {
+        print_message("no cgroup v2 here (%s): only the process group is checked\n", note);
+    }
+    bool cg = loom_exec_local_cgroup(x, NULL);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    loom_exec_job_t job = {.id = 4,
+                           .name = "escape",
+                           .script = "#!/bin/sh\nsetsid sleep 300 & echo $! > escaped.pid\n"
+                                     "sleep 300\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    char pidfile[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(pidfile, sizeof pidfile, "%s/escaped.pid", h.dir);
+    pid_t escaped = 0;
+    for (int i = 0; i < 1000 && escaped <= 0; i++) {
+        char *t = slurp(pidfile);
+        escaped = (pid_t)atoi(t);
+        free(t);
+        usleep(10000);
+    }
+    assert_true(escaped > 0);
+    char sj[LOOM_EXEC_PATH_MAX + 32];
+    snprintf(sj, sizeof sj, "%s/shepherd.json", h.dir);
+    json_t *pf = NULL;
+    assert_int_equal(loom_json_load_file(sj, &pf, NULL), LOOM_OK);
+    pid_t job_pid = (pid_t)json_integer_value(json_object_get(pf, "job_pid"));
+    json_decref(pf);
+    assert_true(job_pid > 0);
+    assert_int_equal(kill(h.shepherd_pid, SIGKILL), 0);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_non_null(strstr(out.reason, "lost"));
+    for (int i = 0; i < 200 && (pid_alive(job_pid) || (cg && pid_alive(escaped))); i++)
+        usleep(10000);                /* killed; reaped by init */
+    assert_false(pid_alive(job_pid)); /* its process group is gone */
+    if (cg) {
+        assert_false(pid_alive(escaped)); /* and the setsid child, through the cgroup */
+        struct stat st;
+        assert_int_not_equal(stat(h.cgroup, &st), 0);
+    } else {
+        kill(escaped, SIGKILL);
+    }
+    loom_exec_local_free(x);
+}
+
+/* Issue 18, finding 6: job output may be limited (a job filling the disk
+ * took loom's records with it). Past the limit the job is stopped. */
+static void output_limit(void **state)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/outmax", root);
+    loom_exec_config_t cfg = {.jobs_dir = dir, .grace_ns = LOOM_NS_PER_S, .output_max = 65536};
+    loom_exec_local_t *x = NULL;
+    loom_err_t err;
+    assert_int_equal(loom_exec_local_new(&cfg, &x, &err), LOOM_OK);
+    loom_exec_handle_t h;
+    loom_exec_job_t job = {.id = 1,
+                           .name = "chatty",
+                           .script = "while :; do head -c 65536 /dev/zero; sleep 0.2; done\n"};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    assert_non_null(strstr(out.reason, "output limit 64KiB reached"));
+    job.id = 2;
+    job.script = "head -c 1000 /dev/zero\n";
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_COMPLETED);
+    loom_exec_local_free(x);
+}
+
 static void cgroup_is_reported(void **state)
 {
     loom_exec_local_t *x = executor("g", 0);
@@ -423,6 +503,8 @@ int main(void)
         cmocka_unit_test(suspend_and_resume),
         cmocka_unit_test(yaml_jobs),
         cmocka_unit_test(inheritance_and_exec_errors),
+        cmocka_unit_test(lost_job_is_killed),
+        cmocka_unit_test(output_limit),
         cmocka_unit_test(cgroup_is_reported),
         cmocka_unit_test(long_jobs_dir),
     };

@@ -723,6 +723,56 @@ static void limits(void **state)
 
 /* ------------------------------------------------------ deferred completion */
 
+/* Issue 18, finding 1: a response (a batch's together) is bounded by
+ * max_response; a call whose result does not fit gets -32010, and the
+ * calls after it are not run at all (bounded work, not only bytes). */
+static int big_calls;
+
+static loom_rpc_status_t h_big(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    (void)params;
+    (void)ctx;
+    big_calls++;
+    char *s = malloc(3000);
+    memset(s, 'x', 2999);
+    s[2999] = '\0';
+    loom_rpc_call_complete(call, json_string(s));
+    free(s);
+    return LOOM_RPC_DONE;
+}
+
+static void response_limit(void **state)
+{
+    (void)state;
+    loom_rpc_limits_t lim = {.max_response = 8000};
+    loom_rpc_dispatcher_t *d;
+    loom_err_t err;
+    assert_int_equal(loom_rpc_dispatcher_new(&lim, &d, &err), LOOM_OK);
+    assert_int_equal(loom_rpc_dispatcher_add(d, "big", h_big, NULL, NULL, 0, &err), LOOM_OK);
+    const char *body = "[{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"id\":1},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"id\":2},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"id\":3},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"id\":4},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"id\":5}]";
+    loom_buf_t out = LOOM_BUF_INIT;
+    big_calls = 0;
+    assert_int_equal(loom_rpc_handle(d, body, strlen(body), NULL, &out), LOOM_OK);
+    assert_int_equal(big_calls, 3); /* the 4th and 5th never ran */
+    json_t *resp = json_loads(out.data, 0, NULL);
+    assert_int_equal(json_array_size(resp), 5);
+    assert_non_null(json_object_get(json_array_get(resp, 1), "result"));
+    for (size_t i = 2; i < 5; i++) {
+        json_t *e = json_object_get(json_array_get(resp, i), "error");
+        assert_int_equal(json_integer_value(json_object_get(e, "code")),
+                         LOOM_RPC_RESPONSE_TOO_LARGE);
+        assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "fewer calls"));
+    }
+    assert_true(out.len < 8000 + 3 * 400);
+    json_decref(resp);
+    loom_buf_free(&out);
+    loom_rpc_dispatcher_free(d);
+}
+
 static void deferred_single(void **state)
 {
     fx_t *f = *state;
@@ -1035,6 +1085,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(spec_positional, setup, teardown),
+        cmocka_unit_test(response_limit),
         cmocka_unit_test_setup_teardown(wait_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(spec_named, setup, teardown),
         cmocka_unit_test_setup_teardown(spec_notification, setup, teardown),

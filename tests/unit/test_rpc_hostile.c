@@ -259,6 +259,29 @@ static void authenticated_connections_are_kept(void **state)
     }
 }
 
+/* ----------------------------------------------------------- finding 7 */
+
+static const char *unhealthy(void *ctx)
+{
+    return *(bool *)ctx ? "the store cannot write" : NULL;
+}
+
+/* /healthz says 503 while the health function reports a problem (loomd:
+ * a store whose last transaction failed), 200 again once it is gone. */
+static void healthz_reports_health(void **state)
+{
+    (void)state;
+    bool broken = true;
+    loom_rpc_server_set_health(F.s, unhealthy, &broken);
+    bool closed;
+    int fd = connect_from("127.0.0.6");
+    assert_int_equal(exchange(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5000, &closed), 503);
+    broken = false;
+    assert_int_equal(exchange(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5000, &closed), 200);
+    close(fd);
+    loom_rpc_server_set_health(F.s, NULL, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +290,7 @@ int main(void)
         cmocka_unit_test(silent_connection_timed_from_accept),
         cmocka_unit_test(silent_flood_does_not_lock_out),
         cmocka_unit_test(authenticated_connections_are_kept),
+        cmocka_unit_test(healthz_reports_health),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
