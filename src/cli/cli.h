@@ -41,5 +41,6 @@ int loom_cmd_render(int argc, char **argv);
 int loom_cmd_gen(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
 int loom_cmd_estimate(int argc, char **argv);
+int loom_cmd_dash(int argc, char **argv);
 
 #endif

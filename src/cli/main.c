@@ -22,6 +22,7 @@ static const struct {
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
+    {"dash", loom_cmd_dash, "print a one-time URL for the web dashboard (dash.login)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},
