@@ -414,6 +414,20 @@ static int serve_session(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_
     return reply_text(c, req, 405, "method not allowed here\n");
 }
 
+/* The dashboard's paths; any other is 404 (with or without a session). */
+static bool dash_path(const char *path)
+{
+    static const char *const fixed[] = {"/login",   "/index.html", "/api/session", "/api/rpc",
+                                        "/api/log", "/events",     "/logout"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (strcmp(path, fixed[i]) == 0)
+            return true;
+    for (size_t i = 0; i < dash_assets_n; i++)
+        if (strcmp(path, dash_assets[i].path) == 0)
+            return true;
+    return false;
+}
+
 static int dash_hook(void *ctx, void *conn, loom_rpc_http_req_t *req)
 {
     loomd_dash_t *dash = ctx;
@@ -424,6 +438,8 @@ static int dash_hook(void *ctx, void *conn, loom_rpc_http_req_t *req)
         return reply_text(c, req, 404, "no such page\n");
     memcpy(path, req->url, n);
     path[n] = '\0';
+    if (!dash_path(path))
+        return reply_text(c, req, 404, "no such path; try POST /rpc, or the dashboard at /\n");
     if (strcmp(path, "/login") == 0)
         return strcmp(req->method, "GET") == 0 ? serve_login(dash, c, req)
                                                : reply_text(c, req, 405, "use GET /login\n");

@@ -37,7 +37,16 @@ typedef struct fev {
 typedef struct jstate {
     int64_t id;
     int state;
+    uint64_t reason; /* a hash of the reason: a pending job's reason changes too */
 } jstate_t;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
 
 struct dash_feed {
     loom_store_t *store;
@@ -107,11 +116,13 @@ static int read_active(dash_feed_t *f, jstate_t **out, size_t *n, loom_job_list_
     if (!*out)
         return LOOM_ENOMEM;
     for (size_t i = 0; i < keep->n; i++)
-        (*out)[i] = (jstate_t){keep->jobs[i].id, (int)keep->jobs[i].state};
+        (*out)[i] =
+            (jstate_t){keep->jobs[i].id, (int)keep->jobs[i].state, hash_str(keep->jobs[i].reason)};
     return LOOM_OK;
 }
 
-/* Compares the active set with the previous one and publishes the changes. */
+/* Compares the active set with the previous one and publishes the changes:
+ * a job new to it, or whose state or reason changed, or that left it. */
 static void scan_jobs(dash_feed_t *f)
 {
     loom_job_list_t list = {0};
@@ -126,7 +137,8 @@ static void scan_jobs(dash_feed_t *f)
     while (i < n || k < f->nactive) {
         bool from_now = k == f->nactive || (i < n && now[i].id <= f->active[k].id);
         bool same_id = from_now && k < f->nactive && now[i].id == f->active[k].id;
-        if (from_now && !(same_id && now[i].state == f->active[k].state)) {
+        if (from_now && !(same_id && now[i].state == f->active[k].state &&
+                          now[i].reason == f->active[k].reason)) {
             if (++changes <= MAX_JOB_EVENTS)
                 publish_job(f, &list.jobs[i]);
         } else if (!from_now) { /* left the active set: read its end */

@@ -28,7 +28,14 @@ function since(t) { return t ? (Date.now() - Date.parse(t)) / 1000 : null; }
 function badge(st) { return `<span class="state ${esc(st)}">${esc(st)}</span>`; }
 function bar(frac) {
   const p = Math.round(Math.min(1, Math.max(0, frac || 0)) * 100);
-  return `<span class="bar" title="${p}%"><i style="width:${p}%"></i></span> ${p}%`;
+  return `<span class="bar" title="${p}%"><i data-w="${p}"></i></span> ${p}%`;
+}
+// Bar widths are set through the CSSOM: the page's Content-Security-Policy
+// allows no inline style attributes.
+function render(html) {
+  const v = $('#view');
+  v.innerHTML = html;
+  v.querySelectorAll('.bar > i[data-w]').forEach((i) => { i.style.width = i.dataset.w + '%'; });
 }
 function showError(msg) {
   const e = $('#error');
@@ -80,7 +87,7 @@ async function viewCluster() {
   }
   if (!nodes.nodes.length) h += '<tr><td colspan="6" class="muted">no nodes (loomd runs with --executor none)</td></tr>';
   h += '</tbody></table><h2>Utilization (this host, from the monitor)</h2>' + utilization(snap);
-  $('#view').innerHTML = h;
+  render(h);
 }
 
 function utilization(snap) {
@@ -111,20 +118,24 @@ const TABS = {
 async function viewQueue() {
   if (!S.queue) S.queue = { tab: 'pending', cursors: [null], page: 0 };
   const q = S.queue;
-  const res = await api('job.list', { state: TABS[q.tab].state, limit: PAGE, cursor: q.cursors[q.page] });
+  const [res, info] = await Promise.all([
+    api('job.list', { state: TABS[q.tab].state, limit: PAGE, cursor: q.cursors[q.page] }),
+    api('server.info')]);
+  const total = TABS[q.tab].state.reduce((n, st) => n + ((info.jobs || {})[st] || 0), 0);
   if (S.view !== 'queue') return;
   q.next = res.next_cursor;
   const tabs = Object.entries(TABS).map(([k, t]) =>
     `<button type="button" data-tab="${k}" class="${k === q.tab ? 'active' : ''}">${t.label}</button>`).join(' ');
   let h = `<div class="tabs">${tabs}</div><div class="pager">
     <button type="button" id="prev" ${q.page ? '' : 'disabled'}>‹ Previous</button>
-    <span id="pageno">page ${q.page + 1}</span>
+    <span id="pageno">page ${q.page + 1} of ${Math.max(1, Math.ceil(total / PAGE))}</span>
+    <span class="muted">(${total} jobs)</span>
     <button type="button" id="next" ${q.next ? '' : 'disabled'}>Next ›</button></div>
     <table id="jobs"><thead><tr><th>id</th><th>name</th><th>state</th><th>${q.tab === 'pending' ? 'reason' : q.tab === 'running' ? 'elapsed' : 'ended'}</th>
     <th>resources</th><th>node</th><th>submitted</th></tr></thead><tbody>`;
   for (const j of res.jobs) h += jobRow(j, q.tab);
   if (!res.jobs.length) h += '<tr><td colspan="7" class="muted">no jobs</td></tr>';
-  $('#view').innerHTML = h + '</tbody></table>';
+  render(h + '</tbody></table>');
   document.querySelectorAll('[data-tab]').forEach((b) => b.addEventListener('click', () => {
     S.queue = { tab: b.dataset.tab, cursors: [null], page: 0 };
     viewQueue().catch((e) => showError(e.message));
@@ -143,7 +154,7 @@ function resources(r) {
 
 function jobRow(j, tab) {
   let col = '';
-  if (tab === 'pending') col = esc(j.reason || '');
+  if (tab === 'pending') col = j.reason ? esc(j.reason) : '<span class="muted">—</span>';
   else if (tab === 'running') col = `<span class="elapsed" data-start="${esc(j.start_time)}">${dur(since(j.start_time))}</span>`;
   else col = esc(j.end_time ? new Date(j.end_time).toLocaleString() : '');
   return `<tr data-id="${j.id}"><td><a href="#/job/${j.id}">${j.id}</a></td><td>${esc(j.name)}</td>
@@ -175,7 +186,7 @@ async function viewJob(id) {
     </dl></div><div><h2>Estimate and measured usage</h2>${usage(job)}</div>
     <div><h2>Events</h2><ol class="timeline" id="timeline">${timeline(job.events || [])}</ol></div></div>
     <h2>Output <span class="muted" id="logpath"></span></h2><pre class="log" id="log"></pre>`;
-  $('#view').innerHTML = h;
+  render(h);
   if (live) $('#cancel').addEventListener('click', () => cancelJob(job.id));
   S.job.offset = -1;
   S.job.text = '';
