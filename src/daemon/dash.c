@@ -374,11 +374,14 @@ static int serve_asset(struct MHD_Connection *c, loom_rpc_http_req_t *req, const
     return reply_text(c, req, 404, "no such page\n");
 }
 
-static int serve_events(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req)
+static int serve_events(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
+                        const dash_session_t *s)
 {
     const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
-    uint64_t from = last ? strtoull(last, NULL, 10) : 0;
-    return dash_feed_serve(dash->feed, c, from, &req->status);
+    char *end = NULL;
+    unsigned long long n = last ? strtoull(last, &end, 10) : 0;
+    uint64_t from = last && end != last && *end == '\0' && n < UINT64_MAX ? n + 1 : 0;
+    return dash_feed_serve(dash->feed, c, from, s->expires_ns, &req->status);
 }
 
 /* The routes that need a session (s). POSTs also need its CSRF token. */
@@ -407,7 +410,7 @@ static int serve_session(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_
     } else if (get && strcmp(path, "/api/log") == 0) {
         return serve_log(dash, c, req);
     } else if (get && strcmp(path, "/events") == 0) {
-        return serve_events(dash, c, req);
+        return serve_events(dash, c, req, s);
     } else if (get) {
         return serve_asset(c, req, strcmp(path, "/index.html") == 0 ? "/" : path);
     }

@@ -14,6 +14,7 @@
  * a "reset" event (re-read everything) and continues from the oldest event
  * kept. Readers resume with Last-Event-ID, so the same feed can serve a
  * `loom logs -f` or `loom wait` that reconnects. */
+#include <poll.h> /* POLLRDHUP: _GNU_SOURCE, set for the whole build */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,9 @@ struct dash_feed {
 
 typedef struct sub {
     dash_feed_t *f;
-    uint64_t cursor; /* the next event to send */
+    uint64_t cursor;    /* the next event to send */
+    int64_t expires_ns; /* the session's end: the stream ends then too */
+    int fd;             /* the connection's socket, to notice a reader gone */
     bool hello;
 } sub_t;
 
@@ -237,6 +240,14 @@ static void *watch_main(void *arg)
 
 /* -------------------------------------------------------------- readers */
 
+/* Whether the reader has closed its end (a closed tab): checked while
+ * waiting, so that its slot is freed within a second, not at the next write. */
+static bool peer_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Copies the events from sub->cursor that fit into buf; waits for one (or
  * for KEEPALIVE_S, then sends a comment) when there is none. */
 static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
@@ -251,13 +262,18 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
                         (unsigned long long)(s->cursor - 1));
     }
     pthread_mutex_lock(&f->mu);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += KEEPALIVE_S;
-    while (s->cursor >= f->next_seq && !f->stopping)
-        if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) != 0)
-            break;
-    if (f->stopping) {
+    bool gone = false;
+    for (int waited = 0; s->cursor >= f->next_seq && !f->stopping && waited < KEEPALIVE_S;) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) != 0) {
+            waited++;
+            if ((gone = peer_gone(s->fd)))
+                break;
+        }
+    }
+    if (gone || f->stopping || loom_time_mono_ns() >= s->expires_ns) {
         pthread_mutex_unlock(&f->mu);
         return MHD_CONTENT_READER_END_OF_STREAM;
     }
@@ -288,7 +304,7 @@ static void end_reader(void *cls)
     free(s);
 }
 
-int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t last_id, unsigned *status)
+int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t from, int64_t expires_ns, unsigned *status)
 {
     struct MHD_Connection *c = conn;
     sub_t *s = calloc(1, sizeof *s);
@@ -297,9 +313,13 @@ int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t last_id, unsigned *stat
     if (s && !full) {
         f->subs++;
         s->f = f;
-        /* resume after last_id when it is still in the ring, else from now */
-        bool kept = last_id && last_id < f->next_seq && last_id + DASH_FEED_RING >= f->next_seq;
-        s->cursor = kept ? last_id + 1 : f->next_seq;
+        s->expires_ns = expires_ns;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        s->fd = ci ? ci->connect_fd : -1;
+        /* resume at `from` when it is still in the ring, else from now */
+        bool kept = from && from <= f->next_seq && from + DASH_FEED_RING > f->next_seq;
+        s->cursor = kept ? from : f->next_seq;
     }
     pthread_mutex_unlock(&f->mu);
     if (!s || full) {
