@@ -219,7 +219,10 @@ static void *watch_main(void *arg)
         loom_err_t err;
         if (loom_store_stats(f->store, &st, &err) == LOOM_OK && st.commits != f->commits) {
             f->commits = st.commits;
+            int64_t t0 = loom_time_mono_ns();
             scan_jobs(f);
+            loom_log_debug("dash feed scan", "active=%zu ms=%.2f", f->nactive,
+                           (double)(loom_time_mono_ns() - t0) / 1e6);
         }
         if (tick % NODE_EVERY_TICKS == 0)
             scan_nodes(f);
