@@ -2,7 +2,7 @@
  *
  * Access follows Jupyter's one-time URL. `loom dash` calls dash.login over
  * the authenticated RPC (the Unix socket, or TCP with the token) and gets a
- * code; GET /login?code=C exchanges it, once and within DASH_CODE_TTL_S,
+ * code; GET /login?code=C exchanges it, once and within 60 s (DASH_CODE_TTL_S),
  * for a session: an HttpOnly, SameSite=Strict cookie bound to the caller's
  * identity (today the token holder) and a per-session CSRF token that the
  * page reads from GET /api/session and sends in X-Loom-CSRF with every
@@ -60,6 +60,7 @@ struct loomd_dash {
     const loomd_info_t *info;
     loom_rpc_http_hook_t hook;
     dash_feed_t *feed;
+    int code_ttl_s, session_ttl_s;
     pthread_mutex_t mu;
     dash_code_t codes[DASH_MAX_CODES];
     dash_session_t sessions[DASH_MAX_SESSIONS];
@@ -118,7 +119,7 @@ static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, voi
         if (dash->codes[i].expires_ns < dash->codes[slot].expires_ns)
             slot = i;
     memcpy(dash->codes[slot].code, code, sizeof code);
-    dash->codes[slot].expires_ns = now + (int64_t)DASH_CODE_TTL_S * LOOM_NS_PER_S;
+    dash->codes[slot].expires_ns = now + (int64_t)dash->code_ttl_s * LOOM_NS_PER_S;
     pthread_mutex_unlock(&dash->mu);
     char path[100];
     snprintf(path, sizeof path, "/login?code=%s", code);
@@ -129,7 +130,7 @@ static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, voi
         url = json_string(full);
     }
     json_t *res = json_pack("{s:s,s:s,s:o,s:i}", "code", code, "path", path, "url", url,
-                            "expires_in", DASH_CODE_TTL_S);
+                            "expires_in", dash->code_ttl_s);
     explicit_bzero(code, sizeof code);
     loom_rpc_call_complete(call, res);
     return LOOM_RPC_DONE;
@@ -161,7 +162,7 @@ static bool exchange_code(loomd_dash_t *dash, const char *code, dash_session_t *
             ok = false;
         } else {
             snprintf(s->who, sizeof s->who, "token holder");
-            s->expires_ns = now + (int64_t)DASH_SESSION_TTL_S * LOOM_NS_PER_S;
+            s->expires_ns = now + (int64_t)dash->session_ttl_s * LOOM_NS_PER_S;
             *out = *s;
         }
     }
@@ -266,7 +267,7 @@ static int serve_login(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_ht
     char cookie[200];
     snprintf(cookie, sizeof cookie,
              "loom_session=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d", s.id,
-             DASH_SESSION_TTL_S);
+             dash->session_ttl_s);
     loom_log_info("dash login", "peer=%s who=\"%s\"", req->peer, s.who);
     req->proven = true;
     int ret = reply(c, req, 303, "text/plain; charset=utf-8", "", 0, cookie, "/");
@@ -467,6 +468,8 @@ int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_in
     dash->d = d;
     dash->store = store;
     dash->info = info;
+    dash->code_ttl_s = DASH_CODE_TTL_S;
+    dash->session_ttl_s = DASH_SESSION_TTL_S;
     dash->hook.fn = dash_hook;
     dash->hook.ctx = dash;
     pthread_mutex_init(&dash->mu, NULL);
@@ -481,6 +484,14 @@ int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_in
     }
     *out = dash;
     return LOOM_OK;
+}
+
+void loomd_dash_set_ttls(loomd_dash_t *dash, int code_s, int session_s)
+{
+    pthread_mutex_lock(&dash->mu);
+    dash->code_ttl_s = code_s > 0 ? code_s : DASH_CODE_TTL_S;
+    dash->session_ttl_s = session_s > 0 ? session_s : DASH_SESSION_TTL_S;
+    pthread_mutex_unlock(&dash->mu);
 }
 
 loom_rpc_http_hook_t *loomd_dash_hook(loomd_dash_t *dash)

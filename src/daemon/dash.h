@@ -17,6 +17,9 @@ typedef struct dash_feed dash_feed_t;
  * first dispatch). info->tcp_url is read when a code is made. */
 int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_info_t *info,
                    loomd_dash_t **out, loom_err_t *err);
+/* How long codes and sessions live, in seconds (0: the defaults, 60 s and
+ * 8 h). For tests; set before the first login. */
+void loomd_dash_set_ttls(loomd_dash_t *dash, int code_s, int session_s);
 /* The hook to put in loom_rpc_server_config_t.http_hook. */
 loom_rpc_http_hook_t *loomd_dash_hook(loomd_dash_t *dash);
 /* Ends the event streams (before the server stops: it waits for them). */

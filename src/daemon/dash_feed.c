@@ -272,7 +272,7 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
         ts.tv_sec += 1;
         if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) != 0) {
             waited++;
-            if ((gone = peer_gone(s->fd)))
+            if ((gone = peer_gone(s->fd)) || loom_time_mono_ns() >= s->expires_ns)
                 break;
         }
     }

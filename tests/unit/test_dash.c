@@ -277,6 +277,28 @@ static void events_numbered_and_resumable(void **state)
     close(fd);
 }
 
+/* Codes and sessions expire (shortened here to 1 s and 2 s); a stream ends
+ * with its session. */
+static void codes_and_sessions_expire(void **state)
+{
+    (void)state;
+    loomd_dash_set_ttls(F.dash, 1, 2);
+    char code[65], path[128], buf[8192], cookie[128], csrf[65];
+    new_code(code);
+    usleep(1200 * 1000);
+    snprintf(path, sizeof path, "/login?code=%s", code);
+    assert_int_equal(request("GET", path, NULL, NULL, buf, sizeof buf), 403);
+    login(cookie, sizeof cookie, csrf);
+    int fd = open_stream(cookie, NULL, buf, sizeof buf);
+    assert_non_null(strstr(buf, "200 OK"));
+    usleep(2200 * 1000);
+    assert_int_equal(request("GET", "/", cookie, NULL, buf, sizeof buf), 401);
+    read_some(fd, buf, sizeof buf, 3000); /* the end of the chunked stream, then EOF */
+    assert_non_null(strstr(buf, "0\r\n\r\n"));
+    close(fd);
+    loomd_dash_set_ttls(F.dash, 0, 0);
+}
+
 static void readers_are_bounded(void **state)
 {
     (void)state;
@@ -320,6 +342,7 @@ int main(void)
         cmocka_unit_test(actions_need_csrf),
         cmocka_unit_test(events_numbered_and_resumable),
         cmocka_unit_test(readers_are_bounded),
+        cmocka_unit_test(codes_and_sessions_expire),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
