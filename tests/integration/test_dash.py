@@ -65,9 +65,25 @@ class Dashboard(unittest.TestCase):
         cls.b.set_page_load_timeout(30)
 
     @classmethod
+    def cancel_all(cls):
+        """Cancels the pending jobs, then the running ones: jobs outlive
+        loomd by design, so none is left behind."""
+        for state in ("PENDING", "RUNNING"):
+            ids = [j["id"] for j in cls.c.list_all(state=[state])]
+            for k in range(0, len(ids), 1000):
+                batch = [{"jsonrpc": "2.0", "id": i, "method": "job.cancel", "params": {"id": i}}
+                         for i in ids[k:k + 1000]]
+                cls.c.request("POST", "/rpc", json.dumps(batch).encode())
+        for _ in range(200):  # their processes gone (the shepherd signals them)
+            if not cls.c.list_all(state=["RUNNING"]):
+                break
+            time.sleep(0.1)
+
+    @classmethod
     def tearDownClass(cls):
         try:
             cls.b.quit()
+            cls.cancel_all()
         finally:
             cls.c.close()
             cls.d.cleanup()
@@ -240,7 +256,7 @@ class Dashboard(unittest.TestCase):
         for k in range(10):
             batch = [{"jsonrpc": "2.0", "id": i, "method": "job.submit",
                       "params": {"name": f"sweep-{k * 1000 + i}", "script": "true",
-                                 "resources": {"gpus": 1}}}
+                                 "resources": {"gpus": 1}, "options": {"workdir": self.work}}}
                      for i in range(1000)]
             status, _, body = self.c.request("POST", "/rpc", json.dumps(batch).encode())
             self.assertEqual(status, 200)
