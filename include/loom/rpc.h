@@ -321,7 +321,37 @@ typedef struct loom_rpc_server_config {
     unsigned idle_timeout_s;    /* keep-alive idle; default 30 */
     unsigned request_timeout_s; /* to receive one whole request; default 10 */
     unsigned drain_timeout_s;   /* graceful stop waits this long; default 30 */
+    /* Extra routes (loomd's dashboard, docs/dashboard.md): see
+     * loom_rpc_http_hook_fn. NULL: every other path is 404. */
+    struct loom_rpc_http_hook *http_hook;
 } loom_rpc_server_config_t;
+
+/* A request on a path other than /rpc, /healthz and /metrics, handed to the
+ * hook once its body (at most max_body bytes; larger is 413) has been read.
+ * The bearer token is NOT checked for these paths: the hook does its own
+ * access control (the dashboard's session cookie). */
+typedef struct loom_rpc_http_req {
+    const char *method;   /* "GET", "POST", ... */
+    const char *url;      /* path and query as sent */
+    const char *body;     /* NUL-terminated; "" when none */
+    size_t body_len;
+    bool unix_socket;     /* came on the Unix socket */
+    const char *peer;     /* "127.0.0.1:51234", "unix" */
+    /* Set by the hook: the HTTP status it queued (for the server's
+     * metrics), and true once the client proved who it is (its connection
+     * is then no longer first to be evicted). */
+    unsigned status;
+    bool proven;
+} loom_rpc_http_req_t;
+
+/* Answers one request on conn (a struct MHD_Connection *, with
+ * MHD_queue_response) and returns MHD's result (1 = MHD_YES, 0 = MHD_NO).
+ * Runs on the connection's own thread, which it may keep (a stream). */
+typedef int (*loom_rpc_http_hook_fn)(void *ctx, void *conn, loom_rpc_http_req_t *req);
+typedef struct loom_rpc_http_hook {
+    loom_rpc_http_hook_fn fn;
+    void *ctx;
+} loom_rpc_http_hook_t;
 
 void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg);
 

@@ -45,6 +45,7 @@ int loom_cmd_render(int argc, char **argv);
 int loom_cmd_gen(int argc, char **argv);
 int loom_cmd_catalog(int argc, char **argv);
 int loom_cmd_estimate(int argc, char **argv);
+int loom_cmd_dash(int argc, char **argv);
 int loom_cmd_zoo(int argc, char **argv);
 
 /* loom submit --warm-start (cmd_zoo.c): zoo.warm for params' model, the

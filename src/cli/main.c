@@ -24,6 +24,7 @@ static const struct {
     {"logs", loom_cmd_logs, "print a job's output, -f to follow it (job.logs)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},
     {"nodes", loom_cmd_nodes, "list the cluster's nodes, free resources and jobs (node.list)"},
+    {"dash", loom_cmd_dash, "print a one-time URL for the web dashboard (dash.login)"},
     {"sim", loom_cmd_sim, "replay a cluster trace through the scheduling policies"},
     {"prof", loom_cmd_prof, "profile a DNN workload: steps, CPU, memory, kernels"},
     {"mon", loom_cmd_mon, "hardware metrics: CPU, memory, disk, net, power, GPU"},

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/dash.h"
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/zoo_methods.h"
@@ -408,11 +409,14 @@ int main(int argc, char **argv)
     loomd_monitor_t *monitor = NULL;
     loomd_zoo_t *zoo = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
+    loomd_dash_t *dash = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
         loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
         loomd_monitor_add_methods(disp, monitor, &err) ||
-        loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err)) {
+        loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err) ||
+        loomd_dash_new(disp, store, &info, &dash, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
+        loomd_dash_free(dash);
         loomd_zoo_close(zoo);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
@@ -436,9 +440,11 @@ int main(int argc, char **argv)
         cfg.socket_path = sock_path;
     }
     cfg.token = token;
+    cfg.http_hook = loomd_dash_hook(dash);
     loom_rpc_server_t *server = NULL;
     if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
+        loomd_dash_free(dash);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
         loomd_zoo_close(zoo);
@@ -479,7 +485,9 @@ int main(int argc, char **argv)
     loom_log_info("loomd.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
     /* Stop accepting, let requests in flight finish (their writes are still
      * committed: the store runs until after the server has stopped). */
+    loomd_dash_stop(dash); /* ends the dashboard's event streams */
     loom_rpc_server_stop(server);
+    loomd_dash_free(dash);
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
     loomd_runner_stop(runner);
     loomd_monitor_close(monitor);

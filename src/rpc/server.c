@@ -3,6 +3,7 @@
  *   POST /rpc      JSON-RPC 2.0 body -> loom_rpc_handle -> 200 (or 204)
  *   GET  /healthz  "ok"
  *   GET  /metrics  Prometheus text 0.0.4
+ *   any other path: the configured http_hook (loomd's dashboard), else 404
  *
  * One MHD daemon per listener (TCP and/or Unix socket), each on a socket
  * we create ourselves: TCP bound exactly where asked (MHD alone would bind
@@ -44,8 +45,8 @@
 #include "loom/rpc.h"
 #include "rpc/rpc_metrics.h"
 
-enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_N };
-static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other"};
+enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_HOOK, PATH_N };
+static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other", "hook"};
 static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
 #define N_STATUS       (sizeof status_codes / sizeof status_codes[0])
 #define MAX_SOURCES    32
@@ -541,6 +542,36 @@ static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c,
     return ret;
 }
 
+/* Hands a request to the configured hook. The connection is BUSY while the
+ * hook has it (until the request completes), so a stream it holds open is
+ * not closed by the watchdog as a slow request. */
+static enum MHD_Result serve_hook(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r,
+                                  const char *url, const char *method)
+{
+    if (r->too_large) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
+                 s->cfg.max_body);
+        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
+    }
+    set_phase(s, r->conn, PHASE_BUSY);
+    loom_rpc_http_req_t hr = {.method = method,
+                              .url = url,
+                              .body = r->body.data ? r->body.data : "",
+                              .body_len = r->body.len,
+                              .unix_socket = r->transport.unix_socket,
+                              .peer = r->transport.peer};
+    int ret = s->cfg.http_hook->fn(s->cfg.http_hook->ctx, c, &hr);
+    if (hr.proven && r->conn) {
+        pthread_mutex_lock(&s->mu);
+        r->conn->proven = true;
+        pthread_mutex_unlock(&s->mu);
+    }
+    r->status = hr.status ? hr.status : 500;
+    r->responded = true;
+    return ret ? MHD_YES : MHD_NO;
+}
+
 static void describe_peer(listener_t *l, struct MHD_Connection *c, loom_rpc_transport_t *t)
 {
     t->unix_socket = l->is_unix;
@@ -619,6 +650,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         r->path = PATH_HEALTHZ;
     else if (ulen == 8 && strncmp(url, "/metrics", 8) == 0)
         r->path = PATH_METRICS;
+    else if (s->cfg.http_hook)
+        r->path = PATH_HOOK; /* its own access control: see serve_hook */
     describe_peer(l, c, &r->transport);
 
     if (bad_framing(c)) {
@@ -634,6 +667,8 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         r->conn->proven = true;
         pthread_mutex_unlock(&s->mu);
     }
+    if (r->path == PATH_HOOK)
+        return false;
     bool needs_token =
         s->auth && !l->is_unix && !(r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth);
     if (needs_token && !proven) {
@@ -718,7 +753,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* the next calls bring the body, then the end */
     }
     if (*upload_data_size) {
-        if (r->path == PATH_RPC && !r->early_status && !r->too_large) {
+        if ((r->path == PATH_RPC || r->path == PATH_HOOK) && !r->early_status && !r->too_large) {
             if (r->body.len + *upload_data_size > s->cfg.max_body) {
                 r->too_large = true;
                 loom_buf_free(&r->body);
@@ -735,6 +770,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond_error(c, r, r->early_status, r->early_detail, false);
     if (r->path == PATH_RPC)
         return serve_rpc(s, c, r);
+    if (r->path == PATH_HOOK)
+        return serve_hook(s, c, r, url, method);
     if (r->path == PATH_HEALTHZ && atomic_load(&s->draining)) /* tell balancers to go */
         return respond(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                        "stopping\n", 9, true);
