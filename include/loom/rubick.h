@@ -18,8 +18,9 @@
  *   steps;
  * - the policy: GPUs, CPUs, memory and a plan for every job, re-decided on
  *   events; a running job is reconfigured only when the time it gains pays
- *   for the checkpoint-restart, and never falls below its guarantee (the
- *   throughput of the configuration it asked for).
+ *   for the checkpoint-restart, never runs below its guarantee (the
+ *   throughput of the configuration it asked for) and never ends later than
+ *   it would have at it.
  *
  * Depends on core and sched. docs/scheduling.md, "Rubick". */
 #ifndef LOOM_RUBICK_H
@@ -175,7 +176,7 @@ typedef struct loom_rubick_job {
     bool running;
     loom_rubick_config_t cur; /* running */
     loom_sched_alloc_t alloc; /* running */
-    double lead;              /* samples done beyond guarantee x time run */
+    double lead;              /* samples done beyond guarantee x time since start */
     /* filled by loom_rubick_job_prepare */
     loom_rubick_choice_t table[LOOM_RUBICK_GPUS_MAX + 1][LOOM_RUBICK_CPU_STEPS];
 } loom_rubick_job_t;
@@ -205,9 +206,10 @@ int loom_rubick_job_prepare(loom_rubick_job_t *j, const loom_rubick_opts_t *o, l
  * on cluster c, which holds the running jobs' allocations. Writes at most
  * n decisions (starts and reconfigurations) into out, *nout of them; c is
  * left as it was. Guarantees: a start or reconfiguration never yields less
- * than the job's guarantee, and a running job is reconfigured only when its
- * lead pays for the pause and the time it saves exceeds the pause. */
-/* The caller applies the decisions together: first it frees every
+ * than the job's guarantee, and a running job is reconfigured only when it
+ * still ends no later than at its guarantee from its start (pause
+ * included) and, to grow, the time it saves exceeds the pause.
+ * The caller applies the decisions together: first it frees every
  * reconfigured job's old allocation, then it takes the new ones. */
 int loom_rubick_decide(const loom_sched_cluster_t *c, loom_rubick_job_t *jobs, size_t n,
                        const loom_rubick_opts_t *o, loom_rubick_decision_t *out, size_t *nout,

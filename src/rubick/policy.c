@@ -8,15 +8,16 @@
  *     with the fewest GPUs whose best configuration reaches its guarantee,
  *     on the fullest node that holds it; when no node does, running jobs
  *     on a node that have more GPUs than their own minimum give some back
- *     (if each one's lead pays for its pause);
+ *     (if each still ends no later than at its guarantee);
  *  2. plan and CPU changes at the same GPU count, for running jobs;
  *  3. the free GPUs, one job at a time, to the job that gains the most
  *     normalised throughput (samples/s over its guarantee) per added GPU.
- * A running job is changed only when the time it saves on its remaining
- * samples exceeds the checkpoint-restart pause by min_gain of the time it
- * has left, and its lead (samples ahead of its guarantee) covers the
- * pause: so it never falls below its guarantee. Jobs are kept on one node
- * (loom's allocation model). */
+ * No configuration runs below the job's guarantee. A running job is changed
+ * only when it still ends no later than it would have at its guarantee
+ * from its start (its lead, samples ahead of the guarantee, makes up for
+ * the checkpoint-restart pause), and, to grow or re-plan, when the time it
+ * saves on its remaining samples exceeds the pause by min_gain of the time
+ * it has left. Jobs are kept on one node (loom's allocation model). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,20 +178,32 @@ static bool take(work_t *w, size_t i, int node, const loom_rubick_choice_t *ch)
     return true;
 }
 
-/* Would changing running job i to throughput thr pay for its pause? */
+/* Would running job i, paused now and then run at thr, still end no later
+ * than at its guarantee from its start? Its lead is what it has done beyond
+ * the guarantee so far: it ends in time iff pause + remaining / thr <=
+ * (remaining + lead) / guarantee. */
+static bool on_time(const work_t *w, size_t i, double thr)
+{
+    const loom_rubick_job_t *j = &w->jobs[i];
+    if (thr < j->guarantee)
+        return false;
+    double pause = w->touched[i] ? 0 : w->o->reconf_cost_s; /* it restarts anyway */
+    return pause + j->remaining / thr <= (j->remaining + j->lead) / j->guarantee;
+}
+
+/* Would changing job i to throughput thr pay for its pause? */
 static bool pays(const work_t *w, size_t i, double thr)
 {
     const loom_rubick_job_t *j = &w->jobs[i];
     if (w->start[i] || thr < j->guarantee)
         return thr >= j->guarantee;
-    if (thr <= w->thr[i])
+    if (thr <= w->thr[i] || !on_time(w, i, thr))
         return false;
-    if (w->touched[i]) /* it restarts anyway */
+    if (w->touched[i])
         return true;
-    double cost = w->o->reconf_cost_s;
     double now_left = j->remaining / w->thr[i];
-    double new_left = cost + j->remaining / thr;
-    return j->lead >= j->guarantee * cost && new_left < now_left * (1 - w->o->min_gain);
+    double new_left = w->o->reconf_cost_s + j->remaining / thr;
+    return new_left < now_left * (1 - w->o->min_gain);
 }
 
 /* Moves job i on its node to choice ch; false (nothing changed) if it
@@ -239,11 +252,13 @@ static bool shrink_for(work_t *w, size_t p, int node)
     for (size_t i = 0; i < w->n && spare < need; i++) {
         const loom_rubick_job_t *j = &w->jobs[i];
         if (!w->held[i] || w->start[i] || w->alloc[i].node != node || !j->spec->reconfigurable ||
-            w->o->mode == LOOM_RUBICK_FIXED || w->o->mode == LOOM_RUBICK_SYNERGY ||
-            (!w->touched[i] && j->lead < j->guarantee * w->o->reconf_cost_s))
+            w->o->mode == LOOM_RUBICK_FIXED || w->o->mode == LOOM_RUBICK_SYNERGY)
             continue;
         int m = min_gpus(j, w->cfg[i].cpu_milli, w->cfg[i].mem_mib);
-        if (m > 0 && m < w->cfg[i].plan.gpus) {
+        const loom_rubick_choice_t *mc =
+            m > 0 ? choose(j, m, w->cfg[i].cpu_milli, w->cfg[i].mem_mib) : NULL;
+        /* down to its minimum only if it still ends in time from there */
+        if (mc && m < w->cfg[i].plan.gpus && on_time(w, i, mc->samples_per_s)) {
             give[i] =
                 w->cfg[i].plan.gpus - m < need - spare ? w->cfg[i].plan.gpus - m : need - spare;
             spare += give[i];
