@@ -114,7 +114,8 @@ typedef struct loom_rubick_device {
 int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err);
 
 /* Coefficients fitted to measured steps: step = comp * compute + comm *
- * communication + fixed. Unfitted: {1, 1, 0}. */
+ * communication + fixed_s * accumulation steps (a cost per micro-batch).
+ * Unfitted: {1, 1, 0}. */
 typedef struct loom_rubick_fit {
     double comp, comm, fixed_s;
 } loom_rubick_fit_t;

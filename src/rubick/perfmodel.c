@@ -20,9 +20,11 @@
  *   stage 3, 2 and 1 respectively, optimizer states on the host with
  *   offload; activations per micro-batch, a share of them with
  *   recomputation.
- * Three coefficients (compute, communication, fixed) are then fitted to a
- * few measured steps by non-negative least squares, as Rubick fits its
- * model from a handful of profiling runs. */
+ * Three coefficients (compute, communication, and a fixed cost per
+ * micro-batch: framework and launch overhead, which makes accumulation cost
+ * more than its FLOPs) are then fitted to a few measured steps by
+ * non-negative least squares, as Rubick fits its model from a handful of
+ * profiling runs. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -102,8 +104,8 @@ void loom_rubick_predict(const loom_rubick_model_t *m, const loom_rubick_device_
     const loom_rubick_fit_t unit = {1, 1, 0};
     if (!fit)
         fit = &unit;
-    double gpu =
-        fit->comp * out->compute_s + fit->comm * (out->comm_s + out->host_s) + fit->fixed_s;
+    double gpu = fit->comp * out->compute_s + fit->comm * (out->comm_s + out->host_s) +
+                 fit->fixed_s * p->accum;
     out->step_s = fmax(gpu, out->data_s);
     out->fits = out->gpu_mem_bytes <= GPU_MEM_USABLE * d->mem_bytes &&
                 (c->mem_mib <= 0 || out->host_mem_mib <= (double)c->mem_mib) && out->step_s > 0;
@@ -193,7 +195,7 @@ int loom_rubick_fit(const loom_rubick_model_t *m, const loom_rubick_device_t *d,
                               i);
         x[i][0] = e.compute_s;
         x[i][1] = e.comm_s + e.host_s;
-        x[i][2] = 1;
+        x[i][2] = s[i].config.plan.accum; /* the fixed cost is per micro-batch */
         t[i] = s[i].step_s;
     }
     double best = DBL_MAX, coef[3];
