@@ -432,8 +432,7 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
 static const char *const job_keys[] = {
     "name",   "description", "executable", "arguments", "environment", "resources", "time_limit",
-    "weight", "parameters",  "template",   "labels",    "model",       "image",
-    "reconfig"};
+    "weight", "parameters",  "template",   "labels",    "model",       "image",     "reconfig"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const model_keys[] = {"path",      "batch",     "train",

@@ -94,9 +94,9 @@ static bool wants_rubick(int argc, char **argv)
 {
     static const char *const names[] = {"rubick", "elastic", "synergy"};
     for (int i = 1; i < argc; i++) {
-        const char *v = strncmp(argv[i], "--policy=", 9) == 0 ? argv[i] + 9
+        const char *v = strncmp(argv[i], "--policy=", 9) == 0              ? argv[i] + 9
                         : strcmp(argv[i], "--policy") == 0 && i + 1 < argc ? argv[i + 1]
-                                                                          : NULL;
+                                                                           : NULL;
         for (size_t k = 0; v && k < sizeof names / sizeof *names; k++)
             if (strstr(v, names[k]))
                 return true;
