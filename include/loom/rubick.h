@@ -112,6 +112,9 @@ typedef struct loom_rubick_device {
 /* Reads flops_half (or flops_fp32), memory_bytes, link_bandwidth and
  * host_bandwidth from a device description. */
 int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err);
+/* The same from text; errors start with name. */
+int loom_rubick_device_parse(const char *text, size_t len, const char *name,
+                             loom_rubick_device_t *out, loom_err_t *err);
 
 /* Coefficients fitted to measured steps: step = comp * compute + comm *
  * communication + fixed_s * accumulation steps (a cost per micro-batch).

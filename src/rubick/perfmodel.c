@@ -34,16 +34,17 @@
 
 #define GPU_MEM_USABLE 0.9 /* the rest: CUDA context, allocator slack */
 
-int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err)
+static int device_from_json(const json_t *j, const char *name, loom_rubick_device_t *out,
+                            loom_err_t *err)
 {
-    json_t *j;
-    int rc = loom_json_load_file(path, &j, err);
-    if (rc)
-        return rc;
     memset(out, 0, sizeof *out);
     out->adam_s_per_param = 2e-9; /* ~ 0.5 G params/s on one core, vectorised Adam */
     double flops = 0;
-    if ((rc = loom_json_get_number(j, "flops_half", false, "", &flops, err)) == LOOM_OK &&
+    int rc = LOOM_OK;
+    if (!json_is_object(j))
+        rc = loom_err_set(err, LOOM_EINVAL, "found %s, expected an object", loom_json_type_name(j));
+    if (rc == LOOM_OK &&
+        (rc = loom_json_get_number(j, "flops_half", false, "", &flops, err)) == LOOM_OK &&
         flops <= 0)
         rc = loom_json_get_number(j, "flops_fp32", true, "", &flops, err);
     out->flops = flops;
@@ -55,16 +56,40 @@ int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_er
         rc = loom_json_get_number(j, "host_bandwidth", true, "", &out->host_bw, err);
     if (rc == LOOM_OK)
         rc = loom_json_get_number(j, "adam_s_per_param", false, "", &out->adam_s_per_param, err);
-    json_decref(j);
     if (rc)
-        return loom_err_prefix(err, "%s", path);
+        return loom_err_prefix(err, "%s", name);
     if (!(out->flops > 0 && out->mem_bytes > 0 && out->link_bw > 0 && out->host_bw > 0 &&
-          out->adam_s_per_param > 0))
+          out->adam_s_per_param > 0) ||
+        !(isfinite(out->flops) && isfinite(out->mem_bytes) && isfinite(out->link_bw) &&
+          isfinite(out->host_bw) && isfinite(out->adam_s_per_param)))
         return loom_err_set(err, LOOM_EINVAL,
                             "%s: expected positive flops_half or flops_fp32, memory_bytes, "
                             "link_bandwidth and host_bandwidth",
-                            path);
+                            name);
     return LOOM_OK;
+}
+
+int loom_rubick_device_parse(const char *text, size_t len, const char *name,
+                             loom_rubick_device_t *out, loom_err_t *err)
+{
+    json_t *j;
+    int rc = loom_json_parse(text, len, name, 0, &j, err);
+    if (rc)
+        return rc;
+    rc = device_from_json(j, name, out, err);
+    json_decref(j);
+    return rc;
+}
+
+int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err)
+{
+    json_t *j;
+    int rc = loom_json_load_file(path, &j, err);
+    if (rc)
+        return rc;
+    rc = device_from_json(j, path, out, err);
+    json_decref(j);
+    return rc;
 }
 
 /* Bytes each GPU holds: model states and activations. */
