@@ -39,6 +39,12 @@ import time
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# A stop request may come while torch is still importing (seconds on a busy
+# machine): keep it until main() knows where the stop file is.
+_EARLY_STOP = []
+for _sig in (signal.SIGTERM, signal.SIGUSR1):
+    signal.signal(_sig, lambda signum, frame: _EARLY_STOP.append(signum))
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -238,6 +244,13 @@ def main(argv):
             open(a.stop_file, "a").close()
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGUSR1, request_stop)
+        if _EARLY_STOP:
+            request_stop(_EARLY_STOP[0], None)
+    else:
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_DFL)
+        if _EARLY_STOP:
+            return 128 + _EARLY_STOP[0]
     if not a.sweep:
         run(a)
         return 0
