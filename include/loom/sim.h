@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "loom/core.h"
+#include "loom/rubick.h"
 #include "loom/sched.h"
 
 #ifdef __cplusplus
@@ -127,6 +128,9 @@ typedef struct loom_sim_dynamic_result {
     size_t jobs, completed, unfit, running_at_end;
     size_t never_started; /* still pending when nothing else could happen */
     double mean_jct_s, mean_wait_s, p99_wait_s, makespan_s, mean_util_pct;
+    double p99_jct_s;
+    double *jcts; /* the completed jobs' JCTs, ascending (njcts of them) */
+    size_t njcts;
     double seconds;
     loom_sim_util_point_t *timeline; /* when keep_points */
     size_t ntimeline;
@@ -135,6 +139,71 @@ typedef struct loom_sim_dynamic_result {
 int loom_sim_dynamic(const loom_sched_cluster_t *c, const loom_sim_trace_t *t,
                      const loom_sim_opts_t *o, loom_sim_dynamic_result_t *res, loom_err_t *err);
 void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r);
+
+/* ------------------------------------ reconfigurable jobs (Rubick, sim/rubick.c) */
+
+/* The experiment's model table: the zoo's models (workloads/models) at
+ * published full sizes (docs/scheduling.md, "Rubick"). */
+const loom_rubick_model_t *loom_sim_rubick_models(size_t *n);
+
+typedef struct loom_sim_rjob {
+    double submit_s;
+    double duration_s; /* run time at the asked configuration (from the trace) */
+    size_t model;      /* index into loom_sim_rubick_models() */
+    loom_rubick_spec_t spec;
+} loom_sim_rjob_t;
+
+typedef struct loom_sim_rworkload {
+    loom_sim_rjob_t *jobs; /* in arrival order */
+    size_t n;
+    double compress; /* the trace's arrival times were divided by this */
+} loom_sim_rworkload_t;
+
+typedef struct loom_sim_rwl_opts {
+    size_t count;           /* jobs */
+    double load;            /* offered GPU-time / (cluster GPUs x arrival span) */
+    uint64_t seed;          /* model, GPU count and plan draws */
+    bool tuned;             /* asked plans: the best for the asked GPUs (else uniform) */
+    double min_s, max_s;    /* durations clipped to [min_s, max_s] */
+    int cluster_gpus;       /* the cluster's GPUs, for the load */
+    int64_t node_cpu_milli; /* CPUs and memory of a node (ranges, asked CPUs) */
+    int64_t node_mem_mib;
+    const loom_rubick_device_t *device;
+} loom_sim_rwl_opts_t;
+
+/* Jobs from the pod list's whole-GPU tasks with positive creation and run
+ * times, the first `count` in creation order: their arrivals (compressed
+ * to the load) and run times; a zoo model, GPU count (the trace's when
+ * above one) and asked plan drawn per job. */
+int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_opts_t *o,
+                             loom_sim_rworkload_t *out, loom_err_t *err);
+void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w);
+
+typedef struct loom_sim_rresult {
+    size_t jobs, completed;
+    double mean_jct_s, p99_jct_s, makespan_s, util_pct;
+    double reconfigs_per_job;
+    size_t below_guarantee; /* jobs whose progress ever fell behind their guarantee */
+    double *jcts;           /* ascending, completed jobs */
+    double seconds;         /* wall time of the run */
+} loom_sim_rresult_t;
+
+/* Runs policy over the workload on cluster c: "rubick", "elastic",
+ * "synergy", "fixed" (loom_rubick_decide's modes, jobs progressing in
+ * samples at the model's throughput), or "fifo", "tiresias", "gandiva"
+ * (loomd's runtime in dynamic mode, each job running its trace duration;
+ * gandiva: time-slicing with quantum timeslice_s). */
+int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
+                        const char *policy, const loom_rubick_opts_t *o, double period_s,
+                        double timeslice_s, loom_sim_rresult_t *res, loom_err_t *err);
+void loom_sim_rresult_free(loom_sim_rresult_t *r);
+/* A markdown table of the runs (appended to out), and under dir: that
+ * table (table.md), every JCT (jct.csv: policy, jct_s, cdf), and the JCT
+ * CDF and makespan figures (jct_cdf, makespan: SVG and PNG, gnuplot). */
+int loom_sim_rubick_table(loom_buf_t *out, const char *const *policies,
+                          const loom_sim_rresult_t *res, size_t n);
+int loom_sim_rubick_report(const char *dir, const char *const *policies,
+                           const loom_sim_rresult_t *res, size_t n, loom_err_t *err);
 
 /* ------------------------------------------------- many runs, in threads */
 

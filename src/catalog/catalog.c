@@ -16,6 +16,7 @@
 
 #include "catalog/catalog_int.h"
 #include "catalog/catalog_model.h"
+#include "loom/rubick.h"
 
 /* ------------------------------------------------------------- issues */
 
@@ -431,7 +432,7 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
 static const char *const job_keys[] = {
     "name",   "description", "executable", "arguments", "environment", "resources", "time_limit",
-    "weight", "parameters",  "template",   "labels",    "model",       "image"};
+    "weight", "parameters",  "template",   "labels",    "model",       "image",     "reconfig"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const model_keys[] = {"path",      "batch",     "train",
@@ -813,6 +814,11 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             want_file(v, val, p, "template");
         } else if (strcmp(k, "model") == 0) {
             check_model(v, val, p);
+        } else if (strcmp(k, "reconfig") == 0) {
+            loom_rubick_spec_t rs;
+            loom_err_t re;
+            if (loom_rubick_spec_parse(val, "reconfig", &rs, &re) != LOOM_OK)
+                issue(v, p, "%s", re.msg);
         }
         free(p);
     }

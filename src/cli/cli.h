@@ -39,6 +39,8 @@ int loom_cmd_logs(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);
 int loom_cmd_nodes(int argc, char **argv);
 int loom_cmd_sim(int argc, char **argv);
+/* loom sim --policy rubick,...: the Rubick experiment (cmd_sim_rubick.c) */
+int loom_cmd_sim_rubick(int argc, char **argv);
 int loom_cmd_prof(int argc, char **argv);
 int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);

@@ -40,7 +40,9 @@ static void sim_usage(FILE *f)
             "  --exact-scores   compare real-valued scores, not the published integer ones\n"
             "  --check          verify bookkeeping after every event (slow)\n"
             "  --workload FILE  FGD's target workload: the common shapes of this job list\n"
-            "                   (CSV or JSONL) instead of those of each --pods file\n",
+            "                   (CSV or JSONL) instead of those of each --pods file\n\n"
+            "A --policy naming rubick, elastic or synergy runs the reconfigurable-jobs\n"
+            "experiment instead: loom sim --policy rubick --help.\n",
             loom_sched_place_names());
 }
 
@@ -87,8 +89,25 @@ static size_t split(char *s, char **parts, size_t max)
     return n;
 }
 
+/* A --policy naming a reconfigurable-job policy selects the Rubick experiment. */
+static bool wants_rubick(int argc, char **argv)
+{
+    static const char *const names[] = {"rubick", "elastic", "synergy"};
+    for (int i = 1; i < argc; i++) {
+        const char *v = strncmp(argv[i], "--policy=", 9) == 0              ? argv[i] + 9
+                        : strcmp(argv[i], "--policy") == 0 && i + 1 < argc ? argv[i + 1]
+                                                                           : NULL;
+        for (size_t k = 0; v && k < sizeof names / sizeof *names; k++)
+            if (strstr(v, names[k]))
+                return true;
+    }
+    return false;
+}
+
 int loom_cmd_sim(int argc, char **argv)
 {
+    if (wants_rubick(argc, argv))
+        return loom_cmd_sim_rubick(argc, argv);
     static const struct option opts[] = {
         {"nodes", required_argument, NULL, 'n'},
         {"pods", required_argument, NULL, 'p'},

@@ -12,6 +12,7 @@
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
+#include "loom/rubick.h"
 
 #define LIST_LIMIT_MAX     1000
 #define LIST_LIMIT_DEFAULT 100
@@ -191,6 +192,22 @@ static bool refuse_infeasible(loomd_methods_t *m, loom_rpc_call_t *call,
     return true;
 }
 
+/* job.submit's "reconfig" (docs/protocol.md): checked against the job's
+ * resources; loomd's runner does not act on it yet (the simulator does). */
+static int check_reconfig(const json_t *params, const loom_job_spec_t *spec, loom_err_t *err)
+{
+    const json_t *r = json_object_get(params, "reconfig");
+    if (!r || json_is_null(r))
+        return LOOM_OK;
+    loom_rubick_spec_t rs;
+    int rc = loom_rubick_spec_parse(r, "reconfig", &rs, err);
+    if (rc == LOOM_OK)
+        rc = loom_rubick_spec_check_asked(&rs, (int)spec->gpus, spec->cpus * 1000,
+                                          (int64_t)((spec->memory_bytes + (1u << 20) - 1) >> 20),
+                                          "reconfig", err);
+    return rc;
+}
+
 static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -202,6 +219,8 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     if (!params)
         params = empty = json_object();
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
+    if (rc == LOOM_OK)
+        rc = check_reconfig(params, &spec, &err);
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK && spec.model)
@@ -631,7 +650,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
 {
     static const char *const submit_params[] = {"name",       "script",   "format", "resources",
                                                 "time_limit", "priority", "labels", "submit_id",
-                                                "model",      "options",  NULL};
+                                                "model",      "options",  "reconfig", NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};

@@ -89,6 +89,7 @@ enum { GH_SUBMIT_ID, GH_INDEX, GH_DUE_S, GH_COUNT };
 typedef struct job_plan {
     /* job.submit's parameters that are the same for every job */
     json_t *name, *format, *resources, *time_limit, *labels;
+    json_t *reconfig; /* the entry's "reconfig" (docs/scheduling.md), or NULL */
     /* the fast way (NULL plan: render the ordinary way) */
     loom_catalog_shape_t *shape;
     json_t *ctx; /* the shape's context plus the generator's members */
@@ -183,6 +184,9 @@ static int spec_parts(const loom_catalog_job_t *j, bool yaml, job_plan_t *jp)
         return LOOM_ENOMEM;
     if (j->labels && json_object_size(j->labels) > 0)
         jp->labels = json_incref((json_t *)j->labels);
+    const json_t *rc = j->merged ? json_object_get(j->merged, "reconfig") : NULL;
+    if (rc)
+        jp->reconfig = json_incref((json_t *)rc);
     return LOOM_OK;
 }
 
@@ -208,6 +212,7 @@ static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jnam
         json_object_set_new_nocheck(spec, "submit_id", json_string_nocheck(job->submit_id)) ||
         (jp->time_limit && json_object_set_nocheck(spec, "time_limit", jp->time_limit)) ||
         (jp->labels && json_object_set_nocheck(spec, "labels", jp->labels)) ||
+        (jp->reconfig && json_object_set_nocheck(spec, "reconfig", jp->reconfig)) ||
         (model && json_object_set_new_nocheck(spec, "model", json_deep_copy(model)));
     if (bad) {
         json_decref(spec);
@@ -328,6 +333,7 @@ static void job_plan_free(job_plan_t *jp)
     json_decref(jp->resources);
     json_decref(jp->time_limit);
     json_decref(jp->labels);
+    json_decref(jp->reconfig);
 }
 
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s)

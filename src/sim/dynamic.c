@@ -28,6 +28,9 @@ void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r)
     free(r->timeline);
     r->timeline = NULL;
     r->ntimeline = 0;
+    free(r->jcts);
+    r->jcts = NULL;
+    r->njcts = 0;
 }
 
 enum { JOB_FUTURE, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_UNFIT, JOB_SUSPENDED };
@@ -209,6 +212,7 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
         j->state = JOB_DONE;
         r->res->completed++;
         *jct_sum += j->finish_s - j->submit_s;
+        r->res->jcts[r->res->njcts++] = j->finish_s - j->submit_s;
         *last_end = j->finish_s > *last_end ? j->finish_s : *last_end;
     }
     for (; *next < n && order[*next]->submit_s <= r->now; (*next)++) {
@@ -261,6 +265,10 @@ static void summarize(loom_sim_dynamic_result_t *res, double *waits, size_t nwai
         qsort(waits, nwaits, sizeof *waits, cmp_double);
         res->p99_wait_s = waits[(size_t)floor(0.99 * (double)(nwaits - 1))];
     }
+    if (res->njcts) {
+        qsort(res->jcts, res->njcts, sizeof *res->jcts, cmp_double);
+        res->p99_jct_s = res->jcts[(size_t)floor(0.99 * (double)(res->njcts - 1))];
+    }
 }
 
 int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
@@ -278,9 +286,10 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                .on_start = o->on_start,
                .on_start_ctx = o->on_start_ctx};
     job_t **order = calloc(t->n, sizeof *order);
+    res->jcts = calloc(t->n, sizeof *res->jcts);
     size_t cap_tl = 0;
     int rc;
-    if (!r.jobs || !r.waits || !order) {
+    if (!r.jobs || !r.waits || !order || !res->jcts) {
         rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
         goto out;
     }

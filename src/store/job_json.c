@@ -249,11 +249,13 @@ int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *s, char **labels
                 rc = type_error(err, "model",
                                 "an object such as {\"path\": \"/abs/model.onnx\", \"batch\": 32}",
                                 v);
+        } else if (strcmp(k, "reconfig") == 0) {
+            /* Checked by loomd (docs/scheduling.md, Rubick), not by the store. */
         } else
             rc = loom_err_set(err, LOOM_EINVAL,
                               "unknown parameter '%.64s' (expected name, script, format, "
                               "resources, time_limit, priority, labels, submit_id, model, "
-                              "options)",
+                              "options, reconfig)",
                               k);
         if (rc)
             goto fail;

@@ -103,6 +103,16 @@ static void test_err_root_and_jobs(void **s)
            "c.json:1:13: /version: found the integer 2, expected 1");
 }
 
+/* "reconfig" (docs/scheduling.md): the field and what was expected. */
+static void test_err_reconfig(void **s)
+{
+    (void)s;
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
+           "           \"reconfig\": {\"global_batch\": 64, \"zero\": [7]}}]}",
+           "c.json:2:24: /jobs/0/reconfig: reconfig/zero/0: found an integer, expected an "
+           "integer 0..3");
+}
+
 static void test_err_unknown_keys(void **s)
 {
     (void)s;
@@ -114,11 +124,11 @@ static void test_err_unknown_keys(void **s)
            "           \"argumnets\": [], \"zzzzzz\": 1}]}",
            "c.json:2:12: /jobs/0/argumnets: found an unknown key 'argumnets', expected one of the "
            "job keys: name, description, executable, arguments, environment, resources, "
-           "time_limit, weight, parameters, template, labels, model, image (did you mean "
-           "'arguments'?)",
+           "time_limit, weight, parameters, template, labels, model, image, reconfig (did you "
+           "mean 'arguments'?)",
            "c.json:2:29: /jobs/0/zzzzzz: found an unknown key 'zzzzzz', expected one of the job "
            "keys: name, description, executable, arguments, environment, resources, time_limit, "
-           "weight, parameters, template, labels, model, image");
+           "weight, parameters, template, labels, model, image, reconfig");
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"GPUS\": 1}}]}",
            "c.json:1:58: /jobs/0/resources/GPUS: found an unknown key 'GPUS', expected one of the "
            "resources keys: cpus, memory, gpus, gpu_share, gpu_memory, gpu_type (did you mean "
@@ -762,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_err_duplicate_key),
         cmocka_unit_test(test_err_root_and_jobs),
         cmocka_unit_test(test_err_unknown_keys),
+        cmocka_unit_test(test_err_reconfig),
         cmocka_unit_test(test_err_names),
         cmocka_unit_test(test_err_executable),
         cmocka_unit_test(test_err_arguments_environment_labels),

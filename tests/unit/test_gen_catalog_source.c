@@ -150,6 +150,48 @@ static void fallback_when_unplannable(void **state)
     rmdir(dir);
 }
 
+/* A catalog entry's "reconfig" (docs/scheduling.md) reaches job.submit as
+ * it was written; an entry without one sends none. */
+static void reconfig_carried(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/loom-test-gencs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cpath[256];
+    snprintf(cpath, sizeof cpath, "%s/c.json", dir);
+    write_file(cpath, "{\"version\": 1, \"jobs\": ["
+                      " {\"name\": \"r\", \"executable\": \"x\", \"resources\": {\"gpus\": 2},"
+                      "  \"reconfig\": {\"global_batch\": 64, \"gpus\": {\"min\": 1, \"max\": 4}}},"
+                      " {\"name\": \"b\", \"executable\": \"x\"}]}");
+    loom_catalog_t *cat;
+    loom_err_t err;
+    if (loom_catalog_load_file(cpath, &cat, NULL, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_gen_catalog_options_t o = {.seed = 8};
+    loom_gen_catalog_source_t *cs;
+    assert_int_equal(loom_gen_catalog_source_new(cat, &o, &cs, &err), LOOM_OK);
+    const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
+    for (size_t choice = 0; choice < 2; choice++) {
+        loom_gen_job_t job;
+        loom_rng_t rng;
+        make_job(src, 8, choice, choice, &job, &rng);
+        const json_t *r = json_object_get(job.spec, "reconfig");
+        if (choice == 0) {
+            assert_non_null(r);
+            assert_int_equal(json_integer_value(json_object_get(r, "global_batch")), 64);
+            assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "gpus"), "max")),
+                             4);
+        } else {
+            assert_null(r);
+        }
+        job_free(&job);
+    }
+    loom_gen_catalog_source_free(cs);
+    loom_catalog_free(cat);
+    unlink(cpath);
+    rmdir(dir);
+}
+
 /* Parameters that print as nothing (false), as '' (an empty string) or
  * need quoting, substituted into arguments and environment values, under
  * shell and YAML escaping: still the same bytes both ways. */
@@ -327,6 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(planned_equals_rendered),
         cmocka_unit_test(fallback_when_unplannable),
+        cmocka_unit_test(reconfig_carried),
         cmocka_unit_test(awkward_values),
         cmocka_unit_test(not_utf8),
         cmocka_unit_test(same_jobs_for_any_worker_count),

@@ -184,6 +184,13 @@ static void submit_errors(void **state)
         {"{\"name\":\"n\",\"script\":\"\",\"labels\":{\"k\":1}}", "labels/k"},
         {"[1,2]", "name: expected a string"},
         {"{\"name\":\"n\",\"script\":\"\",\"bogus\":1}", "bogus"},
+        {"{\"name\":\"n\",\"script\":\"\",\"reconfig\":{\"global_batch\":8,\"gpus\":5}}",
+         "reconfig/gpus: found an integer, expected an object"},
+        {"{\"name\":\"n\",\"script\":\"\",\"resources\":{\"gpus\":3},"
+         "\"reconfig\":{\"global_batch\":8}}",
+         "reconfig/global_batch: 8 does not split into 3 GPUs"},
+        {"{\"name\":\"n\",\"script\":\"\",\"reconfig\":{\"global_batch\":8}}",
+         "reconfig: the job asks for 0 GPUs"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char body[512];

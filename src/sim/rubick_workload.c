@@ -1,0 +1,188 @@
+/* sim/rubick_workload.c — the Rubick experiment's workload: arrivals and
+ * run times from the Alibaba GPU trace 2023 pod lists, models and plans
+ * from loom's zoo.
+ *
+ * The model table holds the zoo's models (workloads/models/zoo.py) at the
+ * published full sizes they are named after (ResNet-18/50, VGG-16 and
+ * MobileNetV2 at 224x224, ViT-B/16, BERT-large at sequence 512, GPT-2 XL
+ * at 1024, a 2-layer LSTM language model, DLRM with 540M embedding
+ * parameters): parameters and FLOPs are the published figures (3 x forward
+ * for forward + backward, 6 P T for transformers), activation bytes per
+ * sample and efficiencies are rough fp16 values on an H100-class GPU. They
+ * are data for the performance model, stated in docs/scheduling.md. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/sim.h"
+
+static const loom_rubick_model_t models[] = {
+    /* name, params, flops/sample, act bytes, recompute keep, mbs_half, mfu, cpu s/sample,
+       host MiB */
+    {"resnet18", 11.7e6, 5.4e9, 50e6, 0.3, 32, 0.05, 0.003, 4096},
+    {"resnet50", 25.6e6, 12.3e9, 110e6, 0.3, 32, 0.06, 0.004, 4096},
+    {"vgg16", 138e6, 46.5e9, 200e6, 0.3, 16, 0.12, 0.004, 4096},
+    {"mobilenet_v2", 3.5e6, 0.9e9, 90e6, 0.3, 64, 0.02, 0.003, 4096},
+    {"vit", 86e6, 52.8e9, 350e6, 0.15, 8, 0.30, 0.004, 4096},
+    {"bert", 340e6, 1.04e12, 2.5e9, 0.10, 4, 0.40, 0.0002, 8192},
+    {"gpt2", 1.56e9, 9.6e12, 12e9, 0.06, 2, 0.45, 0.0002, 16384},
+    {"lstm", 66e6, 1.4e10, 40e6, 0.30, 64, 0.10, 0.0001, 4096},
+    {"dlrm", 540e6, 0.6e9, 2e6, 1.0, 512, 0.05, 0.00002, 32768},
+};
+/* global batch per model */
+static const int64_t batches[] = {256, 256, 256, 512, 512, 256, 128, 512, 8192};
+#define NMODELS (sizeof models / sizeof *models)
+
+const loom_rubick_model_t *loom_sim_rubick_models(size_t *n)
+{
+    *n = NMODELS;
+    return models;
+}
+
+void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w)
+{
+    if (!w)
+        return;
+    free(w->jobs);
+    w->jobs = NULL;
+    w->n = 0;
+}
+
+/* The spec every job gets: 1..8 GPUs, every plan, CPUs and memory from
+ * one up to the node's. */
+static void base_spec(loom_rubick_spec_t *s, int64_t batch, const loom_sim_rwl_opts_t *o)
+{
+    memset(s, 0, sizeof *s);
+    s->reconfigurable = true;
+    s->global_batch = batch;
+    s->gpus_min = 1;
+    s->gpus_max = 8;
+    s->accum_mask = 1 | 2 | 8 | 128 | (1u << 15); /* 1, 2, 4, 8, 16 */
+    s->recompute_mask = 3;
+    s->zero_mask = 15;
+    s->offload_mask = 3;
+    s->cpu_min = 1000;
+    s->cpu_max = o->node_cpu_milli;
+    s->mem_min = 1024;
+    s->mem_max = o->node_mem_mib;
+}
+
+/* The asked plan for g GPUs: uniform among those that fit, or the best.
+ * False if none fits. */
+static bool draw_plan(loom_rubick_spec_t *s, const loom_rubick_model_t *m, int g, int64_t cpu,
+                      const loom_sim_rwl_opts_t *o, loom_rng_t *rng)
+{
+    loom_rubick_plan_t fit[128];
+    double thr[128];
+    size_t nf = 0, best = 0;
+    for (int ai = 0; ai < 5; ai++)
+        for (int v = 0; v < 16; v++) {
+            loom_rubick_plan_t p = {g, 1 << ai, v & 1, (v >> 1) & 3, (v >> 3) & 1};
+            if (!loom_rubick_plan_allowed(s, &p))
+                continue;
+            loom_rubick_config_t c = {p, cpu, 0};
+            loom_rubick_estimate_t e;
+            loom_rubick_predict(m, o->device, NULL, s->global_batch, &c, &e);
+            if (!e.fits || nf == 128)
+                continue;
+            fit[nf] = p;
+            thr[nf] = e.samples_per_s;
+            if (thr[nf] > thr[best])
+                best = nf;
+            nf++;
+        }
+    if (!nf)
+        return false;
+    s->asked = fit[o->tuned ? best : loom_rng_below(rng, nf)];
+    return true;
+}
+
+static int cmp_create(const void *x, const void *y)
+{
+    const loom_sim_task_t *a = *(const loom_sim_task_t *const *)x;
+    const loom_sim_task_t *b = *(const loom_sim_task_t *const *)y;
+    return a->create_s < b->create_s ? -1 : a->create_s > b->create_s;
+}
+
+/* One job from pod t. */
+static void make_job(loom_sim_rjob_t *j, const loom_sim_task_t *t, const loom_sim_rwl_opts_t *o,
+                     loom_rng_t *rng)
+{
+    static const int sizes[] = {1, 2, 4, 8};
+    static const double size_w[] = {0.4, 0.2, 0.25, 0.15};
+    for (;;) {
+        j->model = (size_t)loom_rng_below(rng, NMODELS);
+        int g = t->req.num_gpus > 1 && t->req.num_gpus <= 8
+                    ? t->req.num_gpus
+                    : sizes[loom_rng_weighted(rng, size_w, 4)];
+        base_spec(&j->spec, batches[j->model], o);
+        /* the pod's CPUs per GPU, at least one, at most the node's share */
+        int64_t per = t->req.cpu_milli / (t->req.num_gpus ? t->req.num_gpus : 1);
+        int64_t cap = o->node_cpu_milli / 8;
+        per = per < 1000 ? 1000 : per > cap ? cap : per;
+        int64_t cpu = per * g;
+        if (!draw_plan(&j->spec, &models[j->model], g, cpu, o, rng))
+            continue;
+        loom_rubick_config_t c = {j->spec.asked, cpu, 0};
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(&models[j->model], o->device, NULL, j->spec.global_batch, &c, &e);
+        int64_t mem = (int64_t)ceil(e.host_mem_mib);
+        int64_t pod_mem = t->req.mem_mib / (t->req.num_gpus ? t->req.num_gpus : 1) * g;
+        mem = pod_mem > mem ? pod_mem : mem;
+        mem = mem > o->node_mem_mib ? o->node_mem_mib : mem;
+        j->spec.asked_cpu = cpu;
+        j->spec.asked_mem = mem;
+        return;
+    }
+}
+
+int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_opts_t *o,
+                             loom_sim_rworkload_t *out, loom_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (o->count == 0 || !(o->load > 0) || !(o->min_s > 0) || o->max_s < o->min_s || !o->device)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "rubick workload: expected count > 0, load > 0, 0 < min <= max");
+    const loom_sim_task_t **sel = calloc(pods->n ? pods->n : 1, sizeof *sel);
+    if (!sel)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    size_t ns = 0;
+    for (size_t i = 0; i < pods->n; i++) {
+        const loom_sim_task_t *t = &pods->tasks[i];
+        if (t->req.num_gpus >= 1 && t->req.gpu_milli == LOOM_SCHED_MILLI && t->create_s > 0 &&
+            t->duration_s > 0)
+            sel[ns++] = t;
+    }
+    qsort(sel, ns, sizeof *sel, cmp_create);
+    if (ns < o->count) {
+        free(sel);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "rubick workload: the pod list has %zu whole-GPU tasks with creation "
+                            "and run times, expected at least %zu",
+                            ns, o->count);
+    }
+    out->jobs = calloc(o->count, sizeof *out->jobs);
+    if (!out->jobs) {
+        free(sel);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    out->n = o->count;
+    loom_rng_t rng;
+    loom_rng_init(&rng, o->seed, 22);
+    double gpu_s = 0, t0 = sel[0]->create_s;
+    for (size_t i = 0; i < o->count; i++) {
+        loom_sim_rjob_t *j = &out->jobs[i];
+        make_job(j, sel[i], o, &rng);
+        j->duration_s = fmin(o->max_s, fmax(o->min_s, sel[i]->duration_s));
+        j->submit_s = sel[i]->create_s - t0;
+        gpu_s += j->duration_s * j->spec.asked.gpus;
+    }
+    free(sel);
+    /* arrivals compressed so that offered GPU time / (GPUs x span) = load */
+    double span = out->jobs[o->count - 1].submit_s;
+    out->compress =
+        span > 0 ? span * o->load * (o->cluster_gpus > 0 ? o->cluster_gpus : 1) / gpu_s : 1;
+    for (size_t i = 0; i < o->count; i++)
+        out->jobs[i].submit_s /= out->compress;
+    return LOOM_OK;
+}
