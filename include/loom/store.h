@@ -80,6 +80,12 @@ typedef struct loom_job_spec {
     /* job.submit's "options" (JSON object text: workdir, output, error, env,
      * array, dependency, ...; docs/protocol.md); NULL = none. */
     const char *options_json;
+    /* Who submitted it (filled by loomd from the caller's identity, never
+     * from the request): has_owner false stores no owner (a job of loomd's
+     * own user, as before owners existed). account defaults to group. */
+    bool has_owner;
+    int64_t uid, gid;
+    const char *user, *group, *account; /* NULL: none */
 } loom_job_spec_t;
 
 /* Limits on a spec (documented in docs/protocol.md, job.submit). */
@@ -132,6 +138,9 @@ typedef struct loom_job {
     char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
     char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
     char *options_json;  /* job.submit's "options" (JSON object); NULL if none */
+    /* The owner: uid and gid -1 when the job has none (docs/security.md). */
+    int64_t uid, gid;
+    char *user, *group, *account; /* NULL if none */
 } loom_job_t;
 
 void loom_job_free(loom_job_t *job); /* frees the members, not job itself */

@@ -13,7 +13,8 @@ enum {
     LOOM_EXIT_USAGE = 2,     /* bad command line */
     LOOM_EXIT_CONNECT = 3,   /* cannot reach loomd, or authentication refused */
     LOOM_EXIT_NOTFOUND = 4,  /* a named object does not exist */
-    LOOM_EXIT_INPUT = 5      /* an input file is malformed */
+    LOOM_EXIT_INPUT = 5,     /* an input file is malformed */
+    LOOM_EXIT_PERMISSION = 6 /* the job belongs to another user (docs/security.md) */
 };
 
 /* Options given before the command name. */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/identity.h"
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/runner.h"
@@ -33,7 +34,9 @@ static void usage(FILE *f)
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
-            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n\n"
+            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
+            "             [--multi-user --socket PATH [--operators GROUP] [--allow-root-jobs]\n"
+            "              [--munge-socket PATH]]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -70,6 +73,13 @@ static void usage(FILE *f)
             "                       none: a name or a device file (default h200)\n"
             "  --device-dir DIR     where device names are looked up (default\n"
             "                       $LOOM_DEVICE_DIR, else loom's workloads/devices)\n"
+            "  --multi-user         share the machine (docs/security.md): callers are who the\n"
+            "                       kernel (Unix socket) or MUNGE (TCP) says; jobs run as\n"
+            "                       their owners; the socket (give --socket PATH outside the\n"
+            "                       state directory) is open to everyone. Needs root.\n"
+            "  --operators GROUP    members of GROUP act on every job, as root does\n"
+            "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
+            "  --munge-socket PATH  munged's socket (default libmunge's)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -113,6 +123,7 @@ typedef struct opts {
     int64_t timeslice_ns;
     bool pack_check;
     const char *estimate_margin, *estimate_device, *device_dir;
+    loomd_identity_config_t ident;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -140,6 +151,10 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
+        {"multi-user", no_argument, NULL, 'U'},
+        {"operators", required_argument, NULL, 'O'},
+        {"allow-root-jobs", no_argument, NULL, 'A'},
+        {"munge-socket", required_argument, NULL, 'u'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -191,6 +206,10 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         }
         case 'e': o->estimate_device = optarg; break;
         case 'R': o->device_dir = optarg; break;
+        case 'U': o->ident.multi_user = true; break;
+        case 'O': o->ident.operators = optarg; break;
+        case 'A': o->ident.allow_root_jobs = true; break;
+        case 'u': o->ident.munge_socket = optarg; break;
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
                 fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
@@ -247,6 +266,11 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         *exit_code = 2;
         return -1;
     }
+    if (loomd_identity_check_args(&o->ident, o->socket, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        *exit_code = 2;
+        return -1;
+    }
     return 0;
 }
 
@@ -296,6 +320,13 @@ int main(int argc, char **argv)
     char token[LOOM_RPC_TOKEN_HEX + 1];
     if (loom_rpc_token_ensure(state_dir, token, &err)) {
         fprintf(stderr, "loomd: token: %s\n", err.msg);
+        return 1;
+    }
+    o.ident.token = token;
+    loomd_identity_t *ident = NULL;
+    if (loomd_identity_prepare(&o.ident, state_dir, &err) ||
+        loomd_identity_new(&o.ident, &ident, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
 
@@ -383,7 +414,8 @@ int main(int argc, char **argv)
     }
     info.estimate_device = eopts.device;
     info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
-    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner, .sizer = sizer};
+    loomd_methods_t methods = {
+        .store = store, .info = &info, .runner = runner, .sizer = sizer, .ident = ident};
     loomd_monitor_t *monitor = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
@@ -412,8 +444,10 @@ int main(int argc, char **argv)
         cfg.socket_path = sock_path;
     }
     cfg.token = token;
+    loomd_identity_install(ident, &cfg);
     loom_rpc_server_t *server = NULL;
-    if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
+    if (loom_rpc_server_start(&cfg, disp, &server, &err) ||
+        loomd_identity_open_socket(ident, cfg.socket_path, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);
@@ -461,6 +495,7 @@ int main(int argc, char **argv)
     loom_store_close(store);
     json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);
+    loomd_identity_free(ident);
     if (tcp)
         unlink(url_path);
     close(lock_fd);

@@ -521,7 +521,10 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
                           .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
                           .node = node,
                           .tag = tag,
-                          .options_json = j.options_json};
+                          .options_json = j.options_json,
+                          .run_as_owner = j.uid >= 0 && (uid_t)j.uid != geteuid(),
+                          .uid = (uid_t)j.uid,
+                          .gid = (gid_t)j.gid};
     rc = r->ops->start(r->exec, &ej, &a->h, &err);
     loom_job_free(&j);
     if (rc != LOOM_OK) {

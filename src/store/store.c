@@ -104,7 +104,8 @@ struct loom_store {
 #define JOB_COLUMNS                                                                                \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options"
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options, "    \
+    "uid, gid, user, grp, account"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -147,6 +148,11 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->run_json = col_text(st, 20, &fail);
     j->estimate_json = col_text(st, 21, &fail);
     j->options_json = col_text(st, 22, &fail);
+    j->uid = sqlite3_column_type(st, 23) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 23);
+    j->gid = sqlite3_column_type(st, 24) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 24);
+    j->user = col_text(st, 25, &fail);
+    j->group = col_text(st, 26, &fail);
+    j->account = col_text(st, 27, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -317,6 +323,16 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_bind_int64(st, 14, now);
     bind_text_or_null(st, 15, j->estimate_json);
     bind_text_or_null(st, 16, j->options_json);
+    if (j->uid >= 0) {
+        sqlite3_bind_int64(st, 17, j->uid);
+        sqlite3_bind_int64(st, 18, j->gid);
+    } else {
+        sqlite3_bind_null(st, 17);
+        sqlite3_bind_null(st, 18);
+    }
+    bind_text_or_null(st, 19, j->user);
+    bind_text_or_null(st, 20, j->group);
+    bind_text_or_null(st, 21, j->account);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -1263,8 +1279,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     if ((rc = prep(s->wdb,
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
-                   "state, submit_time_ns, update_time_ns, estimate, options) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,?15,?16) "
+                   "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
+                   "account) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,"
+                   "?15,?16,?17,?18,?19,?20,?21) "
                    "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
