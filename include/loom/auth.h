@@ -107,6 +107,16 @@ bool loom_auth_in_group(const loom_auth_identity_t *id, gid_t gid);
 /* The gid of a group name, or of a decimal gid; LOOM_ENOTFOUND naming it. */
 int loom_auth_group_id(const char *name, gid_t *out, loom_err_t *err);
 
+/* Opens path with flags (O_RDONLY, ...; O_CLOEXEC is added) with id's
+ * rights, not the caller's: a short-lived child process takes id's groups,
+ * gid and uid, opens the file and passes the descriptor back over a socket
+ * pair (SCM_RIGHTS). So a path a client names is opened as that client, and
+ * what the caller then reads through the descriptor (or /proc/self/fd/N)
+ * is what the client could read. Errors name the path and the errno the
+ * client met (LOOM_ENOTFOUND for ENOENT, LOOM_EIO otherwise). */
+int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
+                      loom_err_t *err);
+
 /* Client side: a new MUNGE credential for the calling process (empty
  * payload) in *cred (malloc'd; free it). socket NULL: libmunge's default. */
 int loom_auth_munge_encode(const char *socket, char **cred, loom_err_t *err);

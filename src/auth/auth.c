@@ -6,12 +6,14 @@
  * The user database is read with the reentrant calls (getpwuid_r,
  * getgrgid_r, getgrouplist), since loomd authenticates on many threads. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "auth/auth_int.h"
@@ -224,4 +226,83 @@ bool loom_auth_may_act(const loom_auth_identity_t *id, uid_t owner_uid)
 int loom_auth_munge_encode(const char *socket, char **cred, loom_err_t *err)
 {
     return loom_auth__munge_encode(socket, cred, err);
+}
+
+/* The child of loom_auth_open_as: only system calls (the parent may have
+ * threads). Sends the descriptor, or the errno, and exits. */
+static void open_child(const loom_auth_identity_t *id, const char *path, int flags, int sock)
+{
+    int e = 0, fd = -1;
+    if (setgroups(id->ngroups, id->groups) != 0 || setresgid(id->gid, id->gid, id->gid) != 0 ||
+        setresuid(id->uid, id->uid, id->uid) != 0)
+        e = errno ? errno : EPERM;
+    else if ((fd = open(path, flags | O_CLOEXEC | O_NOCTTY)) < 0)
+        e = errno;
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    memset(cbuf, 0, sizeof cbuf);
+    struct iovec iov = {&e, sizeof e};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        msg.msg_control = cbuf;
+        msg.msg_controllen = sizeof cbuf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    _exit(sendmsg(sock, &msg, 0) == (ssize_t)sizeof e ? 0 : 1);
+}
+
+static int receive_fd(int sock, int *fd, int *e)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {e, sizeof *e};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof *e)
+        return -1;
+    *fd = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            memcpy(fd, CMSG_DATA(c), sizeof *fd);
+    return 0;
+}
+
+int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
+                      loom_err_t *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "'%.200s': socketpair", path);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return loom_err_errno(err, LOOM_EIO, e, "'%.200s': fork", path);
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        open_child(id, path, flags, sv[1]);
+    }
+    close(sv[1]);
+    int e = 0, got = -1;
+    int rc = receive_fd(sv[0], &got, &e);
+    close(sv[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (rc != 0)
+        return loom_err_set(err, LOOM_EIO, "'%.200s': the opening child failed", path);
+    if (got < 0)
+        return loom_err_errno(err, e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, e ? e : EIO,
+                              "'%.200s' (opened as user %s, uid %u)", path, id->user,
+                              (unsigned)id->uid);
+    *fd = got;
+    return LOOM_OK;
 }

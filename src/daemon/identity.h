@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "loom/auth.h"
+#include "loom/estimate.h"
 #include "loom/rpc.h"
 #include "loom/store.h"
 
@@ -62,6 +63,21 @@ int loomd_identity_own(const loomd_identity_t *ident, const loom_auth_identity_t
  * owner in single-user mode). */
 bool loomd_identity_may_act(const loomd_identity_t *ident, const loom_auth_identity_t *who,
                             const loom_job_t *job);
+
+/* The files a model reference names (the model, a device file given as a
+ * path), opened as the caller when the caller is not loomd's own user: ref's
+ * paths are then replaced by /proc/self/fd/N of descriptors the caller
+ * opened, so the estimator reads only what the caller may read. Undo with
+ * loomd_identity_ref_close, which also puts the caller's paths back into an
+ * estimate record (may be NULL). */
+typedef struct loomd_ref_files {
+    int fd[2];
+    char path[2][32];
+    const char *given[2];
+} loomd_ref_files_t;
+int loomd_identity_ref_open(const loom_auth_identity_t *who, loom_est_ref_t *ref,
+                            loomd_ref_files_t *f, loom_err_t *err);
+void loomd_identity_ref_close(loomd_ref_files_t *f, loom_est_ref_t *ref, json_t *record);
 
 /* server.info's "auth" member: the mode, the schemes accepted on TCP, and
  * the caller as loomd sees it (docs/protocol.md). */

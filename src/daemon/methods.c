@@ -121,8 +121,9 @@ static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
  * "model") and, unless the submission gave gpu_memory, request the
  * estimate plus the margin. LOOM_EINVAL: a bad reference (-32602);
  * LOOM_ENOTFOUND: the estimator failed (-32006, *path set). */
-static int size_from_model(loomd_methods_t *m, loom_job_spec_t *spec, char **estimate,
-                           const char **path, loom_err_t *err)
+static int size_from_model(loomd_methods_t *m, const loom_auth_identity_t *who,
+                           loom_job_spec_t *spec, char **estimate, const char **path,
+                           loom_err_t *err)
 {
     loom_est_ref_t ref;
     if (loom_est_ref_from_json(spec->model, &ref, err))
@@ -134,9 +135,14 @@ static int size_from_model(loomd_methods_t *m, loom_job_spec_t *spec, char **est
     *path = ref.path;
     if (!m->sizer)
         return loom_err_set(err, LOOM_ENOTFOUND, "this loomd does not estimate models");
-    json_t *rec;
+    json_t *rec = NULL;
     uint64_t request;
-    if (loom_est_sizer_size(m->sizer, &ref, &rec, &request, err))
+    loomd_ref_files_t files; /* the files it names, opened as the caller */
+    if (loomd_identity_ref_open(who, &ref, &files, err))
+        return LOOM_ENOTFOUND;
+    int rc = loom_est_sizer_size(m->sizer, &ref, &rec, &request, err);
+    loomd_identity_ref_close(&files, &ref, rec);
+    if (rc)
         return LOOM_ENOTFOUND;
     bool applied = spec->gpu_memory_bytes == 0;
     json_object_set_new(rec, "applied", json_boolean(applied));
@@ -212,7 +218,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK && spec.model)
-        rc = size_from_model(m, &spec, &estimate, &model_path, &err);
+        rc = size_from_model(m, who, &spec, &estimate, &model_path, &err);
     if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
         if (rc == LOOM_ENOTFOUND)
             fail_estimate(m, call, &spec, model_path, &err);

@@ -28,6 +28,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import onnx_tiny  # noqa: E402
 from loomd_client import Client, HttpError, Loomd, RpcError, build_dir  # noqa: E402
 
 LOOM = os.path.join(build_dir(), "loom")
@@ -309,6 +310,35 @@ class MultiUser(unittest.TestCase):
         info = self.d.client().info()["auth"]["caller"]
         self.assertTrue(info["operator"])
         self.assertEqual(info["scheme"], "token")
+
+    def submit_model(self, user, path):
+        """job.submit naming a model, as user over the socket: [code, message]
+        of the error, or [0, the estimate's model path]."""
+        rc, out, err = self.as_user(user, ["/usr/bin/python3", "-c", (
+            "import sys, json; sys.path.insert(0, %r)\n"
+            "from loomd_client import Client, RpcError\n"
+            "c = Client('unix:' + %r)\n"
+            "try:\n"
+            "    j = c.submit('m', '#!/bin/sh\\ntrue\\n', resources={'gpu_share': 300},\n"
+            "                 model={'path': %r, 'batch': 2}, options={'hold': True})\n"
+            "    print(json.dumps([0, c.get(j['id'])['estimate']['model']['path']]))\n"
+            "except RpcError as e:\n    print(json.dumps([e.code, e.message]))\n") % (
+                os.path.dirname(os.path.abspath(__file__)), self.sock, path)])
+        self.assertEqual(rc, 0, err)
+        return json.loads(out)
+
+    def test_model_opened_as_the_caller(self):
+        mine = os.path.join(self.work[USER1], "small.onnx")
+        onnx_tiny.mlp(mine, 256, 256, 10)
+        os.chown(mine, self.pw[USER1].pw_uid, self.pw[USER1].pw_gid)
+        os.chmod(mine, 0o600)
+        # Its owner's model: estimated, and the record keeps the path given.
+        self.assertEqual(self.submit_model(USER1, mine), [0, mine])
+        # Another's, which loomd (root) could read but the caller cannot.
+        code, msg = self.submit_model(USER2, mine)
+        self.assertEqual(code, -32006, msg)
+        self.assertIn("Permission denied", msg)
+        self.assertIn(USER2, msg)
 
     def test_root_jobs_refused(self):
         c = Client("unix:" + self.sock)
