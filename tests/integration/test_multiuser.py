@@ -301,6 +301,11 @@ class MultiUser(unittest.TestCase):
             self.assertEqual(cm.exception.status, 401, what)
             c.close()
         self.assertEqual(self.jobs_now(), before)
+        status, headers, body = Client(self.d.url).request(
+            "POST", "/rpc", json.dumps(submit).encode(), auth=False)
+        self.assertEqual(status, 401)
+        self.assertEqual(headers["www-authenticate"], 'Munge realm="loom", Bearer realm="loom"')
+        self.assertIn(b"no credential", body)
         # The CLI gets its own credential over TCP.
         rc, out, err = self.loom(USER1, "submit", "--json", "true.sh", url=self.d.url)
         self.assertEqual(rc, 0, err)
