@@ -328,6 +328,33 @@ json_t *loom_job_event_to_json(const loom_job_event_t *event);
 int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
 
 /* Counters for monitoring. */
+/* Usage (accounting, docs/security.md#accounting): what the jobs that ran
+ * in [since_ns, now_ns) held, per user and account, from the jobs table, so
+ * it survives restarts. A job counts from its start to its end (now, while
+ * it runs), clipped to the window; resources are what it was given. */
+typedef struct loom_store_usage_query {
+    const char *user;    /* NULL: every user */
+    const char *account; /* NULL: every account */
+    int64_t since_ns;    /* 0: from the first job */
+    int64_t now_ns;      /* the window's end (wall clock) */
+} loom_store_usage_query_t;
+
+typedef struct loom_store_usage_row {
+    char *user;           /* "" for jobs without an owner */
+    char *account;        /* "" likewise */
+    int64_t jobs;         /* jobs that ran in the window */
+    double gpu_seconds;   /* GPUs x seconds, a share counting as its fraction */
+    double cpu_seconds;   /* CPUs allocated x seconds */
+    double memory_gib_seconds;
+    double wall_seconds;  /* the jobs' run times in the window, summed */
+} loom_store_usage_row_t;
+
+/* Rows ordered by user, then account; *rows malloc'd (free with
+ * loom_store_usage_free). */
+int loom_store_usage(loom_store_t *store, const loom_store_usage_query_t *q,
+                     loom_store_usage_row_t **rows, size_t *n, loom_err_t *err);
+void loom_store_usage_free(loom_store_usage_row_t *rows, size_t n);
+
 typedef struct loom_store_stats {
     uint64_t queued;                          /* writes waiting for the committer now */
     uint64_t commits;                         /* transactions committed since open */

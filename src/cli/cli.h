@@ -31,6 +31,7 @@ typedef int (*loom_cli_fn)(int argc, char **argv);
 int loom_cmd_version(int argc, char **argv);
 int loom_cmd_submit(int argc, char **argv);
 int loom_cmd_jobs(int argc, char **argv);
+int loom_cmd_usage(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);

@@ -18,6 +18,7 @@ static const struct {
     {"version", loom_cmd_version, "print loom's version"},
     {"submit", loom_cmd_submit, "submit a job script (job.submit)"},
     {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
+    {"usage", loom_cmd_usage, "usage per user and account (usage.report)"},
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
     {"info", loom_cmd_info, "show what loomd says about itself (server.info)"},

@@ -20,6 +20,7 @@
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/runner.h"
+#include "daemon/usage.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
 #include "loom/sched.h"
@@ -420,7 +421,8 @@ int main(int argc, char **argv)
     loom_rpc_dispatcher_t *disp = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||
         loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
-        loomd_monitor_add_methods(disp, monitor, &err)) {
+        loomd_monitor_add_methods(disp, monitor, &err) ||
+        loomd_usage_add_methods(disp, store, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loom_rpc_dispatcher_free(disp);
         loomd_monitor_close(monitor);

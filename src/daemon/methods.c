@@ -531,7 +531,7 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 
 static const char *const method_names[] = {"server.info",     "job.submit", "job.get",
                                            "job.list",        "job.cancel", "node.list",
-                                           "monitor.snapshot"};
+                                           "monitor.snapshot", "usage.report"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {

@@ -1377,3 +1377,81 @@ void loom_store_close(loom_store_t *s)
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
+
+/* ------------------------------------------------------------- usage */
+
+/* Per job: seconds of [start, end or now) inside [since, now). */
+#define USAGE_SQL                                                                                  \
+    "SELECT COALESCE(user, ''), COALESCE(account, ''), count(*), "                                 \
+    "sum((gpus * 1000 + gpu_share_milli) / 1000.0 * d), sum(cpus * d), "                           \
+    "sum(memory_bytes / 1073741824.0 * d), sum(d) FROM ("                                          \
+    "  SELECT user, account, gpus, gpu_share_milli, cpus, memory_bytes,"                           \
+    "    (min(CASE WHEN end_time_ns > 0 THEN end_time_ns ELSE ?1 END, ?1)"                         \
+    "     - max(start_time_ns, ?2)) / 1e9 AS d"                                                    \
+    "  FROM jobs WHERE start_time_ns > 0"                                                          \
+    "    AND (?3 IS NULL OR user = ?3) AND (?4 IS NULL OR account = ?4))"                          \
+    " WHERE d > 0 GROUP BY 1, 2 ORDER BY 1, 2"
+
+void loom_store_usage_free(loom_store_usage_row_t *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++) {
+        free(rows[i].user);
+        free(rows[i].account);
+    }
+    free(rows);
+}
+
+int loom_store_usage(loom_store_t *s, const loom_store_usage_query_t *q,
+                     loom_store_usage_row_t **rows, size_t *n, loom_err_t *err)
+{
+    *rows = NULL;
+    *n = 0;
+    int rc = LOOM_OK;
+    size_t cap = 0;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb, USAGE_SQL, -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "usage: %s", sqlite3_errmsg(s->rdb));
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, q->now_ns);
+    sqlite3_bind_int64(st, 2, q->since_ns);
+    bind_text_or_null(st, 3, q->user);
+    bind_text_or_null(st, 4, q->account);
+    int r = SQLITE_DONE;
+    while (rc == LOOM_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            loom_store_usage_row_t *g = realloc(*rows, ncap * sizeof *g);
+            if (!g) {
+                rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+                break;
+            }
+            *rows = g;
+            cap = ncap;
+        }
+        loom_store_usage_row_t *u = &(*rows)[*n];
+        bool fail = false;
+        u->user = col_text(st, 0, &fail);
+        u->account = col_text(st, 1, &fail);
+        u->jobs = sqlite3_column_int64(st, 2);
+        u->gpu_seconds = sqlite3_column_double(st, 3);
+        u->cpu_seconds = sqlite3_column_double(st, 4);
+        u->memory_gib_seconds = sqlite3_column_double(st, 5);
+        u->wall_seconds = sqlite3_column_double(st, 6);
+        (*n)++;
+        if (fail || !u->user || !u->account)
+            rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+    }
+    if (rc == LOOM_OK && r != SQLITE_DONE)
+        rc = loom_err_set(err, LOOM_EIO, "usage: %s", sqlite3_errmsg(s->rdb));
+    sqlite3_finalize(st);
+out:
+    pthread_mutex_unlock(&s->rmu);
+    if (rc != LOOM_OK) {
+        loom_store_usage_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
+}

@@ -345,6 +345,32 @@ class MultiUser(unittest.TestCase):
         self.assertIn("Permission denied", msg)
         self.assertIn(USER2, msg)
 
+    def test_usage_survives_restart(self):
+        with open(os.path.join(self.work[USER2], "gpu.sh"), "w") as f:
+            f.write("#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 1\n")
+        rc, out, err = self.loom(USER2, "submit", "--json", "gpu.sh")
+        self.assertEqual(rc, 0, err)
+        j = self.finished(json.loads(out)["id"])
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        rc, out, err = self.loom(USER1, "usage", "--user", USER2, "--json")
+        self.assertEqual(rc, 0, err)
+        rows = json.loads(out)["rows"]
+        self.assertEqual([(r["user"], r["account"]) for r in rows], [(USER2, USER2)])
+        r = rows[0]
+        self.assertGreaterEqual(r["jobs"], 1)
+        self.assertGreaterEqual(r["wall_seconds"], 1.0)
+        self.assertGreaterEqual(r["gpu_seconds"], 1.0)
+        self.assertLessEqual(r["gpu_seconds"], r["wall_seconds"])
+        # From the jobs table: the same after a restart (every job has ended).
+        self.d.stop()
+        self.d.start()
+        rc, out2, err = self.loom(USER1, "usage", "--user", USER2, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out2)["rows"], rows)
+        rc, out, err = self.loom(USER1, "usage", "--since", "1s")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("GPU-HOURS", out)
+
     def test_root_jobs_refused(self):
         c = Client("unix:" + self.sock)
         with self.assertRaises(RpcError) as cm:
