@@ -26,9 +26,10 @@ static void print_row(const json_t *j)
 {
     const json_t *r = json_object_get(j, "resources");
     char mem[32], gpus[32], tl[32], sub[32];
-    printf("%-8lld %-24.24s %-10s %5lld %6s %9s %9s %s\n",
+    const char *owner = json_string_value(json_object_get(json_object_get(j, "owner"), "user"));
+    printf("%-8lld %-24.24s %-12.12s %-10s %5lld %6s %9s %9s %s\n",
            (long long)json_integer_value(json_object_get(j, "id")),
-           json_string_value(json_object_get(j, "name")),
+           json_string_value(json_object_get(j, "name")), owner ? owner : "-",
            json_string_value(json_object_get(j, "state")),
            (long long)json_integer_value(json_object_get(r, "cpus")), loom_cli_fmt_gpus(r, gpus),
            loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), mem),
@@ -150,8 +151,8 @@ int loom_cmd_jobs(int argc, char **argv)
             loom_cli_print_json(out);
             json_decref(out);
         } else {
-            printf("%-8s %-24s %-10s %5s %6s %9s %9s %s\n", "ID", "NAME", "STATE", "CPUS", "GPUS",
-                   "MEM", "TIME", "SUBMITTED");
+            printf("%-8s %-24s %-12s %-10s %5s %6s %9s %9s %s\n", "ID", "NAME", "OWNER", "STATE",
+                   "CPUS", "GPUS", "MEM", "TIME", "SUBMITTED");
             size_t i;
             json_t *j;
             json_array_foreach(all, i, j) print_row(j);

@@ -231,6 +231,10 @@ class MultiUser(unittest.TestCase):
         self.assertEqual(seen[0]["owner"]["user"], USER1)
         self.assertNotIn("options", seen[0])
         self.assertNotIn("run", seen[0])
+        rc, out, err = self.loom(USER2, "jobs")
+        self.assertEqual(rc, 0, err)
+        row = [l.split() for l in out.splitlines() if l.split()[:1] == [str(jid)]]
+        self.assertEqual(row[0][1:3], ["sleep.sh", USER1], out)
         # Neither cancel nor read it.
         for args in (("cancel", str(jid)), ("show", str(jid))):
             rc, out, err = self.loom(USER2, *args)
