@@ -13,7 +13,7 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias] [--compress X] [--timeslice S]\n"
+            "                [--queue fifo|sjf|priority|tiresias|fairshare[:H]] [--compress X] [--timeslice S]\n"
             "                [--out DIR]\n"
             "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"

@@ -207,7 +207,9 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
                                 .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) /
                                             1e9,
                                 .priority = (int)j->priority,
-                                .time_limit_s = (double)j->time_limit_s};
+                                .time_limit_s = (double)j->time_limit_s,
+                                /* fair share: by owner (docs/security.md) */
+                                .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
     job_req(r, j, &out->req);
 }
 
