@@ -355,6 +355,11 @@ int loom_store_usage(loom_store_t *store, const loom_store_usage_query_t *q,
                      loom_store_usage_row_t **rows, size_t *n, loom_err_t *err);
 void loom_store_usage_free(loom_store_usage_row_t *rows, size_t n);
 
+/* Pending jobs of a user (uid >= 0) or of an account (account != NULL),
+ * for quotas. */
+int loom_store_count_pending(loom_store_t *store, int64_t uid, const char *account, int64_t *n,
+                             loom_err_t *err);
+
 typedef struct loom_store_stats {
     uint64_t queued;                          /* writes waiting for the committer now */
     uint64_t commits;                         /* transactions committed since open */

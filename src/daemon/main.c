@@ -18,6 +18,7 @@
 
 #include "daemon/identity.h"
 #include "daemon/methods.h"
+#include "daemon/quota.h"
 #include "daemon/monitor.h"
 #include "daemon/runner.h"
 #include "daemon/usage.h"
@@ -82,6 +83,8 @@ static void usage(FILE *f)
             "  --operators GROUP    members of GROUP act on every job, as root does\n"
             "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
             "  --munge-socket PATH  munged's socket (default libmunge's)\n"
+            "  --quota WHO=LIMITS   submission quota, repeatable: WHO user:NAME, account:NAME\n"
+            "                       or * (every user); LIMITS pending=N,time=D\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR: loom.db (SQLite), token (0600), loomd.sock, loomd.lock,\n"
             "loomd.url (the TCP URL actually bound, written once listening).\n"
@@ -126,6 +129,7 @@ typedef struct opts {
     bool pack_check;
     const char *estimate_margin, *estimate_device, *device_dir;
     loomd_identity_config_t ident;
+    loomd_quotas_t quotas;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -157,6 +161,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"operators", required_argument, NULL, 'O'},
         {"allow-root-jobs", no_argument, NULL, 'A'},
         {"munge-socket", required_argument, NULL, 'u'},
+        {"quota", required_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -212,6 +217,13 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         case 'O': o->ident.operators = optarg; break;
         case 'A': o->ident.allow_root_jobs = true; break;
         case 'u': o->ident.munge_socket = optarg; break;
+        case 'Z':
+            if (loomd_quota_parse(optarg, &o->quotas, &err)) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
                 fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
@@ -417,7 +429,8 @@ int main(int argc, char **argv)
     info.estimate_device = eopts.device;
     info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
     loomd_methods_t methods = {
-        .store = store, .info = &info, .runner = runner, .sizer = sizer, .ident = ident};
+        .store = store, .info = &info,  .runner = runner, .sizer = sizer, .ident = ident,
+        .quotas = &o.quotas};
     loomd_monitor_t *monitor = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
     if (loomd_monitor_open(store, runner, &monitor, &err) ||

@@ -9,6 +9,7 @@
 
 #include "daemon/feasible.h"
 #include "daemon/identity.h"
+#include "daemon/quota.h"
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
@@ -197,6 +198,21 @@ static bool refuse_infeasible(loomd_methods_t *m, loom_rpc_call_t *call,
     return true;
 }
 
+/* A submission beyond a quota is refused (-32009) before anything is
+ * stored; true: the call was answered. */
+static bool quota_refused(loomd_methods_t *m, loom_rpc_call_t *call,
+                          const loom_auth_identity_t *who, const loom_job_spec_t *spec)
+{
+    json_t *data = NULL;
+    loom_err_t err;
+    int rc = loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s, &data,
+                               &err);
+    if (rc == LOOM_OK)
+        return false;
+    loom_rpc_call_fail(call, rc == LOOM_ELIMIT ? LOOMD_ERR_QUOTA : LOOMD_ERR_STORE, err.msg, data);
+    return true;
+}
+
 static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -219,7 +235,8 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
         rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK && spec.model)
         rc = size_from_model(m, who, &spec, &estimate, &model_path, &err);
-    if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
+    if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && quota_refused(m, call, who, &spec)) ||
+        (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
         if (rc == LOOM_ENOTFOUND)
             fail_estimate(m, call, &spec, model_path, &err);
         free(labels);

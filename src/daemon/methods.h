@@ -21,7 +21,8 @@ enum {
     LOOMD_ERR_SHUTTING_DOWN = -32005,
     LOOMD_ERR_ESTIMATE = -32006, /* the submission's model could not be estimated */
     LOOMD_ERR_INFEASIBLE = -32007, /* no node could ever hold the request (feasible.c) */
-    LOOMD_ERR_PERMISSION = -32008  /* the job belongs to another user (identity.c) */
+    LOOMD_ERR_PERMISSION = -32008, /* the job belongs to another user (identity.c) */
+    LOOMD_ERR_QUOTA = -32009       /* a submission beyond a quota (quota.c) */
 };
 
 typedef struct loomd_info {
@@ -37,6 +38,7 @@ typedef struct loomd_info {
 
 typedef struct loomd_runner loomd_runner_t;
 typedef struct loomd_identity loomd_identity_t;
+typedef struct loomd_quotas loomd_quotas_t;
 
 typedef struct loomd_methods {
     loom_store_t *store;
@@ -44,6 +46,7 @@ typedef struct loomd_methods {
     loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
     loom_est_sizer_t *sizer; /* GPU memory from a submission's model; NULL: models refused */
     const loomd_identity_t *ident; /* callers and owners; NULL: single-user */
+    const loomd_quotas_t *quotas;  /* submission quotas; NULL: none */
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */

@@ -1455,3 +1455,28 @@ out:
     }
     return rc;
 }
+
+int loom_store_count_pending(loom_store_t *s, int64_t uid, const char *account, int64_t *n,
+                             loom_err_t *err)
+{
+    *n = 0;
+    int rc = LOOM_OK;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb,
+                           "SELECT count(*) FROM jobs WHERE state = 'PENDING' AND "
+                           "(?1 < 0 OR uid = ?1) AND (?2 IS NULL OR account = ?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "counting pending jobs: %s", sqlite3_errmsg(s->rdb));
+    } else {
+        sqlite3_bind_int64(st, 1, uid);
+        bind_text_or_null(st, 2, account);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *n = sqlite3_column_int64(st, 0);
+        else
+            rc = loom_err_set(err, LOOM_EIO, "counting pending jobs: %s", sqlite3_errmsg(s->rdb));
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->rmu);
+    return rc;
+}

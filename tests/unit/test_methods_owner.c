@@ -10,6 +10,7 @@
 
 #include "daemon/identity.h"
 #include "daemon/methods.h"
+#include "daemon/quota.h"
 #include "test_util.h"
 
 typedef struct {
@@ -198,6 +199,44 @@ static void test_root_and_accounts(void **state)
     json_decref(r);
 }
 
+static void test_quotas(void **state)
+{
+    fixture_t *f = *state;
+    loom_err_t err;
+    static loomd_quotas_t qs;
+    memset(&qs, 0, sizeof qs);
+    assert_int_equal(loomd_quota_parse("user:bo=pending=1", &qs, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_parse("account:ana=time=1h", &qs, &err), LOOM_OK);
+    const char *bad[] = {"bo=pending=1", "user:bo=", "user:bo=pending=x", "*=speed=3", "user:bo"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loomd_quota_parse(bad[i], &qs, &err), LOOM_EINVAL);
+        assert_non_null(strstr(err.msg, "--quota"));
+    }
+    assert_int_equal(qs.n, 2);
+    f->m.quotas = &qs;
+    submit_as(f, &f->bo, NULL);
+    json_t *r = call_as(f, &f->bo, "job.submit", "{\"name\":\"j\",\"script\":\"x\"}");
+    assert_int_equal(error_code(r), -32009);
+    json_t *e = json_object_get(r, "error");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
+                           "quota user:bo=pending=1: pending jobs 2, the most allowed is 1"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "data"), "allowed")), 1);
+    json_decref(r);
+    /* ana (account ana) needs a time limit of at most 1 h; bo's quota is not hers */
+    r = call_as(f, &f->ana, "job.submit", "{\"name\":\"j\",\"script\":\"x\"}");
+    assert_int_equal(error_code(r), -32009);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+               "no time limit given"));
+    json_decref(r);
+    submit_as(f, &f->ana, ",\"time_limit\":3600");
+    submit_as(f, &f->ana, ",\"time_limit\":600");
+    /* the refused submissions stored nothing */
+    r = call_as(f, &f->op, "job.list", "{}");
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "result"), "jobs")), 3);
+    json_decref(r);
+}
+
 static void test_options(void **state)
 {
     (void)state;
@@ -219,6 +258,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options),
+        cmocka_unit_test_setup_teardown(test_quotas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_from_the_caller, setup, teardown),
         cmocka_unit_test_setup_teardown(test_others_cannot_act, setup, teardown),
         cmocka_unit_test_setup_teardown(test_root_and_accounts, setup, teardown),
