@@ -46,7 +46,7 @@ static void usage(FILE *f)
                "              command's own\n"
                "  --version   print loom's version\n\n"
                "exit codes: 0 ok, 1 failure, 2 usage, 3 cannot connect, 4 not found,\n"
-               "5 malformed input. See docs/cli.md.\n");
+               "5 malformed input, 6 permission denied (another user's job). See docs/cli.md.\n");
 }
 
 int loom_cmd_version(int argc, char **argv)
