@@ -3,8 +3,9 @@ that this script creates (useradd, removed at the end) submit to a
 multi-user loomd (as root) with one GPU: every 2 s the first submits four
 2-second one-GPU jobs and the second one, so both keep a backlog. The GPU
 time each got between warm-up and the end (usage.report over that window)
-is compared under --queue-policy fairshare:2m and fifo. Needs root and
-munged-free Unix-socket access only; without root it says so and exits 0.
+is compared under --queue-policy fairshare:2m and fifo. Needs root (the
+accounts submit over the Unix socket, so no munged); without root it says
+so and exits 0.
 
     python3 bench/fairshare_live.py BUILD_DIR [--out DIR] [--seconds S]
 
