@@ -57,6 +57,13 @@ typedef struct loom_exec_job {
      * workdir, output and error patterns, env. NULL: none (the job runs in
      * its job directory, output to its stdout and stderr files there). */
     const char *options_json;
+    /* Run as the job's owner (multi-user loomd, docs/security.md): the
+     * shepherd drops to uid, gid and uid's groups before it opens the output
+     * files, changes directory or executes anything. false: run as the
+     * executor's own user. */
+    bool run_as_owner;
+    uid_t uid;
+    gid_t gid;
 } loom_exec_job_t;
 
 typedef struct loom_exec_config {

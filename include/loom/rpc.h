@@ -295,6 +295,24 @@ bool loom_rpc_token_equal(const char *expected, const char *given);
 
 typedef struct loom_rpc_server loom_rpc_server_t;
 
+/* What the identity hook sees of a request (strings valid during the call). */
+typedef struct loom_rpc_auth_input {
+    bool unix_socket;
+    int fd;                    /* the connection's socket (for SO_PEERCRED) */
+    const char *authorization; /* the Authorization header's value, or NULL */
+    const char *peer;          /* "127.0.0.1:51234", "unix" */
+} loom_rpc_auth_input_t;
+
+/* Makes the identity of a request's caller in *identity (freed with the
+ * hook's identity_free), or refuses with an error whose message goes back in
+ * the 401. *valid_until_ns (monotonic clock) says how long the identity may
+ * serve later requests of the same connection that carry the same
+ * Authorization value (a Unix socket peer: the connection's life,
+ * INT64_MAX); 0: authenticate every request. Runs on the connection's
+ * thread; must be thread-safe. */
+typedef int (*loom_rpc_authenticate_fn)(const loom_rpc_auth_input_t *in, void **identity,
+                                        int64_t *valid_until_ns, loom_err_t *err, void *ctx);
+
 /* Server settings. Call loom_rpc_server_config_init first, then change
  * fields. Strings are copied by loom_rpc_server_start. */
 typedef struct loom_rpc_server_config {
@@ -324,6 +342,18 @@ typedef struct loom_rpc_server_config {
     /* Extra routes (loomd's dashboard, docs/dashboard.md): see
      * loom_rpc_http_hook_fn. NULL: every other path is 404. */
     struct loom_rpc_http_hook *http_hook;
+    /* The identity hook (multi-user loomd, docs/security.md). When set, it
+     * replaces the token check on both listeners: every request but a TCP
+     * /healthz (with healthz_without_auth) is authenticated by it, and a
+     * refusal is HTTP 401 with the hook's message and no side effect. The
+     * identity it makes reaches the methods in loom_rpc_transport_t. */
+    struct loom_rpc_identity_hook {
+        loom_rpc_authenticate_fn authenticate;
+        void (*identity_free)(void *identity);
+        void *ctx;
+        /* The WWW-Authenticate value of a 401, e.g. "Munge realm=\"loom\"". */
+        const char *challenge;
+    } identity;
 } loom_rpc_server_config_t;
 
 /* A request on a path other than /rpc, /healthz and /metrics, handed to the
@@ -366,6 +396,10 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
 typedef struct loom_rpc_transport {
     bool unix_socket; /* came on the Unix socket (else TCP, authenticated) */
     char peer[64];    /* "127.0.0.1:51234", "unix" */
+    /* What the identity hook made of the caller (valid during the call), or
+     * NULL when the server has no hook (single-user: the token holder or
+     * the socket's one user). */
+    const void *identity;
 } loom_rpc_transport_t;
 
 /* Health for GET /healthz: returns NULL when healthy, else a short static
@@ -451,6 +485,10 @@ enum {
  * returns e->err.code and fills *e (e may be NULL). */
 int loom_rpc_client_call(loom_rpc_client_t *c, const char *method, const json_t *params,
                          unsigned flags, json_t **result, loom_rpc_client_error_t *e);
+
+/* Replaces the client's credential: every later request carries
+ * "Authorization: VALUE" (e.g. "Munge CRED"; NULL: none). */
+int loom_rpc_client_set_authorization(loom_rpc_client_t *c, const char *value, loom_err_t *err);
 
 /* A notification (no id, no response). Errors only for transport/HTTP. */
 int loom_rpc_client_notify(loom_rpc_client_t *c, const char *method, const json_t *params,

@@ -10,7 +10,8 @@
  *   a whole GPU) and free memory, so one GPU can host several sharing jobs.
  *   loom_sched_alloc / loom_sched_free never over-commit (asserted), and
  *   loom_sched_cluster_check verifies the bookkeeping.
- * - Queue order: fifo, sjf, priority, tiresias (discretized 2D-LAS).
+ * - Queue order: fifo, sjf, priority, tiresias (discretized 2D-LAS),
+ *   fairshare (Slurm's classic fair-share factor).
  * - Placement: firstfit, bestfit, dotprod, packing, clustering, random, fgd
  *   and fgd-cpu (see docs/scheduling.md), chosen by name.
  */
@@ -224,7 +225,8 @@ typedef enum loom_sched_queue_kind {
     LOOM_SCHED_QUEUE_FIFO,
     LOOM_SCHED_QUEUE_SJF,
     LOOM_SCHED_QUEUE_PRIORITY,
-    LOOM_SCHED_QUEUE_TIRESIAS
+    LOOM_SCHED_QUEUE_TIRESIAS,
+    LOOM_SCHED_QUEUE_FAIRSHARE
 } loom_sched_queue_kind_t;
 
 #define LOOM_SCHED_TIRESIAS_MAXK 8
@@ -241,6 +243,9 @@ typedef struct loom_sched_queue_cfg {
     double starve_factor;
     double starve_min_s;
     double starve_limit_s;
+    /* Fair share: the half-life of usage (seconds; "fairshare:D", default
+     * 7 days as Slurm's PriorityDecayHalfLife). */
+    double fairshare_half_life_s;
 } loom_sched_queue_cfg_t;
 
 /* A pending job as the queue policies see it. */
@@ -254,11 +259,13 @@ typedef struct loom_sched_qjob {
     double wait_since_s;   /* start of its current wait */
     double last_run_s;     /* length of its last run (0: never ran) */
     int level;             /* out: Tiresias queue after ordering */
+    double fairshare;      /* fair share: its user's factor in (0, 1], larger first */
     void *user;
 } loom_sched_qjob_t;
 
-/* "fifo" | "sjf" | "priority" | "tiresias"; Tiresias defaults: K = 2,
- * threshold 3200 GPU-seconds, starve_factor 2 (as the Tiresias paper). */
+/* "fifo" | "sjf" | "priority" | "tiresias" | "fairshare[:HALF_LIFE]";
+ * Tiresias defaults: K = 2, threshold 3200 GPU-seconds, starve_factor 2 (as
+ * the Tiresias paper); fair share: half-life 7d (a duration: "30m", "1h"). */
 int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, loom_err_t *err);
 /* Tiresias queue of one job at time now (with the starvation guard). */
 int loom_sched_tiresias_level(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjob_t *j,

@@ -91,7 +91,15 @@ typedef struct loom_sim_opts {
     double timeslice_s;                    /* dynamic: Gandiva time-slicing quantum; 0: off */
     loom_sim_start_fn on_start;            /* dynamic: NULL, or told of every start */
     void *on_start_ctx;
+    /* dynamic: owners for the trace's tasks (docs/scheduling.md, "Users in
+     * the simulator"): task i belongs to user k in 1..users with
+     * probability proportional to 1/k^user_skew (Zipf; 0: uniform), drawn
+     * from seed; 0 users: no owners. At most LOOM_SIM_MAX_USERS. */
+    uint32_t users;
+    double user_skew;
 } loom_sim_opts_t;
+
+#define LOOM_SIM_MAX_USERS 64
 
 typedef struct loom_sim_point {
     float arrived_pct; /* arrived GPU request, % of capacity */
@@ -134,6 +142,13 @@ typedef struct loom_sim_dynamic_result {
     double seconds;
     loom_sim_util_point_t *timeline; /* when keep_points */
     size_t ntimeline;
+    /* With users: each user's completed jobs and mean JCT (index k-1 for
+     * user k), and Jain's fairness index over the users' mean JCTs,
+     * (sum x)^2 / (n sum x^2) over users that completed a job (1: equal). */
+    uint32_t users;
+    size_t user_completed[LOOM_SIM_MAX_USERS];
+    double user_mean_jct_s[LOOM_SIM_MAX_USERS];
+    double jain_jct;
 } loom_sim_dynamic_result_t;
 
 int loom_sim_dynamic(const loom_sched_cluster_t *c, const loom_sim_trace_t *t,

@@ -80,6 +80,12 @@ typedef struct loom_job_spec {
     /* job.submit's "options" (JSON object text: workdir, output, error, env,
      * array, dependency, ...; docs/protocol.md); NULL = none. */
     const char *options_json;
+    /* Who submitted it (filled by loomd from the caller's identity, never
+     * from the request): has_owner false stores no owner (a job of loomd's
+     * own user, as before owners existed). account defaults to group. */
+    bool has_owner;
+    int64_t uid, gid;
+    const char *user, *group, *account; /* NULL: none */
 } loom_job_spec_t;
 
 /* Limits on a spec (documented in docs/protocol.md, job.submit). */
@@ -132,6 +138,9 @@ typedef struct loom_job {
     char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
     char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
     char *options_json;  /* job.submit's "options" (JSON object); NULL if none */
+    /* The owner: uid and gid -1 when the job has none (docs/security.md). */
+    int64_t uid, gid;
+    char *user, *group, *account; /* NULL if none */
 } loom_job_t;
 
 void loom_job_free(loom_job_t *job); /* frees the members, not job itself */
@@ -334,6 +343,38 @@ json_t *loom_job_event_to_json(const loom_job_event_t *event);
 int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
 
 /* Counters for monitoring. */
+/* Usage (accounting, docs/security.md#accounting): what the jobs that ran
+ * in [since_ns, now_ns) held, per user and account, from the jobs table, so
+ * it survives restarts. A job counts from its start to its end (now, while
+ * it runs), clipped to the window; resources are what it was given. */
+typedef struct loom_store_usage_query {
+    const char *user;    /* NULL: every user */
+    const char *account; /* NULL: every account */
+    int64_t since_ns;    /* 0: from the first job */
+    int64_t now_ns;      /* the window's end (wall clock) */
+} loom_store_usage_query_t;
+
+typedef struct loom_store_usage_row {
+    char *user;           /* "" for jobs without an owner */
+    char *account;        /* "" likewise */
+    int64_t jobs;         /* jobs that ran in the window */
+    double gpu_seconds;   /* GPUs x seconds, a share counting as its fraction */
+    double cpu_seconds;   /* CPUs allocated x seconds */
+    double memory_gib_seconds;
+    double wall_seconds;  /* the jobs' run times in the window, summed */
+} loom_store_usage_row_t;
+
+/* Rows ordered by user, then account; *rows malloc'd (free with
+ * loom_store_usage_free). */
+int loom_store_usage(loom_store_t *store, const loom_store_usage_query_t *q,
+                     loom_store_usage_row_t **rows, size_t *n, loom_err_t *err);
+void loom_store_usage_free(loom_store_usage_row_t *rows, size_t n);
+
+/* Pending jobs of a user (uid >= 0) or of an account (account != NULL),
+ * for quotas. */
+int loom_store_count_pending(loom_store_t *store, int64_t uid, const char *account, int64_t *n,
+                             loom_err_t *err);
+
 typedef struct loom_store_stats {
     uint64_t queued;                          /* writes waiting for the committer now */
     uint64_t commits;                         /* transactions committed since open */

@@ -15,7 +15,8 @@ enum {
     LOOM_EXIT_USAGE = 2,     /* bad command line */
     LOOM_EXIT_CONNECT = 3,   /* cannot reach loomd, or authentication refused */
     LOOM_EXIT_NOTFOUND = 4,  /* a named object does not exist */
-    LOOM_EXIT_INPUT = 5      /* an input file is malformed */
+    LOOM_EXIT_INPUT = 5,     /* an input file is malformed */
+    LOOM_EXIT_PERMISSION = 6 /* the job belongs to another user (docs/security.md) */
 };
 
 /* Options given before the command name. */
@@ -32,6 +33,7 @@ typedef int (*loom_cli_fn)(int argc, char **argv);
 int loom_cmd_version(int argc, char **argv);
 int loom_cmd_submit(int argc, char **argv);
 int loom_cmd_jobs(int argc, char **argv);
+int loom_cmd_usage(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
 int loom_cmd_wait(int argc, char **argv);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "loom/auth.h"
 #include "loom/store.h"
 
 /* The system loomd's socket (the systemd unit's --socket); a user without a
@@ -59,6 +60,10 @@ int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn)
         fprintf(stderr, "loom %s: %s\n", cmd, err.msg);
         return err.code == LOOM_EINVAL ? LOOM_EXIT_USAGE : LOOM_EXIT_FAILURE;
     }
+    /* TCP without a token: a multi-user loomd knows us by MUNGE. */
+    conn->munge = strncmp(conn->url, "unix:", 5) != 0 && !cfg.token;
+    if (conn->munge)
+        loom_cli_munge(conn);
     return LOOM_EXIT_OK;
 }
 
@@ -72,6 +77,7 @@ int loom_cli_exit_for_rpc(int rpc_code)
 {
     switch (rpc_code) {
     case -32001: return LOOM_EXIT_NOTFOUND;
+    case -32008: return LOOM_EXIT_PERMISSION; /* another user's job */
     case LOOM_RPC_INVALID_PARAMS: return LOOM_EXIT_USAGE;
     default: return LOOM_EXIT_FAILURE;
     }
@@ -88,9 +94,10 @@ int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc
     case LOOM_RPC_FAIL_HTTP:
         if (e->http_status == 401 || e->http_status == 403) {
             fprintf(stderr,
-                    "loom %s: loomd at %s refused the request (HTTP %ld): set LOOM_TOKEN or make "
-                    "the token file $LOOM_STATE_DIR/token readable\n",
-                    cmd, conn->url, e->http_status);
+                    "loom %s: loomd at %s refused the request (%s): set LOOM_TOKEN or make "
+                    "the token file $LOOM_STATE_DIR/token readable, or (a multi-user loomd) "
+                    "check that munged runs here with the cluster's key\n",
+                    cmd, conn->url, e->err.msg);
             return LOOM_EXIT_CONNECT;
         }
         fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
@@ -102,12 +109,35 @@ int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc
     }
 }
 
+int loom_cli_munge(loom_cli_conn_t *conn)
+{
+    loom_err_t err;
+    char *cred = NULL;
+    if (loom_auth_munge_encode(NULL, &cred, &err) != LOOM_OK)
+        return err.code; /* no munged: loomd answers 401 and we say so */
+    loom_buf_t h = LOOM_BUF_INIT;
+    int rc = loom_buf_appendf(&h, "Munge %s", cred);
+    if (rc == LOOM_OK)
+        rc = loom_rpc_client_set_authorization(conn->client, h.data, &err);
+    loom_buf_free(&h);
+    free(cred);
+    return rc;
+}
+
 int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, const json_t *params,
                   unsigned flags, json_t **result)
 {
     loom_rpc_client_error_t e;
     loom_rpc_client_error_init(&e);
-    if (loom_rpc_client_call(conn->client, method, params, flags, result, &e) == LOOM_OK) {
+    int rc = loom_rpc_client_call(conn->client, method, params, flags, result, &e);
+    /* A credential serves one connection; a new connection needs a new one
+     * (munged refuses replays). */
+    if (rc != LOOM_OK && conn->munge && e.kind == LOOM_RPC_FAIL_HTTP && e.http_status == 401 &&
+        loom_cli_munge(conn) == LOOM_OK) {
+        loom_rpc_client_error_clear(&e);
+        rc = loom_rpc_client_call(conn->client, method, params, flags, result, &e);
+    }
+    if (rc == LOOM_OK) {
         loom_rpc_client_error_clear(&e);
         return LOOM_EXIT_OK;
     }

@@ -9,7 +9,11 @@
 typedef struct loom_cli_conn {
     loom_rpc_client_t *client;
     char url[4200];
+    bool munge; /* TCP without a token: a MUNGE credential (docs/security.md) */
 } loom_cli_conn_t;
+
+/* Gets a new MUNGE credential for conn's client (TCP, multi-user loomd). */
+int loom_cli_munge(loom_cli_conn_t *conn);
 
 /* Connects per loom_cli (--url, LOOM_URL, LOOM_TOKEN, LOOM_STATE_DIR).
  * Returns an exit code (0 ok) after printing why on stderr. */

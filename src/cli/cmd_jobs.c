@@ -163,6 +163,12 @@ static const char *node_gpus(const json_t *j, char *out, size_t len)
     return out;
 }
 
+/* The job's owner (multi-user loomd: "owner": {"user", ...}), or NULL. */
+static const char *job_user(const json_t *j)
+{
+    return json_string_value(json_object_get(json_object_get(j, "owner"), "user"));
+}
+
 static const char *cell(const column_t *c, const json_t *j, double now, char *out, size_t len)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -171,7 +177,7 @@ static const char *cell(const column_t *c, const json_t *j, double now, char *ou
         snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
     else if (!strcmp(k, "name") || !strcmp(k, "user") || !strcmp(k, "state") ||
              !strcmp(k, "reason")) {
-        const char *s = json_string_value(json_object_get(j, k));
+        const char *s = !strcmp(k, "user") ? job_user(j) : json_string_value(json_object_get(j, k));
         snprintf(out, len, "%s", s ? s : "-");
     } else if (!strcmp(k, "elapsed"))
         slurm_duration(elapsed_s(j, now), out);
@@ -269,7 +275,7 @@ static int fetch(const query_t *q, json_t *all, json_t **cursor)
 static bool keep(const query_t *q, const json_t *j)
 {
     const char *name = json_string_value(json_object_get(j, "name"));
-    const char *user = json_string_value(json_object_get(j, "user"));
+    const char *user = job_user(j);
     if (q->name && (!name || !strstr(name, q->name)))
         return false;
     if (q->user && (!user || strcmp(user, q->user)))

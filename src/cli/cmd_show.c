@@ -136,6 +136,12 @@ static void show(const json_t *j, const json_t *usage_now)
     printf("Job %lld\n", (long long)json_integer_value(json_object_get(j, "id")));
     printf("  name:        %s\n", json_string_value(json_object_get(j, "name")));
     printf("  state:       %s\n", json_string_value(json_object_get(j, "state")));
+    const json_t *owner = json_object_get(j, "owner");
+    if (json_is_object(owner)) /* docs/security.md */
+        printf("  owner:       %s (uid %lld), account %s\n",
+               json_string_value(json_object_get(owner, "user")) ?: "?",
+               (long long)json_integer_value(json_object_get(owner, "uid")),
+               json_string_value(json_object_get(owner, "account")) ?: "-");
     if (json_is_string(json_object_get(j, "reason")))
         printf("  reason:      %s\n", json_string_value(json_object_get(j, "reason")));
     printf("  format:      %s\n", json_string_value(json_object_get(j, "format")));

@@ -18,6 +18,7 @@ static const struct {
     {"version", loom_cmd_version, "print loom's version"},
     {"submit", loom_cmd_submit, "submit a job script (job.submit)"},
     {"jobs", loom_cmd_jobs, "list jobs (job.list)"},
+    {"usage", loom_cmd_usage, "usage per user and account (usage.report)"},
     {"show", loom_cmd_show, "show one job in full (job.get)"},
     {"cancel", loom_cmd_cancel, "cancel jobs (job.cancel)"},
     {"wait", loom_cmd_wait, "wait until jobs end; exit status from their result (job.wait)"},
@@ -51,7 +52,7 @@ static void usage(FILE *f)
                "              command's own\n"
                "  --version   print loom's version\n\n"
                "exit codes: 0 ok, 1 failure, 2 usage, 3 cannot connect, 4 not found,\n"
-               "5 malformed input. See docs/cli.md.\n");
+               "5 malformed input, 6 permission denied (another user's job). See docs/cli.md.\n");
 }
 
 int loom_cmd_version(int argc, char **argv)

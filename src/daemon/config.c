@@ -24,9 +24,10 @@ static const char *const value_keys[] = {
     "executor",  "slurm-partition", "queue-policy",    "placement",  "node",
     "gpus",      "gpu-type",        "gpu-memory",      "grace",      "seed",
     "timeslice", "estimate-margin", "estimate-device", "device-dir", "store-reserve",
-    "job-output-max", NULL,
+    "job-output-max", "operators", "munge-socket", "quota", NULL,
 };
-static const char *const flag_keys[] = {"pack-check", "move-orphaned-jobs", NULL};
+static const char *const flag_keys[] = {"pack-check", "move-orphaned-jobs", "multi-user",
+                                        "allow-root-jobs", NULL};
 
 static bool in_list(const char *const *list, const char *key)
 {

@@ -18,11 +18,14 @@
 
 #include "daemon/config.h"
 #include "daemon/dash.h"
+#include "daemon/identity.h"
 #include "daemon/methods.h"
+#include "daemon/quota.h"
 #include "daemon/monitor.h"
 #include "daemon/zoo_methods.h"
 #include "daemon/runner.h"
 #include "daemon/statedir.h"
+#include "daemon/usage.h"
 #include "loom/core.h"
 #include "loom/rpc.h"
 #include "loom/sched.h"
@@ -39,7 +42,9 @@ static void usage(FILE *f)
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
             "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
-            "             [--job-output-max SIZE]\n\n"
+            "             [--job-output-max SIZE]\n"
+            "             [--multi-user --socket PATH [--operators GROUP] [--allow-root-jobs]\n"
+            "              [--munge-socket PATH]]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
             "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
             "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
@@ -54,7 +59,8 @@ static void usage(FILE *f)
             "                       them on the Slurm partition's nodes and run them with\n"
             "                       sbatch (docs/slurm.md); none: only queue them\n"
             "  --slurm-partition P  the Slurm partition (default: Slurm's default)\n"
-            "  --queue-policy P     fifo, sjf, priority, tiresias (default fifo)\n"
+            "  --queue-policy P     fifo, sjf, priority, tiresias, fairshare[:HALF_LIFE]\n"
+            "                       (default fifo)\n"
             "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
             "                       fgd, fgd-cpu (default firstfit)\n"
             "  --node SPEC          a node of the cluster model, repeatable:\n"
@@ -89,6 +95,15 @@ static void usage(FILE *f)
             "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
             "                       together pass SIZE: FAILED 'output limit ... reached'\n"
             "                       (default 0: no limit)\n"
+            "  --multi-user         share the machine (docs/security.md): callers are who the\n"
+            "                       kernel (Unix socket) or MUNGE (TCP) says; jobs run as\n"
+            "                       their owners; the socket (give --socket PATH outside the\n"
+            "                       state directory) is open to everyone. Needs root.\n"
+            "  --operators GROUP    members of GROUP act on every job, as root does\n"
+            "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
+            "  --munge-socket PATH  munged's socket (default libmunge's)\n"
+            "  --quota WHO=LIMITS   submission quota, repeatable: WHO user:NAME, account:NAME\n"
+            "                       or * (every user); LIMITS pending=N,time=D\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
             "user refused): loom.db (SQLite), token, loomd.sock,\n"
@@ -118,6 +133,8 @@ typedef struct opts {
     uint64_t store_reserve;
     uint64_t job_output_max;
     const char *estimate_margin, *estimate_device, *device_dir;
+    loomd_identity_config_t ident;
+    loomd_quotas_t quotas;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
@@ -148,6 +165,11 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         {"estimate-margin", required_argument, NULL, 'm'},
         {"estimate-device", required_argument, NULL, 'e'},
         {"device-dir", required_argument, NULL, 'R'},
+        {"multi-user", no_argument, NULL, 'U'},
+        {"operators", required_argument, NULL, 'X'},
+        {"allow-root-jobs", no_argument, NULL, 'A'},
+        {"munge-socket", required_argument, NULL, 'u'},
+        {"quota", required_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     loom_err_t err;
@@ -198,6 +220,17 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         }
         case 'e': o->estimate_device = optarg; break;
         case 'R': o->device_dir = optarg; break;
+        case 'U': o->ident.multi_user = true; break;
+        case 'X': o->ident.operators = optarg; break;
+        case 'A': o->ident.allow_root_jobs = true; break;
+        case 'u': o->ident.munge_socket = optarg; break;
+        case 'Z':
+            if (loomd_quota_parse(optarg, &o->quotas, &err)) {
+                fprintf(stderr, "loomd: %s\n", err.msg);
+                *exit_code = 2;
+                return -1;
+            }
+            break;
         case 'q':
             if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
                 fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
@@ -264,6 +297,11 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         *exit_code = 2;
         return -1;
     }
+    if (loomd_identity_check_args(&o->ident, o->socket, o->executor, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        *exit_code = 2;
+        return -1;
+    }
     return 0;
 }
 
@@ -306,6 +344,13 @@ int main(int argc, char **argv)
     char token[LOOM_RPC_TOKEN_HEX + 1];
     if (loom_rpc_token_ensure(state_dir, token, &err)) {
         fprintf(stderr, "loomd: token: %s\n", err.msg);
+        return 1;
+    }
+    o.ident.token = token;
+    loomd_identity_t *ident = NULL;
+    if (loomd_identity_prepare(&o.ident, state_dir, &err) ||
+        loomd_identity_new(&o.ident, &ident, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
 
@@ -405,7 +450,9 @@ int main(int argc, char **argv)
     }
     info.estimate_device = eopts.device;
     info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
-    loomd_methods_t methods = {.store = store, .info = &info, .runner = runner, .sizer = sizer};
+    loomd_methods_t methods = {
+        .store = store, .info = &info,  .runner = runner, .sizer = sizer, .ident = ident,
+        .quotas = &o.quotas};
     loomd_monitor_t *monitor = NULL;
     loomd_zoo_t *zoo = NULL;
     loom_rpc_dispatcher_t *disp = NULL;
@@ -414,7 +461,8 @@ int main(int argc, char **argv)
         loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
         loomd_monitor_add_methods(disp, monitor, &err) ||
         loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err) ||
-        loomd_dash_new(disp, store, &info, &dash, &err)) {
+        loomd_dash_new(disp, store, &info, &dash, &err) ||
+        loomd_usage_add_methods(disp, store, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loomd_dash_free(dash);
         loomd_zoo_close(zoo);
@@ -441,8 +489,10 @@ int main(int argc, char **argv)
     }
     cfg.token = token;
     cfg.http_hook = loomd_dash_hook(dash);
+    loomd_identity_install(ident, &cfg);
     loom_rpc_server_t *server = NULL;
-    if (loom_rpc_server_start(&cfg, disp, &server, &err)) {
+    if (loom_rpc_server_start(&cfg, disp, &server, &err) ||
+        loomd_identity_open_socket(ident, cfg.socket_path, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         loomd_dash_free(dash);
         loom_rpc_dispatcher_free(disp);
@@ -496,6 +546,7 @@ int main(int argc, char **argv)
     loom_store_close(store);
     json_decref(o.nodes);
     loom_rpc_dispatcher_free(disp);
+    loomd_identity_free(ident);
     if (tcp)
         unlink(url_path);
     loomd_state_dir_close(&sd);

@@ -9,6 +9,8 @@
 
 #include "daemon/feasible.h"
 #include "daemon/follow.h"
+#include "daemon/identity.h"
+#include "daemon/quota.h"
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
@@ -122,8 +124,9 @@ static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
  * "model") and, unless the submission gave gpu_memory, request the
  * estimate plus the margin. LOOM_EINVAL: a bad reference (-32602);
  * LOOM_ENOTFOUND: the estimator failed (-32006, *path set). */
-static int size_from_model(loomd_methods_t *m, loom_job_spec_t *spec, char **estimate,
-                           const char **path, loom_err_t *err)
+static int size_from_model(loomd_methods_t *m, const loom_auth_identity_t *who,
+                           loom_job_spec_t *spec, char **estimate, const char **path,
+                           loom_err_t *err)
 {
     loom_est_ref_t ref;
     if (loom_est_ref_from_json(spec->model, &ref, err))
@@ -135,9 +138,14 @@ static int size_from_model(loomd_methods_t *m, loom_job_spec_t *spec, char **est
     *path = ref.path;
     if (!m->sizer)
         return loom_err_set(err, LOOM_ENOTFOUND, "this loomd does not estimate models");
-    json_t *rec;
+    json_t *rec = NULL;
     uint64_t request;
-    if (loom_est_sizer_size(m->sizer, &ref, &rec, &request, err))
+    loomd_ref_files_t files; /* the files it names, opened as the caller */
+    if (loomd_identity_ref_open(who, &ref, &files, err))
+        return LOOM_ENOTFOUND;
+    int rc = loom_est_sizer_size(m->sizer, &ref, &rec, &request, err);
+    loomd_identity_ref_close(&files, &ref, rec);
+    if (rc)
         return LOOM_ENOTFOUND;
     bool applied = spec->gpu_memory_bytes == 0;
     json_object_set_new(rec, "applied", json_boolean(applied));
@@ -208,6 +216,21 @@ static int check_reconfig(const json_t *params, const loom_job_spec_t *spec, loo
     return rc;
 }
 
+/* A submission beyond a quota is refused (-32009) before anything is
+ * stored; true: the call was answered. */
+static bool quota_refused(loomd_methods_t *m, loom_rpc_call_t *call,
+                          const loom_auth_identity_t *who, const loom_job_spec_t *spec)
+{
+    json_t *data = NULL;
+    loom_err_t err;
+    int rc = loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s, &data,
+                               &err);
+    if (rc == LOOM_OK)
+        return false;
+    loom_rpc_call_fail(call, rc == LOOM_ELIMIT ? LOOMD_ERR_QUOTA : LOOMD_ERR_STORE, err.msg, data);
+    return true;
+}
+
 static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -218,14 +241,22 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     json_t *empty = NULL;
     if (!params)
         params = empty = json_object();
+    loom_auth_identity_t local;
+    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
     if (rc == LOOM_OK)
         rc = check_reconfig(params, &spec, &err);
+    if (rc == LOOM_OK) /* options.account (loom submit -A): charged to it */
+        rc = loomd_identity_own(
+            m->ident, who,
+            json_string_value(json_object_get(json_object_get(params, "options"), "account")),
+            &spec, &err);
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
     if (rc == LOOM_OK && spec.model)
-        rc = size_from_model(m, &spec, &estimate, &model_path, &err);
-    if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
+        rc = size_from_model(m, who, &spec, &estimate, &model_path, &err);
+    if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && quota_refused(m, call, who, &spec)) ||
+        (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
         if (rc == LOOM_ENOTFOUND)
             fail_estimate(m, call, &spec, model_path, &err);
         free(labels);
@@ -248,6 +279,28 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
 }
 
 /* ------------------------------------------------------------ job.cancel */
+
+/* Whether the caller may act on job id; if not (or there is no such
+ * job), the call has been failed. */
+static bool may_act(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id)
+{
+    if (!loomd_identity_multi_user(m->ident))
+        return true;
+    loom_job_t job;
+    loom_err_t err;
+    int rc = loom_store_get(m->store, id, &job, &err);
+    if (rc) {
+        fail_store(call, rc, &err, true, id);
+        return false;
+    }
+    loom_auth_identity_t local;
+    bool ok = loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), &job);
+    if (!ok)
+        loomd_identity_deny(call, id, job.user);
+    loom_job_free(&job);
+    return ok;
+}
+
 
 typedef struct cancel_ctx {
     loom_rpc_call_t *call;
@@ -290,6 +343,8 @@ static loom_rpc_status_t m_job_cancel(loom_rpc_call_t *call, json_t *params, voi
         fail_param(call, &err);
         return LOOM_RPC_DONE;
     }
+    if (!may_act(m, call, id))
+        return LOOM_RPC_DONE;
     cancel_ctx_t *c = malloc(sizeof *c);
     if (!c) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -320,6 +375,12 @@ static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *
     int rc = loom_store_get(m->store, id, &job, &err);
     if (rc) {
         fail_store(call, rc, &err, true, id);
+        return LOOM_RPC_DONE;
+    }
+    loom_auth_identity_t local;
+    if (!loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), &job)) {
+        loomd_identity_deny(call, id, job.user);
+        loom_job_free(&job);
         return LOOM_RPC_DONE;
     }
     loom_job_event_t *ev = NULL;
@@ -409,12 +470,22 @@ static void fail_list_budget(loom_rpc_call_t *call, size_t first_job)
 /* The page's jobs as JSON, as many as fit the call's response budget: a
  * page cut short ends at the last job that fit and *next_after points past
  * it. NULL (the call failed) when not even the first job fits. */
-static json_t *list_page(loom_rpc_call_t *call, const loom_job_list_t *list, int64_t *next_after)
+static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_job_list_t *list,
+                         int64_t *next_after)
 {
     size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
     json_t *jobs = json_array();
+    loom_auth_identity_t local;
+    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
     for (size_t i = 0; jobs && i < list->n; i++) {
         json_t *j = loom_job_to_json(&list->jobs[i], false);
+        if (j && !loomd_identity_may_act(m->ident, who, &list->jobs[i])) {
+            /* another's job: as squeue shows it, without its environment,
+             * paths and run details (docs/security.md) */
+            json_object_del(j, "options");
+            json_object_del(j, "run");
+            json_object_del(j, "estimate");
+        }
         size_t size = j ? json_dumpb(j, NULL, 0, JSON_COMPACT) + 1 : 0;
         if (j && used + size > budget) {
             json_decref(j);
@@ -474,7 +545,7 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
         return LOOM_RPC_DONE;
     }
     int64_t next_after = list.next_after_id;
-    json_t *jobs = list_page(call, &list, &next_after);
+    json_t *jobs = list_page(m, call, &list, &next_after);
     loom_job_list_free(&list);
     if (!jobs)
         return LOOM_RPC_DONE; /* failed */
@@ -507,7 +578,8 @@ const char *loomd_health(void *ctx)
 
 static const char *const method_names[] = {"server.info",      "job.submit", "job.get",
                                            "job.list",         "job.cancel", "node.list",
-                                           "monitor.snapshot", "job.wait",   "job.logs"};
+                                           "monitor.snapshot", "job.wait",   "job.logs",
+                                           "usage.report"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -536,6 +608,8 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
         "queued", (json_int_t)st.queued, "commits", (json_int_t)st.commits, "helped_commits",
         (json_int_t)st.helped_commits, "writes", (json_int_t)st.writes, "max_group",
         (json_int_t)st.max_group, "methods", methods);
+    if (res)
+        json_object_set_new(res, "auth", loomd_identity_info(m->ident, call));
     if (res)
         json_object_set_new(res, "scheduler",
                             m->runner ? loomd_runner_stats(m->runner) : json_null());

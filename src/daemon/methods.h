@@ -20,7 +20,9 @@ enum {
     LOOMD_ERR_STORE = -32004,
     LOOMD_ERR_SHUTTING_DOWN = -32005,
     LOOMD_ERR_ESTIMATE = -32006, /* the submission's model could not be estimated */
-    LOOMD_ERR_INFEASIBLE = -32007 /* no node could ever hold the request (feasible.c) */
+    LOOMD_ERR_INFEASIBLE = -32007, /* no node could ever hold the request (feasible.c) */
+    LOOMD_ERR_PERMISSION = -32008, /* the job belongs to another user (identity.c) */
+    LOOMD_ERR_QUOTA = -32009       /* a submission beyond a quota (quota.c) */
 };
 
 typedef struct loomd_info {
@@ -35,6 +37,8 @@ typedef struct loomd_info {
 } loomd_info_t;
 
 typedef struct loomd_runner loomd_runner_t;
+typedef struct loomd_identity loomd_identity_t;
+typedef struct loomd_quotas loomd_quotas_t;
 
 typedef struct loomd_methods {
     loom_store_t *store;
@@ -45,6 +49,8 @@ typedef struct loomd_methods {
      * timeout as asked (at most 30 s); negative: they answer at once
      * (the fuzz target, whose inputs must not sleep). */
     int64_t follow_max_ms;
+    const loomd_identity_t *ident; /* callers and owners; NULL: single-user */
+    const loomd_quotas_t *quotas;  /* submission quotas; NULL: none */
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */

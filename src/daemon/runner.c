@@ -206,11 +206,13 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
 /* A stored job as the runtime sees it (times on its clock). */
 static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
-    *out =
-        (loom_runtime_job_t){.id = (uint64_t)j->id,
-                             .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) / 1e9,
-                             .priority = (int)j->priority,
-                             .time_limit_s = (double)j->time_limit_s};
+    *out = (loom_runtime_job_t){.id = (uint64_t)j->id,
+                                .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) /
+                                            1e9,
+                                .priority = (int)j->priority,
+                                .time_limit_s = (double)j->time_limit_s,
+                                /* fair share: by owner (docs/security.md) */
+                                .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
     job_req(r, j, &out->req);
 }
 
@@ -529,7 +531,10 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
                           .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
                           .node = node,
                           .tag = tag,
-                          .options_json = j.options_json};
+                          .options_json = j.options_json,
+                          .run_as_owner = j.uid >= 0 && (uid_t)j.uid != geteuid(),
+                          .uid = (uid_t)j.uid,
+                          .gid = (gid_t)j.gid};
     rc = r->ops->start(r->exec, &ej, &a->h, &err);
     loom_job_free(&j);
     if (rc != LOOM_OK) {

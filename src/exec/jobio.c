@@ -56,7 +56,9 @@ int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *c
                           (long long)job->id, workdir);
         goto out;
     }
-    if (stat(workdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    /* A job run as its owner is not looked at with loomd's rights: the
+     * shepherd's chdir, as the owner, says whether the owner may go there. */
+    if (!job->run_as_owner && (stat(workdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
         rc = loom_err_errno(err, LOOM_EIO, errno ? errno : ENOTDIR,
                             "job %lld: working directory '%.200s'", (long long)job->id, workdir);
         goto out;
@@ -68,7 +70,8 @@ int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *c
     }
     struct passwd pwbuf, *pw = NULL;
     char pwtext[1024];
-    if (getpwuid_r(geteuid(), &pwbuf, pwtext, sizeof pwtext, &pw) != 0)
+    if (getpwuid_r(job->run_as_owner ? job->uid : geteuid(), &pwbuf, pwtext, sizeof pwtext, &pw) !=
+        0)
         pw = NULL;
     loom_jobspec_ids_t ids = {.job_id = job->id,
                               .name = job->name,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -297,9 +298,19 @@ static json_t *build_env(const loom_exec_job_t *job, json_t *yaml_env)
     if (yaml_env)
         json_array_extend(env, yaml_env);
     loom_exec_job_env(job, env);
+    /* A job run as its owner gets the owner's HOME, USER and LOGNAME, not
+     * loomd's; a uid without an entry gets none of them. */
+    struct passwd pwbuf, *pw = NULL;
+    char pwtext[4096];
+    if (job->run_as_owner && getpwuid_r(job->uid, &pwbuf, pwtext, sizeof pwtext, &pw) != 0)
+        pw = NULL;
     static const char *keep[] = {"PATH", "HOME", "LANG", "USER", "LOGNAME", "TMPDIR", "TZ"};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         const char *v = getenv(keep[i]);
+        if (job->run_as_owner && i == 1)
+            v = pw ? pw->pw_dir : NULL;
+        else if (job->run_as_owner && (i == 3 || i == 4))
+            v = pw ? pw->pw_name : NULL;
         if (v) {
             loom_buf_t b = LOOM_BUF_INIT;
             loom_buf_appendf(&b, "%s=%s", keep[i], v);
@@ -318,6 +329,19 @@ static int write_in_dir(const char *dir, const char *name, const char *data, siz
     char path[LOOM_EXEC_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return loom_write_file_atomic(path, data, len, mode, err);
+}
+
+/* The script of a job run as its owner: the owner's file, read-only, so
+ * that bash, as the owner, may open it through /dev/fd/3 (the shepherd
+ * opens it before dropping; the job directory stays closed to the owner). */
+static int owner_script(const loom_exec_job_t *job, const char *path, json_t *owner,
+                        loom_err_t *err)
+{
+    if (chown(path, job->uid, job->gid) != 0 || chmod(path, 0500) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "job %lld: cannot give '%s' to uid %u",
+                              (long long)job->id, path, (unsigned)job->uid);
+    json_object_set_new(owner, "script", json_string(path));
+    return LOOM_OK;
 }
 
 static int cgroup_for_job(loom_exec_local_t *x, const loom_exec_job_t *job, loom_exec_handle_t *h)
@@ -372,7 +396,7 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
     snprintf(old, sizeof old, "%s/status.json", h->dir);
     unlink(old);
 
-    json_t *argv = json_array(), *yaml_env = json_array();
+    json_t *argv = json_array(), *yaml_env = json_array(), *owner = json_object();
     char cwd[LOOM_EXEC_PATH_MAX];
     snprintf(cwd, sizeof cwd, "%s", h->dir);
     /* The working directory first, so that a manifest's workingDir wins. */
@@ -393,14 +417,22 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
         char path[LOOM_EXEC_PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/script.sh", h->dir);
         json_array_append_new(argv, json_string("/bin/bash"));
-        json_array_append_new(argv, json_string(path));
+        json_array_append_new(argv, json_string(job->run_as_owner ? "/dev/fd/3" : path));
+        if (job->run_as_owner && (rc = owner_script(job, path, owner, err)) != LOOM_OK)
+            goto out;
     }
+    if (job->run_as_owner)
+        json_object_set_new(owner, "uid", json_integer(job->uid));
+    if (job->run_as_owner)
+        json_object_set_new(owner, "gid", json_integer(job->gid));
     cgroup_for_job(x, job, h);
     json_t *spec = json_pack("{s:O, s:o, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "argv", argv, "env",
                              build_env(job, yaml_env), "cwd", cwd, "stdout", h->stdout_path,
                              "stderr", h->stderr_path, "cgroup", h->cgroup, "time_limit_ns",
                              (json_int_t)job->time_limit_ns, "grace_ns", (json_int_t)x->grace_ns,
                              "output_max", (json_int_t)x->output_max);
+    if (spec && job->run_as_owner)
+        json_object_set(spec, "owner", owner);
     loom_buf_t b = LOOM_BUF_INIT;
     loom_json_dump(&b, spec);
     json_decref(spec);
@@ -440,6 +472,7 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
 out:
     json_decref(argv);
     json_decref(yaml_env);
+    json_decref(owner);
     return rc;
 }
 

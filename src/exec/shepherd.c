@@ -17,6 +17,19 @@
  * argv and env arrays are built before the fork. (The shepherd has a single
  * thread, so the strerror of a failure message there is safe too.)
  *
+ * Owners (multi-user loomd, docs/security.md): when spec.json names an
+ * owner, the child becomes that user before it touches anything the job
+ * names: supplementary groups (the owner's, from the user database, looked
+ * up before the fork as initgroups would), then gid, then uid, all three of
+ * real, effective and saved; an empty capability bounding set and
+ * PR_SET_NO_NEW_PRIVS, so no set-uid program or file capability can give
+ * any of it back. Only then does it change to the working directory and
+ * open the output files, with the owner's rights: loomd is never made to
+ * write where the owner may not. A batch script lives in the job directory,
+ * which the owner cannot enter: the child opens it before dropping and
+ * bash reads it through /dev/fd/3 (the file belongs to the owner, so the
+ * reopen is allowed).
+ *
  * Inheritance: the shepherd closes every descriptor above 2 at start and
  * the child again after its redirections, so a job gets stdin, stdout and
  * stderr and nothing of loomd's (or loomd's parent's); loomd starts the
@@ -25,9 +38,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,6 +64,12 @@ typedef struct spec {
     int64_t grace_ns;
     int64_t output_max;  /* bytes of stdout + stderr; 0: no limit */
     bool output_limited; /* the job was stopped for passing it */
+    bool drop; /* become the owner below */
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[256];
+    int ngroups;
+    const char *script_fd3; /* opened as fd 3 before dropping, or NULL */
 } spec_t;
 
 static char **string_array(const json_t *arr)
@@ -59,6 +81,35 @@ static char **string_array(const json_t *arr)
     for (size_t i = 0; i < n; i++)
         v[i] = (char *)json_string_value(json_array_get(arr, i));
     return v;
+}
+
+/* The owner to become, and its groups as initgroups(3) would set them:
+ * looked up here, before the fork, since the user database is not
+ * async-signal-safe. */
+static int load_owner(const json_t *o, spec_t *s, const char *path, loom_err_t *err)
+{
+    if (!o || json_is_null(o))
+        return LOOM_OK;
+    json_t *uid = json_object_get(o, "uid"), *gid = json_object_get(o, "gid");
+    if (!json_is_integer(uid) || !json_is_integer(gid) || json_integer_value(uid) < 0 ||
+        json_integer_value(gid) < 0)
+        return loom_err_set(err, LOOM_EINVAL, "%s: owner: expected uid and gid", path);
+    s->drop = true;
+    s->uid = (uid_t)json_integer_value(uid);
+    s->gid = (gid_t)json_integer_value(gid);
+    s->groups[0] = s->gid;
+    s->ngroups = 1;
+    struct passwd pw, *res = NULL;
+    char buf[16384];
+    if (getpwuid_r(s->uid, &pw, buf, sizeof buf, &res) == 0 && res) {
+        int n = (int)(sizeof s->groups / sizeof s->groups[0]);
+        if (getgrouplist(pw.pw_name, s->gid, s->groups, &n) < 0)
+            return loom_err_set(err, LOOM_ELIMIT, "%s: owner %s is in more than %zu groups",
+                                path, pw.pw_name, sizeof s->groups / sizeof s->groups[0]);
+        s->ngroups = n;
+    }
+    s->script_fd3 = json_string_value(json_object_get(o, "script"));
+    return LOOM_OK;
 }
 
 static int load_spec(const char *dir, json_t **root, spec_t *s, loom_err_t *err)
@@ -85,7 +136,7 @@ static int load_spec(const char *dir, json_t **root, spec_t *s, loom_err_t *err)
     s->output_max = json_integer_value(json_object_get(r, "output_max"));
     if (!s->cwd || !s->out_path || !s->err_path)
         return loom_err_set(err, LOOM_EINVAL, "%s: cwd, stdout and stderr are required", path);
-    return LOOM_OK;
+    return load_owner(json_object_get(r, "owner"), s, path, err);
 }
 
 /* Writes a small string to a file, best effort (cgroup control files). */
@@ -118,7 +169,38 @@ static void child_error(const char *what, const char *arg, int e)
             return;
 }
 
-/* The child: new process group, cgroup, redirections, exec. Async-signal-safe. */
+/* Becomes the owner for good (see the top of the file). Async-signal-safe:
+ * only system calls. Any failure ends the child: a job never runs with
+ * more rights than its owner's. */
+static void become_owner(const spec_t *s)
+{
+    if (s->script_fd3) {
+        int fd = open(s->script_fd3, O_RDONLY);
+        if (fd < 0 || (fd != 3 && (dup2(fd, 3) < 0 || close(fd) != 0))) {
+            child_error("cannot open the job's script", s->script_fd3, errno);
+            _exit(126);
+        }
+    }
+    for (int cap = 0; cap < 64; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+            break; /* past the last capability this kernel knows */
+    if (setgroups((size_t)s->ngroups, s->groups) != 0 || setresgid(s->gid, s->gid, s->gid) != 0 ||
+        setresuid(s->uid, s->uid, s->uid) != 0) {
+        child_error("cannot become the job's owner", "setgroups/setresgid/setresuid", errno);
+        _exit(126);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        child_error("cannot set", "PR_SET_NO_NEW_PRIVS", errno);
+        _exit(126);
+    }
+    if (s->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) { /* must be gone */
+        child_error("privileges could be regained after dropping them", "setuid(0)", EPERM);
+        _exit(126);
+    }
+}
+
+/* The child: new process group, cgroup, owner, redirections, exec.
+ * Async-signal-safe. */
 static void run_child(const spec_t *s, const sigset_t *old_mask)
 {
     setpgid(0, 0);
@@ -131,17 +213,23 @@ static void run_child(const spec_t *s, const sigset_t *old_mask)
             write_str(procs, "0");
         }
     }
+    if (s->drop)
+        become_owner(s);
     int in = open("/dev/null", O_RDONLY);
     int out = open(s->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out < 0)
+        child_error("cannot open the output file", s->out_path, errno);
     int errfd = strcmp(s->out_path, s->err_path) == 0
                     ? out
                     : open(s->err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (errfd < 0)
+        child_error("cannot open the error file", s->err_path, errno);
     if (in < 0 || out < 0 || errfd < 0)
         _exit(126);
     dup2(in, 0);
     dup2(out, 1);
     dup2(errfd, 2);
-    close_from(3);
+    close_from(s->script_fd3 ? 4 : 3);
     if (chdir(s->cwd) != 0) {
         child_error("cannot change to the working directory", s->cwd, errno);
         _exit(126);

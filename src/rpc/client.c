@@ -162,6 +162,28 @@ fail:
     return rc;
 }
 
+int loom_rpc_client_set_authorization(loom_rpc_client_t *c, const char *value, loom_err_t *err)
+{
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    h = h ? curl_slist_append(h, "Accept: application/json") : NULL;
+    h = h ? curl_slist_append(h, "Expect:") : NULL;
+    if (h && value) {
+        loom_buf_t line = LOOM_BUF_INIT;
+        if (loom_buf_appendf(&line, "Authorization: %s", value) == LOOM_OK)
+            h = curl_slist_append(h, line.data);
+        else
+            h = NULL;
+        explicit_bzero(line.data, line.len);
+        loom_buf_free(&line);
+    }
+    if (!h)
+        return loom_err_set(err, LOOM_ENOMEM, "rpc client: out of memory");
+    curl_slist_free_all(c->headers);
+    c->headers = h;
+    curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, c->headers);
+    return LOOM_OK;
+}
+
 void loom_rpc_client_free(loom_rpc_client_t *c)
 {
     if (!c)

@@ -73,6 +73,11 @@ typedef struct conn {
     unsigned served; /* requests answered */
     bool proven;     /* showed the token (or needs none) */
     bool killed;
+    /* The identity hook's last answer on this connection (auth_request):
+     * reused while valid for requests with the same Authorization value. */
+    void *identity;
+    char *identity_auth; /* that value ("" for none) */
+    int64_t identity_until_ns;
 } conn_t;
 
 typedef struct req {
@@ -101,7 +106,7 @@ struct listener {
 struct loom_rpc_server {
     loom_rpc_dispatcher_t *d;
     loom_rpc_server_config_t cfg;
-    char *listen_copy, *socket_copy;
+    char *listen_copy, *socket_copy, *challenge_copy;
     char token[LOOM_RPC_TOKEN_HEX + 1];
     bool auth;
     listener_t tcp, unx;
@@ -172,7 +177,9 @@ static enum MHD_Result respond(struct MHD_Connection *c, req_t *r, unsigned stat
     if (ctype)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"loom\"");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                s->cfg.identity.challenge ? s->cfg.identity.challenge
+                                                          : "Bearer realm=\"loom\"");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
                                 r->path == PATH_RPC ? "POST" : "GET, HEAD");
@@ -317,6 +324,9 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         conn->next->prev = conn->prev;
         pthread_mutex_unlock(&s->mu);
         atomic_fetch_sub(&s->connections, 1);
+        if (conn->identity && s->cfg.identity.identity_free)
+            s->cfg.identity.identity_free(conn->identity);
+        free(conn->identity_auth);
         free(conn);
         *socket_context = NULL;
     }
@@ -635,6 +645,40 @@ static bool defer_error(req_t *r, unsigned status, const char *detail)
     return false;
 }
 
+/* The identity hook (multi-user): the caller of this request, from the
+ * connection's cached identity while it is valid for the same
+ * Authorization value, else from the hook. The identity is owned by the
+ * connection, whose requests run one after another on its thread. */
+static bool auth_request(loom_rpc_server_t *s, listener_t *l, struct MHD_Connection *c, req_t *r,
+                         loom_err_t *err)
+{
+    conn_t *conn = r->conn;
+    if (!conn) {
+        loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        return false;
+    }
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *given = h ? h : "";
+    if (conn->identity && conn->identity_auth && strcmp(conn->identity_auth, given) == 0 &&
+        loom_time_mono_ns() < conn->identity_until_ns) {
+        r->transport.identity = conn->identity;
+        return true;
+    }
+    loom_rpc_auth_input_t in = {l->is_unix, conn->fd, h, r->transport.peer};
+    void *id = NULL;
+    int64_t until = 0;
+    if (s->cfg.identity.authenticate(&in, &id, &until, err, s->cfg.identity.ctx) != LOOM_OK)
+        return false;
+    if (conn->identity && s->cfg.identity.identity_free)
+        s->cfg.identity.identity_free(conn->identity);
+    free(conn->identity_auth);
+    conn->identity = id;
+    conn->identity_auth = strdup(given);
+    conn->identity_until_ns = conn->identity_auth ? until : 0;
+    r->transport.identity = id;
+    return true;
+}
+
 /* First call for a request (headers complete): route, method, auth,
  * announced size. Returns true and sets *ret when it answered already (an
  * announced body over the limit: answered at once, connection closed). */
@@ -661,7 +705,16 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
                              true);
         return true;
     }
-    bool proven = !s->auth || l->is_unix || authorized(s, c);
+    bool hook = s->cfg.identity.authenticate != NULL;
+    bool exempt = !l->is_unix && r->path == PATH_HEALTHZ && s->cfg.healthz_without_auth;
+    loom_err_t aerr = {0};
+    bool proven = hook ? exempt || auth_request(s, l, c, r, &aerr)
+                       : !s->auth || l->is_unix || authorized(s, c);
+    if (hook && !proven) {
+        char detail[sizeof aerr.msg + 32];
+        snprintf(detail, sizeof detail, "not authenticated: %s", aerr.msg);
+        return defer_error(r, MHD_HTTP_UNAUTHORIZED, detail);
+    }
     if (proven && r->conn) {
         pthread_mutex_lock(&s->mu);
         r->conn->proven = true;
@@ -924,6 +977,7 @@ static void server_free(loom_rpc_server_t *s)
 {
     free(s->listen_copy);
     free(s->socket_copy);
+    free(s->challenge_copy);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
     explicit_bzero(s->token, sizeof s->token);
@@ -937,7 +991,7 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
     if (!tcp && !cfg->socket_path)
         return loom_err_set(err, LOOM_EINVAL,
                             "rpc server: expected a listen address, a socket path or both");
-    if (tcp && !cfg->token && !cfg->allow_no_auth)
+    if (tcp && !cfg->token && !cfg->allow_no_auth && !cfg->identity.authenticate)
         return loom_err_set(err, LOOM_EINVAL, "rpc server: TCP listener needs a token");
     if (cfg->token && strlen(cfg->token) != LOOM_RPC_TOKEN_HEX)
         return loom_err_set(err, LOOM_EINVAL, "rpc server: token: expected %d hex characters",
@@ -966,6 +1020,9 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
     s->cfg.listen = s->listen_copy;
     s->cfg.socket_path = s->socket_copy;
     s->cfg.token = NULL;
+    s->cfg.identity.challenge = NULL;
+    s->challenge_copy = cfg->identity.challenge ? strdup(cfg->identity.challenge) : NULL;
+    s->cfg.identity.challenge = s->challenge_copy;
     if (cfg->token) {
         memcpy(s->token, cfg->token, LOOM_RPC_TOKEN_HEX + 1);
         s->auth = true;
@@ -980,7 +1037,8 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
     pthread_cond_init(&s->wake, &ca);
     pthread_condattr_destroy(&ca);
     int rc = LOOM_OK;
-    if ((tcp && !s->listen_copy) || (cfg->socket_path && !s->socket_copy)) {
+    if ((tcp && !s->listen_copy) || (cfg->socket_path && !s->socket_copy) ||
+        (cfg->identity.challenge && !s->challenge_copy)) {
         rc = loom_err_set(err, LOOM_ENOMEM, "rpc server: out of memory");
         goto fail;
     }
@@ -1006,7 +1064,9 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
     }
     loom_log_info("rpc server listening", "tcp=\"%s\" port=%u unix=\"%s\" auth=%s",
                   tcp ? s->listen_copy : "", s->port, s->socket_copy ? s->socket_copy : "",
-                  s->auth ? "token" : "none");
+                  s->cfg.identity.authenticate ? "identity hook"
+                  : s->auth                    ? "token"
+                                               : "none");
     *out = s;
     return LOOM_OK;
 

@@ -166,6 +166,7 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
                                     err)) != LOOM_OK)
         goto fail;
     rt->now = -INFINITY;
+    rt->usage_t = -INFINITY;
     *out = rt;
     return LOOM_OK;
 fail:
@@ -416,7 +417,7 @@ void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight)
         }
     if (rt__grow((void **)&rt->shares, &rt->cap_shares, rt->nshares + 1, sizeof *rt->shares) ==
         LOOM_OK)
-        rt->shares[rt->nshares++] = (struct share){user, weight};
+        rt->shares[rt->nshares++] = (struct share){user, weight, 0.0};
 }
 
 double loom_runtime_share(const loom_runtime_t *rt, uint32_t user)
@@ -510,7 +511,8 @@ static int sort_all(loom_runtime_t *rt, size_t nf)
             all[m++] = &rt->pend[k].j->q;
     }
     rt->ndead = 0;
-    memcpy(all + m, rt->fresh, nf * sizeof *all);
+    if (nf) /* rt->fresh may be NULL before the first arrival */
+        memcpy(all + m, rt->fresh, nf * sizeof *all);
     m += nf;
     loom_sched_queue_order(&rt->queue, all, m, rt->now);
     for (size_t k = 0; k < m; k++) {
@@ -545,11 +547,62 @@ static void merge_fresh(loom_runtime_t *rt, size_t nf)
     rt->npend += nf;
 }
 
+/* Fair share: the user's entry (weight 1 when the user was never given
+ * one), or NULL when out of memory. */
+static struct share *share_of(loom_runtime_t *rt, uint32_t user)
+{
+    for (size_t i = 0; i < rt->nshares; i++)
+        if (rt->shares[i].user == user)
+            return &rt->shares[i];
+    loom_runtime_set_share(rt, user, 1.0);
+    return rt->nshares && rt->shares[rt->nshares - 1].user == user
+               ? &rt->shares[rt->nshares - 1]
+               : NULL;
+}
+
+/* Fair share (Slurm's classic factor): every user's usage decays by half
+ * each half-life and grows by the GPU-seconds its running jobs held since
+ * the last step; a pending job's factor is 2^-(U/S), U its user's share of
+ * all usage, S its user's share of all weights. */
+static void fairshare_update(loom_runtime_t *rt, size_t nf)
+{
+    double dt = isfinite(rt->usage_t) && rt->now > rt->usage_t ? rt->now - rt->usage_t : 0;
+    double decay = exp2(-dt / rt->queue.fairshare_half_life_s);
+    rt->usage_t = rt->now;
+    for (size_t i = 0; i < rt->nshares; i++)
+        rt->shares[i].usage *= decay;
+    for (size_t k = 0; k < rt->nact; k++) {
+        const rjob_t *j = rt->act[k];
+        struct share *s = j->held ? share_of(rt, j->job.user) : NULL;
+        if (s)
+            s->usage += dt * (double)loom_sched_req_gpu_total(&j->alloc.req) / LOOM_SCHED_MILLI;
+    }
+    for (size_t k = 0; k < rt->npend + nf; k++)
+        share_of(rt, k < rt->npend ? rt->pend[k].j->job.user
+                                   : ((rjob_t *)rt->fresh[k - rt->npend]->user)->job.user);
+    double usage = 0, weight = 0;
+    for (size_t i = 0; i < rt->nshares; i++) {
+        usage += rt->shares[i].usage;
+        weight += rt->shares[i].weight;
+    }
+    for (size_t k = 0; k < rt->npend + nf; k++) {
+        rjob_t *j = k < rt->npend ? rt->pend[k].j : rt->fresh[k - rt->npend]->user;
+        const struct share *s = share_of(rt, j->job.user);
+        double u = s && usage > 0 ? s->usage / usage : 0;
+        double w = s && weight > 0 && s->weight > 0 ? s->weight / weight : 1e-9;
+        j->q.fairshare = exp2(-u / w);
+    }
+}
+
 static int order_queue(loom_runtime_t *rt)
 {
     if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh, sizeof *rt->pend))
         return LOOM_ENOMEM;
     size_t nf = take_fresh(rt);
+    if (rt->queue.kind == LOOM_SCHED_QUEUE_FAIRSHARE) { /* factors move with time: all afresh */
+        fairshare_update(rt, nf);
+        return sort_all(rt, nf);
+    }
     if (levels_moved(rt))
         return sort_all(rt, nf);
     merge_fresh(rt, nf);

@@ -89,8 +89,10 @@ struct loom_runtime {
     struct share {
         uint32_t user;
         double weight;
+        double usage; /* fair share: decayed GPU-seconds, as of usage_t */
     } * shares;
     size_t nshares, cap_shares;
+    double usage_t; /* fair share: when usage was last brought up to date */
 
     /* The step's callback. */
     loom_runtime_apply_fn apply;

@@ -9,6 +9,11 @@
  *           split by thresholds; lower queues first, FIFO within a queue; a
  *           job starved long enough is promoted to the highest queue.
  *
+ * fairshare Slurm's classic fair-share factor F = 2^(-U/S) of the job's user:
+ *           U its decayed usage over all users' (GPU-seconds, halved every
+ *           half-life), S its share over all users' shares. The runtime
+ *           keeps the usage and sets each job's factor; larger first.
+ *
  * Ties always fall back to submission time, then id, so the order is total
  * and deterministic. */
 #include <math.h>
@@ -32,9 +37,20 @@ int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, lo
         out->k = 2;
         out->thresholds[0] = 3200.0;
         out->starve_factor = 2.0;
+    } else if (strncmp(name, "fairshare", 9) == 0 && (name[9] == '\0' || name[9] == ':')) {
+        out->kind = LOOM_SCHED_QUEUE_FAIRSHARE;
+        int64_t ns = 7 * 24 * 3600 * LOOM_NS_PER_S;
+        if (name[9] == ':' && (loom_parse_duration(name + 10, &ns, err) != LOOM_OK || ns <= 0))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "queue policy '%s': expected fairshare:HALF_LIFE with a positive "
+                                "duration (e.g. fairshare:1h)",
+                                name);
+        out->fairshare_half_life_s = (double)ns / 1e9;
     } else
         return loom_err_set(err, LOOM_EINVAL,
-                            "queue policy '%s': expected fifo, sjf, priority or tiresias", name);
+                            "queue policy '%s': expected fifo, sjf, priority, tiresias or "
+                            "fairshare[:HALF_LIFE]",
+                            name);
     return LOOM_OK;
 }
 
@@ -92,6 +108,10 @@ int loom_sched_queue_cmp(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjo
     case LOOM_SCHED_QUEUE_TIRESIAS:
         if (a->level != b->level)
             return a->level < b->level ? -1 : 1;
+        break;
+    case LOOM_SCHED_QUEUE_FAIRSHARE:
+        if (a->fairshare != b->fairshare)
+            return a->fairshare > b->fairshare ? -1 : 1;
         break;
     }
     return cmp_tail(a, b);

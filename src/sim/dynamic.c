@@ -40,6 +40,7 @@ typedef struct job {
     double submit_s, start_s, finish_s, remaining_s;
     int state;
     bool started; /* has run at least once */
+    uint32_t user; /* 1..users, 0: none */
     uint32_t gen; /* bumped by a suspend: older heap entries are stale */
 } job_t;
 
@@ -133,6 +134,7 @@ typedef struct run {
     loom_sim_start_fn on_start;
     void *on_start_ctx;
     int rc; /* out of memory while applying */
+    double user_jct[LOOM_SIM_MAX_USERS];
 } run_t;
 
 static int apply(void *ctx, const loom_runtime_action_t *act)
@@ -213,6 +215,10 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
         r->res->completed++;
         *jct_sum += j->finish_s - j->submit_s;
         r->res->jcts[r->res->njcts++] = j->finish_s - j->submit_s;
+        if (j->user) {
+            r->res->user_completed[j->user - 1]++;
+            r->user_jct[j->user - 1] += j->finish_s - j->submit_s;
+        }
         *last_end = j->finish_s > *last_end ? j->finish_s : *last_end;
     }
     for (; *next < n && order[*next]->submit_s <= r->now; (*next)++) {
@@ -227,7 +233,8 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
             .estimate_s = tk->estimate_s > 0    ? tk->estimate_s
                           : tk->duration_s >= 0 ? tk->duration_s
                                                 : 0,
-            .time_limit_s = tk->time_limit_s};
+            .time_limit_s = tk->time_limit_s,
+            .user = j->user};
         int rc = loom_runtime_submit(rt, &rj, err);
         if (rc)
             return rc;
@@ -254,6 +261,40 @@ static int keep_point(loom_sim_dynamic_result_t *res, size_t *cap, const loom_ru
     return LOOM_OK;
 }
 
+/* Owners for the tasks: Zipf over 1..users with exponent skew, from seed
+ * (its own stream, so placement's draws are unchanged). */
+static void assign_users(job_t *jobs, size_t n, const loom_sim_opts_t *o)
+{
+    double cdf[LOOM_SIM_MAX_USERS], sum = 0;
+    for (uint32_t k = 0; k < o->users; k++)
+        cdf[k] = sum += pow((double)(k + 1), -o->user_skew);
+    loom_rng_t rng;
+    loom_rng_init(&rng, o->seed, 0x75736572 /* "user" */);
+    for (size_t i = 0; i < n; i++) {
+        double u = loom_rng_uniform(&rng) * sum;
+        uint32_t k = 0;
+        while (k + 1 < o->users && cdf[k] <= u)
+            k++;
+        jobs[i].user = k + 1;
+    }
+}
+
+static void summarize_users(loom_sim_dynamic_result_t *res, const double *jct, uint32_t users)
+{
+    double s = 0, s2 = 0;
+    int n = 0;
+    res->users = users;
+    for (uint32_t k = 0; k < users; k++) {
+        if (!res->user_completed[k])
+            continue;
+        double m = res->user_mean_jct_s[k] = jct[k] / (double)res->user_completed[k];
+        s += m;
+        s2 += m * m;
+        n++;
+    }
+    res->jain_jct = n && s2 > 0 ? s * s / ((double)n * s2) : 0;
+}
+
 static void summarize(loom_sim_dynamic_result_t *res, double *waits, size_t nwaits, double jct_sum)
 {
     res->mean_jct_s = res->completed ? jct_sum / (double)res->completed : 0;
@@ -278,6 +319,11 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     int64_t t0 = loom_time_mono_ns();
     if (t->n == 0)
         return loom_err_set(err, LOOM_EINVAL, "dynamic: empty trace");
+    if (o->users > LOOM_SIM_MAX_USERS || o->user_skew < 0 || !isfinite(o->user_skew))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "dynamic: users: expected 0 to %d users and a skew >= 0, found %u "
+                            "and %g",
+                            LOOM_SIM_MAX_USERS, (unsigned)o->users, o->user_skew);
     loom_sched_workload_t learned = {0};
     loom_runtime_t *rt = NULL;
     run_t r = {.jobs = calloc(t->n, sizeof *r.jobs),
@@ -301,6 +347,8 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
         r.jobs[i].submit_s = t->tasks[i].create_s / compress;
         order[i] = &r.jobs[i];
     }
+    if (o->users)
+        assign_users(r.jobs, t->n, o);
     qsort(order, t->n, sizeof *order, cmp_arrival);
     res->jobs = t->n;
     const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
@@ -337,6 +385,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     res->makespan_s = last_end - first;
     res->mean_util_pct = last_t > first ? 100.0 * util_area / (last_t - first) : 0;
     summarize(res, r.waits, r.nwaits, jct_sum);
+    summarize_users(res, r.user_jct, o->users);
     rc = LOOM_OK;
 out:
     if (rc)

@@ -22,6 +22,8 @@ typedef struct group {
     size_t n;
     double alloc, alloc_sq, alloc_min, alloc_max, failed, frag, frag_pct, unalloc, final, secs;
     double jct, wait, p99, makespan, util, completed, unfit, never;
+    uint32_t users;
+    double jain, user_jct[LOOM_SIM_MAX_USERS];
 } group_t;
 
 static const char *base_name(const char *path)
@@ -79,6 +81,10 @@ static size_t build_groups(const loom_sim_run_t *runs, size_t n, group_t *g, boo
         x->completed += (double)d->completed;
         x->unfit += (double)d->unfit;
         x->never += (double)d->never_started;
+        x->users = d->users;
+        x->jain += d->jain_jct;
+        for (uint32_t u = 0; u < d->users && u < LOOM_SIM_MAX_USERS; u++)
+            x->user_jct[u] += d->user_mean_jct_s[u];
     }
     return ng;
 }
@@ -127,6 +133,14 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
                 out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
                 g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m, g[k].wait / m, g[k].p99 / m,
                 g[k].makespan / m, g[k].util / m, g[k].unfit / m, g[k].never / m);
+            if (g[k].users) {
+                rc |= loom_buf_appendf(out, "%*s  users %u, Jain's index of mean JCT %.3f; "
+                                            "mean JCT s by user:",
+                                       multi ? 27 : 0, "", g[k].users, g[k].jain / m);
+                for (uint32_t u = 0; u < g[k].users; u++)
+                    rc |= loom_buf_appendf(out, " %.0f", g[k].user_jct[u] / m);
+                rc |= loom_buf_append_str(out, "\n");
+            }
         }
     }
     free(g);
@@ -159,6 +173,14 @@ int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, 
                           g[k].makespan / m, "mean_util_pct", g[k].util / m, "unfit",
                           g[k].unfit / m, "never_started", g[k].never / m, "seeds",
                           (json_int_t)g[k].n, "seconds", g[k].secs);
+            if (o && g[k].users) {
+                json_t *uj = json_array();
+                for (uint32_t u = 0; u < g[k].users; u++)
+                    json_array_append_new(uj, json_real(g[k].user_jct[u] / m));
+                json_object_set_new(o, "users", json_integer(g[k].users));
+                json_object_set_new(o, "jain_jct", json_real(g[k].jain / m));
+                json_object_set_new(o, "user_mean_jct_s", uj);
+            }
         }
         if (!o)
             goto out;

@@ -261,6 +261,9 @@ void loom_job_free(loom_job_t *job)
     free(job->run_json);
     free(job->estimate_json);
     free(job->options_json);
+    free(job->user);
+    free(job->group);
+    free(job->account);
     memset(job, 0, sizeof *job);
 }
 
@@ -277,6 +280,9 @@ int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
     dst->run_json = dup_or_null(src->run_json, &fail);
     dst->estimate_json = dup_or_null(src->estimate_json, &fail);
     dst->options_json = dup_or_null(src->options_json, &fail);
+    dst->user = dup_or_null(src->user, &fail);
+    dst->group = dup_or_null(src->group, &fail);
+    dst->account = dup_or_null(src->account, &fail);
     if (fail) {
         loom_job_free(dst);
         return LOOM_ENOMEM;
@@ -295,6 +301,13 @@ int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *s)
     job->labels_json = dup_or_null(s->labels_json ? s->labels_json : "{}", &fail);
     job->estimate_json = dup_or_null(s->estimate_json, &fail);
     job->options_json = dup_or_null(s->options_json, &fail);
+    job->uid = s->has_owner ? s->uid : -1;
+    job->gid = s->has_owner ? s->gid : -1;
+    if (s->has_owner) {
+        job->user = dup_or_null(s->user, &fail);
+        job->group = dup_or_null(s->group, &fail);
+        job->account = dup_or_null(s->account ? s->account : s->group, &fail);
+    }
     job->format = s->format;
     job->cpus = s->cpus;
     job->memory_bytes = s->memory_bytes;

@@ -58,6 +58,14 @@ static const char *const migrations[] = {
      * working directory, output and error patterns, environment, array,
      * dependency, ... (docs/protocol.md, job.submit), as one JSON object. */
     "ALTER TABLE jobs ADD COLUMN options TEXT;",
+    /* 6: who submitted a job (docs/security.md): uid and gid as the caller
+     * authenticated, the names as the user database had them then, and the
+     * account its usage is charged to. NULL for jobs from before owners. */
+    "ALTER TABLE jobs ADD COLUMN uid INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN gid INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN user TEXT;"
+    "ALTER TABLE jobs ADD COLUMN grp TEXT;"
+    "ALTER TABLE jobs ADD COLUMN account TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -110,7 +110,8 @@ struct loom_store {
 #define JOB_COLUMNS                                                                                \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options"
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options, "    \
+    "uid, gid, user, grp, account"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -153,6 +154,11 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->run_json = col_text(st, 20, &fail);
     j->estimate_json = col_text(st, 21, &fail);
     j->options_json = col_text(st, 22, &fail);
+    j->uid = sqlite3_column_type(st, 23) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 23);
+    j->gid = sqlite3_column_type(st, 24) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 24);
+    j->user = col_text(st, 25, &fail);
+    j->group = col_text(st, 26, &fail);
+    j->account = col_text(st, 27, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -322,6 +328,16 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_bind_int64(st, 14, now);
     bind_text_or_null(st, 15, j->estimate_json);
     bind_text_or_null(st, 16, j->options_json);
+    if (j->uid >= 0) {
+        sqlite3_bind_int64(st, 17, j->uid);
+        sqlite3_bind_int64(st, 18, j->gid);
+    } else {
+        sqlite3_bind_null(st, 17);
+        sqlite3_bind_null(st, 18);
+    }
+    bind_text_or_null(st, 19, j->user);
+    bind_text_or_null(st, 20, j->group);
+    bind_text_or_null(st, 21, j->account);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -1387,8 +1403,9 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     if ((rc = prep(s->wdb,
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
-                   "state, submit_time_ns, update_time_ns, estimate, options) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,?15,?16) "
+                   "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
+                   "account) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,"
+                   "?15,?16,?17,?18,?19,?20,?21) "
                    "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
@@ -1485,4 +1502,107 @@ void loom_store_close(loom_store_t *s)
     pthread_mutex_destroy(&s->mu);
     free(s->reserve_path);
     free(s);
+}
+
+/* ------------------------------------------------------------- usage */
+
+/* Per job: seconds of [start, end or now) inside [since, now). */
+#define USAGE_SQL                                                                                  \
+    "SELECT COALESCE(user, ''), COALESCE(account, ''), count(*), "                                 \
+    "sum((gpus * 1000 + gpu_share_milli) / 1000.0 * d), sum(cpus * d), "                           \
+    "sum(memory_bytes / 1073741824.0 * d), sum(d) FROM ("                                          \
+    "  SELECT user, account, gpus, gpu_share_milli, cpus, memory_bytes,"                           \
+    "    (min(CASE WHEN end_time_ns > 0 THEN end_time_ns ELSE ?1 END, ?1)"                         \
+    "     - max(start_time_ns, ?2)) / 1e9 AS d"                                                    \
+    "  FROM jobs WHERE start_time_ns > 0"                                                          \
+    "    AND (?3 IS NULL OR user = ?3) AND (?4 IS NULL OR account = ?4))"                          \
+    " WHERE d > 0 GROUP BY 1, 2 ORDER BY 1, 2"
+
+void loom_store_usage_free(loom_store_usage_row_t *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++) {
+        free(rows[i].user);
+        free(rows[i].account);
+    }
+    free(rows);
+}
+
+int loom_store_usage(loom_store_t *s, const loom_store_usage_query_t *q,
+                     loom_store_usage_row_t **rows, size_t *n, loom_err_t *err)
+{
+    *rows = NULL;
+    *n = 0;
+    int rc = LOOM_OK;
+    size_t cap = 0;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb, USAGE_SQL, -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "usage: %s", sqlite3_errmsg(s->rdb));
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, q->now_ns);
+    sqlite3_bind_int64(st, 2, q->since_ns);
+    bind_text_or_null(st, 3, q->user);
+    bind_text_or_null(st, 4, q->account);
+    int r = SQLITE_DONE;
+    while (rc == LOOM_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            loom_store_usage_row_t *g = realloc(*rows, ncap * sizeof *g);
+            if (!g) {
+                rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+                break;
+            }
+            *rows = g;
+            cap = ncap;
+        }
+        loom_store_usage_row_t *u = &(*rows)[*n];
+        bool fail = false;
+        u->user = col_text(st, 0, &fail);
+        u->account = col_text(st, 1, &fail);
+        u->jobs = sqlite3_column_int64(st, 2);
+        u->gpu_seconds = sqlite3_column_double(st, 3);
+        u->cpu_seconds = sqlite3_column_double(st, 4);
+        u->memory_gib_seconds = sqlite3_column_double(st, 5);
+        u->wall_seconds = sqlite3_column_double(st, 6);
+        (*n)++;
+        if (fail || !u->user || !u->account)
+            rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+    }
+    if (rc == LOOM_OK && r != SQLITE_DONE)
+        rc = loom_err_set(err, LOOM_EIO, "usage: %s", sqlite3_errmsg(s->rdb));
+    sqlite3_finalize(st);
+out:
+    pthread_mutex_unlock(&s->rmu);
+    if (rc != LOOM_OK) {
+        loom_store_usage_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int loom_store_count_pending(loom_store_t *s, int64_t uid, const char *account, int64_t *n,
+                             loom_err_t *err)
+{
+    *n = 0;
+    int rc = LOOM_OK;
+    pthread_mutex_lock(&s->rmu);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->rdb,
+                           "SELECT count(*) FROM jobs WHERE state = 'PENDING' AND "
+                           "(?1 < 0 OR uid = ?1) AND (?2 IS NULL OR account = ?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = loom_err_set(err, LOOM_EIO, "counting pending jobs: %s", sqlite3_errmsg(s->rdb));
+    } else {
+        sqlite3_bind_int64(st, 1, uid);
+        bind_text_or_null(st, 2, account);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *n = sqlite3_column_int64(st, 0);
+        else
+            rc = loom_err_set(err, LOOM_EIO, "counting pending jobs: %s", sqlite3_errmsg(s->rdb));
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->rmu);
+    return rc;
 }

@@ -1,0 +1,167 @@
+/* Job owners in the store (schema 6) and usage from the jobs table: an
+ * owner round trip and its JSON, a job without one, and usage per user and
+ * account: GPU, CPU and memory seconds over each job's run, clipped to the
+ * window, a running job counted up to now, filters. */
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "loom/store.h"
+#include "test_util.h"
+
+static char dir[64], path[128];
+
+static int64_t submit(loom_store_t *s, const char *user, const char *account, int64_t gpus,
+                      int64_t share)
+{
+    loom_job_spec_t spec;
+    loom_job_spec_init(&spec);
+    spec.name = "j";
+    spec.script = "true";
+    spec.cpus = 2;
+    spec.memory_bytes = 1ULL << 30;
+    spec.gpus = gpus;
+    spec.gpu_share_milli = share;
+    if (user) {
+        spec.has_owner = true;
+        spec.uid = 1000;
+        spec.gid = 1000;
+        spec.user = user;
+        spec.group = user;
+        spec.account = account;
+    }
+    loom_job_t j;
+    loom_err_t err;
+    if (loom_store_submit(s, &spec, &j, NULL, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    int64_t id = j.id;
+    loom_job_free(&j);
+    return id;
+}
+
+static void move(loom_store_t *s, int64_t id, loom_job_state_t to)
+{
+    loom_err_t err;
+    if (loom_store_transition(s, id, -1, to, "test", NULL, NULL, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static loom_store_t *open_store(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/loom-store-owner-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/loom.db", dir);
+    loom_store_t *s = NULL;
+    loom_err_t err;
+    if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    return s;
+}
+
+static void close_store(loom_store_t *s)
+{
+    loom_store_close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_owner_round_trip(void **state)
+{
+    (void)state;
+    loom_store_t *s = open_store();
+    int64_t a = submit(s, "ana", NULL, 0, 0), b = submit(s, NULL, NULL, 0, 0);
+    loom_job_t j;
+    loom_err_t err;
+    assert_int_equal(loom_store_get(s, a, &j, &err), LOOM_OK);
+    assert_int_equal(j.uid, 1000);
+    assert_int_equal(j.gid, 1000);
+    assert_string_equal(j.user, "ana");
+    assert_string_equal(j.account, "ana"); /* defaults to the group */
+    json_t *o = loom_job_to_json(&j, false);
+    char *text = json_dumps(json_object_get(o, "owner"), JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(text, "{\"account\":\"ana\",\"gid\":1000,\"group\":\"ana\",\"uid\":1000,"
+                              "\"user\":\"ana\"}");
+    free(text);
+    json_decref(o);
+    loom_job_t copy;
+    assert_int_equal(loom_job_copy(&copy, &j), LOOM_OK);
+    assert_string_equal(copy.user, "ana");
+    loom_job_free(&copy);
+    loom_job_free(&j);
+    assert_int_equal(loom_store_get(s, b, &j, &err), LOOM_OK);
+    assert_int_equal(j.uid, -1);
+    assert_null(j.user);
+    o = loom_job_to_json(&j, false);
+    assert_true(json_is_null(json_object_get(o, "owner")));
+    json_decref(o);
+    loom_job_free(&j);
+    close_store(s);
+}
+
+static const loom_store_usage_row_t *row(loom_store_usage_row_t *rows, size_t n, const char *u)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].user, u) == 0)
+            return &rows[i];
+    fail_msg("no usage row for '%s'", u);
+    return NULL;
+}
+
+static void test_usage(void **state)
+{
+    (void)state;
+    loom_store_t *s = open_store();
+    int64_t t0 = loom_time_real_ns();
+    int64_t a = submit(s, "ana", "vision", 2, 0), b = submit(s, "bo", NULL, 0, 250);
+    submit(s, "cy", NULL, 1, 0); /* never runs: no usage */
+    move(s, a, LOOM_JOB_RUNNING);
+    move(s, b, LOOM_JOB_RUNNING);
+    usleep(200 * 1000);
+    move(s, a, LOOM_JOB_COMPLETED);
+    loom_store_usage_row_t *rows;
+    size_t n;
+    loom_err_t err;
+    loom_store_usage_query_t q = {.now_ns = loom_time_real_ns()};
+    assert_int_equal(loom_store_usage(s, &q, &rows, &n, &err), LOOM_OK);
+    assert_int_equal(n, 2);
+    const loom_store_usage_row_t *ra = row(rows, n, "ana"), *rb = row(rows, n, "bo");
+    assert_string_equal(ra->account, "vision");
+    assert_string_equal(rb->account, "bo");
+    assert_int_equal(ra->jobs, 1);
+    assert_true(ra->wall_seconds >= 0.2 && ra->wall_seconds < 5);
+    assert_true(fabs(ra->gpu_seconds - 2 * ra->wall_seconds) < 1e-6);
+    assert_true(fabs(ra->cpu_seconds - 2 * ra->wall_seconds) < 1e-6);
+    assert_true(fabs(ra->memory_gib_seconds - ra->wall_seconds) < 1e-6);
+    /* bo still runs: counted to now, a quarter of a GPU */
+    assert_true(rb->wall_seconds >= 0.2);
+    assert_true(fabs(rb->gpu_seconds - 0.25 * rb->wall_seconds) < 1e-6);
+    double bo_then = rb->wall_seconds;
+    loom_store_usage_free(rows, n);
+    /* a window that starts later clips; filters select */
+    usleep(50 * 1000);
+    q.since_ns = q.now_ns;
+    q.now_ns = loom_time_real_ns();
+    q.user = "bo";
+    assert_int_equal(loom_store_usage(s, &q, &rows, &n, &err), LOOM_OK);
+    assert_int_equal(n, 1);
+    assert_true(rows[0].wall_seconds > 0 && rows[0].wall_seconds < bo_then);
+    loom_store_usage_free(rows, n);
+    q.user = NULL;
+    q.account = "vision";
+    q.since_ns = t0;
+    assert_int_equal(loom_store_usage(s, &q, &rows, &n, &err), LOOM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].user, "ana");
+    loom_store_usage_free(rows, n);
+    close_store(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_owner_round_trip),
+        cmocka_unit_test(test_usage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
