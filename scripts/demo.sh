@@ -54,7 +54,7 @@ done
 
 echo
 echo "== all jobs ended"
-"$build/loom" jobs --limit 1000 > "$state/jobs.txt"
+"$build/loom" jobs --all --limit 1000 > "$state/jobs.txt"
 head -n 40 "$state/jobs.txt"
 first=$("$build/loom" jobs --state COMPLETED --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(j[0]["id"] if j else "")')
 if [ -n "$first" ]; then
@@ -67,7 +67,7 @@ fi
 echo
 echo "== summary"
 "$build/loom" info --json > "$state/info.json"
-"$build/loom" jobs --limit 1000 --json > "$state/jobs.json"
+"$build/loom" jobs --all --limit 1000 --json > "$state/jobs.json"
 /usr/bin/python3 - "$state/info.json" "$state/jobs.json" <<'PY'
 import datetime, json, sys
 info = json.load(open(sys.argv[1]))

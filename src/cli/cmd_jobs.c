@@ -200,19 +200,41 @@ static const char *cell(const column_t *c, const json_t *j, double now, char *ou
 }
 
 /* The last column is not padded (no trailing blanks). */
-static void print_cell(const column_t *c, const char *text, bool last)
+static void print_cell(int width, const char *text, bool last)
 {
     if (last)
         printf("%s\n", text);
     else
-        printf("%*s ", c->width, text);
+        printf("%*s ", width, text);
+}
+
+/* A column's width: its own, widened to the longest cell, except NAME,
+ * which is cut to its column as squeue cuts it (NODE/GPUS and the rest
+ * are never cut: a GPU list hidden by the column would say nothing). */
+static int column_width(const column_t *c, const json_t *jobs, double now)
+{
+    int w = c->width < 0 ? -c->width : c->width;
+    size_t i;
+    json_t *j;
+    if (strcmp(c->key, "name") != 0)
+        json_array_foreach(jobs, i, j)
+        {
+            char buf[256];
+            cell(c, j, now, buf, sizeof buf);
+            if ((int)strlen(buf) > w)
+                w = (int)strlen(buf);
+        }
+    return c->width < 0 ? -w : w;
 }
 
 static void print_table(const json_t *jobs, const column_t *const *shown, size_t n)
 {
     double now = (double)loom_time_real_ns() / 1e9;
-    for (size_t c = 0; c < n; c++)
-        print_cell(shown[c], shown[c]->title, c + 1 == n);
+    int width[SHOWN_MAX];
+    for (size_t c = 0; c < n; c++) {
+        width[c] = column_width(shown[c], jobs, now);
+        print_cell(width[c], shown[c]->title, c + 1 == n);
+    }
     size_t i;
     json_t *j;
     json_array_foreach(jobs, i, j)
@@ -220,10 +242,10 @@ static void print_table(const json_t *jobs, const column_t *const *shown, size_t
         for (size_t c = 0; c < n; c++) {
             char buf[256];
             cell(shown[c], j, now, buf, sizeof buf);
-            int w = shown[c]->width < 0 ? -shown[c]->width : shown[c]->width;
+            int w = width[c] < 0 ? -width[c] : width[c];
             if (c + 1 < n && w > 0 && (int)strlen(buf) > w)
                 buf[w] = 0; /* a long name is cut to its column, as squeue */
-            print_cell(shown[c], buf, c + 1 == n);
+            print_cell(width[c], buf, c + 1 == n);
         }
     }
 }
