@@ -11,7 +11,9 @@
 #
 #   bench/estimate_eval.sh [BUILD] [DEVICE.json]
 #       default build, workloads/devices/cpu-local-retain.json
-#   env: PROCS (3), STEPS (9), SETS ("development evaluation"), NICE (-5:
+#   env: PROCS (3), STEPS (9), SETS ("development evaluation"), REUSE=1 (keep
+#        the committed measurements, estimate again: after an estimator
+#        change; the context_bytes measurement is kept too), NICE (-5:
 #        step times are CPU time, but a loaded machine still slows them; as
 #        root the measurement runs at nice -5, else at 0)
 #
@@ -42,6 +44,8 @@ for set in ${SETS:-development evaluation}; do
     args=(--plan workloads/models/evaluation.txt --out docs/bench/estimate_eval.md
           --json docs/bench/estimate_eval.json)
   fi
+  reuse=()
+  [ -n "${REUSE:-}" ] && reuse=(--reuse "${args[-1]}" --no-context)
   "${nice[@]}" $py bench/estimate_measure.py --build "$build" --onnx "$tmp" --device "$device" \
-    --procs "$procs" --steps "$steps" --set "$set" "${args[@]}"
+    --procs "$procs" --steps "$steps" --set "$set" "${args[@]}" "${reuse[@]}"
 done

@@ -103,6 +103,10 @@ def child(name, batch, optimizer, steps):
 
 def run_child(args, name, batch, tunables=""):
     """The measurement of the median process of args.procs (see the top)."""
+    old = getattr(args, "reuse_rows", {}).get((name, batch))
+    if old:  # --reuse: measured before, estimated again
+        return {"peak": old["measured_bytes"], "time": old["measured_s"],
+                "proc_times": old.get("proc_times_s"), "faults": old.get("faults") or 0}
     procs = max(1, args.procs)
     runs = sorted((run_one(args, name, batch, tunables, k) for k in range(procs)),
                   key=lambda m: m["time"])
@@ -243,6 +247,8 @@ def main():
     ap.add_argument("--set", default="development",
                     help="what the models are, for the report: development (the zoo) or evaluation")
     ap.add_argument("--json", help="also write every row as JSON here")
+    ap.add_argument("--reuse", help="a --json file of an earlier run: its measurements are kept "
+                    "and only the estimates are made again (after an estimator change)")
     ap.add_argument("--no-context", action="store_true",
                     help="keep the device's context_bytes (do not re-measure it on the MLP)")
     ap.add_argument("--cache", help="JSON file of measurements to reuse (estimator work: "
@@ -252,6 +258,9 @@ def main():
     a.plan = load_plan(a.plan) if a.plan else PLAN
     a.models = a.models or ",".join(a.plan)
     a.rows = []
+    a.reuse_rows = {}
+    if a.reuse and os.path.exists(a.reuse):
+        a.reuse_rows = {(r["model"], r["batch"]): r for r in json.load(open(a.reuse))}
     sections = [measure_device(a, p) for p in a.device]
     if a.json:
         with open(a.json, "w") as f:

@@ -780,6 +780,29 @@ static void maybe_free_fwd(cost_t *c, int t, int p)
     mem_free(c, &c->handle[r]);
 }
 
+/* After the node at order position i (a group's leader: its members come
+ * before it, within GROUP_SPAN positions) ran: free what it and its
+ * members read or wrote for the last time. */
+#define GROUP_SPAN 64
+static void free_after(cost_t *c, size_t i)
+{
+    int lead = c->order[i];
+    size_t from = c->gkind[lead] == G_NONE ? i : i > GROUP_SPAN ? i - GROUP_SPAN : 0;
+    int p = (int)i;
+    for (size_t q = from; q <= i; q++) {
+        int ni = c->order[q];
+        if (c->leader[ni] != lead)
+            continue;
+        const est_node_t *n = &c->m->n[ni];
+        for (size_t k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0)
+                maybe_free_fwd(c, n->in[k], p);
+        for (size_t k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0)
+                maybe_free_fwd(c, n->out[k], p);
+    }
+}
+
 static int64_t attr_int(const est_node_t *n, const char *name, int64_t def)
 {
     const est_attr_t *a = est_attr(n, name);
@@ -899,13 +922,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             for (size_t k = 1; k < n->nin; k++) /* autocast's half copies of weights */
                 if (n->in[k] >= 0 && c->param[n->in[k]] && !persist[4 * n->in[k] + 3])
                     persist[4 * n->in[k] + 3] = mem_alloc(c, tbytes(c, n->in[k]) / 2, CAT_TEMP);
-        int p = leader_pos(c, ni);
-        for (size_t k = 0; k < n->nin; k++)
-            if (n->in[k] >= 0)
-                maybe_free_fwd(c, n->in[k], p);
-        for (size_t k = 0; k < n->nout; k++)
-            if (n->out[k] >= 0)
-                maybe_free_fwd(c, n->out[k], p);
+        if (!internal) /* a group frees its members' inputs once its output exists */
+            free_after(c, i);
     }
     uint64_t loss = 0;
     if (train) {
