@@ -269,7 +269,10 @@ def main():
     head = [
         "# Estimator against measurement",
         "",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {platform.node()}. "
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        + (f" (estimates only: the measurements, their step count, processes and load are those "
+           f"of {a.reuse}'s run)" if a.reuse_rows else "") +
+        f". Machine: {platform.node()}. "
         f"Measured on: **CPU** (torch {torch.__version__}, "
         f"1 thread, CPU time; {THREADS_NOTE}). No GPU was available in this session; the H200 rows are "
         "still to be measured.",
