@@ -464,7 +464,9 @@ def strip(src, dst):
     data = os.path.basename(dst) + ".data"
     onnx.save_model(m, dst, save_as_external_data=True, all_tensors_to_one_file=True,
                     location=data, size_threshold=1024)
-    os.remove(os.path.join(os.path.dirname(os.path.abspath(dst)), data))
+    data = os.path.join(os.path.dirname(os.path.abspath(dst)), data)
+    if os.path.exists(data):  # absent when torch wrote every tensor externally (> 2 GB)
+        os.remove(data)
 
 
 def main():
