@@ -47,7 +47,7 @@ def main():
     names = ex.all_names() if a.models == "all" else a.models.split(",")
     os.makedirs(a.dir, exist_ok=True)
     loom = os.path.join(a.build, "loom")
-    rows, bad, noexport = [], [], []
+    rows, bad, noexport, checked = [], [], [], 0
     for name in names:
         path = os.path.join(a.dir, name + ".onnx")
         if not os.path.exists(path):
@@ -63,6 +63,7 @@ def main():
         inf, e2 = estimate(loom, path, a.batch, False)
         side = os.path.join(a.dir, name + ".json")
         want = json.load(open(side))["params"] if os.path.exists(side) else None
+        checked += want is not None
         if tr is not None and want is not None and tr["params"] != want:
             e1 = f"params {tr['params']} but PyTorch counts {want}"
             tr = None
@@ -84,7 +85,8 @@ def main():
                 "cpu-local, Adam for the training step). Every model is exported graph-only "
                 "(`workloads/export_onnx.py --no-weights`).", "",
                 f"**{len(rows)} models estimated, {len(bad)} rejected by the estimator, "
-                f"{len(noexport)} that PyTorch did not export.**", "",
+                f"{len(noexport)} that PyTorch did not export.** Parameter counts held to "
+                f"PyTorch's (the export's NAME.json) for {checked} of them" + (", all equal." if not bad else " (mismatches are listed as rejected)."), "",
                 "| model | params | fwd GFLOP | inference MiB | train MiB | train step ms (cpu-local) |",
                 "|---|---|---|---|---|---|", *rows, ""] +
                 (["## Rejected by the estimator", ""] + [f"- {n}: {e}" for n, e in bad] + [""]
