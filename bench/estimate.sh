@@ -17,6 +17,8 @@
 #      of both device files, runs appended to docs/bench/estimate_classes.md
 #   8. bench/estimate_measure.py, once per device file (each measured with its
 #      malloc_tunables) -> docs/bench/estimate.md
+#   9. bench/estimate_coverage.py: every exportable model estimated (docs/bench/estimate_coverage.md)
+# The held-out evaluation is its own command: bench/estimate_eval.sh.
 set -euo pipefail
 build=${1:-build}
 # one thread for PyTorch, OpenMP and OpenBLAS (whose spinning threads would
@@ -111,3 +113,7 @@ $py bench/estimate_instep.py --build "$build" --onnx "$tmp" --report docs/bench/
   workloads/devices/cpu-local-retain.json workloads/devices/cpu-local.json
 $py bench/estimate_measure.py --build "$build" --onnx "$tmp" \
   --device workloads/devices/cpu-local.json --device workloads/devices/cpu-local-retain.json --out docs/bench/estimate.md "${cache[@]}" "${@:2}"
+# 9. coverage: every model export_onnx.py knows (all torchvision classifiers,
+#    detection/segmentation backbones, torch.nn transformers and RNNs),
+#    graph-only, estimated -> docs/bench/estimate_coverage.md
+$py bench/estimate_coverage.py --build "$build" --dir "$tmp/coverage" --out docs/bench/estimate_coverage.md

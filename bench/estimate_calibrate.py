@@ -290,23 +290,49 @@ def cal_conv(quick, point=False):
         el = b * ci * hw * hw + E + co * ci * k * k
         fw.append((flops, d, el, float(s > 1), tf))
         bw.append((2 * flops, d, el, float(s > 1), tb))
+    if not point:
+        grouped(fw, bw, quick)
     return fit_flops(fw), fit_flops(bw)
+
+
+def grouped(fw, bw, quick):
+    """Grouped 3x3 convolutions (ResNeXt / RegNet style: 2 to 64 channels
+    per group) join the conv class's samples; d counts channels per group."""
+    for b, (c, g), hw, s in itertools.product((3, 12), ((48, 24), (96, 8), (120, 4), (256, 4)),
+                                              (9, 17), (1, 2)):
+        if quick and hw == 17:
+            continue
+        def make(b=b, c=c, g=g, hw=hw, s=s):
+            conv = nn.Conv2d(c, c, 3, stride=s, padding=1, groups=g, bias=False)
+            return conv, (torch.randn(b, c, hw, hw, requires_grad=True),), conv.parameters()
+        tf, tb = fwd_bwd(make)
+        ho = (hw - 1) // s + 1
+        E = b * c * ho * ho
+        flops = 2 * E * (c // g) * 9
+        d = min(b * ho * ho, c // g, (c // g) * 9)
+        el = b * c * hw * hw + E + c * (c // g) * 9
+        fw.append((flops, d, el, float(s > 1), tf))
+        bw.append((2 * flops, d, el, float(s > 1), tb))
 
 
 def cal_dwconv(quick):
     fw, bw = [], []
-    for b, c, hw, s in itertools.product((3, 12), (24, 72, 200, 480), (5, 9, 17, 33), (1, 2)):
-        if quick and hw == 17:
+    # kernels 3, 5 and 7 (MobileNet, EfficientNet / MnasNet, ConvNeXt): the
+    # time grows with the kernel, so the class has a FLOP term (2 E k^2, d = 1)
+    for b, c, hw, s, k in itertools.product((3, 12), (24, 72, 200, 480), (5, 9, 17, 33), (1, 2),
+                                            (3, 5, 7)):
+        if (quick and hw == 17) or (k == 7 and s == 2) or (k > 3 and hw == 33 and c > 72):
             continue
-        def make(b=b, c=c, hw=hw, s=s):
-            conv = nn.Conv2d(c, c, 3, stride=s, padding=1, groups=c, bias=False)
+        def make(b=b, c=c, hw=hw, s=s, k=k):
+            conv = nn.Conv2d(c, c, k, stride=s, padding=k // 2, groups=c, bias=False)
             return conv, (torch.randn(b, c, hw, hw, requires_grad=True),), conv.parameters()
         tf, tb = fwd_bwd(make)
         ho = (hw - 1) // s + 1
         el = b * c * (hw * hw + ho * ho)
-        fw.append((0, 1, el, float(s > 1), tf))
-        bw.append((0, 1, el, float(s > 1), tb))
-    return fit_flops(fw), fit_flops(bw)  # overhead, strided and one elem_s
+        flops = 2 * b * c * ho * ho * k * k
+        fw.append((flops, 1, el, float(s > 1), tf))
+        bw.append((2 * flops, 1, el, float(s > 1), tb))
+    return fit_flops(fw), fit_flops(bw)  # overhead, strided, a FLOP rate and one elem_s
 
 
 def cal_matmul(quick):
@@ -521,14 +547,28 @@ def step_overhead():
 TUNABLES = "glibc.malloc.trim_threshold=68719476736:glibc.malloc.mmap_threshold=33554432"
 
 
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
 def main():
     global page_fault_s
     if os.environ.get("GLIBC_TUNABLES") != TUNABLES:  # see the module's docstring
         os.execve(sys.executable, [sys.executable] + sys.argv,
                   dict(os.environ, GLIBC_TUNABLES=TUNABLES))
     ap = argparse.ArgumentParser()
-    ap.add_argument("device")
-    ap.add_argument("--quick", action="store_true", help="fewer shapes (tests)")
+    ap.add_argument("device", help="device file to complete (or to create, with --from)")
+    ap.add_argument("--quick", action="store_true", help="fewer shapes (tests, loom estimate calibrate)")
+    ap.add_argument("--from", dest="template",
+                    help="start from this device file (its roofline figures, context_bytes, "
+                    "in_step_factor, malloc_tunables) and write a new one: `loom estimate calibrate`")
+    ap.add_argument("--name", help="the new device's name (with --from; default: the file's stem)")
     ap.add_argument("--report", help="write the fit quality as Markdown to this file")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -576,13 +616,24 @@ def main():
     lin = classes["matmul"]
     fixed = (lin["fwd"]["overhead_s"] + lin["bwd"]["overhead_s"] + classes["loss"]["fwd"]["overhead_s"]
              + classes["loss"]["bwd"]["overhead_s"] + 2 * opts["adam"]["tensor_s"])
-    dev = json.load(open(a.device))
+    dev = json.load(open(a.template or a.device))
+    if a.template:
+        import platform
+        dev["name"] = a.name or os.path.splitext(os.path.basename(a.device))[0]
+        dev["description"] = (f"{cpu_model()} on host {platform.node()}, 1 thread; operator "
+                              f"classes calibrated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+                              f"by loom estimate calibrate{' (quick)' if a.quick else ''}; roofline "
+                              f"figures, context_bytes and in_step_factor from {os.path.basename(a.template)}")
     dev["page_fault_s"] = page_fault_s
     dev["op_classes"] = classes
     dev["optimizer"] = opts
     dev["step_overhead_s"] = max(tiny - fixed, 0.0)
     dev["calibrated"] = True
-    json.dump(dev, open(a.device, "w"), indent=2, sort_keys=True)
+    tmp = a.device + ".tmp"  # whole or nothing: a failed run leaves no half-written file
+    with open(tmp, "w") as f:
+        json.dump(dev, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, a.device)
     print(f"step overhead {dev['step_overhead_s'] * 1e6:.1f} us (tiny step {tiny * 1e6:.1f} us); "
           f"calibration took {time.process_time() - t_start:.0f} s CPU", flush=True)
     if a.report:

@@ -19,6 +19,7 @@ not model. torchvision supplies the CNNs with weights=None (no downloads).
 measured model is the very module that was exported.
 """
 import argparse
+import json
 import math
 import os
 import sys
@@ -189,6 +190,12 @@ def build(name, image=64, classes=100, seq=0):
             lambda out, b: F.cross_entropy(out, torch.randint(0, 10, (b,)))
     if name in CALIBRATION:  # not in the zoo: bench/estimate_instep.py calibrates with them
         return CALIBRATION[name]()
+    if name in SEQUENCE:  # torch.nn sequence models (coverage and evaluation)
+        return SEQUENCE[name]()
+    if name in DENSE:  # detection / segmentation backbones (coverage)
+        return DENSE[name]()
+    if name in torchvision_classifiers():
+        return torchvision_classifier(name, image, classes)
     if name == "dlrm":
         return DLRM(), lambda b: (torch.randn(b, 13), torch.randint(0, 10000, (b, 8, 4))), \
             ["dense", "sparse"], \
@@ -235,31 +242,252 @@ CALIBRATION = {
 }
 
 
-def export(name, path, image=64, seq=0):
+def torchvision_classifiers():
+    """Every classification model this torchvision builds (names)."""
+    import torchvision.models as tvm
+    if hasattr(tvm, "list_models"):
+        return tvm.list_models(module=tvm)
+    return []
+
+
+# Inputs other than 64x64 where a classifier needs them: a fixed-size
+# adaptive pooling that exports only when its size divides the feature map
+# (AlexNet, VGG: 224 gives 6x6 / 7x7), Inception-v3's minimum of 75, MaxViT's
+# fixed partition sizes, ViT's patch size (image_size is a constructor
+# argument there: 64 for /16 and /32 patches, 56 for /14).
+TV_IMAGE = {"alexnet": 224, "inception_v3": 96, "maxvit_t": 224, "vit_h_14": 56}
+
+
+def torchvision_classifier(name, image=64, classes=100):
+    import torchvision.models as tvm
+    kw = {"weights": None, "num_classes": classes}
+    if name.startswith(("vgg", "alexnet")) and image % 224:
+        image = 224
+    image = TV_IMAGE.get(name, image) if image == 64 else image
+    if name.startswith("vit_"):
+        kw["image_size"] = image
+    if name in ("googlenet", "inception_v3"):
+        kw["aux_logits"] = False  # one output; the auxiliary heads are training tricks
+        kw["init_weights"] = False
+    m = tvm.get_model(name, **kw) if hasattr(tvm, "get_model") else getattr(tvm, name)(**kw)
+    from torchvision.ops import StochasticDepth
+    for mod in m.modules():
+        # StochasticDepth (EfficientNet, ConvNeXt, Swin, MaxViT) draws a
+        # Bernoulli mask in training, which has no export; at probability 0
+        # it is the identity (its [N,1,1,1] mask aside)
+        if isinstance(mod, StochasticDepth):
+            mod.p = 0.0
+    return m, lambda b: (torch.randn(b, 3, image, image),), ["input"], _ce(classes)
+
+
+class _Seq2Seq(nn.Module):  # nn.TransformerDecoder over a memory (both inputs batch-first)
+    def __init__(self, dim, heads, depth, ff, vocab=1000):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(dim, heads, ff, dropout=0.1, batch_first=True)
+        self.dec = nn.TransformerDecoder(layer, depth)
+        self.emb = nn.Embedding(vocab, dim)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, ids, memory):
+        return self.out(self.dec(self.emb(ids), memory))
+
+
+class _Encoder(nn.Module):  # nn.TransformerEncoder on features
+    def __init__(self, dim, heads, depth, ff, classes=10, act="relu", norm_first=False):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout=0.1, activation=act,
+                                           batch_first=True, norm_first=norm_first)
+        self.enc = nn.TransformerEncoder(layer, depth)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.head(self.enc(x)[:, 0])
+
+
+class _RNN(nn.Module):  # nn.LSTM / nn.GRU over features, a classifier on the last step
+    def __init__(self, kind, dim, hidden, layers, bidirectional=False, classes=10):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(dim, hidden, layers, batch_first=True,
+                                     bidirectional=bidirectional)
+        self.head = nn.Linear(hidden * (2 if bidirectional else 1), classes)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
+def _seq_model(mod, seq, dim, classes=10):
+    return mod, lambda b: (torch.randn(b, seq, dim),), ["input"], _ce(classes)
+
+
+def _decoder(dim, heads, depth, ff, seq, mem, vocab=1000):
+    def loss(out, b):
+        return F.cross_entropy(out.reshape(-1, vocab), torch.randint(0, vocab, (b * seq,)))
+    return _Seq2Seq(dim, heads, depth, ff, vocab), \
+        lambda b: (torch.randint(0, vocab, (b, seq)), torch.randn(b, mem, dim)), \
+        ["ids", "memory"], loss
+
+
+# torch.nn's own sequence layers at sizes the zoo does not use
+SEQUENCE = {
+    "tx_encoder": lambda: _seq_model(_Encoder(192, 4, 3, 768), 48, 192),
+    "tx_encoder_gelu": lambda: _seq_model(_Encoder(128, 8, 2, 512, act="gelu", norm_first=True),
+                                          96, 128),
+    "tx_encoder_wide": lambda: _seq_model(_Encoder(512, 8, 2, 2048), 32, 512),
+    "tx_decoder": lambda: _decoder(160, 4, 2, 640, 40, 24),
+    "tx_decoder_small": lambda: _decoder(64, 2, 1, 256, 20, 30),
+    "lstm_small": lambda: _seq_model(_RNN("LSTM", 40, 96, 1), 50, 40),
+    "lstm_bi": lambda: _seq_model(_RNN("LSTM", 64, 128, 2, bidirectional=True), 30, 64),
+    "gru": lambda: _seq_model(_RNN("GRU", 48, 160, 2), 40, 48),
+    "gru_bi": lambda: _seq_model(_RNN("GRU", 32, 64, 1, bidirectional=True), 60, 32),
+}
+
+
+class _First(nn.Module):  # a dict-returning model reduced to one tensor output
+    def __init__(self, mod, key=None):
+        super().__init__()
+        self.mod, self.key = mod, key
+
+    def forward(self, x):
+        y = self.mod(x)
+        if self.key is not None:
+            return y[self.key]
+        return torch.cat([v.flatten(1) for v in y.values()], dim=1)  # every FPN level
+
+
+def _dense(make, key=None, image=64):
+    def build_it():
+        mod = _First(make(), key)
+        return mod, lambda b: (torch.randn(b, 3, image, image),), ["input"], \
+            lambda out, b: out.float().pow(2).mean()
+    return build_it
+
+
+def _fpn(backbone):
+    from torchvision.models.detection.backbone_utils import (mobilenet_backbone,
+                                                            resnet_fpn_backbone)
+    if backbone.startswith("resnet"):
+        # trainable BatchNorm: FrozenBatchNorm2d's buffers export as float
+        # initializers, which the estimator cannot tell from parameters
+        return resnet_fpn_backbone(backbone_name=backbone, weights=None, trainable_layers=5,
+                                   norm_layer=nn.BatchNorm2d)
+    return mobilenet_backbone(backbone_name=backbone, weights=None, fpn=True, trainable_layers=6,
+                              norm_layer=nn.BatchNorm2d)
+
+
+def _seg(name):
+    import torchvision.models.segmentation as seg
+    return getattr(seg, name)(weights=None, weights_backbone=None, num_classes=21, aux_loss=False)
+
+
+# The backbones of torchvision's detection models (ResNet + FPN as in Faster /
+# Mask / Keypoint R-CNN and RetinaNet, MobileNetV3 + FPN as in the mobile
+# Faster R-CNN) and its segmentation models whole (backbone + head + the
+# upsampling to the input size); the detection heads (RoI pooling, NMS) do not
+# export at opset 13 in training mode.
+DENSE = {
+    "fpn_resnet50": _dense(lambda: _fpn("resnet50")),
+    "fpn_resnet18": _dense(lambda: _fpn("resnet18")),
+    "fpn_mobilenet_v3_large": _dense(lambda: _fpn("mobilenet_v3_large")),
+    "fcn_resnet50": _dense(lambda: _seg("fcn_resnet50"), "out"),
+    "deeplabv3_resnet50": _dense(lambda: _seg("deeplabv3_resnet50"), "out"),
+    "deeplabv3_mobilenet_v3_large": _dense(lambda: _seg("deeplabv3_mobilenet_v3_large"), "out"),
+    "lraspp_mobilenet_v3_large": _dense(lambda: _seg("lraspp_mobilenet_v3_large"), "out"),
+}
+
+
+def all_names():
+    """Every model this script exports: the zoo, calibration, sequence and
+    dense models, and every torchvision classifier."""
+    return list(NAMES) + ["mlp"] + list(CALIBRATION) + list(SEQUENCE) + list(DENSE) + \
+        [n for n in torchvision_classifiers() if n not in NAMES]
+
+
+class _NoInit:
+    """Skips torch.nn.init while building (the weights' values never reach
+    the estimator, and initialising a 600M-parameter model takes a minute)."""
+    def __enter__(self):
+        import torch.nn.init as init
+        self.saved = {k: getattr(init, k) for k in dir(init)
+                      if k.endswith("_") and callable(getattr(init, k))}
+        for k in self.saved:
+            setattr(init, k, lambda t, *a, **kw: t)
+
+    def __exit__(self, *exc):
+        import torch.nn.init as init
+        for k, f in self.saved.items():
+            setattr(init, k, f)
+
+
+def export(name, path, image=64, seq=0, weights=True):
+    """weights=False: no init, and every initializer over 1 KiB is written as
+    external data that is then deleted, leaving the graph, shapes and small
+    constants (what `loom estimate` reads) in a file of kilobytes."""
     torch.manual_seed(0)
-    mod, inputs, names, _ = build(name, image, seq=seq)
+    if weights:
+        mod, inputs, names, _ = build(name, image, seq=seq)
+    else:
+        with _NoInit():
+            mod, inputs, names, _ = build(name, image, seq=seq)
     mod.train()
     axes = {n: {0: "batch"} for n in names}
     axes["output"] = {0: "batch"}
-    torch.onnx.export(mod, inputs(2), path, opset_version=13, input_names=names,
+    with torch.no_grad():
+        example = inputs(2)
+    if weights:
+        _export(mod, example, path, names, axes)
+        return
+    # what PyTorch counts, for the coverage test to hold the estimate against
+    with open(path[:-5] + ".json" if path.endswith(".onnx") else path + ".json", "w") as f:
+        json.dump({"model": name, "params": sum(p.numel() for p in mod.parameters()),
+                   "torch": torch.__version__}, f)
+        f.write("\n")
+    import tempfile
+    # a directory of its own: torch writes a model over 2 GB as external files next to it
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(path))) as tmp:
+        full = os.path.join(tmp, "full.onnx")
+        _export(mod, example, full, names, axes)
+        strip(full, path)
+
+
+def _export(mod, example, path, names, axes):
+    torch.onnx.export(mod, example, path, opset_version=13, input_names=names,
                       output_names=["output"], dynamic_axes=axes,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+
+
+def strip(src, dst):
+    """Rewrites src as dst with every tensor over 1 KiB as external data, and
+    deletes that data: dst keeps the graph, shapes and small constants."""
+    import onnx
+    m = onnx.load(src, load_external_data=False)
+    data = os.path.basename(dst) + ".data"
+    onnx.save_model(m, dst, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=data, size_threshold=1024)
+    data = os.path.join(os.path.dirname(os.path.abspath(dst)), data)
+    if os.path.exists(data):  # absent when torch wrote every tensor externally (> 2 GB)
+        os.remove(data)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
-    ap.add_argument("--models", default=",".join(NAMES))
+    ap.add_argument("--models", default=",".join(NAMES),
+                    help="comma-separated names, or 'all' (zoo, torch.nn sequence models, "
+                    "detection/segmentation backbones, every torchvision classifier)")
+    ap.add_argument("--no-weights", action="store_true",
+                    help="graph only: initializers over 1 KiB as deleted external data (kB files)")
     ap.add_argument("--image", type=int, default=64)
     ap.add_argument("--seq", type=int, default=0,
                     help="sequence length of bert, gpt2 and lstm (0 = their default)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     rc = 0
-    for name in a.models.split(","):
+    models = all_names() if a.models == "all" else a.models.split(",")
+    for name in models:
         path = os.path.join(a.outdir, name + ".onnx")
         try:
-            export(name, path, a.image, a.seq)
+            export(name, path, a.image, a.seq, weights=not a.no_weights)
             print(f"{name}: {path} ({os.path.getsize(path)} bytes)")
         except Exception as e:  # report every model, fail at the end
             print(f"{name}: export failed: {e}", file=sys.stderr)

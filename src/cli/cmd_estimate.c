@@ -1,10 +1,17 @@
 /* loom estimate MODEL.onnx --batch N [--train --optimizer O] [--precision P]
  *                [--device NAME|FILE] [--top K] [--json]
- * A thin wrapper: libloom's estimator does the work (docs/estimate.md). */
+ * loom estimate calibrate --out DEVICE.json [--from NAME|FILE] [--name N] [--full]
+ * A thin wrapper: libloom's estimator does the work (docs/estimate.md); the
+ * calibration runs bench/estimate_calibrate.py (PyTorch microbenchmarks). */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -24,7 +31,181 @@ static void usage(FILE *f)
             "  --device D      a device name under $LOOM_DEVICE_DIR (default\n"
             "                  loom's share/loom/devices) or a JSON file; default h200\n"
             "  --top K         operators listed (default 10)\n"
-            "  --json          the whole estimate as JSON on stdout\n");
+            "  --json          the whole estimate as JSON on stdout\n"
+            "loom estimate calibrate --out DEVICE.json: a device file for this host\n"
+            "(loom estimate calibrate --help).\n");
+}
+
+static void usage_calibrate(FILE *f)
+{
+    fprintf(f,
+            "usage: loom estimate calibrate --out DEVICE.json [--from NAME|FILE] [--name NAME]\n"
+            "                               [--full]\n\n"
+            "Builds a device description of this host's CPU (one thread) for loom estimate\n"
+            "and loomd --estimate-device: PyTorch microbenchmarks of every operator class,\n"
+            "the optimizers, the fixed step cost and the page fault cost (a few minutes;\n"
+            "--full: more shapes, longer). Needs /usr/bin/python3 with torch.\n"
+            "  --out FILE    the device file to write (whole or not at all)\n"
+            "  --from D      template for what is not measured here: roofline figures,\n"
+            "                context_bytes, in_step_factor, malloc_tunables (default cpu-local)\n"
+            "  --name NAME   the device's name (default: FILE's stem)\n"
+            "  --full        every microbenchmark shape (bench/estimate.sh's calibration)\n"
+            "Environment: LOOM_DEVICE_DIR (where --from names are looked up),\n"
+            "LOOM_CALIBRATE_SCRIPT (the script; default bench/estimate_calibrate.py next to\n"
+            "this loom's source tree, else under the working directory), LOOM_PYTHON.\n");
+}
+
+/* Where device names are looked up: $LOOM_DEVICE_DIR, else loom's shipped
+ * data (loom_data_path: never the working directory); NULL when neither
+ * exists (loom_est_device_load then says why). */
+static const char *device_dir(void)
+{
+    static char data[4096];
+    const char *dir = getenv("LOOM_DEVICE_DIR");
+    if (dir && *dir)
+        return dir;
+    loom_err_t err;
+    return loom_data_path("devices", data, sizeof data, &err) == LOOM_OK ? data : NULL;
+}
+
+/* The file a device name or path stands for (as loom_est_device_load reads it). */
+static void device_file(const char *name_or_path, char *buf, size_t len)
+{
+    size_t n = strlen(name_or_path);
+    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".json") == 0))
+        snprintf(buf, len, "%s", name_or_path);
+    else if (device_dir())
+        snprintf(buf, len, "%s/%s.json", device_dir(), name_or_path);
+    else
+        snprintf(buf, len, "%s.json", name_or_path);
+}
+
+/* bench/estimate_calibrate.py: $LOOM_CALIBRATE_SCRIPT, else next to the
+ * build directory this loom runs from (BUILD/../bench), else ./bench. */
+static int calibrate_script(char *buf, size_t len)
+{
+    const char *env = getenv("LOOM_CALIBRATE_SCRIPT");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return access(buf, R_OK) == 0 ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(buf, len, "%s/../bench/estimate_calibrate.py", exe);
+            if (access(buf, R_OK) == 0)
+                return 0;
+        }
+    }
+    snprintf(buf, len, "bench/estimate_calibrate.py");
+    return access(buf, R_OK) == 0 ? 0 : -1;
+}
+
+static int run_calibration(const char *script, const char *out, const char *from, const char *name,
+                           bool full)
+{
+    const char *py = getenv("LOOM_PYTHON");
+    const char *argv[12];
+    int k = 0;
+    argv[k++] = py && *py ? py : "/usr/bin/python3";
+    argv[k++] = script;
+    argv[k++] = out;
+    argv[k++] = "--from";
+    argv[k++] = from;
+    if (name) {
+        argv[k++] = "--name";
+        argv[k++] = name;
+    }
+    if (!full)
+        argv[k++] = "--quick";
+    argv[k] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "loom estimate calibrate: fork: %s\n", strerror(errno));
+        return LOOM_EXIT_FAILURE;
+    }
+    if (pid == 0) { /* one thread everywhere: the estimates model a single-threaded step */
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+        setenv("OMP_NUM_THREADS", "1", 1);
+        setenv("MKL_NUM_THREADS", "1", 1);
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "loom estimate calibrate: %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "loom estimate calibrate: %s %s failed (%s %d); %s not written\n", argv[0],
+                script, WIFEXITED(st) ? "exit" : "signal",
+                WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), out);
+        return LOOM_EXIT_FAILURE;
+    }
+    return LOOM_EXIT_OK;
+}
+
+/* loom estimate calibrate: run the microbenchmarks, then check the file
+ * they wrote loads as a device (what loomd --estimate-device FILE will do). */
+static int cmd_calibrate(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},  {"from", required_argument, NULL, 'f'},
+        {"name", required_argument, NULL, 'n'}, {"full", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *from = "cpu-local", *name = NULL;
+    bool full = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'f': from = optarg; break;
+        case 'n': name = optarg; break;
+        case 'F': full = true; break;
+        case 'h': usage_calibrate(stdout); return LOOM_EXIT_OK;
+        default: usage_calibrate(stderr); return LOOM_EXIT_USAGE;
+        }
+    }
+    if (!out || optind != argc) {
+        fprintf(stderr, "loom estimate calibrate: %s\n",
+                !out ? "--out DEVICE.json is required" : "unexpected argument");
+        usage_calibrate(stderr);
+        return LOOM_EXIT_USAGE;
+    }
+    loom_err_t err = {0};
+    loom_est_device_t dev;
+    char tmpl[4096], script[4096];
+    device_file(from, tmpl, sizeof tmpl);
+    if (loom_est_device_load(from, device_dir(), &dev, &err)) { /* a template that loads */
+        fprintf(stderr, "loom estimate calibrate: --from: %s\n", err.msg);
+        return err.code == LOOM_ENOTFOUND || err.code == LOOM_EIO ? LOOM_EXIT_NOTFOUND
+                                                                  : LOOM_EXIT_INPUT;
+    }
+    if (calibrate_script(script, sizeof script)) {
+        fprintf(stderr,
+                "loom estimate calibrate: %s: not found (set LOOM_CALIBRATE_SCRIPT to "
+                "bench/estimate_calibrate.py of loom's source tree)\n",
+                script);
+        return LOOM_EXIT_NOTFOUND;
+    }
+    int rc = run_calibration(script, out, tmpl, name, full);
+    if (rc)
+        return rc;
+    char outp[4096];
+    snprintf(outp, sizeof outp, "%s%s", strchr(out, '/') ? "" : "./", out); /* a path, not a name */
+    if (loom_est_device_load(outp, NULL, &dev, &err)) {
+        fprintf(stderr, "loom estimate calibrate: the calibration wrote a bad file: %s\n", err.msg);
+        return LOOM_EXIT_FAILURE;
+    }
+    printf("wrote %s (device '%s'): use loom estimate --device %s, loomd --estimate-device %s\n",
+           out, dev.name, out, out);
+    return LOOM_EXIT_OK;
 }
 
 static const char *human(double v, char *buf, size_t len, const char *unit)
@@ -126,6 +307,8 @@ int loom_cmd_estimate(int argc, char **argv)
     int64_t top = 10;
     loom_err_t err = {0};
     int c;
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
+        return cmd_calibrate(argc - 1, argv + 1);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         int rc = LOOM_OK;
         switch (c) {
@@ -152,7 +335,7 @@ int loom_cmd_estimate(int argc, char **argv)
     }
     const char *path = argv[optind];
     loom_est_device_t dev;
-    if (loom_est_device_load(device, NULL, &dev, &err)) {
+    if (loom_est_device_load(device, device_dir(), &dev, &err)) {
         fprintf(stderr, "loom estimate: %s\n", err.msg);
         return err.code == LOOM_ENOTFOUND || err.code == LOOM_EIO ? LOOM_EXIT_NOTFOUND
                                                                   : LOOM_EXIT_INPUT;

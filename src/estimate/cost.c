@@ -37,7 +37,7 @@ typedef struct hev {
     int node;
     uint64_t id, bytes;
 } hev_t;
-enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR };
+enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR, G_SILU };
 
 typedef struct cost {
     loom_est_model_t *m;
@@ -68,6 +68,7 @@ typedef struct cost {
     /* heap event log */
     bool log;      /* keep one (malloc devices with a page fault cost) */
     bool log_skip; /* the next allocations are the memory model's only */
+    bool scratch;  /* CPU device: oneDNN's and BatchNorm's scratch is in the peak */
     int cur_node, cur_phase;
     hev_t *ev;
     size_t nev, capev;
@@ -88,10 +89,15 @@ static bool op_is(const est_node_t *n, const char *op)
     return strcmp(n->op, op) == 0;
 }
 
+static bool is_rnn(const est_node_t *n)
+{
+    return op_is(n, "LSTM") || op_is(n, "GRU");
+}
+
 static bool matmul_class(const est_node_t *n)
 {
     return op_is(n, "Conv") || op_is(n, "ConvTranspose") || op_is(n, "Gemm") ||
-           op_is(n, "MatMul") || op_is(n, "LSTM");
+           op_is(n, "MatMul") || op_is(n, "Einsum") || is_rnn(n);
 }
 
 static int64_t numel(const est_tensor_t *t)
@@ -156,6 +162,27 @@ static void hid_free(cost_t *c, uint64_t *id)
     if (c->log && *id)
         log_event(c, EV_FREE, *id, 0);
     *id = 0;
+}
+
+static uint64_t mem_alloc(cost_t *c, uint64_t bytes, int cat);
+static void mem_free(cost_t *c, uint64_t *h);
+
+/* Scratch an operator allocates and frees within itself (oneDNN's reordered
+ * operands, BatchNorm's backward buffer): on a CPU device a real allocation
+ * of the memory model (PyTorch's CPU allocator holds it while the operator
+ * runs, so it can make the peak: ResNet-18's peak is inside a convolution's
+ * backward), else the heap log's only. */
+static uint64_t scr_alloc(cost_t *c, uint64_t bytes)
+{
+    return c->scratch ? mem_alloc(c, bytes, CAT_TEMP) : hid_alloc(c, bytes);
+}
+
+static void scr_free(cost_t *c, uint64_t *id)
+{
+    if (c->scratch)
+        mem_free(c, id);
+    else
+        hid_free(c, id);
 }
 
 static void log_alloc(cost_t *c, uint64_t h, uint64_t bytes)
@@ -270,7 +297,8 @@ static void group(cost_t *c, const int *nodes, int k, int kind, int input)
     c->gin[lead] = input;
 }
 
-/* Pattern fusion: LayerNorm, erf-GELU, Linear (MatMul + bias Add). */
+/* Pattern fusion: LayerNorm, erf-GELU, SiLU (torch.nn.SiLU exports as
+ * Sigmoid and Mul), Linear (MatMul + bias Add). */
 static void fuse(cost_t *c)
 {
     loom_est_model_t *m = c->m;
@@ -324,6 +352,13 @@ static void fuse(cost_t *c)
             int m2 = only_consumer(c, m->n[m1].out[0], "Mul");
             int g[5] = {dv, ni, ad, m1, m2};
             group(c, g, m2 >= 0 ? 5 : 4, G_GELU, x);
+        } else if (op_is(n, "Sigmoid")) { /* SiLU: x * sigmoid(x) -> one op saving x */
+            int x = n->in[0];
+            int mu = only_consumer(c, n->out[0], "Mul");
+            if (mu < 0 || c->leader[mu] != mu || other_input(&m->n[mu], n->out[0]) != x)
+                continue;
+            int g[2] = {ni, mu};
+            group(c, g, 2, G_SILU, x);
         } else if (op_is(n, "MatMul")) {
             int ad = only_consumer(c, n->out[0], "Add");
             if (ad < 0)
@@ -339,7 +374,7 @@ static void fuse(cost_t *c)
 
 static bool differentiable(const est_node_t *n)
 {
-    static const char *no[] = {"Shape", "Equal",           "Less",  "Greater",
+    static const char *no[] = {"Shape", "Equal",           "Mod",   "Less",    "Greater",
                                "Not",   "ConstantOfShape", "Range", "Constant"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (op_is(n, no[i]))
@@ -403,7 +438,8 @@ static int saved_of(cost_t *c, int ni, int *s)
     int k = 0, x = n->in[0];
     switch (c->gkind[ni]) {
     case G_LAYERNORM:
-    case G_GELU: s[k++] = c->gin[ni]; return k;
+    case G_GELU:
+    case G_SILU: s[k++] = c->gin[ni]; return k;
     case G_LINEAR: { /* the MatMul member keeps its input (x; the weight is a parameter) */
         for (size_t j = 0; j < n->nin; j++) {
             int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
@@ -420,9 +456,9 @@ static int saved_of(cost_t *c, int ni, int *s)
     if (op_is(n, "Conv") || op_is(n, "ConvTranspose") || op_is(n, "BatchNormalization") ||
         op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "LeakyRelu") || op_is(n, "HardSwish") ||
         op_is(n, "Gelu") || op_is(n, "LayerNormalization") || op_is(n, "Pow") ||
-        op_is(n, "MaxPool") || op_is(n, "LSTM"))
+        op_is(n, "MaxPool") || is_rnn(n))
         s[k++] = x;
-    else if (op_is(n, "Gemm") || op_is(n, "MatMul")) {
+    else if (op_is(n, "Gemm") || op_is(n, "MatMul") || op_is(n, "Einsum")) {
         /* each operand is kept for the other's gradient; a non-contiguous
          * batched operand is copied first and the copy is kept (extra_bytes) */
         for (int j = 0; j < 2; j++) {
@@ -474,6 +510,12 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
         /* Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per step */
         return (uint64_t)numel(o) * 7 * esize(c, n->out[0]);
     }
+    if (op_is(n, "GRU")) {
+        /* per step: the 3H input and 3H hidden projections, the reset,
+         * update and new gates, and h - n (h itself is Y): 10 x Y, from
+         * the autograd graph of PyTorch's CPU GRU cell (not measured) */
+        return (uint64_t)numel(o) * 10 * esize(c, n->out[0]);
+    }
     if (op_is(n, "MatMul")) { /* torch.matmul reshapes batched operands: copies */
         uint64_t b = 0;
         for (int j = 0; j < 2; j++)
@@ -513,10 +555,18 @@ static double fwd_flops(const cost_t *c, const est_node_t *n)
     }
     if (op_is(n, "MatMul"))
         return 2 * E * (double)x->dims[x->rank - 1];
+    if (op_is(n, "Einsum")) {
+        double t, M, N, K;
+        return est_einsum_sizes(c->m, n, &t, &M, &N, &K) ? 2 * t : 0;
+    }
     if (op_is(n, "LSTM")) {
         double H = (double)w->dims[1] / 4, I = (double)w->dims[2];
         double steps_batch = E / H; /* seq x dirs x batch */
         return steps_batch * (8 * H * (I + H) + 14 * H);
+    }
+    if (op_is(n, "GRU")) { /* 3 gates: 6H(I+H) multiply-adds FLOPs, ~12H element-wise */
+        double H = (double)w->dims[1] / 3, I = (double)w->dims[2];
+        return E / H * (6 * H * (I + H) + 12 * H);
     }
     if (op_is(n, "BatchNormalization"))
         return 5 * E;
@@ -536,10 +586,11 @@ static double fwd_flops(const cost_t *c, const est_node_t *n)
         return (double)numel(x);
     if (op_is(n, "Gelu"))
         return 8 * E;
-    static const char *ew[] = {
-        "Add",       "Sub",         "Mul",       "Div",      "Pow", "Relu", "Sigmoid",    "Tanh",
-        "Erf",       "Sqrt",        "Exp",       "Log",      "Neg", "Abs",  "Reciprocal", "Clip",
-        "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Max", "Min",  "Where"};
+    static const char *ew[] = {"Add",  "Sub",       "Mul",         "Div",       "Pow",
+                               "Relu", "Sigmoid",   "Tanh",        "Erf",       "Sqrt",
+                               "Exp",  "Log",       "Neg",         "Abs",       "Reciprocal",
+                               "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus",
+                               "Max",  "Min",       "Where",       "Resize",    "Mod"};
     for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
         if (op_is(n, ew[i]))
             return E;
@@ -614,12 +665,18 @@ static void classify(cost_t *c)
         c->leader[i] = (int)i;
         c->gin[i] = -1;
         c->pos[i] = -1;
-        if (op_is(n, "BatchNormalization"))
-            for (size_t k = 3; k < 5 && k < n->nin; k++)
-                if (n->in[k] >= 0 && m->t[n->in[k]].is_init) {
-                    c->param[n->in[k]] = false;
-                    c->buffer[n->in[k]] = true;
-                }
+        /* BatchNorm's running statistics are buffers; Resize's roi and
+         * scales and Pad's value are arguments, not parameters */
+        size_t from = op_is(n, "BatchNormalization") ? 3
+                      : op_is(n, "Resize")           ? 1
+                      : op_is(n, "Pad")              ? 2
+                                                     : n->nin;
+        size_t to = op_is(n, "BatchNormalization") ? 5 : n->nin;
+        for (size_t k = from; k < to && k < n->nin; k++)
+            if (n->in[k] >= 0 && m->t[n->in[k]].is_init) {
+                c->param[n->in[k]] = false;
+                c->buffer[n->in[k]] = op_is(n, "BatchNormalization");
+            }
     }
     for (size_t i = 0; i < m->nn; i++) {
         int ni = m->order[i];
@@ -723,6 +780,29 @@ static void maybe_free_fwd(cost_t *c, int t, int p)
     mem_free(c, &c->handle[r]);
 }
 
+/* After the node at order position i (a group's leader: its members come
+ * before it, within GROUP_SPAN positions) ran: free what it and its
+ * members read or wrote for the last time. */
+#define GROUP_SPAN 64
+static void free_after(cost_t *c, size_t i)
+{
+    int lead = c->order[i];
+    size_t from = c->gkind[lead] == G_NONE ? i : i > GROUP_SPAN ? i - GROUP_SPAN : 0;
+    int p = (int)i;
+    for (size_t q = from; q <= i; q++) {
+        int ni = c->order[q];
+        if (c->leader[ni] != lead)
+            continue;
+        const est_node_t *n = &c->m->n[ni];
+        for (size_t k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0)
+                maybe_free_fwd(c, n->in[k], p);
+        for (size_t k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0)
+                maybe_free_fwd(c, n->out[k], p);
+    }
+}
+
 static int64_t attr_int(const est_node_t *n, const char *name, int64_t def)
 {
     const est_attr_t *a = est_attr(n, name);
@@ -817,17 +897,17 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         bool internal = c->leader[ni] != ni;
         c->cur_node = c->leader[ni];
         uint64_t hy = 0;
-        if (!alias && !internal && c->log && conv_onednn(c, n)) {
-            uint64_t hx = hid_alloc(c, tbytes(c, n->in[0])), hw = hid_alloc(c, tbytes(c, n->in[1]));
-            hy = hid_alloc(c, tbytes(c, n->out[0]));
-            hid_free(c, &hw);
-            hid_free(c, &hx);
+        if (!alias && !internal && (c->log || c->scratch) && conv_onednn(c, n)) {
+            uint64_t hx = scr_alloc(c, tbytes(c, n->in[0])), hw = scr_alloc(c, tbytes(c, n->in[1]));
+            hy = scr_alloc(c, tbytes(c, n->out[0]));
+            scr_free(c, &hw);
+            scr_free(c, &hx);
         }
         if (!alias && !internal) {
             for (size_t k = 0; k < n->nout; k++)
                 if (n->out[k] >= 0 && c->root[n->out[k]] == n->out[k])
                     c->handle[n->out[k]] = mem_alloc(c, tbytes(c, n->out[k]), CAT_ACT);
-            hid_free(c, &hy);
+            scr_free(c, &hy);
             uint64_t ex = extra_bytes(c, ni);
             if (ex) {
                 bool kept = false;
@@ -842,13 +922,8 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             for (size_t k = 1; k < n->nin; k++) /* autocast's half copies of weights */
                 if (n->in[k] >= 0 && c->param[n->in[k]] && !persist[4 * n->in[k] + 3])
                     persist[4 * n->in[k] + 3] = mem_alloc(c, tbytes(c, n->in[k]) / 2, CAT_TEMP);
-        int p = leader_pos(c, ni);
-        for (size_t k = 0; k < n->nin; k++)
-            if (n->in[k] >= 0)
-                maybe_free_fwd(c, n->in[k], p);
-        for (size_t k = 0; k < n->nout; k++)
-            if (n->out[k] >= 0)
-                maybe_free_fwd(c, n->out[k], p);
+        if (!internal) /* a group frees its members' inputs once its output exists */
+            free_after(c, i);
     }
     uint64_t loss = 0;
     if (train) {
@@ -918,7 +993,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             /* oneDNN's scratch (conv_onednn) around each gradient: for dx,
              * dy and w reordered and dx computed, then copied out; for dw,
              * dy and x reordered and dw computed, then copied out */
-            bool onednn = c->log && conv_onednn(c, n);
+            bool onednn = (c->log || c->scratch) && conv_onednn(c, n);
             for (int k = 0; k < nin; k++) {
                 int t = ins[k];
                 int pr = m->t[t].producer;
@@ -927,11 +1002,11 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                 uint64_t tmp = 0;
                 if (onednn && (t == n->in[0] || t == n->in[1])) {
                     int other = t == n->in[0] ? n->in[1] : n->in[0];
-                    uint64_t g = hid_alloc(c, tbytes(c, n->out[0]));
-                    uint64_t o = hid_alloc(c, tbytes(c, other));
-                    tmp = hid_alloc(c, tbytes(c, t));
-                    hid_free(c, &o);
-                    hid_free(c, &g);
+                    uint64_t g = scr_alloc(c, tbytes(c, n->out[0]));
+                    uint64_t o = scr_alloc(c, tbytes(c, other));
+                    tmp = scr_alloc(c, tbytes(c, t));
+                    scr_free(c, &o);
+                    scr_free(c, &g);
                 }
                 if (c->param[t]) {
                     if (!c->ghandle[t])
@@ -942,11 +1017,12 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                 } else if (!c->ghandle[t]) {
                     c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
                 }
-                hid_free(c, &tmp);
+                scr_free(c, &tmp);
             }
-            if (c->log && op_is(n, "BatchNormalization")) { /* one input-sized scratch */
-                uint64_t t = hid_alloc(c, tbytes(c, n->in[0]));
-                hid_free(c, &t);
+            if ((c->log || c->scratch) &&
+                op_is(n, "BatchNormalization")) { /* input-sized scratch */
+                uint64_t t = scr_alloc(c, tbytes(c, n->in[0]));
+                scr_free(c, &t);
             }
             for (size_t k = 0; k < n->nout; k++) {
                 int t = n->out[k];
@@ -1032,9 +1108,17 @@ static double product_min_dim(const cost_t *c, int ni)
     if (!a || !b || a->rank < 1 || b->rank < 1)
         return 0;
     double M, K, N;
+    if (op_is(n, "Einsum")) {
+        double t;
+        return est_einsum_sizes(c->m, n, &t, &M, &N, &K) ? fmin(M, fmin(K, N)) : 0;
+    }
     if (op_is(n, "MatMul")) {
-        M = a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
         K = (double)a->dims[a->rank - 1];
+        /* a 2-D right operand (a Linear): PyTorch folds every leading
+         * dimension of the left one into a single GEMM's M */
+        M = b->rank <= 2   ? (double)numel(a) / (K > 0 ? K : 1)
+            : a->rank >= 2 ? (double)a->dims[a->rank - 2]
+                           : 1;
         N = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
     } else if (op_is(n, "Gemm") && a->rank == 2 && b->rank == 2) {
         const est_attr_t *ta = est_attr(n, "transA"), *tb = est_attr(n, "transB");
@@ -1197,6 +1281,7 @@ static int op_class(cost_t *c, int ni)
     switch (c->gkind[ni]) {
     case G_LAYERNORM: return LOOM_EST_CL_LN;
     case G_GELU: return LOOM_EST_CL_GELU;
+    case G_SILU: return LOOM_EST_CL_ACT;
     case G_LINEAR: return LOOM_EST_CL_MATMUL;
     default: break;
     }
@@ -1214,7 +1299,9 @@ static int op_class(cost_t *c, int ni)
         const est_tensor_t *b = tin(c, n, 1);
         return b && b->rank <= 2 ? LOOM_EST_CL_MATMUL : LOOM_EST_CL_BMM;
     }
-    if (op_is(n, "LSTM"))
+    if (op_is(n, "Einsum"))
+        return LOOM_EST_CL_BMM;
+    if (is_rnn(n))
         return LOOM_EST_CL_LSTM;
     if (op_is(n, "BatchNormalization"))
         return LOOM_EST_CL_BN;
@@ -1234,7 +1321,7 @@ static int op_class(cost_t *c, int ni)
     for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
         if (op_is(n, unary[i]))
             return LOOM_EST_CL_UNARY;
-    static const char *binary[] = {"Add", "Sub",   "Mul",   "Div",  "Max",
+    static const char *binary[] = {"Add", "Sub",   "Mul",   "Div",  "Max",    "Mod",
                                    "Min", "Where", "Equal", "Less", "Greater"};
     for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
         if (op_is(n, binary[i]))
@@ -1302,7 +1389,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         bool bf = attr_int(n, "layout", 0) == 1;
         f.steps = xt && xt->rank == 3 ? (double)xt->dims[bf ? 1 : 0] : 1;
         f.d = xt && xt->rank == 3 ? (double)xt->dims[bf ? 0 : 1] : 1;
-        f.el_f = f.el_b = 4 * E;
+        f.el_f = f.el_b = (op_is(n, "GRU") ? 3 : 4) * E;
         break;
     }
     case LOOM_EST_CL_EMBEDDING:
@@ -1329,6 +1416,7 @@ static bool matrix_op(const char *op_type)
 {
     return strcmp(op_type, "Conv") == 0 || strcmp(op_type, "Gemm") == 0 ||
            strcmp(op_type, "MatMul") == 0 || strcmp(op_type, "LSTM") == 0 ||
+           strcmp(op_type, "GRU") == 0 || strcmp(op_type, "Einsum") == 0 ||
            strcmp(op_type, "ConvTranspose") == 0 || strcmp(op_type, "Linear(fused)") == 0;
 }
 
@@ -1386,6 +1474,7 @@ static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opr
             op->name = n->name;
             op->op_type = c->gkind[ni] == G_LAYERNORM ? "LayerNorm(fused)"
                           : c->gkind[ni] == G_GELU    ? "Gelu(fused)"
+                          : c->gkind[ni] == G_SILU    ? "SiLU(fused)"
                           : c->gkind[ni] == G_LINEAR  ? "Linear(fused)"
                                                       : n->op;
             op->fwd_flops += f;
@@ -1486,8 +1575,8 @@ static int step_time(cost_t *c, loom_est_result_t *res)
             feat_t f = op_features(c, ni, cls, op->min_dim);
             double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
             bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 ||
-                      cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM ||
-                      cls == LOOM_EST_CL_LSTM;
+                      cls == LOOM_EST_CL_DWCONV || cls == LOOM_EST_CL_MATMUL ||
+                      cls == LOOM_EST_CL_BMM || cls == LOOM_EST_CL_LSTM;
             double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
             op->cls = cls;
             tf = loom_est_cost_eval(&d->cls[cls][0], fl, f.d, f.el_f * es, f.steps, f.strided);
@@ -1589,6 +1678,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
             res->batch = m->t[i].dims[0];
     c.log = opt->device && opt->device->allocator == LOOM_EST_ALLOC_MALLOC &&
             opt->device->page_fault_s > 0;
+    c.scratch = opt->device && opt->device->allocator == LOOM_EST_ALLOC_MALLOC;
     if ((rc = cost_walk(&c, res, extra)))
         goto out;
     if ((rc = step_time(&c, res)))

@@ -101,6 +101,9 @@ int64_t est_numel(const est_tensor_t *t); /* -1 if unknown */
 /* shape.c: infers every tensor's shape in topological order, folding
  * constant shape arithmetic. Errors name the node and operator. */
 int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err);
+/* An Einsum's multiply-adds (every letter's size multiplied) and its M, N, K. */
+bool est_einsum_sizes(const loom_est_model_t *m, const est_node_t *n, double *total, double *mm,
+                      double *nn, double *kk);
 /* True for ops whose output aliases the input storage in PyTorch. */
 bool est_op_is_view(const char *op);
 

@@ -310,7 +310,14 @@ static int op_elementwise(ctx_t *c, int out_dtype)
             v = x == 0;
         else if (!strcmp(op, "Abs"))
             v = fabs(x);
-        else if (!strcmp(op, "Max"))
+        else if (!strcmp(op, "Mod")) { /* fmod=0: the sign of the divisor, as Python's % */
+            if (y == 0 && is_int_type(o->dtype))
+                return fail(c, "integer modulo by zero while folding constants");
+            bool c_style = attr_i(c->n, "fmod", 0) == 1;
+            v = fmod(x, y);
+            if (!c_style && v != 0 && ((v < 0) != (y < 0)))
+                v += y;
+        } else if (!strcmp(op, "Max"))
             v = x > y ? x : y;
         else if (!strcmp(op, "Min"))
             v = x < y ? x : y;
@@ -569,7 +576,23 @@ static int op_transpose(ctx_t *c)
         seen |= 1u << perm[i];
         dims[i] = x->dims[perm[i]];
     }
-    return set_shape(c, out(c, 0), x->rank, dims, x->dtype);
+    est_tensor_t *o = out(c, 0);
+    if ((rc = set_shape(c, o, x->rank, dims, x->dtype)) || !x->has_val)
+        return rc;
+    if ((rc = alloc_vals(c, o)) || !o->has_val)
+        return rc;
+    size_t xstride[EST_MAX_RANK]; /* fold a constant (shape arithmetic: pads reversed) */
+    for (int d = x->rank - 1, st = 1; d >= 0; st *= (int)x->dims[d], d--)
+        xstride[d] = (size_t)st;
+    for (size_t i = 0; i < o->nval; i++) {
+        size_t rem = i, off = 0;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            off += rem % (size_t)dims[d] * xstride[perm[d]];
+            rem /= (size_t)dims[d];
+        }
+        put(o, i, val(x, off));
+    }
+    return LOOM_OK;
 }
 
 static int op_concat(ctx_t *c)
@@ -900,6 +923,210 @@ static int op_lstm(ctx_t *c)
     return rc;
 }
 
+/* GRU (opset 7-14): W is [dirs, 3H, I]; outputs as the LSTM's first two. */
+static int op_gru(ctx_t *c)
+{
+    est_tensor_t *x = in(c, 0), *w = in(c, 1);
+    int64_t h = attr_i(c->n, "hidden_size", -1);
+    if (x->rank != 3 || !w || w->rank != 3)
+        return fail(c, "X and W must have rank 3");
+    if (h <= 0 || h > ((int64_t)1 << 40) || w->dims[1] != 3 * h)
+        return fail(c, "hidden_size %lld does not match W's %lld rows (3 x hidden)", (long long)h,
+                    (long long)w->dims[1]);
+    if (x->dims[2] != w->dims[2])
+        return fail(c, "input size %lld does not match W's %lld", (long long)x->dims[2],
+                    (long long)w->dims[2]);
+    bool batch_first = attr_i(c->n, "layout", 0) == 1;
+    int64_t seq = batch_first ? x->dims[1] : x->dims[0], b = batch_first ? x->dims[0] : x->dims[1];
+    int64_t dirs = w->dims[0];
+    int64_t y[4] = {seq, dirs, b, h}, yb[4] = {b, seq, dirs, h}, hs[3] = {dirs, b, h},
+            hb[3] = {b, dirs, h};
+    int rc = set_shape(c, out(c, 0), 4, batch_first ? yb : y, x->dtype);
+    return rc ? rc : set_shape(c, out(c, 1), 3, batch_first ? hb : hs, x->dtype);
+}
+
+/* Pad (opset 11+: pads as an input; before, an attribute): each dimension
+ * grows by its begin and end pads (negative pads crop). */
+static int op_pad(ctx_t *c)
+{
+    est_tensor_t *x = in(c, 0);
+    int64_t p[2 * EST_MAX_RANK], dims[EST_MAX_RANK];
+    int np;
+    bool f;
+    int rc = int_list(c, "pads", 1, p, &np, &f);
+    if (rc)
+        return rc;
+    if (!f || np != 2 * x->rank)
+        return fail(c, "pads must have %d values (begin and end per dimension), not %d",
+                    2 * x->rank, np);
+    for (int i = 0; i < x->rank; i++) {
+        if (p[i] < -LIM || p[i] > LIM || p[i + x->rank] < -LIM || p[i + x->rank] > LIM)
+            return fail(c, "pads must be in [-2^31, 2^31]");
+        dims[i] = x->dims[i] + p[i] + p[i + x->rank];
+        if (dims[i] < 0)
+            return fail(c, "dimension %d: pads crop %lld below 0", i, (long long)x->dims[i]);
+    }
+    return set_shape(c, out(c, 0), x->rank, dims, x->dtype);
+}
+
+/* Resize (opset 11-18: X, roi, scales, sizes; opset 10 Upsample-like X,
+ * scales): the output size from `sizes` when given, else floor(dim x scale). */
+static int op_resize(ctx_t *c)
+{
+    est_tensor_t *x = in(c, 0);
+    est_tensor_t *sc = c->n->nin > 2 ? in(c, 2) : c->n->nin == 2 ? in(c, 1) : NULL;
+    est_tensor_t *sz = c->n->nin > 3 ? in(c, 3) : NULL;
+    int64_t dims[EST_MAX_RANK];
+    if (sz && est_numel(sz) > 0) {
+        if (!sz->has_val || (int)sz->nval != x->rank)
+            return fail(c, "sizes ('%s') must be a constant of %d values", sz->name, x->rank);
+        for (int i = 0; i < x->rank; i++) {
+            int64_t v = to_i64(val(sz, i));
+            if (v < 0 || v > ((int64_t)1 << 40))
+                return fail(c, "sizes[%d] = %lld is out of range", i, (long long)v);
+            dims[i] = v;
+        }
+    } else if (sc && est_numel(sc) > 0) {
+        if (!sc->has_val || (int)sc->nval != x->rank)
+            return fail(c, "scales ('%s') must be a constant of %d values", sc->name, x->rank);
+        for (int i = 0; i < x->rank; i++) {
+            double v = val(sc, i) * (double)x->dims[i];
+            if (!(v >= 0 && v <= (double)((int64_t)1 << 40)))
+                return fail(c, "scales[%d] = %g is out of range", i, val(sc, i));
+            dims[i] = (int64_t)v;
+        }
+    } else {
+        return fail(c, "neither scales nor sizes is given");
+    }
+    return set_shape(c, out(c, 0), x->rank, dims, x->dtype);
+}
+
+/* Einsum's equation split into its operands' letters ("bhij,bhjd->bhid";
+ * spaces ignored; ellipsis not supported). Returns false if malformed. */
+typedef struct einsum {
+    int nin;
+    char in[2][EST_MAX_RANK + 1], out[EST_MAX_RANK + 1];
+} einsum_t;
+
+static bool einsum_parse(const char *eq, einsum_t *e)
+{
+    memset(e, 0, sizeof *e);
+    int part = 0, len = 0;
+    bool arrow = false;
+    for (const char *p = eq; *p; p++) {
+        char ch = *p;
+        if (ch == ' ')
+            continue;
+        if (ch == ',' && !arrow && part == 0) {
+            part = 1, len = 0;
+        } else if (ch == '-' && p[1] == '>' && !arrow) {
+            arrow = true, len = 0, p++;
+        } else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
+            char *dst = arrow ? e->out : e->in[part];
+            if (len >= EST_MAX_RANK)
+                return false;
+            dst[len++] = ch;
+        } else {
+            return false;
+        }
+    }
+    e->nin = part + 1;
+    if (!arrow) { /* implicit output: letters used once, alphabetical */
+        int k = 0;
+        for (char ch = 'A'; ch <= 'z'; ch++) {
+            int uses = 0;
+            for (int i = 0; i < e->nin; i++)
+                uses += strchr(e->in[i], ch) != NULL;
+            if (uses == 1 && k < EST_MAX_RANK && ((ch >= 'a') || (ch <= 'Z')))
+                e->out[k++] = ch;
+        }
+    }
+    return true;
+}
+
+/* Sizes of an Einsum node (after shape inference): the product of every
+ * letter's size (the multiply-adds), and M, N, K as a matrix product sees
+ * them (letters only in the first operand and the output; only in the
+ * second and the output; in both operands and not the output). */
+bool est_einsum_sizes(const loom_est_model_t *m, const est_node_t *n, double *total, double *mm,
+                      double *nn, double *kk)
+{
+    const est_attr_t *a = est_attr(n, "equation");
+    einsum_t e;
+    if (!a || !a->s || !einsum_parse(a->s, &e) || (int)n->nin != e.nin)
+        return false;
+    double t = 1, M = 1, N = 1, K = 1;
+    for (char ch = 'A'; ch <= 'z'; ch++) {
+        int64_t d = -1;
+        bool in0 = false, in1 = false;
+        for (int i = 0; i < e.nin; i++) {
+            const char *q = strchr(e.in[i], ch);
+            if (q && n->in[i] >= 0) {
+                d = m->t[n->in[i]].dims[q - e.in[i]];
+                *(i ? &in1 : &in0) = true;
+            }
+        }
+        if (d < 0)
+            continue;
+        bool o = strchr(e.out, ch) != NULL;
+        t *= (double)d;
+        if (in0 && !in1 && o)
+            M *= (double)d;
+        else if (in1 && !in0 && o)
+            N *= (double)d;
+        else if (in0 && in1 && !o)
+            K *= (double)d;
+    }
+    *total = t, *mm = M, *nn = N, *kk = K;
+    return true;
+}
+
+static int op_einsum(ctx_t *c)
+{
+    const est_attr_t *a = est_attr(c->n, "equation");
+    einsum_t e;
+    if (!a || !a->s || !einsum_parse(a->s, &e))
+        return fail(c,
+                    "equation '%s' is not of the form 'ab,bc->ac' (letters, at most %d "
+                    "per operand, no ellipsis)",
+                    a && a->s ? a->s : "", EST_MAX_RANK);
+    if ((int)c->n->nin != e.nin || e.nin > 2)
+        return fail(c, "%zu inputs for an equation of %d operands (at most 2 supported)", c->n->nin,
+                    e.nin);
+    int64_t size[128];
+    for (int i = 0; i < 128; i++)
+        size[i] = -1;
+    for (int i = 0; i < e.nin; i++) {
+        est_tensor_t *x = in(c, (size_t)i);
+        if (!x || (int)strlen(e.in[i]) != x->rank)
+            return fail(c, "operand %d has rank %d, the equation gives it %zu letters", i,
+                        x ? x->rank : -1, strlen(e.in[i]));
+        for (int j = 0; j < x->rank; j++) {
+            int ch = (unsigned char)e.in[i][j];
+            if (size[ch] >= 0 && size[ch] != x->dims[j] && size[ch] != 1 && x->dims[j] != 1)
+                return fail(c, "letter '%c' is %lld in one place and %lld in another", ch,
+                            (long long)size[ch], (long long)x->dims[j]);
+            if (size[ch] < x->dims[j])
+                size[ch] = x->dims[j];
+        }
+    }
+    int64_t dims[EST_MAX_RANK];
+    int r = (int)strlen(e.out);
+    for (int j = 0; j < r; j++) {
+        int ch = (unsigned char)e.out[j];
+        if (size[ch] < 0)
+            return fail(c, "output letter '%c' is in no operand", ch);
+        dims[j] = size[ch];
+    }
+    return set_shape(c, out(c, 0), r, dims, in(c, 0)->dtype);
+}
+
+/* ScatterND: the data's shape (values not folded). */
+static int op_scatter(ctx_t *c)
+{
+    return same_as(c, out(c, 0), in(c, 0));
+}
+
 static int copy_const(ctx_t *c, est_tensor_t *o, const est_tensor_t *src)
 {
     int rc = set_shape(c, o, src->rank, src->dims, src->dtype);
@@ -1193,6 +1420,7 @@ static const struct {
     {"Mul", op_unary, 2},
     {"Div", op_unary, 2},
     {"Pow", op_unary, 2},
+    {"Mod", op_unary, 2},
     {"Max", op_unary, 1},
     {"Min", op_unary, 1},
     {"Where", op_unary, 3},
@@ -1212,6 +1440,11 @@ static const struct {
     {"Concat", op_concat, 1},
     {"Gather", op_gather, 2},
     {"LSTM", op_lstm, 3},
+    {"GRU", op_gru, 3},
+    {"Einsum", op_einsum, 1},
+    {"ScatterND", op_scatter, 3},
+    {"Pad", op_pad, 1},
+    {"Resize", op_resize, 1},
     {"Slice", op_slice, 1},
     {"Split", op_split, 1},
     {"Unsqueeze", op_unsq, 1},

@@ -5,7 +5,7 @@ mlp(path, k, n, c) writes  x[batch, k] -> MatMul W1[k, n] -> Relu -> MatMul
 W2[n, c] -> y  with weights declared by shape only (no data: the estimator
 never reads weight values), so a model of gigabytes of weights is a file of
 a few hundred bytes. unsupported(path) writes a graph with an operator the
-estimator does not cost (Einsum).
+estimator does not cost (Loop: control flow).
 """
 def _varint(v):
     out = bytearray()
@@ -75,7 +75,7 @@ def mlp(path, k, n, c):
 
 
 def unsupported(path):
-    data = _model([_node("Einsum", "mix", ["x", "x"], ["y"])], [],
+    data = _model([_node("Loop", "mix", ["x", "x"], ["y"])], [],
                   [_value_info("x", [None, 4])], [_value_info("y", [None, 4])])
     with open(path, "wb") as f:
         f.write(data)

@@ -78,7 +78,7 @@ class EstimateScheduling(unittest.TestCase):
         # gradients, two states, Adam's temporaries), ~4.4 GiB requested
         cls.big = os.path.join(cls.tmp, "big.onnx")
         onnx_tiny.mlp(cls.big, 8192, 16384, 1000)
-        cls.bad = os.path.join(cls.tmp, "einsum.onnx")
+        cls.bad = os.path.join(cls.tmp, "loop.onnx")
         onnx_tiny.unsupported(cls.bad)
         cls.req_small = request(estimate_total(cls.small, 8))
         cls.req_big = request(estimate_total(cls.big, 8, train=True))
@@ -179,7 +179,7 @@ class EstimateScheduling(unittest.TestCase):
         with self.assertRaises(RpcError) as e:
             self.submit("x", {"path": self.bad, "batch": 2})
         self.assertEqual(e.exception.code, -32006)
-        self.assertIn("node 'mix' (Einsum): operator 'Einsum' is not supported",
+        self.assertIn("node 'mix' (Loop): operator 'Loop' is not supported",
                       e.exception.message)
         self.assertEqual(e.exception.data["model"], self.bad)
         missing = os.path.join(self.tmp, "missing.onnx")

@@ -149,7 +149,7 @@ static void write_unsupported(const char *name)
 {
     pbw_t g = {0};
     int64_t xd[2] = {-1, 4};
-    onnx_node(&g, "Einsum", "mix", "x,x", "y");
+    onnx_node(&g, "Loop", "mix", "x,x", "y"); /* control flow: not supported */
     onnx_value_info(&g, 11, "x", 1, 2, xd);
     onnx_value_info(&g, 12, "y", 1, 2, xd);
     pbw_t m = onnx_model(&g);
@@ -345,7 +345,7 @@ static void test_sizer_errors(void **st)
     snprintf(want, sizeof want, "cannot open ONNX model %s", path_of("none.onnx"));
     expect_size_error(s, &r, LOOM_ENOTFOUND, want);
     r.path = path_of("u.onnx");
-    snprintf(want, sizeof want, "%s: node 'mix' (Einsum): operator 'Einsum' is not supported",
+    snprintf(want, sizeof want, "%s: node 'mix' (Loop): operator 'Loop' is not supported",
              path_of("u.onnx"));
     expect_size_error(s, &r, LOOM_EINVAL, want);
     r.path = path_of("a.onnx");
