@@ -32,6 +32,10 @@ int loom_cmd_submit(int argc, char **argv);
 int loom_cmd_jobs(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
+int loom_cmd_hold(int argc, char **argv); /* cmd_queue.c: hold, release, requeue, update */
+int loom_cmd_release(int argc, char **argv);
+int loom_cmd_requeue(int argc, char **argv);
+int loom_cmd_update(int argc, char **argv);
 int loom_cmd_wait(int argc, char **argv);
 int loom_cmd_logs(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);

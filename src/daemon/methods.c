@@ -10,6 +10,7 @@
 #include "daemon/feasible.h"
 #include "daemon/follow.h"
 #include "daemon/methods.h"
+#include "daemon/queue.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
 
@@ -204,6 +205,8 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
+    if (rc == LOOM_OK)
+        rc = loomd_queue_check_options(spec.options_json, &err);
     if (rc == LOOM_OK && spec.model)
         rc = size_from_model(m, &spec, &estimate, &model_path, &err);
     if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
@@ -323,6 +326,7 @@ static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *
         return LOOM_RPC_DONE;
     }
     json_object_set_new(j, "events", events);
+    loomd_runner_reasons(m->runner, j);
     loom_rpc_call_complete(call, json_pack("{s:o}", "job", j));
     return LOOM_RPC_DONE;
 }
@@ -390,16 +394,23 @@ static void fail_list_budget(loom_rpc_call_t *call, size_t first_job)
 /* The page's jobs as JSON, as many as fit the call's response budget: a
  * page cut short ends at the last job that fit and *next_after points past
  * it. NULL (the call failed) when not even the first job fits. */
-static json_t *list_page(loom_rpc_call_t *call, const loom_job_list_t *list, int64_t *next_after)
+static json_t *list_page(loom_rpc_call_t *call, loomd_runner_t *runner,
+                         const loom_job_list_t *list, int64_t *next_after)
 {
     size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
-    json_t *jobs = json_array();
-    for (size_t i = 0; jobs && i < list->n; i++) {
-        json_t *j = loom_job_to_json(&list->jobs[i], false);
-        size_t size = j ? json_dumpb(j, NULL, 0, JSON_COMPACT) + 1 : 0;
-        if (j && used + size > budget) {
-            json_decref(j);
+    json_t *all = json_array(), *jobs = json_array();
+    for (size_t i = 0; all && i < list->n; i++)
+        if (json_array_append_new(all, loom_job_to_json(&list->jobs[i], false)) != 0) {
+            json_decref(all);
+            all = NULL;
+        }
+    loomd_runner_reasons(runner, all); /* one lock of the runner for the page */
+    for (size_t i = 0; all && jobs && i < list->n; i++) {
+        json_t *j = json_array_get(all, i);
+        size_t size = json_dumpb(j, NULL, 0, JSON_COMPACT) + 1;
+        if (used + size > budget) {
             if (i == 0) {
+                json_decref(all);
                 json_decref(jobs);
                 fail_list_budget(call, 1);
                 return NULL;
@@ -408,11 +419,16 @@ static json_t *list_page(loom_rpc_call_t *call, const loom_job_list_t *list, int
             break;
         }
         used += size;
-        if (!j || json_array_append_new(jobs, j) != 0) {
+        if (json_array_append(jobs, j) != 0) {
             json_decref(jobs);
             jobs = NULL;
         }
     }
+    if (!all) {
+        json_decref(jobs);
+        jobs = NULL;
+    }
+    json_decref(all);
     if (!jobs)
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
     return jobs;
@@ -455,7 +471,7 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
         return LOOM_RPC_DONE;
     }
     int64_t next_after = list.next_after_id;
-    json_t *jobs = list_page(call, &list, &next_after);
+    json_t *jobs = list_page(call, m->runner, &list, &next_after);
     loom_job_list_free(&list);
     if (!jobs)
         return LOOM_RPC_DONE; /* failed */
@@ -478,7 +494,9 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
 
 static const char *const method_names[] = {"server.info",      "job.submit", "job.get",
                                            "job.list",         "job.cancel", "node.list",
-                                           "monitor.snapshot", "job.wait",   "job.logs"};
+                                           "monitor.snapshot", "job.wait",   "job.logs",
+                                           "job.hold",         "job.release", "job.requeue",
+                                           "job.update"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -638,7 +656,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
         (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
                                       err)) ||
-        (rc = loomd_follow_add(d, m, err)))
+        (rc = loomd_follow_add(d, m, err)) || (rc = loomd_queue_add(d, m, err)))
         return rc;
     loom_rpc_dispatcher_on_wait(d, commit_queued, m);
     return LOOM_OK;

@@ -215,6 +215,9 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
     switch (r) {
     case LOOM_RUNTIME_REASON_RESOURCES: return "Resources";
     case LOOM_RUNTIME_REASON_PRIORITY: return "Priority";
+    case LOOM_RUNTIME_REASON_HELD: return "JobHeld";
+    case LOOM_RUNTIME_REASON_BEGIN_TIME: return "BeginTime";
+    case LOOM_RUNTIME_REASON_DEPENDENCY: return "Dependency";
     default: return "None";
     }
 }
@@ -352,6 +355,43 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     return LOOM_OK;
 }
 
+/* Why a pending job may not start whatever the resources (NONE: it may). */
+static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
+{
+    if (j->job.hold)
+        return LOOM_RUNTIME_REASON_HELD;
+    if (j->job.dep_wait)
+        return LOOM_RUNTIME_REASON_DEPENDENCY;
+    if (j->job.begin_s > rt->now)
+        return LOOM_RUNTIME_REASON_BEGIN_TIME;
+    return LOOM_RUNTIME_REASON_NONE;
+}
+
+static rjob_t *pending_job(loom_runtime_t *rt, uint64_t id, int *rc)
+{
+    rjob_t *j = rt__find(rt, id);
+    *rc = !j ? LOOM_ENOTFOUND : j->state != LOOM_RUNTIME_PENDING ? LOOM_ESTATE : LOOM_OK;
+    return *rc ? NULL : j;
+}
+
+int loom_runtime_hold(loom_runtime_t *rt, uint64_t id, bool hold)
+{
+    int rc;
+    rjob_t *j = pending_job(rt, id, &rc);
+    if (j)
+        j->job.hold = hold;
+    return rc;
+}
+
+int loom_runtime_set_dep_wait(loom_runtime_t *rt, uint64_t id, bool waiting)
+{
+    int rc;
+    rjob_t *j = pending_job(rt, id, &rc);
+    if (j)
+        j->job.dep_wait = waiting;
+    return rc;
+}
+
 int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
 {
     rjob_t *j = rt__find(rt, id);
@@ -450,6 +490,17 @@ static int cmp_q(const loom_runtime_t *rt, const loom_sched_qjob_t *a, const loo
     return loom_sched_queue_cmp(&rt->queue, a, b);
 }
 
+/* A job no node can ever hold leaves with REJECT (a held one when it is
+ * released). */
+static void reject(loom_runtime_t *rt, rjob_t *j)
+{
+    char why[LOOM_ERR_MSG_MAX + 32];
+    snprintf(why, sizeof why, "unschedulable: %s", j->reject);
+    rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+    map_del(rt, j->job.id);
+    job_free(j);
+}
+
 /* Arrivals: rejects go at once, dead ones are dropped, the rest are sorted
  * (in place, at the front of rt->fresh); returns how many. */
 static size_t take_fresh(loom_runtime_t *rt)
@@ -462,12 +513,8 @@ static size_t take_fresh(loom_runtime_t *rt)
             job_free(j);
             continue;
         }
-        if (j->reject) {
-            char why[LOOM_ERR_MSG_MAX + 32];
-            snprintf(why, sizeof why, "unschedulable: %s", j->reject);
-            rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
-            map_del(rt, j->job.id);
-            job_free(j);
+        if (j->reject && blocked(rt, j) == LOOM_RUNTIME_REASON_NONE) {
+            reject(rt, j);
             continue;
         }
         rt->nran += j->q.last_run_s > 0;
@@ -726,6 +773,15 @@ static void pending_pass(loom_runtime_t *rt)
             job_free(e.j);
             continue;
         }
+        if (blocked(rt, e.j) != LOOM_RUNTIME_REASON_NONE) {
+            rt->pend[keep++] = e; /* held: stays, holds nothing back */
+            continue;
+        }
+        if (e.j->reject) {
+            rt->nran -= e.j->q.last_run_s > 0;
+            reject(rt, e.j);
+            continue;
+        }
         bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
         if (!skip && try_start(rt, e.j))
             continue;
@@ -815,7 +871,9 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
     if (!j)
         return LOOM_ENOTFOUND;
     loom_runtime_reason_t reason = LOOM_RUNTIME_REASON_NONE;
-    if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
+    if (j->state == LOOM_RUNTIME_PENDING && blocked(rt, j) != LOOM_RUNTIME_REASON_NONE)
+        reason = blocked(rt, j);
+    else if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
         reason = j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
                                                 : LOOM_RUNTIME_REASON_PRIORITY;
     *out = (loom_runtime_info_t){.state = j->state,

@@ -37,7 +37,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE };
 
 typedef struct op {
     struct op *next;
@@ -55,6 +55,7 @@ typedef struct op {
     bool created;
     loom_err_t err;
     int delta_from, delta_to; /* state counts to adjust after commit, -1 none */
+    loom_job_update_t upd;    /* update: name and options owned (NULL keep) */
 } op_t;
 
 struct loom_store {
@@ -507,8 +508,68 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* Changes a pending job's name, time limit, priority or options (job.update,
+ * job.hold, job.release); LOOM_ESTATE when it is no longer pending. */
+static int run_update(loom_store_t *s, op_t *o, int64_t now)
+{
+    loom_job_t cur;
+    bool found;
+    int rc = read_job_w(s, o, &cur, &found);
+    if (rc != SQLITE_OK || !found)
+        return rc;
+    if (cur.state != LOOM_JOB_PENDING) {
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is %s: only a pending job changes",
+                             (long long)o->id, loom_job_state_name(cur.state));
+        loom_job_free(&cur);
+        return SQLITE_OK;
+    }
+    const loom_job_update_t *u = &o->upd;
+    if (u->name) {
+        free(cur.name);
+        cur.name = u->name;
+        o->upd.name = NULL;
+    }
+    if (u->options_json) {
+        free(cur.options_json);
+        cur.options_json = u->options_json;
+        o->upd.options_json = NULL;
+    }
+    if (u->time_limit_s >= 0)
+        cur.time_limit_s = u->time_limit_s;
+    if (u->set_priority)
+        cur.priority = u->priority;
+    cur.update_time_ns = now;
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(s->wdb,
+                            "UPDATE jobs SET name = ?1, time_limit_s = ?2, priority = ?3, "
+                            "options = ?4, update_time_ns = ?5 WHERE id = ?6",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    sqlite3_bind_text(st, 1, cur.name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, cur.time_limit_s);
+    sqlite3_bind_int64(st, 3, cur.priority);
+    bind_text_or_null(st, 4, cur.options_json);
+    sqlite3_bind_int64(st, 5, now);
+    sqlite3_bind_int64(st, 6, o->id);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    loom_job_free(&o->job);
+    o->job = cur;
+    o->rc = LOOM_OK;
+    return SQLITE_OK;
+}
+
 static void free_op(op_t *o)
 {
+    free(o->upd.name);
+    free(o->upd.options_json);
     loom_job_free(&o->job);
     free(o->reason);
     free(o->run);
@@ -556,6 +617,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
             rc = run_cancel(s, o, now);
         else if (o->kind == OP_TRANSITION)
             rc = run_transition(s, o, now);
+        else if (o->kind == OP_UPDATE)
+            rc = run_update(s, o, now);
         else
             rc = run_exec(s, o);
     }
@@ -975,6 +1038,36 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
     if ((reason && !(o->reason = strdup(reason))) || (run_json && !(o->run = strdup(run_json)))) {
         free_op(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    }
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u,
+                      loom_job_t *job_out, loom_err_t *err)
+{
+    if (id <= 0)
+        return loom_err_set(err, LOOM_EINVAL, "update of job %lld: bad id", (long long)id);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
+    o->kind = OP_UPDATE;
+    o->id = id;
+    o->upd = *u;
+    o->upd.name = o->upd.options_json = NULL;
+    if ((u->name && !(o->upd.name = strdup(u->name))) ||
+        (u->options_json && !(o->upd.options_json = strdup(u->options_json)))) {
+        free_op(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
     }
     waiter_t w;
     waiter_init(&w, job_out);
