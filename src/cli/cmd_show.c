@@ -111,12 +111,12 @@ static void show_options(const json_t *o)
         {"array", "array:       "},   {"dependency", "dependency:  "}, {"begin", "begin:       "}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const char *v = json_string_value(json_object_get(o, rows[i].key));
-        bool carried = i >= 6;
+        bool carried = i == 6; /* array */
         if (v)
             printf("  %s%s%s\n", rows[i].label, v, carried ? " (not acted on yet)" : "");
     }
     if (json_is_true(json_object_get(o, "hold")))
-        printf("  hold:        yes (not acted on yet)\n");
+        printf("  hold:        yes\n");
     if (json_is_integer(json_object_get(o, "nice")))
         printf("  nice:        %lld (not acted on yet)\n",
                (long long)json_integer_value(json_object_get(o, "nice")));

@@ -4,6 +4,7 @@
  * them pending with reason Dependency until then). */
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "daemon/deps.h"
@@ -61,7 +62,7 @@ static int begin_absolute(const char *p, int64_t submit_ns, int64_t *out)
     bool date = strchr(p, '-') != NULL, tod = strchr(p, ':') != NULL;
     if (date) {
         if (!read_num(&p, &y, 4) || *p++ != '-' || !read_num(&p, &mo, 2) || *p++ != '-' ||
-            !read_num(&p, &d, 2) || mo < 1 || mo > 12 || d < 1 || d > 31)
+            !read_num(&p, &d, 2) || y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31)
             return LOOM_EINVAL;
         tm.tm_year = (int)y - 1900;
         tm.tm_mon = (int)mo - 1;
@@ -83,7 +84,7 @@ static int begin_absolute(const char *p, int64_t submit_ns, int64_t *out)
         return LOOM_EINVAL;
     tm.tm_isdst = -1;
     time_t t = mktime(&tm);
-    if (t == (time_t)-1)
+    if (t == (time_t)-1 || t < 0 || t > INT64_MAX / LOOM_NS_PER_S - 86400)
         return LOOM_EINVAL;
     if (!date && t < now)
         t += 86400;

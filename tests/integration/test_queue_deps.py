@@ -187,15 +187,20 @@ class QueueDeps(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("options.begin", err)
 
+    def runs(self):
+        try:
+            with open(os.path.join(self.tmp, "requeue.txt")) as f:
+                return f.read().count("run")
+        except FileNotFoundError:
+            return 0
+
     def test_requeue(self):
         a = self.submit("echo run >> requeue.txt; sleep 30", "-c", "2")
-        self.wait_for(a, lambda j: j["state"] == "RUNNING", "RUNNING")
+        self.wait_for(a, lambda j: j["state"] == "RUNNING" and self.runs() == 1, "first run")
         rc, out, err = self.loom("requeue", str(a))
         self.assertEqual(rc, 0, err)
         # stopped, queued again, started again: a second run
-        self.wait_for(a, lambda j: j["state"] == "RUNNING" and
-                      open(os.path.join(self.tmp, "requeue.txt")).read().count("run") == 2,
-                      "second run")
+        self.wait_for(a, lambda j: j["state"] == "RUNNING" and self.runs() == 2, "second run")
         self.loom("cancel", str(a))
         self.ended(a)
         rc, _, err = self.loom("requeue", str(a))  # an ended job runs again
