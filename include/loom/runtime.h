@@ -57,6 +57,9 @@ typedef struct loom_runtime_job {
     double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
     bool dep_wait;  /* its dependencies are not met yet (loom_runtime_dep_eval and
                        loom_runtime_set_dep_wait): Dependency */
+    uint64_t group; /* a job array's id (0: none) */
+    int group_max;  /* at most this many of the group run at once (0: no cap):
+                       JobArrayTaskLimit */
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -92,7 +95,8 @@ typedef enum loom_runtime_reason {
     LOOM_RUNTIME_REASON_PRIORITY,  /* jobs ahead of it in the queue order wait too */
     LOOM_RUNTIME_REASON_HELD,      /* held (JobHeld) */
     LOOM_RUNTIME_REASON_BEGIN_TIME,/* its begin time is still ahead (BeginTime) */
-    LOOM_RUNTIME_REASON_DEPENDENCY /* its dependencies are not met yet (Dependency) */
+    LOOM_RUNTIME_REASON_DEPENDENCY, /* its dependencies are not met yet (Dependency) */
+    LOOM_RUNTIME_REASON_ARRAY_LIMIT /* its array runs group_max tasks already (JobArrayTaskLimit) */
 } loom_runtime_reason_t;
 
 const char *loom_runtime_reason_name(loom_runtime_reason_t r); /* "Resources", ... */

@@ -260,6 +260,15 @@ typedef struct loom_job_update {
     int64_t priority;
     char *options_json; /* the whole options object; NULL: keep */
 } loom_job_update_t;
+/* A job array (sbatch --array): one PENDING job per task index, all in one
+ * transaction (all or none). The first task's id is the array's id; every
+ * task's options get "array_job_id" and "array_task_id". job_out receives
+ * the first task; a repeated submit_id creates nothing (*created_out false)
+ * and answers with the first task of the earlier array. */
+#define LOOM_STORE_ARRAY_MAX 100000
+int loom_store_submit_array(loom_store_t *store, const loom_job_spec_t *spec, const int64_t *tasks,
+                            size_t ntasks, loom_job_t *job_out, bool *created_out,
+                            loom_err_t *err);
 int loom_store_update(loom_store_t *store, int64_t id, const loom_job_update_t *u,
                       loom_job_t *job_out, loom_err_t *err);
 

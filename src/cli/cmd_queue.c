@@ -207,3 +207,91 @@ int loom_cmd_update(int argc, char **argv)
     json_decref(p);
     return rc;
 }
+
+/* ------------------------------------------------- array ids (cancel) */
+
+/* The active jobs' (array id, task id, job id) for resolving A and A_T. */
+static json_t *active_tasks(const char *cmd)
+{
+    loom_cli_conn_t conn;
+    if (loom_cli_connect(cmd, &conn))
+        return NULL;
+    json_t *all = json_array(), *cursor = json_null();
+    for (;;) {
+        json_t *params = json_pack("{s:i, s:O, s:[s,s]}", "limit", 1000, "cursor", cursor, "state",
+                                   "PENDING", "RUNNING");
+        json_t *result = NULL;
+        int rc = loom_cli_call(cmd, &conn, "job.list", params, LOOM_RPC_CALL_RETRY, &result);
+        json_decref(params);
+        if (rc) {
+            json_decref(all);
+            all = NULL;
+            break;
+        }
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(result, "jobs"), i, j)
+        {
+            const json_t *o = json_object_get(j, "options");
+            if (json_is_integer(json_object_get(o, "array_job_id")))
+                json_array_append_new(all, json_pack("[O,O,O]", json_object_get(o, "array_job_id"),
+                                                     json_object_get(o, "array_task_id"),
+                                                     json_object_get(j, "id")));
+        }
+        json_decref(cursor);
+        cursor = json_incref(json_object_get(result, "next_cursor"));
+        json_decref(result);
+        if (json_is_null(cursor))
+            break;
+    }
+    json_decref(cursor);
+    loom_cli_disconnect(&conn);
+    return all;
+}
+
+int loom_cli_job_ids(const char *cmd, int argc, char **argv, int first, int64_t **out, size_t *nout)
+{
+    json_t *tasks = NULL, *ids = json_array();
+    loom_err_t err;
+    int rc = LOOM_EXIT_OK;
+    for (int a = first; a < argc && rc == LOOM_EXIT_OK; a++) {
+        char head[32];
+        const char *us = strchr(argv[a], '_');
+        snprintf(head, sizeof head, "%.*s", us ? (int)(us - argv[a]) : 31, argv[a]);
+        int64_t id, task = -1;
+        if (loom_parse_i64(head, 1, INT64_MAX, &id, "job ID", &err) ||
+            (us && loom_parse_i64(us + 1, 0, INT64_MAX, &task, "array task", &err))) {
+            fprintf(stderr, "loom %s: %s (expected ID or ARRAYID_TASK)\n", cmd, err.msg);
+            rc = LOOM_EXIT_USAGE;
+            break;
+        }
+        if (!tasks && !(tasks = active_tasks(cmd))) {
+            rc = LOOM_EXIT_CONNECT;
+            break;
+        }
+        size_t i, found = 0;
+        json_t *t;
+        json_array_foreach(tasks, i, t)
+        {
+            if (json_integer_value(json_array_get(t, 0)) == id &&
+                (task < 0 || json_integer_value(json_array_get(t, 1)) == task)) {
+                json_array_append(ids, json_array_get(t, 2));
+                found++;
+            }
+        }
+        if (us && !found) {
+            fprintf(stderr, "loom %s: array task %s not found (or not active)\n", cmd, argv[a]);
+            rc = LOOM_EXIT_NOTFOUND;
+        } else if (!found)
+            json_array_append_new(ids, json_integer(id)); /* a job, not an array */
+    }
+    json_decref(tasks);
+    *nout = json_array_size(ids);
+    *out = rc == LOOM_EXIT_OK ? calloc(*nout ? *nout : 1, sizeof **out) : NULL;
+    for (size_t i = 0; *out && i < *nout; i++)
+        (*out)[i] = json_integer_value(json_array_get(ids, i));
+    json_decref(ids);
+    if (rc == LOOM_EXIT_OK && !*out)
+        rc = LOOM_EXIT_FAILURE;
+    return rc;
+}

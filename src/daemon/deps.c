@@ -9,6 +9,7 @@
 
 #include "daemon/deps.h"
 #include "daemon/runner_int.h"
+#include "loom/jobspec.h"
 #include "loom/runtime.h"
 
 #define DEPS_RECHECK_NS (1 * LOOM_NS_PER_S) /* even when no job ended (a cancel) */
@@ -140,6 +141,13 @@ void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_
     if (begin && loomd_parse_begin(begin, j->submit_time_ns, &at, NULL) == LOOM_OK &&
         at > loom_time_real_ns())
         rj->begin_s = (double)(at - r->real_minus_mono_ns) / 1e9;
+    const char *array = json_string_value(json_object_get(o, "array"));
+    loom_jobspec_array_t a;
+    json_int_t aid = json_integer_value(json_object_get(o, "array_job_id"));
+    if (array && aid > 0 && loom_jobspec_array_parse(array, &a, NULL) == LOOM_OK) {
+        rj->group = (uint64_t)aid;
+        rj->group_max = a.max_running > INT32_MAX ? INT32_MAX : (int)a.max_running;
+    }
     const char *dep = json_string_value(json_object_get(o, "dependency"));
     if (dep && *dep) {
         rj->dep_wait = true;

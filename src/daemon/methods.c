@@ -217,6 +217,12 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
         json_decref(empty);
         return LOOM_RPC_DONE;
     }
+    if (rc == LOOM_OK && loomd_queue_submit_array(m, call, &spec)) {
+        free(labels);
+        free(estimate);
+        json_decref(empty);
+        return LOOM_RPC_DONE;
+    }
     if (rc == LOOM_OK)
         rc = loom_store_submit_async(m->store, &spec, store_flags(call), submit_done, call, &err);
     free(labels);

@@ -211,3 +211,75 @@ int loomd_queue_check_options(const char *options_json, loom_err_t *err)
     json_decref(o);
     return rc;
 }
+
+/* ------------------------------------------------------------- arrays */
+
+/* The task indices of an array text already checked by
+ * loom_jobspec_array_parse ("0-15:4,20,30-31%2"): ascending as written. */
+static size_t expand_array(const char *text, int64_t *out, size_t max)
+{
+    size_t n = 0;
+    const char *p = text;
+    while (*p && *p != '%') {
+        char *end;
+        long long a = strtoll(p, &end, 10), b = a, step = 1;
+        p = end;
+        if (*p == '-') {
+            b = strtoll(p + 1, &end, 10);
+            p = end;
+            if (*p == ':') {
+                step = strtoll(p + 1, &end, 10);
+                p = end;
+            }
+        }
+        for (long long i = a; i <= b && n < max && step > 0; i += step)
+            out[n++] = i;
+        if (*p == ',')
+            p++;
+    }
+    return n;
+}
+
+bool loomd_queue_submit_array(loomd_methods_t *m, loom_rpc_call_t *call,
+                              const loom_job_spec_t *spec)
+{
+    json_t *o = spec->options_json ? json_loads(spec->options_json, 0, NULL) : NULL;
+    const char *text = json_string_value(json_object_get(o, "array"));
+    if (!text) {
+        json_decref(o);
+        return false;
+    }
+    loom_err_t err;
+    loom_jobspec_array_t a;
+    int64_t *tasks = NULL;
+    size_t n = 0;
+    int rc = loom_jobspec_array_parse(text, &a, &err);
+    if (rc == LOOM_OK && (a.count < 1 || a.count > LOOM_STORE_ARRAY_MAX))
+        rc = loom_err_set(&err, LOOM_EINVAL, "options.array: expected 1 to %d tasks",
+                          LOOM_STORE_ARRAY_MAX);
+    if (rc == LOOM_OK && !(tasks = malloc((size_t)a.count * sizeof *tasks)))
+        rc = loom_err_set(&err, LOOM_ENOMEM, "out of memory");
+    if (rc == LOOM_OK)
+        n = expand_array(text, tasks, (size_t)a.count);
+    json_decref(o);
+    loom_job_t job;
+    bool created = false;
+    if (rc == LOOM_OK)
+        rc = loom_store_submit_array(m->store, spec, tasks, n, &job, &created, &err);
+    free(tasks);
+    if (rc) {
+        if (rc == LOOM_EINVAL)
+            loom_rpc_call_fail_params(call, &err);
+        else
+            fail(call, rc, &err, 0);
+        return true;
+    }
+    loom_rpc_call_complete(call, json_pack("{s:I, s:b, s:s, s:{s:I, s:I}}", "id",
+                                           (json_int_t)job.id, "created", created, "state",
+                                           loom_job_state_name(job.state), "array", "job_id",
+                                           (json_int_t)job.id, "tasks", (json_int_t)n));
+    loom_job_free(&job);
+    if (m->runner)
+        loomd_runner_wake(m->runner);
+    return true;
+}

@@ -190,6 +190,7 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->shapes);
     free(rt->shape_idx);
     free(rt->shares);
+    free(rt->groups);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
@@ -218,11 +219,14 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
     case LOOM_RUNTIME_REASON_HELD: return "JobHeld";
     case LOOM_RUNTIME_REASON_BEGIN_TIME: return "BeginTime";
     case LOOM_RUNTIME_REASON_DEPENDENCY: return "Dependency";
+    case LOOM_RUNTIME_REASON_ARRAY_LIMIT: return "JobArrayTaskLimit";
     default: return "None";
     }
 }
 
 /* ------------------------------------------------------------ the jobs */
+
+static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta);
 
 static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
 {
@@ -331,6 +335,7 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     j->held = !suspended;
     j->state = suspended ? LOOM_RUNTIME_SUSPENDED : LOOM_RUNTIME_RUNNING;
     j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
+    group_track(rt, j, 1);
     act_add(rt, j); /* cannot fail: grown above */
     return LOOM_OK;
 }
@@ -351,13 +356,41 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
+    group_track(rt, j, -1);
     job_free(j);
     return LOOM_OK;
+}
+
+/* How many of a capped group's jobs run (and, delta != 0, change it). */
+static int group_count(loom_runtime_t *rt, uint64_t id, int delta)
+{
+    for (size_t i = 0; i < rt->ngroups; i++)
+        if (rt->groups[i].id == id) {
+            rt->groups[i].running += delta;
+            int n = rt->groups[i].running;
+            if (n <= 0) /* forgotten when none runs */
+                rt->groups[i] = rt->groups[--rt->ngroups];
+            return n;
+        }
+    if (delta > 0 &&
+        !rt__grow((void **)&rt->groups, &rt->cap_groups, rt->ngroups + 1, sizeof *rt->groups))
+        rt->groups[rt->ngroups++] = (struct group){id, delta};
+    return delta > 0 ? delta : 0;
+}
+
+/* A capped group's job starts (+1) or stops holding its place (-1). */
+static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta)
+{
+    if (j->job.group && j->job.group_max > 0)
+        group_count(rt, j->job.group, delta);
 }
 
 /* Why a pending job may not start whatever the resources (NONE: it may). */
 static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
 {
+    if (j->job.group && j->job.group_max > 0 && !j->job.hold && !j->job.dep_wait &&
+        group_count((loom_runtime_t *)rt, j->job.group, 0) >= j->job.group_max)
+        return LOOM_RUNTIME_REASON_ARRAY_LIMIT;
     if (j->job.hold)
         return LOOM_RUNTIME_REASON_HELD;
     if (j->job.dep_wait)
@@ -404,6 +437,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
+    group_track(rt, j, -1);
     j->held = false;
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
@@ -749,6 +783,7 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     }
     j->held = true;
     j->state = LOOM_RUNTIME_RUNNING;
+    group_track(rt, j, 1);
     j->resumed_s = j->tenancy_since = rt->now;
     j->tenancy = 0;
     act_add(rt, j); /* cannot fail: grown above */

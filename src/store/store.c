@@ -37,7 +37,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE, OP_SUBMIT_ARRAY };
 
 typedef struct op {
     struct op *next;
@@ -56,6 +56,9 @@ typedef struct op {
     loom_err_t err;
     int delta_from, delta_to; /* state counts to adjust after commit, -1 none */
     loom_job_update_t upd;    /* update: name and options owned (NULL keep) */
+    const int64_t *tasks;     /* submit array: task indices (borrowed), how many */
+    size_t ntasks;
+    size_t delta_n; /* jobs counted by delta_to (0: one) */
 } op_t;
 
 struct loom_store {
@@ -566,6 +569,70 @@ static int run_update(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* A job array: one job per task index, in this one transaction; the first
+ * task's id is the array's id. Each task's options get array_job_id and
+ * array_task_id; only the first keeps the submit_id (a repeat of it answers
+ * with the first task, creating nothing). o->job ends as the first task. */
+static int run_submit_array(loom_store_t *s, op_t *o, int64_t now)
+{
+    json_t *base = o->job.options_json ? json_loads(o->job.options_json, 0, NULL) : NULL;
+    char *first_options = o->job.options_json, *submit_id = o->job.submit_id;
+    loom_job_t first = {0};
+    int rc = SQLITE_OK;
+    int64_t array_id = 0;
+    for (size_t k = 0; k < o->ntasks && rc == SQLITE_OK; k++) {
+        json_object_set_new(base, "array_task_id", json_integer(o->tasks[k]));
+        if (k > 0)
+            json_object_set_new(base, "array_job_id", json_integer(array_id));
+        char *text = json_dumps(base, JSON_COMPACT);
+        if (!text) {
+            o->rc = loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        o->job.options_json = text;
+        o->job.submit_id = k == 0 ? submit_id : NULL;
+        rc = run_submit(s, o, now);
+        if (k == 0 && rc == SQLITE_OK && o->rc == LOOM_OK && !o->created) {
+            /* the submit_id exists: o->job is now that job, and run_submit
+             * freed the template (text, submit_id) with it */
+            free(first_options);
+            json_decref(base);
+            return SQLITE_OK;
+        }
+        o->job.options_json = NULL;
+        free(text);
+        if (rc != SQLITE_OK || o->rc != LOOM_OK || (k == 0 && !o->created))
+            break;
+        if (k == 0) {
+            array_id = o->job.id;
+            first = o->job; /* its strings are the template's: copied below */
+        }
+    }
+    json_decref(base);
+    o->job.options_json = first_options;
+    o->job.submit_id = submit_id;
+    if (rc != SQLITE_OK || o->rc != LOOM_OK || !o->created)
+        return rc;
+    /* the first task's options as stored */
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(s->wdb,
+                            "UPDATE jobs SET options = json_set(options, '$.array_job_id', ?1) "
+                            "WHERE id = ?1",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, array_id);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rc;
+    o->job.id = first.id;
+    o->delta_to = LOOM_JOB_PENDING;
+    o->delta_n = o->ntasks;
+    return SQLITE_OK;
+}
+
 static void free_op(op_t *o)
 {
     free(o->upd.name);
@@ -619,6 +686,8 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
             rc = run_transition(s, o, now);
         else if (o->kind == OP_UPDATE)
             rc = run_update(s, o, now);
+        else if (o->kind == OP_SUBMIT_ARRAY)
+            rc = run_submit_array(s, o, now);
         else
             rc = run_exec(s, o);
     }
@@ -647,7 +716,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
             if (o->rc == LOOM_OK && o->delta_from >= 0)
                 s->stats.jobs_by_state[o->delta_from]--;
             if (o->rc == LOOM_OK && o->delta_to >= 0)
-                s->stats.jobs_by_state[o->delta_to]++;
+                s->stats.jobs_by_state[o->delta_to] += o->delta_n ? o->delta_n : 1;
         }
     } else {
         s->stats.commit_failures++;
@@ -1050,6 +1119,39 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
         return rc;
     }
     return waiter_wait(&w, err);
+}
+
+int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const int64_t *tasks,
+                            size_t ntasks, loom_job_t *job_out, bool *created_out,
+                            loom_err_t *err)
+{
+    int rc = loom_job_spec_validate(spec, err);
+    if (rc)
+        return rc;
+    if (ntasks < 1 || ntasks > LOOM_STORE_ARRAY_MAX)
+        return loom_err_set(err, LOOM_EINVAL, "array: expected 1 to %d tasks, found %zu",
+                            LOOM_STORE_ARRAY_MAX, ntasks);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || loom_store_job_from_spec(&o->job, spec)) {
+        free(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a submission");
+    }
+    o->kind = OP_SUBMIT_ARRAY;
+    o->tasks = tasks;
+    o->ntasks = ntasks;
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    if ((rc = enqueue(s, o, err))) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    rc = waiter_wait(&w, err);
+    if (created_out)
+        *created_out = w.created;
+    return rc;
 }
 
 int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u,

@@ -214,6 +214,49 @@ class QueueDeps(unittest.TestCase):
         self.assertIn("PENDING", err)
         self.loom("cancel", str(b))
 
+    def test_array_throttle_env(self):
+        out = os.path.join(self.tmp, "arr")
+        os.makedirs(out, exist_ok=True)
+        first = self.submit(
+            f"echo $LOOM_ARRAY_JOB_ID $LOOM_ARRAY_TASK_ID $SLURM_ARRAY_JOB_ID "
+            f"$SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN "
+            f"$SLURM_ARRAY_TASK_MAX > {out}/$LOOM_JOB_ID; "
+            f"echo start >> {out}/log; sleep 0.4; echo end >> {out}/log",
+            "--array", "1-7:2,10%1", "-c", "1", "--name", "arr")
+        self.reason_is(first + 1, "JobArrayTaskLimit")
+        tasks = [j for j in self.c.call("job.list", {"limit": 1000})["jobs"]
+                 if j["options"].get("array_job_id") == first]
+        self.assertEqual([j["options"]["array_task_id"] for j in tasks], [1, 3, 5, 7, 10])
+        self.assertEqual([j["id"] for j in tasks], list(range(first, first + 5)))
+        rc, listing, err = self.loom("jobs", "--format", "id,state,reason")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"{first}_[", listing)
+        for j in tasks:
+            self.assertEqual(self.ended(j["id"])["state"], "COMPLETED")
+        for j in tasks:
+            with open(os.path.join(out, str(j["id"]))) as f:
+                t = j["options"]["array_task_id"]
+                self.assertEqual(f.read().split(),
+                                 [str(first), str(t), str(first), str(t), "5", "1", "10"])
+        # %1: one task at a time (the node would hold two)
+        depth = peak = 0
+        with open(os.path.join(out, "log")) as f:
+            for line in f.read().split():
+                depth += 1 if line == "start" else -1
+                peak = max(peak, depth)
+        self.assertEqual(peak, 1)
+
+    def test_array_cancel(self):
+        first = self.submit("sleep 30", "--array", "0-3", "--hold")
+        rc, _, err = self.loom("cancel", f"{first}_2")
+        self.assertEqual(rc, 0, err)
+        states = [self.job(first + k)["state"] for k in range(4)]
+        self.assertEqual(states, ["PENDING", "PENDING", "CANCELLED", "PENDING"])
+        rc, out, err = self.loom("cancel", str(first))
+        self.assertEqual(rc, 0, err)
+        states = [self.job(first + k)["state"] for k in range(4)]
+        self.assertEqual(states, ["CANCELLED"] * 4)
+
 
 class Restart(unittest.TestCase):
     """Holds and dependencies live in the store: a new loomd keeps them."""
