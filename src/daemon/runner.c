@@ -1081,6 +1081,8 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
 
 /* ---------------------------------------------------- pending reasons */
 
+#define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)
+
 /* One job object: a PENDING one gets the runtime's reason (squeue's
  * names); one the runtime has not read yet keeps its stored reason (a
  * requeue's) or gets None. */
@@ -1102,7 +1104,16 @@ void loomd_runner_reasons(loomd_runner_t *r, json_t *jobs)
 {
     if (!r || !jobs)
         return;
-    pthread_mutex_lock(&r->mu);
+    /* A step holds the lock while it starts jobs (store writes): a reader
+     * waits for it at most LOOMD_REASON_WAIT_NS, then answers with the
+     * stored reasons rather than stall. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t t = (int64_t)until.tv_sec * LOOM_NS_PER_S + until.tv_nsec + LOOMD_REASON_WAIT_NS;
+    until.tv_sec = t / LOOM_NS_PER_S;
+    until.tv_nsec = t % LOOM_NS_PER_S;
+    if (pthread_mutex_timedlock(&r->mu, &until) != 0)
+        return;
     if (json_is_array(jobs)) {
         size_t i;
         json_t *j;
