@@ -52,6 +52,14 @@ typedef struct loom_runtime_job {
     double estimate_s;   /* 0: unknown */
     double time_limit_s; /* 0: none */
     uint32_t user;       /* fair-share group (see loom_runtime_set_share) */
+    /* Held jobs stay pending whatever the resources (a reason each): */
+    bool hold;      /* held until released (loom_runtime_hold): JobHeld */
+    double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
+    bool dep_wait;  /* its dependencies are not met yet (loom_runtime_dep_eval and
+                       loom_runtime_set_dep_wait): Dependency */
+    uint64_t group; /* a job array's id (0: none) */
+    int group_max;  /* at most this many of the group run at once (0: no cap):
+                       JobArrayTaskLimit */
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -84,7 +92,11 @@ typedef int (*loom_runtime_apply_fn)(void *ctx, const loom_runtime_action_t *a);
 typedef enum loom_runtime_reason {
     LOOM_RUNTIME_REASON_NONE = 0,  /* not yet considered by a step */
     LOOM_RUNTIME_REASON_RESOURCES, /* it was the first in the queue order that did not fit */
-    LOOM_RUNTIME_REASON_PRIORITY   /* jobs ahead of it in the queue order wait too */
+    LOOM_RUNTIME_REASON_PRIORITY,  /* jobs ahead of it in the queue order wait too */
+    LOOM_RUNTIME_REASON_HELD,      /* held (JobHeld) */
+    LOOM_RUNTIME_REASON_BEGIN_TIME,/* its begin time is still ahead (BeginTime) */
+    LOOM_RUNTIME_REASON_DEPENDENCY, /* its dependencies are not met yet (Dependency) */
+    LOOM_RUNTIME_REASON_ARRAY_LIMIT /* its array runs group_max tasks already (JobArrayTaskLimit) */
 } loom_runtime_reason_t;
 
 const char *loom_runtime_reason_name(loom_runtime_reason_t r); /* "Resources", ... */
@@ -116,6 +128,34 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s);
 /* A running or suspended job goes back to the queue (its process never
  * really ran, e.g. Slurm never started it); its resources go back. */
 int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s);
+/* A pending job's hold (JobHeld) or dependency wait (Dependency) is set or
+ * lifted; it takes effect at the next step. LOOM_ENOTFOUND for an unknown
+ * id, LOOM_ESTATE when the job is not pending. */
+int loom_runtime_hold(loom_runtime_t *rt, uint64_t id, bool hold);
+int loom_runtime_set_dep_wait(loom_runtime_t *rt, uint64_t id, bool waiting);
+
+/* sbatch's dependencies ("afterok:12:13,afterany:14", "?" between parts
+ * for any-of, "after:12", "afternotok:12", "singleton"), judged from what
+ * the caller says of the jobs they name. */
+typedef enum loom_runtime_dep_job {
+    LOOM_RUNTIME_DEP_UNKNOWN = 0, /* no such job */
+    LOOM_RUNTIME_DEP_PENDING,     /* not started yet */
+    LOOM_RUNTIME_DEP_RUNNING,     /* started, not ended */
+    LOOM_RUNTIME_DEP_OK,          /* ended, completed with exit code 0 */
+    LOOM_RUNTIME_DEP_NOTOK        /* ended otherwise (failed, cancelled, timed out) */
+} loom_runtime_dep_job_t;
+typedef enum loom_runtime_dep {
+    LOOM_RUNTIME_DEP_MET = 0, /* may start */
+    LOOM_RUNTIME_DEP_WAIT,    /* not yet */
+    LOOM_RUNTIME_DEP_NEVER    /* can no longer be met (DependencyNeverSatisfied) */
+} loom_runtime_dep_t;
+/* job(ctx, id) says where a named job stands; singleton(ctx) whether an
+ * earlier job of the same name and user is still pending or running (NULL:
+ * singleton is met). Text in the wrong form: LOOM_EINVAL. */
+int loom_runtime_dep_eval(const char *text, loom_runtime_dep_job_t (*job)(void *ctx, uint64_t id),
+                          bool (*singleton)(void *ctx), void *ctx, loom_runtime_dep_t *out,
+                          loom_err_t *err);
+
 /* Down nodes take no placement (their free resources are hidden from the
  * placement policy); their jobs stay until the caller removes them. */
 void loom_runtime_set_down(loom_runtime_t *rt, size_t node, bool down);

@@ -268,6 +268,30 @@ int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
                           const char *reason, const char *run_json, loom_job_t *job_out,
                           loom_err_t *err);
 
+/* A change to a pending job (job.update, job.hold, job.release): each
+ * member set replaces the stored one; LOOM_ESTATE once the job is no longer
+ * PENDING, LOOM_ENOTFOUND for an unknown id. Waits for the commit; job_out
+ * (may be NULL) receives the job as changed. No event is added (the state
+ * does not change). */
+typedef struct loom_job_update {
+    char *name;          /* NULL: keep */
+    int64_t time_limit_s; /* < 0: keep; 0: none */
+    bool set_priority;
+    int64_t priority;
+    char *options_json; /* the whole options object; NULL: keep */
+} loom_job_update_t;
+/* A job array (sbatch --array): one PENDING job per task index, all in one
+ * transaction (all or none). The first task's id is the array's id; every
+ * task's options get "array_job_id" and "array_task_id". job_out receives
+ * the first task; a repeated submit_id creates nothing (*created_out false)
+ * and answers with the first task of the earlier array. */
+#define LOOM_STORE_ARRAY_MAX 100000
+int loom_store_submit_array(loom_store_t *store, const loom_job_spec_t *spec, const int64_t *tasks,
+                            size_t ntasks, loom_job_t *job_out, bool *created_out,
+                            loom_err_t *err);
+int loom_store_update(loom_store_t *store, int64_t id, const loom_job_update_t *u,
+                      loom_job_t *job_out, loom_err_t *err);
+
 /* fn(ctx) runs on the committing thread after every committed transaction
  * (before its waiters are completed), e.g. to wake a scheduler. It must be
  * quick and must not write to the store. NULL removes it. */

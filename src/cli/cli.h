@@ -4,6 +4,8 @@
 #ifndef LOOM_CLI_H
 #define LOOM_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdbool.h>
 
 #include "loom/core.h"
@@ -36,6 +38,15 @@ int loom_cmd_jobs(int argc, char **argv);
 int loom_cmd_usage(int argc, char **argv);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
+int loom_cmd_hold(int argc, char **argv); /* cmd_queue.c: hold, release, requeue, update */
+int loom_cmd_release(int argc, char **argv);
+int loom_cmd_requeue(int argc, char **argv);
+int loom_cmd_update(int argc, char **argv);
+/* Job ids from argv[first..]: ID, or an array's id for all its active
+ * tasks, or ARRAYID_TASK for one (job.list is read once if needed). *out is
+ * calloc'ed; returns an exit code (messages printed). */
+int loom_cli_job_ids(const char *cmd, int argc, char **argv, int first, int64_t **out,
+                     size_t *nout);
 int loom_cmd_wait(int argc, char **argv);
 int loom_cmd_logs(int argc, char **argv);
 int loom_cmd_info(int argc, char **argv);

@@ -11,6 +11,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: loom cancel ID... [--reason TEXT] [--json]\n\n"
                "Cancels the jobs (one batch request). A job that already ended is an error.\n"
+               "An array's id (the first task's) cancels all its active tasks, ID_TASK one task.\n"
                "exit codes: 0 all cancelled, 4 some job does not exist, 1 some other failure\n"
                "(e.g. already ended), 3 cannot connect.\n");
 }
@@ -45,27 +46,24 @@ int loom_cmd_cancel(int argc, char **argv)
         default: usage(stderr); return LOOM_EXIT_USAGE;
         }
     }
-    size_t n = (size_t)(argc - optind);
-    if (n == 0) {
+    if (argc - optind == 0) {
         fprintf(stderr, "loom cancel: expected at least one job ID (see loom cancel --help)\n");
         return LOOM_EXIT_USAGE;
     }
-    int64_t *ids = calloc(n, sizeof *ids);
-    loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
-    json_t **params = calloc(n, sizeof *params);
-    int rc = LOOM_EXIT_OK;
-    if (!ids || !items || !params) {
+    /* an array's id stands for all its active tasks, ID_TASK for one */
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = loom_cli_job_ids("cancel", argc, argv, optind, &ids, &n);
+    if (rc)
+        return rc;
+    loom_rpc_batch_item_t *items = calloc(n ? n : 1, sizeof *items);
+    json_t **params = calloc(n ? n : 1, sizeof *params);
+    if (!items || !params) {
         fprintf(stderr, "loom cancel: out of memory\n");
         rc = LOOM_EXIT_FAILURE;
         goto out;
     }
-    loom_err_t err;
     for (size_t i = 0; i < n; i++) {
-        if (loom_parse_i64(argv[optind + (int)i], 1, INT64_MAX, &ids[i], "job ID", &err)) {
-            fprintf(stderr, "loom cancel: %s\n", err.msg);
-            rc = LOOM_EXIT_USAGE;
-            goto out;
-        }
         params[i] = json_pack("{s:I}", "id", (json_int_t)ids[i]);
         if (reason)
             json_object_set_new(params[i], "reason", json_string(reason));

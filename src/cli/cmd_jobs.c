@@ -227,6 +227,62 @@ static int column_width(const column_t *c, const json_t *jobs, double now)
     return c->width < 0 ? -w : w;
 }
 
+/* An array's task (options.array_job_id): its array id and task id. */
+static bool array_task(const json_t *j, int64_t *aid, int64_t *task)
+{
+    const json_t *o = json_object_get(j, "options");
+    const json_t *a = json_object_get(o, "array_job_id"), *t = json_object_get(o, "array_task_id");
+    if (!json_is_integer(a) || !json_is_integer(t))
+        return false;
+    *aid = json_integer_value(a);
+    *task = json_integer_value(t);
+    return true;
+}
+
+static bool same_str(const json_t *a, const json_t *b, const char *key)
+{
+    const char *x = json_string_value(json_object_get(a, key));
+    const char *y = json_string_value(json_object_get(b, key));
+    return x && y ? strcmp(x, y) == 0 : x == y;
+}
+
+/* How many jobs from i on are pending tasks of one array with one reason
+ * (shown as one row, as squeue: 12_[3-99]); the id text in out. */
+static size_t array_run(const json_t *jobs, size_t i, char *out, size_t len)
+{
+    const json_t *j = json_array_get(jobs, i);
+    int64_t aid, t, a2, t2;
+    if (!array_task(j, &aid, &t))
+        return 1;
+    const char *state = json_string_value(json_object_get(j, "state"));
+    if (!state || strcmp(state, "PENDING") != 0) {
+        snprintf(out, len, "%lld_%lld", (long long)aid, (long long)t);
+        return 1;
+    }
+    size_t at = (size_t)snprintf(out, len, "%lld_[%lld", (long long)aid, (long long)t);
+    size_t n = 1;
+    int64_t run_start = t, prev = t;
+    for (;; n++) {
+        const json_t *k = json_array_get(jobs, i + n);
+        bool more = k && array_task(k, &a2, &t2) && a2 == aid && same_str(k, j, "state") &&
+                    same_str(k, j, "reason");
+        if (more && t2 == prev + 1) {
+            prev = t2;
+            continue;
+        }
+        if (prev != run_start && at < len)
+            at += (size_t)snprintf(out + at, len - at, "-%lld", (long long)prev);
+        if (!more)
+            break;
+        if (at < len)
+            at += (size_t)snprintf(out + at, len - at, ",%lld", (long long)t2);
+        run_start = prev = t2;
+    }
+    if (at < len)
+        snprintf(out + at, len - at, "]");
+    return n;
+}
+
 static void print_table(const json_t *jobs, const column_t *const *shown, size_t n)
 {
     double now = (double)loom_time_real_ns() / 1e9;
@@ -235,18 +291,23 @@ static void print_table(const json_t *jobs, const column_t *const *shown, size_t
         width[c] = column_width(shown[c], jobs, now);
         print_cell(width[c], shown[c]->title, c + 1 == n);
     }
-    size_t i;
-    json_t *j;
-    json_array_foreach(jobs, i, j)
-    {
+    for (size_t i = 0; i < json_array_size(jobs);) {
+        const json_t *j = json_array_get(jobs, i);
+        char id[256] = "";
+        size_t rows = array_run(jobs, i, id, sizeof id);
         for (size_t c = 0; c < n; c++) {
             char buf[256];
-            cell(shown[c], j, now, buf, sizeof buf);
+            bool is_id = !strcmp(shown[c]->key, "id");
+            if (is_id && id[0])
+                snprintf(buf, sizeof buf, "%s", id);
+            else
+                cell(shown[c], j, now, buf, sizeof buf);
             int w = width[c] < 0 ? -width[c] : width[c];
-            if (c + 1 < n && w > 0 && (int)strlen(buf) > w)
+            if (!is_id && c + 1 < n && w > 0 && (int)strlen(buf) > w)
                 buf[w] = 0; /* a long name is cut to its column, as squeue */
             print_cell(width[c], buf, c + 1 == n);
         }
+        i += rows;
     }
 }
 

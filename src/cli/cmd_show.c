@@ -100,7 +100,8 @@ static void show_estimate(const json_t *e)
 }
 
 /* What the job file said beyond resources (job.submit "options"), and
- * which of it is stored but not acted on yet (docs/jobfiles.md). */
+ * which of it is stored but not acted on yet: nice, retries
+ * (docs/jobfiles.md). */
 static void show_options(const json_t *o)
 {
     static const struct {
@@ -111,12 +112,11 @@ static void show_options(const json_t *o)
         {"array", "array:       "},   {"dependency", "dependency:  "}, {"begin", "begin:       "}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const char *v = json_string_value(json_object_get(o, rows[i].key));
-        bool carried = i >= 6;
         if (v)
-            printf("  %s%s%s\n", rows[i].label, v, carried ? " (not acted on yet)" : "");
+            printf("  %s%s\n", rows[i].label, v);
     }
     if (json_is_true(json_object_get(o, "hold")))
-        printf("  hold:        yes (not acted on yet)\n");
+        printf("  hold:        yes\n");
     if (json_is_integer(json_object_get(o, "nice")))
         printf("  nice:        %lld (not acted on yet)\n",
                (long long)json_integer_value(json_object_get(o, "nice")));

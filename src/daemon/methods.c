@@ -12,6 +12,7 @@
 #include "daemon/identity.h"
 #include "daemon/quota.h"
 #include "daemon/methods.h"
+#include "daemon/queue.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
 #include "loom/rubick.h"
@@ -253,12 +254,20 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
             &spec, &err);
     if (rc == LOOM_OK && spec.format == LOOM_JOB_FORMAT_YAML)
         rc = check_yaml_job(spec.script, &err);
+    if (rc == LOOM_OK)
+        rc = loomd_queue_check_options(spec.options_json, &err);
     if (rc == LOOM_OK && spec.model)
         rc = size_from_model(m, who, &spec, &estimate, &model_path, &err);
     if (rc == LOOM_ENOTFOUND || (rc == LOOM_OK && quota_refused(m, call, who, &spec)) ||
         (rc == LOOM_OK && refuse_infeasible(m, call, &spec))) {
         if (rc == LOOM_ENOTFOUND)
             fail_estimate(m, call, &spec, model_path, &err);
+        free(labels);
+        free(estimate);
+        json_decref(empty);
+        return LOOM_RPC_DONE;
+    }
+    if (rc == LOOM_OK && loomd_queue_submit_array(m, call, &spec)) {
         free(labels);
         free(estimate);
         json_decref(empty);
@@ -403,6 +412,7 @@ static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *
         return LOOM_RPC_DONE;
     }
     json_object_set_new(j, "events", events);
+    loomd_runner_reasons(m->runner, j);
     loom_rpc_call_complete(call, json_pack("{s:o}", "job", j));
     return LOOM_RPC_DONE;
 }
@@ -474,10 +484,10 @@ static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_j
                          int64_t *next_after)
 {
     size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
-    json_t *jobs = json_array();
+    json_t *all = json_array(), *jobs = json_array();
     loom_auth_identity_t local;
     const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
-    for (size_t i = 0; jobs && i < list->n; i++) {
+    for (size_t i = 0; all && i < list->n; i++) {
         json_t *j = loom_job_to_json(&list->jobs[i], false);
         if (j && !loomd_identity_may_act(m->ident, who, &list->jobs[i])) {
             /* another's job: as squeue shows it, without its environment,
@@ -486,10 +496,18 @@ static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_j
             json_object_del(j, "run");
             json_object_del(j, "estimate");
         }
-        size_t size = j ? json_dumpb(j, NULL, 0, JSON_COMPACT) + 1 : 0;
-        if (j && used + size > budget) {
-            json_decref(j);
+        if (json_array_append_new(all, j) != 0) {
+            json_decref(all);
+            all = NULL;
+        }
+    }
+    loomd_runner_reasons(m->runner, all); /* one lock of the runner for the page */
+    for (size_t i = 0; all && jobs && i < list->n; i++) {
+        json_t *j = json_array_get(all, i);
+        size_t size = json_dumpb(j, NULL, 0, JSON_COMPACT) + 1;
+        if (used + size > budget) {
             if (i == 0) {
+                json_decref(all);
                 json_decref(jobs);
                 fail_list_budget(call, 1);
                 return NULL;
@@ -498,11 +516,16 @@ static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_j
             break;
         }
         used += size;
-        if (!j || json_array_append_new(jobs, j) != 0) {
+        if (json_array_append(jobs, j) != 0) {
             json_decref(jobs);
             jobs = NULL;
         }
     }
+    if (!all) {
+        json_decref(jobs);
+        jobs = NULL;
+    }
+    json_decref(all);
     if (!jobs)
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
     return jobs;
@@ -579,7 +602,8 @@ const char *loomd_health(void *ctx)
 static const char *const method_names[] = {"server.info",      "job.submit", "job.get",
                                            "job.list",         "job.cancel", "node.list",
                                            "monitor.snapshot", "job.wait",   "job.logs",
-                                           "usage.report"};
+                                           "usage.report",     "job.hold",   "job.release",
+                                           "job.requeue",      "job.update"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -741,7 +765,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
                                       LOOM_RPC_STRICT_PARAMS, err)) ||
         (rc = loom_rpc_dispatcher_add(d, "node.list", m_node_list, m, NULL, LOOM_RPC_NO_PARAMS,
                                       err)) ||
-        (rc = loomd_follow_add(d, m, err)))
+        (rc = loomd_follow_add(d, m, err)) || (rc = loomd_queue_add(d, m, err)))
         return rc;
     loom_rpc_dispatcher_on_wait(d, commit_queued, m);
     return LOOM_OK;

@@ -588,6 +588,7 @@ static void read_pending(loomd_runner_t *r)
         for (size_t i = 0; i < list.n; i++) {
             loom_runtime_job_t rj;
             job_rt(r, &list.jobs[i], &rj);
+            loomd__job_blocks(r, &list.jobs[i], &rj);
             if (loom_runtime_submit(r->rt, &rj, &err) != LOOM_OK && err.code != LOOM_EEXIST)
                 loom_log_error("runner.queue_failed", "job=%lld error=\"%s\"",
                                (long long)list.jobs[i].id, err.msg);
@@ -669,6 +670,7 @@ static void step(loomd_runner_t *r)
     resync_pending(r);
     if (r->pack_check)
         loomd__gandiva_introspect(r);
+    loomd__deps_pass(r, rt_now());
     loomd__account(r);
     loom_runtime_step(r->rt, rt_now(), apply, r);
 }
@@ -990,6 +992,7 @@ void loomd_runner_stop(loomd_runner_t *r)
     loom_exec_local_free(r->local);
     loom_exec_slurm_free(r->slurm);
     loom_runtime_free(r->rt);
+    loomd__deps_free(r);
     free(r->active);
     free(r);
 }
@@ -1080,4 +1083,100 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
     }
     pthread_mutex_unlock(&r->mu);
     return n;
+}
+
+/* ---------------------------------------------------- pending reasons */
+
+#define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)
+
+/* One job object: a PENDING one gets the runtime's reason (squeue's
+ * names); one the runtime has not read yet keeps its stored reason (a
+ * requeue's) or gets None. */
+static void reason_of(loomd_runner_t *r, json_t *j)
+{
+    const char *state = json_string_value(json_object_get(j, "state"));
+    if (!state || strcmp(state, "PENDING") != 0)
+        return;
+    json_int_t id = json_integer_value(json_object_get(j, "id"));
+    loom_runtime_info_t info;
+    if (id > 0 && loom_runtime_get(r->rt, (uint64_t)id, &info) == LOOM_OK &&
+        info.state == LOOM_RUNTIME_PENDING)
+        json_object_set_new(j, "reason", json_string(loom_runtime_reason_name(info.reason)));
+    else if (!json_is_string(json_object_get(j, "reason")))
+        json_object_set_new(j, "reason", json_string("None"));
+}
+
+void loomd_runner_reasons(loomd_runner_t *r, json_t *jobs)
+{
+    if (!r || !jobs)
+        return;
+    /* A step holds the lock while it starts jobs (store writes): a reader
+     * waits for it at most LOOMD_REASON_WAIT_NS, then answers with the
+     * stored reasons rather than stall. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t t = (int64_t)until.tv_sec * LOOM_NS_PER_S + until.tv_nsec + LOOMD_REASON_WAIT_NS;
+    until.tv_sec = t / LOOM_NS_PER_S;
+    until.tv_nsec = t % LOOM_NS_PER_S;
+    if (pthread_mutex_timedlock(&r->mu, &until) != 0)
+        return;
+    if (json_is_array(jobs)) {
+        size_t i;
+        json_t *j;
+        json_array_foreach(jobs, i, j) reason_of(r, j);
+    } else
+        reason_of(r, jobs);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ------------------------------------------- hold, release, requeue, update */
+
+/* Hands a stored pending job the runtime does not have (requeued from an
+ * end) or has with old fields (updated) to the runtime afresh. */
+static int resubmit(loomd_runner_t *r, int64_t id, loom_err_t *err)
+{
+    loom_job_t j;
+    int rc = loom_store_get(r->store, id, &j, err);
+    if (rc)
+        return rc;
+    if (j.state == LOOM_JOB_PENDING) {
+        loom_runtime_job_t rj;
+        job_rt(r, &j, &rj);
+        loomd__job_blocks(r, &j, &rj);
+        loom_runtime_remove(r->rt, (uint64_t)id, rt_now()); /* pending: forgotten */
+        rc = loom_runtime_submit(r->rt, &rj, err);
+    }
+    loom_job_free(&j);
+    return rc;
+}
+
+int loomd_runner_changed(loomd_runner_t *r, int64_t id, loom_err_t *err)
+{
+    pthread_mutex_lock(&r->mu);
+    int rc = LOOM_OK;
+    active_t *a = loomd__find_active(r, id);
+    if (a) /* requeued after a cancel whose process has not ended yet */
+        a->requeue = true;
+    else if (id <= r->seen_id) /* newer ones are read by the next step as they are */
+        rc = resubmit(r, id, err);
+    pthread_mutex_unlock(&r->mu);
+    loomd_runner_wake(r);
+    return rc;
+}
+
+int loomd_runner_requeue(loomd_runner_t *r, int64_t id, loom_err_t *err)
+{
+    pthread_mutex_lock(&r->mu);
+    active_t *a = loomd__find_active(r, id);
+    int rc = LOOM_OK;
+    if (!a)
+        rc = loom_err_set(err, LOOM_ESTATE, "job %lld is not running here", (long long)id);
+    else if (!a->requeue) {
+        rc = r->ops->cancel(r->exec, &a->h, err);
+        if (rc == LOOM_OK)
+            a->requeue = a->cancel_sent = true; /* its end puts it back in the queue */
+    }
+    pthread_mutex_unlock(&r->mu);
+    loomd_runner_wake(r);
+    return rc;
 }

@@ -45,6 +45,19 @@ json_t *loomd_runner_stats(loomd_runner_t *r);
 /* The running (not suspended) jobs: up to max ids and shepherd PIDs.
  * Returns how many. */
 size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max);
+/* Pending reasons (squeue's: Resources, Priority, ...): every PENDING job
+ * object in jobs (an array, or one object) without a stored reason gets
+ * the scheduler's present one as "reason", read from the runtime under the
+ * runner's lock (kept in memory, never written to the store). */
+void loomd_runner_reasons(loomd_runner_t *r, json_t *jobs);
+/* A pending job changed in the store (job.update, job.hold, job.release,
+ * or it was put back to PENDING by job.requeue after it ended): the runtime
+ * takes it again as the store now has it. */
+int loomd_runner_changed(loomd_runner_t *r, int64_t id, loom_err_t *err);
+/* job.requeue of a running job: its process is stopped and, once it has
+ * ended, the job goes back to PENDING (the runner's Slurm requeue path).
+ * LOOM_ESTATE if the runner does not run it. */
+int loomd_runner_requeue(loomd_runner_t *r, int64_t id, loom_err_t *err);
 /* Prometheus families (appends). */
 void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out);
 

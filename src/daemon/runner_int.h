@@ -30,6 +30,13 @@ typedef struct active {
     char gandiva[LOOMD_NOTE_MAX]; /* last decision, for the run record */
 } active_t;
 
+/* A pending job waiting for its dependencies (deps.c). */
+typedef struct loomd_dep {
+    int64_t id;
+    char *text; /* options.dependency */
+    char *name; /* for singleton */
+} loomd_dep_t;
+
 struct loomd_runner {
     loom_store_t *store;
     const loom_exec_ops_t *ops; /* the executor: local or Slurm */
@@ -57,6 +64,14 @@ struct loomd_runner {
     double gpu_busy_milli_s; /* integral of GPUs in use over time */
     int64_t last_account_ns;
     int64_t since_ns;
+
+    /* Dependencies (deps.c): judged again when a job ended, one arrived, or
+     * a second passed. */
+    loomd_dep_t *deps;
+    size_t ndeps, cap_deps;
+    bool deps_dirty;
+    uint64_t deps_ended;
+    int64_t deps_next_ns;
 };
 
 void loomd__account(loomd_runner_t *r);
@@ -64,6 +79,12 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a);
 int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const char *reason,
                      json_t *run, loom_err_t *err);
 active_t *loomd__find_active(loomd_runner_t *r, int64_t id);
+
+/* Holds, begin times, dependencies (deps.c): a stored job's options onto
+ * its runtime record (and the waiting list); the step's judging pass. */
+void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj);
+void loomd__deps_pass(loomd_runner_t *r, double now);
+void loomd__deps_free(loomd_runner_t *r);
 
 /* Gandiva's mechanisms on loomd's side (gandiva.c): the runtime decides,
  * these carry the decisions out and feed it the step markers. */

@@ -32,6 +32,34 @@ static int out_path(const char *pattern, const loom_jobspec_ids_t *ids, const ch
     return LOOM_OK;
 }
 
+/* An array's task (options array_job_id, array_task_id, array): loom's
+ * and Slurm's array variables in its environment. */
+static void array_env(const json_t *o, json_t *env)
+{
+    const json_t *aj = json_object_get(o, "array_job_id"),
+                 *at = json_object_get(o, "array_task_id");
+    const char *text = json_string_value(json_object_get(o, "array"));
+    loom_jobspec_array_t a;
+    if (!json_is_integer(aj) || !json_is_integer(at) || !text ||
+        loom_jobspec_array_parse(text, &a, NULL) != LOOM_OK)
+        return;
+    const struct {
+        const char *name;
+        long long v;
+    } vars[] = {{"LOOM_ARRAY_JOB_ID", json_integer_value(aj)},
+                {"LOOM_ARRAY_TASK_ID", json_integer_value(at)},
+                {"SLURM_ARRAY_JOB_ID", json_integer_value(aj)},
+                {"SLURM_ARRAY_TASK_ID", json_integer_value(at)},
+                {"SLURM_ARRAY_TASK_COUNT", a.count},
+                {"SLURM_ARRAY_TASK_MIN", a.first},
+                {"SLURM_ARRAY_TASK_MAX", a.last}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s=%lld", vars[i].name, vars[i].v);
+        json_array_append_new(env, json_string(buf));
+    }
+}
+
 int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *cwd, size_t cwdlen,
                       json_t *env, loom_err_t *err)
 {
@@ -47,6 +75,7 @@ int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *c
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(o, "env"), i, e) json_array_append(env, e);
+    array_env(o, env);
     const char *workdir = json_string_value(json_object_get(o, "workdir"));
     if (!workdir)
         goto out;
@@ -73,11 +102,14 @@ int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *c
     if (getpwuid_r(job->run_as_owner ? job->uid : geteuid(), &pwbuf, pwtext, sizeof pwtext, &pw) !=
         0)
         pw = NULL;
-    loom_jobspec_ids_t ids = {.job_id = job->id,
-                              .name = job->name,
-                              .user = pw ? pw->pw_name : "",
-                              .array_job_id = 0,
-                              .array_task = -1};
+    loom_jobspec_ids_t ids = {
+        .job_id = job->id,
+        .name = job->name,
+        .user = pw ? pw->pw_name : "",
+        .array_job_id = json_integer_value(json_object_get(o, "array_job_id")),
+        .array_task = json_is_integer(json_object_get(o, "array_task_id"))
+                          ? json_integer_value(json_object_get(o, "array_task_id"))
+                          : -1};
     const char *output = json_string_value(json_object_get(o, "output"));
     const char *error = json_string_value(json_object_get(o, "error"));
     /* As Slurm's slurm-%j.out, and slurm-%A_%a.out for an array's task. */

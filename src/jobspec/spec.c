@@ -162,10 +162,6 @@ static void warn_carried(loom_jobspec_t *s)
         bool set;
         const char *what;
     } carried[] = {
-        {s->array != NULL, "--array (one job runs, not the array's tasks)"},
-        {s->dependency != NULL, "--dependency (the job does not wait for others)"},
-        {s->begin != NULL, "--begin (the job may start at once)"},
-        {s->hold, "--hold (the job is not held)"},
         {s->nice != INT64_MIN, "--nice (the priority is unchanged)"},
         {s->retries > 0, "retries (a failed job is not run again)"},
     };

@@ -191,6 +191,7 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->shapes);
     free(rt->shape_idx);
     free(rt->shares);
+    free(rt->groups);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
@@ -216,11 +217,17 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
     switch (r) {
     case LOOM_RUNTIME_REASON_RESOURCES: return "Resources";
     case LOOM_RUNTIME_REASON_PRIORITY: return "Priority";
+    case LOOM_RUNTIME_REASON_HELD: return "JobHeld";
+    case LOOM_RUNTIME_REASON_BEGIN_TIME: return "BeginTime";
+    case LOOM_RUNTIME_REASON_DEPENDENCY: return "Dependency";
+    case LOOM_RUNTIME_REASON_ARRAY_LIMIT: return "JobArrayTaskLimit";
     default: return "None";
     }
 }
 
 /* ------------------------------------------------------------ the jobs */
+
+static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta);
 
 static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
 {
@@ -329,6 +336,7 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     j->held = !suspended;
     j->state = suspended ? LOOM_RUNTIME_SUSPENDED : LOOM_RUNTIME_RUNNING;
     j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
+    group_track(rt, j, 1);
     act_add(rt, j); /* cannot fail: grown above */
     return LOOM_OK;
 }
@@ -349,8 +357,73 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
+    group_track(rt, j, -1);
     job_free(j);
     return LOOM_OK;
+}
+
+/* How many of a capped group's jobs run (and, delta != 0, change it). */
+static int group_count(loom_runtime_t *rt, uint64_t id, int delta)
+{
+    for (size_t i = 0; i < rt->ngroups; i++)
+        if (rt->groups[i].id == id) {
+            rt->groups[i].running += delta;
+            int n = rt->groups[i].running;
+            if (n <= 0) /* forgotten when none runs */
+                rt->groups[i] = rt->groups[--rt->ngroups];
+            return n;
+        }
+    if (delta > 0 &&
+        !rt__grow((void **)&rt->groups, &rt->cap_groups, rt->ngroups + 1, sizeof *rt->groups))
+        rt->groups[rt->ngroups++] = (struct group){id, delta};
+    return delta > 0 ? delta : 0;
+}
+
+/* A capped group's job starts (+1) or stops holding its place (-1). */
+static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta)
+{
+    if (j->job.group && j->job.group_max > 0)
+        group_count(rt, j->job.group, delta);
+}
+
+/* Why a pending job may not start whatever the resources (NONE: it may). */
+static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
+{
+    if (j->job.group && j->job.group_max > 0 && !j->job.hold && !j->job.dep_wait &&
+        group_count((loom_runtime_t *)rt, j->job.group, 0) >= j->job.group_max)
+        return LOOM_RUNTIME_REASON_ARRAY_LIMIT;
+    if (j->job.hold)
+        return LOOM_RUNTIME_REASON_HELD;
+    if (j->job.dep_wait)
+        return LOOM_RUNTIME_REASON_DEPENDENCY;
+    if (j->job.begin_s > rt->now)
+        return LOOM_RUNTIME_REASON_BEGIN_TIME;
+    return LOOM_RUNTIME_REASON_NONE;
+}
+
+static rjob_t *pending_job(loom_runtime_t *rt, uint64_t id, int *rc)
+{
+    rjob_t *j = rt__find(rt, id);
+    *rc = !j ? LOOM_ENOTFOUND : j->state != LOOM_RUNTIME_PENDING ? LOOM_ESTATE : LOOM_OK;
+    return *rc ? NULL : j;
+}
+
+int loom_runtime_hold(loom_runtime_t *rt, uint64_t id, bool hold)
+{
+    int rc;
+    rjob_t *j = pending_job(rt, id, &rc);
+    if (j)
+        j->job.hold = hold;
+    return rc;
+}
+
+int loom_runtime_set_dep_wait(loom_runtime_t *rt, uint64_t id, bool waiting)
+{
+    int rc;
+    rjob_t *j = pending_job(rt, id, &rc);
+    if (j)
+        j->job.dep_wait = waiting;
+    return rc;
 }
 
 int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
@@ -365,6 +438,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
+    group_track(rt, j, -1);
     j->held = false;
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
@@ -451,6 +525,17 @@ static int cmp_q(const loom_runtime_t *rt, const loom_sched_qjob_t *a, const loo
     return loom_sched_queue_cmp(&rt->queue, a, b);
 }
 
+/* A job no node can ever hold leaves with REJECT (a held one when it is
+ * released). */
+static void reject(loom_runtime_t *rt, rjob_t *j)
+{
+    char why[LOOM_ERR_MSG_MAX + 32];
+    snprintf(why, sizeof why, "unschedulable: %s", j->reject);
+    rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+    map_del(rt, j->job.id);
+    job_free(j);
+}
+
 /* Arrivals: rejects go at once, dead ones are dropped, the rest are sorted
  * (in place, at the front of rt->fresh); returns how many. */
 static size_t take_fresh(loom_runtime_t *rt)
@@ -463,12 +548,8 @@ static size_t take_fresh(loom_runtime_t *rt)
             job_free(j);
             continue;
         }
-        if (j->reject) {
-            char why[LOOM_ERR_MSG_MAX + 32];
-            snprintf(why, sizeof why, "unschedulable: %s", j->reject);
-            rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
-            map_del(rt, j->job.id);
-            job_free(j);
+        if (j->reject && blocked(rt, j) == LOOM_RUNTIME_REASON_NONE) {
+            reject(rt, j);
             continue;
         }
         rt->nran += j->q.last_run_s > 0;
@@ -755,6 +836,7 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     }
     j->held = true;
     j->state = LOOM_RUNTIME_RUNNING;
+    group_track(rt, j, 1);
     j->resumed_s = j->tenancy_since = rt->now;
     j->tenancy = 0;
     act_add(rt, j); /* cannot fail: grown above */
@@ -777,6 +859,15 @@ static void pending_pass(loom_runtime_t *rt)
         struct pent e = rt->pend[k];
         if (rt->ndead && e.j->dead) {
             job_free(e.j);
+            continue;
+        }
+        if (blocked(rt, e.j) != LOOM_RUNTIME_REASON_NONE) {
+            rt->pend[keep++] = e; /* held: stays, holds nothing back */
+            continue;
+        }
+        if (e.j->reject) {
+            rt->nran -= e.j->q.last_run_s > 0;
+            reject(rt, e.j);
             continue;
         }
         bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
@@ -868,7 +959,9 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
     if (!j)
         return LOOM_ENOTFOUND;
     loom_runtime_reason_t reason = LOOM_RUNTIME_REASON_NONE;
-    if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
+    if (j->state == LOOM_RUNTIME_PENDING && blocked(rt, j) != LOOM_RUNTIME_REASON_NONE)
+        reason = blocked(rt, j);
+    else if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
         reason = j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
                                                 : LOOM_RUNTIME_REASON_PRIORITY;
     *out = (loom_runtime_info_t){.state = j->state,

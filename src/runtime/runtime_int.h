@@ -94,6 +94,12 @@ struct loom_runtime {
     size_t nshares, cap_shares;
     double usage_t; /* fair share: when usage was last brought up to date */
 
+    /* Running (and suspended) jobs per group (job arrays with a cap). */
+    struct group {
+        uint64_t id;
+        int running;
+    } * groups;
+    size_t ngroups, cap_groups;
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;

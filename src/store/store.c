@@ -40,7 +40,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE, OP_SUBMIT_ARRAY };
 
 typedef struct op {
     struct op *next;
@@ -58,6 +58,10 @@ typedef struct op {
     bool created;
     loom_err_t err;
     int delta_from, delta_to; /* state counts to adjust after commit, -1 none */
+    loom_job_update_t upd;    /* update: name and options owned (NULL keep) */
+    const int64_t *tasks;     /* submit array: task indices (borrowed), how many */
+    size_t ntasks;
+    size_t delta_n; /* jobs counted by delta_to (0: one) */
 } op_t;
 
 struct loom_store {
@@ -528,8 +532,132 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* Changes a pending job's name, time limit, priority or options (job.update,
+ * job.hold, job.release); LOOM_ESTATE when it is no longer pending. */
+static int run_update(loom_store_t *s, op_t *o, int64_t now)
+{
+    loom_job_t cur;
+    bool found;
+    int rc = read_job_w(s, o, &cur, &found);
+    if (rc != SQLITE_OK || !found)
+        return rc;
+    if (cur.state != LOOM_JOB_PENDING) {
+        o->rc = loom_err_set(&o->err, LOOM_ESTATE, "job %lld is %s: only a pending job changes",
+                             (long long)o->id, loom_job_state_name(cur.state));
+        loom_job_free(&cur);
+        return SQLITE_OK;
+    }
+    const loom_job_update_t *u = &o->upd;
+    if (u->name) {
+        free(cur.name);
+        cur.name = u->name;
+        o->upd.name = NULL;
+    }
+    if (u->options_json) {
+        free(cur.options_json);
+        cur.options_json = u->options_json;
+        o->upd.options_json = NULL;
+    }
+    if (u->time_limit_s >= 0)
+        cur.time_limit_s = u->time_limit_s;
+    if (u->set_priority)
+        cur.priority = u->priority;
+    cur.update_time_ns = now;
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(s->wdb,
+                            "UPDATE jobs SET name = ?1, time_limit_s = ?2, priority = ?3, "
+                            "options = ?4, update_time_ns = ?5 WHERE id = ?6",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    sqlite3_bind_text(st, 1, cur.name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, cur.time_limit_s);
+    sqlite3_bind_int64(st, 3, cur.priority);
+    bind_text_or_null(st, 4, cur.options_json);
+    sqlite3_bind_int64(st, 5, now);
+    sqlite3_bind_int64(st, 6, o->id);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        loom_job_free(&cur);
+        return rc;
+    }
+    loom_job_free(&o->job);
+    o->job = cur;
+    o->rc = LOOM_OK;
+    return SQLITE_OK;
+}
+
+/* A job array: one job per task index, in this one transaction; the first
+ * task's id is the array's id. Each task's options get array_job_id and
+ * array_task_id; only the first keeps the submit_id (a repeat of it answers
+ * with the first task, creating nothing). o->job ends as the first task. */
+static int run_submit_array(loom_store_t *s, op_t *o, int64_t now)
+{
+    json_t *base = o->job.options_json ? json_loads(o->job.options_json, 0, NULL) : NULL;
+    char *first_options = o->job.options_json, *submit_id = o->job.submit_id;
+    loom_job_t first = {0};
+    int rc = SQLITE_OK;
+    int64_t array_id = 0;
+    for (size_t k = 0; k < o->ntasks && rc == SQLITE_OK; k++) {
+        json_object_set_new(base, "array_task_id", json_integer(o->tasks[k]));
+        if (k > 0)
+            json_object_set_new(base, "array_job_id", json_integer(array_id));
+        char *text = json_dumps(base, JSON_COMPACT);
+        if (!text) {
+            o->rc = loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        o->job.options_json = text;
+        o->job.submit_id = k == 0 ? submit_id : NULL;
+        rc = run_submit(s, o, now);
+        if (k == 0 && rc == SQLITE_OK && o->rc == LOOM_OK && !o->created) {
+            /* the submit_id exists: o->job is now that job, and run_submit
+             * freed the template (text, submit_id) with it */
+            free(first_options);
+            json_decref(base);
+            return SQLITE_OK;
+        }
+        o->job.options_json = NULL;
+        free(text);
+        if (rc != SQLITE_OK || o->rc != LOOM_OK || (k == 0 && !o->created))
+            break;
+        if (k == 0) {
+            array_id = o->job.id;
+            first = o->job; /* its strings are the template's: copied below */
+        }
+    }
+    json_decref(base);
+    o->job.options_json = first_options;
+    o->job.submit_id = submit_id;
+    if (rc != SQLITE_OK || o->rc != LOOM_OK || !o->created)
+        return rc;
+    /* the first task's options as stored */
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(s->wdb,
+                            "UPDATE jobs SET options = json_set(options, '$.array_job_id', ?1) "
+                            "WHERE id = ?1",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, array_id);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rc;
+    o->job.id = first.id;
+    o->delta_to = LOOM_JOB_PENDING;
+    o->delta_n = o->ntasks;
+    return SQLITE_OK;
+}
+
 static void free_op(op_t *o)
 {
+    free(o->upd.name);
+    free(o->upd.options_json);
     loom_job_free(&o->job);
     free(o->reason);
     free(o->run);
@@ -618,6 +746,10 @@ static int run_group(loom_store_t *s, op_t *group, int64_t now)
             rc = run_cancel(s, o, now);
         else if (o->kind == OP_TRANSITION)
             rc = run_transition(s, o, now);
+        else if (o->kind == OP_UPDATE)
+            rc = run_update(s, o, now);
+        else if (o->kind == OP_SUBMIT_ARRAY)
+            rc = run_submit_array(s, o, now);
         else
             rc = run_exec(s, o);
     }
@@ -663,7 +795,7 @@ static void commit_group(loom_store_t *s, op_t *group, size_t n, bool helper)
             if (o->rc == LOOM_OK && o->delta_from >= 0)
                 s->stats.jobs_by_state[o->delta_from]--;
             if (o->rc == LOOM_OK && o->delta_to >= 0)
-                s->stats.jobs_by_state[o->delta_to]++;
+                s->stats.jobs_by_state[o->delta_to] += o->delta_n ? o->delta_n : 1;
         }
     } else {
         s->stats.commit_failures++;
@@ -1058,6 +1190,69 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
     if ((reason && !(o->reason = strdup(reason))) || (run_json && !(o->run = strdup(run_json)))) {
         free_op(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
+    }
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const int64_t *tasks,
+                            size_t ntasks, loom_job_t *job_out, bool *created_out,
+                            loom_err_t *err)
+{
+    int rc = loom_job_spec_validate(spec, err);
+    if (rc)
+        return rc;
+    if (ntasks < 1 || ntasks > LOOM_STORE_ARRAY_MAX)
+        return loom_err_set(err, LOOM_EINVAL, "array: expected 1 to %d tasks, found %zu",
+                            LOOM_STORE_ARRAY_MAX, ntasks);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o || loom_store_job_from_spec(&o->job, spec)) {
+        free(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a submission");
+    }
+    o->kind = OP_SUBMIT_ARRAY;
+    o->tasks = tasks;
+    o->ntasks = ntasks;
+    waiter_t w;
+    waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    if ((rc = enqueue(s, o, err))) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    rc = waiter_wait(&w, err);
+    if (created_out)
+        *created_out = w.created;
+    return rc;
+}
+
+int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u,
+                      loom_job_t *job_out, loom_err_t *err)
+{
+    if (id <= 0)
+        return loom_err_set(err, LOOM_EINVAL, "update of job %lld: bad id", (long long)id);
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
+    o->kind = OP_UPDATE;
+    o->id = id;
+    o->upd = *u;
+    o->upd.name = o->upd.options_json = NULL;
+    if ((u->name && !(o->upd.name = strdup(u->name))) ||
+        (u->options_json && !(o->upd.options_json = strdup(u->options_json)))) {
+        free_op(o);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
     }
     waiter_t w;
     waiter_init(&w, job_out);

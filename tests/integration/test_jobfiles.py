@@ -113,16 +113,18 @@ class JobFiles(unittest.TestCase):
         path = self.write("arr.sh", "#!/bin/bash\n#SBATCH --array=0-9%2 -d afterok:1 --hold\n"
                           "#SBATCH --nice=5 --begin=now+1hour -A lab --comment=hi\ntrue\n")
         jid, err = self.submit(path)
-        for what in ("--array", "--dependency", "--hold", "--nice", "--begin"):
-            self.assertIn(what, err)
+        self.assertIn("--nice", err)
+        for what in ("--array", "--dependency", "--hold", "--begin"):  # acted on: no warning
+            self.assertNotIn(what, err)
         self.assertIn("not acted on yet", err)
         o = self.job(jid)["options"]
         self.assertEqual((o["array"], o["dependency"], o["hold"], o["nice"]),
                          ("0-9%2", "afterok:1", True, 5))
         self.assertEqual((o["account"], o["comment"], o["begin"]), ("lab", "hi", "now+1hour"))
         rc, out, err = self.loom("show", str(jid))
-        self.assertIn("array:       0-9%2 (not acted on yet)", out)
-        self.assertIn("hold:        yes (not acted on yet)", out)
+        self.assertIn("array:       0-9%2\n", out)
+        self.assertIn("hold:        yes\n", out)
+        self.assertIn("dependency:  afterok:1\n", out)
         self.assertIn(f"workdir:     {self.tmp}", out)
 
     def test_errors_name_file_and_line(self):
@@ -173,11 +175,14 @@ class JobFiles(unittest.TestCase):
             rc, out, err = self.loom("submit", path, *args)
             self.assertEqual(rc, 1, (args, out, err))
             self.assertIn("loom submit: " + msg, err)
-        # --hold keeps it (for a cluster that will grow): it is stored. Until
-        # the scheduling runtime acts on holds, today's runner ends it as
-        # unschedulable (docs/jobfiles.md says so).
+        # --hold keeps it (for a cluster that will grow): it is stored and
+        # stays held; released, no node can hold it: unschedulable.
         jid, err = self.submit(path, "--gpus", "8", "--hold")
-        self.assertIn("--hold (the job is not held)", err)
+        time.sleep(0.5)
+        j = self.job(jid)
+        self.assertEqual((j["state"], j["reason"]), ("PENDING", "JobHeld"))
+        rc, _, err = self.loom("release", str(jid))
+        self.assertEqual(rc, 0, err)
         j = self.finished(jid)
         self.assertIn("unschedulable", j["reason"])
         # What fits is accepted.

@@ -44,7 +44,8 @@ class Protocol(unittest.TestCase):
         self.assertEqual(sorted(info["methods"]),
                          sorted(["server.info", "job.submit", "job.get", "job.list", "job.cancel",
                                  "node.list", "monitor.snapshot", "job.wait", "job.logs",
-                                 "usage.report"]))
+                                 "usage.report", "job.hold", "job.release", "job.requeue",
+                                 "job.update"]))
         self.assertIsNone(info["scheduler"])  # --executor none: jobs are only queued
         self.assertEqual(info["jobs"]["PENDING"], 0)
         self.assertEqual(self.c.call("server.info", [])["name"], "loomd")

@@ -393,6 +393,110 @@ static void test_tiresias_requeue(void **state)
     loom_runtime_free(rt);
 }
 
+/* Held, not-yet-begun and dependency-waiting jobs stay pending with their
+ * reason and hold nothing back; a held job no node can hold is rejected
+ * only once released. */
+static void test_blocked(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(1, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    loom_err_t err;
+    loom_runtime_job_t held = {.id = 1, .req = {.cpu_milli = 1000, .mem_mib = 1}, .hold = true};
+    loom_runtime_job_t later = {.id = 2, .req = {.cpu_milli = 1000, .mem_mib = 1}, .begin_s = 20};
+    loom_runtime_job_t dep = {.id = 3, .req = {.cpu_milli = 1000, .mem_mib = 1}, .dep_wait = true};
+    loom_runtime_job_t huge = {
+        .id = 4, .req = {.cpu_milli = 1000, .mem_mib = 1, .num_gpus = 8, .gpu_milli = 1000},
+        .hold = true};
+    assert_int_equal(loom_runtime_submit(rt, &held, &err), LOOM_OK);
+    assert_int_equal(loom_runtime_submit(rt, &later, &err), LOOM_OK);
+    assert_int_equal(loom_runtime_submit(rt, &dep, &err), LOOM_OK);
+    assert_int_equal(loom_runtime_submit(rt, &huge, &err), LOOM_OK);
+    assert_int_equal(info(rt, 1).reason, LOOM_RUNTIME_REASON_HELD);
+    submit(rt, 5, 4, 1000, 1, 0); /* behind them all in fifo order: starts */
+    assert_int_equal(loom_runtime_step(rt, 10, record, &l), 1);
+    assert_int_equal(l.a[0].id, 5);
+    assert_string_equal(loom_runtime_reason_name(info(rt, 1).reason), "JobHeld");
+    assert_string_equal(loom_runtime_reason_name(info(rt, 2).reason), "BeginTime");
+    assert_string_equal(loom_runtime_reason_name(info(rt, 3).reason), "Dependency");
+    assert_int_equal(loom_runtime_hold(rt, 1, false), LOOM_OK);
+    assert_int_equal(loom_runtime_set_dep_wait(rt, 3, false), LOOM_OK);
+    assert_int_equal(loom_runtime_hold(rt, 5, false), LOOM_ESTATE);
+    assert_int_equal(loom_runtime_hold(rt, 99, false), LOOM_ENOTFOUND);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 11, record, &l), 2);
+    assert_int_equal(l.a[0].id, 1);
+    assert_int_equal(l.a[1].id, 3);
+    assert_int_equal(info(rt, 2).reason, LOOM_RUNTIME_REASON_BEGIN_TIME);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 20, record, &l), 1); /* its time came */
+    assert_int_equal(l.a[0].id, 2);
+    assert_int_equal(info(rt, 4).reason, LOOM_RUNTIME_REASON_HELD);
+    assert_int_equal(loom_runtime_hold(rt, 4, false), LOOM_OK);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 21, record, &l), 1);
+    assert_int_equal(l.a[0].kind, LOOM_RUNTIME_REJECT);
+    assert_int_equal(l.a[0].id, 4);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* Jobs 1..5: 1 pending, 2 running, 3 completed, 4 failed; 5 unknown. */
+static loom_runtime_dep_job_t dep_states(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    static const loom_runtime_dep_job_t s[] = {
+        LOOM_RUNTIME_DEP_UNKNOWN, LOOM_RUNTIME_DEP_PENDING, LOOM_RUNTIME_DEP_RUNNING,
+        LOOM_RUNTIME_DEP_OK, LOOM_RUNTIME_DEP_NOTOK};
+    return id < 5 ? s[id] : LOOM_RUNTIME_DEP_UNKNOWN;
+}
+
+static bool busy_singleton(void *ctx)
+{
+    return *(bool *)ctx;
+}
+
+static int dep(const char *text, bool busy)
+{
+    loom_runtime_dep_t v;
+    loom_err_t err;
+    if (loom_runtime_dep_eval(text, dep_states, busy_singleton, &busy, &v, &err) != LOOM_OK)
+        return -1;
+    return (int)v;
+}
+
+static void test_dependencies(void **state)
+{
+    (void)state;
+    enum { MET = LOOM_RUNTIME_DEP_MET, WAIT = LOOM_RUNTIME_DEP_WAIT, NEVER = LOOM_RUNTIME_DEP_NEVER };
+    assert_int_equal(dep("after:1", false), WAIT);
+    assert_int_equal(dep("after:2", false), MET);
+    assert_int_equal(dep("afterany:2", false), WAIT);
+    assert_int_equal(dep("afterany:3:4", false), MET);
+    assert_int_equal(dep("afterok:3", false), MET);
+    assert_int_equal(dep("afterok:4", false), NEVER);
+    assert_int_equal(dep("afterok:3:2", false), WAIT);
+    assert_int_equal(dep("afterok:4:2", false), NEVER);
+    assert_int_equal(dep("afternotok:4", false), MET);
+    assert_int_equal(dep("afternotok:3", false), NEVER);
+    assert_int_equal(dep("afterok:5", false), NEVER); /* no such job */
+    assert_int_equal(dep("afterok:3,afternotok:4", false), MET);
+    assert_int_equal(dep("afterok:4?afternotok:4", false), MET);
+    assert_int_equal(dep("afterok:4?afterany:2", false), WAIT);
+    assert_int_equal(dep("afterok:4?afternotok:3", false), NEVER);
+    assert_int_equal(dep("singleton", true), WAIT);
+    assert_int_equal(dep("singleton,afterok:3", false), MET);
+    assert_int_equal(dep("afterok:3+5", false), MET);
+    assert_int_equal(dep("afterok:3_2", false), MET);
+    assert_int_equal(dep("afterok", false), -1);
+    assert_int_equal(dep("afterok:", false), -1);
+    assert_int_equal(dep("afterok:0", false), -1);
+    assert_int_equal(dep("before:3", false), -1);
+    assert_int_equal(dep("afterok:3,afterok:3?afterok:3", false), -1);
+    assert_int_equal(dep("afterok:3;", false), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +509,8 @@ int main(void)
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_reconfigure),
         cmocka_unit_test(test_tiresias_requeue),
+        cmocka_unit_test(test_blocked),
+        cmocka_unit_test(test_dependencies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

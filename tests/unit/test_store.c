@@ -924,6 +924,77 @@ static void open_errors(void **state)
     assert_non_null(strstr(err.msg, "/nonexistent-dir/x/loom.db"));
 }
 
+/* An array: every task in one transaction with its ids; a repeated
+ * submit_id creates nothing; job updates only while PENDING. */
+static void array_and_update(void **state)
+{
+    (void)state;
+    tmpdb_t t;
+    tmpdb_make(&t);
+    loom_store_t *s = open_ok(t.path);
+    int64_t before = submit_named(s, "before", NULL);
+    loom_job_spec_t spec;
+    loom_job_spec_init(&spec);
+    spec.name = "arr";
+    spec.script = "#!/bin/sh\necho hi\n";
+    spec.submit_id = "arr-1";
+    spec.options_json = "{\"array\":\"3,5-6\"}";
+    const int64_t tasks[] = {3, 5, 6};
+    loom_job_t job;
+    loom_err_t err;
+    bool created = false;
+    assert_int_equal(loom_store_submit_array(s, &spec, tasks, 3, &job, &created, &err), LOOM_OK);
+    assert_true(created);
+    int64_t first = job.id;
+    assert_int_equal(first, before + 1);
+    loom_job_free(&job);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(loom_store_get(s, first + k, &job, &err), LOOM_OK);
+        json_t *o = json_loads(job.options_json, 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(o, "array_job_id")), first);
+        assert_int_equal(json_integer_value(json_object_get(o, "array_task_id")), tasks[k]);
+        assert_string_equal(json_string_value(json_object_get(o, "array")), "3,5-6");
+        if (k == 0)
+            assert_string_equal(job.submit_id, "arr-1");
+        else
+            assert_null(job.submit_id);
+        json_decref(o);
+        loom_job_free(&job);
+    }
+    loom_store_stats_t st;
+    assert_int_equal(loom_store_stats(s, &st, &err), LOOM_OK);
+    assert_int_equal(st.jobs_by_state[LOOM_JOB_PENDING], 4);
+    /* the same submit_id again: the first task, nothing new */
+    assert_int_equal(loom_store_submit_array(s, &spec, tasks, 3, &job, &created, &err), LOOM_OK);
+    assert_false(created);
+    assert_int_equal(job.id, first);
+    loom_job_free(&job);
+    assert_int_equal(loom_store_stats(s, &st, &err), LOOM_OK);
+    assert_int_equal(st.jobs_by_state[LOOM_JOB_PENDING], 4);
+    assert_int_equal(loom_store_submit_array(s, &spec, tasks, 0, NULL, NULL, &err), LOOM_EINVAL);
+    /* update */
+    loom_job_update_t u = {.name = "renamed", .time_limit_s = 60, .set_priority = true,
+                           .priority = -3, .options_json = "{\"hold\":true}"};
+    assert_int_equal(loom_store_update(s, before, &u, &job, &err), LOOM_OK);
+    assert_string_equal(job.name, "renamed");
+    loom_job_free(&job);
+    assert_int_equal(loom_store_get(s, before, &job, &err), LOOM_OK);
+    assert_string_equal(job.name, "renamed");
+    assert_int_equal(job.time_limit_s, 60);
+    assert_int_equal(job.priority, -3);
+    assert_string_equal(job.options_json, "{\"hold\":true}");
+    loom_job_free(&job);
+    loom_job_update_t keep = {.time_limit_s = -1};
+    assert_int_equal(loom_store_update(s, before, &keep, &job, &err), LOOM_OK);
+    assert_int_equal(job.time_limit_s, 60);
+    loom_job_free(&job);
+    assert_int_equal(loom_store_cancel(s, before, NULL, NULL, &err), LOOM_OK);
+    assert_int_equal(loom_store_update(s, before, &u, NULL, &err), LOOM_ESTATE);
+    assert_int_equal(loom_store_update(s, 999, &u, NULL, &err), LOOM_ENOTFOUND);
+    loom_store_close(s);
+    tmpdb_remove(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -935,6 +1006,7 @@ int main(void)
         cmocka_unit_test(group_commit),
         cmocka_unit_test(help_commits_on_caller),
         cmocka_unit_test(cancel),
+        cmocka_unit_test(array_and_update),
         cmocka_unit_test(pagination),
         cmocka_unit_test(reopen_and_close_drains),
         cmocka_unit_test(checkpoints_while_open),
