@@ -196,6 +196,9 @@ void loom_rng_shuffle(loom_rng_t *rng, void *base, size_t n, size_t size);
  * duplicate object keys and NUL in strings. max_depth 0 means 64. */
 int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
                     json_t **out, loom_err_t *err);
+/* True when JSON text nests brackets deeper than max outside strings; *at
+ * (may be NULL) gets the offset of the first bracket past max. */
+bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at);
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
 /* loom_json_load_file for a file a client named (loom_buf_read_regular's
  * rules); a parse error gives the line and column only, never the file's
