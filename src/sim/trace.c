@@ -130,14 +130,8 @@ out:
 
 static int trace_push(loom_sim_trace_t *t, const loom_sim_task_t *task)
 {
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 1024;
-        loom_sim_task_t *nt = realloc(t->tasks, ncap * sizeof *nt);
-        if (!nt)
-            return LOOM_ENOMEM;
-        t->tasks = nt;
-        t->cap = ncap;
-    }
+    if (loom_vec_reserve((void **)&t->tasks, &t->cap, t->n + 1, sizeof *t->tasks, 1024))
+        return LOOM_ENOMEM;
     t->tasks[t->n++] = *task;
     return LOOM_OK;
 }
