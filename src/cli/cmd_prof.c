@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "loom/estimate.h"
 #include "loom/prof.h"
 
 static void prof_usage(FILE *f)
@@ -190,10 +191,14 @@ int loom_cmd_prof(int argc, char **argv)
             }
             break;
         case 'd': {
-            if (loom_prof_roof_load_device(&roof, optarg, NULL, &err)) {
+            loom_est_device_t dev;
+            if (loom_est_device_load(optarg, NULL, &dev, &err)) {
                 fprintf(stderr, "loom prof: --device: %s\n", err.msg);
                 return LOOM_EXIT_USAGE;
             }
+            loom_prof_roof_set_device(&roof, &(loom_prof_peaks_t){dev.name, dev.description,
+                                                                  dev.flops_fp32, dev.flops_half,
+                                                                  dev.mem_bandwidth});
             break;
         }
         case 'g': gpu = true; break;
