@@ -1074,96 +1074,62 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
 
 /* ------------------------------------------------------ per-job families */
 
+/* How a per-job cgroup family reads its value. */
+enum { CG_FIELD, CG_LIMIT, CG_PSI };
+
 int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
                              loom_buf_t *out, loom_err_t *err)
 {
     prom_t p = {.b = out};
+#define CG(m) offsetof(loom_mon_cgroup_t, m)
     static const struct {
         const char *name, *type, *help;
-        int what;
+        size_t off, src; /* the value and the source it needs */
+        bool dbl;
+        int how;
     } f[] = {
         {"loom_job_cgroup_cpu_usage_seconds_total", "counter",
-         "CPU time of the job's cgroup (cpu.stat usage_usec).", 0},
+         "CPU time of the job's cgroup (cpu.stat usage_usec).", CG(cpu_usage_seconds),
+         CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_user_seconds_total", "counter", "User CPU time (cpu.stat user_usec).",
-         1},
+         CG(cpu_user_seconds), CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_system_seconds_total", "counter",
-         "System CPU time (cpu.stat system_usec).", 2},
+         "System CPU time (cpu.stat system_usec).", CG(cpu_system_seconds), CG(cpu_source), true,
+         CG_FIELD},
         {"loom_job_cgroup_cpu_throttled_seconds_total", "counter",
-         "Time throttled by cpu.max (cpu.stat throttled_usec).", 3},
+         "Time throttled by cpu.max (cpu.stat throttled_usec).", CG(throttled_seconds),
+         CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_throttled_periods_total", "counter",
-         "Periods throttled (cpu.stat nr_throttled).", 4},
+         "Periods throttled (cpu.stat nr_throttled).", CG(nr_throttled), CG(cpu_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_memory_bytes", "gauge", "Memory charged to the cgroup (memory.current).",
-         5},
+         CG(memory_current_bytes), CG(memory_source), false, CG_FIELD},
         {"loom_job_cgroup_memory_peak_bytes", "gauge", "Peak memory of the cgroup (memory.peak).",
-         6},
+         CG(memory_peak_bytes), CG(memory_peak_source), false, CG_FIELD},
         {"loom_job_cgroup_io_read_bytes_total", "counter",
-         "Bytes read (io.stat rbytes, all devices).", 7},
+         "Bytes read (io.stat rbytes, all devices).", CG(io_read_bytes), CG(io_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_io_written_bytes_total", "counter",
-         "Bytes written (io.stat wbytes, all devices).", 8},
+         "Bytes written (io.stat wbytes, all devices).", CG(io_write_bytes), CG(io_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_pressure_stalled_seconds_total", "counter",
-         "PSI stall time of the cgroup (some).", 9},
+         "PSI stall time of the cgroup (some).", 0, 0, true, CG_PSI},
         {"loom_job_cgroup_memory_limit_bytes", "gauge",
-         "memory.max of the cgroup (absent: no limit).", 10},
+         "memory.max of the cgroup (absent: no limit).", CG(memory_max_bytes),
+         CG(memory_max_source), false, CG_LIMIT},
         {"loom_job_cgroup_oom_kills_total", "counter",
-         "Processes killed by the OOM killer (memory.events oom_kill).", 11},
-        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", 12},
+         "Processes killed by the OOM killer (memory.events oom_kill).", CG(memory_oom_kills),
+         CG(memory_events_source), false, CG_FIELD},
+        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", CG(pids_current),
+         CG(pids_source), false, CG_FIELD},
     };
+#undef CG
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         fam(&p, f[k].name, f[k].type, f[k].help);
         for (size_t i = 0; i < n; i++) {
             const loom_mon_cgroup_t *c = &cgs[i];
             const char *job = jobs[i];
-            bool cpu = c->cpu_source.status == LOOM_OK, io = c->io_source.status == LOOM_OK;
-            switch (f[k].what) {
-            case 0:
-                if (cpu)
-                    sample(&p, c->cpu_usage_seconds, "job_id", job, NULL);
-                break;
-            case 1:
-                if (cpu)
-                    sample(&p, c->cpu_user_seconds, "job_id", job, NULL);
-                break;
-            case 2:
-                if (cpu)
-                    sample(&p, c->cpu_system_seconds, "job_id", job, NULL);
-                break;
-            case 3:
-                if (cpu)
-                    sample(&p, c->throttled_seconds, "job_id", job, NULL);
-                break;
-            case 4:
-                if (cpu)
-                    sample(&p, (double)c->nr_throttled, "job_id", job, NULL);
-                break;
-            case 5:
-                if (c->memory_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_current_bytes, "job_id", job, NULL);
-                break;
-            case 6:
-                if (c->memory_peak_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_peak_bytes, "job_id", job, NULL);
-                break;
-            case 7:
-                if (io)
-                    sample(&p, (double)c->io_read_bytes, "job_id", job, NULL);
-                break;
-            case 8:
-                if (io)
-                    sample(&p, (double)c->io_write_bytes, "job_id", job, NULL);
-                break;
-            case 10:
-                if (c->memory_max_source.status == LOOM_OK && c->memory_limited)
-                    sample(&p, (double)c->memory_max_bytes, "job_id", job, NULL);
-                break;
-            case 11:
-                if (c->memory_events_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_oom_kills, "job_id", job, NULL);
-                break;
-            case 12:
-                if (c->pids_source.status == LOOM_OK)
-                    sample(&p, (double)c->pids_current, "job_id", job, NULL);
-                break;
-            case 9: {
+            if (f[k].how == CG_PSI) {
                 const loom_mon_psi_t *ps[3] = {&c->cpu_pressure, &c->memory_pressure,
                                                &c->io_pressure};
                 const char *res[3] = {"cpu", "memory", "io"};
@@ -1171,9 +1137,15 @@ int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jo
                     if (ps[r]->source.status == LOOM_OK)
                         sample(&p, ps[r]->some.total_seconds, "job_id", job, "resource", res[r],
                                NULL);
-                break;
+                continue;
             }
-            }
+            const char *base = (const char *)c;
+            if (((const loom_mon_source_t *)(base + f[k].src))->status != LOOM_OK ||
+                (f[k].how == CG_LIMIT && !c->memory_limited))
+                continue;
+            double v = f[k].dbl ? *(const double *)(base + f[k].off)
+                                : (double)*(const uint64_t *)(base + f[k].off);
+            sample(&p, v, "job_id", job, NULL);
         }
     }
     if (p.rc)
