@@ -159,6 +159,10 @@ enum {
     LOOM_CSV_ALLOW_NUL = 1, /* a NUL byte is data, not an error */
     LOOM_CSV_CR_EOL = 2,    /* a lone CR ends a line, not an error */
 };
+typedef struct loom_csv_span {
+    size_t off, len; /* in buf */
+    size_t col;      /* 1-based column on its line */
+} loom_csv_span_t;
 typedef struct loom_csv {
     const char *p, *end, *name;
     unsigned flags;
@@ -167,10 +171,7 @@ typedef struct loom_csv {
     size_t rec_line;   /* line where the current record began */
     loom_buf_t buf;    /* the fields, each NUL-terminated */
     size_t nf, cap;
-    struct loom_csv_span {
-        size_t off, len; /* in buf */
-        size_t col;      /* 1-based column on its line */
-    } *f;
+    loom_csv_span_t *f; /* the current record's fields */
 } loom_csv_t;
 
 void loom_csv_init(loom_csv_t *c, const char *text, size_t len, const char *name, unsigned flags,

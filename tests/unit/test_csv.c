@@ -114,8 +114,7 @@ static void vec_reserve(void **state)
         v[i] = i;
     int *keep = v;
     /* a size that overflows size_t leaves the array as it was */
-    assert_int_equal(loom_vec_reserve((void **)&v, &cap, SIZE_MAX / 2, sizeof *v, 8),
-                     LOOM_ENOMEM);
+    assert_int_equal(loom_vec_reserve((void **)&v, &cap, SIZE_MAX / 2, sizeof *v, 8), LOOM_ENOMEM);
     assert_ptr_equal(v, keep);
     assert_int_equal(cap, 128);
     assert_int_equal(v[99], 99);
