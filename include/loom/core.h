@@ -142,6 +142,49 @@ int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
                            loom_err_t *err);
 
+/* -------------------------------------------------------------------- vec */
+
+/* Grows the array *p (capacity *cap elements of elem bytes) to hold at least
+ * need elements: the capacity doubles from first (when *cap is 0) until it
+ * suffices. Overflowing sizes and a failed realloc give LOOM_ENOMEM with *p
+ * and *cap unchanged. */
+int loom_vec_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
+/* -------------------------------------------------------------------- csv */
+
+/* An RFC 4180 reader over text in memory: quoted fields with "" for a quote,
+ * LF or CRLF line ends, blank lines skipped. loom_csv_next reads one record
+ * into fields (NUL-terminated copies); errors read "NAME:LINE:COLUMN: ...". */
+enum {
+    LOOM_CSV_ALLOW_NUL = 1, /* a NUL byte is data, not an error */
+    LOOM_CSV_CR_EOL = 2,    /* a lone CR ends a line, not an error */
+};
+typedef struct loom_csv_span {
+    size_t off, len; /* in buf */
+    size_t col;      /* 1-based column on its line */
+} loom_csv_span_t;
+typedef struct loom_csv {
+    const char *p, *end, *name;
+    unsigned flags;
+    size_t max_fields; /* 0: no limit */
+    size_t line;       /* line of the next record */
+    size_t rec_line;   /* line where the current record began */
+    loom_buf_t buf;    /* the fields, each NUL-terminated */
+    size_t nf, cap;
+    loom_csv_span_t *f; /* the current record's fields */
+} loom_csv_t;
+
+void loom_csv_init(loom_csv_t *c, const char *text, size_t len, const char *name, unsigned flags,
+                   size_t max_fields);
+/* 1 with a record's fields, 0 at the end of the text, an error code (< 0). */
+int loom_csv_next(loom_csv_t *c, loom_err_t *err);
+const char *loom_csv_field(const loom_csv_t *c, size_t i);
+size_t loom_csv_field_len(const loom_csv_t *c, size_t i);
+size_t loom_csv_field_col(const loom_csv_t *c, size_t i);
+/* Index of the field equal to name, -1 if none (for finding header columns). */
+int loom_csv_find(const loom_csv_t *c, const char *name);
+void loom_csv_free(loom_csv_t *c);
+
 /* ------------------------------------------------------------------- units */
 
 /* Sizes: "16GiB", "512M", "1.5G", "4096", "10kB". Binary suffixes K, M, G,
@@ -196,6 +239,9 @@ void loom_rng_shuffle(loom_rng_t *rng, void *base, size_t n, size_t size);
  * duplicate object keys and NUL in strings. max_depth 0 means 64. */
 int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
                     json_t **out, loom_err_t *err);
+/* True when JSON text nests brackets deeper than max outside strings; *at
+ * (may be NULL) gets the offset of the first bracket past max. */
+bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at);
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
 /* loom_json_load_file for a file a client named (loom_buf_read_regular's
  * rules); a parse error gives the line and column only, never the file's

@@ -502,6 +502,20 @@ typedef struct loom_gen_config {
     volatile int *stop;
 } loom_gen_config_t;
 
+/* Which of a run's inputs were given (named after loom gen's options). */
+typedef struct loom_gen_given {
+    bool catalog;    /* a catalog */
+    bool rate;       /* a rate (config.arrivals.rate) */
+    bool trace;      /* a trace file */
+    bool time_scale; /* a trace time scale */
+    unsigned sinks;  /* how many sinks were named */
+} loom_gen_given_t;
+/* The rules between the settings: a catalog; a rate unless a trace paces
+ * the run; a trace exactly with the trace process; a cv > 0 with gamma; a
+ * count or a duration unless a trace ends the run; one sink. NULL when they
+ * hold, else what is wrong, in the options' words. */
+const char *loom_gen_check_options(const loom_gen_config_t *cfg, const loom_gen_given_t *given);
+
 /* submit_id of job index in a run: "g" + 16 hex digits of a hash of seed
  * and run_tag + "-" + index. Same inputs, same id, on any machine. */
 void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t index, char out[64]);

@@ -127,7 +127,7 @@ typedef struct loom_prof_toggle {
 
 /* What the roofline needs besides the run (docs/profiling.md, "Roofline"):
  * the FLOPs and bytes of one step and the device's peak rates. Zero means
- * unknown. Filled by loom_prof_roof_load_estimate and _device; without an
+ * unknown. Filled by loom_prof_roof_load_estimate and _set_device; without an
  * estimate, the counts come from the workload's LOOM_META flops_per_step=
  * and bytes_per_step= if it gives them. */
 typedef struct loom_prof_roof_input {
@@ -263,10 +263,16 @@ typedef struct loom_prof_roofline {
 int loom_prof_roof_load_estimate(loom_prof_roof_input_t *in, const char *path, loom_err_t *err);
 int loom_prof_roof_from_estimate(loom_prof_roof_input_t *in, const json_t *est, const char *what,
                                  loom_err_t *err);
-/* Reads a device description (workloads/devices/NAME.json, see
- * loom_est_device_load) into in's peaks. */
-int loom_prof_roof_load_device(loom_prof_roof_input_t *in, const char *name_or_path,
-                               const char *dir, loom_err_t *err);
+/* A device's peak rates for the roofline (`loom prof --device` reads them
+ * from a device description with loom_est_device_load). */
+typedef struct loom_prof_peaks {
+    const char *name, *description; /* may be NULL */
+    double flops_fp32;              /* FLOP/s */
+    double flops_half;              /* FLOP/s at fp16/bf16; 0: as fp32 */
+    double mem_bandwidth;           /* bytes/s */
+} loom_prof_peaks_t;
+/* Sets in's peaks and device name. */
+void loom_prof_roof_set_device(loom_prof_roof_input_t *in, const loom_prof_peaks_t *peaks);
 /* Places the run on its roofline. */
 void loom_prof_roofline(const loom_prof_run_t *run, const loom_prof_summary_t *s,
                         loom_prof_roofline_t *out);

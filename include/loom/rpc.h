@@ -470,6 +470,9 @@ typedef struct loom_rpc_client_error {
 
 void loom_rpc_client_error_init(loom_rpc_client_error_t *e);
 void loom_rpc_client_error_clear(loom_rpc_client_error_t *e);
+/* True for a failure worth trying again: no connection, a timeout, a broken
+ * transport, or HTTP 502/503/504. */
+bool loom_rpc_client_retryable(const loom_rpc_client_error_t *e);
 
 /* Call flags. */
 enum {

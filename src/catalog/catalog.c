@@ -39,14 +39,9 @@ int loom__catalog_issue_add(loom_catalog_issues_t *issues, const char *file, int
             loom_buf_free(&text);
             return LOOM_OK;
         }
-    if (issues->count == issues->cap) {
-        size_t nc = issues->cap ? issues->cap * 2 : 8;
-        loom_catalog_issue_t *v = realloc(issues->items, nc * sizeof *v);
-        if (!v)
-            goto oom;
-        issues->items = v;
-        issues->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&issues->items, &issues->cap, issues->count + 1,
+                         sizeof *issues->items, 8))
+        goto oom;
     loom_catalog_issue_t *it = &issues->items[issues->count];
     it->file = strdup(file);
     it->pointer = strdup(pointer);

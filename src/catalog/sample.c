@@ -106,28 +106,16 @@ static int csub_literal(csub_t *cs, loom_buf_t *text, size_t *cap, const char *s
         last->len += n;
         return LOOM_OK;
     }
-    if (cs->nsegs == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        csub_seg_t *g = realloc(cs->segs, nc * sizeof *g);
-        if (!g)
-            return LOOM_ENOMEM;
-        cs->segs = g;
-        *cap = nc;
-    }
+    if (loom_vec_reserve((void **)&cs->segs, cap, cs->nsegs + 1, sizeof *cs->segs, 4))
+        return LOOM_ENOMEM;
     cs->segs[cs->nsegs++] = (csub_seg_t){.off = off, .len = n, .param = -1};
     return LOOM_OK;
 }
 
 static int csub_param(csub_t *cs, size_t *cap, ptrdiff_t k)
 {
-    if (cs->nsegs == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        csub_seg_t *g = realloc(cs->segs, nc * sizeof *g);
-        if (!g)
-            return LOOM_ENOMEM;
-        cs->segs = g;
-        *cap = nc;
-    }
+    if (loom_vec_reserve((void **)&cs->segs, cap, cs->nsegs + 1, sizeof *cs->segs, 4))
+        return LOOM_ENOMEM;
     cs->segs[cs->nsegs++] = (csub_seg_t){.param = k};
     cs->varies = true;
     return LOOM_OK;
@@ -634,8 +622,8 @@ static json_t *stand_in(loom_catalog_shape_t *s, int truthy)
 
 /* vals[0..n) for n substitutions: a stand-in for each that varies (recorded
  * in s->subs from *nsubs on), the fixed value of the others. */
-static int sub_values(loom_catalog_shape_t *s, const csub_t *subs, size_t n,
-                      const bool *nonempty, json_t **vals, size_t *nsubs)
+static int sub_values(loom_catalog_shape_t *s, const csub_t *subs, size_t n, const bool *nonempty,
+                      json_t **vals, size_t *nsubs)
 {
     for (size_t i = 0; i < n; i++) {
         const csub_t *cs = &subs[i];

@@ -206,308 +206,335 @@ static int parse_u64(const char *s, const char *what, uint64_t max, uint64_t *ou
     return 0;
 }
 
-int loom_cmd_gen(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"catalog", required_argument, NULL, OPT_CATALOG},
-        {"rate", required_argument, NULL, OPT_RATE},
-        {"process", required_argument, NULL, OPT_PROCESS},
-        {"cv", required_argument, NULL, OPT_CV},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"trace-column", required_argument, NULL, OPT_TRACE_COLUMN},
-        {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
-        {"trace-missing", required_argument, NULL, OPT_TRACE_MISSING},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"count", required_argument, NULL, OPT_COUNT},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"run-tag", required_argument, NULL, OPT_RUN_TAG},
-        {"template-kind", required_argument, NULL, OPT_KIND},
-        {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"templates", required_argument, NULL, OPT_TEMPLATES},
-        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-        {"stdout", no_argument, NULL, OPT_STDOUT},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"submit", required_argument, NULL, OPT_SUBMIT},
-        {"slurm", no_argument, NULL, OPT_SLURM},
-        {"window", required_argument, NULL, OPT_WINDOW},
-        {"workers", required_argument, NULL, OPT_WORKERS},
-        {"batch", required_argument, NULL, OPT_BATCH},
-        {"on-backlog", required_argument, NULL, OPT_BACKLOG},
-        {"retry-for", required_argument, NULL, OPT_RETRY_FOR},
-        {"spin", required_argument, NULL, OPT_SPIN},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"realtime", no_argument, NULL, OPT_REALTIME},
-        {"no-realtime", no_argument, NULL, OPT_NO_REALTIME},
-        {"no-pin", no_argument, NULL, OPT_NO_PIN},
-        {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    const char *catalog_path = NULL, *rate_text = NULL, *trace_path = NULL;
-    const char *trace_column = "creation_time", *template_path = NULL, *templates_dir = NULL;
-    const char *out_dir = NULL, *submit_url = NULL;
-    double cv = 0, time_scale = 0;
-    bool have_seed = false, have_kind = false, json_out = false;
-    int sinks = 0, sink_kind = OPT_DRY_RUN;
+static const struct option gen_opts[] = {
+    {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {"process", required_argument, NULL, OPT_PROCESS},
+    {"cv", required_argument, NULL, OPT_CV},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-column", required_argument, NULL, OPT_TRACE_COLUMN},
+    {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
+    {"trace-missing", required_argument, NULL, OPT_TRACE_MISSING},
+    {"duration", required_argument, NULL, OPT_DURATION},
+    {"count", required_argument, NULL, OPT_COUNT},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"run-tag", required_argument, NULL, OPT_RUN_TAG},
+    {"template-kind", required_argument, NULL, OPT_KIND},
+    {"template", required_argument, NULL, OPT_TEMPLATE},
+    {"templates", required_argument, NULL, OPT_TEMPLATES},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"stdout", no_argument, NULL, OPT_STDOUT},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"submit", required_argument, NULL, OPT_SUBMIT},
+    {"slurm", no_argument, NULL, OPT_SLURM},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"on-backlog", required_argument, NULL, OPT_BACKLOG},
+    {"retry-for", required_argument, NULL, OPT_RETRY_FOR},
+    {"spin", required_argument, NULL, OPT_SPIN},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"realtime", no_argument, NULL, OPT_REALTIME},
+    {"no-realtime", no_argument, NULL, OPT_NO_REALTIME},
+    {"no-pin", no_argument, NULL, OPT_NO_PIN},
+    {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* Everything loom gen's options say. */
+typedef struct gen_args {
+    const char *catalog_path, *rate_text, *trace_path, *trace_column;
+    const char *template_path, *templates_dir, *out_dir, *submit_url;
+    double time_scale;
+    bool have_seed, have_kind, json_out;
+    int sinks, sink_kind;
     char *sbatch_args[33];
-    size_t nsbatch_args = 0;
-    uint64_t u;
-    int64_t retry_for = 0;
-    loom_gen_missing_t missing = LOOM_GEN_MISSING_ERROR;
-    loom_gen_kind_t kind = LOOM_GEN_KIND_SLURM;
-    loom_gen_config_t cfg = {
-        .arrivals = {.process = LOOM_GEN_CONSTANT}, .realtime = true, .pin = true};
-    loom_err_t err;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case OPT_CATALOG: catalog_path = optarg; break;
-        case OPT_RATE: rate_text = optarg; break;
-        case OPT_PROCESS: bad = loom_gen_process_parse(optarg, &cfg.arrivals.process, &err); break;
-        case OPT_CV: {
-            char *end;
-            cv = strtod(optarg, &end);
-            if (*end || !(cv > 0))
-                bad = loom_err_set(&err, LOOM_EINVAL, "--cv '%s': expected a number > 0", optarg);
-            break;
-        }
-        case OPT_TRACE: trace_path = optarg; break;
-        case OPT_TRACE_COLUMN: trace_column = optarg; break;
-        case OPT_TIME_SCALE: {
-            char *end;
-            time_scale = strtod(optarg, &end);
-            if (*end || !(time_scale > 0) || !isfinite(time_scale))
-                bad = loom_err_set(&err, LOOM_EINVAL, "--time-scale '%s': expected a number > 0",
-                                   optarg);
-            break;
-        }
-        case OPT_TRACE_MISSING:
-            if (strcmp(optarg, "error") == 0)
-                missing = LOOM_GEN_MISSING_ERROR;
-            else if (strcmp(optarg, "skip") == 0)
-                missing = LOOM_GEN_MISSING_SKIP;
-            else
-                bad = loom_err_set(&err, LOOM_EINVAL,
-                                   "--trace-missing '%s': expected error or skip", optarg);
-            break;
-        case OPT_DURATION:
-            bad = loom_parse_duration(optarg, &cfg.duration_ns, &err);
-            if (!bad && cfg.duration_ns <= 0)
-                bad = loom_err_set(&err, LOOM_EINVAL, "--duration '%s': expected > 0", optarg);
-            break;
-        case OPT_COUNT:
-            if (parse_u64(optarg, "--count", INT64_MAX, &cfg.count) || cfg.count == 0) {
-                fprintf(stderr, "loom gen: --count '%s': expected an integer >= 1\n", optarg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        case OPT_SEED:
-            if (parse_u64(optarg, "--seed", INT64_MAX, &cfg.seed))
-                return LOOM_EXIT_USAGE;
-            have_seed = true;
-            break;
-        case OPT_RUN_TAG: cfg.run_tag = optarg; break;
-        case OPT_KIND:
-            bad = loom_gen_kind_parse(optarg, &kind, &err);
-            have_kind = true;
-            break;
-        case OPT_TEMPLATE: template_path = optarg; break;
-        case OPT_TEMPLATES: templates_dir = optarg; break;
-        case OPT_DRY_RUN:
-            sinks++;
-            sink_kind = c;
-            break;
-        case OPT_STDOUT:
-            sinks++;
-            sink_kind = c;
-            break;
-        case OPT_OUT:
-            sinks++;
-            sink_kind = c;
-            out_dir = optarg;
-            break;
-        case OPT_SUBMIT:
-            sinks++;
-            sink_kind = c;
-            submit_url = optarg;
-            break;
-        case OPT_SLURM:
-            sinks++;
-            sink_kind = c;
-            break;
-        case OPT_WINDOW:
-            if (parse_u64(optarg, "--window", 1u << 24, &u) || u == 0)
-                return LOOM_EXIT_USAGE;
-            cfg.window = (unsigned)u;
-            break;
-        case OPT_WORKERS:
-            if (parse_u64(optarg, "--workers", 256, &u) || u == 0)
-                return LOOM_EXIT_USAGE;
-            cfg.workers = (unsigned)u;
-            break;
-        case OPT_BATCH:
-            if (parse_u64(optarg, "--batch", 4096, &u) || u == 0)
-                return LOOM_EXIT_USAGE;
-            cfg.batch = (unsigned)u;
-            break;
-        case OPT_BACKLOG: bad = loom_gen_backlog_parse(optarg, &cfg.on_backlog, &err); break;
-        case OPT_RETRY_FOR: bad = loom_parse_duration(optarg, &retry_for, &err); break;
-        case OPT_SPIN:
-            if (strcmp(optarg, "auto") == 0) {
-                cfg.spin_ns = 0;
-                break;
-            }
-            if (parse_u64(optarg, "--spin", 1000000, &u))
-                return LOOM_EXIT_USAGE;
-            cfg.spin_ns = u ? (int64_t)u * LOOM_NS_PER_US : LOOM_GEN_SPIN_NONE;
-            break;
-        case OPT_JSON: json_out = true; break;
-        case OPT_REALTIME: cfg.realtime = true; break;
-        case OPT_NO_REALTIME: cfg.realtime = false; break;
-        case OPT_NO_PIN: cfg.pin = false; break;
-        case OPT_SBATCH_ARG:
-            if (nsbatch_args >= 32) {
-                fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");
-                return LOOM_EXIT_USAGE;
-            }
-            sbatch_args[nsbatch_args++] = optarg;
-            break;
-        case OPT_HELP:
-        case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
-        }
-        if (bad) {
-            fprintf(stderr, "loom gen: %s\n", err.msg);
+    size_t nsbatch_args;
+    int64_t retry_for;
+    loom_gen_missing_t missing;
+    loom_gen_kind_t kind;
+    loom_gen_config_t cfg;
+} gen_args_t;
+
+#define GEN_GO_ON (-1) /* an option read: go on (else an exit code) */
+
+/* A number option: a positive number, finite. */
+static int positive(const char *opt, const char *text, double *out, loom_err_t *err)
+{
+    char *end;
+    *out = strtod(text, &end);
+    if (*end || !(*out > 0) || !isfinite(*out))
+        return loom_err_set(err, LOOM_EINVAL, "--%s '%s': expected a number > 0", opt, text);
+    return LOOM_OK;
+}
+
+/* Options of the arrivals and of what stops the run. */
+static int arrival_opt(gen_args_t *a, int c, loom_err_t *err)
+{
+    loom_gen_config_t *cfg = &a->cfg;
+    int bad = 0;
+    switch (c) {
+    case OPT_RATE: a->rate_text = optarg; break;
+    case OPT_PROCESS: bad = loom_gen_process_parse(optarg, &cfg->arrivals.process, err); break;
+    case OPT_CV: {
+        char *end;
+        cfg->arrivals.cv = strtod(optarg, &end);
+        if (*end || !(cfg->arrivals.cv > 0))
+            bad = loom_err_set(err, LOOM_EINVAL, "--cv '%s': expected a number > 0", optarg);
+        break;
+    }
+    case OPT_TRACE: a->trace_path = optarg; break;
+    case OPT_TRACE_COLUMN: a->trace_column = optarg; break;
+    case OPT_TIME_SCALE: bad = positive("time-scale", optarg, &a->time_scale, err); break;
+    case OPT_TRACE_MISSING:
+        if (strcmp(optarg, "error") == 0)
+            a->missing = LOOM_GEN_MISSING_ERROR;
+        else if (strcmp(optarg, "skip") == 0)
+            a->missing = LOOM_GEN_MISSING_SKIP;
+        else
+            bad = loom_err_set(err, LOOM_EINVAL, "--trace-missing '%s': expected error or skip",
+                               optarg);
+        break;
+    case OPT_DURATION:
+        bad = loom_parse_duration(optarg, &cfg->duration_ns, err);
+        if (!bad && cfg->duration_ns <= 0)
+            bad = loom_err_set(err, LOOM_EINVAL, "--duration '%s': expected > 0", optarg);
+        break;
+    case OPT_COUNT:
+        if (parse_u64(optarg, "--count", INT64_MAX, &cfg->count) || cfg->count == 0) {
+            fprintf(stderr, "loom gen: --count '%s': expected an integer >= 1\n", optarg);
             return LOOM_EXIT_USAGE;
         }
+        break;
+    case OPT_SEED:
+        if (parse_u64(optarg, "--seed", INT64_MAX, &cfg->seed))
+            return LOOM_EXIT_USAGE;
+        a->have_seed = true;
+        break;
+    default: cfg->run_tag = optarg; break; /* OPT_RUN_TAG */
     }
+    if (bad) {
+        fprintf(stderr, "loom gen: %s\n", err->msg);
+        return LOOM_EXIT_USAGE;
+    }
+    return GEN_GO_ON;
+}
+
+/* Options of how jobs are sent (window, workers, pacing). */
+static int sending_opt(gen_args_t *a, int c, loom_err_t *err)
+{
+    loom_gen_config_t *cfg = &a->cfg;
+    uint64_t u;
+    int bad = 0;
+    switch (c) {
+    case OPT_WINDOW:
+        if (parse_u64(optarg, "--window", 1u << 24, &u) || u == 0)
+            return LOOM_EXIT_USAGE;
+        cfg->window = (unsigned)u;
+        break;
+    case OPT_WORKERS:
+        if (parse_u64(optarg, "--workers", 256, &u) || u == 0)
+            return LOOM_EXIT_USAGE;
+        cfg->workers = (unsigned)u;
+        break;
+    case OPT_BATCH:
+        if (parse_u64(optarg, "--batch", 4096, &u) || u == 0)
+            return LOOM_EXIT_USAGE;
+        cfg->batch = (unsigned)u;
+        break;
+    case OPT_BACKLOG: bad = loom_gen_backlog_parse(optarg, &cfg->on_backlog, err); break;
+    case OPT_RETRY_FOR: bad = loom_parse_duration(optarg, &a->retry_for, err); break;
+    case OPT_SPIN:
+        if (strcmp(optarg, "auto") == 0) {
+            cfg->spin_ns = 0;
+            break;
+        }
+        if (parse_u64(optarg, "--spin", 1000000, &u))
+            return LOOM_EXIT_USAGE;
+        cfg->spin_ns = u ? (int64_t)u * LOOM_NS_PER_US : LOOM_GEN_SPIN_NONE;
+        break;
+    case OPT_REALTIME: cfg->realtime = true; break;
+    case OPT_NO_REALTIME: cfg->realtime = false; break;
+    default: cfg->pin = false; break; /* OPT_NO_PIN */
+    }
+    if (bad) {
+        fprintf(stderr, "loom gen: %s\n", err->msg);
+        return LOOM_EXIT_USAGE;
+    }
+    return GEN_GO_ON;
+}
+
+/* One option: GEN_GO_ON, or the exit code to return. */
+static int gen_opt(gen_args_t *a, int c, loom_err_t *err)
+{
+    if (c >= OPT_RATE && c <= OPT_RUN_TAG)
+        return arrival_opt(a, c, err);
+    if ((c >= OPT_WINDOW && c <= OPT_SPIN) || (c >= OPT_REALTIME && c <= OPT_NO_PIN))
+        return sending_opt(a, c, err);
+    switch (c) {
+    case OPT_CATALOG: a->catalog_path = optarg; break;
+    case OPT_KIND:
+        a->have_kind = true;
+        if (loom_gen_kind_parse(optarg, &a->kind, err)) {
+            fprintf(stderr, "loom gen: %s\n", err->msg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    case OPT_TEMPLATE: a->template_path = optarg; break;
+    case OPT_TEMPLATES: a->templates_dir = optarg; break;
+    case OPT_DRY_RUN:
+    case OPT_STDOUT:
+    case OPT_OUT:
+    case OPT_SUBMIT:
+    case OPT_SLURM:
+        a->sinks++;
+        a->sink_kind = c;
+        if (c == OPT_OUT)
+            a->out_dir = optarg;
+        else if (c == OPT_SUBMIT)
+            a->submit_url = optarg;
+        break;
+    case OPT_JSON: a->json_out = true; break;
+    case OPT_SBATCH_ARG:
+        if (a->nsbatch_args >= 32) {
+            fprintf(stderr, "loom gen: at most 32 --sbatch-arg\n");
+            return LOOM_EXIT_USAGE;
+        }
+        a->sbatch_args[a->nsbatch_args++] = optarg;
+        break;
+    case OPT_HELP:
+    case 'h': usage(stdout); return LOOM_EXIT_OK;
+    default: usage(stderr); return LOOM_EXIT_USAGE;
+    }
+    return GEN_GO_ON;
+}
+
+/* Reads and checks the options: GEN_GO_ON, or the exit code to return. */
+static int gen_parse(gen_args_t *a, int argc, char **argv)
+{
+    loom_err_t err;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "h", gen_opts, NULL)) != -1)
+        if ((rc = gen_opt(a, c, &err)) != GEN_GO_ON)
+            return rc;
     if (optind < argc) {
         fprintf(stderr, "loom gen: unexpected argument '%s'\n", argv[optind]);
         return LOOM_EXIT_USAGE;
     }
-    const char *problem = NULL;
-    bool is_trace = cfg.arrivals.process == LOOM_GEN_TRACE;
-    if (!catalog_path)
-        problem = "--catalog FILE is required";
-    else if (!rate_text && !(is_trace && (time_scale > 0 || trace_path)))
-        problem = "--rate R is required (10/s, 600/min, 2.5/h)";
-    else if (is_trace && !trace_path)
-        problem = "--process trace needs --trace FILE";
-    else if (!is_trace && trace_path)
-        problem = "--trace needs --process trace";
-    else if (cfg.arrivals.process == LOOM_GEN_GAMMA && cv <= 0)
-        problem = "--process gamma needs --cv X";
-    else if (!is_trace && !cfg.count && !cfg.duration_ns)
-        problem = "give --count N or --duration D";
-    else if (sinks > 1)
-        problem = "give one sink: --dry-run, --stdout, --out DIR, --submit URL or --slurm";
+    loom_gen_given_t given = {.catalog = a->catalog_path != NULL,
+                              .rate = a->rate_text != NULL,
+                              .trace = a->trace_path != NULL,
+                              .time_scale = a->time_scale > 0,
+                              .sinks = (unsigned)a->sinks};
+    const char *problem = loom_gen_check_options(&a->cfg, &given);
     if (problem) {
         fprintf(stderr, "loom gen: %s (see loom gen --help)\n", problem);
         return LOOM_EXIT_USAGE;
     }
-    if (rate_text && loom_parse_rate(rate_text, &cfg.arrivals.rate, &err) != LOOM_OK) {
+    if (a->rate_text && loom_parse_rate(a->rate_text, &a->cfg.arrivals.rate, &err) != LOOM_OK) {
         fprintf(stderr, "loom gen: --rate: %s\n", err.msg);
         return LOOM_EXIT_USAGE;
     }
-    cfg.arrivals.cv = cv;
-    if (!have_seed) {
-        if (getrandom(&cfg.seed, sizeof cfg.seed, 0) != sizeof cfg.seed)
-            cfg.seed = (uint64_t)loom_time_real_ns();
-        cfg.seed &= INT64_MAX; /* printable in JSON as a non-negative integer */
+    if (!a->have_seed) {
+        if (getrandom(&a->cfg.seed, sizeof a->cfg.seed, 0) != sizeof a->cfg.seed)
+            a->cfg.seed = (uint64_t)loom_time_real_ns();
+        a->cfg.seed &= INT64_MAX; /* printable in JSON as a non-negative integer */
     }
+    return GEN_GO_ON;
+}
 
-    int exit_code = LOOM_EXIT_OK;
-    loom_gen_trace_t trace = {0};
-    loom_catalog_t *cat = NULL;
-    loom_gen_catalog_source_t *cs = NULL;
-    loom_gen_sink_t sink = {0};
-    loom_gen_report_t *report = NULL;
-
-    if (is_trace) {
-        if (loom_gen_trace_load(&trace, trace_path, trace_column, missing, &err) != LOOM_OK) {
-            fprintf(stderr, "loom gen: %s\n", err.msg);
-            return err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
-        }
-        cfg.arrivals.trace = &trace;
-        cfg.arrivals.time_scale = time_scale > 0 ? time_scale
-                                  : rate_text
-                                      ? loom_gen_trace_scale_for_rate(&trace, cfg.arrivals.rate)
-                                      : 1.0;
-        if (!(cfg.arrivals.time_scale > 0))
-            cfg.arrivals.time_scale = 1.0; /* a trace spanning no time */
-    }
-
-    loom_catalog_issues_t issues = LOOM_CATALOG_ISSUES_INIT;
-    if (loom_catalog_load_file(catalog_path, &cat, &issues, &err) != LOOM_OK) {
-        if (issues.count == 0)
-            fprintf(stderr, "loom gen: %s\n", err.msg);
-        for (size_t i = 0; i < issues.count; i++)
-            fprintf(stderr, "%s\n", issues.items[i].text);
-        loom_catalog_issues_free(&issues);
-        exit_code = err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
-        goto out;
-    }
-    char kind_path[4096];
-    if (have_kind && !template_path) {
-        if (loom_gen_kind_template(kind, templates_dir, kind_path, sizeof kind_path, &err)) {
-            fprintf(stderr, "loom gen: %s\n", err.msg);
-            exit_code = LOOM_EXIT_USAGE;
-            goto out;
-        }
-        template_path = kind_path;
-    }
-    loom_gen_catalog_options_t copts = {.kind = kind,
-                                        .template_path = template_path,
-                                        .templates_dir = templates_dir,
-                                        .seed = cfg.seed};
-    if (loom_gen_catalog_source_new(cat, &copts, &cs, &err) != LOOM_OK) {
-        fprintf(stderr, "loom gen: %s\n", err.msg);
-        exit_code = LOOM_EXIT_INPUT;
-        goto out;
-    }
-    const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
-
-    int src_rc;
-    switch (sink_kind) {
-    case OPT_STDOUT: src_rc = loom_gen_sink_stream(&sink, stdout, &err); break;
+/* Opens the sink the options name. */
+static int gen_sink(gen_args_t *a, loom_gen_sink_t *sink, loom_err_t *err)
+{
+    switch (a->sink_kind) {
+    case OPT_STDOUT: return loom_gen_sink_stream(sink, stdout, err);
     case OPT_OUT:
-        src_rc = loom_gen_sink_dir(&sink, out_dir, kind == LOOM_GEN_KIND_K8S ? "yaml" : "sh", &err);
-        break;
+        return loom_gen_sink_dir(sink, a->out_dir, a->kind == LOOM_GEN_KIND_K8S ? "yaml" : "sh",
+                                 err);
     case OPT_SUBMIT: {
         char default_url[4200];
-        const char *url = submit_url;
-        if (strcmp(submit_url, "-") == 0) {
-            if (loom_cli_url("gen", default_url, sizeof default_url) != LOOM_EXIT_OK) {
-                src_rc = loom_err_set(&err, LOOM_EINVAL, "--submit -: no loomd address");
-                break;
-            }
+        const char *url = a->submit_url;
+        if (strcmp(a->submit_url, "-") == 0) {
+            if (loom_cli_url("gen", default_url, sizeof default_url) != LOOM_EXIT_OK)
+                return loom_err_set(err, LOOM_EINVAL, "--submit -: no loomd address");
             url = default_url;
         }
         char token[LOOM_RPC_TOKEN_HEX + 1];
         const char *tok = loom_cli.token;
         if (!tok && loom_rpc_token_resolve(getenv("LOOM_STATE_DIR"), token, NULL) == LOOM_OK)
             tok = token;
-        src_rc = loom_gen_sink_submit(&sink, url, tok, retry_for, &err);
-        break;
+        return loom_gen_sink_submit(sink, url, tok, a->retry_for, err);
     }
     case OPT_SLURM:
-        sbatch_args[nsbatch_args] = NULL;
-        src_rc = loom_gen_sink_slurm(&sink, NULL, (const char *const *)sbatch_args, &err);
-        break;
-    default: src_rc = loom_gen_sink_dry_run(&sink, &err); break;
+        a->sbatch_args[a->nsbatch_args] = NULL;
+        return loom_gen_sink_slurm(sink, NULL, (const char *const *)a->sbatch_args, err);
+    default: return loom_gen_sink_dry_run(sink, err);
     }
-    if (src_rc != LOOM_OK) {
-        fprintf(stderr, "loom gen: %s\n", err.msg);
-        exit_code = src_rc == LOOM_EUNAVAIL ? LOOM_EXIT_CONNECT : LOOM_EXIT_FAILURE;
-        goto out;
-    }
+}
 
+/* Loads the trace into trace and sets the arrivals' time scale. */
+static int gen_load_trace(gen_args_t *a, loom_gen_trace_t *trace)
+{
+    loom_gen_config_t *cfg = &a->cfg;
+    loom_err_t err;
+    if (loom_gen_trace_load(trace, a->trace_path, a->trace_column, a->missing, &err) != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        return err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
+    }
+    cfg->arrivals.trace = trace;
+    cfg->arrivals.time_scale = a->time_scale > 0 ? a->time_scale
+                               : a->rate_text
+                                   ? loom_gen_trace_scale_for_rate(trace, cfg->arrivals.rate)
+                                   : 1.0;
+    if (!(cfg->arrivals.time_scale > 0))
+        cfg->arrivals.time_scale = 1.0; /* a trace spanning no time */
+    return LOOM_EXIT_OK;
+}
+
+/* Loads the catalog and makes the source of jobs; an exit code. */
+static int gen_source(gen_args_t *a, loom_catalog_t **cat, loom_gen_catalog_source_t **cs)
+{
+    loom_err_t err;
+    loom_catalog_issues_t issues = LOOM_CATALOG_ISSUES_INIT;
+    if (loom_catalog_load_file(a->catalog_path, cat, &issues, &err) != LOOM_OK) {
+        if (issues.count == 0)
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+        for (size_t i = 0; i < issues.count; i++)
+            fprintf(stderr, "%s\n", issues.items[i].text);
+        loom_catalog_issues_free(&issues);
+        return err.code == LOOM_EINVAL ? LOOM_EXIT_INPUT : LOOM_EXIT_FAILURE;
+    }
+    char kind_path[4096];
+    const char *template_path = a->template_path;
+    if (a->have_kind && !template_path) {
+        if (loom_gen_kind_template(a->kind, a->templates_dir, kind_path, sizeof kind_path, &err)) {
+            fprintf(stderr, "loom gen: %s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+        template_path = kind_path;
+    }
+    loom_gen_catalog_options_t copts = {.kind = a->kind,
+                                        .template_path = template_path,
+                                        .templates_dir = a->templates_dir,
+                                        .seed = a->cfg.seed};
+    if (loom_gen_catalog_source_new(*cat, &copts, cs, &err) != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        return LOOM_EXIT_INPUT;
+    }
+    return LOOM_EXIT_OK;
+}
+
+/* Runs the generator and prints its summary; an exit code. */
+static int gen_run(gen_args_t *a, const loom_gen_source_t *src, loom_gen_sink_t *sink)
+{
+    loom_gen_config_t *cfg = &a->cfg;
+    loom_err_t err;
     progress_ctx_t pctx = {.tty = isatty(2)};
     if (pctx.tty) {
-        cfg.progress = on_progress;
-        cfg.progress_ctx = &pctx;
-        cfg.progress_ns = 250 * LOOM_NS_PER_MS;
+        cfg->progress = on_progress;
+        cfg->progress_ctx = &pctx;
+        cfg->progress_ns = 250 * LOOM_NS_PER_MS;
     }
     /* Ctrl-C / SIGTERM: stop releasing jobs, finish those in flight, print
      * the summary (a directory sink then still gets its manifest). */
@@ -515,17 +542,16 @@ int loom_cmd_gen(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    cfg.stop = &stop_flag;
-    report = malloc(sizeof *report);
+    cfg->stop = &stop_flag;
+    loom_gen_report_t *report = malloc(sizeof *report);
     if (!report) {
         fprintf(stderr, "loom gen: out of memory\n");
-        exit_code = LOOM_EXIT_FAILURE;
-        goto out;
+        return LOOM_EXIT_FAILURE;
     }
-    int rc_run = loom_gen_run(&cfg, src, &sink, report, &err);
+    int rc_run = loom_gen_run(cfg, src, sink, report, &err);
     if (pctx.tty)
         fprintf(stderr, "\r\033[K");
-    if (cfg.realtime && !report->realtime && report->sent > 0)
+    if (cfg->realtime && !report->realtime && report->sent > 0)
         fprintf(stderr,
                 "loom gen: the pacer ran under the normal scheduling policy: SCHED_FIFO %s (%s);"
                 " on a busy machine jobs may be released milliseconds late (--no-realtime "
@@ -534,9 +560,9 @@ int loom_cmd_gen(int argc, char **argv)
                     ? "needs CAP_SYS_NICE (root) or a realtime priority limit (ulimit -r)"
                     : "was refused",
                 strerror(report->realtime_errno));
-    FILE *summary = sink_kind == OPT_STDOUT ? stderr : stdout;
-    if (json_out) {
-        json_t *j = loom_gen_report_json(report, src, &cfg);
+    FILE *summary = a->sink_kind == OPT_STDOUT ? stderr : stdout;
+    if (a->json_out) {
+        json_t *j = loom_gen_report_json(report, src, cfg);
         if (rc_run != LOOM_OK)
             json_object_set_new(j, "error", json_string(err.msg));
         loom_buf_t b = LOOM_BUF_INIT;
@@ -545,8 +571,9 @@ int loom_cmd_gen(int argc, char **argv)
         loom_buf_free(&b);
         json_decref(j);
     } else {
-        print_summary(summary, report, src, &cfg);
+        print_summary(summary, report, src, cfg);
     }
+    int exit_code = LOOM_EXIT_OK;
     if (rc_run != LOOM_OK) {
         fprintf(stderr, "loom gen: %s\n", err.msg);
         exit_code = rc_run == LOOM_EUNAVAIL ? LOOM_EXIT_CONNECT : LOOM_EXIT_FAILURE;
@@ -554,9 +581,38 @@ int loom_cmd_gen(int argc, char **argv)
         exit_code = LOOM_EXIT_FAILURE;
     }
     loom_gen_report_free(report);
-
-out:
     free(report);
+    return exit_code;
+}
+
+int loom_cmd_gen(int argc, char **argv)
+{
+    gen_args_t a = {
+        .trace_column = "creation_time",
+        .sink_kind = OPT_DRY_RUN,
+        .missing = LOOM_GEN_MISSING_ERROR,
+        .kind = LOOM_GEN_KIND_SLURM,
+        .cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT}, .realtime = true, .pin = true}};
+    int exit_code = gen_parse(&a, argc, argv);
+    if (exit_code != GEN_GO_ON)
+        return exit_code;
+    loom_gen_trace_t trace = {0};
+    loom_catalog_t *cat = NULL;
+    loom_gen_catalog_source_t *cs = NULL;
+    loom_gen_sink_t sink = {0};
+    loom_err_t err;
+    if (a.cfg.arrivals.process == LOOM_GEN_TRACE && (exit_code = gen_load_trace(&a, &trace)))
+        return exit_code;
+    if ((exit_code = gen_source(&a, &cat, &cs)))
+        goto out;
+    int rc = gen_sink(&a, &sink, &err);
+    if (rc != LOOM_OK) {
+        fprintf(stderr, "loom gen: %s\n", err.msg);
+        exit_code = rc == LOOM_EUNAVAIL ? LOOM_EXIT_CONNECT : LOOM_EXIT_FAILURE;
+        goto out;
+    }
+    exit_code = gen_run(&a, loom_gen_catalog_source_get(cs), &sink);
+out:
     if (sink.destroy)
         sink.destroy(sink.ctx);
     loom_gen_catalog_source_free(cs);

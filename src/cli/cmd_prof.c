@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "loom/estimate.h"
 #include "loom/prof.h"
 
 static void prof_usage(FILE *f)
@@ -134,152 +135,133 @@ static int run_ab(const loom_prof_opts_t *o, size_t pairs, const char *dir)
     return rc;
 }
 
-int loom_cmd_prof(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"interval", required_argument, NULL, 'i'},
-        {"gpu", no_argument, NULL, 'g'},
-        {"kernels", no_argument, NULL, 'k'},
-        {"out", required_argument, NULL, 'o'},
-        {"ab", required_argument, NULL, 'a'},
-        {"rescan", required_argument, NULL, 'r'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"gpu-interval", required_argument, NULL, 'G'},
-        {"estimate", required_argument, NULL, 'e'},
-        {"device", required_argument, NULL, 'd'},
-        {"toggle", required_argument, NULL, 't'},
-        {NULL, 0, NULL, 0},
-    };
-    loom_prof_opts_t o = {.interval_ns = 10 * LOOM_NS_PER_MS, .echo_fd = STDOUT_FILENO};
-    const char *out = NULL;
-    int64_t pairs = 0;
-    bool gpu = false;
-    int64_t gpu_interval = 100 * LOOM_NS_PER_MS;
+static const struct option prof_opts[] = {
+    {"interval", required_argument, NULL, 'i'},
+    {"gpu", no_argument, NULL, 'g'},
+    {"kernels", no_argument, NULL, 'k'},
+    {"out", required_argument, NULL, 'o'},
+    {"ab", required_argument, NULL, 'a'},
+    {"rescan", required_argument, NULL, 'r'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"gpu-interval", required_argument, NULL, 'G'},
+    {"estimate", required_argument, NULL, 'e'},
+    {"device", required_argument, NULL, 'd'},
+    {"toggle", required_argument, NULL, 't'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Everything loom prof's options say. */
+typedef struct prof_args {
+    loom_prof_opts_t o;
+    const char *out;
+    int64_t pairs;
+    bool gpu;
+    int64_t gpu_interval;
     loom_prof_roof_input_t roof;
-    memset(&roof, 0, sizeof roof);
-    loom_err_t err;
-    loom_err_clear(&err);
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-        case 'r':
-        case 'G': {
-            int64_t ns;
-            if (loom_parse_duration(optarg, &ns, &err) || ns <= 0) {
-                fprintf(stderr, "loom prof: --%s '%s': %s\n",
-                        c == 'i'   ? "interval"
-                        : c == 'r' ? "rescan"
-                                   : "gpu-interval",
-                        optarg, err.msg[0] ? err.msg : "must be > 0");
-                return LOOM_EXIT_USAGE;
-            }
-            if (c == 'i')
-                o.interval_ns = ns;
-            else if (c == 'r')
-                o.rescan_ns = ns;
-            else
-                gpu_interval = ns;
-            break;
+} prof_args_t;
+
+#define PROF_GO_ON (-1) /* an option read: go on (else an exit code) */
+
+/* One option: PROF_GO_ON, or the exit code to return. */
+static int prof_opt(prof_args_t *a, int c, loom_err_t *err)
+{
+    switch (c) {
+    case 'i':
+    case 'r':
+    case 'G': {
+        int64_t ns;
+        if (loom_parse_duration(optarg, &ns, err) || ns <= 0) {
+            fprintf(stderr, "loom prof: --%s '%s': %s\n",
+                    c == 'i'   ? "interval"
+                    : c == 'r' ? "rescan"
+                               : "gpu-interval",
+                    optarg, err->msg[0] ? err->msg : "must be > 0");
+            return LOOM_EXIT_USAGE;
         }
-        case 'e':
-            if (loom_prof_roof_load_estimate(&roof, optarg, &err)) {
-                fprintf(stderr, "loom prof: --estimate: %s\n", err.msg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        case 'd': {
-            if (loom_prof_roof_load_device(&roof, optarg, NULL, &err)) {
-                fprintf(stderr, "loom prof: --device: %s\n", err.msg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
+        if (c == 'i')
+            a->o.interval_ns = ns;
+        else if (c == 'r')
+            a->o.rescan_ns = ns;
+        else
+            a->gpu_interval = ns;
+        break;
+    }
+    case 'e':
+        if (loom_prof_roof_load_estimate(&a->roof, optarg, err)) {
+            fprintf(stderr, "loom prof: --estimate: %s\n", err->msg);
+            return LOOM_EXIT_USAGE;
         }
-        case 'g': gpu = true; break;
-        case 'k': o.kernels = true; break;
-        case 'o': out = optarg; break;
-        case 'q': o.echo_fd = -1; break;
-        case 'a':
-            if (loom_parse_i64(optarg, 2, 100000, &pairs, "--ab", &err)) {
-                fprintf(stderr, "loom prof: %s\n", err.msg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        case 't': {
-            int64_t k;
-            if (loom_parse_i64(optarg, 2, 1000000, &k, "--toggle", &err)) {
-                fprintf(stderr, "loom prof: %s\n", err.msg);
-                return LOOM_EXIT_USAGE;
-            }
-            o.toggle_steps = (size_t)k;
-            break;
+        break;
+    case 'd': {
+        loom_est_device_t dev;
+        if (loom_est_device_load(optarg, NULL, &dev, err)) {
+            fprintf(stderr, "loom prof: --device: %s\n", err->msg);
+            return LOOM_EXIT_USAGE;
         }
-        case 'h': prof_usage(stdout); return LOOM_EXIT_OK;
-        default: prof_usage(stderr); return LOOM_EXIT_USAGE;
+        loom_prof_roof_set_device(&a->roof,
+                                  &(loom_prof_peaks_t){dev.name, dev.description, dev.flops_fp32,
+                                                       dev.flops_half, dev.mem_bandwidth});
+        break;
+    }
+    case 'g': a->gpu = true; break;
+    case 'k': a->o.kernels = true; break;
+    case 'o': a->out = optarg; break;
+    case 'q': a->o.echo_fd = -1; break;
+    case 'a':
+        if (loom_parse_i64(optarg, 2, 100000, &a->pairs, "--ab", err)) {
+            fprintf(stderr, "loom prof: %s\n", err->msg);
+            return LOOM_EXIT_USAGE;
         }
-    }
-    if (optind >= argc) {
-        fprintf(stderr, "loom prof: no command given (loom prof [OPTIONS] -- COMMAND ...)\n");
-        return LOOM_EXIT_USAGE;
-    }
-    if (o.toggle_steps && !pairs) {
-        fprintf(stderr, "loom prof: --toggle K needs --ab N (the within-run overhead "
-                        "measurement)\n");
-        return LOOM_EXIT_USAGE;
-    }
-    if (gpu)
-        o.gpu_interval_ns = gpu_interval;
-    o.argv = argv + optind;
-    char defdir[64];
-    if (!out) {
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(defdir, sizeof defdir, "loom-prof-%Y%m%d-%H%M%S", &tm);
-        out = defdir;
-    }
-    char *lib = NULL;
-    if (o.kernels) {
-        lib = cupti_lib_path();
-        if (!lib || access(lib, R_OK)) {
-            fprintf(stderr,
-                    "loom prof: --kernels: the CUPTI tracer '%s' is missing; it is built "
-                    "only where the CUDA toolkit (/usr/local/cuda with CUPTI) is "
-                    "installed\n",
-                    lib ? lib : "libloom_cupti.so");
-            free(lib);
-            return LOOM_EXIT_FAILURE;
+        break;
+    case 't': {
+        int64_t k;
+        if (loom_parse_i64(optarg, 2, 1000000, &k, "--toggle", err)) {
+            fprintf(stderr, "loom prof: %s\n", err->msg);
+            return LOOM_EXIT_USAGE;
         }
-        o.cupti_lib = lib;
-        o.work_dir = out;
-        if (mkdir(out, 0755) && access(out, W_OK)) {
-            fprintf(stderr, "loom prof: cannot create '%s'\n", out);
-            free(lib);
-            return LOOM_EXIT_FAILURE;
-        }
+        a->o.toggle_steps = (size_t)k;
+        break;
     }
-    /* Ctrl-C reaches the command (same process group); loom itself stays
-     * to write the record of the interrupted run, as system(3) does. */
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
-    int rc;
-    if (pairs) {
-        o.echo_fd = -1;
-        rc = run_ab(&o, (size_t)pairs, out);
-        free(lib);
-        return rc;
+    case 'h': prof_usage(stdout); return LOOM_EXIT_OK;
+    default: prof_usage(stderr); return LOOM_EXIT_USAGE;
     }
-    loom_prof_run_t *run;
-    if (loom_prof_run(&o, &run, &err)) {
-        fprintf(stderr, "loom prof: %s\n", err.msg);
-        free(lib);
+    return PROF_GO_ON;
+}
+
+/* With --kernels: the CUPTI tracer's path in *lib (free it) and out made. */
+static int prof_kernels(loom_prof_opts_t *o, const char *out, char **lib)
+{
+    *lib = cupti_lib_path();
+    if (!*lib || access(*lib, R_OK)) {
+        fprintf(stderr,
+                "loom prof: --kernels: the CUPTI tracer '%s' is missing; it is built "
+                "only where the CUDA toolkit (/usr/local/cuda with CUPTI) is "
+                "installed\n",
+                *lib ? *lib : "libloom_cupti.so");
         return LOOM_EXIT_FAILURE;
     }
-    rc = WIFEXITED(run->exit_status) && WEXITSTATUS(run->exit_status) == 0 ? LOOM_EXIT_OK
-                                                                           : LOOM_EXIT_FAILURE;
-    run->roof = roof;
+    o->cupti_lib = *lib;
+    o->work_dir = out;
+    if (mkdir(out, 0755) && access(out, W_OK)) {
+        fprintf(stderr, "loom prof: cannot create '%s'\n", out);
+        return LOOM_EXIT_FAILURE;
+    }
+    return LOOM_EXIT_OK;
+}
+
+/* One profiled run: its record in out and its report on stderr. */
+static int prof_once(const loom_prof_opts_t *o, const loom_prof_roof_input_t *roof, const char *out)
+{
+    loom_err_t err;
+    loom_prof_run_t *run;
+    if (loom_prof_run(o, &run, &err)) {
+        fprintf(stderr, "loom prof: %s\n", err.msg);
+        return LOOM_EXIT_FAILURE;
+    }
+    int rc = WIFEXITED(run->exit_status) && WEXITSTATUS(run->exit_status) == 0 ? LOOM_EXIT_OK
+                                                                               : LOOM_EXIT_FAILURE;
+    run->roof = *roof;
     if (loom_prof_write(run, out, &err)) {
         fprintf(stderr, "loom prof: %s\n", err.msg);
         rc = LOOM_EXIT_FAILURE;
@@ -298,6 +280,57 @@ int loom_cmd_prof(int argc, char **argv)
         loom_buf_free(&b);
     }
     loom_prof_run_free(run);
+    return rc;
+}
+
+int loom_cmd_prof(int argc, char **argv)
+{
+    prof_args_t a = {.o = {.interval_ns = 10 * LOOM_NS_PER_MS, .echo_fd = STDOUT_FILENO},
+                     .gpu_interval = 100 * LOOM_NS_PER_MS};
+    loom_err_t err;
+    loom_err_clear(&err);
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "+h", prof_opts, NULL)) != -1)
+        if ((rc = prof_opt(&a, c, &err)) != PROF_GO_ON)
+            return rc;
+    loom_prof_opts_t o = a.o;
+    if (optind >= argc) {
+        fprintf(stderr, "loom prof: no command given (loom prof [OPTIONS] -- COMMAND ...)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    if (o.toggle_steps && !a.pairs) {
+        fprintf(stderr, "loom prof: --toggle K needs --ab N (the within-run overhead "
+                        "measurement)\n");
+        return LOOM_EXIT_USAGE;
+    }
+    if (a.gpu)
+        o.gpu_interval_ns = a.gpu_interval;
+    o.argv = argv + optind;
+    char defdir[64];
+    const char *out = a.out;
+    if (!out) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(defdir, sizeof defdir, "loom-prof-%Y%m%d-%H%M%S", &tm);
+        out = defdir;
+    }
+    char *lib = NULL;
+    if (o.kernels && (rc = prof_kernels(&o, out, &lib))) {
+        free(lib);
+        return rc;
+    }
+    /* Ctrl-C reaches the command (same process group); loom itself stays
+     * to write the record of the interrupted run, as system(3) does. */
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    if (a.pairs) {
+        o.echo_fd = -1;
+        rc = run_ab(&o, (size_t)a.pairs, out);
+    } else {
+        rc = prof_once(&o, &a.roof, out);
+    }
     free(lib);
     return rc;
 }

@@ -124,113 +124,182 @@ static bool wants_rubick(int argc, char **argv)
     return false;
 }
 
+static const struct option sim_opts[] = {
+    {"nodes", required_argument, NULL, 'n'},
+    {"pods", required_argument, NULL, 'p'},
+    {"policy", required_argument, NULL, 'P'},
+    {"seeds", required_argument, NULL, 's'},
+    {"inflate", required_argument, NULL, 'i'},
+    {"mode", required_argument, NULL, 'm'},
+    {"queue", required_argument, NULL, 'q'},
+    {"out", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"plot", no_argument, NULL, 'g'},
+    {"jobs", required_argument, NULL, 'J'},
+    {"exact-scores", no_argument, NULL, 'x'},
+    {"check", no_argument, NULL, 'c'},
+    {"workload", required_argument, NULL, 'W'},
+    {"help", no_argument, NULL, 'h'},
+    {"ties", required_argument, NULL, 't'},
+    {"compress", required_argument, NULL, 'C'},
+    {"timeslice", required_argument, NULL, 'T'},
+    {"users", required_argument, NULL, 'u'},
+    {"user-skew", required_argument, NULL, 'k'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Everything loom sim's options say. */
+typedef struct sim_args {
+    const char *nodes, *pods, *policy, *seeds_s, *mode, *queue, *out, *workload;
+    double inflate, compress, timeslice, skew;
+    int64_t users;
+    bool json, plot, exact, check;
+    loom_sched_ties_t ties;
+    int jobs;
+} sim_args_t;
+
+#define SIM_GO_ON (-1) /* an option read: go on (else an exit code) */
+
+/* One option: SIM_GO_ON, or the exit code to return. */
+static int sim_opt(sim_args_t *a, int c)
+{
+    switch (c) {
+    case 'n': a->nodes = optarg; break;
+    case 'p': a->pods = optarg; break;
+    case 'P': a->policy = optarg; break;
+    case 's': a->seeds_s = optarg; break;
+    case 'i': {
+        char *end;
+        a->inflate = strtod(optarg, &end);
+        if (*end || !(a->inflate > 0 && a->inflate <= 100)) {
+            fprintf(stderr, "loom sim: --inflate '%s': expected a number in (0, 100]\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'C': {
+        char *end;
+        a->compress = strtod(optarg, &end);
+        if (*end || !(a->compress > 0 && a->compress <= 1e9)) {
+            fprintf(stderr, "loom sim: --compress '%s': expected a number > 0\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'T': {
+        char *end;
+        a->timeslice = strtod(optarg, &end);
+        if (*end || !(a->timeslice > 0 && a->timeslice <= 1e9)) {
+            fprintf(stderr, "loom sim: --timeslice '%s': expected seconds > 0\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'u':
+    case 'k':
+        if (parse_users(c, optarg, &a->users, &a->skew))
+            return LOOM_EXIT_USAGE;
+        break;
+    case 'm': a->mode = optarg; break;
+    case 'q': a->queue = optarg; break;
+    case 'o': a->out = optarg; break;
+    case 'j': a->json = true; break;
+    case 'g': a->plot = true; break;
+    case 'J': a->jobs = atoi(optarg); break;
+    case 'x': a->exact = true; break;
+    case 'c': a->check = true; break;
+    case 'W': a->workload = optarg; break;
+    case 't':
+        if (strcmp(optarg, "order") == 0)
+            a->ties = LOOM_SCHED_TIES_ORDER;
+        else if (strcmp(optarg, "first") == 0)
+            a->ties = LOOM_SCHED_TIES_FIRST;
+        else if (strcmp(optarg, "random") == 0)
+            a->ties = LOOM_SCHED_TIES_RANDOM;
+        else {
+            fprintf(stderr, "loom sim: --ties '%s': expected order, first or random\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    case 'h': sim_usage(stdout); return LOOM_EXIT_OK;
+    default: sim_usage(stderr); return LOOM_EXIT_USAGE;
+    }
+    return SIM_GO_ON;
+}
+
+/* Reads and checks the options: SIM_GO_ON, or the exit code to return. */
+static int sim_parse(sim_args_t *a, int argc, char **argv)
+{
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "h", sim_opts, NULL)) != -1)
+        if ((rc = sim_opt(a, c)) != SIM_GO_ON)
+            return rc;
+    bool dynamic = strcmp(a->mode, "dynamic") == 0;
+    if (!a->nodes || !a->pods || !a->policy || (!dynamic && strcmp(a->mode, "packing") != 0) ||
+        a->jobs < 1 || a->jobs > 256 || optind < argc || (a->plot && (!a->out || dynamic))) {
+        fprintf(stderr, "loom sim: %s\n",
+                a->plot && dynamic   ? "--plot is for packing mode"
+                : a->plot && !a->out ? "--plot needs --out DIR"
+                                     : "need --nodes, --pods and --policy (see --help)");
+        return LOOM_EXIT_USAGE;
+    }
+    return SIM_GO_ON;
+}
+
+/* FGD's target workload from another job list (--workload). */
+static int sim_learn_workload(const char *path, const loom_sched_cluster_t *cl,
+                              loom_sim_trace_t *wtrace, loom_sched_workload_t *given,
+                              loom_err_t *err)
+{
+    loom_sched_req_t *reqs = NULL;
+    int rc = loom_sim_tasks_load(path, cl, wtrace, err);
+    if (!rc && !(reqs = malloc(wtrace->n * sizeof *reqs)))
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < wtrace->n; i++)
+        reqs[i] = wtrace->tasks[i].req;
+    if (!rc)
+        rc = loom_sched_workload_learn(reqs, wtrace->n, 0.95, given, err);
+    free(reqs);
+    return rc;
+}
+
+/* Prints the report and writes --out's CSVs and plots. */
+static int sim_output(const sim_args_t *a, loom_sim_run_t *runs, size_t nruns, bool dynamic,
+                      bool several_traces, double secs, loom_err_t *err)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    if (a->json)
+        loom_sim_report_json(&b, runs, nruns, dynamic);
+    else
+        loom_sim_report_table(&b, runs, nruns, dynamic);
+    fputs(b.data ? b.data : "", stdout);
+    loom_buf_free(&b);
+    if (!a->json)
+        printf("%zu runs in %.1f s on %d threads\n", nruns, secs, a->jobs);
+    if (a->out && loom_sim_write_csvs(a->out, runs, nruns, dynamic, several_traces, err))
+        return err->code;
+    if (a->plot && loom_sim_plot(a->out, runs, nruns, err))
+        return err->code;
+    return LOOM_OK;
+}
+
 int loom_cmd_sim(int argc, char **argv)
 {
     if (wants_rubick(argc, argv))
         return loom_cmd_sim_rubick(argc, argv);
-    static const struct option opts[] = {
-        {"nodes", required_argument, NULL, 'n'},
-        {"pods", required_argument, NULL, 'p'},
-        {"policy", required_argument, NULL, 'P'},
-        {"seeds", required_argument, NULL, 's'},
-        {"inflate", required_argument, NULL, 'i'},
-        {"mode", required_argument, NULL, 'm'},
-        {"queue", required_argument, NULL, 'q'},
-        {"out", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},
-        {"plot", no_argument, NULL, 'g'},
-        {"jobs", required_argument, NULL, 'J'},
-        {"exact-scores", no_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'c'},
-        {"workload", required_argument, NULL, 'W'},
-        {"help", no_argument, NULL, 'h'},
-        {"ties", required_argument, NULL, 't'},
-        {"compress", required_argument, NULL, 'C'},
-        {"timeslice", required_argument, NULL, 'T'},
-        {"users", required_argument, NULL, 'u'},
-        {"user-skew", required_argument, NULL, 'k'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *nodes = NULL, *pods = NULL, *policy = NULL, *seeds_s = "42", *mode = "packing";
-    const char *queue = "fifo", *out = NULL, *workload = NULL;
-    double inflate = 1.3, compress = 1.0, timeslice = 0, skew = 1.0;
-    int64_t users = 0;
-    bool json = false, plot = false, exact = false, check = false;
-    loom_sched_ties_t ties = LOOM_SCHED_TIES_ORDER;
-    int jobs = 2, c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'n': nodes = optarg; break;
-        case 'p': pods = optarg; break;
-        case 'P': policy = optarg; break;
-        case 's': seeds_s = optarg; break;
-        case 'i': {
-            char *end;
-            inflate = strtod(optarg, &end);
-            if (*end || !(inflate > 0 && inflate <= 100)) {
-                fprintf(stderr, "loom sim: --inflate '%s': expected a number in (0, 100]\n",
-                        optarg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'C': {
-            char *end;
-            compress = strtod(optarg, &end);
-            if (*end || !(compress > 0 && compress <= 1e9)) {
-                fprintf(stderr, "loom sim: --compress '%s': expected a number > 0\n", optarg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'T': {
-            char *end;
-            timeslice = strtod(optarg, &end);
-            if (*end || !(timeslice > 0 && timeslice <= 1e9)) {
-                fprintf(stderr, "loom sim: --timeslice '%s': expected seconds > 0\n", optarg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'u':
-        case 'k':
-            if (parse_users(c, optarg, &users, &skew))
-                return LOOM_EXIT_USAGE;
-            break;
-        case 'm': mode = optarg; break;
-        case 'q': queue = optarg; break;
-        case 'o': out = optarg; break;
-        case 'j': json = true; break;
-        case 'g': plot = true; break;
-        case 'J': jobs = atoi(optarg); break;
-        case 'x': exact = true; break;
-        case 'c': check = true; break;
-        case 'W': workload = optarg; break;
-        case 't':
-            if (strcmp(optarg, "order") == 0)
-                ties = LOOM_SCHED_TIES_ORDER;
-            else if (strcmp(optarg, "first") == 0)
-                ties = LOOM_SCHED_TIES_FIRST;
-            else if (strcmp(optarg, "random") == 0)
-                ties = LOOM_SCHED_TIES_RANDOM;
-            else {
-                fprintf(stderr, "loom sim: --ties '%s': expected order, first or random\n", optarg);
-                return LOOM_EXIT_USAGE;
-            }
-            break;
-        case 'h': sim_usage(stdout); return LOOM_EXIT_OK;
-        default: sim_usage(stderr); return LOOM_EXIT_USAGE;
-        }
-    }
-    bool dynamic = strcmp(mode, "dynamic") == 0;
-    if (!nodes || !pods || !policy || (!dynamic && strcmp(mode, "packing") != 0) || jobs < 1 ||
-        jobs > 256 || optind < argc || (plot && (!out || dynamic))) {
-        fprintf(stderr, "loom sim: %s\n",
-                plot && dynamic ? "--plot is for packing mode"
-                : plot && !out  ? "--plot needs --out DIR"
-                                : "need --nodes, --pods and --policy (see --help)");
-        return LOOM_EXIT_USAGE;
-    }
+    sim_args_t a = {.seeds_s = "42",
+                    .skew = 1.0,
+                    .mode = "packing",
+                    .queue = "fifo",
+                    .inflate = 1.3,
+                    .compress = 1.0,
+                    .ties = LOOM_SCHED_TIES_ORDER,
+                    .jobs = 2};
+    int ret = sim_parse(&a, argc, argv);
+    if (ret != SIM_GO_ON)
+        return ret;
+    bool dynamic = strcmp(a.mode, "dynamic") == 0;
+    const char *queue = a.queue, *seeds_s = a.seeds_s, *policy = a.policy, *pods = a.pods;
     loom_sched_queue_cfg_t qc;
     loom_err_t err;
     if (loom_sched_queue_cfg_parse(queue, &qc, &err)) {
@@ -247,7 +316,7 @@ int loom_cmd_sim(int argc, char **argv)
     char *pol_s = strdup(policy), *pod_s = strdup(pods);
     char *pol[64], *podf[256];
     size_t npol = pol_s ? split(pol_s, pol, 64) : 0, npod = pod_s ? split(pod_s, podf, 256) : 0;
-    int ret = LOOM_EXIT_USAGE;
+    ret = LOOM_EXIT_USAGE;
     loom_sched_cluster_t cl;
     loom_sched_cluster_init(&cl);
     loom_sim_trace_t *traces = calloc(npod ? npod : 1, sizeof *traces);
@@ -265,7 +334,7 @@ int loom_cmd_sim(int argc, char **argv)
     if (!npol || !npod || !traces)
         goto done;
     ret = LOOM_EXIT_INPUT;
-    if (loom_sim_nodes_load(nodes, &cl, &err)) {
+    if (loom_sim_nodes_load(a.nodes, &cl, &err)) {
         fprintf(stderr, "loom sim: %s\n", err.msg);
         goto done;
     }
@@ -275,20 +344,9 @@ int loom_cmd_sim(int argc, char **argv)
             goto done;
         }
     }
-    if (workload) { /* FGD's target workload from another job list */
-        loom_sched_req_t *reqs = NULL;
-        int rc = loom_sim_tasks_load(workload, &cl, &wtrace, &err);
-        if (!rc && !(reqs = malloc(wtrace.n * sizeof *reqs)))
-            rc = loom_err_set(&err, LOOM_ENOMEM, "out of memory");
-        for (size_t i = 0; !rc && i < wtrace.n; i++)
-            reqs[i] = wtrace.tasks[i].req;
-        if (!rc)
-            rc = loom_sched_workload_learn(reqs, wtrace.n, 0.95, &given, &err);
-        free(reqs);
-        if (rc) {
-            fprintf(stderr, "loom sim: --workload: %s\n", err.msg);
-            goto done;
-        }
+    if (a.workload && sim_learn_workload(a.workload, &cl, &wtrace, &given, &err)) {
+        fprintf(stderr, "loom sim: --workload: %s\n", err.msg);
+        goto done;
     }
     ret = LOOM_EXIT_FAILURE;
     runs = calloc(npod * npol * nseeds, sizeof *runs);
@@ -302,39 +360,26 @@ int loom_cmd_sim(int argc, char **argv)
                 r->trace_name = podf[t];
                 r->policy = pol[p];
                 r->seed = seeds[s];
-                r->workload = workload ? &given : NULL;
+                r->workload = a.workload ? &given : NULL;
             }
     loom_sim_opts_t o = {0};
     o.queue = queue;
-    o.inflate = inflate;
-    o.compress = compress;
-    o.timeslice_s = timeslice;
-    o.users = (uint32_t)users;
-    o.user_skew = skew;
-    o.exact_scores = exact;
-    o.ties = ties;
-    o.debug_check = check;
-    o.keep_points = out != NULL;
+    o.inflate = a.inflate;
+    o.compress = a.compress;
+    o.timeslice_s = a.timeslice;
+    o.users = (uint32_t)a.users;
+    o.user_skew = a.skew;
+    o.exact_scores = a.exact;
+    o.ties = a.ties;
+    o.debug_check = a.check;
+    o.keep_points = a.out != NULL;
     int64_t t0 = loom_time_mono_ns();
-    if (loom_sim_run_all(&cl, runs, nruns, jobs, dynamic, &o, &err)) {
+    if (loom_sim_run_all(&cl, runs, nruns, a.jobs, dynamic, &o, &err)) {
         fprintf(stderr, "loom sim: %s\n", err.msg);
         goto done;
     }
     double secs = (double)(loom_time_mono_ns() - t0) / 1e9;
-    loom_buf_t b = LOOM_BUF_INIT;
-    if (json)
-        loom_sim_report_json(&b, runs, nruns, dynamic);
-    else
-        loom_sim_report_table(&b, runs, nruns, dynamic);
-    fputs(b.data ? b.data : "", stdout);
-    loom_buf_free(&b);
-    if (!json)
-        printf("%zu runs in %.1f s on %d threads\n", nruns, secs, jobs);
-    if (out && loom_sim_write_csvs(out, runs, nruns, dynamic, npod > 1, &err)) {
-        fprintf(stderr, "loom sim: %s\n", err.msg);
-        goto done;
-    }
-    if (plot && loom_sim_plot(out, runs, nruns, &err)) {
+    if (sim_output(&a, runs, nruns, dynamic, npod > 1, secs, &err)) {
         fprintf(stderr, "loom sim: %s\n", err.msg);
         goto done;
     }

@@ -10,7 +10,7 @@
 /* Nesting depth of JSON text, ignoring brackets inside strings. Scanning the
  * text is cheaper than letting the parser recurse and then walking the tree,
  * and it bounds the parser's recursion before it starts. */
-static size_t json_depth_exceeded(const char *text, size_t len, size_t max, size_t *at)
+bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at)
 {
     size_t depth = 0;
     bool in_str = false;
@@ -25,15 +25,15 @@ static size_t json_depth_exceeded(const char *text, size_t len, size_t max, size
             in_str = true;
         } else if (c == '[' || c == '{') {
             if (++depth > max) {
-                *at = i;
-                return depth;
+                if (at)
+                    *at = i;
+                return true;
             }
-        } else if (c == ']' || c == '}') {
-            if (depth)
-                depth--;
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
         }
     }
-    return 0;
+    return false;
 }
 
 static void line_col(const char *text, size_t pos, size_t *line, size_t *col)
@@ -56,7 +56,7 @@ int loom_json_parse(const char *text, size_t len, const char *name, size_t max_d
     if (max_depth == 0)
         max_depth = 64;
     size_t at;
-    if (json_depth_exceeded(text, len, max_depth, &at)) {
+    if (loom_json_too_deep(text, len, max_depth, &at)) {
         size_t line, col;
         line_col(text, at, &line, &col);
         return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: nesting deeper than %zu levels", name,

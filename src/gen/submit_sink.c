@@ -51,18 +51,6 @@ static void give_client(submit_sink_t *s, loom_rpc_client_t *c)
     pthread_mutex_unlock(&s->mu);
 }
 
-static bool retryable(const loom_rpc_client_error_t *e)
-{
-    switch (e->kind) {
-    case LOOM_RPC_FAIL_CONNECT:
-    case LOOM_RPC_FAIL_TIMEOUT:
-    case LOOM_RPC_FAIL_TRANSPORT: return true;
-    case LOOM_RPC_FAIL_HTTP:
-        return e->http_status == 502 || e->http_status == 503 || e->http_status == 504;
-    default: return false;
-    }
-}
-
 static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
 {
     submit_sink_t *s = ctx;
@@ -88,7 +76,7 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
             loom_rpc_client_error_clear(&e);
             break;
         }
-        bool again = retryable(&e) && loom_time_mono_ns() - start < s->retry_for_ns;
+        bool again = loom_rpc_client_retryable(&e) && loom_time_mono_ns() - start < s->retry_for_ns;
         if (!again) {
             if (err) {
                 *err = e.err;

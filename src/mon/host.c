@@ -71,7 +71,7 @@ struct loom_mon {
     loom_buf_t buf;
     loom_buf_t fstypes;
     size_t n_fstypes;
-    loom_mon_fss_t mounts; /* parsed table; statfs'd into each snapshot */
+    loom_mon_fss_t mounts;   /* parsed table; statfs'd into each snapshot */
     mount_key_t *mount_keys; /* per mounts.fs[i] */
     size_t cap_mount_keys;
     bool mounts_stale;
@@ -92,15 +92,10 @@ int loom_mon__grow(void **arr, size_t *cap, size_t need, size_t elem, loom_err_t
 {
     if (need <= *cap)
         return LOOM_OK;
-    size_t nc = *cap ? *cap * 2 : 8;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return loom_err_set(err, LOOM_ENOMEM, "out of memory growing an array to %zu", nc);
-    memset((char *)p + *cap * elem, 0, (nc - *cap) * elem);
-    *arr = p;
-    *cap = nc;
+    size_t old = *cap;
+    if (loom_vec_reserve(arr, cap, need, elem, 8))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory growing an array to %zu", need);
+    memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
     return LOOM_OK;
 }
 
@@ -232,13 +227,8 @@ static int list_dir(const char *dir, const char *prefix, char ***out)
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, prefix, pl) != 0 || e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nv = realloc(v, cap * sizeof *v);
-            if (!nv)
-                break;
-            v = nv;
-        }
+        if (loom_vec_reserve((void **)&v, &cap, n + 1, sizeof *v, 16))
+            break;
         v[n] = strdup(e->d_name);
         if (v[n])
             n++;

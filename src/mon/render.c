@@ -8,6 +8,7 @@
  * (bytes, seconds, joules, hertz, celsius, ratio).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,31 @@ static void put(json_t *o, const char *k, json_t *v)
     json_object_set_new(o, k, v);
 }
 
+/* A number field of a struct, written as key: the tables below list each
+ * group's fields once, in the order they appear in the JSON. */
+typedef struct jfield {
+    const char *key;
+    size_t off;
+    bool dbl; /* double; else uint64_t */
+} jfield_t;
+#define JU(type, member, key)                                                                      \
+    {                                                                                              \
+        key, offsetof(type, member), false                                                         \
+    }
+#define JD(type, member, key)                                                                      \
+    {                                                                                              \
+        key, offsetof(type, member), true                                                          \
+    }
+#define PUT_FIELDS(o, base, table) put_fields(o, base, table, sizeof table / sizeof table[0])
+
+static void put_fields(json_t *o, const void *base, const jfield_t *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *at = (const char *)base + f[i].off;
+        put(o, f[i].key, f[i].dbl ? jnum(*(const double *)at) : jint(*(const uint64_t *)at));
+    }
+}
+
 /* {"available": true} or {"available": false, "reason": "..."}; returns
  * whether available. */
 static bool put_src(json_t *o, const loom_mon_source_t *s)
@@ -102,11 +128,14 @@ static json_t *psi_json(const loom_mon_psi_t *p)
     for (int i = 0; i < 2; i++) {
         if (!l[i])
             continue;
+        static const jfield_t f[] = {
+            JD(loom_mon_psi_line_t, avg10, "avg10_percent"),
+            JD(loom_mon_psi_line_t, avg60, "avg60_percent"),
+            JD(loom_mon_psi_line_t, avg300, "avg300_percent"),
+            JD(loom_mon_psi_line_t, total_seconds, "total_seconds"),
+        };
         json_t *x = json_object();
-        put(x, "avg10_percent", jnum(l[i]->avg10));
-        put(x, "avg60_percent", jnum(l[i]->avg60));
-        put(x, "avg300_percent", jnum(l[i]->avg300));
-        put(x, "total_seconds", jnum(l[i]->total_seconds));
+        PUT_FIELDS(x, l[i], f);
         put(o, names[i], x);
     }
     return o;
@@ -146,20 +175,25 @@ static json_t *cpu_json(const loom_mon_cpu_t *c, const loom_mon_rates_t *r)
     json_t *f = json_object();
     put_src(f, &c->freq_source);
     put(o, "frequency", f);
-    put(o, "context_switches_total", jint(c->context_switches));
-    put(o, "interrupts_total", jint(c->interrupts));
-    put(o, "forks_total", jint(c->forks));
-    put(o, "procs_running", jint(c->procs_running));
-    put(o, "procs_blocked", jint(c->procs_blocked));
+    static const jfield_t totals[] = {
+        JU(loom_mon_cpu_t, context_switches, "context_switches_total"),
+        JU(loom_mon_cpu_t, interrupts, "interrupts_total"),
+        JU(loom_mon_cpu_t, forks, "forks_total"),
+        JU(loom_mon_cpu_t, procs_running, "procs_running"),
+        JU(loom_mon_cpu_t, procs_blocked, "procs_blocked"),
+    };
+    static const jfield_t load[] = {
+        JD(loom_mon_cpu_t, load1, "load1"),
+        JD(loom_mon_cpu_t, load5, "load5"),
+        JD(loom_mon_cpu_t, load15, "load15"),
+        JU(loom_mon_cpu_t, tasks_runnable, "tasks_runnable"),
+        JU(loom_mon_cpu_t, tasks_total, "tasks_total"),
+    };
+    PUT_FIELDS(o, c, totals);
     put(o, "boot_time_unix_seconds", json_integer(c->boot_time_unix_s));
     json_t *l = json_object();
-    if (put_src(l, &c->load_source)) {
-        put(l, "load1", jnum(c->load1));
-        put(l, "load5", jnum(c->load5));
-        put(l, "load15", jnum(c->load15));
-        put(l, "tasks_runnable", jint(c->tasks_runnable));
-        put(l, "tasks_total", jint(c->tasks_total));
-    }
+    if (put_src(l, &c->load_source))
+        PUT_FIELDS(l, c, load);
     put(o, "load", l);
     put(o, "pressure", psi_json(&c->pressure));
     return o;
@@ -168,19 +202,21 @@ static json_t *cpu_json(const loom_mon_cpu_t *c, const loom_mon_rates_t *r)
 static json_t *memory_json(const loom_mon_memory_t *m)
 {
     json_t *o = json_object();
-    if (put_src(o, &m->source)) {
-        put(o, "total_bytes", jint(m->total_bytes));
-        put(o, "available_bytes", jint(m->available_bytes));
-        put(o, "used_bytes", jint(m->used_bytes));
-        put(o, "free_bytes", jint(m->free_bytes));
-        put(o, "buffers_bytes", jint(m->buffers_bytes));
-        put(o, "cached_bytes", jint(m->cached_bytes));
-        put(o, "shared_bytes", jint(m->shared_bytes));
-        put(o, "dirty_bytes", jint(m->dirty_bytes));
-        put(o, "swap_total_bytes", jint(m->swap_total_bytes));
-        put(o, "swap_free_bytes", jint(m->swap_free_bytes));
-        put(o, "swap_used_bytes", jint(m->swap_used_bytes));
-    }
+    static const jfield_t f[] = {
+        JU(loom_mon_memory_t, total_bytes, "total_bytes"),
+        JU(loom_mon_memory_t, available_bytes, "available_bytes"),
+        JU(loom_mon_memory_t, used_bytes, "used_bytes"),
+        JU(loom_mon_memory_t, free_bytes, "free_bytes"),
+        JU(loom_mon_memory_t, buffers_bytes, "buffers_bytes"),
+        JU(loom_mon_memory_t, cached_bytes, "cached_bytes"),
+        JU(loom_mon_memory_t, shared_bytes, "shared_bytes"),
+        JU(loom_mon_memory_t, dirty_bytes, "dirty_bytes"),
+        JU(loom_mon_memory_t, swap_total_bytes, "swap_total_bytes"),
+        JU(loom_mon_memory_t, swap_free_bytes, "swap_free_bytes"),
+        JU(loom_mon_memory_t, swap_used_bytes, "swap_used_bytes"),
+    };
+    if (put_src(o, &m->source))
+        PUT_FIELDS(o, m, f);
     put(o, "pressure", psi_json(&m->pressure));
     return o;
 }
@@ -197,6 +233,29 @@ static const loom_mon_disk_rate_t *disk_rate(const loom_mon_rates_t *r, const ch
 
 static json_t *disk_json(const loom_mon_disks_t *d, const loom_mon_rates_t *r)
 {
+    static const jfield_t f[] = {
+        JU(loom_mon_disk_t, reads, "reads_completed"),
+        JU(loom_mon_disk_t, reads_merged, "reads_merged"),
+        JU(loom_mon_disk_t, read_bytes, "read_bytes"),
+        JD(loom_mon_disk_t, read_seconds, "read_seconds"),
+        JU(loom_mon_disk_t, writes, "writes_completed"),
+        JU(loom_mon_disk_t, writes_merged, "writes_merged"),
+        JU(loom_mon_disk_t, written_bytes, "written_bytes"),
+        JD(loom_mon_disk_t, write_seconds, "write_seconds"),
+        JU(loom_mon_disk_t, discards, "discards_completed"),
+        JU(loom_mon_disk_t, discarded_bytes, "discarded_bytes"),
+        JU(loom_mon_disk_t, flushes, "flushes_completed"),
+        JU(loom_mon_disk_t, io_in_progress, "io_in_progress"),
+        JD(loom_mon_disk_t, io_seconds, "io_seconds"),
+        JD(loom_mon_disk_t, io_weighted_seconds, "io_weighted_seconds"),
+    };
+    static const jfield_t rate[] = {
+        JD(loom_mon_disk_rate_t, read_bytes_per_second, "read_bytes_per_second"),
+        JD(loom_mon_disk_rate_t, write_bytes_per_second, "write_bytes_per_second"),
+        JD(loom_mon_disk_rate_t, reads_per_second, "reads_per_second"),
+        JD(loom_mon_disk_rate_t, writes_per_second, "writes_per_second"),
+        JD(loom_mon_disk_rate_t, busy_fraction, "busy_fraction"),
+    };
     json_t *o = json_object();
     if (put_src(o, &d->source)) {
         json_t *a = json_array();
@@ -206,28 +265,10 @@ static json_t *disk_json(const loom_mon_disks_t *d, const loom_mon_rates_t *r)
             put(j, "name", json_string(x->name));
             put(j, "major", json_integer(x->major));
             put(j, "minor", json_integer(x->minor));
-            put(j, "reads_completed", jint(x->reads));
-            put(j, "reads_merged", jint(x->reads_merged));
-            put(j, "read_bytes", jint(x->read_bytes));
-            put(j, "read_seconds", jnum(x->read_seconds));
-            put(j, "writes_completed", jint(x->writes));
-            put(j, "writes_merged", jint(x->writes_merged));
-            put(j, "written_bytes", jint(x->written_bytes));
-            put(j, "write_seconds", jnum(x->write_seconds));
-            put(j, "discards_completed", jint(x->discards));
-            put(j, "discarded_bytes", jint(x->discarded_bytes));
-            put(j, "flushes_completed", jint(x->flushes));
-            put(j, "io_in_progress", jint(x->io_in_progress));
-            put(j, "io_seconds", jnum(x->io_seconds));
-            put(j, "io_weighted_seconds", jnum(x->io_weighted_seconds));
+            PUT_FIELDS(j, x, f);
             const loom_mon_disk_rate_t *dr = disk_rate(r, x->name);
-            if (dr) {
-                put(j, "read_bytes_per_second", jnum(dr->read_bytes_per_second));
-                put(j, "write_bytes_per_second", jnum(dr->write_bytes_per_second));
-                put(j, "reads_per_second", jnum(dr->reads_per_second));
-                put(j, "writes_per_second", jnum(dr->writes_per_second));
-                put(j, "busy_fraction", jnum(dr->busy_fraction));
-            }
+            if (dr)
+                PUT_FIELDS(j, dr, rate);
             json_array_append_new(a, j);
         }
         put(o, "devices", a);
@@ -238,6 +279,28 @@ static json_t *disk_json(const loom_mon_disks_t *d, const loom_mon_rates_t *r)
 
 static json_t *net_json(const loom_mon_net_t *n, const loom_mon_rates_t *r)
 {
+    static const jfield_t f[] = {
+        JU(loom_mon_netif_t, rx_bytes, "rx_bytes"),
+        JU(loom_mon_netif_t, rx_packets, "rx_packets"),
+        JU(loom_mon_netif_t, rx_errors, "rx_errors"),
+        JU(loom_mon_netif_t, rx_dropped, "rx_dropped"),
+        JU(loom_mon_netif_t, rx_fifo, "rx_fifo"),
+        JU(loom_mon_netif_t, rx_frame, "rx_frame"),
+        JU(loom_mon_netif_t, rx_multicast, "rx_multicast"),
+        JU(loom_mon_netif_t, tx_bytes, "tx_bytes"),
+        JU(loom_mon_netif_t, tx_packets, "tx_packets"),
+        JU(loom_mon_netif_t, tx_errors, "tx_errors"),
+        JU(loom_mon_netif_t, tx_dropped, "tx_dropped"),
+        JU(loom_mon_netif_t, tx_fifo, "tx_fifo"),
+        JU(loom_mon_netif_t, tx_collisions, "tx_collisions"),
+        JU(loom_mon_netif_t, tx_carrier, "tx_carrier"),
+    };
+    static const jfield_t rate[] = {
+        JD(loom_mon_net_rate_t, rx_bytes_per_second, "rx_bytes_per_second"),
+        JD(loom_mon_net_rate_t, tx_bytes_per_second, "tx_bytes_per_second"),
+        JD(loom_mon_net_rate_t, rx_packets_per_second, "rx_packets_per_second"),
+        JD(loom_mon_net_rate_t, tx_packets_per_second, "tx_packets_per_second"),
+    };
     json_t *o = json_object();
     if (!put_src(o, &n->source))
         return o;
@@ -246,28 +309,11 @@ static json_t *net_json(const loom_mon_net_t *n, const loom_mon_rates_t *r)
         const loom_mon_netif_t *x = &n->ifs[i];
         json_t *j = json_object();
         put(j, "name", json_string(x->name));
-        put(j, "rx_bytes", jint(x->rx_bytes));
-        put(j, "rx_packets", jint(x->rx_packets));
-        put(j, "rx_errors", jint(x->rx_errors));
-        put(j, "rx_dropped", jint(x->rx_dropped));
-        put(j, "rx_fifo", jint(x->rx_fifo));
-        put(j, "rx_frame", jint(x->rx_frame));
-        put(j, "rx_multicast", jint(x->rx_multicast));
-        put(j, "tx_bytes", jint(x->tx_bytes));
-        put(j, "tx_packets", jint(x->tx_packets));
-        put(j, "tx_errors", jint(x->tx_errors));
-        put(j, "tx_dropped", jint(x->tx_dropped));
-        put(j, "tx_fifo", jint(x->tx_fifo));
-        put(j, "tx_collisions", jint(x->tx_collisions));
-        put(j, "tx_carrier", jint(x->tx_carrier));
+        PUT_FIELDS(j, x, f);
         if (r && (r->groups & LOOM_MON_NET))
             for (size_t k = 0; k < r->n_nets; k++)
-                if (strcmp(r->nets[k].name, x->name) == 0) {
-                    put(j, "rx_bytes_per_second", jnum(r->nets[k].rx_bytes_per_second));
-                    put(j, "tx_bytes_per_second", jnum(r->nets[k].tx_bytes_per_second));
-                    put(j, "rx_packets_per_second", jnum(r->nets[k].rx_packets_per_second));
-                    put(j, "tx_packets_per_second", jnum(r->nets[k].tx_packets_per_second));
-                }
+                if (strcmp(r->nets[k].name, x->name) == 0)
+                    PUT_FIELDS(j, &r->nets[k], rate);
         json_array_append_new(a, j);
     }
     put(o, "interfaces", a);
@@ -276,6 +322,11 @@ static json_t *net_json(const loom_mon_net_t *n, const loom_mon_rates_t *r)
 
 static json_t *fs_json(const loom_mon_fss_t *f)
 {
+    static const jfield_t sizes[] = {
+        JU(loom_mon_fs_t, size_bytes, "size_bytes"),   JU(loom_mon_fs_t, free_bytes, "free_bytes"),
+        JU(loom_mon_fs_t, avail_bytes, "avail_bytes"), JU(loom_mon_fs_t, files, "files"),
+        JU(loom_mon_fs_t, files_free, "files_free"),
+    };
     json_t *o = json_object();
     if (!put_src(o, &f->source))
         return o;
@@ -287,13 +338,8 @@ static json_t *fs_json(const loom_mon_fss_t *f)
         put(j, "mountpoint", json_string(x->mountpoint));
         put(j, "fstype", json_string(x->fstype));
         put(j, "readonly", json_boolean(x->readonly));
-        if (put_src(j, &x->source)) {
-            put(j, "size_bytes", jint(x->size_bytes));
-            put(j, "free_bytes", jint(x->free_bytes));
-            put(j, "avail_bytes", jint(x->avail_bytes));
-            put(j, "files", jint(x->files));
-            put(j, "files_free", jint(x->files_free));
-        }
+        if (put_src(j, &x->source))
+            PUT_FIELDS(j, x, sizes);
         json_array_append_new(a, j);
     }
     put(o, "mounts", a);
@@ -491,42 +537,70 @@ int loom_mon_to_json(const loom_mon_snapshot_t *s, const loom_mon_rates_t *r, lo
 
 int loom_mon_proc_to_json(const loom_mon_proc_t *p, loom_buf_t *out, loom_err_t *err)
 {
+    static const jfield_t f[] = {
+        JD(loom_mon_proc_t, user_seconds, "user_seconds"),
+        JD(loom_mon_proc_t, system_seconds, "system_seconds"),
+        JU(loom_mon_proc_t, rss_bytes, "rss_bytes"),
+        JU(loom_mon_proc_t, vm_bytes, "vm_bytes"),
+        JU(loom_mon_proc_t, threads, "threads"),
+        JU(loom_mon_proc_t, voluntary_ctxt_switches, "voluntary_context_switches"),
+        JU(loom_mon_proc_t, nonvoluntary_ctxt_switches, "nonvoluntary_context_switches"),
+    };
+    static const jfield_t iof[] = {
+        JU(loom_mon_proc_t, read_bytes, "read_bytes"),
+        JU(loom_mon_proc_t, write_bytes, "write_bytes"),
+        JU(loom_mon_proc_t, rchar_bytes, "rchar_bytes"),
+        JU(loom_mon_proc_t, wchar_bytes, "wchar_bytes"),
+    };
     json_t *o = json_object();
     put(o, "pid", json_integer(p->pid));
     put(o, "tree", json_boolean(p->tree));
     put(o, "comm", json_string(p->comm));
     put(o, "processes", jint(p->n_processes));
-    put(o, "user_seconds", jnum(p->user_seconds));
-    put(o, "system_seconds", jnum(p->system_seconds));
-    put(o, "rss_bytes", jint(p->rss_bytes));
-    put(o, "vm_bytes", jint(p->vm_bytes));
-    put(o, "threads", jint(p->threads));
-    put(o, "voluntary_context_switches", jint(p->voluntary_ctxt_switches));
-    put(o, "nonvoluntary_context_switches", jint(p->nonvoluntary_ctxt_switches));
+    PUT_FIELDS(o, p, f);
     json_t *io = json_object();
-    if (put_src(io, &p->io_source)) {
-        put(io, "read_bytes", jint(p->read_bytes));
-        put(io, "write_bytes", jint(p->write_bytes));
-        put(io, "rchar_bytes", jint(p->rchar_bytes));
-        put(io, "wchar_bytes", jint(p->wchar_bytes));
-    }
+    if (put_src(io, &p->io_source))
+        PUT_FIELDS(io, p, iof);
     put(o, "io", io);
     return dump(o, out, err);
 }
+
+/* The cgroup's fields by file: cpu.stat, memory.stat, memory.events, io.stat. */
+static const jfield_t cg_cpu[] = {
+    JD(loom_mon_cgroup_t, cpu_usage_seconds, "usage_seconds"),
+    JD(loom_mon_cgroup_t, cpu_user_seconds, "user_seconds"),
+    JD(loom_mon_cgroup_t, cpu_system_seconds, "system_seconds"),
+    JU(loom_mon_cgroup_t, nr_periods, "periods"),
+    JU(loom_mon_cgroup_t, nr_throttled, "throttled_periods"),
+    JD(loom_mon_cgroup_t, throttled_seconds, "throttled_seconds"),
+};
+static const jfield_t cg_mstat[] = {
+    JU(loom_mon_cgroup_t, memory_anon_bytes, "anon_bytes"),
+    JU(loom_mon_cgroup_t, memory_file_bytes, "file_bytes"),
+    JU(loom_mon_cgroup_t, memory_kernel_bytes, "kernel_bytes"),
+    JU(loom_mon_cgroup_t, memory_shmem_bytes, "shmem_bytes"),
+};
+static const jfield_t cg_events[] = {
+    JU(loom_mon_cgroup_t, memory_oom_events, "oom"),
+    JU(loom_mon_cgroup_t, memory_oom_kills, "oom_kill"),
+    JU(loom_mon_cgroup_t, memory_max_events, "max"),
+};
+static const jfield_t cg_io[] = {
+    JU(loom_mon_cgroup_t, io_read_bytes, "read_bytes"),
+    JU(loom_mon_cgroup_t, io_write_bytes, "write_bytes"),
+    JU(loom_mon_cgroup_t, io_reads, "reads"),
+    JU(loom_mon_cgroup_t, io_writes, "writes"),
+    JU(loom_mon_cgroup_t, io_discard_bytes, "discarded_bytes"),
+    JU(loom_mon_cgroup_t, io_discards, "discards"),
+};
 
 int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_err_t *err)
 {
     json_t *o = json_object();
     put(o, "path", json_string(c->path));
     json_t *cpu = json_object();
-    if (put_src(cpu, &c->cpu_source)) {
-        put(cpu, "usage_seconds", jnum(c->cpu_usage_seconds));
-        put(cpu, "user_seconds", jnum(c->cpu_user_seconds));
-        put(cpu, "system_seconds", jnum(c->cpu_system_seconds));
-        put(cpu, "periods", jint(c->nr_periods));
-        put(cpu, "throttled_periods", jint(c->nr_throttled));
-        put(cpu, "throttled_seconds", jnum(c->throttled_seconds));
-    }
+    if (put_src(cpu, &c->cpu_source))
+        PUT_FIELDS(cpu, c, cg_cpu);
     put(cpu, "pressure", psi_json(&c->cpu_pressure));
     put(o, "cpu", cpu);
     json_t *mem = json_object();
@@ -540,17 +614,10 @@ int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
     json_t *mx = json_object(), *ms = json_object(), *ev = json_object(), *pids = json_object();
     if (put_src(mx, &c->memory_max_source))
         put(mx, "bytes", c->memory_limited ? jint(c->memory_max_bytes) : json_null());
-    if (put_src(ms, &c->memory_stat_source)) {
-        put(ms, "anon_bytes", jint(c->memory_anon_bytes));
-        put(ms, "file_bytes", jint(c->memory_file_bytes));
-        put(ms, "kernel_bytes", jint(c->memory_kernel_bytes));
-        put(ms, "shmem_bytes", jint(c->memory_shmem_bytes));
-    }
-    if (put_src(ev, &c->memory_events_source)) {
-        put(ev, "oom", jint(c->memory_oom_events));
-        put(ev, "oom_kill", jint(c->memory_oom_kills));
-        put(ev, "max", jint(c->memory_max_events));
-    }
+    if (put_src(ms, &c->memory_stat_source))
+        PUT_FIELDS(ms, c, cg_mstat);
+    if (put_src(ev, &c->memory_events_source))
+        PUT_FIELDS(ev, c, cg_events);
     put(mem, "max", mx);
     put(mem, "stat", ms);
     put(mem, "events", ev);
@@ -560,14 +627,8 @@ int loom_mon_cgroup_to_json(const loom_mon_cgroup_t *c, loom_buf_t *out, loom_er
     put(mem, "pressure", psi_json(&c->memory_pressure));
     put(o, "memory", mem);
     json_t *io = json_object();
-    if (put_src(io, &c->io_source)) {
-        put(io, "read_bytes", jint(c->io_read_bytes));
-        put(io, "write_bytes", jint(c->io_write_bytes));
-        put(io, "reads", jint(c->io_reads));
-        put(io, "writes", jint(c->io_writes));
-        put(io, "discarded_bytes", jint(c->io_discard_bytes));
-        put(io, "discards", jint(c->io_discards));
-    }
+    if (put_src(io, &c->io_source))
+        PUT_FIELDS(io, c, cg_io);
     put(io, "pressure", psi_json(&c->io_pressure));
     put(o, "io", io);
     return dump(o, out, err);
@@ -1013,96 +1074,62 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
 
 /* ------------------------------------------------------ per-job families */
 
+/* How a per-job cgroup family reads its value. */
+enum { CG_FIELD, CG_LIMIT, CG_PSI };
+
 int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jobs, size_t n,
                              loom_buf_t *out, loom_err_t *err)
 {
     prom_t p = {.b = out};
+#define CG(m) offsetof(loom_mon_cgroup_t, m)
     static const struct {
         const char *name, *type, *help;
-        int what;
+        size_t off, src; /* the value and the source it needs */
+        bool dbl;
+        int how;
     } f[] = {
         {"loom_job_cgroup_cpu_usage_seconds_total", "counter",
-         "CPU time of the job's cgroup (cpu.stat usage_usec).", 0},
+         "CPU time of the job's cgroup (cpu.stat usage_usec).", CG(cpu_usage_seconds),
+         CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_user_seconds_total", "counter", "User CPU time (cpu.stat user_usec).",
-         1},
+         CG(cpu_user_seconds), CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_system_seconds_total", "counter",
-         "System CPU time (cpu.stat system_usec).", 2},
+         "System CPU time (cpu.stat system_usec).", CG(cpu_system_seconds), CG(cpu_source), true,
+         CG_FIELD},
         {"loom_job_cgroup_cpu_throttled_seconds_total", "counter",
-         "Time throttled by cpu.max (cpu.stat throttled_usec).", 3},
+         "Time throttled by cpu.max (cpu.stat throttled_usec).", CG(throttled_seconds),
+         CG(cpu_source), true, CG_FIELD},
         {"loom_job_cgroup_cpu_throttled_periods_total", "counter",
-         "Periods throttled (cpu.stat nr_throttled).", 4},
+         "Periods throttled (cpu.stat nr_throttled).", CG(nr_throttled), CG(cpu_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_memory_bytes", "gauge", "Memory charged to the cgroup (memory.current).",
-         5},
+         CG(memory_current_bytes), CG(memory_source), false, CG_FIELD},
         {"loom_job_cgroup_memory_peak_bytes", "gauge", "Peak memory of the cgroup (memory.peak).",
-         6},
+         CG(memory_peak_bytes), CG(memory_peak_source), false, CG_FIELD},
         {"loom_job_cgroup_io_read_bytes_total", "counter",
-         "Bytes read (io.stat rbytes, all devices).", 7},
+         "Bytes read (io.stat rbytes, all devices).", CG(io_read_bytes), CG(io_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_io_written_bytes_total", "counter",
-         "Bytes written (io.stat wbytes, all devices).", 8},
+         "Bytes written (io.stat wbytes, all devices).", CG(io_write_bytes), CG(io_source), false,
+         CG_FIELD},
         {"loom_job_cgroup_pressure_stalled_seconds_total", "counter",
-         "PSI stall time of the cgroup (some).", 9},
+         "PSI stall time of the cgroup (some).", 0, 0, true, CG_PSI},
         {"loom_job_cgroup_memory_limit_bytes", "gauge",
-         "memory.max of the cgroup (absent: no limit).", 10},
+         "memory.max of the cgroup (absent: no limit).", CG(memory_max_bytes),
+         CG(memory_max_source), false, CG_LIMIT},
         {"loom_job_cgroup_oom_kills_total", "counter",
-         "Processes killed by the OOM killer (memory.events oom_kill).", 11},
-        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", 12},
+         "Processes killed by the OOM killer (memory.events oom_kill).", CG(memory_oom_kills),
+         CG(memory_events_source), false, CG_FIELD},
+        {"loom_job_cgroup_pids", "gauge", "Tasks in the cgroup (pids.current).", CG(pids_current),
+         CG(pids_source), false, CG_FIELD},
     };
+#undef CG
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         fam(&p, f[k].name, f[k].type, f[k].help);
         for (size_t i = 0; i < n; i++) {
             const loom_mon_cgroup_t *c = &cgs[i];
             const char *job = jobs[i];
-            bool cpu = c->cpu_source.status == LOOM_OK, io = c->io_source.status == LOOM_OK;
-            switch (f[k].what) {
-            case 0:
-                if (cpu)
-                    sample(&p, c->cpu_usage_seconds, "job_id", job, NULL);
-                break;
-            case 1:
-                if (cpu)
-                    sample(&p, c->cpu_user_seconds, "job_id", job, NULL);
-                break;
-            case 2:
-                if (cpu)
-                    sample(&p, c->cpu_system_seconds, "job_id", job, NULL);
-                break;
-            case 3:
-                if (cpu)
-                    sample(&p, c->throttled_seconds, "job_id", job, NULL);
-                break;
-            case 4:
-                if (cpu)
-                    sample(&p, (double)c->nr_throttled, "job_id", job, NULL);
-                break;
-            case 5:
-                if (c->memory_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_current_bytes, "job_id", job, NULL);
-                break;
-            case 6:
-                if (c->memory_peak_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_peak_bytes, "job_id", job, NULL);
-                break;
-            case 7:
-                if (io)
-                    sample(&p, (double)c->io_read_bytes, "job_id", job, NULL);
-                break;
-            case 8:
-                if (io)
-                    sample(&p, (double)c->io_write_bytes, "job_id", job, NULL);
-                break;
-            case 10:
-                if (c->memory_max_source.status == LOOM_OK && c->memory_limited)
-                    sample(&p, (double)c->memory_max_bytes, "job_id", job, NULL);
-                break;
-            case 11:
-                if (c->memory_events_source.status == LOOM_OK)
-                    sample(&p, (double)c->memory_oom_kills, "job_id", job, NULL);
-                break;
-            case 12:
-                if (c->pids_source.status == LOOM_OK)
-                    sample(&p, (double)c->pids_current, "job_id", job, NULL);
-                break;
-            case 9: {
+            if (f[k].how == CG_PSI) {
                 const loom_mon_psi_t *ps[3] = {&c->cpu_pressure, &c->memory_pressure,
                                                &c->io_pressure};
                 const char *res[3] = {"cpu", "memory", "io"};
@@ -1110,9 +1137,15 @@ int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jo
                     if (ps[r]->source.status == LOOM_OK)
                         sample(&p, ps[r]->some.total_seconds, "job_id", job, "resource", res[r],
                                NULL);
-                break;
+                continue;
             }
-            }
+            const char *base = (const char *)c;
+            if (((const loom_mon_source_t *)(base + f[k].src))->status != LOOM_OK ||
+                (f[k].how == CG_LIMIT && !c->memory_limited))
+                continue;
+            double v = f[k].dbl ? *(const double *)(base + f[k].off)
+                                : (double)*(const uint64_t *)(base + f[k].off);
+            sample(&p, v, "job_id", job, NULL);
         }
     }
     if (p.rc)

@@ -224,15 +224,9 @@ json_t *prof_gpu_busy(const char *text, size_t len, bool monotonic, const loom_p
             if (device >= 0 && v[3] != device)
                 several = true;
             device = (long)v[3];
-            if (n == cap) {
-                size_t c = cap ? 2 * cap : 1024;
-                span_t *q = realloc(sp, c * sizeof *q);
-                if (!q) {
-                    free(sp);
-                    return not_compared("out of memory");
-                }
-                sp = q;
-                cap = c;
+            if (loom_vec_reserve((void **)&sp, &cap, n + 1, sizeof *sp, 1024)) {
+                free(sp);
+                return not_compared("out of memory");
             }
             sp[n++] = (span_t){v[0], v[1]};
         }

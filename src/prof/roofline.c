@@ -3,15 +3,15 @@
  * The profiler measures time; how much work a step is comes from elsewhere:
  * loom's estimator (`loom estimate MODEL.onnx --json`: FLOPs and bytes of
  * one step under its traffic model) or the workload itself (LOOM_META
- * flops_per_step= bytes_per_step=). The device's peaks come from a device
- * description (workloads/devices/, the estimator's format). Counts made for
+ * flops_per_step= bytes_per_step=). The device's peaks are handed in by the
+ * caller (the CLI reads them from a device description, workloads/devices/,
+ * with the estimator's loader), so prof does not depend on estimate. Counts made for
  * another batch, mode or precision than the run's LOOM_META says are not
  * used: the report says why instead of placing the run wrongly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "loom/estimate.h"
 #include "prof/prof_internal.h"
 
 int loom_prof_roof_from_estimate(loom_prof_roof_input_t *in, const json_t *est, const char *what,
@@ -66,19 +66,13 @@ int loom_prof_roof_load_estimate(loom_prof_roof_input_t *in, const char *path, l
     return rc;
 }
 
-int loom_prof_roof_load_device(loom_prof_roof_input_t *in, const char *name_or_path,
-                               const char *dir, loom_err_t *err)
+void loom_prof_roof_set_device(loom_prof_roof_input_t *in, const loom_prof_peaks_t *p)
 {
-    loom_est_device_t d;
-    int rc = loom_est_device_load(name_or_path, dir, &d, err);
-    if (rc)
-        return rc;
-    in->peak_fp32 = d.flops_fp32;
-    in->peak_half = d.flops_half > 0 ? d.flops_half : d.flops_fp32;
-    in->peak_bw = d.mem_bandwidth;
-    snprintf(in->device, sizeof in->device, "%s", d.name);
-    snprintf(in->device_desc, sizeof in->device_desc, "%s", d.description);
-    return LOOM_OK;
+    in->peak_fp32 = p->flops_fp32;
+    in->peak_half = p->flops_half > 0 ? p->flops_half : p->flops_fp32;
+    in->peak_bw = p->mem_bandwidth;
+    snprintf(in->device, sizeof in->device, "%s", p->name ? p->name : "");
+    snprintf(in->device_desc, sizeof in->device_desc, "%s", p->description ? p->description : "");
 }
 
 /* A positive number from the run's LOOM_META, or 0 (absent); -1 malformed. */

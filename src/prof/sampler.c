@@ -33,15 +33,9 @@
 
 static void append(prof_sampler_t *s, const loom_prof_sample_t *x)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        loom_prof_sample_t *p = realloc(s->samples, cap * sizeof *p);
-        if (!p) {
-            s->oom = true;
-            return;
-        }
-        s->samples = p;
-        s->cap = cap;
+    if (loom_vec_reserve((void **)&s->samples, &s->cap, s->n + 1, sizeof *s->samples, 1024)) {
+        s->oom = true;
+        return;
     }
     s->samples[s->n++] = *x;
 }
@@ -69,15 +63,9 @@ static void read_gpus(prof_sampler_t *s)
     int64_t now = loom_time_mono_ns();
     for (size_t i = 0; i < g->n; i++) {
         const loom_mon_gpu_t *d = &g->gpus[i];
-        if (s->ngpu == s->capgpu) {
-            size_t cap = s->capgpu ? 2 * s->capgpu : 256;
-            loom_prof_gpu_sample_t *p = realloc(s->gpu, cap * sizeof *p);
-            if (!p) {
-                s->oom = true;
-                return;
-            }
-            s->gpu = p;
-            s->capgpu = cap;
+        if (loom_vec_reserve((void **)&s->gpu, &s->capgpu, s->ngpu + 1, sizeof *s->gpu, 256)) {
+            s->oom = true;
+            return;
         }
         const int *fs = d->field_status;
         bool ok = d->status == 0;

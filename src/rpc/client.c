@@ -246,7 +246,7 @@ static int post_once(loom_rpc_client_t *c, const char *body, size_t len, long *s
     return LOOM_OK;
 }
 
-static bool retryable(const loom_rpc_client_error_t *e)
+bool loom_rpc_client_retryable(const loom_rpc_client_error_t *e)
 {
     switch (e->kind) {
     case LOOM_RPC_FAIL_CONNECT:
@@ -304,7 +304,7 @@ static int exchange(loom_rpc_client_t *c, const char *body, size_t len, unsigned
             }
             rc = http_failure(c, *status, e);
         }
-        if (!retryable(e))
+        if (!loom_rpc_client_retryable(e))
             break;
     }
     loom_rpc_client_error_clear(&local);

@@ -797,30 +797,6 @@ static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *el
     }
 }
 
-/* Depth of JSON text outside strings, to tell "too deep" from "invalid". */
-static bool too_deep(const char *text, size_t len, size_t max)
-{
-    size_t depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max)
-                return true;
-        } else if ((c == ']' || c == '}') && depth) {
-            depth--;
-        }
-    }
-    return false;
-}
-
 /* Answers a request that could not be split into calls. */
 static void whole_error(loom_rpc_dispatcher_t *d, int code, const char *detail,
                         loom_rpc_done_fn done, void *done_ctx)
@@ -848,7 +824,7 @@ static int dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void
         LOOM_OK) {
         /* Too deep (a limit, -32600) or not JSON (-32700)? loom_json_parse
          * checks depth before parsing, so deep input cost no recursion. */
-        if (too_deep(body ? body : "", len, d->limits.max_depth)) {
+        if (loom_json_too_deep(body ? body : "", len, d->limits.max_depth, NULL)) {
             snprintf(detail, sizeof detail, "request body nests deeper than %zu levels",
                      d->limits.max_depth);
             whole_error(d, LOOM_RPC_INVALID_REQUEST, detail, done, done_ctx);

@@ -1,8 +1,8 @@
 /* sim/trace.c — reading traces: the Alibaba GPU trace 2023 CSVs (node and
  * pod lists) and loom's JSONL job manifests.
  *
- * The CSV reader follows RFC 4180 (quoted fields, "" inside quotes, CRLF or
- * LF) and finds columns by header name, so the trace's variants with fewer
+ * The CSVs are read by core's RFC 4180 reader (loom_csv_*); columns are
+ * found by header name, so the trace's variants with fewer
  * columns read the same. Every error names the file, the line and column,
  * the column's name and what was expected; on error nothing is appended. */
 #include <ctype.h>
@@ -15,130 +15,17 @@
 
 #define CSV_MAX_FIELDS 64
 
-typedef struct csv {
-    const char *p, *end, *name;
-    size_t line;    /* line of the next record */
-    loom_buf_t buf; /* unquoted fields, NUL-separated */
-    size_t nf;
-    size_t off[CSV_MAX_FIELDS];
-    size_t col[CSV_MAX_FIELDS];
-    size_t rec_line;
-} csv_t;
-
-/* Reads one record. Returns 1 with fields, 0 at the end, < 0 on error. */
-static int csv_next(csv_t *c, loom_err_t *err)
-{
-    for (;;) { /* skip blank lines */
-        if (c->p >= c->end)
-            return 0;
-        if (*c->p == '\n') {
-            c->p++;
-            c->line++;
-        } else if (*c->p == '\r' && c->p + 1 < c->end && c->p[1] == '\n') {
-            c->p += 2;
-            c->line++;
-        } else
-            break;
-    }
-    loom_buf_reset(&c->buf);
-    c->nf = 0;
-    c->rec_line = c->line;
-    const char *line_start = c->p;
-    for (;;) {
-        if (c->nf == CSV_MAX_FIELDS)
-            return loom_err_set(err, LOOM_EINVAL, "%s:%zu: more than %d fields", c->name,
-                                c->rec_line, CSV_MAX_FIELDS);
-        c->off[c->nf] = c->buf.len;
-        c->col[c->nf] = (size_t)(c->p - line_start) + 1;
-        c->nf++;
-        if (c->p < c->end && *c->p == '"') {
-            size_t qline = c->line, qcol = (size_t)(c->p - line_start) + 1;
-            c->p++;
-            for (;;) {
-                if (c->p >= c->end)
-                    return loom_err_set(err, LOOM_EINVAL,
-                                        "%s:%zu:%zu: quoted field not closed (expected '\"')",
-                                        c->name, qline, qcol);
-                if (*c->p == '"') {
-                    if (c->p + 1 < c->end && c->p[1] == '"') {
-                        if (loom_buf_append_char(&c->buf, '"'))
-                            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                        c->p += 2;
-                        continue;
-                    }
-                    c->p++;
-                    break;
-                }
-                if (*c->p == '\0')
-                    return loom_err_set(err, LOOM_EINVAL, "%s:%zu: NUL byte in a field", c->name,
-                                        c->line);
-                if (*c->p == '\n') {
-                    c->line++;
-                    line_start = c->p + 1;
-                }
-                if (loom_buf_append_char(&c->buf, *c->p))
-                    return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                c->p++;
-            }
-            if (c->p < c->end && *c->p != ',' && *c->p != '\n' && *c->p != '\r')
-                return loom_err_set(err, LOOM_EINVAL,
-                                    "%s:%zu:%zu: expected ',' or end of line after a quoted field",
-                                    c->name, c->line, (size_t)(c->p - line_start) + 1);
-        } else {
-            while (c->p < c->end && *c->p != ',' && *c->p != '\n' && *c->p != '\r') {
-                if (*c->p == '\0')
-                    return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: NUL byte in a field",
-                                        c->name, c->line, (size_t)(c->p - line_start) + 1);
-                if (*c->p == '"')
-                    return loom_err_set(err, LOOM_EINVAL,
-                                        "%s:%zu:%zu: '\"' inside an unquoted field", c->name,
-                                        c->line, (size_t)(c->p - line_start) + 1);
-                if (loom_buf_append_char(&c->buf, *c->p))
-                    return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                c->p++;
-            }
-        }
-        if (loom_buf_append_char(&c->buf, '\0'))
-            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-        if (c->p >= c->end)
-            break;
-        if (*c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '\r') {
-            if (c->p + 1 < c->end && c->p[1] == '\n')
-                c->p++;
-            else
-                return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: bare carriage return", c->name,
-                                    c->line, (size_t)(c->p - line_start) + 1);
-        }
-        c->p++; /* '\n' */
-        c->line++;
-        break;
-    }
-    return 1;
-}
-
-static const char *csv_field(const csv_t *c, size_t i)
-{
-    return c->buf.data + c->off[i];
-}
-
-/* Column index by header name, -1 if absent. */
-static int csv_find(const csv_t *c, const char *name)
-{
-    for (size_t i = 0; i < c->nf; i++)
-        if (strcmp(csv_field(c, i), name) == 0)
-            return (int)i;
-    return -1;
-}
-
-static int need_cols(csv_t *c, const char *const *names, int *idx, size_t n, bool *required,
+/* Reads the header and finds the columns. */
+static int need_cols(loom_csv_t *c, const char *const *names, int *idx, size_t n, bool *required,
                      loom_err_t *err)
 {
+    int rc = loom_csv_next(c, err);
+    if (rc <= 0)
+        return rc == 0 ? loom_err_set(err, LOOM_EINVAL, "%s: empty file, expected a header line",
+                                      c->name)
+                       : rc;
     for (size_t i = 0; i < n; i++) {
-        idx[i] = csv_find(c, names[i]);
+        idx[i] = loom_csv_find(c, names[i]);
         if (idx[i] < 0 && required[i])
             return loom_err_set(err, LOOM_EINVAL, "%s:%zu: header lacks column '%s'", c->name,
                                 c->rec_line, names[i]);
@@ -146,67 +33,69 @@ static int need_cols(csv_t *c, const char *const *names, int *idx, size_t n, boo
     return LOOM_OK;
 }
 
-static int field_i64(const csv_t *c, int i, const char *colname, int64_t min, int64_t max,
+/* Reads the next record: 1 with as many fields as the header, 0 at the end,
+ * an error code. */
+static int next_row(loom_csv_t *c, size_t ncols, loom_err_t *err)
+{
+    int rc = loom_csv_next(c, err);
+    if (rc == 1 && c->nf != ncols)
+        return loom_err_set(err, LOOM_EINVAL, "%s:%zu: %zu fields, expected %zu as the header",
+                            c->name, c->rec_line, c->nf, ncols);
+    return rc;
+}
+
+static int field_i64(const loom_csv_t *c, int i, const char *colname, int64_t min, int64_t max,
                      int64_t *out, loom_err_t *err)
 {
     if ((size_t)i >= c->nf)
         return loom_err_set(err, LOOM_EINVAL, "%s:%zu: missing field '%s' (record has %zu fields)",
                             c->name, c->rec_line, colname, c->nf);
     loom_err_t e;
-    if (loom_parse_i64(csv_field(c, i), min, max, out, colname, &e))
-        return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: %s", c->name, c->rec_line, c->col[i],
-                            e.msg);
+    if (loom_parse_i64(loom_csv_field(c, i), min, max, out, colname, &e))
+        return loom_err_set(err, LOOM_EINVAL, "%s:%zu:%zu: %s", c->name, c->rec_line,
+                            loom_csv_field_col(c, (size_t)i), e.msg);
     return LOOM_OK;
 }
 
 /* A time in seconds (number, maybe fractional); empty gives -1. */
-static int field_time(const csv_t *c, int i, const char *colname, double *out, loom_err_t *err)
+static int field_time(const loom_csv_t *c, int i, const char *colname, double *out, loom_err_t *err)
 {
     *out = -1;
-    if (i < 0 || (size_t)i >= c->nf || csv_field(c, i)[0] == '\0')
+    if (i < 0 || (size_t)i >= c->nf || loom_csv_field(c, i)[0] == '\0')
         return LOOM_OK;
-    const char *s = csv_field(c, i);
+    const char *s = loom_csv_field(c, i);
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (*end || isspace((unsigned char)s[0]) || errno == ERANGE || !isfinite(v) || v < 0)
         return loom_err_set(err, LOOM_EINVAL,
                             "%s:%zu:%zu: %s '%s': expected seconds (a number >= 0)", c->name,
-                            c->rec_line, c->col[i], colname, s);
+                            c->rec_line, loom_csv_field_col(c, (size_t)i), colname, s);
     *out = v;
     return LOOM_OK;
 }
 
-static const char *field_str(const csv_t *c, int i)
+static const char *field_str(const loom_csv_t *c, int i)
 {
     if (i < 0 || (size_t)i >= c->nf)
         return "";
-    return csv_field(c, i);
+    return loom_csv_field(c, i);
 }
 
 int loom_sim_nodes_parse_csv(const char *text, size_t len, const char *name,
                              loom_sched_cluster_t *cl, loom_err_t *err)
 {
-    csv_t c = {text, text + len, name, 1, LOOM_BUF_INIT, 0, {0}, {0}, 0};
+    loom_csv_t c;
+    loom_csv_init(&c, text, len, name, 0, CSV_MAX_FIELDS);
     static const char *const cols[] = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
     bool req[] = {true, true, true, true, false};
     int idx[5];
     size_t before = cl->nnodes;
-    int rc = csv_next(&c, err);
-    if (rc <= 0) {
-        if (rc == 0)
-            rc = loom_err_set(err, LOOM_EINVAL, "%s: empty file, expected a header line", name);
-        goto out;
-    }
-    if ((rc = need_cols(&c, cols, idx, 5, req, err)))
+    int rc = need_cols(&c, cols, idx, 5, req, err);
+    if (rc)
         goto out;
     size_t ncols = c.nf;
-    while ((rc = csv_next(&c, err)) == 1) {
-        if (c.nf != ncols) {
-            rc = loom_err_set(err, LOOM_EINVAL, "%s:%zu: %zu fields, expected %zu as the header",
-                              name, c.rec_line, c.nf, ncols);
-            goto out;
-        }
+    while ((rc = next_row(&c, ncols, err)) == 1) {
         int64_t cpu, mem, gpus;
         if ((rc = field_i64(&c, idx[1], "cpu_milli", 0, INT64_C(1) << 40, &cpu, err)) ||
             (rc = field_i64(&c, idx[2], "memory_mib", 0, INT64_C(1) << 40, &mem, err)) ||
@@ -235,20 +124,14 @@ out:
         }
         cl->nnodes = before;
     }
-    loom_buf_free(&c.buf);
+    loom_csv_free(&c);
     return rc;
 }
 
 static int trace_push(loom_sim_trace_t *t, const loom_sim_task_t *task)
 {
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 1024;
-        loom_sim_task_t *nt = realloc(t->tasks, ncap * sizeof *nt);
-        if (!nt)
-            return LOOM_ENOMEM;
-        t->tasks = nt;
-        t->cap = ncap;
-    }
+    if (loom_vec_reserve((void **)&t->tasks, &t->cap, t->n + 1, sizeof *t->tasks, 1024))
+        return LOOM_ENOMEM;
     t->tasks[t->n++] = *task;
     return LOOM_OK;
 }
@@ -256,28 +139,19 @@ static int trace_push(loom_sim_trace_t *t, const loom_sim_task_t *task)
 int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
                             const loom_sched_cluster_t *cl, loom_sim_trace_t *t, loom_err_t *err)
 {
-    csv_t c = {text, text + len, name, 1, LOOM_BUF_INIT, 0, {0}, {0}, 0};
+    loom_csv_t c;
+    loom_csv_init(&c, text, len, name, 0, CSV_MAX_FIELDS);
     static const char *const cols[] = {"name",          "cpu_milli",     "memory_mib",
                                        "num_gpu",       "gpu_milli",     "gpu_spec",
                                        "creation_time", "deletion_time", "scheduled_time"};
     bool req[] = {true, true, true, true, true, false, false, false, false};
     int idx[9];
     size_t before = t->n;
-    int rc = csv_next(&c, err);
-    if (rc <= 0) {
-        if (rc == 0)
-            rc = loom_err_set(err, LOOM_EINVAL, "%s: empty file, expected a header line", name);
-        goto out;
-    }
-    if ((rc = need_cols(&c, cols, idx, 9, req, err)))
+    int rc = need_cols(&c, cols, idx, 9, req, err);
+    if (rc)
         goto out;
     size_t ncols = c.nf;
-    while ((rc = csv_next(&c, err)) == 1) {
-        if (c.nf != ncols) {
-            rc = loom_err_set(err, LOOM_EINVAL, "%s:%zu: %zu fields, expected %zu as the header",
-                              name, c.rec_line, c.nf, ncols);
-            goto out;
-        }
+    while ((rc = next_row(&c, ncols, err)) == 1) {
         loom_sim_task_t task;
         memset(&task, 0, sizeof task);
         snprintf(task.name, sizeof task.name, "%s", field_str(&c, idx[0]));
@@ -319,7 +193,7 @@ int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
 out:
     if (rc)
         t->n = before;
-    loom_buf_free(&c.buf);
+    loom_csv_free(&c);
     return rc;
 }
 
@@ -571,8 +445,7 @@ void loom_sim_trace_free(loom_sim_trace_t *t)
     memset(t, 0, sizeof *t);
 }
 
-int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *out,
-                            loom_err_t *err)
+int loom_sim_trace_workload(const loom_sim_trace_t *t, loom_sched_workload_t *out, loom_err_t *err)
 {
     loom_sched_req_t *reqs = malloc((t->n ? t->n : 1) * sizeof *reqs);
     if (!reqs)

@@ -63,14 +63,8 @@ static int perr(parser_t *p, size_t off, const char *what)
 
 static int push_tok(parser_t *p, tok_t t)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 64;
-        tok_t *v = realloc(p->toks, nc * sizeof *v);
-        if (!v)
-            return loom_err_set(p->err, LOOM_ENOMEM, "out of memory");
-        p->toks = v;
-        p->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&p->toks, &p->cap, p->n + 1, sizeof *p->toks, 64))
+        return loom_err_set(p->err, LOOM_ENOMEM, "out of memory");
     p->toks[p->n++] = t;
     return LOOM_OK;
 }
@@ -334,14 +328,8 @@ void loom__template_nodes_free(tnode_list_t *l)
 
 static tnode_t *add_node(tnode_list_t *l)
 {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        tnode_t *v = realloc(l->v, nc * sizeof *v);
-        if (!v)
-            return NULL;
-        l->v = v;
-        l->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v, 8))
+        return NULL;
     tnode_t *n = &l->v[l->n++];
     memset(n, 0, sizeof *n);
     return n;

@@ -172,16 +172,10 @@ int loom__template_partial_get(const loom_template_partials_t *cp, const char *n
     loom_template_t *t;
     if ((rc = compile_partial(p, name, indent, &t, err)))
         goto unlock;
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 8;
-        partial_entry_t *v = realloc(p->cache, nc * sizeof *v);
-        if (!v) {
-            loom_template_free(t);
-            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-            goto unlock;
-        }
-        p->cache = v;
-        p->cap = nc;
+    if (loom_vec_reserve((void **)&p->cache, &p->cap, p->n + 1, sizeof *p->cache, 8)) {
+        loom_template_free(t);
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        goto unlock;
     }
     partial_entry_t *e = &p->cache[p->n];
     e->name = strdup(name);

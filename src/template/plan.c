@@ -21,14 +21,8 @@ struct loom_template_plan {
 int loom__template_rec_hole(tplan_rec_t *rec, size_t hole, loom_template_escape_t esc,
                             size_t lit_end)
 {
-    if (rec->n == rec->cap) {
-        size_t nc = rec->cap ? rec->cap * 2 : 16;
-        tplan_step_t *s = realloc(rec->steps, nc * sizeof *s);
-        if (!s)
-            return LOOM_ENOMEM;
-        rec->steps = s;
-        rec->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&rec->steps, &rec->cap, rec->n + 1, sizeof *rec->steps, 16))
+        return LOOM_ENOMEM;
     rec->steps[rec->n++] = (tplan_step_t){.lit_end = lit_end, .hole = hole, .esc = esc};
     return LOOM_OK;
 }

@@ -32,14 +32,8 @@ static bool truthy(const json_t *v);
 
 static int push(rctx_t *r, const json_t *v)
 {
-    if (r->depth == r->cap) {
-        size_t nc = r->cap * 2;
-        const json_t **s = realloc(r->stack, nc * sizeof *s);
-        if (!s)
-            return loom_err_set(r->err, LOOM_ENOMEM, "out of memory");
-        r->stack = s;
-        r->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&r->stack, &r->cap, r->depth + 1, sizeof *r->stack, 16))
+        return loom_err_set(r->err, LOOM_ENOMEM, "out of memory");
     r->stack[r->depth++] = v;
     return LOOM_OK;
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "loom/estimate.h"
 #include "loom/prof.h"
 #include "prof/prof_internal.h"
 
@@ -521,7 +522,10 @@ static void test_roofline(void **state)
                      "\"mem_bandwidth\": 2e10, \"op_overhead_s\": 0, \"memory_bytes\": 0, "
                      "\"context_bytes\": 0, \"allocator\": \"malloc\"}";
     assert_int_equal(loom_write_file_atomic(dev, dj, strlen(dj), 0644, &err), LOOM_OK);
-    assert_int_equal(loom_prof_roof_load_device(&r->roof, dev, dir, &err), LOOM_OK);
+    loom_est_device_t d;
+    assert_int_equal(loom_est_device_load(dev, dir, &d, &err), LOOM_OK);
+    loom_prof_roof_set_device(&r->roof, &(loom_prof_peaks_t){d.name, d.description, d.flops_fp32,
+                                                             d.flops_half, d.mem_bandwidth});
 
     loom_prof_summary_t s;
     loom_prof_summarize(r, &s);

@@ -37,7 +37,7 @@ static void test_nodes_csv(void **state)
     const char *want[] = {"nodes.csv:2:3: cpu_milli '12a': expected an integer",
                           "header lacks column 'memory_mib'",
                           "nodes.csv:2: 4 fields, expected 5",
-                          "nodes.csv:2:1: quoted field not closed",
+                          "nodes.csv:2:1: unterminated quoted field",
                           "gpu '99': out of range",
                           "empty file",
                           "no nodes"};
@@ -82,7 +82,7 @@ static void test_pods_csv(void **state)
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,5\"0\n",
     };
     const char *want[] = {"m.csv:2: pod 'p': a share of a GPU", "creation_time '-3'",
-                          "gpu_milli '1001': out of range", "m.csv:2:10: '\"' inside"};
+                          "gpu_milli '1001': out of range", "m.csv:2:10: unexpected '\"' inside"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(loom_sim_pods_parse_csv(S(bad[i]), "m.csv", &c, &t, &err), LOOM_EINVAL);
         if (!strstr(err.msg, want[i]))
