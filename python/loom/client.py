@@ -14,6 +14,7 @@ object (loom.errors). Results are dataclasses (loom.types)."""
 import datetime
 import http.client
 import json
+import math
 import os
 import socket
 import threading
@@ -21,12 +22,15 @@ import time as _time
 import uuid
 
 from . import errors
-from .errors import InvalidParams, LoomError, NotSupported, TransportError, WaitTimeout
+from .errors import LoomError, NotSupported, TransportError, WaitTimeout
 from .types import TERMINAL_STATES, Job, Node, ServerInfo, SubmitResult
 
 __all__ = ["Client", "default_url", "SYSTEM_SOCKET"]
 
 SYSTEM_SOCKET = "/run/loom/loomd.sock"
+_MAX_IDLE = 4  # keep-alive connections kept per Client
+_WAIT_CHUNK = 20  # seconds loomd holds one job.wait / following job.logs call (max 30)
+_LOG_PAGE = 1 << 20  # job.logs max_bytes (its limit)
 
 
 def _state_dir():
@@ -88,6 +92,26 @@ def _seconds(v, what):
     raise TypeError(f"{what}: expected seconds, a duration string or a timedelta, got {v!r}")
 
 
+def _dependency(v):
+    """options.dependency: sbatch's string as is; job ids (or SubmitResults,
+    Jobs) mean afterok on all of them."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, SubmitResult, Job)):
+        v = [v]
+    ids = [str(int(getattr(x, "id", x))) for x in v]
+    if not ids:
+        raise ValueError("dependency: an empty list of jobs")
+    return "afterok:" + ":".join(ids)
+
+
+def _env(v):
+    """options.env: a dict or "NAME=VALUE" strings."""
+    if v is None or isinstance(v, (list, tuple)):
+        return None if v is None else list(v)
+    return [f"{k}={val}" for k, val in v.items()]
+
+
 def _milli(v):
     """gpu_share: a float fraction of one GPU (0.25), an int in milli-GPU (250) or "250m"."""
     if v is None or isinstance(v, int) and not isinstance(v, bool):
@@ -115,7 +139,7 @@ class Client:
         self.token = token if token is not None else (
             None if self.url.startswith("unix:") else _default_token())
         self.timeout = timeout
-        self._conn = None
+        self._idle = []  # keep-alive connections not in use
         self._lock = threading.Lock()
         self._next_id = 1
         self._methods = None
@@ -130,9 +154,9 @@ class Client:
 
     def close(self):
         with self._lock:
-            if self._conn:
-                self._conn.close()
-                self._conn = None
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
     def __enter__(self):
         return self
@@ -140,46 +164,63 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def _exchange(self, method, path, body):
+    def _take(self):
+        """An idle keep-alive connection (fresh=False) or a new one."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), False
+        return self._connect(), True
+
+    def _give(self, conn):
+        with self._lock:
+            if len(self._idle) < _MAX_IDLE:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _exchange(self, method, path, body, wait=0):
+        """One HTTP exchange on a connection of its own (calls from several
+        threads run side by side; a long-poll holds only its connection).
+        wait: seconds loomd may hold the call, added to the read timeout."""
         headers = {}
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self.token and not self.url.startswith("unix:"):
             headers["Authorization"] = "Bearer " + self.token
         for attempt in (1, 2):
-            fresh = self._conn is None
-            if fresh:
-                self._conn = self._connect()
+            conn, fresh = self._take()
             try:
-                self._conn.request(method, path, body=body, headers=headers)
-                r = self._conn.getresponse()
+                if conn.sock is None:
+                    conn.connect()
+                conn.sock.settimeout(self.timeout + wait)
+                conn.request(method, path, body=body, headers=headers)
+                r = conn.getresponse()
                 data = r.read()
                 if (r.getheader("Connection") or "").lower() == "close":
-                    self._conn.close()
-                    self._conn = None
+                    conn.close()
+                else:
+                    self._give(conn)
                 return r.status, data
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 # loomd closed an idle keep-alive connection: the request was
                 # not read; send it once more on a new connection.
-                self._conn.close()
-                self._conn = None
+                conn.close()
                 if fresh or attempt == 2:
                     raise TransportError(self.url, str(e) or type(e).__name__) from e
             except (OSError, http.client.HTTPException) as e:
-                if self._conn:
-                    self._conn.close()
-                self._conn = None
+                conn.close()
                 raise TransportError(self.url, str(e) or type(e).__name__) from e
         raise AssertionError("unreachable")
 
-    def call(self, method, params=None):
-        """One JSON-RPC call; returns its result or raises loom.RpcError."""
+    def call(self, method, params=None, wait=0):
+        """One JSON-RPC call; returns its result or raises loom.RpcError.
+        wait: seconds a long-poll method (job.wait, job.logs) may be held."""
         with self._lock:
             req = {"jsonrpc": "2.0", "method": method, "id": self._next_id}
             self._next_id += 1
-            if params is not None:
-                req["params"] = params
-            status, data = self._exchange("POST", "/rpc", json.dumps(req).encode())
+        if params is not None:
+            req["params"] = params
+        status, data = self._exchange("POST", "/rpc", json.dumps(req).encode(), wait)
         if status in (401, 403):
             raise errors.AuthError(status, data)
         if status != 200:
@@ -194,8 +235,7 @@ class Client:
 
     def metrics(self):
         """GET /metrics: Prometheus text exposition."""
-        with self._lock:
-            status, data = self._exchange("GET", "/metrics", None)
+        status, data = self._exchange("GET", "/metrics", None)
         if status != 200:
             raise (errors.AuthError if status in (401, 403) else errors.HttpError)(status, data)
         return data.decode()
@@ -210,15 +250,20 @@ class Client:
     def submit(self, script=None, *, file=None, name=None, format=None, cpus=None, memory=None,
                gpus=None, gpu_share=None, gpu_memory=None, gpu_type=None, time=None,
                priority=None, labels=None, submit_id=None, model=None, array=None,
-               dependencies=None, **extra):
+               dependency=None, hold=None, begin=None, workdir=None, output=None, error=None,
+               env=None, account=None, comment=None, options=None, **extra):
         """job.submit: the job's script text (script=) or a file's (file=),
         with its resources. Sizes are bytes or strings ("16GiB"); time is
         seconds, "1h30m" or a timedelta; gpu_share a fraction (0.25), milli-GPU
-        (250) or "250m". array and dependencies are sent as job.submit's
-        `array` and `dependencies` parameters: a loomd without them raises
-        loom.NotSupported. extra: further job.submit parameters, as named in
-        docs/protocol.md. A random submit_id is set unless given, so the call
-        is safe to repeat. Returns a loom.SubmitResult."""
+        (250) or "250m".
+
+        job.submit's `options` (docs/protocol.md): array ("0-9%2", sbatch's
+        --array), dependency (sbatch's --dependency string, or job ids /
+        SubmitResults meaning afterok on all of them), hold (bool), begin,
+        workdir, output, error, env (a dict or "NAME=VALUE" strings), account,
+        comment; options: further members as a dict. extra: further job.submit
+        parameters. A random submit_id is set unless given, so the call is safe
+        to repeat. Returns a loom.SubmitResult (with `array` for an array)."""
         if (script is None) == (file is None):
             raise TypeError("submit: give either script (the text) or file (a path)")
         if file is not None:
@@ -237,20 +282,22 @@ class Client:
         if res:
             params["resources"] = res
         for k, v in (("format", format), ("time_limit", _seconds(time, "time")),
-                     ("priority", priority), ("labels", labels), ("model", model),
-                     ("array", array), ("dependencies", dependencies)):
+                     ("priority", priority), ("labels", labels), ("model", model)):
             if v is not None:
                 params[k] = v
+        opts = dict(options or {})
+        for k, v in (("array", array), ("dependency", _dependency(dependency)), ("hold", hold),
+                     ("begin", begin), ("workdir", workdir), ("output", output),
+                     ("error", error), ("env", _env(env)), ("account", account),
+                     ("comment", comment)):
+            if v is not None:
+                opts[k] = v
+        if opts:
+            params["options"] = opts
         params.update(extra)
-        try:
-            r = self.call("job.submit", params)
-        except InvalidParams as e:
-            for p in ("array", "dependencies", *extra):
-                if p in params and p in e.message and "unknown" in e.message.lower():
-                    raise NotSupported(f"this loomd does not accept job.submit's '{p}' "
-                                       f"parameter ({e.message})") from e
-            raise
-        return SubmitResult(id=r["id"], created=r["created"], state=r["state"], raw=r)
+        r = self.call("job.submit", params)
+        return SubmitResult(id=r["id"], created=r["created"], state=r["state"],
+                            array=r.get("array"), raw=r)
 
     def get(self, job_id):
         """job.get: the job with its script and events (a loom.Job)."""
@@ -288,71 +335,97 @@ class Client:
         """node.list as loom.Node objects."""
         return [Node.from_json(n) for n in self.call("node.list")["nodes"]]
 
-    def wait(self, job_id, timeout=None, states=TERMINAL_STATES, poll=(0.05, 2.0)):
-        """The job once its state is in `states` (default: any terminal one).
-        Polls job.get, the interval growing from poll[0] to poll[1] seconds
-        by half each time (loomd has no blocking wait yet). Raises
-        loom.WaitTimeout after `timeout` seconds (None: no limit)."""
-        deadline = None if timeout is None else _time.monotonic() + timeout
-        delay = poll[0]
-        while True:
-            job = self.get(job_id)
-            if job.state in states:
-                return job
-            if deadline is not None:
-                left = deadline - _time.monotonic()
-                if left <= 0:
-                    raise WaitTimeout(job.id, job.state, timeout)
-                delay = min(delay, left)
-            _time.sleep(delay)
-            delay = min(delay * 1.5, poll[1])
+    def _job_call(self, method, job_id):
+        return Job.from_json(self.call(method, {"id": int(job_id)})["job"])
 
-    def _log_path(self, job, stream):
+    def hold(self, job_id):
+        """job.hold: the PENDING job stays PENDING (reason JobHeld) until
+        released. Returns the Job; loom.InvalidState if it is not PENDING."""
+        return self._job_call("job.hold", job_id)
+
+    def release(self, job_id):
+        """job.release: a held job is scheduled again. Returns the Job."""
+        return self._job_call("job.release", job_id)
+
+    def requeue(self, job_id):
+        """job.requeue: an ended job goes back to PENDING; a RUNNING one is
+        stopped first (the Job returned is still RUNNING then).
+        loom.InvalidState for a PENDING job."""
+        return self._job_call("job.requeue", job_id)
+
+    def update(self, job_id, *, name=None, time=None, priority=None):
+        """job.update: a PENDING job's name, time limit (seconds or a
+        timedelta; job.update takes no duration strings) or priority.
+        Returns the Job; loom.InvalidState if it is not PENDING."""
+        p = {"id": int(job_id)}
+        for k, v in (("name", name), ("time_limit", _seconds(time, "time")),
+                     ("priority", priority)):
+            if v is not None:
+                p[k] = v
+        if isinstance(p.get("time_limit"), str):
+            raise TypeError("update: time is seconds or a timedelta (job.update takes integers)")
+        if len(p) == 1:
+            raise TypeError("update: give at least one of name, time, priority")
+        return Job.from_json(self.call("job.update", p)["job"])
+
+    def wait(self, job_id, timeout=None, states=TERMINAL_STATES):
+        """The job (a loom.Job) once it has ended, through job.wait's
+        long-poll (called again while `ended` is false; no polling here).
+        states: return as soon as the job is in one of these states
+        (e.g. {"RUNNING"}); a non-terminal one is seen by job.wait calls of
+        1 s, loomd having no long-poll for it. Raises loom.WaitTimeout after
+        `timeout` seconds (None: no limit; the last call's share is rounded
+        up to a whole second)."""
+        states = {s.upper() for s in states}
+        terminal_only = states <= set(TERMINAL_STATES)
+        deadline = None if timeout is None else _time.monotonic() + timeout
+        while True:
+            hold = _WAIT_CHUNK if terminal_only else 1
+            if deadline is not None:
+                hold = min(hold, max(0, math.ceil(deadline - _time.monotonic())))
+            r = self._long_call("job.wait", {"ids": [int(job_id)], "timeout": hold}, hold)
+            state = r["jobs"][0]["state"]
+            if r["ended"] or state in states:
+                return self.get(job_id)
+            if deadline is not None and _time.monotonic() >= deadline:
+                raise WaitTimeout(int(job_id), state, timeout)
+
+    def _long_call(self, method, params, hold):
+        try:
+            return self.call(method, params, wait=hold)
+        except errors.MethodNotFound as e:
+            raise NotSupported(f"this loomd has no {method} (an older loomd)") from e
+
+    def _logs(self, job_id, stream, offset, timeout):
         if stream not in ("stdout", "stderr"):
             raise ValueError(f"stream '{stream}': expected stdout or stderr")
-        path = getattr(job.run, stream, None) if job.run else None
-        if not path:
-            raise NotSupported(f"job {job.id} ({job.state}) has no {stream} file yet"
-                               if job.state not in TERMINAL_STATES else
-                               f"job {job.id} ({job.state}) has no {stream} file "
-                               f"(never started, or its executor keeps none)")
-        return path
+        return self._long_call("job.logs", {"id": int(job_id), "stream": stream,
+                                            "offset": offset, "max_bytes": _LOG_PAGE,
+                                            "timeout": timeout}, timeout)
 
-    def logs(self, job_id, stream="stdout", tail=None):
-        """The job's output so far (text), read from the file named by its
-        run object: the SDK must run where loomd's job files are readable
-        (loomd offers no job.logs method yet). tail: only the last N bytes."""
-        path = self._log_path(self.get(job_id), stream)
-        try:
-            with open(path, "rb") as f:
-                if tail is not None:
-                    f.seek(max(0, os.fstat(f.fileno()).st_size - int(tail)))
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-        except OSError as e:
-            raise NotSupported(f"job {job_id}: cannot read {stream} '{path}' from here: "
-                               f"{e.strerror}") from e
-
-    def follow(self, job_id, stream="stdout", poll=0.2):
-        """Yields the job's output as it grows, until the job has ended."""
-        offset = 0
-        path = None
+    def logs(self, job_id, stream="stdout", tail=None, offset=0):
+        """The job's output so far (text), read through job.logs page by
+        page from `offset` (bytes): works from any machine that reaches
+        loomd. tail: only the last N bytes of it."""
+        parts = []
         while True:
-            job = self.get(job_id)
-            ended = job.state in TERMINAL_STATES
-            if path is None and job.run and getattr(job.run, stream, None):
-                path = self._log_path(job, stream)
-            if path:
-                try:
-                    with open(path, "rb") as f:
-                        f.seek(offset)
-                        chunk = f.read()
-                except FileNotFoundError:
-                    chunk = b""
-                if chunk:
-                    offset += len(chunk)
-                    yield chunk.decode(errors="replace")
-            if ended:
+            r = self._logs(job_id, stream, offset, 0)
+            parts.append(r["data"])
+            if r["eof"] or r["next_offset"] == offset:
+                break
+            offset = r["next_offset"]
+        text = "".join(parts)
+        if tail is not None:
+            text = text.encode()[-int(tail):].decode(errors="replace") if int(tail) > 0 else ""
+        return text
+
+    def follow(self, job_id, stream="stdout", offset=0):
+        """Yields the job's output as it grows (job.logs long-polls from the
+        last offset), until the job has ended and all of it was read."""
+        while True:
+            r = self._logs(job_id, stream, offset, _WAIT_CHUNK)
+            if r["data"]:
+                yield r["data"]
+            if r["eof"]:
                 return
-            _time.sleep(poll)
+            offset = r["next_offset"]

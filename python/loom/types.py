@@ -125,6 +125,7 @@ class SubmitResult:
     id: int
     created: bool
     state: str
+    array: Optional[Dict[str, Any]] = None  # {"job_id", "tasks"} for an array
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -81,8 +81,14 @@ def client_methods(d, tmp):
     again = tcp.submit(file=path, gpus=2, submit_id="sdk-long")
     check(again.id == long.id and not again.created, "submit: same submit_id, same job")
 
-    # wait, get, logs
+    # wait: job.wait's long-poll, then one job.get (no polling of job.get)
+    calls = []
+    plain_call = c.call
+    c.call = lambda m, p=None, wait=0: calls.append(m) or plain_call(m, p, wait)
     job = c.wait(r.id, timeout=60)
+    del c.call
+    check(calls.count("job.get") == 1 and set(calls) == {"job.wait", "job.get"},
+          f"wait: rides job.wait ({calls})")
     check(job.state == "COMPLETED" and job.run.outcome.exit_code == 0, "wait: COMPLETED, exit 0")
     job = c.get(r.id)
     check(isinstance(job, loom.Job) and job.name == "hello" and job.priority == 3
@@ -127,15 +133,90 @@ def client_methods(d, tmp):
           and isinstance(nodes[0].gpus[0], loom.Gpu), "nodes: Node and Gpu dataclasses")
     check("loom_" in c.metrics(), "metrics: Prometheus text")
 
-    # arrays and dependencies: passed to job.submit; today's loomd refuses them
-    for kw in ({"array": "0-3"}, {"dependencies": [r.id]}):
-        try:
-            res = c.submit("#!/bin/sh\ntrue\n", **kw)
-            check(res.id > 0, f"submit {kw}: accepted by this loomd")
-        except loom.NotSupported as e:
-            check(list(kw)[0] in str(e), f"submit {kw}: NotSupported naming the parameter")
+    queue_methods(c, tcp, tmp)
     c.close()
     tcp.close()
+
+
+def jobs_of_array(c, array_id):
+    return sorted((j for j in c.list() if j.raw["options"].get("array_job_id") == array_id),
+                  key=lambda j: j.raw["options"]["array_task_id"])
+
+
+def queue_methods(c, tcp, tmp):
+    # logs following a growing output, over TCP (job.logs: no file read here)
+    g = tcp.submit("#!/bin/sh\nfor i in 1 2 3 4; do echo line-$i; sleep 0.5; done\n",
+                   name="grows")
+    chunks, states = [], []
+    for chunk in tcp.follow(g.id):
+        chunks.append(chunk)
+        states.append(tcp.get(g.id).state)
+    check("".join(chunks) == "line-1\nline-2\nline-3\nline-4\n",
+          f"follow: the whole growing output ({chunks})")
+    check(len(chunks) >= 2 and states[0] == "RUNNING",
+          f"follow: text as it grows, the first while RUNNING ({len(chunks)} chunks, {states})")
+    check(tcp.logs(g.id, offset=7) == "line-2\nline-3\nline-4\n", "logs: from an offset")
+    check(tcp.get(g.id).state == "COMPLETED", "follow: ends once the job has ended")
+
+    # hold at submission, update, release; hold/release of a pending job
+    h = c.submit("#!/bin/sh\necho held-ran\n", name="held", hold=True)
+    job = c.get(h.id)
+    check(job.state == "PENDING" and job.raw["options"].get("hold") is True,
+          "submit hold=True: PENDING, options.hold")
+    e = expect(loom.WaitTimeout, c.wait, h.id, timeout=1)
+    check(e.state == "PENDING", "wait: a held job is still PENDING after 1 s")
+    job = c.update(h.id, name="renamed", priority=7, time=datetime.timedelta(minutes=2))
+    check(job.name == "renamed" and job.priority == 7 and job.time_limit == 120,
+          "update: name, priority, time limit of a pending job")
+    job = c.release(h.id)
+    check(not job.raw["options"].get("hold"), "release: options.hold removed")
+    job = c.wait(h.id, timeout=60)
+    check(job.state == "COMPLETED" and c.logs(h.id) == "held-ran\n", "release: the job ran")
+    e = expect(loom.InvalidState, c.hold, h.id)
+    check(e.code == -32002, "hold of an ended job: InvalidState")
+    e = expect(loom.InvalidState, c.update, h.id, priority=1)
+    check(e.code == -32002, "update of an ended job: InvalidState")
+    later = c.submit("#!/bin/sh\ntrue\n", name="later", begin="now+1hours")
+    job = c.hold(later.id)
+    check(job.state == "PENDING" and job.raw["options"].get("hold") is True,
+          "hold: a pending job held")
+    job = c.release(later.id)
+    check(job.state == "PENDING" and not job.raw["options"].get("hold"), "release: unheld")
+    c.cancel(later.id)
+
+    # requeue an ended job: PENDING again, then it runs a second time
+    job = c.requeue(h.id)
+    check(job.state == "PENDING", "requeue: an ended job is PENDING again")
+    job = c.wait(h.id, timeout=60)
+    check(job.state == "COMPLETED" and [e.to for e in job.events].count("RUNNING") == 2,
+          "requeue: it ran a second time")
+
+    # an array: one job per task
+    a = c.submit("#!/bin/sh\necho task-$LOOM_ARRAY_TASK_ID\n", name="arr", array="0-3")
+    check(a.array == {"job_id": a.id, "tasks": 4}, f"submit array: {a.array}")
+    tasks = jobs_of_array(c, a.id)
+    check([t.raw["options"]["array_task_id"] for t in tasks] == [0, 1, 2, 3],
+          "array: four tasks")
+    for i, t in enumerate(tasks):
+        job = c.wait(t.id, timeout=60)
+        check(job.state == "COMPLETED" and c.logs(t.id) == f"task-{i}\n",
+              f"array task {i}: ran with its index")
+
+    # dependencies: afterok on a job (given as a SubmitResult); one never satisfied
+    first = c.submit("#!/bin/sh\nsleep 1\n", name="first")
+    bad = c.submit("#!/bin/sh\nexit 3\n", name="bad")
+    after = c.submit("#!/bin/sh\ntrue\n", name="after", dependency=first)
+    never = c.submit("#!/bin/sh\ntrue\n", name="never", dependency=[bad.id])
+    check(c.get(after.id).raw["options"].get("dependency") == f"afterok:{first.id}",
+          "dependency: sent as options.dependency afterok:ID")
+    job, one = c.wait(after.id, timeout=60), c.get(first.id)
+    check(job.state == "COMPLETED" and job.start_time >= one.end_time,
+          "dependency: started after the job it depends on completed")
+    job = c.wait(never.id, timeout=60)
+    check(job.state == "CANCELLED" and "DependencyNeverSatisfied" in (job.reason or ""),
+          f"dependency on a failed job: CANCELLED ({job.reason})")
+    e = expect(loom.InvalidParams, c.submit, "x", dependency="sometime:1")
+    check("dependency" in e.message, "a malformed dependency: InvalidParams naming it")
 
 
 def executor(d, tmp):
