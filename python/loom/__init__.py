@@ -1,6 +1,7 @@
 """loom: the Python SDK of the loom resource manager.
 
-    loom.Client     jobs on loomd: submit, get, list, cancel, wait, logs, nodes, info
+    loom.Client     jobs on loomd: submit (arrays, dependencies), get, list, cancel, hold,
+                    release, requeue, update, wait, logs, follow, nodes, info
     loom.Executor   Python functions as loom jobs (concurrent.futures interface)
     loom.monitor    hardware metrics through libloom (ctypes)
     loom.errors     typed exceptions; loom.types: the result dataclasses
