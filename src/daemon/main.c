@@ -137,157 +137,177 @@ typedef struct opts {
     loomd_quotas_t quotas;
 } opts_t;
 
+static const struct option longopts[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"socket", required_argument, NULL, 's'},
+    {"state-dir", required_argument, NULL, 'd'},
+    {"durability", required_argument, NULL, 'D'},
+    {"log-level", required_argument, NULL, 'L'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {"executor", required_argument, NULL, 'E'},
+    {"queue-policy", required_argument, NULL, 'Q'},
+    {"placement", required_argument, NULL, 'P'},
+    {"node", required_argument, NULL, 'N'},
+    {"gpus", required_argument, NULL, 'G'},
+    {"gpu-type", required_argument, NULL, 'T'},
+    {"gpu-memory", required_argument, NULL, 'M'},
+    {"grace", required_argument, NULL, 'g'},
+    {"seed", required_argument, NULL, 'S'},
+    {"slurm-partition", required_argument, NULL, 'p'},
+    {"timeslice", required_argument, NULL, 'q'},
+    {"pack-check", no_argument, NULL, 'k'},
+    {"move-orphaned-jobs", no_argument, NULL, 'O'},
+    {"store-reserve", required_argument, NULL, 'r'},
+    {"job-output-max", required_argument, NULL, 'o'},
+    {"estimate-margin", required_argument, NULL, 'm'},
+    {"estimate-device", required_argument, NULL, 'e'},
+    {"device-dir", required_argument, NULL, 'R'},
+    {"multi-user", no_argument, NULL, 'U'},
+    {"operators", required_argument, NULL, 'X'},
+    {"allow-root-jobs", no_argument, NULL, 'A'},
+    {"munge-socket", required_argument, NULL, 'u'},
+    {"quota", required_argument, NULL, 'Z'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The options kept as given (strings and flags): true if C is one. */
+static bool set_plain_opt(int c, const char *arg, opts_t *o)
+{
+    switch (c) {
+    case 'l': o->listen = arg; break;
+    case 's': o->socket = arg; break;
+    case 'd': o->state_dir = arg; break;
+    case 'Q': o->queue_policy = arg; break;
+    case 'p': o->slurm_partition = arg; break;
+    case 'k': o->pack_check = true; break;
+    case 'e': o->estimate_device = arg; break;
+    case 'R': o->device_dir = arg; break;
+    case 'U': o->ident.multi_user = true; break;
+    case 'X': o->ident.operators = arg; break;
+    case 'A': o->ident.allow_root_jobs = true; break;
+    case 'u': o->ident.munge_socket = arg; break;
+    case 'O': o->move_orphaned_jobs = true; break;
+    case 'P': o->placement = arg; break;
+    case 'T': o->gpu_type = arg; break;
+    default: return false;
+    }
+    return true;
+}
+
+/* The numbers, sizes and durations: -1 (the error printed) on a bad one. */
+static int set_number_opt(int c, const char *arg, opts_t *o)
+{
+    loom_err_t err;
+    int rc;
+    switch (c) {
+    case 'q':
+        if (loom_parse_duration(arg, &o->timeslice_ns, &err)) {
+            fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+            return -1;
+        }
+        return 0;
+    case 'r':
+    case 'o':
+        if (loom_parse_size(arg, c == 'r' ? &o->store_reserve : &o->job_output_max, &err)) {
+            fprintf(stderr, "loomd: %s: %s\n", c == 'r' ? "--store-reserve" : "--job-output-max",
+                    err.msg);
+            return -1;
+        }
+        return 0;
+    default: /* 'G', 'M', 'g', 'S' */
+        rc = c == 'G'   ? loom_parse_i64(arg, 0, 16, &o->vgpus, "--gpus", &err)
+             : c == 'M' ? loom_parse_size(arg, &o->gpu_memory, &err)
+             : c == 'g' ? loom_parse_duration(arg, &o->grace_ns, &err)
+                        : loom_parse_i64(arg, 0, INT64_MAX, &o->seed, "--seed", &err);
+        if (rc) {
+            fprintf(stderr, "loomd: %s\n", err.msg);
+            return -1;
+        }
+        o->vgpus_given = o->vgpus_given || c == 'G';
+        return 0;
+    }
+}
+
+/* The options checked by their own parsers: -1 (the error printed) on a
+ * bad one. */
+static int set_checked_opt(int c, const char *arg, opts_t *o)
+{
+    loom_err_t err;
+    switch (c) {
+    case 'D':
+        if (loom_durability_parse(arg, &o->durability, &err)) {
+            fprintf(stderr, "loomd: --durability: %s\n", err.msg);
+            return -1;
+        }
+        return 0;
+    case 'L': {
+        loom_log_level_t lvl;
+        if (loom_log_parse_level(arg, &lvl, &err)) {
+            fprintf(stderr, "loomd: --log-level: %s\n", err.msg);
+            return -1;
+        }
+        loom_log_set_level(lvl);
+        return 0;
+    }
+    case 'E':
+        if (strcmp(arg, "local") != 0 && strcmp(arg, "slurm") != 0 && strcmp(arg, "none") != 0) {
+            fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n", arg);
+            return -1;
+        }
+        o->executor = arg;
+        return 0;
+    case 'm': {
+        loom_est_margin_t m;
+        if (loom_est_margin_parse(arg, &m, &err)) {
+            fprintf(stderr, "loomd: --estimate-margin: %s\n", err.msg);
+            return -1;
+        }
+        o->estimate_margin = arg;
+        return 0;
+    }
+    case 'Z':
+        if (loomd_quota_parse(arg, &o->quotas, &err)) {
+            fprintf(stderr, "loomd: %s\n", err.msg);
+            return -1;
+        }
+        return 0;
+    case 'N': {
+        json_t *n;
+        if (loomd_parse_node(arg, &n, &err)) {
+            fprintf(stderr, "loomd: %s\n", err.msg);
+            return -1;
+        }
+        if (!o->nodes)
+            o->nodes = json_array();
+        json_array_append_new(o->nodes, n);
+        return 0;
+    }
+    default: return set_number_opt(c, arg, o);
+    }
+}
+
 static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
 {
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"socket", required_argument, NULL, 's'},
-        {"state-dir", required_argument, NULL, 'd'},
-        {"durability", required_argument, NULL, 'D'},
-        {"log-level", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {"executor", required_argument, NULL, 'E'},
-        {"queue-policy", required_argument, NULL, 'Q'},
-        {"placement", required_argument, NULL, 'P'},
-        {"node", required_argument, NULL, 'N'},
-        {"gpus", required_argument, NULL, 'G'},
-        {"gpu-type", required_argument, NULL, 'T'},
-        {"gpu-memory", required_argument, NULL, 'M'},
-        {"grace", required_argument, NULL, 'g'},
-        {"seed", required_argument, NULL, 'S'},
-        {"slurm-partition", required_argument, NULL, 'p'},
-        {"timeslice", required_argument, NULL, 'q'},
-        {"pack-check", no_argument, NULL, 'k'},
-        {"move-orphaned-jobs", no_argument, NULL, 'O'},
-        {"store-reserve", required_argument, NULL, 'r'},
-        {"job-output-max", required_argument, NULL, 'o'},
-        {"estimate-margin", required_argument, NULL, 'm'},
-        {"estimate-device", required_argument, NULL, 'e'},
-        {"device-dir", required_argument, NULL, 'R'},
-        {"multi-user", no_argument, NULL, 'U'},
-        {"operators", required_argument, NULL, 'X'},
-        {"allow-root-jobs", no_argument, NULL, 'A'},
-        {"munge-socket", required_argument, NULL, 'u'},
-        {"quota", required_argument, NULL, 'Z'},
-        {NULL, 0, NULL, 0},
-    };
     loom_err_t err;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'l': o->listen = optarg; break;
-        case 's': o->socket = optarg; break;
-        case 'd': o->state_dir = optarg; break;
-        case 'D':
-            if (loom_durability_parse(optarg, &o->durability, &err)) {
-                fprintf(stderr, "loomd: --durability: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            break;
-        case 'L': {
-            loom_log_level_t lvl;
-            if (loom_log_parse_level(optarg, &lvl, &err)) {
-                fprintf(stderr, "loomd: --log-level: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            loom_log_set_level(lvl);
-            break;
-        }
-        case 'E':
-            if (strcmp(optarg, "local") != 0 && strcmp(optarg, "slurm") != 0 &&
-                strcmp(optarg, "none") != 0) {
-                fprintf(stderr, "loomd: --executor '%s': expected local, slurm or none\n", optarg);
-                *exit_code = 2;
-                return -1;
-            }
-            o->executor = optarg;
-            break;
-        case 'Q': o->queue_policy = optarg; break;
-        case 'p': o->slurm_partition = optarg; break;
-        case 'k': o->pack_check = true; break;
-        case 'm': {
-            loom_est_margin_t m;
-            if (loom_est_margin_parse(optarg, &m, &err)) {
-                fprintf(stderr, "loomd: --estimate-margin: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            o->estimate_margin = optarg;
-            break;
-        }
-        case 'e': o->estimate_device = optarg; break;
-        case 'R': o->device_dir = optarg; break;
-        case 'U': o->ident.multi_user = true; break;
-        case 'X': o->ident.operators = optarg; break;
-        case 'A': o->ident.allow_root_jobs = true; break;
-        case 'u': o->ident.munge_socket = optarg; break;
-        case 'Z':
-            if (loomd_quota_parse(optarg, &o->quotas, &err)) {
-                fprintf(stderr, "loomd: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            break;
-        case 'q':
-            if (loom_parse_duration(optarg, &o->timeslice_ns, &err)) {
-                fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            break;
-        case 'O': o->move_orphaned_jobs = true; break;
-        case 'r':
-        case 'o':
-            if (loom_parse_size(optarg, c == 'r' ? &o->store_reserve : &o->job_output_max, &err)) {
-                fprintf(stderr, "loomd: %s: %s\n",
-                        c == 'r' ? "--store-reserve" : "--job-output-max", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            break;
-        case 'P': o->placement = optarg; break;
-        case 'T': o->gpu_type = optarg; break;
-        case 'N': {
-            json_t *n;
-            if (loomd_parse_node(optarg, &n, &err)) {
-                fprintf(stderr, "loomd: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            if (!o->nodes)
-                o->nodes = json_array();
-            json_array_append_new(o->nodes, n);
-            break;
-        }
-        case 'G':
-        case 'M':
-        case 'g':
-        case 'S': {
-            int rc = c == 'G'   ? loom_parse_i64(optarg, 0, 16, &o->vgpus, "--gpus", &err)
-                     : c == 'M' ? loom_parse_size(optarg, &o->gpu_memory, &err)
-                     : c == 'g' ? loom_parse_duration(optarg, &o->grace_ns, &err)
-                                : loom_parse_i64(optarg, 0, INT64_MAX, &o->seed, "--seed", &err);
-            if (rc) {
-                fprintf(stderr, "loomd: %s\n", err.msg);
-                *exit_code = 2;
-                return -1;
-            }
-            o->vgpus_given = o->vgpus_given || c == 'G';
-            break;
-        }
-        case 'h':
+        if (c == 'h') {
             usage(stdout);
             *exit_code = 0;
             return -1;
-        case 'V':
+        }
+        if (c == 'V') {
             printf("loomd %s\n", LOOM_VERSION);
             *exit_code = 0;
             return -1;
-        default:
+        }
+        if (c == '?' || c == ':') {
             usage(stderr);
+            *exit_code = 2;
+            return -1;
+        }
+        if (!set_plain_opt(c, optarg, o) && set_checked_opt(c, optarg, o)) {
             *exit_code = 2;
             return -1;
         }
@@ -305,251 +325,315 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
     return 0;
 }
 
+/* Everything loomd holds while it runs; the pointers between its parts
+ * (the server's socket path, info's strings) point into it. */
+typedef struct daemon {
+    opts_t o;
+    char state_dir[4096];
+    loomd_state_dir_t sd;
+    char token[LOOM_RPC_TOKEN_HEX + 1];
+    loomd_identity_t *ident;
+    sigset_t sigs;
+    char path[4200], reserve_path[4200];
+    loom_store_t *store;
+    loomd_info_t info;
+    loomd_runner_t *runner;
+    loom_est_sizer_t *sizer;
+    loomd_methods_t methods;
+    loomd_monitor_t *monitor;
+    loomd_zoo_t *zoo;
+    loom_rpc_dispatcher_t *disp;
+    loomd_dash_t *dash;
+    loom_rpc_server_config_t cfg;
+    bool tcp;
+    char sock_path[4200], url_path[4200], url[300];
+    loom_rpc_server_t *server;
+} daemon_t;
+
+/* The state directory: created, checked, locked on its own descriptor
+ * (docs/loomd.md). */
+static int open_state_dir(daemon_t *d)
+{
+    loom_err_t err;
+    if (d->o.state_dir)
+        snprintf(d->state_dir, sizeof d->state_dir, "%s", d->o.state_dir);
+    else if (loom_store_default_state_dir(d->state_dir, sizeof d->state_dir, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    if (loomd_state_dir_open(d->state_dir, &d->sd, &err) ||
+        loomd_state_dir_check_orphans(&d->sd, d->o.move_orphaned_jobs, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    snprintf(d->state_dir, sizeof d->state_dir, "%s", d->sd.path);
+    return 0;
+}
+
+/* The bearer token and who callers are. */
+static int make_identity(daemon_t *d)
+{
+    loom_err_t err;
+    if (loom_rpc_token_ensure(d->state_dir, d->token, &err)) {
+        fprintf(stderr, "loomd: token: %s\n", err.msg);
+        return 1;
+    }
+    d->o.ident.token = d->token;
+    if (loomd_identity_prepare(&d->o.ident, d->state_dir, &err) ||
+        loomd_identity_new(&d->o.ident, &d->ident, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Signals are taken by sigwait in the main thread; block them before any
+ * thread starts so that every thread inherits the mask. */
+static void block_signals(daemon_t *d)
+{
+    sigemptyset(&d->sigs);
+    sigaddset(&d->sigs, SIGTERM);
+    sigaddset(&d->sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &d->sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int open_store(daemon_t *d)
+{
+    loom_err_t err;
+    snprintf(d->path, sizeof d->path, "%s/loom.db", d->state_dir);
+    snprintf(d->reserve_path, sizeof d->reserve_path, "%s/loom.reserve", d->state_dir);
+    loom_store_options_t sopts = {.durability = d->o.durability,
+                                  .reserve_path = d->reserve_path,
+                                  .reserve_bytes = (size_t)d->o.store_reserve};
+    int64_t max_id = 0;
+    if (loom_store_open(d->path, &sopts, &d->store, &err)) {
+        fprintf(stderr, "loomd: store: %s\n", err.msg);
+        return 1;
+    }
+    if (loom_store_max_id(d->store, &max_id, &err) ||
+        loomd_state_dir_check_ids(&d->sd, max_id, d->o.move_orphaned_jobs, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    d->info = (loomd_info_t){
+        .state_dir = d->state_dir,
+        .durability = loom_durability_name(d->o.durability),
+        .started_real_ns = loom_time_real_ns(),
+        .started_mono_ns = loom_time_mono_ns(),
+    };
+    return 0;
+}
+
+/* The local executor's default node: this machine, with --gpus virtual
+ * GPUs, or without --gpus the GPUs NVML sees (if any). */
+static void add_default_node(opts_t *o)
+{
+    char type[LOOM_SCHED_NAME_MAX];
+    int ngpus = 0;
+    uint64_t gmem = 0;
+    loom_err_t derr;
+    if (!o->vgpus_given && loomd_detect_gpus(&ngpus, type, sizeof type, &gmem, &derr) == 0) {
+        loom_log_info("loomd.gpus_detected", "gpus=%d type=%s memory_bytes=%llu", ngpus, type,
+                      (unsigned long long)gmem);
+        o->vgpus = ngpus;
+        if (!o->gpu_type)
+            o->gpu_type = type;
+        if (!o->gpu_memory)
+            o->gpu_memory = gmem;
+    }
+    o->nodes = json_array();
+    json_array_append_new(o->nodes, loomd_default_node((int)o->vgpus, o->gpu_type, o->gpu_memory));
+}
+
+static int start_runner(daemon_t *d)
+{
+    opts_t *o = &d->o;
+    loom_err_t err;
+    if (strcmp(o->executor, "slurm") == 0 && o->nodes) {
+        fprintf(stderr, "loomd: --node: the Slurm executor mirrors the partition's nodes; "
+                        "--node applies to --executor local only\n");
+        return 2;
+    }
+    if (strcmp(o->executor, "none") == 0)
+        return 0;
+    if (!o->nodes && strcmp(o->executor, "local") == 0)
+        add_default_node(o);
+    char jobs_dir[4200];
+    snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", d->state_dir);
+    loomd_runner_config_t rcfg = {.queue_policy = o->queue_policy,
+                                  .placement = o->placement,
+                                  .jobs_dir = jobs_dir,
+                                  .grace_ns = o->grace_ns,
+                                  .seed = (uint64_t)o->seed,
+                                  .timeslice_ns = o->timeslice_ns,
+                                  .pack_check = o->pack_check,
+                                  .nodes = o->nodes,
+                                  .executor = o->executor,
+                                  .slurm_partition = o->slurm_partition,
+                                  .output_max = o->job_output_max};
+    if (loomd_runner_start(d->store, &rcfg, &d->runner, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int make_sizer(daemon_t *d)
+{
+    loom_err_t err;
+    const char *margin = d->o.estimate_margin ? d->o.estimate_margin : "10%+256MiB";
+    loom_est_sizer_opts_t eopts = {.device = d->o.estimate_device ? d->o.estimate_device : "h200",
+                                   .device_dir = d->o.device_dir};
+    if (loom_est_margin_parse(margin, &eopts.margin, &err) ||
+        loom_est_sizer_new(&eopts, &d->sizer, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    d->info.estimate_device = eopts.device;
+    d->info.estimate_margin = margin;
+    return 0;
+}
+
+/* The dispatcher with loomd's methods, the monitor's, the zoo's, the
+ * dashboard's and the usage report's. */
+static int add_methods(daemon_t *d)
+{
+    loom_err_t err;
+    d->methods = (loomd_methods_t){.store = d->store,
+                                   .info = &d->info,
+                                   .runner = d->runner,
+                                   .sizer = d->sizer,
+                                   .ident = d->ident,
+                                   .quotas = &d->o.quotas};
+    if (loomd_monitor_open(d->store, d->runner, &d->monitor, &err) ||
+        loom_rpc_dispatcher_new(NULL, &d->disp, &err) ||
+        loomd_methods_add(d->disp, &d->methods, &err) ||
+        loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
+        loomd_zoo_open(d->state_dir, d->store, &d->zoo, &err) ||
+        loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
+        loomd_dash_new(d->disp, d->store, &d->info, &d->dash, &err) ||
+        loomd_usage_add_methods(d->disp, d->store, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* STATE_DIR/loomd.url: the host part as given, the port as bound (port 0
+ * -> a free one). */
+static void write_url_file(daemon_t *d)
+{
+    loom_err_t err;
+    char host[256];
+    snprintf(host, sizeof host, "%s", d->o.listen);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    snprintf(d->url, sizeof d->url, "http://%s:%u", host, loom_rpc_server_port(d->server));
+    d->info.tcp_url = d->url;
+    snprintf(d->url_path, sizeof d->url_path, "%s/loomd.url", d->state_dir);
+    loom_buf_t line = LOOM_BUF_INIT;
+    loom_buf_appendf(&line, "%s\n", d->url);
+    if (loom_write_file_atomic(d->url_path, line.data, line.len, 0600, &err))
+        loom_log_warn("loomd.url_file", "error=\"%s\"", err.msg);
+    loom_buf_free(&line);
+}
+
+static int start_server(daemon_t *d)
+{
+    loom_err_t err;
+    loom_rpc_server_config_t *cfg = &d->cfg;
+    loom_rpc_server_config_init(cfg);
+    d->tcp = d->o.listen && *d->o.listen && strcmp(d->o.listen, "none") != 0;
+    cfg->listen = d->tcp ? d->o.listen : NULL;
+    if (d->o.socket && strcmp(d->o.socket, "none") == 0) {
+        cfg->socket_path = NULL;
+    } else {
+        snprintf(d->sock_path, sizeof d->sock_path, "%s", d->o.socket ? d->o.socket : "");
+        if (!d->o.socket)
+            snprintf(d->sock_path, sizeof d->sock_path, "%s/loomd.sock", d->state_dir);
+        cfg->socket_path = d->sock_path;
+    }
+    cfg->token = d->token;
+    cfg->http_hook = loomd_dash_hook(d->dash);
+    loomd_identity_install(d->ident, cfg);
+    if (loom_rpc_server_start(cfg, d->disp, &d->server, &err) ||
+        loomd_identity_open_socket(d->ident, cfg->socket_path, &err)) {
+        fprintf(stderr, "loomd: %s\n", err.msg);
+        return 1;
+    }
+    loom_rpc_server_add_metrics_source(d->server, loomd_methods_metrics, &d->methods);
+    loom_rpc_server_add_metrics_source(d->server, loomd_monitor_metrics, d->monitor);
+    loom_rpc_server_set_health(d->server, loomd_health, &d->methods);
+    if (d->tcp)
+        write_url_file(d);
+    d->info.socket = cfg->socket_path;
+    loom_log_info("loomd.started", "version=%s state_dir=%s durability=%s tcp=%s socket=%s pid=%d",
+                  LOOM_VERSION, d->state_dir, d->info.durability, d->tcp ? d->url : "none",
+                  cfg->socket_path ? cfg->socket_path : "none", (int)getpid());
+    return 0;
+}
+
+/* Start-up in order; on a failure the ladder below releases what the
+ * steps before it acquired. Its labels follow loomd's order of shut-down
+ * (docs/loomd.md), which the normal exit falls through whole; every
+ * release takes NULL (a part not started yet). */
 int main(int argc, char **argv)
 {
-    opts_t o = {.store_reserve = 8u << 20,
-                .listen = "127.0.0.1:7750",
-                .durability = LOOM_DURABILITY_NORMAL,
-                .executor = "local",
-                .seed = 1};
-    int exit_code = 0;
+    daemon_t d = {.o = {.store_reserve = 8u << 20,
+                        .listen = "127.0.0.1:7750",
+                        .durability = LOOM_DURABILITY_NORMAL,
+                        .executor = "local",
+                        .seed = 1},
+                  .sd = {.fd = -1}};
+    int exit_code = 0, sig = 0;
     loom_err_t cerr;
     if (loomd_config_args(argc, argv, &argc, &argv, &cerr)) {
         fprintf(stderr, "loomd: %s\n", cerr.msg);
         return 2;
     }
-    if (parse_args(argc, argv, &o, &exit_code)) {
-        json_decref(o.nodes);
+    if (parse_args(argc, argv, &d.o, &exit_code)) {
+        json_decref(d.o.nodes);
         return exit_code;
     }
-
     loomd_cloexec_inherited(); /* nothing loomd inherited reaches a job */
-    loom_err_t err;
-    char state_dir[4096];
-    if (o.state_dir)
-        snprintf(state_dir, sizeof state_dir, "%s", o.state_dir);
-    else if (loom_store_default_state_dir(state_dir, sizeof state_dir, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        return 1;
-    }
-    /* Created, checked, locked on its own descriptor (docs/loomd.md). */
-    loomd_state_dir_t sd;
-    if (loomd_state_dir_open(state_dir, &sd, &err) ||
-        loomd_state_dir_check_orphans(&sd, o.move_orphaned_jobs, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        return 1;
-    }
-    snprintf(state_dir, sizeof state_dir, "%s", sd.path);
-    char path[4200], sock_path[4200], url_path[4200];
-    char token[LOOM_RPC_TOKEN_HEX + 1];
-    if (loom_rpc_token_ensure(state_dir, token, &err)) {
-        fprintf(stderr, "loomd: token: %s\n", err.msg);
-        return 1;
-    }
-    o.ident.token = token;
-    loomd_identity_t *ident = NULL;
-    if (loomd_identity_prepare(&o.ident, state_dir, &err) ||
-        loomd_identity_new(&o.ident, &ident, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        return 1;
-    }
+    if ((exit_code = open_state_dir(&d)) != 0)
+        return exit_code;
+    if ((exit_code = make_identity(&d)) != 0)
+        goto out_state;
+    block_signals(&d);
+    if ((exit_code = open_store(&d)) != 0 || (exit_code = start_runner(&d)) != 0)
+        goto out_store;
+    if ((exit_code = make_sizer(&d)) != 0)
+        goto out_runner;
+    if ((exit_code = add_methods(&d)) != 0 || (exit_code = start_server(&d)) != 0)
+        goto out_dash;
 
-    /* Signals are taken by sigwait in this thread; block them before any
-     * thread starts so that every thread inherits the mask. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    snprintf(path, sizeof path, "%s/loom.db", state_dir);
-    char reserve_path[4200];
-    snprintf(reserve_path, sizeof reserve_path, "%s/loom.reserve", state_dir);
-    loom_store_options_t sopts = {.durability = o.durability,
-                                  .reserve_path = reserve_path,
-                                  .reserve_bytes = (size_t)o.store_reserve};
-    loom_store_t *store = NULL;
-    int64_t max_id = 0;
-    if (loom_store_open(path, &sopts, &store, &err)) {
-        fprintf(stderr, "loomd: store: %s\n", err.msg);
-        return 1;
-    }
-    if (loom_store_max_id(store, &max_id, &err) ||
-        loomd_state_dir_check_ids(&sd, max_id, o.move_orphaned_jobs, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        loom_store_close(store);
-        return 1;
-    }
-
-    loomd_info_t info = {
-        .state_dir = state_dir,
-        .durability = loom_durability_name(o.durability),
-        .started_real_ns = loom_time_real_ns(),
-        .started_mono_ns = loom_time_mono_ns(),
-    };
-    loomd_runner_t *runner = NULL;
-    loom_est_sizer_t *sizer = NULL;
-    if (strcmp(o.executor, "slurm") == 0 && o.nodes) {
-        fprintf(stderr, "loomd: --node: the Slurm executor mirrors the partition's nodes; "
-                        "--node applies to --executor local only\n");
-        loom_store_close(store);
-        json_decref(o.nodes);
-        return 2;
-    }
-    if (strcmp(o.executor, "none") != 0) {
-        if (!o.nodes && strcmp(o.executor, "local") == 0) {
-            /* Without --gpus, the GPUs NVML sees (if any) make the node. */
-            char type[LOOM_SCHED_NAME_MAX];
-            int ngpus = 0;
-            uint64_t gmem = 0;
-            loom_err_t derr;
-            if (!o.vgpus_given && loomd_detect_gpus(&ngpus, type, sizeof type, &gmem, &derr) == 0) {
-                loom_log_info("loomd.gpus_detected", "gpus=%d type=%s memory_bytes=%llu", ngpus,
-                              type, (unsigned long long)gmem);
-                o.vgpus = ngpus;
-                if (!o.gpu_type)
-                    o.gpu_type = type;
-                if (!o.gpu_memory)
-                    o.gpu_memory = gmem;
-            }
-            o.nodes = json_array();
-            json_array_append_new(o.nodes,
-                                  loomd_default_node((int)o.vgpus, o.gpu_type, o.gpu_memory));
-        }
-        char jobs_dir[4200];
-        snprintf(jobs_dir, sizeof jobs_dir, "%s/jobs", state_dir);
-        loomd_runner_config_t rcfg = {.queue_policy = o.queue_policy,
-                                      .placement = o.placement,
-                                      .jobs_dir = jobs_dir,
-                                      .grace_ns = o.grace_ns,
-                                      .seed = (uint64_t)o.seed,
-                                      .timeslice_ns = o.timeslice_ns,
-                                      .pack_check = o.pack_check,
-                                      .nodes = o.nodes,
-                                      .executor = o.executor,
-                                      .slurm_partition = o.slurm_partition,
-                                      .output_max = o.job_output_max};
-        if (loomd_runner_start(store, &rcfg, &runner, &err)) {
-            fprintf(stderr, "loomd: %s\n", err.msg);
-            loom_store_close(store);
-            json_decref(o.nodes);
-            return 1;
-        }
-    }
-    loom_est_sizer_opts_t eopts = {.device = o.estimate_device ? o.estimate_device : "h200",
-                                   .device_dir = o.device_dir};
-    if (loom_est_margin_parse(o.estimate_margin ? o.estimate_margin : "10%+256MiB", &eopts.margin,
-                              &err) ||
-        loom_est_sizer_new(&eopts, &sizer, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        loomd_runner_stop(runner);
-        loom_store_close(store);
-        json_decref(o.nodes);
-        return 1;
-    }
-    info.estimate_device = eopts.device;
-    info.estimate_margin = o.estimate_margin ? o.estimate_margin : "10%+256MiB";
-    loomd_methods_t methods = {
-        .store = store, .info = &info,  .runner = runner, .sizer = sizer, .ident = ident,
-        .quotas = &o.quotas};
-    loomd_monitor_t *monitor = NULL;
-    loomd_zoo_t *zoo = NULL;
-    loom_rpc_dispatcher_t *disp = NULL;
-    loomd_dash_t *dash = NULL;
-    if (loomd_monitor_open(store, runner, &monitor, &err) ||
-        loom_rpc_dispatcher_new(NULL, &disp, &err) || loomd_methods_add(disp, &methods, &err) ||
-        loomd_monitor_add_methods(disp, monitor, &err) ||
-        loomd_zoo_open(state_dir, store, &zoo, &err) || loomd_zoo_add_methods(disp, zoo, &err) ||
-        loomd_dash_new(disp, store, &info, &dash, &err) ||
-        loomd_usage_add_methods(disp, store, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        loomd_dash_free(dash);
-        loomd_zoo_close(zoo);
-        loom_rpc_dispatcher_free(disp);
-        loomd_monitor_close(monitor);
-        loomd_runner_stop(runner);
-        loom_est_sizer_free(sizer);
-        loom_store_close(store);
-        json_decref(o.nodes);
-        return 1;
-    }
-
-    loom_rpc_server_config_t cfg;
-    loom_rpc_server_config_init(&cfg);
-    bool tcp = o.listen && *o.listen && strcmp(o.listen, "none") != 0;
-    cfg.listen = tcp ? o.listen : NULL;
-    if (o.socket && strcmp(o.socket, "none") == 0) {
-        cfg.socket_path = NULL;
-    } else {
-        snprintf(sock_path, sizeof sock_path, "%s", o.socket ? o.socket : "");
-        if (!o.socket)
-            snprintf(sock_path, sizeof sock_path, "%s/loomd.sock", state_dir);
-        cfg.socket_path = sock_path;
-    }
-    cfg.token = token;
-    cfg.http_hook = loomd_dash_hook(dash);
-    loomd_identity_install(ident, &cfg);
-    loom_rpc_server_t *server = NULL;
-    if (loom_rpc_server_start(&cfg, disp, &server, &err) ||
-        loomd_identity_open_socket(ident, cfg.socket_path, &err)) {
-        fprintf(stderr, "loomd: %s\n", err.msg);
-        loomd_dash_free(dash);
-        loom_rpc_dispatcher_free(disp);
-        loomd_monitor_close(monitor);
-        loomd_zoo_close(zoo);
-        loomd_runner_stop(runner);
-        loom_est_sizer_free(sizer);
-        loom_store_close(store);
-        json_decref(o.nodes);
-        return 1;
-    }
-    loom_rpc_server_add_metrics_source(server, loomd_methods_metrics, &methods);
-    loom_rpc_server_add_metrics_source(server, loomd_monitor_metrics, monitor);
-    loom_rpc_server_set_health(server, loomd_health, &methods);
-
-    char url[300] = "";
-    if (tcp) {
-        /* The host part as given, the port as bound (port 0 -> a free one). */
-        char host[256];
-        snprintf(host, sizeof host, "%s", o.listen);
-        char *colon = strrchr(host, ':');
-        if (colon)
-            *colon = '\0';
-        snprintf(url, sizeof url, "http://%s:%u", host, loom_rpc_server_port(server));
-        info.tcp_url = url;
-        snprintf(url_path, sizeof url_path, "%s/loomd.url", state_dir);
-        loom_buf_t line = LOOM_BUF_INIT;
-        loom_buf_appendf(&line, "%s\n", url);
-        if (loom_write_file_atomic(url_path, line.data, line.len, 0600, &err))
-            loom_log_warn("loomd.url_file", "error=\"%s\"", err.msg);
-        loom_buf_free(&line);
-    }
-    info.socket = cfg.socket_path;
-    loom_log_info("loomd.started", "version=%s state_dir=%s durability=%s tcp=%s socket=%s pid=%d",
-                  LOOM_VERSION, state_dir, info.durability, tcp ? url : "none",
-                  cfg.socket_path ? cfg.socket_path : "none", (int)getpid());
-
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    sigwait(&d.sigs, &sig);
     loom_log_info("loomd.stopping", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
     /* Stop accepting, let requests in flight finish (their writes are still
      * committed: the store runs until after the server has stopped). */
-    loomd_dash_stop(dash); /* ends the dashboard's event streams */
-    loom_rpc_server_stop(server);
-    loomd_dash_free(dash);
+    loomd_dash_stop(d.dash); /* ends the dashboard's event streams */
+    loom_rpc_server_stop(d.server);
+out_dash:
+    loomd_dash_free(d.dash);
+out_runner:
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
-    loomd_runner_stop(runner);
-    loomd_monitor_close(monitor);
-    loomd_zoo_close(zoo);
-    loom_est_sizer_free(sizer);
-    loom_store_close(store);
-    json_decref(o.nodes);
-    loom_rpc_dispatcher_free(disp);
-    loomd_identity_free(ident);
-    if (tcp)
-        unlink(url_path);
-    loomd_state_dir_close(&sd);
-    loom_log_info("loomd.stopped", NULL);
-    return 0;
+    loomd_runner_stop(d.runner);
+    loomd_monitor_close(d.monitor);
+    loomd_zoo_close(d.zoo);
+    loom_est_sizer_free(d.sizer);
+out_store:
+    loom_store_close(d.store);
+    json_decref(d.o.nodes);
+    loom_rpc_dispatcher_free(d.disp);
+    loomd_identity_free(d.ident);
+    if (d.url_path[0])
+        unlink(d.url_path);
+out_state:
+    loomd_state_dir_close(&d.sd);
+    if (exit_code == 0)
+        loom_log_info("loomd.stopped", NULL);
+    return exit_code;
 }

@@ -848,16 +848,12 @@ static bool conv_onednn(const cost_t *c, const est_node_t *n)
     return (op_is(n, "Conv") || op_is(n, "ConvTranspose")) && !conv_pointwise(c, n);
 }
 
-static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
+/* Persistent state: weights and buffers, and the optimizer's states of
+ * each weight when training; returns the largest weight's bytes. */
+static uint64_t walk_persist(cost_t *c, loom_est_result_t *res, uint64_t *persist)
 {
     loom_est_model_t *m = c->m;
-    bool train = c->opt->train;
-    uint64_t *persist =
-        calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
-    if (!persist)
-        return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
     uint64_t largest = 0;
-    /* persistent state */
     for (size_t i = 0; i < m->nt; i++) {
         if (!c->param[i] && !c->buffer[i])
             continue;
@@ -874,7 +870,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         } else {
             res->buffers += (uint64_t)numel(&m->t[i]);
         }
-        if (train && c->param[i]) {
+        if (c->opt->train && c->param[i]) {
             int nstate = c->opt->optimizer == LOOM_EST_ADAM       ? 2
                          : c->opt->optimizer == LOOM_EST_MOMENTUM ? 1
                                                                   : 0;
@@ -884,11 +880,13 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
             c->log_skip = false;
         }
     }
-    c->cur_phase = PH_INPUT;
-    for (size_t i = 0; i < m->nt; i++)
-        if (m->t[i].is_input)
-            c->handle[i] = mem_alloc(c, tbytes(c, (int)i), CAT_ACT);
-    /* forward */
+    return largest;
+}
+
+/* The forward pass, node by node in order. */
+static void walk_forward(cost_t *c, uint64_t *persist, uint64_t *extra_handles)
+{
+    loom_est_model_t *m = c->m;
     c->cur_phase = PH_FWD;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
@@ -914,7 +912,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
                 for (size_t k = 0; k < n->nout; k++)
                     kept |= n->out[k] >= 0 && c->req[n->out[k]];
                 extra_handles[ni] = mem_alloc(c, ex, CAT_ACT);
-                if (!train || !kept)
+                if (!c->opt->train || !kept)
                     mem_free(c, &extra_handles[ni]);
             }
         }
@@ -925,146 +923,199 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
         if (!internal) /* a group frees its members' inputs once its output exists */
             free_after(c, i);
     }
-    uint64_t loss = 0;
-    if (train) {
-        /* cross-entropy = log_softmax (its output kept) + nll_loss; its
-         * backward makes d(log_softmax), then d(logits) while both live */
-        uint64_t lsm_bytes = 0, glsm = 0;
-        c->cur_phase = PH_LOSS;
-        c->cur_node = -1;
-        for (size_t i = 0; i < m->nouts; i++)
-            lsm_bytes += (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4;
-        loss = mem_alloc(c, lsm_bytes, CAT_ACT);
-        glsm = mem_alloc(c, lsm_bytes, CAT_TEMP);
-        for (size_t i = 0; i < m->nouts; i++) {
-            int t = m->graph_outputs[i];
-            if (c->req[t] && !c->ghandle[t])
-                c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
+}
+
+/* The loss and the outputs not saved for backward; the heap log's ids of
+ * the latter go to DEFERRED (at most 8): returns how many. */
+static int walk_loss(cost_t *c, uint64_t deferred[8])
+{
+    loom_est_model_t *m = c->m;
+    /* cross-entropy = log_softmax (its output kept) + nll_loss; its
+     * backward makes d(log_softmax), then d(logits) while both live */
+    uint64_t lsm_bytes = 0, glsm = 0, loss = 0;
+    c->cur_phase = PH_LOSS;
+    c->cur_node = -1;
+    for (size_t i = 0; i < m->nouts; i++)
+        lsm_bytes += (uint64_t)numel(&m->t[m->graph_outputs[i]]) * 4;
+    loss = mem_alloc(c, lsm_bytes, CAT_ACT);
+    glsm = mem_alloc(c, lsm_bytes, CAT_TEMP);
+    for (size_t i = 0; i < m->nouts; i++) {
+        int t = m->graph_outputs[i];
+        if (c->req[t] && !c->ghandle[t])
+            c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
+    }
+    mem_free(c, &loss);
+    mem_free(c, &glsm);
+    /* outputs not saved die now for the memory model; the caller's
+     * reference (`out = model(x)`) keeps them until its step returns,
+     * after the optimizer, which is where the heap log frees them */
+    int ndef = 0;
+    for (size_t i = 0; i < m->nouts; i++) {
+        int r = c->root[m->graph_outputs[i]];
+        if (c->nsaved[r] == 0) {
+            uint64_t h = c->handle[r];
+            if (c->log && h < c->caplog && c->logid[h] && ndef < 8) {
+                deferred[ndef++] = c->logid[h];
+                c->logid[h] = 0;
+            }
+            mem_free(c, &c->handle[r]);
         }
-        mem_free(c, &loss);
-        mem_free(c, &glsm);
-        /* outputs not saved die now for the memory model; the caller's
-         * reference (`out = model(x)`) keeps them until its step returns,
-         * after the optimizer, which is where the heap log frees them */
+    }
+    return ndef;
+}
+
+/* The inputs of the group led by NI: every member's inputs, each once (at
+ * most 64); returns how many. */
+static int group_inputs(const cost_t *c, int ni, int ins[64])
+{
+    int nin = 0;
+    for (size_t q = 0; q < c->norder; q++) {
+        const est_node_t *mn = &c->m->n[c->order[q]];
+        if (c->leader[c->order[q]] != ni)
+            continue;
+        for (size_t k = 0; k < mn->nin && nin < 64; k++) {
+            bool dup = false;
+            for (int j = 0; j < nin; j++)
+                dup |= ins[j] == mn->in[k];
+            if (mn->in[k] >= 0 && !dup)
+                ins[nin++] = mn->in[k];
+        }
+    }
+    return nin;
+}
+
+/* The gradients of the inputs of the group led by NI (internal ones
+ * skipped); true if the first output's gradient was passed on to an
+ * input (a view's). */
+static bool input_grads(cost_t *c, int ni, const est_node_t *n)
+{
+    loom_est_model_t *m = c->m;
+    bool alias = is_alias(c, n) || op_is(n, "Concat");
+    int ins[64];
+    int nin = group_inputs(c, ni, ins);
+    uint64_t gh = n->out[0] >= 0 ? c->ghandle[n->out[0]] : 0;
+    bool passed = false;
+    /* oneDNN's scratch (conv_onednn) around each gradient: for dx,
+     * dy and w reordered and dx computed, then copied out; for dw,
+     * dy and x reordered and dw computed, then copied out */
+    bool onednn = (c->log || c->scratch) && conv_onednn(c, n);
+    for (int k = 0; k < nin; k++) {
+        int t = ins[k];
+        int pr = m->t[t].producer;
+        if (!c->req[t] || (pr >= 0 && pr != ni && c->leader[pr] == ni))
+            continue; /* not on the grad path, or internal to the group */
+        uint64_t tmp = 0;
+        if (onednn && (t == n->in[0] || t == n->in[1])) {
+            int other = t == n->in[0] ? n->in[1] : n->in[0];
+            uint64_t g = scr_alloc(c, tbytes(c, n->out[0]));
+            uint64_t o = scr_alloc(c, tbytes(c, other));
+            tmp = scr_alloc(c, tbytes(c, t));
+            scr_free(c, &o);
+            scr_free(c, &g);
+        }
+        if (c->param[t]) {
+            if (!c->ghandle[t])
+                c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_GRAD);
+        } else if (alias && !passed && !c->ghandle[t]) {
+            c->ghandle[t] = gh; /* the gradient of a view is a view */
+            passed = true;
+        } else if (!c->ghandle[t]) {
+            c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
+        }
+        scr_free(c, &tmp);
+    }
+    return passed;
+}
+
+/* The backward of the group led by NI (nothing if no output needs a
+ * gradient). */
+static void walk_backward_node(cost_t *c, int ni, uint64_t *extra_handles)
+{
+    loom_est_model_t *m = c->m;
+    est_node_t *n = &m->n[ni];
+    c->cur_node = ni;
+    bool out_req = false;
+    for (size_t k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && c->req[n->out[k]])
+            out_req = true;
+    if (!out_req)
+        return;
+    bool passed = input_grads(c, ni, n);
+    if ((c->log || c->scratch) && op_is(n, "BatchNormalization")) { /* input-sized scratch */
+        uint64_t t = scr_alloc(c, tbytes(c, n->in[0]));
+        scr_free(c, &t);
+    }
+    for (size_t k = 0; k < n->nout; k++) {
+        int t = n->out[k];
+        if (t < 0)
+            continue;
+        if (passed && k == 0)
+            c->ghandle[t] = 0;
+        else
+            mem_free(c, &c->ghandle[t]);
+    }
+    int s[4];
+    int ns = saved_of(c, ni, s);
+    for (int k = 0; k < ns; k++) {
+        if (s[k] < 0 || m->t[c->root[s[k]]].is_init)
+            continue;
+        int r = c->root[s[k]];
+        if (--c->nsaved[r] == 0)
+            mem_free(c, &c->handle[r]);
+    }
+    mem_free(c, &extra_handles[ni]);
+}
+
+/* After backward: what is left of the forward, then the optimizer's step
+ * (the deferred outputs die after it in the heap log). */
+static void walk_step(cost_t *c, uint64_t *persist, uint64_t largest, const uint64_t *deferred,
+                      int ndef)
+{
+    loom_est_model_t *m = c->m;
+    /* anything left of the forward (inputs, unused outputs) */
+    c->cur_phase = PH_END;
+    c->cur_node = -1;
+    for (size_t i = 0; i < m->nt; i++) {
+        if (!c->param[i])
+            mem_free(c, &c->ghandle[i]);
+        mem_free(c, &c->handle[i]);
+        mem_free(c, &persist[4 * i + 3]);
+    }
+    /* optimizer: Adam's single-tensor step divides into two temporaries */
+    if (c->log)
+        log_event(c, EV_OPT, 0, 0); /* the heap replay runs the optimizer here */
+    for (int i = 0; i < ndef; i++)
+        log_event(c, EV_FREE, deferred[i], 0);
+    if (c->opt->optimizer == LOOM_EST_ADAM) {
+        c->log_skip = true;
+        uint64_t a = mem_alloc(c, largest, CAT_TEMP), b = mem_alloc(c, largest, CAT_TEMP);
+        c->log_skip = false;
+        mem_free(c, &a);
+        mem_free(c, &b);
+    }
+}
+
+static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
+{
+    loom_est_model_t *m = c->m;
+    uint64_t *persist =
+        calloc(m->nt ? m->nt : 1, 4 * sizeof *persist); /* weight, 2 states, half copy */
+    if (!persist)
+        return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
+    uint64_t largest = walk_persist(c, res, persist);
+    c->cur_phase = PH_INPUT;
+    for (size_t i = 0; i < m->nt; i++)
+        if (m->t[i].is_input)
+            c->handle[i] = mem_alloc(c, tbytes(c, (int)i), CAT_ACT);
+    walk_forward(c, persist, extra_handles);
+    if (c->opt->train) {
         uint64_t deferred[8];
-        int ndef = 0;
-        for (size_t i = 0; i < m->nouts; i++) {
-            int r = c->root[m->graph_outputs[i]];
-            if (c->nsaved[r] == 0) {
-                uint64_t h = c->handle[r];
-                if (c->log && h < c->caplog && c->logid[h] && ndef < 8) {
-                    deferred[ndef++] = c->logid[h];
-                    c->logid[h] = 0;
-                }
-                mem_free(c, &c->handle[r]);
-            }
-        }
-        /* backward */
+        int ndef = walk_loss(c, deferred);
         c->cur_phase = PH_BWD;
-        for (size_t i = c->norder; i-- > 0;) {
-            int ni = c->order[i];
-            est_node_t *n = &m->n[ni];
-            if (c->leader[ni] != ni)
-                continue;
-            c->cur_node = ni;
-            bool out_req = false;
-            for (size_t k = 0; k < n->nout; k++)
-                if (n->out[k] >= 0 && c->req[n->out[k]])
-                    out_req = true;
-            if (!out_req)
-                continue;
-            bool alias = is_alias(c, n) || op_is(n, "Concat");
-            /* inputs of the group: every member's inputs (internal ones skipped below) */
-            int ins[64], nin = 0;
-            for (size_t q = 0; q < c->norder; q++) {
-                const est_node_t *mn = &m->n[c->order[q]];
-                if (c->leader[c->order[q]] != ni)
-                    continue;
-                for (size_t k = 0; k < mn->nin && nin < 64; k++) {
-                    bool dup = false;
-                    for (int j = 0; j < nin; j++)
-                        dup |= ins[j] == mn->in[k];
-                    if (mn->in[k] >= 0 && !dup)
-                        ins[nin++] = mn->in[k];
-                }
-            }
-            uint64_t gh = n->out[0] >= 0 ? c->ghandle[n->out[0]] : 0;
-            bool passed = false;
-            /* oneDNN's scratch (conv_onednn) around each gradient: for dx,
-             * dy and w reordered and dx computed, then copied out; for dw,
-             * dy and x reordered and dw computed, then copied out */
-            bool onednn = (c->log || c->scratch) && conv_onednn(c, n);
-            for (int k = 0; k < nin; k++) {
-                int t = ins[k];
-                int pr = m->t[t].producer;
-                if (!c->req[t] || (pr >= 0 && pr != ni && c->leader[pr] == ni))
-                    continue; /* not on the grad path, or internal to the group */
-                uint64_t tmp = 0;
-                if (onednn && (t == n->in[0] || t == n->in[1])) {
-                    int other = t == n->in[0] ? n->in[1] : n->in[0];
-                    uint64_t g = scr_alloc(c, tbytes(c, n->out[0]));
-                    uint64_t o = scr_alloc(c, tbytes(c, other));
-                    tmp = scr_alloc(c, tbytes(c, t));
-                    scr_free(c, &o);
-                    scr_free(c, &g);
-                }
-                if (c->param[t]) {
-                    if (!c->ghandle[t])
-                        c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_GRAD);
-                } else if (alias && !passed && !c->ghandle[t]) {
-                    c->ghandle[t] = gh; /* the gradient of a view is a view */
-                    passed = true;
-                } else if (!c->ghandle[t]) {
-                    c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_TEMP);
-                }
-                scr_free(c, &tmp);
-            }
-            if ((c->log || c->scratch) &&
-                op_is(n, "BatchNormalization")) { /* input-sized scratch */
-                uint64_t t = scr_alloc(c, tbytes(c, n->in[0]));
-                scr_free(c, &t);
-            }
-            for (size_t k = 0; k < n->nout; k++) {
-                int t = n->out[k];
-                if (t < 0)
-                    continue;
-                if (passed && k == 0)
-                    c->ghandle[t] = 0;
-                else
-                    mem_free(c, &c->ghandle[t]);
-            }
-            int s[4];
-            int ns = saved_of(c, ni, s);
-            for (int k = 0; k < ns; k++) {
-                if (s[k] < 0 || m->t[c->root[s[k]]].is_init)
-                    continue;
-                int r = c->root[s[k]];
-                if (--c->nsaved[r] == 0)
-                    mem_free(c, &c->handle[r]);
-            }
-            mem_free(c, &extra_handles[ni]);
-        }
-        /* anything left of the forward (inputs, unused outputs) */
-        c->cur_phase = PH_END;
-        c->cur_node = -1;
-        for (size_t i = 0; i < m->nt; i++) {
-            if (!c->param[i])
-                mem_free(c, &c->ghandle[i]);
-            mem_free(c, &c->handle[i]);
-            mem_free(c, &persist[4 * i + 3]);
-        }
-        /* optimizer: Adam's single-tensor step divides into two temporaries */
-        if (c->log)
-            log_event(c, EV_OPT, 0, 0); /* the heap replay runs the optimizer here */
-        for (int i = 0; i < ndef; i++)
-            log_event(c, EV_FREE, deferred[i], 0);
-        if (c->opt->optimizer == LOOM_EST_ADAM) {
-            c->log_skip = true;
-            uint64_t a = mem_alloc(c, largest, CAT_TEMP), b = mem_alloc(c, largest, CAT_TEMP);
-            c->log_skip = false;
-            mem_free(c, &a);
-            mem_free(c, &b);
-        }
+        for (size_t i = c->norder; i-- > 0;)
+            if (c->leader[c->order[i]] == c->order[i])
+                walk_backward_node(c, c->order[i], extra_handles);
+        walk_step(c, persist, largest, deferred, ndef);
     }
     for (size_t i = 0; i < m->nt; i++) {
         mem_free(c, &c->ghandle[i]);
