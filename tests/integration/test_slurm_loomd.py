@@ -121,6 +121,15 @@ def main():
         wait_until(lambda: c.get(cancel)["state"] == "RUNNING" and
                    c.get(cancel)["run"].get("slurm_state") == "RUNNING", 60, "cancel-me to run")
         c.cancel(cancel)
+        # The cancel reaches Slurm before the node goes down below: under the
+        # full suite's load a step that starts many jobs (one sbatch each)
+        # can delay the runner's scancel by seconds, and a node set DOWN
+        # first would end the job NODE_FAIL. If loom never cancels it in
+        # Slurm, this wait fails.
+        sid = c.get(cancel)["run"]["slurm_job_id"]
+        wait_until(lambda: slurm(cdir_c, "squeue", "-h", "-t", "all", "-j", sid,
+                                 "-o", "%T").strip() in ("CANCELLED", ""), 60,
+                   "Slurm to cancel cancel-me")
 
         # Node loom1 goes DOWN mid-run.
         wait_until(lambda: done_count(c) >= 25, 120, "25 jobs to end")

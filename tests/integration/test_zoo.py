@@ -107,7 +107,8 @@ def main():
         env = dict(os.environ, LOOM_URL=d.url, LOOM_TOKEN=d.token)
         r = subprocess.run([cli, "submit", script, "--model", os.path.join(child_dir, "child.onnx"),
                             "--batch", "1", "--gpu-share", "100m", "--gpu-mem", "1GiB", "--warm-start", "--warm-task",
-                            "digits", "--json"], capture_output=True, text=True, env=env)
+                            "digits", "--json"], capture_output=True, text=True, env=env,
+                           cwd=work)  # the job runs, and writes loom-%j.out, where submitted
         assert r.returncode == 0, r.stderr
         jid3 = json.loads(r.stdout)["id"]
         j3 = wait_ended(c, jid3)
