@@ -6,6 +6,7 @@
 #   make test     sanitizer build (ASan+UBSan) in build-test/ and every test
 #   make bench    benchmarks; figures go to docs/bench/
 #   make fuzz     longer libFuzzer runs (FUZZ_SECONDS each, default 60)
+#   make format-check  every C file formatted as .clang-format says (CI runs it)
 #   make install  build/ configured for PREFIX (default /usr/local), then
 #                 cmake --install into DESTDIR+PREFIX (docs/install.md)
 
@@ -19,7 +20,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps deps-test build run test bench fuzz clean format install
+.PHONY: all deps deps-test build run test bench fuzz clean format format-check install
 
 all: build
 
@@ -62,6 +63,10 @@ fuzz: deps-test $(TEST_BUILD)/CMakeCache.txt
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Every C file as the checked-in .clang-format has it (.ci/run runs this).
+format-check: deps-test
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(BUILD) $(TEST_BUILD)

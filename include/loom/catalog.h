@@ -32,11 +32,10 @@
  *
  * "${name}" in arguments and environment values is replaced by the sampled
  * parameter (or "$$" by a literal "$"); "${catalog_dir}" (unless a parameter
- * has that name) is the absolute directory of the catalog file. Paths (template, model) are relative
- * to the directory of the catalog file. "defaults" is merged into every job:
- * objects (resources, environment, labels, parameters) member by member,
- * the job's own value winning; anything else is taken from defaults only
- * when the job lacks it.
+ * has that name) is the absolute directory of the catalog file. Paths (template, model) are
+ * relative to the directory of the catalog file. "defaults" is merged into every job: objects
+ * (resources, environment, labels, parameters) member by member, the job's own value winning;
+ * anything else is taken from defaults only when the job lacks it.
  *
  * Loading validates everything in one pass and reports EVERY problem (an
  * issue list), each with FILE:LINE:COLUMN, the JSON pointer, what was found
@@ -82,7 +81,10 @@ typedef struct loom_catalog_issues {
     size_t cap;
 } loom_catalog_issues_t;
 
-#define LOOM_CATALOG_ISSUES_INIT {NULL, 0, 0}
+#define LOOM_CATALOG_ISSUES_INIT                                                                   \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void loom_catalog_issues_free(loom_catalog_issues_t *issues);
 
@@ -102,7 +104,7 @@ typedef struct loom_catalog_resources {
  * catalog and live as long as it. */
 typedef struct loom_catalog_job {
     const char *name;
-    const char *description;   /* may be NULL */
+    const char *description; /* may be NULL */
     const char *executable;
     const json_t *arguments;   /* array of strings, before ${param} substitution */
     const json_t *environment; /* object name -> string, before substitution */
@@ -131,9 +133,8 @@ int loom_catalog_load_file(const char *path, loom_catalog_t **out, loom_catalog_
 /* The same from memory: name is the file name used in messages, base_dir
  * the directory relative paths are resolved against (NULL: the current
  * directory). */
-int loom_catalog_load_string(const char *text, size_t len, const char *name,
-                             const char *base_dir, loom_catalog_t **out,
-                             loom_catalog_issues_t *issues, loom_err_t *err);
+int loom_catalog_load_string(const char *text, size_t len, const char *name, const char *base_dir,
+                             loom_catalog_t **out, loom_catalog_issues_t *issues, loom_err_t *err);
 void loom_catalog_free(loom_catalog_t *c);
 
 size_t loom_catalog_job_count(const loom_catalog_t *c);

@@ -89,15 +89,15 @@ int loom_log_parse_level(const char *name, loom_log_level_t *out, loom_err_t *er
  * key=value tail, may be NULL. Thread-safe (one write per line). */
 void loom_log(loom_log_level_t level, const char *event, const char *fmt, ...) LOOM_PRINTF(3, 4);
 #define loom_log_debug(ev, ...) loom_log(LOOM_LOG_DEBUG, ev, __VA_ARGS__)
-#define loom_log_info(ev, ...) loom_log(LOOM_LOG_INFO, ev, __VA_ARGS__)
-#define loom_log_warn(ev, ...) loom_log(LOOM_LOG_WARN, ev, __VA_ARGS__)
+#define loom_log_info(ev, ...)  loom_log(LOOM_LOG_INFO, ev, __VA_ARGS__)
+#define loom_log_warn(ev, ...)  loom_log(LOOM_LOG_WARN, ev, __VA_ARGS__)
 #define loom_log_error(ev, ...) loom_log(LOOM_LOG_ERROR, ev, __VA_ARGS__)
 
 /* -------------------------------------------------------------------- time */
 
 #define LOOM_NS_PER_US ((int64_t)1000)
 #define LOOM_NS_PER_MS ((int64_t)1000000)
-#define LOOM_NS_PER_S ((int64_t)1000000000)
+#define LOOM_NS_PER_S  ((int64_t)1000000000)
 
 int64_t loom_time_mono_ns(void); /* CLOCK_MONOTONIC */
 int64_t loom_time_real_ns(void); /* CLOCK_REALTIME, ns since the Unix epoch */
@@ -117,7 +117,10 @@ typedef struct loom_buf {
     size_t cap;
 } loom_buf_t;
 
-#define LOOM_BUF_INIT {NULL, 0, 0}
+#define LOOM_BUF_INIT                                                                              \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void loom_buf_init(loom_buf_t *b);
 void loom_buf_free(loom_buf_t *b);
@@ -223,10 +226,10 @@ typedef struct loom_rng {
 
 void loom_rng_init(loom_rng_t *rng, uint64_t seed, uint64_t stream);
 uint64_t loom_rng_u64(loom_rng_t *rng);
-double loom_rng_uniform(loom_rng_t *rng);              /* [0, 1), 53 bits */
-uint64_t loom_rng_below(loom_rng_t *rng, uint64_t n);  /* [0, n), unbiased; n > 0 */
+double loom_rng_uniform(loom_rng_t *rng);             /* [0, 1), 53 bits */
+uint64_t loom_rng_below(loom_rng_t *rng, uint64_t n); /* [0, n), unbiased; n > 0 */
 double loom_rng_exponential(loom_rng_t *rng, double rate);
-double loom_rng_normal(loom_rng_t *rng);                /* mean 0, sd 1 */
+double loom_rng_normal(loom_rng_t *rng); /* mean 0, sd 1 */
 double loom_rng_gamma(loom_rng_t *rng, double shape, double scale);
 /* Index drawn with probability weights[i] / sum(weights); n > 0, weights
  * >= 0 with a positive sum. */
@@ -237,8 +240,8 @@ void loom_rng_shuffle(loom_rng_t *rng, void *base, size_t n, size_t size);
 
 /* Parses JSON text. Errors read "NAME:LINE:COLUMN: message". Rejects
  * duplicate object keys and NUL in strings. max_depth 0 means 64. */
-int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth,
-                    json_t **out, loom_err_t *err);
+int loom_json_parse(const char *text, size_t len, const char *name, size_t max_depth, json_t **out,
+                    loom_err_t *err);
 /* True when JSON text nests brackets deeper than max outside strings; *at
  * (may be NULL) gets the offset of the first bracket past max. */
 bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at);

@@ -147,7 +147,7 @@ typedef struct loom_est_device {
      * the same operators in isolation (1 = none; calibrated on whole steps
      * of models outside the zoo) */
     double in_step_factor;
-    double page_fault_s;        /* per fresh 4 KiB page (malloc devices) */
+    double page_fault_s; /* per fresh 4 KiB page (malloc devices) */
     /* "malloc_tunables": the GLIBC_TUNABLES the runtime is measured and run
      * with ("" = glibc's defaults) and what it sets */
     char malloc_tunables[256];

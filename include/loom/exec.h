@@ -43,16 +43,16 @@ typedef struct loom_exec_job {
     int64_t id;
     const char *name;
     loom_exec_format_t format;
-    const char *script;       /* batch script text or YAML manifest */
-    const char *const *env;   /* extra KEY=VALUE strings, NULL-terminated, may be NULL */
-    int64_t cpus_milli;       /* CPU request; thread variables use ceil(cpus) */
-    uint64_t memory_bytes;    /* 0 = no limit */
-    const int *gpus;          /* assigned GPU indices */
+    const char *script;     /* batch script text or YAML manifest */
+    const char *const *env; /* extra KEY=VALUE strings, NULL-terminated, may be NULL */
+    int64_t cpus_milli;     /* CPU request; thread variables use ceil(cpus) */
+    uint64_t memory_bytes;  /* 0 = no limit */
+    const int *gpus;        /* assigned GPU indices */
     size_t n_gpus;
-    int64_t gpu_share_milli;  /* share of one GPU for sharing jobs, else 0 */
-    int64_t time_limit_ns;    /* 0 = none */
-    const char *node;         /* the node loom's policy chose (Slurm: --nodelist), may be NULL */
-    const char *tag;          /* idempotency tag (Slurm: --comment), e.g. "loom:42", may be NULL */
+    int64_t gpu_share_milli; /* share of one GPU for sharing jobs, else 0 */
+    int64_t time_limit_ns;   /* 0 = none */
+    const char *node;        /* the node loom's policy chose (Slurm: --nodelist), may be NULL */
+    const char *tag;         /* idempotency tag (Slurm: --comment), e.g. "loom:42", may be NULL */
     /* The job's stored options (docs/protocol.md, job.submit "options"):
      * workdir, output and error patterns, env. NULL: none (the job runs in
      * its job directory, output to its stdout and stderr files there). */
@@ -103,14 +103,14 @@ typedef enum loom_exec_end {
 
 typedef struct loom_exec_outcome {
     loom_exec_end_t end;
-    int exit_code;      /* -1 if killed by a signal or unknown */
-    int signal;         /* 0 if none */
-    int64_t start_ns;   /* wall clock, 0 if unknown */
+    int exit_code;    /* -1 if killed by a signal or unknown */
+    int signal;       /* 0 if none */
+    int64_t start_ns; /* wall clock, 0 if unknown */
     int64_t end_ns;
     int64_t cpu_user_us;
     int64_t cpu_sys_us;
     int64_t max_rss_kb;
-    char reason[256];   /* human-readable: "exit code 3", "time limit 10s reached", ... */
+    char reason[256]; /* human-readable: "exit code 3", "time limit 10s reached", ... */
 } loom_exec_outcome_t;
 
 /* The executor interface. poll returns 0 while running, 1 when ended (with

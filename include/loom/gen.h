@@ -240,11 +240,11 @@ loom_gen_clock_t loom_gen_clock_virtual(loom_gen_vclock_t *vc);
 /* One generated job as it travels from the pacer to a sink. */
 typedef struct loom_gen_job {
     uint64_t index;
-    int64_t due_ns;   /* from the start of the run */
-    int64_t send_ns;  /* when the pacer released it (lateness = send - due) */
-    int64_t ack_ns;   /* when the sink finished with it */
-    size_t choice;    /* index into the source's entries */
-    const char *name; /* the source's name of that entry (borrowed) */
+    int64_t due_ns;     /* from the start of the run */
+    int64_t send_ns;    /* when the pacer released it (lateness = send - due) */
+    int64_t ack_ns;     /* when the sink finished with it */
+    size_t choice;      /* index into the source's entries */
+    const char *name;   /* the source's name of that entry (borrowed) */
     char submit_id[64]; /* loom_gen_submit_id, set by the sender before make() */
     /* Filled by the source's make(): */
     loom_buf_t text; /* the rendered script or manifest */
@@ -439,8 +439,8 @@ typedef struct loom_gen_report {
     uint64_t *per_choice_ok;
     double chi2, chi2_dof, chi2_p;
     char first_error[512];
-    bool realtime;              /* the pacer ran under SCHED_FIFO */
-    int realtime_errno;         /* config.realtime refused: why (EPERM: not allowed) */
+    bool realtime;      /* the pacer ran under SCHED_FIFO */
+    int realtime_errno; /* config.realtime refused: why (EPERM: not allowed) */
     /* With the real clock (config.clock NULL): how late the pacer's sleeps
      * woke up (the overshoot its spin has to cover), the spin in use at the
      * end and the largest it was after the first 32 wake-ups. */
@@ -454,7 +454,7 @@ typedef struct loom_gen_report {
     /* The pacer thread during the run (getrusage RUSAGE_THREAD): page
      * faults, and times it lost the CPU to another thread. */
     uint64_t pacer_faults, pacer_preempted;
-    int pacer_cpu; /* the CPU the pacer was pinned to (config.pin), or -1 */
+    int pacer_cpu;              /* the CPU the pacer was pinned to (config.pin), or -1 */
     loom_gen_record_t *records; /* config.keep_records: one per index */
     size_t n_records;
 } loom_gen_report_t;
@@ -474,7 +474,7 @@ typedef struct loom_gen_config {
      * loom_gen_default_spin_ns and loom_gen_default_spin_max_ns; > 0 a
      * fixed spin of that many ns; LOOM_GEN_SPIN_NONE no spin at all. */
     int64_t spin_ns;
-    bool keep_records;             /* needs count, or a trace */
+    bool keep_records; /* needs count, or a trace */
     /* Run the pacer thread (only) under SCHED_FIFO priority 1 when allowed
      * (root or CAP_SYS_NICE), so that other processes cannot delay its
      * wake-ups; report.realtime says whether it took effect (`loom gen`

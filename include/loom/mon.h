@@ -492,9 +492,9 @@ int loom_mon_tree_open(loom_mon_tree_t **out, loom_mon_t *m, pid_t root,
  * for threads not running, up to one scheduler tick (1/CONFIG_HZ) behind
  * for a thread running on another CPU; not from the 10 ms clock ticks of
  * /proc/PID/stat, which only split it into user and system time (both
- * monotonic, their sum the total) and count the reaped children. n_processes counts the members read now
- * (zombies too; 0 once all have been reaped). Without details the context
- * switches are 0 and io_source is LOOM_EUNAVAIL. */
+ * monotonic, their sum the total) and count the reaped children. n_processes counts the members
+ * read now (zombies too; 0 once all have been reaped). Without details the context switches are 0
+ * and io_source is LOOM_EUNAVAIL. */
 int loom_mon_tree_read(loom_mon_tree_t *t, loom_mon_proc_t *out, loom_err_t *err);
 /* A full walk of /proc now (before a last reading that must not miss a
  * process born since the last look). */

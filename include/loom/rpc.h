@@ -330,8 +330,8 @@ typedef struct loom_rpc_server_config {
     /* If true, GET /healthz over TCP needs no token (default true: it says
      * only "ok" and is what load balancers and scripts poll). */
     bool healthz_without_auth;
-    size_t max_body;            /* default 1 MiB; larger -> HTTP 413 */
-    unsigned max_connections;   /* per listener; default 128 */
+    size_t max_body;          /* default 1 MiB; larger -> HTTP 413 */
+    unsigned max_connections; /* per listener; default 128 */
     /* TCP connections one client address may hold before it has shown the
      * token; a newcomer beyond it evicts the address's oldest such
      * connection (so do newcomers to a full listener). Default 32. */
@@ -361,12 +361,12 @@ typedef struct loom_rpc_server_config {
  * The bearer token is NOT checked for these paths: the hook does its own
  * access control (the dashboard's session cookie). */
 typedef struct loom_rpc_http_req {
-    const char *method;   /* "GET", "POST", ... */
-    const char *url;      /* path and query as sent */
-    const char *body;     /* NUL-terminated; "" when none */
+    const char *method; /* "GET", "POST", ... */
+    const char *url;    /* path and query as sent */
+    const char *body;   /* NUL-terminated; "" when none */
     size_t body_len;
-    bool unix_socket;     /* came on the Unix socket */
-    const char *peer;     /* "127.0.0.1:51234", "unix" */
+    bool unix_socket; /* came on the Unix socket */
+    const char *peer; /* "127.0.0.1:51234", "unix" */
     /* Set by the hook: the HTTP status it queued (for the server's
      * metrics), and true once the client proved who it is (its connection
      * is then no longer first to be evicted). */

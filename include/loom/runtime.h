@@ -90,11 +90,11 @@ typedef int (*loom_runtime_apply_fn)(void *ctx, const loom_runtime_action_t *a);
 /* Why a pending job is still pending after the last step (as Slurm's
  * squeue reasons). */
 typedef enum loom_runtime_reason {
-    LOOM_RUNTIME_REASON_NONE = 0,  /* not yet considered by a step */
-    LOOM_RUNTIME_REASON_RESOURCES, /* it was the first in the queue order that did not fit */
-    LOOM_RUNTIME_REASON_PRIORITY,  /* jobs ahead of it in the queue order wait too */
-    LOOM_RUNTIME_REASON_HELD,      /* held (JobHeld) */
-    LOOM_RUNTIME_REASON_BEGIN_TIME,/* its begin time is still ahead (BeginTime) */
+    LOOM_RUNTIME_REASON_NONE = 0,   /* not yet considered by a step */
+    LOOM_RUNTIME_REASON_RESOURCES,  /* it was the first in the queue order that did not fit */
+    LOOM_RUNTIME_REASON_PRIORITY,   /* jobs ahead of it in the queue order wait too */
+    LOOM_RUNTIME_REASON_HELD,       /* held (JobHeld) */
+    LOOM_RUNTIME_REASON_BEGIN_TIME, /* its begin time is still ahead (BeginTime) */
     LOOM_RUNTIME_REASON_DEPENDENCY, /* its dependencies are not met yet (Dependency) */
     LOOM_RUNTIME_REASON_ARRAY_LIMIT /* its array runs group_max tasks already (JobArrayTaskLimit) */
 } loom_runtime_reason_t;

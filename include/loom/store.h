@@ -135,7 +135,7 @@ typedef struct loom_job {
     int64_t start_time_ns;
     int64_t end_time_ns;
     int64_t update_time_ns;
-    char *run_json; /* placement, executor handle, outcome (JSON object); NULL before a run */
+    char *run_json;      /* placement, executor handle, outcome (JSON object); NULL before a run */
     char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
     char *options_json;  /* job.submit's "options" (JSON object); NULL if none */
     /* The owner: uid and gid -1 when the job has none (docs/security.md). */
@@ -264,9 +264,8 @@ int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason,
  * run_json (NULL: keep) is the job's run object (docs/store.md). A new state
  * adds an event with the reason; RUNNING sets the start time, a terminal
  * state the end time. Waits for the commit; job_out may be NULL. */
-int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
-                          const char *reason, const char *run_json, loom_job_t *job_out,
-                          loom_err_t *err);
+int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to, const char *reason,
+                          const char *run_json, loom_job_t *job_out, loom_err_t *err);
 
 /* A change to a pending job (job.update, job.hold, job.release): each
  * member set replaces the stored one; LOOM_ESTATE once the job is no longer
@@ -274,7 +273,7 @@ int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to,
  * (may be NULL) receives the job as changed. No event is added (the state
  * does not change). */
 typedef struct loom_job_update {
-    char *name;          /* NULL: keep */
+    char *name;           /* NULL: keep */
     int64_t time_limit_s; /* < 0: keep; 0: none */
     bool set_priority;
     int64_t priority;
@@ -287,8 +286,7 @@ typedef struct loom_job_update {
  * and answers with the first task of the earlier array. */
 #define LOOM_STORE_ARRAY_MAX 100000
 int loom_store_submit_array(loom_store_t *store, const loom_job_spec_t *spec, const int64_t *tasks,
-                            size_t ntasks, loom_job_t *job_out, bool *created_out,
-                            loom_err_t *err);
+                            size_t ntasks, loom_job_t *job_out, bool *created_out, loom_err_t *err);
 int loom_store_update(loom_store_t *store, int64_t id, const loom_job_update_t *u,
                       loom_job_t *job_out, loom_err_t *err);
 
@@ -342,8 +340,9 @@ void loom_job_list_free(loom_job_list_t *list);
  * (bytes) or strings ("16GiB"); time_limit is integer seconds or a duration
  * string ("1h30m"). Unknown members are errors. Strings in spec point into
  * obj (keep it alive); *labels_text (free() it) holds the labels as JSON
- * text, and its "options" too (spec->options_json points after the labels' NUL). Messages name the parameter ("resources.cpus: expected ..."). The
- * spec is also validated (loom_job_spec_validate). */
+ * text, and its "options" too (spec->options_json points after the labels' NUL). Messages name the
+ * parameter ("resources.cpus: expected ..."). The spec is also validated (loom_job_spec_validate).
+ */
 int loom_job_spec_from_json(const json_t *obj, loom_job_spec_t *spec, char **labels_text,
                             loom_err_t *err);
 
@@ -379,13 +378,13 @@ typedef struct loom_store_usage_query {
 } loom_store_usage_query_t;
 
 typedef struct loom_store_usage_row {
-    char *user;           /* "" for jobs without an owner */
-    char *account;        /* "" likewise */
-    int64_t jobs;         /* jobs that ran in the window */
-    double gpu_seconds;   /* GPUs x seconds, a share counting as its fraction */
-    double cpu_seconds;   /* CPUs allocated x seconds */
+    char *user;         /* "" for jobs without an owner */
+    char *account;      /* "" likewise */
+    int64_t jobs;       /* jobs that ran in the window */
+    double gpu_seconds; /* GPUs x seconds, a share counting as its fraction */
+    double cpu_seconds; /* CPUs allocated x seconds */
     double memory_gib_seconds;
-    double wall_seconds;  /* the jobs' run times in the window, summed */
+    double wall_seconds; /* the jobs' run times in the window, summed */
 } loom_store_usage_row_t;
 
 /* Rows ordered by user, then account; *rows malloc'd (free with

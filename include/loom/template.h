@@ -91,8 +91,7 @@ void loom_template_partials_free(loom_template_partials_t *p);
 /* Sets (or replaces) the directory; NULL clears it. The directory need not
  * exist yet; a partial that is not found there renders as empty (spec
  * mode) or is an error (strict mode). */
-int loom_template_partials_set_dir(loom_template_partials_t *p, const char *dir,
-                                   loom_err_t *err);
+int loom_template_partials_set_dir(loom_template_partials_t *p, const char *dir, loom_err_t *err);
 /* Adds name -> text to the map (copies both; replaces an earlier entry). */
 int loom_template_partials_add(loom_template_partials_t *p, const char *name, const char *text,
                                size_t len, loom_err_t *err);
@@ -138,9 +137,9 @@ int loom_template_render(const loom_template_t *t, const json_t *data,
                          const loom_template_options_t *opts, loom_buf_t *out, loom_err_t *err);
 
 /* Compile + render in one call, for one-off use. */
-int loom_template_render_string(const char *text, size_t len, const char *name,
-                                const json_t *data, const loom_template_options_t *opts,
-                                loom_buf_t *out, loom_err_t *err);
+int loom_template_render_string(const char *text, size_t len, const char *name, const json_t *data,
+                                const loom_template_options_t *opts, loom_buf_t *out,
+                                loom_err_t *err);
 
 /* ------------------------------------------------------------------- plans */
 

@@ -46,9 +46,9 @@ int loom_cmd_nodes(int argc, char **argv)
         json_t *gpu;
         json_array_foreach(json_object_get(n, "gpus"), g, gpu)
         {
-            len += (size_t)snprintf(gpus + len, sizeof gpus - len, "%s%.2g", g ? " " : "",
-                                    json_integer_value(json_object_get(gpu, "free_milli")) /
-                                        1000.0);
+            len +=
+                (size_t)snprintf(gpus + len, sizeof gpus - len, "%s%.2g", g ? " " : "",
+                                 json_integer_value(json_object_get(gpu, "free_milli")) / 1000.0);
             if (len >= sizeof gpus)
                 break;
         }

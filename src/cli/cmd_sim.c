@@ -19,8 +19,8 @@ static int parse_users(int opt, const char *arg, int64_t *users, double *skew)
         if (end != arg && !*end && *skew >= 0 && *skew <= 10)
             return 0;
     }
-    fprintf(stderr, "loom sim: %s '%s': expected %s\n", opt == 'u' ? "--users" : "--user-skew",
-            arg, opt == 'u' ? "1 to 64 users" : "a Zipf exponent from 0 to 10");
+    fprintf(stderr, "loom sim: %s '%s': expected %s\n", opt == 'u' ? "--users" : "--user-skew", arg,
+            opt == 'u' ? "1 to 64 users" : "a Zipf exponent from 0 to 10");
     return -1;
 }
 

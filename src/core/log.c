@@ -9,9 +9,18 @@
 static _Atomic int log_level = LOOM_LOG_INFO;
 static FILE *_Atomic log_stream;
 
-void loom_log_set_level(loom_log_level_t level) { log_level = (int)level; }
-loom_log_level_t loom_log_get_level(void) { return (loom_log_level_t)log_level; }
-void loom_log_set_stream(FILE *stream) { log_stream = stream; }
+void loom_log_set_level(loom_log_level_t level)
+{
+    log_level = (int)level;
+}
+loom_log_level_t loom_log_get_level(void)
+{
+    return (loom_log_level_t)log_level;
+}
+void loom_log_set_stream(FILE *stream)
+{
+    log_stream = stream;
+}
 
 int loom_log_parse_level(const char *name, loom_log_level_t *out, loom_err_t *err)
 {

@@ -17,7 +17,10 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 void loom_rng_init(loom_rng_t *rng, uint64_t seed, uint64_t stream)
 {
@@ -45,7 +48,10 @@ uint64_t loom_rng_u64(loom_rng_t *rng)
     return result;
 }
 
-double loom_rng_uniform(loom_rng_t *rng) { return (double)(loom_rng_u64(rng) >> 11) * 0x1.0p-53; }
+double loom_rng_uniform(loom_rng_t *rng)
+{
+    return (double)(loom_rng_u64(rng) >> 11) * 0x1.0p-53;
+}
 
 uint64_t loom_rng_below(loom_rng_t *rng, uint64_t n)
 {

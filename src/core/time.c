@@ -12,8 +12,14 @@ static int64_t read_clock(clockid_t id)
     return (int64_t)ts.tv_sec * LOOM_NS_PER_S + ts.tv_nsec;
 }
 
-int64_t loom_time_mono_ns(void) { return read_clock(CLOCK_MONOTONIC); }
-int64_t loom_time_real_ns(void) { return read_clock(CLOCK_REALTIME); }
+int64_t loom_time_mono_ns(void)
+{
+    return read_clock(CLOCK_MONOTONIC);
+}
+int64_t loom_time_real_ns(void)
+{
+    return read_clock(CLOCK_REALTIME);
+}
 
 void loom_time_sleep_until_ns(int64_t deadline_ns)
 {

@@ -219,8 +219,8 @@ static int parse_clock_form(const char *text, int64_t *ns, loom_err_t *err)
         goto bad;
     }
     if ((nf > 1 && m > 59 && (has_days || nf == 3)) || (nf >= 2 && s > 59))
-        return loom_err_set(err, LOOM_EINVAL,
-                            "duration '%s': minutes and seconds must be below 60", text);
+        return loom_err_set(err, LOOM_EINVAL, "duration '%s': minutes and seconds must be below 60",
+                            text);
     /* Each field has at most 9 digits, so this cannot overflow; the total
      * must still fit in int64 nanoseconds (292 years). */
     int64_t secs = ((days * 24 + h) * 60 + m) * 60 + s;
@@ -238,8 +238,9 @@ bad:
 int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err)
 {
     if (!text || !*text)
-        return loom_err_set(err, LOOM_EINVAL, "duration '': expected a form such as 90s, "
-                                              "1h30m, 500ms or 01:00:00");
+        return loom_err_set(err, LOOM_EINVAL,
+                            "duration '': expected a form such as 90s, "
+                            "1h30m, 500ms or 01:00:00");
     if (strchr(text, ':') || (strchr(text, '-') && isdigit((unsigned char)text[0])))
         return parse_clock_form(text, ns, err);
     const char *p = text;
@@ -251,9 +252,8 @@ int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err)
         uint64_t whole;
         bool is_int;
         if (!scan_number(&p, &v, &whole, &is_int))
-            return loom_err_set(err, LOOM_EINVAL,
-                                "duration '%s': expected a number at column %zu", text,
-                                (size_t)(start - text) + 1);
+            return loom_err_set(err, LOOM_EINVAL, "duration '%s': expected a number at column %zu",
+                                text, (size_t)(start - text) + 1);
         const char *u = p;
         while (isalpha((unsigned char)*p))
             p++;

@@ -20,11 +20,11 @@
 /* loomd's long options that take a value, and its flags.
  * A new option of loomd's joins this list to be settable in the file. */
 static const char *const value_keys[] = {
-    "listen",    "socket",          "state-dir",       "durability", "log-level",
-    "executor",  "slurm-partition", "queue-policy",    "placement",  "node",
-    "gpus",      "gpu-type",        "gpu-memory",      "grace",      "seed",
-    "timeslice", "estimate-margin", "estimate-device", "device-dir", "store-reserve",
-    "job-output-max", "operators", "munge-socket", "quota", NULL,
+    "listen",         "socket",          "state-dir",       "durability", "log-level",
+    "executor",       "slurm-partition", "queue-policy",    "placement",  "node",
+    "gpus",           "gpu-type",        "gpu-memory",      "grace",      "seed",
+    "timeslice",      "estimate-margin", "estimate-device", "device-dir", "store-reserve",
+    "job-output-max", "operators",       "munge-socket",    "quota",      NULL,
 };
 static const char *const flag_keys[] = {"pack-check", "move-orphaned-jobs", "multi-user",
                                         "allow-root-jobs", NULL};

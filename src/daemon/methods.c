@@ -224,8 +224,8 @@ static bool quota_refused(loomd_methods_t *m, loom_rpc_call_t *call,
 {
     json_t *data = NULL;
     loom_err_t err;
-    int rc = loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s, &data,
-                               &err);
+    int rc =
+        loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s, &data, &err);
     if (rc == LOOM_OK)
         return false;
     loom_rpc_call_fail(call, rc == LOOM_ELIMIT ? LOOMD_ERR_QUOTA : LOOMD_ERR_STORE, err.msg, data);
@@ -309,7 +309,6 @@ static bool may_act(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id)
     loom_job_free(&job);
     return ok;
 }
-
 
 typedef struct cancel_ctx {
     loom_rpc_call_t *call;
@@ -599,11 +598,10 @@ const char *loomd_health(void *ctx)
 
 /* ----------------------------------------------------------- server.info */
 
-static const char *const method_names[] = {"server.info",      "job.submit", "job.get",
-                                           "job.list",         "job.cancel", "node.list",
-                                           "monitor.snapshot", "job.wait",   "job.logs",
-                                           "usage.report",     "job.hold",   "job.release",
-                                           "job.requeue",      "job.update"};
+static const char *const method_names[] = {
+    "server.info", "job.submit",       "job.get",     "job.list",  "job.cancel",
+    "node.list",   "monitor.snapshot", "job.wait",    "job.logs",  "usage.report",
+    "job.hold",    "job.release",      "job.requeue", "job.update"};
 
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -746,8 +744,8 @@ int loomd_methods_metrics(loom_buf_t *out, void *ctx)
 
 int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
 {
-    static const char *const submit_params[] = {"name",       "script",   "format", "resources",
-                                                "time_limit", "priority", "labels", "submit_id",
+    static const char *const submit_params[] = {"name",       "script",   "format",   "resources",
+                                                "time_limit", "priority", "labels",   "submit_id",
                                                 "model",      "options",  "reconfig", NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};

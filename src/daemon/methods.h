@@ -19,7 +19,7 @@ enum {
     LOOMD_ERR_BUSY = -32003,
     LOOMD_ERR_STORE = -32004,
     LOOMD_ERR_SHUTTING_DOWN = -32005,
-    LOOMD_ERR_ESTIMATE = -32006, /* the submission's model could not be estimated */
+    LOOMD_ERR_ESTIMATE = -32006,   /* the submission's model could not be estimated */
     LOOMD_ERR_INFEASIBLE = -32007, /* no node could ever hold the request (feasible.c) */
     LOOMD_ERR_PERMISSION = -32008, /* the job belongs to another user (identity.c) */
     LOOMD_ERR_QUOTA = -32009       /* a submission beyond a quota (quota.c) */
@@ -43,7 +43,7 @@ typedef struct loomd_quotas loomd_quotas_t;
 typedef struct loomd_methods {
     loom_store_t *store;
     const loomd_info_t *info;
-    loomd_runner_t *runner; /* NULL: jobs are queued but not run (--executor none) */
+    loomd_runner_t *runner;  /* NULL: jobs are queued but not run (--executor none) */
     loom_est_sizer_t *sizer; /* GPU memory from a submission's model; NULL: models refused */
     /* The longest job.wait and job.logs hold a call (follow.c): 0 = their
      * timeout as asked (at most 30 s); negative: they answer at once

@@ -107,8 +107,8 @@ int loomd_parse_node(const char *spec, json_t **out, loom_err_t *err)
          kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq) {
-            rc = loom_err_set(err, LOOM_EINVAL, "--node '%s': expected KEY=VALUE, found '%s'",
-                              spec, kv);
+            rc = loom_err_set(err, LOOM_EINVAL, "--node '%s': expected KEY=VALUE, found '%s'", spec,
+                              kv);
             break;
         }
         *eq = '\0';
@@ -206,13 +206,13 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
 /* A stored job as the runtime sees it (times on its clock). */
 static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
-    *out = (loom_runtime_job_t){.id = (uint64_t)j->id,
-                                .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) /
-                                            1e9,
-                                .priority = (int)j->priority,
-                                .time_limit_s = (double)j->time_limit_s,
-                                /* fair share: by owner (docs/security.md) */
-                                .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
+    *out =
+        (loom_runtime_job_t){.id = (uint64_t)j->id,
+                             .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) / 1e9,
+                             .priority = (int)j->priority,
+                             .time_limit_s = (double)j->time_limit_s,
+                             /* fair share: by owner (docs/security.md) */
+                             .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
     job_req(r, j, &out->req);
 }
 
@@ -255,8 +255,8 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
     for (int g = 0; g < a->alloc.ngpus; g++)
         json_array_append_new(gpus, json_integer(a->alloc.gpus[g]));
     json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:b}", "node", model(r)->nodes[a->alloc.node].name,
-                          "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli,
-                          "executor", r->ops->name, "suspended", a->suspended);
+                          "gpus", gpus, "gpu_share", (json_int_t)a->alloc.req.gpu_milli, "executor",
+                          r->ops->name, "suspended", a->suspended);
     if (a->gandiva[0])
         json_object_set_new(o, "gandiva", json_string(a->gandiva));
     json_object_set_new(o, "attempt", json_integer(a->attempt > 0 ? a->attempt : 1));
@@ -354,7 +354,6 @@ static void requeue(loomd_runner_t *r, size_t i, const char *why)
     loomd__store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
     release(r, i, true);
 }
-
 
 /* Slurm: re-reads the partition's nodes. A node that is down, drained or
  * gone takes no new placement; its running jobs are left to Slurm (which
@@ -516,25 +515,23 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
             gpus[ngpus++] = place->gpus[g];
     else if (place->ngpus == 1) /* a share: the job sees its one GPU */
         gpus[ngpus++] = place->gpus[0];
-    loom_exec_job_t ej = {.id = j.id,
-                          .name = j.name,
-                          .format = j.format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML
-                                                                     : LOOM_EXEC_BATCH,
-                          .script = j.script,
-                          .cpus_milli = j.cpus * 1000,
-                          .memory_bytes = j.memory_bytes,
-                          .gpus = gpus,
-                          .n_gpus = ngpus,
-                          .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI
-                                                 ? place->req.gpu_milli
-                                                 : 0,
-                          .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
-                          .node = node,
-                          .tag = tag,
-                          .options_json = j.options_json,
-                          .run_as_owner = j.uid >= 0 && (uid_t)j.uid != geteuid(),
-                          .uid = (uid_t)j.uid,
-                          .gid = (gid_t)j.gid};
+    loom_exec_job_t ej = {
+        .id = j.id,
+        .name = j.name,
+        .format = j.format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML : LOOM_EXEC_BATCH,
+        .script = j.script,
+        .cpus_milli = j.cpus * 1000,
+        .memory_bytes = j.memory_bytes,
+        .gpus = gpus,
+        .n_gpus = ngpus,
+        .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI ? place->req.gpu_milli : 0,
+        .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
+        .node = node,
+        .tag = tag,
+        .options_json = j.options_json,
+        .run_as_owner = j.uid >= 0 && (uid_t)j.uid != geteuid(),
+        .uid = (uid_t)j.uid,
+        .gid = (gid_t)j.gid};
     rc = r->ops->start(r->exec, &ej, &a->h, &err);
     loom_job_free(&j);
     if (rc != LOOM_OK) {
@@ -692,8 +689,7 @@ static void *runner_main(void *arg)
         int64_t t = now + r->tick_ns;
         ts.tv_sec = t / LOOM_NS_PER_S;
         ts.tv_nsec = t % LOOM_NS_PER_S;
-        while (!r->stop && !r->wake &&
-               pthread_cond_timedwait(&r->cv, &r->wmu, &ts) != ETIMEDOUT) {
+        while (!r->stop && !r->wake && pthread_cond_timedwait(&r->cv, &r->wmu, &ts) != ETIMEDOUT) {
         }
         /* Under a burst of submissions every commit wakes the runner: at
          * most one step per MIN_GAP, so a step's reading of the queue is
@@ -828,8 +824,10 @@ static void recover(loomd_runner_t *r)
     }
 }
 
-
-static void wake_hook(void *ctx) { loomd_runner_wake(ctx); }
+static void wake_hook(void *ctx)
+{
+    loomd_runner_wake(ctx);
+}
 
 /* The executor, and the nodes its cluster model is made of (*nodes: the
  * configured ones, or Slurm's partition, owned in *owned). */
@@ -869,9 +867,10 @@ static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg, co
     if (cfg->executor && strcmp(cfg->executor, "local") != 0)
         return loom_err_set(err, LOOM_EINVAL, "executor '%s': expected local or slurm",
                             cfg->executor);
-    loom_exec_config_t ecfg = {
-        .jobs_dir = cfg->jobs_dir, .grace_ns = cfg->grace_ns, .use_cgroup = true,
-        .output_max = cfg->output_max};
+    loom_exec_config_t ecfg = {.jobs_dir = cfg->jobs_dir,
+                               .grace_ns = cfg->grace_ns,
+                               .use_cgroup = true,
+                               .output_max = cfg->output_max};
     if ((rc = loom_exec_local_new(&ecfg, &r->local, err)) != LOOM_OK)
         return rc;
     r->ops = &loom_exec_local_ops;
@@ -1012,15 +1011,16 @@ json_t *loomd_runner_nodes(loomd_runner_t *r)
         for (size_t k = 0; k < r->nactive; k++)
             if (r->active[k].alloc.node == (int)i)
                 json_array_append_new(jobs, json_integer(r->active[k].id));
-        json_array_append_new(
-            arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:s?, s:o, s:o}", "name", n->name,
-                           "cpu_milli", (json_int_t)n->cpu_milli, "cpu_free_milli",
-                           (json_int_t)n->cpu_free, "memory_bytes", (json_int_t)n->mem_mib << 20,
-                           "memory_free_bytes", (json_int_t)n->mem_free << 20, "gpu_count",
-                           n->ngpus, "gpu_type",
-                           n->gpu_type >= 0 ? model(r)->types[n->gpu_type] : NULL, "gpus", gpus,
-                           "jobs", jobs));
-        json_object_set_new(json_array_get(arr, i), "available", json_boolean(!loom_runtime_is_down(r->rt, i)));
+        json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:s?, s:o, s:o}",
+                                             "name", n->name, "cpu_milli", (json_int_t)n->cpu_milli,
+                                             "cpu_free_milli", (json_int_t)n->cpu_free,
+                                             "memory_bytes", (json_int_t)n->mem_mib << 20,
+                                             "memory_free_bytes", (json_int_t)n->mem_free << 20,
+                                             "gpu_count", n->ngpus, "gpu_type",
+                                             n->gpu_type >= 0 ? model(r)->types[n->gpu_type] : NULL,
+                                             "gpus", gpus, "jobs", jobs));
+        json_object_set_new(json_array_get(arr, i), "available",
+                            json_boolean(!loom_runtime_is_down(r->rt, i)));
         json_object_set_new(json_array_get(arr, i), "gpu_memory_bytes",
                             json_integer((json_int_t)n->gpu_mem_mib << 20));
     }
@@ -1034,16 +1034,14 @@ json_t *loomd_runner_stats(loomd_runner_t *r)
     loomd__account(r);
     double span = (loom_time_mono_ns() - r->since_ns) / 1e9;
     double cap = (double)model(r)->gpu_milli_total;
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
-                          loom_runtime_queue_name(r->rt), "placement",
-                          loom_runtime_placement_name(r->rt), "running",
-                          (json_int_t)r->nactive, "started", (json_int_t)r->started, "ended",
-                          (json_int_t)r->ended, "failed_to_start",
-                          (json_int_t)r->failed_to_start, "gpu_milli_total",
-                          (json_int_t)model(r)->gpu_milli_total, "gpu_milli_used",
-                          (json_int_t)model(r)->gpu_milli_used, "gpu_busy_milli_seconds",
-                          r->gpu_busy_milli_s, "gpu_occupancy",
-                          cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
+        loom_runtime_queue_name(r->rt), "placement", loom_runtime_placement_name(r->rt), "running",
+        (json_int_t)r->nactive, "started", (json_int_t)r->started, "ended", (json_int_t)r->ended,
+        "failed_to_start", (json_int_t)r->failed_to_start, "gpu_milli_total",
+        (json_int_t)model(r)->gpu_milli_total, "gpu_milli_used",
+        (json_int_t)model(r)->gpu_milli_used, "gpu_busy_milli_seconds", r->gpu_busy_milli_s,
+        "gpu_occupancy", cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0);
     pthread_mutex_unlock(&r->mu);
     return o;
 }
@@ -1061,8 +1059,7 @@ void loomd_runner_metrics(loomd_runner_t *r, loom_buf_t *out)
                      "# TYPE loom_gpu_busy_seconds_total counter\n"
                      "loom_gpu_busy_seconds_total %.3f\n"
                      "# HELP loom_jobs_started_total Jobs started by this loomd.\n"
-                     "# TYPE loom_jobs_started_total counter\nloom_jobs_started_total %" PRIu64
-                     "\n"
+                     "# TYPE loom_jobs_started_total counter\nloom_jobs_started_total %" PRIu64 "\n"
                      "# HELP loom_jobs_ended_total Jobs whose end this loomd recorded.\n"
                      "# TYPE loom_jobs_ended_total counter\nloom_jobs_ended_total %" PRIu64 "\n",
                      model(r)->gpu_milli_used / 1000.0, model(r)->gpu_milli_total / 1000.0,

@@ -14,24 +14,24 @@ typedef struct loomd_runner loomd_runner_t;
 
 typedef struct loomd_runner_config {
     const char *queue_policy; /* fifo | sjf | priority | tiresias */
-    const char *placement;    /* firstfit | bestfit | dotprod | packing | clustering | random | fgd */
-    const char *jobs_dir;     /* per-job directories */
-    int64_t grace_ns;         /* TERM -> KILL; 0: 10 s */
-    int64_t tick_ns;          /* poll interval; 0: 100 ms */
-    uint64_t seed;            /* random placement and ties */
-    int64_t timeslice_ns;     /* Gandiva time-slicing quantum; 0: off (local executor only) */
-    bool pack_check;          /* Gandiva packing introspection (local executor only) */
-    const json_t *nodes;      /* array of node objects (docs/daemon.md); borrowed; local only */
-    const char *executor;     /* "local" (default) or "slurm" (docs/slurm.md) */
+    const char *placement; /* firstfit | bestfit | dotprod | packing | clustering | random | fgd */
+    const char *jobs_dir;  /* per-job directories */
+    int64_t grace_ns;      /* TERM -> KILL; 0: 10 s */
+    int64_t tick_ns;       /* poll interval; 0: 100 ms */
+    uint64_t seed;         /* random placement and ties */
+    int64_t timeslice_ns;  /* Gandiva time-slicing quantum; 0: off (local executor only) */
+    bool pack_check;       /* Gandiva packing introspection (local executor only) */
+    const json_t *nodes;   /* array of node objects (docs/daemon.md); borrowed; local only */
+    const char *executor;  /* "local" (default) or "slurm" (docs/slurm.md) */
     const char *slurm_partition; /* slurm: NULL = the default partition */
-    int64_t node_refresh_ns;  /* slurm: how often the partition's nodes are re-read; 0: 5 s */
-    uint64_t output_max;      /* local: stdout + stderr bytes per job; 0: no limit */
+    int64_t node_refresh_ns;     /* slurm: how often the partition's nodes are re-read; 0: 5 s */
+    uint64_t output_max;         /* local: stdout + stderr bytes per job; 0: no limit */
 } loomd_runner_config_t;
 
-/* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are RUNNING, and
- * starts the runner thread. */
-int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg,
-                       loomd_runner_t **out, loom_err_t *err);
+/* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are
+ * RUNNING, and starts the runner thread. */
+int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg, loomd_runner_t **out,
+                       loom_err_t *err);
 /* Something changed (a submission, a cancel): run a step soon. */
 void loomd_runner_wake(loomd_runner_t *r);
 /* Stops the thread. Running jobs go on (their shepherds keep them) and are

@@ -128,7 +128,7 @@ int loom_est_malloc_cfg_parse(const char *tunables, const char *where, loom_est_
         uint64_t x = 0;
         bool ok = v < ve;
         for (const char *q = v; ok && q < ve; q++) {
-            int dig = *q >= '0' && *q <= '9'                ? *q - '0'
+            int dig = *q >= '0' && *q <= '9'                 ? *q - '0'
                       : base == 16 && *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
                       : base == 16 && *q >= 'A' && *q <= 'F' ? *q - 'A' + 10
                                                              : -1;
@@ -140,8 +140,8 @@ int loom_est_malloc_cfg_parse(const char *tunables, const char *where, loom_est_
         if (!ok)
             return loom_err_set(err, LOOM_EINVAL,
                                 "%s: %s: value '%.*s' is not a decimal or 0x hex number of 64 bits",
-                                where, tunable_names[which], (int)(ve - eq - 1 > 40 ? 40 : ve - eq - 1),
-                                eq + 1);
+                                where, tunable_names[which],
+                                (int)(ve - eq - 1 > 40 ? 40 : ve - eq - 1), eq + 1);
         /* glibc ignores an mmap threshold above HEAP_MAX_SIZE / 2 */
         if (which == 0 && x > MMAP_MAX)
             return loom_err_set(err, LOOM_EINVAL,

@@ -64,7 +64,7 @@ typedef struct spec {
     int64_t grace_ns;
     int64_t output_max;  /* bytes of stdout + stderr; 0: no limit */
     bool output_limited; /* the job was stopped for passing it */
-    bool drop; /* become the owner below */
+    bool drop;           /* become the owner below */
     uid_t uid;
     gid_t gid;
     gid_t groups[256];
@@ -104,8 +104,8 @@ static int load_owner(const json_t *o, spec_t *s, const char *path, loom_err_t *
     if (getpwuid_r(s->uid, &pw, buf, sizeof buf, &res) == 0 && res) {
         int n = (int)(sizeof s->groups / sizeof s->groups[0]);
         if (getgrouplist(pw.pw_name, s->gid, s->groups, &n) < 0)
-            return loom_err_set(err, LOOM_ELIMIT, "%s: owner %s is in more than %zu groups",
-                                path, pw.pw_name, sizeof s->groups / sizeof s->groups[0]);
+            return loom_err_set(err, LOOM_ELIMIT, "%s: owner %s is in more than %zu groups", path,
+                                pw.pw_name, sizeof s->groups / sizeof s->groups[0]);
         s->ngroups = n;
     }
     s->script_fd3 = json_string_value(json_object_get(o, "script"));

@@ -47,8 +47,7 @@ int loom_exec_slurm_new(const loom_exec_slurm_config_t *cfg, loom_exec_slurm_t *
     if (mkdir(x->jobs_dir, 0755) != 0 && errno != EEXIST) {
         int e = errno;
         free(x);
-        return loom_err_errno(err, LOOM_EIO, e, "cannot create jobs directory '%s'",
-                              cfg->jobs_dir);
+        return loom_err_errno(err, LOOM_EIO, e, "cannot create jobs directory '%s'", cfg->jobs_dir);
     }
     *out = x;
     return LOOM_OK;
@@ -93,8 +92,7 @@ static int run_tool_env(loom_exec_slurm_t *x, char *const argv[], char *const en
     if (e != 0) {
         close(po[0]);
         close(pe[0]);
-        return loom_err_errno(err, LOOM_EUNAVAIL, e, "cannot run '%s' (is Slurm installed?)",
-                              path);
+        return loom_err_errno(err, LOOM_EUNAVAIL, e, "cannot run '%s' (is Slurm installed?)", path);
     }
     struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
     loom_buf_t *bufs[2] = {out, errb};
@@ -158,8 +156,8 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     if (job->format == LOOM_EXEC_YAML) {
         json_t *argv = json_array(), *env = json_array();
         char wd[LOOM_EXEC_PATH_MAX] = "";
-        rc = loom_exec_yaml_command(job->script, strlen(job->script), argv, env, wd, sizeof wd,
-                                    err);
+        rc =
+            loom_exec_yaml_command(job->script, strlen(job->script), argv, env, wd, sizeof wd, err);
         if (rc == LOOM_OK) {
             loom_buf_append_str(&script, "#!/bin/bash\n");
             size_t i;
@@ -223,8 +221,8 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     argv[n++] = "sbatch";
     argv[n++] = "--parsable";
     argv[n++] = "--no-requeue"; /* pinned by loom: Slurm must not move or rerun it */
-#define OPT(...)                                                                   \
-    (cut |= snprintf(opt[k], sizeof opt[k], __VA_ARGS__) >= (int)sizeof opt[k],    \
+#define OPT(...)                                                                                   \
+    (cut |= snprintf(opt[k], sizeof opt[k], __VA_ARGS__) >= (int)sizeof opt[k],                    \
      argv[n++] = opt[k++])
     OPT("--job-name=%s", job->name && *job->name ? job->name : "loom");
     OPT("--comment=%s", job->tag ? job->tag : "");
@@ -239,13 +237,13 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
         OPT("--gres=gpu:%zu", job->n_gpus);
     else if (job->gpu_share_milli > 0)
         OPT("--gres=gpu:1"); /* Slurm has no fractional GPU; loom packs shares itself */
-    OPT("--cpus-per-task=%lld", job->cpus_milli > 0 ? (long long)((job->cpus_milli + 999) / 1000)
-                                                    : 1LL);
+    OPT("--cpus-per-task=%lld",
+        job->cpus_milli > 0 ? (long long)((job->cpus_milli + 999) / 1000) : 1LL);
     if (job->memory_bytes)
         OPT("--mem=%lluM", (unsigned long long)((job->memory_bytes + (1 << 20) - 1) >> 20));
     if (job->time_limit_ns > 0)
-        OPT("--time=%lld", (long long)((job->time_limit_ns + 60 * LOOM_NS_PER_S - 1) /
-                                       (60 * LOOM_NS_PER_S)));
+        OPT("--time=%lld",
+            (long long)((job->time_limit_ns + 60 * LOOM_NS_PER_S - 1) / (60 * LOOM_NS_PER_S)));
 #undef OPT
     if (cut) {
         json_decref(opt_env);
@@ -317,8 +315,8 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
 int loom_exec_slurm_map_state(const char *state, const char *exit_code, const char *reason,
                               loom_exec_outcome_t *out)
 {
-    static const char *running[] = {"PENDING",   "CONFIGURING", "RUNNING",   "COMPLETING",
-                                    "SUSPENDED", "REQUEUED",    "RESIZING",  "SIGNALING",
+    static const char *running[] = {"PENDING",   "CONFIGURING",  "RUNNING",     "COMPLETING",
+                                    "SUSPENDED", "REQUEUED",     "RESIZING",    "SIGNALING",
                                     "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED", "STOPPED"};
     for (size_t i = 0; i < sizeof running / sizeof running[0]; i++)
         if (strcmp(state, running[i]) == 0)
@@ -402,8 +400,7 @@ int loom_exec_slurm_poll(loom_exec_slurm_t *x, loom_exec_handle_t *h, loom_exec_
                          loom_err_t *err)
 {
     if (!h->ext_id[0])
-        return loom_err_set(err, LOOM_ESTATE, "job %lld has no Slurm job id",
-                            (long long)h->job_id);
+        return loom_err_set(err, LOOM_ESTATE, "job %lld has no Slurm job id", (long long)h->job_id);
     json_t *seen = x->snap ? json_object_get(x->snap, h->ext_id) : NULL;
     if (seen) {
         const char *st = json_string_value(json_array_get(seen, 0));
@@ -560,8 +557,7 @@ int loom_exec_slurm_nodes(loom_exec_slurm_t *x, json_t **nodes, loom_err_t *err)
     int status = run_tool(x, argv, &o, &e, err);
     int rc = LOOM_OK;
     if (status != 0) {
-        rc = status < 0 ? status
-                        : loom_err_set(err, LOOM_EUNAVAIL, "sinfo failed: %s", e.data);
+        rc = status < 0 ? status : loom_err_set(err, LOOM_EUNAVAIL, "sinfo failed: %s", e.data);
         goto out;
     }
     json_t *arr = json_array();
@@ -582,11 +578,10 @@ int loom_exec_slurm_nodes(loom_exec_slurm_t *x, json_t **nodes, loom_err_t *err)
             *plus = '\0'; /* state flags: not responding, powered down, ... */
         bool available = strcmp(f[4], "idle") == 0 || strcmp(f[4], "mixed") == 0 ||
                          strcmp(f[4], "allocated") == 0 || strcmp(f[4], "completing") == 0;
-        json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:s, s:b}", "name", f[0],
-                                             "cpus", (json_int_t)atol(f[1]), "memory_bytes",
-                                             (json_int_t)atoll(f[2]) << 20, "gpus",
-                                             (json_int_t)gpus, "state", f[4], "available",
-                                             available));
+        json_array_append_new(
+            arr, json_pack("{s:s, s:I, s:I, s:I, s:s, s:b}", "name", f[0], "cpus",
+                           (json_int_t)atol(f[1]), "memory_bytes", (json_int_t)atoll(f[2]) << 20,
+                           "gpus", (json_int_t)gpus, "state", f[4], "available", available));
     }
     *nodes = arr;
 out:

@@ -282,8 +282,8 @@ static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_er
     const tpl_entry_t *t = &s->tpls[s->job_tpl[job->choice]];
     const job_plan_t *jp = &s->plans[job->choice];
     json_t *model = NULL; /* planned jobs name no model object (loom_catalog_shape_new) */
-    int rc = jp->plan ? make_planned(jp, job, rng, err)
-                      : make_rendered(s, t, job, rng, &model, err);
+    int rc =
+        jp->plan ? make_planned(jp, job, rng, err) : make_rendered(s, t, job, rng, &model, err);
     if (rc != LOOM_OK)
         return loom_err_prefix(err, "job %llu (%s)", (unsigned long long)job->index, j->name);
     rc = make_spec(jp, job, j->name, model, err);

@@ -248,7 +248,7 @@ static void real_sleep_until(void *ctx, int64_t deadline)
              * lateness was spent runnable, waiting for the CPU. */
             int64_t delay1 = delay0 >= 0 ? run_delay(rc) : -1;
             cause = delay1 >= 0 && 2 * (delay1 - delay0) > now - deadline ? LOOM_GEN_LATE_QUEUED
-                                                                           : LOOM_GEN_LATE_WAKE;
+                                                                          : LOOM_GEN_LATE_WAKE;
         }
     }
     /* The busy wait. A gap between two readings of the clock longer than
@@ -273,7 +273,7 @@ static void real_sleep_until(void *ctx, int64_t deadline)
 const char *loom_gen_late_cause_name(loom_gen_late_cause_t cause)
 {
     static const char *const names[LOOM_GEN_LATE_NCAUSES] = {"none",  "wake", "queued",
-                                                              "stall", "rest", "behind"};
+                                                             "stall", "rest", "behind"};
     return (unsigned)cause < LOOM_GEN_LATE_NCAUSES ? names[cause] : "?";
 }
 

@@ -33,7 +33,7 @@
 #define MAX_HOLD_NS    (1 * LOOM_NS_PER_MS)   /* a released job waits at most this */
 #define STOP_SLICE_NS  (100 * LOOM_NS_PER_MS) /* longest sleep between stop checks */
 
-#define PREALLOC_JOBS  4096                   /* jobs made before the run starts */
+#define PREALLOC_JOBS 4096 /* jobs made before the run starts */
 
 /* Writes to every page of [p, p + n), so that they are there before the
  * run (calloc'd memory may be untouched zero pages). */
@@ -41,7 +41,7 @@ static void prefault(void *p, size_t n)
 {
     long page = sysconf(_SC_PAGESIZE);
     volatile char *c = p;
-    for (size_t k = 0; k < n; k += page > 0 ? (size_t)page : 4096)
+    for (size_t k = 0; k<n; k += page> 0 ? (size_t)page : 4096)
         c[k] = c[k];
 }
 
@@ -721,7 +721,8 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     rc = pace(&e, &arr, err);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
     getrusage(RUSAGE_THREAD, &ru1);
-    report->pacer_faults = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
+    report->pacer_faults =
+        (uint64_t)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
     report->pacer_preempted = (uint64_t)(ru1.ru_nivcsw - ru0.ru_nivcsw);
     loom_gen_realclock_close(real);
     report->pacer_cpu_ns =

@@ -636,9 +636,8 @@ static struct share *share_of(loom_runtime_t *rt, uint32_t user)
         if (rt->shares[i].user == user)
             return &rt->shares[i];
     loom_runtime_set_share(rt, user, 1.0);
-    return rt->nshares && rt->shares[rt->nshares - 1].user == user
-               ? &rt->shares[rt->nshares - 1]
-               : NULL;
+    return rt->nshares && rt->shares[rt->nshares - 1].user == user ? &rt->shares[rt->nshares - 1]
+                                                                   : NULL;
 }
 
 /* Fair share (Slurm's classic factor): every user's usage decays by half

@@ -39,9 +39,9 @@ typedef struct job {
     const loom_sim_task_t *task;
     double submit_s, start_s, finish_s, remaining_s;
     int state;
-    bool started; /* has run at least once */
+    bool started;  /* has run at least once */
     uint32_t user; /* 1..users, 0: none */
-    uint32_t gen; /* bumped by a suspend: older heap entries are stale */
+    uint32_t gen;  /* bumped by a suspend: older heap entries are stale */
 } job_t;
 
 /* min-heap of departures by time; an entry is valid while its gen matches */

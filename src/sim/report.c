@@ -134,8 +134,9 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
                 g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m, g[k].wait / m, g[k].p99 / m,
                 g[k].makespan / m, g[k].util / m, g[k].unfit / m, g[k].never / m);
             if (g[k].users) {
-                rc |= loom_buf_appendf(out, "%*s  users %u, Jain's index of mean JCT %.3f; "
-                                            "mean JCT s by user:",
+                rc |= loom_buf_appendf(out,
+                                       "%*s  users %u, Jain's index of mean JCT %.3f; "
+                                       "mean JCT s by user:",
                                        multi ? 27 : 0, "", g[k].users, g[k].jain / m);
                 for (uint32_t u = 0; u < g[k].users; u++)
                     rc |= loom_buf_appendf(out, " %.0f", g[k].user_jct[u] / m);

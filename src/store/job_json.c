@@ -309,13 +309,13 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
     if (o && with_script)
         json_object_set_new(o, "script", json_string(j->script ? j->script : ""));
     if (o)
-        json_object_set_new(o, "owner",
-                            j->uid < 0 ? json_null()
-                                       : json_pack("{s:I, s:I, s:o, s:o, s:o}", "uid",
-                                                   (json_int_t)j->uid, "gid", (json_int_t)j->gid,
-                                                   "user", string_or_null(j->user), "group",
-                                                   string_or_null(j->group), "account",
-                                                   string_or_null(j->account)));
+        json_object_set_new(
+            o, "owner",
+            j->uid < 0
+                ? json_null()
+                : json_pack("{s:I, s:I, s:o, s:o, s:o}", "uid", (json_int_t)j->uid, "gid",
+                            (json_int_t)j->gid, "user", string_or_null(j->user), "group",
+                            string_or_null(j->group), "account", string_or_null(j->account)));
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
     if (o)
         json_object_set_new(o, "run", run ? run : json_null());

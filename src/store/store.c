@@ -114,7 +114,7 @@ struct loom_store {
 #define JOB_COLUMNS                                                                                \
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
-    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options, "    \
+    "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options, "         \
     "uid, gid, user, grp, account"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
@@ -1205,8 +1205,7 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
 }
 
 int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const int64_t *tasks,
-                            size_t ntasks, loom_job_t *job_out, bool *created_out,
-                            loom_err_t *err)
+                            size_t ntasks, loom_job_t *job_out, bool *created_out, loom_err_t *err)
 {
     int rc = loom_job_spec_validate(spec, err);
     if (rc)
@@ -1237,8 +1236,8 @@ int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const 
     return rc;
 }
 
-int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u,
-                      loom_job_t *job_out, loom_err_t *err)
+int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, loom_job_t *job_out,
+                      loom_err_t *err)
 {
     if (id <= 0)
         return loom_err_set(err, LOOM_EINVAL, "update of job %lld: bad id", (long long)id);

@@ -34,7 +34,7 @@
 #define WALBUF_VFS_NAME "loom-walbuf"
 /* The unix VFS writes at most 128 KiB - 1 bytes per call (it masks the
  * length with 0x1ffff), so a gathered write must stay below that. */
-#define WALBUF_MAX (96 * 1024)
+#define WALBUF_MAX   (96 * 1024)
 #define FRAME_HEADER 24
 
 typedef struct {

@@ -101,9 +101,8 @@ static void clocks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(append_and_grow), cmocka_unit_test(files),
-        cmocka_unit_test(errors),          cmocka_unit_test(logging),
-        cmocka_unit_test(clocks),
+        cmocka_unit_test(append_and_grow), cmocka_unit_test(files),  cmocka_unit_test(errors),
+        cmocka_unit_test(logging),         cmocka_unit_test(clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

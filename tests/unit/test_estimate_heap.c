@@ -154,14 +154,14 @@ static void test_tunables_parse(void **state)
     assert_int_equal(c.top_pad, 4096);
     assert_int_equal(c.mmap_threshold, 131072);
     assert_true(c.fixed);
-    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554432", "dev", &c,
-                                               &err),
-                     LOOM_OK);
+    assert_int_equal(
+        loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554432", "dev", &c, &err),
+        LOOM_OK);
     assert_int_equal(c.mmap_threshold, 33554432);
     /* errors name the place, the tunable and what was expected */
-    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.arena_max=2", "dev /malloc_tunables",
-                                               &c, &err),
-                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_est_malloc_cfg_parse("glibc.malloc.arena_max=2", "dev /malloc_tunables", &c, &err),
+        LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "dev /malloc_tunables: 'glibc.malloc.arena_max=2'"));
     assert_non_null(strstr(err.msg, "glibc.malloc.mmap_max"));
     assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.top_pad", "dev", &c, &err),
@@ -176,9 +176,9 @@ static void test_tunables_parse(void **state)
         loom_est_malloc_cfg_parse("glibc.malloc.mmap_max=18446744073709551616", "dev", &c, &err),
         LOOM_EINVAL);
     /* glibc ignores a threshold above 32 MiB: refused rather than misread */
-    assert_int_equal(loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554433", "dev", &c,
-                                               &err),
-                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_est_malloc_cfg_parse("glibc.malloc.mmap_threshold=33554433", "dev", &c, &err),
+        LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "above glibc's maximum"));
 }
 

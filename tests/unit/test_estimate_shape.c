@@ -439,8 +439,7 @@ int main(void)
         cmocka_unit_test(test_cnn_shapes_and_flops), cmocka_unit_test(test_cnn_memory_inference),
         cmocka_unit_test(test_cnn_memory_training),  cmocka_unit_test(test_folding_and_fusion),
         cmocka_unit_test(test_broadcast_and_errors), cmocka_unit_test(test_lstm_and_gather),
-        cmocka_unit_test(test_linear_keeps_input),
-        cmocka_unit_test(test_silu_fused),
+        cmocka_unit_test(test_linear_keeps_input),   cmocka_unit_test(test_silu_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

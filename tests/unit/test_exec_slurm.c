@@ -97,9 +97,16 @@ static void runs_on_the_chosen_node(void **state)
 {
     const int gpus[] = {0, 1};
     const char *env[] = {"MY_VAR=42", NULL};
-    loom_exec_job_t job = {.id = 1, .name = "pinned", .node = "loom2", .tag = "loom:1",
-                           .gpus = gpus, .n_gpus = 2, .env = env, .cpus_milli = 1000,
-                           .memory_bytes = 64 << 20, .time_limit_ns = 60 * LOOM_NS_PER_S,
+    loom_exec_job_t job = {.id = 1,
+                           .name = "pinned",
+                           .node = "loom2",
+                           .tag = "loom:1",
+                           .gpus = gpus,
+                           .n_gpus = 2,
+                           .env = env,
+                           .cpus_milli = 1000,
+                           .memory_bytes = 64 << 20,
+                           .time_limit_ns = 60 * LOOM_NS_PER_S,
                            .script = "echo $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $LOOM_JOB_ID "
                                      "$MY_VAR\n"};
     loom_exec_handle_t h;
@@ -126,8 +133,8 @@ static void runs_on_the_chosen_node(void **state)
 static void refusal_names_slurms_reason(void **state)
 {
     const int gpus[5] = {0};
-    loom_exec_job_t job = {.id = 3, .name = "big", .tag = "loom:3", .gpus = gpus, .n_gpus = 5,
-                           .script = "true\n"};
+    loom_exec_job_t job = {
+        .id = 3, .name = "big", .tag = "loom:3", .gpus = gpus, .n_gpus = 5, .script = "true\n"};
     loom_exec_handle_t h;
     loom_err_t err;
     assert_int_equal(loom_exec_slurm_start(x, &job, &h, &err), LOOM_EINVAL);
@@ -157,7 +164,10 @@ static void cancel_and_adopt_by_tag(void **state)
 
 static void yaml_job_on_slurm(void **state)
 {
-    loom_exec_job_t job = {.id = 5, .name = "y", .tag = "loom:5", .format = LOOM_EXEC_YAML,
+    loom_exec_job_t job = {.id = 5,
+                           .name = "y",
+                           .tag = "loom:5",
+                           .format = LOOM_EXEC_YAML,
                            .script = "apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n"
                                      "    spec:\n      containers:\n      - name: m\n"
                                      "        command: [sh, -c, 'echo \"$A it''s\"']\n"
@@ -239,14 +249,10 @@ static void node_states(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(state_mapping),
-        cmocka_unit_test(mirrors_nodes),
-        cmocka_unit_test(runs_on_the_chosen_node),
-        cmocka_unit_test(refusal_names_slurms_reason),
-        cmocka_unit_test(cancel_and_adopt_by_tag),
-        cmocka_unit_test(yaml_job_on_slurm),
-        cmocka_unit_test(sync_snapshot),
-        cmocka_unit_test(node_states),
+        cmocka_unit_test(state_mapping),           cmocka_unit_test(mirrors_nodes),
+        cmocka_unit_test(runs_on_the_chosen_node), cmocka_unit_test(refusal_names_slurms_reason),
+        cmocka_unit_test(cancel_and_adopt_by_tag), cmocka_unit_test(yaml_job_on_slurm),
+        cmocka_unit_test(sync_snapshot),           cmocka_unit_test(node_states),
     };
     return cmocka_run_group_tests(tests, cluster_up, cluster_down);
 }

@@ -626,9 +626,9 @@ static void late_jobs_counted(void **state)
  * own mask back. */
 typedef struct pin_seen {
     pthread_mutex_t mu;
-    int pacer_cpus;  /* CPUs in the pacer's mask, seen from progress() */
-    int pacer_cpu;   /* the one */
-    int sender_min;  /* fewest CPUs in a sender's mask */
+    int pacer_cpus; /* CPUs in the pacer's mask, seen from progress() */
+    int pacer_cpu;  /* the one */
+    int sender_min; /* fewest CPUs in a sender's mask */
 } pin_seen_t;
 
 static int mask_count(cpu_set_t *m, int *one)

@@ -147,7 +147,7 @@ static void loom_directives_and_warnings(void **state)
     assert_true(has_warning(&s, "job.sh:4: #SBATCH --partition: not supported"));
     assert_true(has_warning(&s, "job.sh:4: #SBATCH --qos"));
     assert_true(has_warning(&s, "job.sh:8: #SBATCH after the script's first command"));
-    assert_false(has_warning(&s, "--array")); /* acted on by loomd */
+    assert_false(has_warning(&s, "--array"));      /* acted on by loomd */
     assert_false(has_warning(&s, "--dependency")); /* acted on by loomd */
     assert_false(has_warning(&s, "--hold"));
     assert_true(has_warning(&s, "--nice"));

@@ -15,8 +15,7 @@ static void parse_errors_have_position(void **state)
     assert_int_equal(loom_json_parse(dup, strlen(dup), "d", 0, &v, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "duplicate"));
     const char *bad_utf8 = "\"\xff\"";
-    assert_int_equal(loom_json_parse(bad_utf8, strlen(bad_utf8), "u", 0, &v, &err),
-                     LOOM_EINVAL);
+    assert_int_equal(loom_json_parse(bad_utf8, strlen(bad_utf8), "u", 0, &v, &err), LOOM_EINVAL);
     const char *nul = "\"a\\u0000b\"";
     assert_int_equal(loom_json_parse(nul, strlen(nul), "n", 0, &v, &err), LOOM_EINVAL);
 }
@@ -40,8 +39,7 @@ static void depth_limit(void **state)
 
 static void getters(void **state)
 {
-    json_t *o = json_pack("{s:s, s:i, s:f, s:b, s:n}", "name", "x", "n", 5, "r", 1.5, "t", 1,
-                          "z");
+    json_t *o = json_pack("{s:s, s:i, s:f, s:b, s:n}", "name", "x", "n", 5, "r", 1.5, "t", 1, "z");
     const char *s = NULL;
     int64_t i = 0;
     double d = 0;

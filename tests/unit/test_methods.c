@@ -102,7 +102,8 @@ static void server_info(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "name")), "loomd");
     assert_string_equal(json_string_value(json_object_get(r, "durability")), "normal");
     assert_int_equal(json_integer_value(json_object_get(r, "api_version")), 1);
-    assert_int_equal(json_array_size(json_object_get(r, "methods")), 14); /* with job.wait/logs, usage.report, job.hold/release/requeue/update */
+    assert_int_equal(json_array_size(json_object_get(r, "methods")),
+                     14); /* with job.wait/logs, usage.report, job.hold/release/requeue/update */
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "jobs"), "PENDING")), 0);
     json_decref(resp);
     expect_error(f,

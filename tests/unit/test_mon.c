@@ -399,8 +399,8 @@ static void test_kept_open_files_regenerate(void **st)
      * touch saw the same MemFree), so read again for up to 5 s: a file that
      * is not regenerated never moves. */
     size_t big = 64u << 20;
-    char *mem = mmap(NULL, big, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    char *mem =
+        mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     assert_true(mem != MAP_FAILED);
     memset(mem, 1, big);
     for (int tries = 0;; tries++) {

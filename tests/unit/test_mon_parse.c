@@ -222,8 +222,8 @@ static void test_u64_limits(void **st)
     static const char *const keys[] = {"a", "b"};
     uint64_t v[2], found;
     loom_err_t e;
-    assert_int_equal(loom_mon__parse_keyed(P("a 18446744073709551615\nb 9999999999999999999"),
-                                           "k", keys, 2, v, &found, &e),
+    assert_int_equal(loom_mon__parse_keyed(P("a 18446744073709551615\nb 9999999999999999999"), "k",
+                                           keys, 2, v, &found, &e),
                      LOOM_OK);
     assert_int_equal(found, 3);
     assert_true(v[0] == UINT64_MAX);
@@ -232,13 +232,13 @@ static void test_u64_limits(void **st)
                                            "k", keys, 2, v, &found, &e),
                      LOOM_OK);
     assert_true(v[0] == UINT64_MAX);
-    assert_int_equal(loom_mon__parse_keyed(P("a 18446744073709551616\n"), "k", keys, 2, v,
-                                           &found, &e),
-                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_mon__parse_keyed(P("a 18446744073709551616\n"), "k", keys, 2, v, &found, &e),
+        LOOM_EINVAL);
     assert_string_equal(e.msg, "k: line 1: expected a number after a");
-    assert_int_equal(loom_mon__parse_keyed(P("a 99999999999999999999\n"), "k", keys, 2, v, &found,
-                                           &e),
-                     LOOM_EINVAL);
+    assert_int_equal(
+        loom_mon__parse_keyed(P("a 99999999999999999999\n"), "k", keys, 2, v, &found, &e),
+        LOOM_EINVAL);
     /* A number cut by the end of the buffer is read up to there. */
     const char *cut = "a 12345678901234567890";
     assert_int_equal(loom_mon__parse_keyed(cut, 12, "k", keys, 2, v, &found, &e), LOOM_OK);

@@ -407,7 +407,8 @@ static void test_blocked(void **state)
     loom_runtime_job_t later = {.id = 2, .req = {.cpu_milli = 1000, .mem_mib = 1}, .begin_s = 20};
     loom_runtime_job_t dep = {.id = 3, .req = {.cpu_milli = 1000, .mem_mib = 1}, .dep_wait = true};
     loom_runtime_job_t huge = {
-        .id = 4, .req = {.cpu_milli = 1000, .mem_mib = 1, .num_gpus = 8, .gpu_milli = 1000},
+        .id = 4,
+        .req = {.cpu_milli = 1000, .mem_mib = 1, .num_gpus = 8, .gpu_milli = 1000},
         .hold = true};
     assert_int_equal(loom_runtime_submit(rt, &held, &err), LOOM_OK);
     assert_int_equal(loom_runtime_submit(rt, &later, &err), LOOM_OK);
@@ -446,9 +447,9 @@ static void test_blocked(void **state)
 static loom_runtime_dep_job_t dep_states(void *ctx, uint64_t id)
 {
     (void)ctx;
-    static const loom_runtime_dep_job_t s[] = {
-        LOOM_RUNTIME_DEP_UNKNOWN, LOOM_RUNTIME_DEP_PENDING, LOOM_RUNTIME_DEP_RUNNING,
-        LOOM_RUNTIME_DEP_OK, LOOM_RUNTIME_DEP_NOTOK};
+    static const loom_runtime_dep_job_t s[] = {LOOM_RUNTIME_DEP_UNKNOWN, LOOM_RUNTIME_DEP_PENDING,
+                                               LOOM_RUNTIME_DEP_RUNNING, LOOM_RUNTIME_DEP_OK,
+                                               LOOM_RUNTIME_DEP_NOTOK};
     return id < 5 ? s[id] : LOOM_RUNTIME_DEP_UNKNOWN;
 }
 
@@ -469,7 +470,11 @@ static int dep(const char *text, bool busy)
 static void test_dependencies(void **state)
 {
     (void)state;
-    enum { MET = LOOM_RUNTIME_DEP_MET, WAIT = LOOM_RUNTIME_DEP_WAIT, NEVER = LOOM_RUNTIME_DEP_NEVER };
+    enum {
+        MET = LOOM_RUNTIME_DEP_MET,
+        WAIT = LOOM_RUNTIME_DEP_WAIT,
+        NEVER = LOOM_RUNTIME_DEP_NEVER
+    };
     assert_int_equal(dep("after:1", false), WAIT);
     assert_int_equal(dep("after:2", false), MET);
     assert_int_equal(dep("afterany:2", false), WAIT);

@@ -973,8 +973,11 @@ static void array_and_update(void **state)
     assert_int_equal(st.jobs_by_state[LOOM_JOB_PENDING], 4);
     assert_int_equal(loom_store_submit_array(s, &spec, tasks, 0, NULL, NULL, &err), LOOM_EINVAL);
     /* update */
-    loom_job_update_t u = {.name = "renamed", .time_limit_s = 60, .set_priority = true,
-                           .priority = -3, .options_json = "{\"hold\":true}"};
+    loom_job_update_t u = {.name = "renamed",
+                           .time_limit_s = 60,
+                           .set_priority = true,
+                           .priority = -3,
+                           .options_json = "{\"hold\":true}"};
     assert_int_equal(loom_store_update(s, before, &u, &job, &err), LOOM_OK);
     assert_string_equal(job.name, "renamed");
     loom_job_free(&job);

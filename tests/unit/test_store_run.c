@@ -41,9 +41,9 @@ static void lifecycle(void **state)
     loom_job_t j;
     loom_err_t err;
     /* wrong expectation: nothing changes */
-    assert_int_equal(loom_store_transition(s, id, LOOM_JOB_RUNNING, LOOM_JOB_COMPLETED, "x",
-                                           NULL, NULL, &err),
-                     LOOM_ESTATE);
+    assert_int_equal(
+        loom_store_transition(s, id, LOOM_JOB_RUNNING, LOOM_JOB_COMPLETED, "x", NULL, NULL, &err),
+        LOOM_ESTATE);
     assert_non_null(strstr(err.msg, "is PENDING, not RUNNING"));
     assert_int_equal(loom_store_transition(s, id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING,
                                            "placed on n1", "{\"node\":\"n1\",\"gpus\":[0,1]}", &j,
@@ -60,8 +60,8 @@ static void lifecycle(void **state)
     assert_int_equal(j.state, LOOM_JOB_RUNNING);
     assert_string_equal(j.reason, "placed on n1");
     loom_job_free(&j);
-    assert_int_equal(loom_store_transition(s, id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED,
-                                           "exit code 3", NULL, &j, &err),
+    assert_int_equal(loom_store_transition(s, id, LOOM_JOB_RUNNING, LOOM_JOB_FAILED, "exit code 3",
+                                           NULL, &j, &err),
                      LOOM_OK);
     assert_true(j.end_time_ns >= j.start_time_ns);
     loom_job_free(&j);
@@ -92,9 +92,9 @@ static void lifecycle(void **state)
     /* a job cancelled while pending is not started */
     int64_t id2 = submit(s, "b");
     assert_int_equal(loom_store_cancel(s, id2, NULL, NULL, &err), LOOM_OK);
-    assert_int_equal(loom_store_transition(s, id2, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, NULL,
-                                           "{}", NULL, &err),
-                     LOOM_ESTATE);
+    assert_int_equal(
+        loom_store_transition(s, id2, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, NULL, "{}", NULL, &err),
+        LOOM_ESTATE);
     assert_int_equal(loom_store_transition(s, 999, -1, LOOM_JOB_FAILED, NULL, NULL, NULL, &err),
                      LOOM_ENOTFOUND);
     loom_store_close(s);

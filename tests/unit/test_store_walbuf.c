@@ -109,7 +109,7 @@ static void test_commits_visible_to_other_connection(void **state)
     exec_ok(w, "PRAGMA cache_size = 10"); /* spill before the commit */
     exec_ok(w, "BEGIN");
     insert_rows(w, (int)want + 1, 500, 2000);
-    assert_int_equal(query_i64(r, "SELECT count(*) FROM t"), want); /* not yet */
+    assert_int_equal(query_i64(r, "SELECT count(*) FROM t"), want);       /* not yet */
     assert_int_equal(query_i64(w, "SELECT count(*) FROM t"), want + 500); /* reads its own */
     exec_ok(w, "COMMIT");
     want += 500;

@@ -39,9 +39,19 @@ static void sizes_accepted(void **state)
 
 static void sizes_rejected(void **state)
 {
-    static const char *bad[] = {"",    "GiB", "-1",   "1 GiB", "1X",  "1GiBs", "1.2.3",
-                                "0x10", "1e3", "99999999999999999999", "17179869184GiB",
-                                "16EiB", "nan"};
+    static const char *bad[] = {"",
+                                "GiB",
+                                "-1",
+                                "1 GiB",
+                                "1X",
+                                "1GiBs",
+                                "1.2.3",
+                                "0x10",
+                                "1e3",
+                                "99999999999999999999",
+                                "17179869184GiB",
+                                "16EiB",
+                                "nan"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t b = 7;
         loom_err_t err;
@@ -83,8 +93,8 @@ static void durations(void **state)
             fail_msg("'%s': got %lld ns, want %lld", cases[i].text, (long long)ns,
                      (long long)cases[i].ns);
     }
-    static const char *bad[] = {"", "h", "1x", "1h 30m", "1:2:3:4", "01:60:00", "00:61",
-                                "-5s", "1-", ":30", "1h30", "abc", "1-2-3"};
+    static const char *bad[] = {"",    "h",  "1x",  "1h 30m", "1:2:3:4", "01:60:00", "00:61",
+                                "-5s", "1-", ":30", "1h30",   "abc",     "1-2-3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t ns = 7;
         loom_err_t err;
@@ -100,9 +110,8 @@ static void rates(void **state)
         const char *text;
         double per_s;
     } cases[] = {
-        {"10/s", 10},       {"600/min", 10}, {"2.5/h", 2.5 / 3600}, {"3/d", 3.0 / 86400},
-        {"100", 100},       {"5/10s", 0.5},  {"1/ms", 1000},        {"100000/s", 100000},
-        {"60/minute", 1.0},
+        {"10/s", 10},   {"600/min", 10}, {"2.5/h", 2.5 / 3600}, {"3/d", 3.0 / 86400}, {"100", 100},
+        {"5/10s", 0.5}, {"1/ms", 1000},  {"100000/s", 100000},  {"60/minute", 1.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double r = -1;
@@ -111,8 +120,7 @@ static void rates(void **state)
             fail_msg("'%s': %s", cases[i].text, err.msg);
         assert_true(fabs(r - cases[i].per_s) <= cases[i].per_s * 1e-12);
     }
-    static const char *bad[] = {"", "/s", "0/s", "10/", "10/x", "10/s/s", "-1/s", "10 /s",
-                                "10/0s"};
+    static const char *bad[] = {"", "/s", "0/s", "10/", "10/x", "10/s/s", "-1/s", "10 /s", "10/0s"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         double r = 7;
         loom_err_t err;
@@ -132,8 +140,7 @@ static void formatting(void **state)
     assert_string_equal(loom_format_duration(5400 * LOOM_NS_PER_S, out, sizeof out), "1h30m");
     assert_string_equal(loom_format_duration(250 * LOOM_NS_PER_MS, out, sizeof out), "250ms");
     assert_string_equal(loom_format_duration(0, out, sizeof out), "0ms");
-    assert_string_equal(loom_format_duration(90061 * LOOM_NS_PER_S, out, sizeof out),
-                        "1d1h1m1s");
+    assert_string_equal(loom_format_duration(90061 * LOOM_NS_PER_S, out, sizeof out), "1d1h1m1s");
     /* round trip */
     uint64_t b;
     assert_int_equal(loom_parse_size(loom_format_size(3ULL << 40, out, sizeof out), &b, NULL),
