@@ -425,9 +425,10 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 /* ------------------------------------------------------------- members */
 
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
-static const char *const job_keys[] = {
-    "name",   "description", "executable", "arguments", "environment", "resources", "time_limit",
-    "weight", "parameters",  "template",   "labels",    "model",       "image",     "reconfig"};
+static const char *const job_keys[] = {"name",        "description", "executable", "arguments",
+                                       "environment", "resources",   "time_limit", "weight",
+                                       "parameters",  "template",    "labels",     "model",
+                                       "image",       "reconfig",    "array"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const model_keys[] = {"path",      "batch",     "train",
@@ -621,6 +622,24 @@ static bool in_names(const char *s, const char *const *names, size_t n)
 
 /* A member of the model object that may name a parameter instead of a
  * value; the literal is checked here, the reference in check_model_refs. */
+/* An sbatch array spec ("0-9", "1,3,5", "0-99:2%8"), passed to loomd as
+ * job.submit's options.array; loomd parses it fully, this checks its shape. */
+#define ARRAY_SPEC_MAX 256
+static void check_array_spec(vctx_t *v, const json_t *val, const char *p)
+{
+    char fbuf[96];
+    const char *s = json_is_string(val) ? json_string_value(val) : NULL;
+    size_t n = s ? strlen(s) : 0;
+    bool ok = s && n > 0 && n <= ARRAY_SPEC_MAX && s[0] >= '0' && s[0] <= '9';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = strchr("0123456789,-:%", s[i]) != NULL;
+    if (!ok)
+        issue(v, p,
+              "found %s, expected an sbatch array spec of at most %d characters such as "
+              "\"0-9\", \"1,3,5\" or \"0-99:2%%8\"",
+              FOUND(val), ARRAY_SPEC_MAX);
+}
+
 static void check_model_value(vctx_t *v, const char *key, const json_t *val, const char *ptr)
 {
     char fbuf[96], ref[128];
@@ -727,6 +746,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             want_string(v, val, p, true);
         } else if (strcmp(k, "image") == 0) {
             want_string(v, val, p, true);
+        } else if (strcmp(k, "array") == 0) {
+            check_array_spec(v, val, p);
         } else if (strcmp(k, "arguments") == 0) {
             if (!json_is_array(val)) {
                 issue(v, p, "found %s, expected an array of strings", FOUND(val));

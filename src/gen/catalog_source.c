@@ -90,6 +90,7 @@ typedef struct job_plan {
     /* job.submit's parameters that are the same for every job */
     json_t *name, *format, *resources, *time_limit, *labels;
     json_t *reconfig; /* the entry's "reconfig" (docs/scheduling.md), or NULL */
+    json_t *options;  /* job.submit's options: {"array": ...} from the entry's "array", or NULL */
     /* the fast way (NULL plan: render the ordinary way) */
     loom_catalog_shape_t *shape;
     json_t *ctx; /* the shape's context plus the generator's members */
@@ -187,6 +188,9 @@ static int spec_parts(const loom_catalog_job_t *j, bool yaml, job_plan_t *jp)
     const json_t *rc = j->merged ? json_object_get(j->merged, "reconfig") : NULL;
     if (rc)
         jp->reconfig = json_incref((json_t *)rc);
+    const json_t *arr = j->merged ? json_object_get(j->merged, "array") : NULL;
+    if (arr && !(jp->options = json_pack("{s:O}", "array", arr)))
+        return LOOM_ENOMEM;
     return LOOM_OK;
 }
 
@@ -213,6 +217,7 @@ static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jnam
         (jp->time_limit && json_object_set_nocheck(spec, "time_limit", jp->time_limit)) ||
         (jp->labels && json_object_set_nocheck(spec, "labels", jp->labels)) ||
         (jp->reconfig && json_object_set_nocheck(spec, "reconfig", jp->reconfig)) ||
+        (jp->options && json_object_set_nocheck(spec, "options", jp->options)) ||
         (model && json_object_set_new_nocheck(spec, "model", json_deep_copy(model)));
     if (bad) {
         json_decref(spec);
@@ -334,6 +339,7 @@ static void job_plan_free(job_plan_t *jp)
     json_decref(jp->time_limit);
     json_decref(jp->labels);
     json_decref(jp->reconfig);
+    json_decref(jp->options);
 }
 
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s)

@@ -113,6 +113,18 @@ static void test_err_reconfig(void **s)
            "integer 0..3");
 }
 
+/* "array": an sbatch array spec, named in the error. */
+static void test_err_array(void **s)
+{
+    (void)s;
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"array\": \"x-9\"}]}",
+           "c.json:1:53: /jobs/0/array: found the string \"x-9\", expected an sbatch array spec of "
+           "at most 256 characters such as \"0-9\", \"1,3,5\" or \"0-99:2%8\"");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"array\": 7}]}",
+           "c.json:1:53: /jobs/0/array: found the integer 7, expected an sbatch array spec of "
+           "at most 256 characters such as \"0-9\", \"1,3,5\" or \"0-99:2%8\"");
+}
+
 static void test_err_unknown_keys(void **s)
 {
     (void)s;
@@ -124,11 +136,11 @@ static void test_err_unknown_keys(void **s)
            "           \"argumnets\": [], \"zzzzzz\": 1}]}",
            "c.json:2:12: /jobs/0/argumnets: found an unknown key 'argumnets', expected one of the "
            "job keys: name, description, executable, arguments, environment, resources, "
-           "time_limit, weight, parameters, template, labels, model, image, reconfig (did you "
-           "mean 'arguments'?)",
+           "time_limit, weight, parameters, template, labels, model, image, reconfig, array (did "
+           "you mean 'arguments'?)",
            "c.json:2:29: /jobs/0/zzzzzz: found an unknown key 'zzzzzz', expected one of the job "
            "keys: name, description, executable, arguments, environment, resources, time_limit, "
-           "weight, parameters, template, labels, model, image, reconfig");
+           "weight, parameters, template, labels, model, image, reconfig, array");
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"GPUS\": 1}}]}",
            "c.json:1:58: /jobs/0/resources/GPUS: found an unknown key 'GPUS', expected one of the "
            "resources keys: cpus, memory, gpus, gpu_share, gpu_memory, gpu_type (did you mean "
@@ -773,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_err_root_and_jobs),
         cmocka_unit_test(test_err_unknown_keys),
         cmocka_unit_test(test_err_reconfig),
+        cmocka_unit_test(test_err_array),
         cmocka_unit_test(test_err_names),
         cmocka_unit_test(test_err_executable),
         cmocka_unit_test(test_err_arguments_environment_labels),
