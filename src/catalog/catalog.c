@@ -428,7 +428,7 @@ static const char *const top_keys[] = {"$schema", "version", "description", "def
 static const char *const job_keys[] = {"name",        "description", "executable", "arguments",
                                        "environment", "resources",   "time_limit", "weight",
                                        "parameters",  "template",    "labels",     "model",
-                                       "image",       "reconfig",    "array"};
+                                       "image",       "reconfig",    "array",      "then"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const model_keys[] = {"path",      "batch",     "train",
@@ -640,6 +640,32 @@ static void check_array_spec(vctx_t *v, const json_t *val, const char *p)
               FOUND(val), ARRAY_SPEC_MAX);
 }
 
+/* "then": the names of the pipeline's later stages, in order (checked
+ * against the catalog's jobs by check_then_names). */
+#define THEN_MAX 16
+static void check_then_shape(vctx_t *v, const json_t *val, const char *p)
+{
+    char fbuf[96];
+    size_t n = json_is_array(val) ? json_array_size(val) : 0;
+    if (n == 0 || n > THEN_MAX) {
+        issue(v, p, "found %s, expected an array of 1 to %d job names (the later stages)",
+              json_is_array(val) ? (n ? "too many stages" : "an empty array") : FOUND(val),
+              THEN_MAX);
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(val, i, e)
+    {
+        if (json_is_string(e) && json_string_length(e) > 0)
+            continue;
+        char *ep = child_idx(v, p, i);
+        if (ep)
+            issue(v, ep, "found %s, expected the name of a job of the catalog", FOUND(e));
+        free(ep);
+    }
+}
+
 static void check_model_value(vctx_t *v, const char *key, const json_t *val, const char *ptr)
 {
     char fbuf[96], ref[128];
@@ -748,6 +774,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             want_string(v, val, p, true);
         } else if (strcmp(k, "array") == 0) {
             check_array_spec(v, val, p);
+        } else if (strcmp(k, "then") == 0) {
+            check_then_shape(v, val, p);
         } else if (strcmp(k, "arguments") == 0) {
             if (!json_is_array(val)) {
                 issue(v, p, "found %s, expected an array of strings", FOUND(val));
@@ -1016,6 +1044,48 @@ static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const ch
 
 /* ------------------------------------------------------------- load */
 
+/* Every stage of a "then" names another job of the catalog that has no
+ * stages of its own (pipelines do not nest, so there are no cycles). */
+static void check_then_names(vctx_t *v, const json_t *jobs, json_t *const *merged,
+                             const json_t *seen)
+{
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job)
+    {
+        const json_t *then = merged[i] ? json_object_get(merged[i], "then") : NULL;
+        if (!json_is_array(then))
+            continue;
+        bool own = json_is_object(job) && json_object_get(job, "then");
+        char base[64];
+        snprintf(base, sizeof base, own ? "/jobs/%zu/then" : "/defaults/then", i);
+        size_t k;
+        json_t *e;
+        json_array_foreach(then, k, e)
+        {
+            if (!json_is_string(e))
+                continue;
+            const char *name = json_string_value(e);
+            const json_t *t = json_object_get(seen, name);
+            size_t ti = t ? (size_t)json_integer_value(t) : 0;
+            char *ep = child_idx(v, base, k);
+            if (!ep)
+                return;
+            if (!t)
+                issue(v, ep, "found the name \"%s\", expected the name of a job of the catalog",
+                      name);
+            else if (ti == i)
+                issue(v, ep, "found the job's own name \"%s\", expected another job", name);
+            else if (merged[ti] && json_object_get(merged[ti], "then"))
+                issue(v, ep,
+                      "found \"%s\", a job with stages of its own, expected a job without "
+                      "\"then\" (pipelines do not nest)",
+                      name);
+            free(ep);
+        }
+    }
+}
+
 static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
 {
     char fbuf[96];
@@ -1087,6 +1157,7 @@ static void check_catalog(vctx_t *v, const json_t *root, json_t **merged)
         }
         free(jp);
     }
+    check_then_names(v, jobs, merged, seen);
     json_decref(seen);
 }
 

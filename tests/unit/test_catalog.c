@@ -125,6 +125,29 @@ static void test_err_array(void **s)
            "at most 256 characters such as \"0-9\", \"1,3,5\" or \"0-99:2%8\"");
 }
 
+/* "then" (a pipeline): its shape, and names of jobs that exist, are not the
+ * job itself and have no stages of their own. */
+static void test_err_then(void **s)
+{
+    (void)s;
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"then\": []}]}",
+           "c.json:1:52: /jobs/0/then: found an empty array, expected an array of 1 to 16 job "
+           "names (the later stages)");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"then\": [3]}]}",
+           "c.json:1:53: /jobs/0/then/0: found the integer 3, expected the name of a job of the "
+           "catalog");
+    EXPECT(
+        "{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"then\": [\"b\", \"a\", \"c\"]},\n"
+        "          {\"name\": \"c\", \"executable\": \"x\", \"then\": [\"a\"]}]}",
+        "c.json:1:53: /jobs/0/then/0: found the name \"b\", expected the name of a job of "
+        "the catalog",
+        "c.json:1:58: /jobs/0/then/1: found the job's own name \"a\", expected another job",
+        "c.json:1:63: /jobs/0/then/2: found \"c\", a job with stages of its own, expected a "
+        "job without \"then\" (pipelines do not nest)",
+        "c.json:2:53: /jobs/1/then/0: found \"a\", a job with stages of its own, expected a "
+        "job without \"then\" (pipelines do not nest)");
+}
+
 static void test_err_unknown_keys(void **s)
 {
     (void)s;
@@ -136,11 +159,11 @@ static void test_err_unknown_keys(void **s)
            "           \"argumnets\": [], \"zzzzzz\": 1}]}",
            "c.json:2:12: /jobs/0/argumnets: found an unknown key 'argumnets', expected one of the "
            "job keys: name, description, executable, arguments, environment, resources, "
-           "time_limit, weight, parameters, template, labels, model, image, reconfig, array (did "
-           "you mean 'arguments'?)",
+           "time_limit, weight, parameters, template, labels, model, image, reconfig, array, then "
+           "(did you mean 'arguments'?)",
            "c.json:2:29: /jobs/0/zzzzzz: found an unknown key 'zzzzzz', expected one of the job "
            "keys: name, description, executable, arguments, environment, resources, time_limit, "
-           "weight, parameters, template, labels, model, image, reconfig, array");
+           "weight, parameters, template, labels, model, image, reconfig, array, then");
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"GPUS\": 1}}]}",
            "c.json:1:58: /jobs/0/resources/GPUS: found an unknown key 'GPUS', expected one of the "
            "resources keys: cpus, memory, gpus, gpu_share, gpu_memory, gpu_type (did you mean "
@@ -786,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_err_unknown_keys),
         cmocka_unit_test(test_err_reconfig),
         cmocka_unit_test(test_err_array),
+        cmocka_unit_test(test_err_then),
         cmocka_unit_test(test_err_names),
         cmocka_unit_test(test_err_executable),
         cmocka_unit_test(test_err_arguments_environment_labels),
