@@ -96,6 +96,9 @@ typedef struct job_plan {
     json_t *ctx; /* the shape's context plus the generator's members */
     loom_template_plan_t *plan;
     size_t ncat; /* the catalog's holes; the generator's follow */
+    /* a pipeline's later stages (the entry's "then"), as job indices */
+    size_t *then;
+    size_t nthen;
 } job_plan_t;
 
 struct loom_gen_catalog_source {
@@ -280,9 +283,9 @@ static int make_planned(const job_plan_t *jp, loom_gen_job_t *job, loom_rng_t *r
     return rc ? loom_err_set(err, rc, "out of memory") : LOOM_OK;
 }
 
-static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+static int make_one(loom_gen_catalog_source_t *s, loom_gen_job_t *job, loom_rng_t *rng,
+                    loom_err_t *err)
 {
-    loom_gen_catalog_source_t *s = ctx;
     const loom_catalog_job_t *j = loom_catalog_job(s->cat, job->choice);
     const tpl_entry_t *t = &s->tpls[s->job_tpl[job->choice]];
     const job_plan_t *jp = &s->plans[job->choice];
@@ -294,6 +297,70 @@ static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_er
     rc = make_spec(jp, job, j->name, model, err);
     json_decref(model);
     return rc;
+}
+
+/* A pipeline's later stages: each made as a job of its own (submit_id
+ * ID.1, ID.2, ...; draws from the same rng, after the first stage's), their
+ * job.submit parameters in order under the spec's "then", which the loomd
+ * sink submits one after the other with afterok dependencies. */
+static int make_stages(loom_gen_catalog_source_t *s, const job_plan_t *jp, loom_gen_job_t *job,
+                       loom_rng_t *rng, loom_err_t *err)
+{
+    json_t *arr = json_array();
+    if (!arr || json_object_set_new_nocheck(job->spec, "then", arr))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    for (size_t k = 0; k < jp->nthen; k++) {
+        loom_gen_job_t st = {.index = job->index, .due_ns = job->due_ns, .choice = jp->then[k]};
+        st.name = s->names[st.choice];
+        int n = snprintf(st.submit_id, sizeof st.submit_id, "%s.%zu", job->submit_id, k + 1);
+        if (n < 0 || (size_t)n >= sizeof st.submit_id)
+            return loom_err_set(err, LOOM_EINVAL, "job %llu: the stage's submit_id is too long",
+                                (unsigned long long)job->index);
+        int rc = make_one(s, &st, rng, err);
+        loom_buf_free(&st.text);
+        if (rc == LOOM_OK && json_array_append_new(arr, st.spec))
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        if (rc != LOOM_OK)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
+static int catalog_make(void *ctx, loom_gen_job_t *job, loom_rng_t *rng, loom_err_t *err)
+{
+    loom_gen_catalog_source_t *s = ctx;
+    int rc = make_one(s, job, rng, err);
+    const job_plan_t *jp = &s->plans[job->choice];
+    if (rc == LOOM_OK && jp->nthen)
+        rc = make_stages(s, jp, job, rng, err);
+    return rc;
+}
+
+/* The entry's "then" as job indices; a job that is a stage is not drawn on
+ * its own (weight 0): the pipeline is one arrival. */
+static int resolve_stages(loom_gen_catalog_source_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const loom_catalog_job_t *j = loom_catalog_job(s->cat, i);
+        const json_t *then = j->merged ? json_object_get(j->merged, "then") : NULL;
+        size_t m = json_array_size(then);
+        if (m == 0)
+            continue;
+        job_plan_t *jp = &s->plans[i];
+        if (!(jp->then = calloc(m, sizeof *jp->then)))
+            return LOOM_ENOMEM;
+        for (size_t k = 0; k < m; k++) {
+            const char *name = json_string_value(json_array_get(then, k));
+            for (size_t t = 0; name && t < n; t++) {
+                if (strcmp(s->names[t], name) == 0) {
+                    jp->then[jp->nthen++] = t;
+                    s->weights[t] = 0;
+                    break;
+                }
+            }
+        }
+    }
+    return LOOM_OK;
 }
 
 /* Builds the fast way for job i; leaves jp->plan NULL when it does not
@@ -340,6 +407,7 @@ static void job_plan_free(job_plan_t *jp)
     json_decref(jp->labels);
     json_decref(jp->reconfig);
     json_decref(jp->options);
+    free(jp->then);
 }
 
 void loom_gen_catalog_source_free(loom_gen_catalog_source_t *s)
@@ -406,6 +474,8 @@ int loom_gen_catalog_source_new(const loom_catalog_t *cat, const loom_gen_catalo
         else if (!s->no_plans)
             plan_job(s, i, t, &s->plans[i]);
     }
+    if (rc == LOOM_OK && resolve_stages(s, n) != LOOM_OK)
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
     if (rc != LOOM_OK) {
         loom_gen_catalog_source_free(s);
         return rc;

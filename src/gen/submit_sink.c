@@ -10,6 +10,10 @@
  * that time is spent is the sink broken (the run stops). A JSON-RPC error
  * for one call fails that job alone.
  *
+ * A pipeline (the spec's "then", docs/generator.md#pipelines) is one job
+ * of the run: its first stage goes in the batch, its later stages follow
+ * one by one, each afterok the id loomd gave the stage before.
+ *
  * A client serves one thread at a time, so the sink keeps a small pool:
  * each send() takes a client (creating one when none is free) and gives it
  * back afterwards.
@@ -51,30 +55,19 @@ static void give_client(submit_sink_t *s, loom_rpc_client_t *c)
     pthread_mutex_unlock(&s->mu);
 }
 
-static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
+/* Sends one JSON-RPC batch, again with the same submit_ids while its fate
+ * is unknown, for up to retry_for_ns. *c may be replaced (NULL: none). */
+static int batch_with_retries(submit_sink_t *s, loom_rpc_client_t **c, loom_rpc_batch_item_t *items,
+                              size_t n, uint64_t first_index, loom_err_t *err)
 {
-    submit_sink_t *s = ctx;
-    loom_rpc_client_t *c = take_client(s, err);
-    if (!c)
-        return err ? err->code : LOOM_EIO;
-    loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
-    if (!items) {
-        give_client(s, c);
-        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++) {
-        items[i].method = "job.submit";
-        items[i].params = jobs[i]->spec;
-    }
     int64_t start = loom_time_mono_ns();
-    int rc;
     for (unsigned attempt = 0;; attempt++) {
         loom_rpc_client_error_t e;
         loom_rpc_client_error_init(&e);
-        rc = loom_rpc_client_batch(c, items, n, LOOM_RPC_CALL_RETRY, &e);
+        int rc = loom_rpc_client_batch(*c, items, n, LOOM_RPC_CALL_RETRY, &e);
         if (rc == LOOM_OK) {
             loom_rpc_client_error_clear(&e);
-            break;
+            return LOOM_OK;
         }
         bool again = loom_rpc_client_retryable(&e) && loom_time_mono_ns() - start < s->retry_for_ns;
         if (!again) {
@@ -84,40 +77,127 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
                                 s->url ? s->url : "loomd", attempt);
             }
             loom_rpc_client_error_clear(&e);
-            break;
+            return rc;
         }
         loom_log_warn("gen submit retry", "url=%s jobs=%zu first_index=%llu error=\"%s\"",
-                      s->url ? s->url : "default", n, (unsigned long long)jobs[0]->index,
-                      e.err.msg);
+                      s->url ? s->url : "default", n, (unsigned long long)first_index, e.err.msg);
         loom_rpc_client_error_clear(&e);
         __atomic_fetch_add(&s->retried_batches, 1, __ATOMIC_RELAXED);
         /* The client already backed off; a fresh connection next time. */
-        loom_rpc_client_free(c);
+        loom_rpc_client_free(*c);
+        *c = NULL;
         loom_time_sleep_until_ns(loom_time_mono_ns() + 200 * LOOM_NS_PER_MS);
-        if (loom_rpc_client_new(&s->cfg, &c, err) != LOOM_OK) {
-            c = NULL;
-            rc = err ? err->code : LOOM_EIO;
+        if (loom_rpc_client_new(&s->cfg, c, err) != LOOM_OK) {
+            *c = NULL;
+            return err ? err->code : LOOM_EIO;
+        }
+    }
+}
+
+/* The id loomd gave (job.submit's "id"), as text; NULL if none. */
+static char *result_id(const json_t *result)
+{
+    json_t *id = json_object_get(result, "id");
+    if (!json_is_integer(id))
+        return NULL;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(id));
+    return strdup(buf);
+}
+
+/* A pipeline's later stages (docs/generator.md#pipelines), one at a time,
+ * each with options.dependency "afterok:<the stage before>". A stage that
+ * fails fails the job; the stages already submitted stay (their
+ * submit_ids make a rerun of the generator idempotent). */
+static int submit_stages(submit_sink_t *s, loom_rpc_client_t **c, loom_gen_job_t *job,
+                         json_t *stages, loom_err_t *err)
+{
+    char *prev = job->remote_id ? strdup(job->remote_id) : NULL;
+    size_t k;
+    json_t *st;
+    int rc = LOOM_OK;
+    json_array_foreach(stages, k, st)
+    {
+        if (!prev) {
+            loom_err_t e;
+            loom_err_set(&e, LOOM_EINVAL, "stage %zu: loomd gave no id for the stage before",
+                         k + 1);
+            loom_gen_job_fail(job, &e);
             break;
         }
-    }
-    if (rc == LOOM_OK) {
-        for (size_t i = 0; i < n; i++) {
-            if (items[i].code != 0) {
-                loom_err_t e;
-                loom_err_set(&e, LOOM_EINVAL, "job.submit: %s (code %d)",
-                             items[i].message ? items[i].message : "error", items[i].code);
-                loom_gen_job_fail(jobs[i], &e);
-                continue;
-            }
-            json_t *id = json_object_get(items[i].result, "id");
-            if (json_is_integer(id)) {
-                char buf[32];
-                snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(id));
-                jobs[i]->remote_id = strdup(buf);
-            }
-            jobs[i]->rc = LOOM_OK;
+        json_t *opts = json_object_get(st, "options");
+        json_t *mine = opts ? json_deep_copy(opts) : json_object();
+        char dep[48];
+        snprintf(dep, sizeof dep, "afterok:%s", prev);
+        if (!mine || json_object_set_new(mine, "dependency", json_string(dep)) ||
+            json_object_set_new(st, "options", mine)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+            break;
         }
+        loom_rpc_batch_item_t item = {.method = "job.submit", .params = st};
+        rc = batch_with_retries(s, c, &item, 1, job->index, err);
+        if (rc != LOOM_OK) {
+            loom_rpc_batch_items_clear(&item, 1);
+            break;
+        }
+        free(prev);
+        prev = NULL;
+        if (item.code != 0) {
+            loom_err_t e;
+            loom_err_set(&e, LOOM_EINVAL, "job.submit of stage %zu (%s): %s (code %d)", k + 1,
+                         json_string_value(json_object_get(st, "name")),
+                         item.message ? item.message : "error", item.code);
+            loom_gen_job_fail(job, &e);
+        } else {
+            prev = result_id(item.result);
+        }
+        loom_rpc_batch_items_clear(&item, 1);
+        if (job->rc != LOOM_OK)
+            break;
     }
+    free(prev);
+    return rc;
+}
+
+static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
+{
+    submit_sink_t *s = ctx;
+    loom_rpc_client_t *c = take_client(s, err);
+    if (!c)
+        return err ? err->code : LOOM_EIO;
+    loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
+    json_t **stages = calloc(n, sizeof *stages);
+    if (!items || !stages) {
+        free(items);
+        free(stages);
+        give_client(s, c);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* A pipeline's later stages are not job.submit's: they go after. */
+        stages[i] = json_incref(json_object_get(jobs[i]->spec, "then"));
+        if (stages[i])
+            json_object_del(jobs[i]->spec, "then");
+        items[i].method = "job.submit";
+        items[i].params = jobs[i]->spec;
+    }
+    int rc = batch_with_retries(s, &c, items, n, jobs[0]->index, err);
+    for (size_t i = 0; rc == LOOM_OK && i < n; i++) {
+        if (items[i].code != 0) {
+            loom_err_t e;
+            loom_err_set(&e, LOOM_EINVAL, "job.submit: %s (code %d)",
+                         items[i].message ? items[i].message : "error", items[i].code);
+            loom_gen_job_fail(jobs[i], &e);
+            continue;
+        }
+        jobs[i]->remote_id = result_id(items[i].result);
+        jobs[i]->rc = LOOM_OK;
+        if (stages[i])
+            rc = submit_stages(s, &c, jobs[i], stages[i], err);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(stages[i]);
+    free(stages);
     loom_rpc_batch_items_clear(items, n);
     free(items);
     if (c)
