@@ -192,6 +192,63 @@ static void reconfig_carried(void **state)
     rmdir(dir);
 }
 
+/* "array" becomes options.array; "then" the later stages' job.submit
+ * parameters under the spec's "then", in order, with submit_ids ID.1, ID.2;
+ * stage jobs are never drawn on their own (weight 0). */
+static void array_and_pipeline(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/loom-test-gencs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cpath[256];
+    snprintf(cpath, sizeof cpath, "%s/c.json", dir);
+    write_file(cpath, "{\"version\": 1, \"jobs\": ["
+                      " {\"name\": \"pre\", \"executable\": \"x\", \"then\": [\"tr\", \"ev\"]},"
+                      " {\"name\": \"tr\", \"executable\": \"y\", \"array\": \"0-3%2\"},"
+                      " {\"name\": \"ev\", \"executable\": \"z\"},"
+                      " {\"name\": \"sw\", \"executable\": \"x\", \"array\": \"1,3\"}]}");
+    loom_catalog_t *cat;
+    loom_err_t err;
+    if (loom_catalog_load_file(cpath, &cat, NULL, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_gen_catalog_options_t o = {.seed = 8};
+    loom_gen_catalog_source_t *cs;
+    assert_int_equal(loom_gen_catalog_source_new(cat, &o, &cs, &err), LOOM_OK);
+    const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
+    assert_true(src->weights[0] > 0 && src->weights[3] > 0);
+    assert_true(src->weights[1] == 0 && src->weights[2] == 0);
+    loom_gen_job_t job;
+    loom_rng_t rng;
+    make_job(src, 8, 5, 0, &job, &rng);
+    assert_null(json_object_get(job.spec, "options"));
+    const json_t *then = json_object_get(job.spec, "then");
+    assert_int_equal(json_array_size(then), 2);
+    const char *names[] = {"tr", "ev"};
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *st = json_array_get(then, k);
+        char want[80];
+        snprintf(want, sizeof want, "%s.%zu", job.submit_id, k + 1);
+        assert_string_equal(json_string_value(json_object_get(st, "submit_id")), want);
+        assert_string_equal(json_string_value(json_object_get(st, "name")), names[k]);
+        assert_null(json_object_get(st, "then"));
+        const json_t *arr = json_object_get(json_object_get(st, "options"), "array");
+        if (k == 0)
+            assert_string_equal(json_string_value(arr), "0-3%2");
+        else
+            assert_null(arr);
+    }
+    job_free(&job);
+    make_job(src, 8, 6, 3, &job, &rng);
+    assert_null(json_object_get(job.spec, "then"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(job.spec, "options"), "array")), "1,3");
+    job_free(&job);
+    loom_gen_catalog_source_free(cs);
+    loom_catalog_free(cat);
+    unlink(cpath);
+    rmdir(dir);
+}
+
 /* Parameters that print as nothing (false), as '' (an empty string) or
  * need quoting, substituted into arguments and environment values, under
  * shell and YAML escaping: still the same bytes both ways. */
@@ -370,6 +427,7 @@ int main(void)
         cmocka_unit_test(planned_equals_rendered),
         cmocka_unit_test(fallback_when_unplannable),
         cmocka_unit_test(reconfig_carried),
+        cmocka_unit_test(array_and_pipeline),
         cmocka_unit_test(awkward_values),
         cmocka_unit_test(not_utf8),
         cmocka_unit_test(same_jobs_for_any_worker_count),
