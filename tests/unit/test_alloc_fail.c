@@ -152,9 +152,7 @@ static void submit_under_failures(void **state)
     assert_true(runs > 10);
     loom_rpc_dispatcher_free(c.d);
     loom_store_close(c.store);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 static void catalog_once(void *p)

@@ -501,9 +501,7 @@ static void dir_sink_manifest(void **state)
     /* A second run into the same directory is refused. */
     assert_int_equal(loom_gen_sink_dir(&sink, out, "sh", &err), LOOM_EEXIST);
     assert_non_null(strstr(err.msg, "manifest.jsonl"));
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 static volatile int stop_flag;

@@ -105,9 +105,7 @@ static void stored_and_migrated(void **state)
     spec.options_json = "{\"hold\":\"yes\"}"; /* checked by the store too */
     assert_int_equal(loom_store_submit(s, &spec, NULL, NULL, &err), LOOM_EINVAL);
     loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 int main(void)

@@ -61,9 +61,7 @@ static loom_store_t *open_store(void)
 static void close_store(loom_store_t *s)
 {
     loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 static void test_owner_round_trip(void **state)

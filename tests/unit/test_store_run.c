@@ -98,9 +98,7 @@ static void lifecycle(void **state)
     assert_int_equal(loom_store_transition(s, 999, -1, LOOM_JOB_FAILED, NULL, NULL, NULL, &err),
                      LOOM_ENOTFOUND);
     loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 int main(void)
