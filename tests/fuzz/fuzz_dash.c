@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../unit/rmtree.h"
 #include "daemon/dash.h"
 #include "daemon/methods.h"
 
@@ -61,9 +62,7 @@ static void cleanup(void)
     loomd_dash_free(dash);
     loom_rpc_dispatcher_free(disp);
     loom_store_close(store);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (loom_test_rmtree(dir) != 0)
         fprintf(stderr, "fuzz_dash: could not remove %s\n", dir);
 }
 

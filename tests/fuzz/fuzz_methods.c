@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../unit/rmtree.h"
 #include "daemon/methods.h"
 #include "daemon/runner.h"
 
@@ -20,9 +21,7 @@ static void cleanup(void)
 {
     loom_store_close(store);
     loom_rpc_dispatcher_free(disp);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (loom_test_rmtree(dir) != 0)
         fprintf(stderr, "fuzz_methods: could not remove %s\n", dir);
 }
 

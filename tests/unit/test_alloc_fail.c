@@ -134,11 +134,26 @@ static void submit_once(void *p)
     loom_buf_free(&out);
 }
 
+static char dir[64];
+
+/* Fixture: a fresh temporary state directory, removed after the test. */
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/loom-allocfail-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    return loom_test_rmtree(dir);
+}
+
 static void submit_under_failures(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/loom-allocfail-XXXXXX", db[64];
-    assert_non_null(mkdtemp(dir));
+    char db[128];
     snprintf(db, sizeof db, "%s/loom.db", dir);
     submit_ctx_t c;
     loom_err_t err;
@@ -152,9 +167,6 @@ static void submit_under_failures(void **state)
     assert_true(runs > 10);
     loom_rpc_dispatcher_free(c.d);
     loom_store_close(c.store);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 static void catalog_once(void *p)
@@ -207,7 +219,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rpc_under_failures),
-        cmocka_unit_test(submit_under_failures),
+        cmocka_unit_test_setup_teardown(submit_under_failures, setup_dir, teardown_dir),
         cmocka_unit_test(catalog_under_failures),
         cmocka_unit_test(render_under_failures),
     };

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "daemon/dash.h"
+#include "rmtree.h"
 
 static struct {
     char dir[64];
@@ -61,9 +62,7 @@ static int teardown(void **state)
     loomd_dash_free(F.dash);
     loom_rpc_dispatcher_free(F.d);
     loom_store_close(F.store);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", F.dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(F.dir), 0);
     return 0;
 }
 

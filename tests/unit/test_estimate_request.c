@@ -176,9 +176,7 @@ static int setup(void **s)
 static int teardown(void **s)
 {
     (void)s;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return loom_test_rmtree(dir);
 }
 
 static const char *path_of(const char *name)

@@ -19,9 +19,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return loom_test_rmtree(root);
 }
 
 static loom_exec_local_t *executor(const char *sub, int64_t grace_ns)

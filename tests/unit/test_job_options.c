@@ -59,11 +59,26 @@ static void checked(void **state)
     }
 }
 
+static char dir[64];
+
+/* Fixture: a fresh temporary directory for the database, removed after. */
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/loom-test-options-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    return loom_test_rmtree(dir);
+}
+
 static void stored_and_migrated(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/loom-test-options-XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
+    char path[128];
     snprintf(path, sizeof path, "%s/loom.db", dir);
     /* A database at schema 4, with one job, as an older loom left it. */
     sqlite3 *db;
@@ -105,16 +120,13 @@ static void stored_and_migrated(void **state)
     spec.options_json = "{\"hold\":\"yes\"}"; /* checked by the store too */
     assert_int_equal(loom_store_submit(s, &spec, NULL, NULL, &err), LOOM_EINVAL);
     loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(checked),
-        cmocka_unit_test(stored_and_migrated),
+        cmocka_unit_test_setup_teardown(stored_and_migrated, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,9 +68,7 @@ static int teardown(void **state)
     loom_store_close(f->store);
     loom_rpc_dispatcher_free(f->disp);
     loomd_identity_free(f->ident);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(f->dir), 0);
     free(f);
     return 0;
 }

@@ -138,9 +138,7 @@ static int setup_fixture(void **st)
 static int teardown_fixture(void **st)
 {
     (void)st;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return loom_test_rmtree(root);
 }
 
 static void test_fixture(void **st)
@@ -504,9 +502,11 @@ static void test_fs_mount_replaced(void **st)
     char dir[256], path[400];
     snprintf(dir, sizeof dir, "/tmp/loom-mon-mnt-%d", (int)getpid());
     snprintf(path, sizeof path, "%s/proc/self", dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s/mnt'", path, dir);
-    assert_int_equal(system(cmd), 0);
+    const char *subs[] = {"", "/proc", "/proc/self", "/mnt"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", dir, subs[i]);
+        assert_true(mkdir(path, 0700) == 0 || errno == EEXIST); /* as mkdir -p */
+    }
     snprintf(path, sizeof path, "%s/proc/filesystems", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -528,8 +528,7 @@ static void test_fs_mount_replaced(void **st)
         _exit(mount_child(dir));
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
     assert_true(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77)
         skip();
@@ -727,9 +726,7 @@ static void test_cgroup_fixture(void **st)
     assert_false(c.memory_limited); /* "max": no limit */
     assert_int_equal(c.pids_current, 12);
     loom_mon_close(m);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(dir), 0);
 }
 
 /* A small promlint of our own (promtool runs in the integration test):

@@ -253,9 +253,7 @@ static int setup_fx(void **st)
 static int teardown_fx(void **st)
 {
     (void)st;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx);
-    return system(cmd) == 0 ? 0 : -1;
+    return loom_test_rmtree(fx);
 }
 
 static loom_mon_tree_stats_t read_stats(loom_mon_tree_t *t, uint32_t want_procs)

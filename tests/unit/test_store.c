@@ -24,9 +24,7 @@ static void tmpdb_make(tmpdb_t *t)
 
 static void tmpdb_remove(tmpdb_t *t)
 {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(t->dir), 0);
 }
 
 static loom_store_t *open_ok(const char *path)

@@ -46,24 +46,30 @@ static void move(loom_store_t *s, int64_t id, loom_job_state_t to)
         fail_msg("%s", err.msg);
 }
 
+/* Fixture: a fresh temporary directory for the database, removed after. */
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/loom-store-owner-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(path, sizeof path, "%s/loom.db", dir);
+    return 0;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    return loom_test_rmtree(dir);
+}
+
 static loom_store_t *open_store(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/loom-store-owner-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/loom.db", dir);
     loom_store_t *s = NULL;
     loom_err_t err;
     if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
         fail_msg("%s", err.msg);
     return s;
-}
-
-static void close_store(loom_store_t *s)
-{
-    loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 static void test_owner_round_trip(void **state)
@@ -96,7 +102,7 @@ static void test_owner_round_trip(void **state)
     assert_true(json_is_null(json_object_get(o, "owner")));
     json_decref(o);
     loom_job_free(&j);
-    close_store(s);
+    loom_store_close(s);
 }
 
 static const loom_store_usage_row_t *row(loom_store_usage_row_t *rows, size_t n, const char *u)
@@ -154,14 +160,14 @@ static void test_usage(void **state)
     assert_int_equal(n, 1);
     assert_string_equal(rows[0].user, "ana");
     loom_store_usage_free(rows, n);
-    close_store(s);
+    loom_store_close(s);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_owner_round_trip),
-        cmocka_unit_test(test_usage),
+        cmocka_unit_test_setup_teardown(test_owner_round_trip, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,11 +31,25 @@ static int64_t submit(loom_store_t *s, const char *name)
     return id;
 }
 
+/* Fixture: a fresh temporary directory for the database, removed after. */
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/loom-store-run-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(path, sizeof path, "%s/loom.db", dir);
+    return 0;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    return loom_test_rmtree(dir);
+}
+
 static void lifecycle(void **state)
 {
-    snprintf(dir, sizeof dir, "/tmp/loom-store-run-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/loom.db", dir);
     loom_store_t *s = open_store();
     int64_t id = submit(s, "a");
     loom_job_t j;
@@ -98,13 +112,11 @@ static void lifecycle(void **state)
     assert_int_equal(loom_store_transition(s, 999, -1, LOOM_JOB_FAILED, NULL, NULL, NULL, &err),
                      LOOM_ENOTFOUND);
     loom_store_close(s);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(lifecycle)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(lifecycle, setup_dir, teardown_dir)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rmtree.h"
+
 /* Path under ../shared (LOOM_SHARED_DIR), in a static buffer. */
 static inline const char *loom_test_shared(const char *rel)
 {

@@ -76,9 +76,7 @@ static int teardown(void **state)
 {
     fixture_t *f = *state;
     loom_zoo_close(f->z);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(loom_test_rmtree(f->dir), 0);
     free(f);
     return 0;
 }
