@@ -90,6 +90,7 @@ typedef struct job_plan {
     /* job.submit's parameters that are the same for every job */
     json_t *name, *format, *resources, *time_limit, *labels;
     json_t *reconfig; /* the entry's "reconfig" (docs/scheduling.md), or NULL */
+    json_t *warm;     /* zoo.warm's params for a "warm_start" entry (docs/zoo.md), or NULL */
     /* the fast way (NULL plan: render the ordinary way) */
     loom_catalog_shape_t *shape;
     json_t *ctx; /* the shape's context plus the generator's members */
@@ -187,11 +188,19 @@ static int spec_parts(const loom_catalog_job_t *j, bool yaml, job_plan_t *jp)
     const json_t *rc = j->merged ? json_object_get(j->merged, "reconfig") : NULL;
     if (rc)
         jp->reconfig = json_incref((json_t *)rc);
+    const json_t *ws = j->merged ? json_object_get(j->merged, "warm_start") : NULL;
+    if (ws && !json_is_false(ws) && j->model_path) {
+        const json_t *task = json_object_get(ws, "task");
+        jp->warm = json_pack("{s:s}", "model", j->model_path);
+        if (!jp->warm || (task && json_object_set_nocheck(jp->warm, "task", (json_t *)task)))
+            return LOOM_ENOMEM;
+    }
     return LOOM_OK;
 }
 
 /* The job as job.submit takes it: name, script, format, resources,
- * submit_id, time_limit, labels, and model: the sampled "model_spec" of the
+ * submit_id, time_limit, labels, reconfig, warm_start (zoo.warm's params:
+ * the submit sink turns it into a warm start) and model: the sampled "model_spec" of the
  * render context (NULL: none), which lets loomd fill the GPU memory request
  * from the model's estimate. */
 static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jname,
@@ -213,6 +222,7 @@ static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jnam
         (jp->time_limit && json_object_set_nocheck(spec, "time_limit", jp->time_limit)) ||
         (jp->labels && json_object_set_nocheck(spec, "labels", jp->labels)) ||
         (jp->reconfig && json_object_set_nocheck(spec, "reconfig", jp->reconfig)) ||
+        (jp->warm && json_object_set_nocheck(spec, "warm_start", jp->warm)) ||
         (model && json_object_set_new_nocheck(spec, "model", json_deep_copy(model)));
     if (bad) {
         json_decref(spec);
@@ -333,6 +343,7 @@ static void job_plan_free(job_plan_t *jp)
     json_decref(jp->resources);
     json_decref(jp->time_limit);
     json_decref(jp->labels);
+    json_decref(jp->warm);
     json_decref(jp->reconfig);
 }
 

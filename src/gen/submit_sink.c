@@ -13,6 +13,11 @@
  * A client serves one thread at a time, so the sink keeps a small pool:
  * each send() takes a client (creating one when none is free) and gives it
  * back afterwards.
+ *
+ * A job whose spec carries "warm_start" (a catalog entry's warm start,
+ * docs/zoo.md) first gets zoo.warm from the same loomd; the result goes into
+ * its labels and script (loom_zoo_warm_apply) and "warm_start" leaves the
+ * spec. A failed warm start fails that job alone (it is not submitted cold).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 
 #include "loom/gen.h"
 #include "loom/rpc.h"
+#include "loom/zoo.h"
 
 typedef struct submit_sink {
     loom_rpc_client_config_t cfg;
@@ -51,6 +57,40 @@ static void give_client(submit_sink_t *s, loom_rpc_client_t *c)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* zoo.warm for one job's "warm_start", applied to its spec. */
+static int warm_one(loom_rpc_client_t *c, loom_gen_job_t *j, loom_err_t *err)
+{
+    json_t *spec = j->spec, *res = NULL;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    int rc = loom_rpc_client_call(c, "zoo.warm", json_object_get(spec, "warm_start"),
+                                  LOOM_RPC_CALL_RETRY, &res, &e);
+    if (rc != LOOM_OK) {
+        if (err)
+            *err = e.err;
+        loom_rpc_client_error_clear(&e);
+        return loom_err_prefix(err, "warm start (zoo.warm)");
+    }
+    loom_rpc_client_error_clear(&e);
+    json_t *labels = json_object_get(spec, "labels");
+    labels = labels ? json_deep_copy(labels) : json_object();
+    loom_buf_t script = LOOM_BUF_INIT;
+    const char *text = json_string_value(json_object_get(spec, "script"));
+    rc = labels && loom_buf_append_str(&script, text ? text : "") == 0
+             ? loom_zoo_warm_apply(res, labels, &script, err)
+             : loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    if (rc == LOOM_OK &&
+        (json_object_set_new(spec, "labels", labels) ||
+         json_object_set_new(spec, "script", json_stringn(script.data, script.len))))
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    else if (rc != LOOM_OK)
+        json_decref(labels);
+    json_object_del(spec, "warm_start");
+    loom_buf_free(&script);
+    json_decref(res);
+    return rc;
+}
+
 static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *err)
 {
     submit_sink_t *s = ctx;
@@ -58,17 +98,29 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
     if (!c)
         return err ? err->code : LOOM_EIO;
     loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
-    if (!items) {
+    loom_gen_job_t **sent = calloc(n, sizeof *sent);
+    if (!items || !sent) {
+        free(items);
+        free(sent);
         give_client(s, c);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < n; i++) {
-        items[i].method = "job.submit";
-        items[i].params = jobs[i]->spec;
+    size_t all = n;
+    n = 0;
+    for (size_t i = 0; i < all; i++) {
+        loom_err_t we;
+        if (json_object_get(jobs[i]->spec, "warm_start") && warm_one(c, jobs[i], &we) != LOOM_OK) {
+            loom_gen_job_fail(jobs[i], &we);
+            continue;
+        }
+        sent[n] = jobs[i];
+        items[n].method = "job.submit";
+        items[n++].params = jobs[i]->spec;
     }
+    jobs = sent;
     int64_t start = loom_time_mono_ns();
-    int rc;
-    for (unsigned attempt = 0;; attempt++) {
+    int rc = LOOM_OK;
+    for (unsigned attempt = 0; n > 0; attempt++) {
         loom_rpc_client_error_t e;
         loom_rpc_client_error_init(&e);
         rc = loom_rpc_client_batch(c, items, n, LOOM_RPC_CALL_RETRY, &e);
@@ -120,6 +172,7 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
     }
     loom_rpc_batch_items_clear(items, n);
     free(items);
+    free(sent);
     if (c)
         give_client(s, c);
     return rc;
