@@ -1016,7 +1016,7 @@ static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const ch
     }
     check_model_refs(v, job, m, jptr, params);
     const json_t *ws = json_object_get(m, "warm_start");
-    if (ws && !json_is_false(ws) && !json_object_get(m, "model")) {
+    if ((json_is_true(ws) || json_is_object(ws)) && !json_object_get(m, "model")) {
         char *p = origin(v, job, jptr, "warm_start", NULL);
         if (p)
             issue(v, p, "found a warm start without a model, expected \"model\" next to it");
