@@ -220,6 +220,30 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
                   const loom_zoo_transform_opts_t *topts, const char *out_path, json_t **report,
                   loom_err_t *err);
 
+/* Applies a zoo.warm result res ({"parent", "similarity", "layers_mapped",
+ * "layers_child", "weights"}) to a batch submission: sets the labels
+ * zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped and zoo.weights
+ * in labels (an object) and puts `export LOOM_WARM_START='PATH'` into
+ * *script after its #! line (before anything runs). What `loom submit
+ * --warm-start` and `loom gen --submit` (catalog "warm_start") both do.
+ * LOOM_EINVAL when res has no usable weights path (one with a ' or over
+ * 256 bytes is refused: it goes into a shell line). */
+int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, loom_err_t *err);
+
+/* The expected speed-up of a warm start from a parent of this similarity
+ * (docs/zoo.md, "Expected speed-up"): 1 below the parent threshold 0.5,
+ * else 1.3 + 6 * (similarity - 0.5), i.e. 1.3x at 0.5 up to 4.3x at 1,
+ * the range ModelKeeper reports. */
+#define LOOM_ZOO_SPEEDUP_MAX 4.3
+double loom_zoo_speedup(double similarity);
+
+/* A job's expected duration: base_s (its estimate or time limit) divided by
+ * the label "zoo.speedup" in labels_json (a JSON object of strings; NULL
+ * and anything unreadable count as no label). The factor is clamped to
+ * [1, LOOM_ZOO_SPEEDUP_MAX], so a label cannot claim more than a warm
+ * start gives. */
+double loom_zoo_expected_s(double base_s, const char *labels_json);
+
 #ifdef __cplusplus
 }
 #endif

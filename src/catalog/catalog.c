@@ -425,10 +425,10 @@ static void check_refs(vctx_t *v, const char *s, const json_t *params, const cha
 /* ------------------------------------------------------------- members */
 
 static const char *const top_keys[] = {"$schema", "version", "description", "defaults", "jobs"};
-static const char *const job_keys[] = {"name",        "description", "executable", "arguments",
-                                       "environment", "resources",   "time_limit", "weight",
-                                       "parameters",  "template",    "labels",     "model",
-                                       "image",       "reconfig",    "array",      "then"};
+static const char *const job_keys[] = {
+    "name",       "description", "executable", "arguments", "environment", "resources",
+    "time_limit", "weight",      "parameters", "template",  "labels",      "model",
+    "image",      "reconfig",    "array",      "then",      "warm_start"};
 static const char *const res_keys[] = {"cpus",      "memory",     "gpus",
                                        "gpu_share", "gpu_memory", "gpu_type"};
 static const char *const model_keys[] = {"path",      "batch",     "train",
@@ -742,6 +742,28 @@ static void check_model(vctx_t *v, const json_t *m, const char *ptr)
 }
 
 /* Checks the members of a job or of "defaults" on their own. */
+/* "warm_start": true/false, or {"task": NAME} (docs/zoo.md): loom gen
+ * --submit warm-starts the job's model from loomd's zoo. */
+static void check_warm_start(vctx_t *v, const json_t *val, const char *p)
+{
+    char fbuf[96];
+    if (json_is_boolean(val))
+        return;
+    if (!json_is_object(val)) {
+        issue(v, p, "found %s, expected true, false or an object {\"task\": NAME}", FOUND(val));
+        return;
+    }
+    static const char *const keys[] = {"task"};
+    check_keys(v, val, p, keys, N(keys), "warm_start");
+    const json_t *t = json_object_get(val, "task");
+    char *tp = t ? child(v, p, "task") : NULL;
+    if (tp && want_string(v, t, tp, true) &&
+        (!name_ok(json_string_value(t), false) || json_string_length(t) > 128))
+        issue(v, tp, "found %s, expected a task name of 1-128 characters from [A-Za-z0-9._-]",
+              FOUND(t));
+    free(tp);
+}
+
 static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, bool defaults)
 {
     char fbuf[96];
@@ -858,6 +880,8 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
             want_file(v, val, p, "template");
         } else if (strcmp(k, "model") == 0) {
             check_model(v, val, p);
+        } else if (strcmp(k, "warm_start") == 0) {
+            check_warm_start(v, val, p);
         } else if (strcmp(k, "reconfig") == 0) {
             loom_rubick_spec_t rs;
             loom_err_t re;
@@ -1039,6 +1063,13 @@ static void check_merged(vctx_t *v, const json_t *job, const json_t *m, const ch
         }
     }
     check_model_refs(v, job, m, jptr, params);
+    const json_t *ws = json_object_get(m, "warm_start");
+    if ((json_is_true(ws) || json_is_object(ws)) && !json_object_get(m, "model")) {
+        char *p = origin(v, job, jptr, "warm_start", NULL);
+        if (p)
+            issue(v, p, "found a warm start without a model, expected \"model\" next to it");
+        free(p);
+    }
     json_decref(empty);
 }
 

@@ -357,8 +357,8 @@ int loom_cmd_zoo(int argc, char **argv)
 /* loom submit --model M.onnx --warm-start [--warm-task TASK]: asks loomd
  * for a warm start of the submission's model (zoo.warm), records the
  * parent, its similarity and the layers mapped as the job's labels
- * (zoo.parent, zoo.similarity, zoo.layers_mapped, zoo.weights: `loom show`
- * prints them) and exports LOOM_WARM_START=PATH at the top of the batch
+ * (zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped, zoo.weights:
+ * `loom show` prints them) and exports LOOM_WARM_START=PATH at the top of the batch
  * script, after its #! line. */
 int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script)
 {
@@ -386,32 +386,12 @@ int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, lo
     json_decref(p);
     if (rc)
         return rc;
-    const char *path = json_string_value(json_object_get(res, "weights"));
-    char v[64];
-    snprintf(v, sizeof v, "%lld", (long long)json_integer_value(json_object_get(res, "parent")));
-    json_object_set_new(labels, "zoo.parent", json_string(v));
-    snprintf(v, sizeof v, "%.4f", json_real_value(json_object_get(res, "similarity")));
-    json_object_set_new(labels, "zoo.similarity", json_string(v));
-    snprintf(v, sizeof v, "%lld of %lld",
-             (long long)json_integer_value(json_object_get(res, "layers_mapped")),
-             (long long)json_integer_value(json_object_get(res, "layers_child")));
-    json_object_set_new(labels, "zoo.layers_mapped", json_string(v));
-    if (path && strlen(path) <= 256)
-        json_object_set_new(labels, "zoo.weights", json_string(path));
-    /* the export goes after the interpreter line, before anything runs */
-    loom_buf_t out = LOOM_BUF_INIT;
-    const char *body = script->data ? script->data : "";
-    const char *nl = strncmp(body, "#!", 2) == 0 ? strchr(body, '\n') : NULL;
-    size_t head = nl ? (size_t)(nl - body) + 1 : 0;
-    if (nl == NULL && strncmp(body, "#!", 2) == 0)
-        head = strlen(body);
-    loom_buf_append(&out, body, head);
-    if (head && body[head - 1] != '\n')
-        loom_buf_append_char(&out, '\n');
-    loom_buf_appendf(&out, "export LOOM_WARM_START='%s'\n", path ? path : "");
-    loom_buf_append_str(&out, body + head);
-    loom_buf_free(script);
-    *script = out;
+    loom_err_t err;
+    if (loom_zoo_warm_apply(res, labels, script, &err) != LOOM_OK) {
+        fprintf(stderr, "loom submit: %s\n", err.msg);
+        json_decref(res);
+        return LOOM_EXIT_FAILURE;
+    }
     fprintf(stderr, "loom submit: warm start from zoo entry %s (similarity %s, %s layers)\n",
             json_string_value(json_object_get(labels, "zoo.parent")),
             json_string_value(json_object_get(labels, "zoo.similarity")),

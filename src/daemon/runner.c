@@ -31,6 +31,7 @@
 #include "loom/mon.h"
 #include "loom/runtime.h"
 #include "loom/sched.h"
+#include "loom/zoo.h"
 
 /* Jobs read from the store per page (the largest page the store gives). */
 #define LOOMD_LIST_PAGE 10000
@@ -213,6 +214,13 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
                              .time_limit_s = (double)j->time_limit_s,
                              /* fair share: by owner (docs/security.md) */
                              .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
+    /* a warm-started job is expected to finish sooner: sjf orders by its
+     * time limit over the label zoo.speedup (docs/zoo.md) */
+    if (j->time_limit_s > 0) {
+        double expect = loom_zoo_expected_s(out->time_limit_s, j->labels_json);
+        if (expect < out->time_limit_s)
+            out->estimate_s = expect;
+    }
     job_req(r, j, &out->req);
 }
 

@@ -91,6 +91,7 @@ typedef struct job_plan {
     json_t *name, *format, *resources, *time_limit, *labels;
     json_t *reconfig; /* the entry's "reconfig" (docs/scheduling.md), or NULL */
     json_t *options;  /* job.submit's options: {"array": ...} from the entry's "array", or NULL */
+    json_t *warm;     /* zoo.warm's params for a "warm_start" entry (docs/zoo.md), or NULL */
     /* the fast way (NULL plan: render the ordinary way) */
     loom_catalog_shape_t *shape;
     json_t *ctx; /* the shape's context plus the generator's members */
@@ -194,11 +195,19 @@ static int spec_parts(const loom_catalog_job_t *j, bool yaml, job_plan_t *jp)
     const json_t *arr = j->merged ? json_object_get(j->merged, "array") : NULL;
     if (arr && !(jp->options = json_pack("{s:O}", "array", arr)))
         return LOOM_ENOMEM;
+    const json_t *ws = j->merged ? json_object_get(j->merged, "warm_start") : NULL;
+    if (ws && !json_is_false(ws) && j->model_path) {
+        const json_t *task = json_object_get(ws, "task");
+        jp->warm = json_pack("{s:s}", "model", j->model_path);
+        if (!jp->warm || (task && json_object_set_nocheck(jp->warm, "task", (json_t *)task)))
+            return LOOM_ENOMEM;
+    }
     return LOOM_OK;
 }
 
 /* The job as job.submit takes it: name, script, format, resources,
- * submit_id, time_limit, labels, and model: the sampled "model_spec" of the
+ * submit_id, time_limit, labels, reconfig, warm_start (zoo.warm's params:
+ * the submit sink turns it into a warm start) and model: the sampled "model_spec" of the
  * render context (NULL: none), which lets loomd fill the GPU memory request
  * from the model's estimate. */
 static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jname,
@@ -221,6 +230,7 @@ static int make_spec(const job_plan_t *jp, loom_gen_job_t *job, const char *jnam
         (jp->labels && json_object_set_nocheck(spec, "labels", jp->labels)) ||
         (jp->reconfig && json_object_set_nocheck(spec, "reconfig", jp->reconfig)) ||
         (jp->options && json_object_set_nocheck(spec, "options", jp->options)) ||
+        (jp->warm && json_object_set_nocheck(spec, "warm_start", jp->warm)) ||
         (model && json_object_set_new_nocheck(spec, "model", json_deep_copy(model)));
     if (bad) {
         json_decref(spec);
@@ -405,6 +415,7 @@ static void job_plan_free(job_plan_t *jp)
     json_decref(jp->resources);
     json_decref(jp->time_limit);
     json_decref(jp->labels);
+    json_decref(jp->warm);
     json_decref(jp->reconfig);
     json_decref(jp->options);
     free(jp->then);

@@ -17,6 +17,11 @@
  * A client serves one thread at a time, so the sink keeps a small pool:
  * each send() takes a client (creating one when none is free) and gives it
  * back afterwards.
+ *
+ * A job whose spec carries "warm_start" (a catalog entry's warm start,
+ * docs/zoo.md) first gets zoo.warm from the same loomd; the result goes into
+ * its labels and script (loom_zoo_warm_apply) and "warm_start" leaves the
+ * spec. A failed warm start fails that job alone (it is not submitted cold).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 
 #include "loom/gen.h"
 #include "loom/rpc.h"
+#include "loom/zoo.h"
 
 typedef struct submit_sink {
     loom_rpc_client_config_t cfg;
@@ -53,6 +59,41 @@ static void give_client(submit_sink_t *s, loom_rpc_client_t *c)
     else
         loom_rpc_client_free(c);
     pthread_mutex_unlock(&s->mu);
+}
+
+/* zoo.warm for one submission's "warm_start" (a job's or a pipeline
+ * stage's), applied to its spec. */
+static int warm_spec(loom_rpc_client_t *c, json_t *spec, loom_err_t *err)
+{
+    json_t *res = NULL;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    int rc = loom_rpc_client_call(c, "zoo.warm", json_object_get(spec, "warm_start"),
+                                  LOOM_RPC_CALL_RETRY, &res, &e);
+    if (rc != LOOM_OK) {
+        if (err)
+            *err = e.err;
+        loom_rpc_client_error_clear(&e);
+        return loom_err_prefix(err, "warm start (zoo.warm)");
+    }
+    loom_rpc_client_error_clear(&e);
+    json_t *labels = json_object_get(spec, "labels");
+    labels = labels ? json_deep_copy(labels) : json_object();
+    loom_buf_t script = LOOM_BUF_INIT;
+    const char *text = json_string_value(json_object_get(spec, "script"));
+    rc = labels && loom_buf_append_str(&script, text ? text : "") == 0
+             ? loom_zoo_warm_apply(res, labels, &script, err)
+             : loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    if (rc == LOOM_OK &&
+        (json_object_set_new(spec, "labels", labels) ||
+         json_object_set_new(spec, "script", json_stringn(script.data, script.len))))
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    else if (rc != LOOM_OK)
+        json_decref(labels);
+    json_object_del(spec, "warm_start");
+    loom_buf_free(&script);
+    json_decref(res);
+    return rc;
 }
 
 /* Sends one JSON-RPC batch, again with the same submit_ids while its fate
@@ -134,6 +175,11 @@ static int submit_stages(submit_sink_t *s, loom_rpc_client_t **c, loom_gen_job_t
             rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
             break;
         }
+        loom_err_t we;
+        if (json_object_get(st, "warm_start") && warm_spec(*c, st, &we) != LOOM_OK) {
+            loom_gen_job_fail(job, &we);
+            break;
+        }
         loom_rpc_batch_item_t item = {.method = "job.submit", .params = st};
         rc = batch_with_retries(s, c, &item, 1, job->index, err);
         if (rc != LOOM_OK) {
@@ -173,6 +219,25 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
         give_client(s, c);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
+    loom_gen_job_t **sent = calloc(n ? n : 1, sizeof *sent);
+    if (!sent) {
+        free(items);
+        free(stages);
+        give_client(s, c);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    }
+    size_t all = n;
+    n = 0;
+    for (size_t i = 0; i < all; i++) {
+        loom_err_t we;
+        if (json_object_get(jobs[i]->spec, "warm_start") &&
+            warm_spec(c, jobs[i]->spec, &we) != LOOM_OK) {
+            loom_gen_job_fail(jobs[i], &we); /* no parent: not submitted cold */
+            continue;
+        }
+        sent[n++] = jobs[i];
+    }
+    jobs = sent;
     for (size_t i = 0; i < n; i++) {
         /* A pipeline's later stages are not job.submit's: they go after. */
         stages[i] = json_incref(json_object_get(jobs[i]->spec, "then"));
@@ -181,7 +246,7 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
         items[i].method = "job.submit";
         items[i].params = jobs[i]->spec;
     }
-    int rc = batch_with_retries(s, &c, items, n, jobs[0]->index, err);
+    int rc = n ? batch_with_retries(s, &c, items, n, jobs[0]->index, err) : LOOM_OK;
     for (size_t i = 0; rc == LOOM_OK && i < n; i++) {
         if (items[i].code != 0) {
             loom_err_t e;
@@ -200,6 +265,7 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
     free(stages);
     loom_rpc_batch_items_clear(items, n);
     free(items);
+    free(sent);
     if (c)
         give_client(s, c);
     return rc;

@@ -4,6 +4,7 @@
  * from (the job and `loom show` report it). Timed, since the point of a
  * warm start is lost if finding it costs a noticeable part of a run. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "estimate/est.h"
@@ -108,4 +109,69 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
     json_decref(match);
     json_decref(row);
     return rc;
+}
+
+double loom_zoo_speedup(double similarity)
+{
+    if (!(similarity >= 0.5))
+        return 1.0;
+    if (similarity > 1.0)
+        similarity = 1.0;
+    return 1.3 + 6.0 * (similarity - 0.5);
+}
+
+double loom_zoo_expected_s(double base_s, const char *labels_json)
+{
+    if (!labels_json || !strstr(labels_json, "zoo.speedup"))
+        return base_s; /* the common case: no JSON parse per job */
+    json_t *labels = json_loads(labels_json, 0, NULL);
+    const char *v = json_string_value(json_object_get(labels, "zoo.speedup"));
+    char *end = NULL;
+    double f = v ? strtod(v, &end) : 1.0;
+    if (!v || end == v || *end != '\0' || !(f >= 1.0))
+        f = 1.0;
+    if (f > LOOM_ZOO_SPEEDUP_MAX)
+        f = LOOM_ZOO_SPEEDUP_MAX;
+    json_decref(labels);
+    return base_s / f;
+}
+
+int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, loom_err_t *err)
+{
+    const char *path = json_string_value(json_object_get(res, "weights"));
+    if (!path || !*path || strlen(path) > 256 || strchr(path, '\'') || strchr(path, '\n'))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "zoo.warm result: expected \"weights\", a path of 1-256 bytes "
+                            "without quotes or newlines");
+    double sim = json_real_value(json_object_get(res, "similarity"));
+    char v[64];
+    int bad = 0;
+    snprintf(v, sizeof v, "%lld", (long long)json_integer_value(json_object_get(res, "parent")));
+    bad |= json_object_set_new(labels, "zoo.parent", json_string(v));
+    snprintf(v, sizeof v, "%.4f", sim);
+    bad |= json_object_set_new(labels, "zoo.similarity", json_string(v));
+    snprintf(v, sizeof v, "%.2f", loom_zoo_speedup(sim));
+    bad |= json_object_set_new(labels, "zoo.speedup", json_string(v));
+    snprintf(v, sizeof v, "%lld of %lld",
+             (long long)json_integer_value(json_object_get(res, "layers_mapped")),
+             (long long)json_integer_value(json_object_get(res, "layers_child")));
+    bad |= json_object_set_new(labels, "zoo.layers_mapped", json_string(v));
+    bad |= json_object_set_new(labels, "zoo.weights", json_string(path));
+    if (bad)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    loom_buf_t out = LOOM_BUF_INIT;
+    const char *body = script->data ? script->data : "";
+    size_t head = 0;
+    if (strncmp(body, "#!", 2) == 0) {
+        const char *nl = strchr(body, '\n');
+        head = nl ? (size_t)(nl - body) + 1 : strlen(body);
+    }
+    loom_buf_append(&out, body, head);
+    if (head && body[head - 1] != '\n')
+        loom_buf_append_char(&out, '\n');
+    loom_buf_appendf(&out, "export LOOM_WARM_START='%s'\n", path);
+    loom_buf_append_str(&out, body + head);
+    loom_buf_free(script);
+    *script = out;
+    return LOOM_OK;
 }

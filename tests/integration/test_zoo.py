@@ -123,6 +123,36 @@ def main():
         shown = subprocess.run([cli, "show", str(jid3)], capture_output=True, text=True,
                                env=env).stdout
         assert "zoo.similarity" in shown, shown
+        # a catalog entry's "warm_start": loom gen --submit does the same; the
+        # expected speed-up of an identical parent is the rule's top, 4.3
+        catalog = os.path.join(work, "warm-catalog.json")
+        with open(catalog, "w") as f:
+            json.dump({"version": 1, "jobs": [
+                {"name": "warm", "executable": "/bin/true", "time_limit": "1h",
+                 "model": os.path.join(child_dir, "child.onnx"),
+                 "warm_start": {"task": "digits"}}]}, f)
+        r = subprocess.run([cli, "gen", "--catalog", catalog, "--count", "1", "--rate", "10/s",
+                            "--seed", "1", "--submit", "-", "--json"], capture_output=True,
+                           text=True, env=env, cwd=work)
+        assert r.returncode == 0, r.stdout + r.stderr
+        gj = [j for j in c.list_all() if j["name"] == "warm"]
+        assert len(gj) == 1, gj
+        g = wait_ended(c, gj[0]["id"])
+        assert g["labels"]["zoo.parent"] == str(e2), g["labels"]
+        assert g["labels"]["zoo.speedup"] == "4.30", g["labels"]
+        assert g["script"].startswith("#!") and "export LOOM_WARM_START='" in g["script"], g
+        assert j3["labels"]["zoo.speedup"] == "4.30", j3["labels"]
+        # no parent for another task: that job fails in gen, nothing is submitted cold
+        with open(catalog, "w") as f:
+            json.dump({"version": 1, "jobs": [
+                {"name": "nowarm", "executable": "/bin/true",
+                 "model": os.path.join(child_dir, "child.onnx"),
+                 "warm_start": {"task": "speech"}}]}, f)
+        r = subprocess.run([cli, "gen", "--catalog", catalog, "--count", "1", "--rate", "10/s",
+                            "--seed", "1", "--submit", "-", "--json"], capture_output=True,
+                           text=True, env=env, cwd=work)
+        assert "zoo.warm" in r.stdout + r.stderr, r.stdout + r.stderr
+        assert not [j for j in c.list_all() if j["name"] == "nowarm"]
         # the CLI reads the same repository
         out = subprocess.run([cli, "zoo", "list", "--json", "--state-dir", d.state_dir],
                              capture_output=True, text=True, check=True).stdout

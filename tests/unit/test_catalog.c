@@ -159,11 +159,12 @@ static void test_err_unknown_keys(void **s)
            "           \"argumnets\": [], \"zzzzzz\": 1}]}",
            "c.json:2:12: /jobs/0/argumnets: found an unknown key 'argumnets', expected one of the "
            "job keys: name, description, executable, arguments, environment, resources, "
-           "time_limit, weight, parameters, template, labels, model, image, reconfig, array, then "
+           "time_limit, weight, parameters, template, labels, model, image, reconfig, array, then, "
+           "warm_start "
            "(did you mean 'arguments'?)",
            "c.json:2:29: /jobs/0/zzzzzz: found an unknown key 'zzzzzz', expected one of the job "
            "keys: name, description, executable, arguments, environment, resources, time_limit, "
-           "weight, parameters, template, labels, model, image, reconfig, array, then");
+           "weight, parameters, template, labels, model, image, reconfig, array, then, warm_start");
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"resources\": {\"GPUS\": 1}}]}",
            "c.json:1:58: /jobs/0/resources/GPUS: found an unknown key 'GPUS', expected one of the "
            "resources keys: cpus, memory, gpus, gpu_share, gpu_memory, gpu_type (did you mean "
@@ -800,6 +801,40 @@ static void test_schema_in_sync(void **s)
     json_decref(schema);
 }
 
+/* "warm_start": true/false or {"task": NAME}, and only next to a model
+ * (docs/zoo.md); every message names the field. */
+static void test_warm_start(void **s)
+{
+    (void)s;
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"warm_start\": 1}]}",
+           "c.json:1:58: /jobs/0/warm_start: found the integer 1, expected true, false or an "
+           "object {\"task\": NAME}");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": \"" ONNX "\",\n"
+           "           \"warm_start\": {\"tsak\": \"d\"}}]}",
+           "c.json:2:27: /jobs/0/warm_start/tsak: found an unknown key 'tsak', expected one of the "
+           "warm_start keys: task (did you mean 'task'?)");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": \"" ONNX "\",\n"
+           "           \"warm_start\": {\"task\": \"a b\"}}]}",
+           "c.json:2:35: /jobs/0/warm_start/task: found the string \"a b\", expected a task name "
+           "of 1-128 characters from [A-Za-z0-9._-]");
+    EXPECT("{\"defaults\": {\"warm_start\": true},\n"
+           " \"jobs\": [{\"name\": \"a\", \"executable\": \"x\"}]}",
+           "c.json:1:29: /defaults/warm_start: found a warm start without a model, expected "
+           "\"model\" next to it");
+    const char *json =
+        "{\"defaults\": {\"warm_start\": {\"task\": \"digits\"}},\n"
+        " \"jobs\": [{\"name\": \"a\", \"executable\": \"x\", \"model\": \"" ONNX "\"},\n"
+        "  {\"name\": \"b\", \"executable\": \"x\", \"warm_start\": false}]}";
+    loom_catalog_t *c;
+    loom_err_t err;
+    if (loom_catalog_load_string(json, strlen(json), "w.json", BASE, &c, NULL, &err))
+        fail_msg("%s", err.msg);
+    const json_t *ws = json_object_get(loom_catalog_job(c, 0)->merged, "warm_start");
+    assert_string_equal(json_string_value(json_object_get(ws, "task")), "digits");
+    assert_true(json_is_false(json_object_get(loom_catalog_job(c, 1)->merged, "warm_start")));
+    loom_catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -810,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_err_reconfig),
         cmocka_unit_test(test_err_array),
         cmocka_unit_test(test_err_then),
+        cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_err_names),
         cmocka_unit_test(test_err_executable),
         cmocka_unit_test(test_err_arguments_environment_labels),

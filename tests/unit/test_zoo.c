@@ -5,11 +5,13 @@
  * the exact score; signatures and weights files round-trip and reject
  * damage; a widened and a deepened MLP compute the parent's function. */
 #include <math.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "test_util.h"
 
 #include "estimate/est.h"
+#include "loom/sched.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"
 
@@ -324,6 +326,42 @@ static void test_weights_file(void **state)
     loom_est_model_free(m);
 }
 
+/* A warm-started job's expected duration is its time limit over the
+ * speed-up its label claims (clamped), so sjf puts it ahead of an otherwise
+ * equal cold job submitted earlier. */
+static void test_warm_orders_first(void **state)
+{
+    (void)state;
+    assert_true(loom_zoo_speedup(0.4) == 1.0);
+    assert_true(fabs(loom_zoo_speedup(0.5) - 1.3) < 1e-9);
+    assert_true(fabs(loom_zoo_speedup(1.0) - 4.3) < 1e-9);
+    assert_true(loom_zoo_expected_s(100.0, NULL) == 100.0);
+    assert_true(loom_zoo_expected_s(100.0, "{}") == 100.0);
+    assert_true(fabs(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2.00\"}") - 50.0) < 1e-9);
+    assert_true(fabs(loom_zoo_expected_s(43.0, "{\"zoo.speedup\":\"99\"}") - 10.0) < 1e-9);
+    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"0.1\"}") == 100.0);
+    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2x\"}") == 100.0);
+    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":2}") == 100.0);
+    assert_true(loom_zoo_expected_s(100.0, "not json zoo.speedup") == 100.0);
+
+    loom_sched_queue_cfg_t cfg;
+    assert_int_equal(loom_sched_queue_cfg_parse("sjf", &cfg, NULL), LOOM_OK);
+    loom_sched_qjob_t cold = {.id = 1, .submit_s = 10, .time_limit_s = 3600};
+    loom_sched_qjob_t warm = {.id = 2, .submit_s = 20, .time_limit_s = 3600};
+    char labels[64];
+    snprintf(labels, sizeof labels, "{\"zoo.speedup\":\"%.2f\"}", loom_zoo_speedup(0.9));
+    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, labels);
+    assert_true(warm.estimate_s < 3600);
+    assert_true(loom_sched_queue_cmp(&cfg, &warm, &cold) < 0);
+    loom_sched_qjob_t *order[] = {&cold, &warm};
+    loom_sched_queue_order(&cfg, order, 2, 30);
+    assert_ptr_equal(order[0], &warm);
+    /* without the label the earlier cold job goes first */
+    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, "{\"zoo.parent\":\"3\"}");
+    loom_sched_queue_order(&cfg, order, 2, 30);
+    assert_ptr_equal(order[0], &cold);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,7 +369,7 @@ int main(void)
         cmocka_unit_test(test_widened),          cmocka_unit_test(test_branch),
         cmocka_unit_test(test_sig_roundtrip),    cmocka_unit_test(test_widen_preserves),
         cmocka_unit_test(test_deepen_preserves), cmocka_unit_test(test_crop),
-        cmocka_unit_test(test_weights_file),
+        cmocka_unit_test(test_weights_file),     cmocka_unit_test(test_warm_orders_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
