@@ -107,7 +107,7 @@ int loomd_parse_begin(const char *text, int64_t submit_ns, int64_t *out_ns, loom
 
 /* ------------------------------------------------- job options -> runtime */
 
-static void deps_add(loomd_runner_t *r, int64_t id, const char *text, const char *name)
+static void deps_add(loomd_runner_t *r, int64_t id, const char *text, const char *name, int64_t uid)
 {
     if (r->ndeps == r->cap_deps) {
         size_t nc = r->cap_deps ? r->cap_deps * 2 : 16;
@@ -119,6 +119,7 @@ static void deps_add(loomd_runner_t *r, int64_t id, const char *text, const char
     }
     loomd_dep_t *d = &r->deps[r->ndeps];
     d->id = id;
+    d->uid = uid;
     d->text = strdup(text);
     d->name = strdup(name ? name : "");
     if (!d->text || !d->name) {
@@ -151,7 +152,7 @@ void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_
     const char *dep = json_string_value(json_object_get(o, "dependency"));
     if (dep && *dep) {
         rj->dep_wait = true;
-        deps_add(r, j->id, dep, j->name);
+        deps_add(r, j->id, dep, j->name, j->uid);
     }
     json_decref(o);
 }
@@ -177,8 +178,8 @@ static loom_runtime_dep_job_t dep_job(void *ctx, uint64_t id)
     return s;
 }
 
-/* Whether an earlier job of the same name is still pending or running
- * (jobs carry no user yet: one user). */
+/* Whether an earlier job of the same name and the same owner (as Slurm's
+ * singleton: user and name) is still pending or running. */
 static bool dep_singleton(void *ctx)
 {
     judge_ctx_t *c = ctx;
@@ -189,7 +190,7 @@ static bool dep_singleton(void *ctx)
         return true; /* cannot tell: wait */
     bool busy = false;
     for (size_t i = 0; i < list.n && list.jobs[i].id < c->d->id && !busy; i++)
-        busy = !strcmp(list.jobs[i].name, c->d->name);
+        busy = !strcmp(list.jobs[i].name, c->d->name) && list.jobs[i].uid == c->d->uid;
     loom_job_list_free(&list);
     return busy;
 }

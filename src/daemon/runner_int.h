@@ -33,8 +33,9 @@ typedef struct active {
 /* A pending job waiting for its dependencies (deps.c). */
 typedef struct loomd_dep {
     int64_t id;
-    char *text; /* options.dependency */
-    char *name; /* for singleton */
+    char *text;  /* options.dependency */
+    char *name;  /* for singleton: same name and same owner, as Slurm's */
+    int64_t uid; /* the owner (-1: none) */
 } loomd_dep_t;
 
 struct loomd_runner {
