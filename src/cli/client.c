@@ -222,3 +222,60 @@ int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(F
     loom_cli_disconnect(&conn);
     return rc;
 }
+
+/* A job's failure, without repeating its id when loomd's message already
+ * starts with it ("job 999 not found", not "job 999: job 999 not found"). */
+static void report_failure(const char *cmd, int64_t id, const char *msg)
+{
+    char job[40];
+    int n = snprintf(job, sizeof job, "job %lld", (long long)id);
+    if (strncmp(msg, job, (size_t)n) == 0 && (msg[n] == ' ' || msg[n] == ':' || msg[n] == 0))
+        fprintf(stderr, "loom %s: %s\n", cmd, msg);
+    else
+        fprintf(stderr, "loom %s: %s: %s\n", cmd, job, msg);
+}
+
+/* Sends one call per job in one batch (no retry: a repeat could turn a
+ * success into "already ..."), prints "DONE job ID" or the failure of each,
+ * and returns the exit code, "not found" over other failures. */
+int loom_cli_batch_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
+                           const int64_t *ids, size_t n, bool as_json)
+{
+    loom_cli_conn_t conn;
+    int rc = loom_cli_connect(cmd, &conn);
+    if (rc)
+        return rc;
+    loom_rpc_client_error_t e;
+    loom_rpc_client_error_init(&e);
+    if (loom_rpc_client_batch(conn.client, items, n, 0, &e) != LOOM_OK) {
+        rc = loom_cli_report(cmd, &conn, &e);
+        loom_rpc_client_error_clear(&e);
+        loom_cli_disconnect(&conn);
+        return rc;
+    }
+    loom_rpc_client_error_clear(&e);
+    loom_cli_disconnect(&conn);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].code == 0) {
+            json_array_append_new(out,
+                                  json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok", 1,
+                                            "job", json_object_get(items[i].result, "job")));
+            if (!as_json)
+                printf("%s job %lld\n", done, (long long)ids[i]);
+            continue;
+        }
+        const char *msg = items[i].message ? items[i].message : "failed";
+        json_array_append_new(out,
+                              json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i], "ok",
+                                        0, "error", "code", items[i].code, "message", msg));
+        report_failure(cmd, ids[i], msg);
+        int code = loom_cli_exit_for_rpc(items[i].code);
+        if (code == LOOM_EXIT_NOTFOUND || rc == LOOM_EXIT_OK)
+            rc = code;
+    }
+    if (as_json)
+        loom_cli_print_json(out);
+    json_decref(out);
+    return rc;
+}

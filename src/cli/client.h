@@ -29,6 +29,13 @@ int loom_cli_call(const char *cmd, loom_cli_conn_t *conn, const char *method, co
 
 /* Exit code for a JSON-RPC error code (-32001 job not found -> 4, ...). */
 int loom_cli_exit_for_rpc(int rpc_code);
+
+/* `loom cancel/hold/release/requeue ID...`: one call per job in one batch
+ * on a new connection to loomd; prints "DONE job ID" per success (or, with
+ * as_json, one array of {"id", "ok", "job" | "error"}); returns the exit
+ * code. */
+int loom_cli_batch_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
+                           const int64_t *ids, size_t n, bool as_json);
 /* Exit code and message for a failed call. */
 int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e);
 

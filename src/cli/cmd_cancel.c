@@ -18,16 +18,6 @@ static void usage(FILE *f)
 
 /* "loom cancel: job 9 not found", never "job 9: job 9 not found": the
  * job is named once, by loomd's message when it names it already. */
-static void report_failure(int64_t id, const char *message)
-{
-    char job[40];
-    int n = snprintf(job, sizeof job, "job %lld", (long long)id);
-    if (message && strncmp(message, job, (size_t)n) == 0 &&
-        (message[n] == ' ' || message[n] == ':' || message[n] == 0))
-        fprintf(stderr, "loom cancel: %s\n", message);
-    else
-        fprintf(stderr, "loom cancel: %s: %s\n", job, message ? message : "failed");
-}
 
 int loom_cmd_cancel(int argc, char **argv)
 {
@@ -70,44 +60,7 @@ int loom_cmd_cancel(int argc, char **argv)
         items[i].method = "job.cancel";
         items[i].params = params[i];
     }
-    loom_cli_conn_t conn;
-    if ((rc = loom_cli_connect("cancel", &conn)))
-        goto out;
-    loom_rpc_client_error_t e;
-    loom_rpc_client_error_init(&e);
-    /* Cancel is idempotent in effect (a repeat reports "already CANCELLED"),
-     * but a retry could turn success into that error; do not retry. */
-    if (loom_rpc_client_batch(conn.client, items, n, 0, &e) != LOOM_OK) {
-        rc = loom_cli_report("cancel", &conn, &e);
-        loom_rpc_client_error_clear(&e);
-        loom_cli_disconnect(&conn);
-        goto out;
-    }
-    loom_rpc_client_error_clear(&e);
-    loom_cli_disconnect(&conn);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].code == 0) {
-            json_array_append_new(out,
-                                  json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok", 1,
-                                            "job", json_object_get(items[i].result, "job")));
-            if (!as_json)
-                printf("Cancelled job %lld\n", (long long)ids[i]);
-        } else {
-            json_array_append_new(out,
-                                  json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i],
-                                            "ok", 0, "error", "code", items[i].code, "message",
-                                            items[i].message ? items[i].message : ""));
-            report_failure(ids[i], items[i].message);
-            int code = loom_cli_exit_for_rpc(items[i].code);
-            /* Report "not found" over other failures. */
-            if (code == LOOM_EXIT_NOTFOUND || rc == LOOM_EXIT_OK)
-                rc = code;
-        }
-    }
-    if (as_json)
-        loom_cli_print_json(out);
-    json_decref(out);
+    rc = loom_cli_batch_per_job("cancel", "Cancelled", items, ids, n, as_json);
 out:
     if (items)
         loom_rpc_batch_items_clear(items, n);

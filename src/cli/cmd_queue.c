@@ -33,52 +33,6 @@ static void usage(FILE *f, const verb_t *v)
             v->cmd, v->help);
 }
 
-/* Sends one call per job in one batch; prints each result. */
-static int send_batch(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
-                      const int64_t *ids, size_t n, bool as_json)
-{
-    loom_cli_conn_t conn;
-    int rc = loom_cli_connect(cmd, &conn);
-    if (rc)
-        return rc;
-    loom_rpc_client_error_t e;
-    loom_rpc_client_error_init(&e);
-    if (loom_rpc_client_batch(conn.client, items, n, 0, &e) != LOOM_OK) {
-        rc = loom_cli_report(cmd, &conn, &e);
-        loom_rpc_client_error_clear(&e);
-        loom_cli_disconnect(&conn);
-        return rc;
-    }
-    loom_rpc_client_error_clear(&e);
-    loom_cli_disconnect(&conn);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].code == 0) {
-            json_array_append_new(out,
-                                  json_pack("{s:I, s:b, s:O}", "id", (json_int_t)ids[i], "ok", 1,
-                                            "job", json_object_get(items[i].result, "job")));
-            if (!as_json)
-                printf("%s job %lld\n", done, (long long)ids[i]);
-            continue;
-        }
-        const char *msg = items[i].message ? items[i].message : "failed";
-        json_array_append_new(out,
-                              json_pack("{s:I, s:b, s:{s:i, s:s}}", "id", (json_int_t)ids[i], "ok",
-                                        0, "error", "code", items[i].code, "message", msg));
-        if (strncmp(msg, "job ", 4) == 0)
-            fprintf(stderr, "loom %s: %s\n", cmd, msg);
-        else
-            fprintf(stderr, "loom %s: job %lld: %s\n", cmd, (long long)ids[i], msg);
-        int code = loom_cli_exit_for_rpc(items[i].code);
-        if (code == LOOM_EXIT_NOTFOUND || rc == LOOM_EXIT_OK)
-            rc = code;
-    }
-    if (as_json)
-        loom_cli_print_json(out);
-    json_decref(out);
-    return rc;
-}
-
 /* ids from argv[first..]; params built by extra (may be NULL). */
 static int run_ids(const char *cmd, const char *method, const char *done, int argc, char **argv,
                    int first, const json_t *extra, bool as_json)
@@ -109,7 +63,7 @@ static int run_ids(const char *cmd, const char *method, const char *done, int ar
         items[i].params = params[i];
     }
     if (rc == LOOM_EXIT_OK)
-        rc = send_batch(cmd, done, items, ids, n, as_json);
+        rc = loom_cli_batch_per_job(cmd, done, items, ids, n, as_json);
     if (items)
         loom_rpc_batch_items_clear(items, n);
     for (size_t i = 0; params && i < n; i++)
