@@ -3,6 +3,12 @@
 # line, "N passed, N failed", as the last line of output.
 set -uo pipefail
 dir=${1:?usage: run-tests.sh BUILD_DIR}
+# Daemons the tests share are started here, before any test runs, so that
+# no two tests race to start them: munged (unit.auth, the Slurm clusters,
+# integration.multiuser). Without root the tests that need it skip.
+if [ "$(id -u)" = 0 ] && command -v munge >/dev/null; then
+  "$(dirname "$0")/munge-up.sh" || exit 1
+fi
 log=$(mktemp)
 ctest --test-dir "$dir" --output-on-failure -j "${TEST_JOBS:-2}" --timeout 900 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

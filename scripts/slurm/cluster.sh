@@ -47,12 +47,7 @@ mkdir -p "$dir"/{run,log,state,gpu}
 dir=$(cd "$dir" && pwd)
 
 # munge: one daemon for the machine.
-if ! pgrep -x munged >/dev/null; then
-  [ -f /etc/munge/munge.key ] || { dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=128 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  su -s /bin/sh munge -c '/usr/sbin/munged' || { echo "cluster.sh: munged failed to start" >&2; exit 1; }
-fi
+"$here/../munge-up.sh"
 
 cpus=${SLURM_NODE_CPUS:-$(nproc)}
 mem=${SLURM_NODE_MEM_MB:-$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))}
@@ -92,13 +87,13 @@ for i in $(seq 1 "$nodes"); do
   echo $! > "$dir/run/slurmd-loom$i.pid"
 done
 
-for _ in $(seq 150); do
+for _ in $(seq 300); do
   idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | sort -u | wc -l)
   [ "$idle" -ge "$nodes" ] && { echo "export SLURM_CONF=$SLURM_CONF"; exit 0; }
   sleep 0.2
 done
-echo "cluster.sh: nodes did not become idle within 30 s; see $dir/log" >&2
+echo "cluster.sh: nodes did not become idle within 60 s; see $dir/log" >&2
 sinfo -N >&2 || true
-tail -n 5 "$dir"/log/*.log >&2 || true
+tail -n 20 "$dir"/log/* >&2 || true
 down
 exit 1

@@ -86,12 +86,7 @@ echo "$tag" > "$(tagfile)"
 trap 'echo "netns-cluster.sh: failed; see $dir/log" >&2; down' ERR
 
 # munge: one daemon for the machine (as in cluster.sh).
-if ! pgrep -x munged >/dev/null; then
-  [ -f /etc/munge/munge.key ] || { dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=128 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  su -s /bin/sh munge -c '/usr/sbin/munged' || { echo "netns-cluster.sh: munged failed to start" >&2; exit 1; }
-fi
+"$here/../munge-up.sh"
 
 # The network: a bridge in the controller namespace, a veth per node.
 ctl="${tag}c"

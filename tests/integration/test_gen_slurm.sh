@@ -11,9 +11,16 @@ LOOM=$(cd "$B" && pwd)/loom
 PY=/usr/bin/python3
 dir=$(mktemp -d /tmp/loom-gen-slurm.XXXXXX)
 # Ports of our own: other worktrees may run a test cluster at the same time.
-base=$((20000 + RANDOM % 20000))
+# Below the ephemeral range (32768-60999), where an outgoing connection may
+# already hold the port.
+base=$((20000 + RANDOM % 12000))
 export SLURM_CTLD_PORT=$base SLURM_SLURMD_PORT=$((base + 1))
 cleanup() {
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ -d "$dir/log" ]; then
+    echo "gen_slurm: failed ($rc); the cluster's logs:" >&2
+    tail -n 20 "$dir"/log/* >&2 || true
+  fi
   if [ -n "${SLURM_CONF:-}" ]; then scancel -u root >/dev/null 2>&1 || true; fi
   "$SRC/scripts/slurm/cluster.sh" down "$dir" || true
   rm -rf "$dir"
