@@ -161,7 +161,7 @@ json_t *loomd_identity_info(const loomd_identity_t *ident, const loom_rpc_call_t
 }
 
 int loomd_identity_check_args(const loomd_identity_config_t *cfg, const char *socket,
-                              const char *executor, loom_err_t *err)
+                              loom_err_t *err)
 {
     if (!cfg->multi_user) {
         const char *opt = cfg->operators         ? "--operators"
@@ -177,10 +177,6 @@ int loomd_identity_check_args(const loomd_identity_config_t *cfg, const char *so
                             "--multi-user needs --socket PATH in a directory every user can "
                             "traverse (e.g. /run/loom/loomd.sock), or --socket none: the "
                             "default socket lies in the state directory, closed to others");
-    if (executor && strcmp(executor, "slurm") == 0)
-        return loom_err_set(err, LOOM_EINVAL,
-                            "--multi-user: the Slurm executor submits as loomd's user and cannot "
-                            "run jobs as their owners yet; use --executor local or none");
     return LOOM_OK;
 }
 

@@ -24,11 +24,10 @@ typedef struct loomd_identity loomd_identity_t;
 
 /* Option checks: --operators, --allow-root-jobs and --munge-socket need
  * --multi-user, which needs --socket PATH (or 'none': the default socket
- * lies in the state directory, which nobody else may enter) and refuses
- * the Slurm executor (it cannot run jobs as their owners yet, and would
- * run them as root). */
+ * lies in the state directory, which nobody else may enter). Both
+ * executors run jobs as their owners (docs/security.md). */
 int loomd_identity_check_args(const loomd_identity_config_t *cfg, const char *socket,
-                              const char *executor, loom_err_t *err);
+                              loom_err_t *err);
 
 /* Multi-user: loomd must run as root (to run jobs as their owners), and the
  * state directory is made 0700 and must belong to loomd's user. */

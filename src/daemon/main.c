@@ -317,7 +317,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         *exit_code = 2;
         return -1;
     }
-    if (loomd_identity_check_args(&o->ident, o->socket, o->executor, &err)) {
+    if (loomd_identity_check_args(&o->ident, o->socket, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         *exit_code = 2;
         return -1;

@@ -24,4 +24,16 @@ void loom_exec__job_paths(const char *jobs_dir, loom_exec_handle_t *h);
 int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *cwd, size_t cwdlen,
                       json_t *env, loom_err_t *err);
 
+/* The groups a job's owner gets, as initgroups(3) would set them: uid's
+ * supplementary groups from the user database, gid first. *ngroups holds
+ * the room in groups and receives the count. A uid without an entry gets
+ * gid alone. Not async-signal-safe: call it before a fork. */
+int loom_exec__owner_groups(uid_t uid, gid_t gid, gid_t *groups, int *ngroups, loom_err_t *err);
+
+/* Becomes uid for good (src/exec/owner.c): an empty capability bounding set,
+ * the groups, gid and uid (real, effective and saved), PR_SET_NO_NEW_PRIVS,
+ * then checks that uid 0 cannot be regained. System calls only, for the
+ * child of a fork. Returns 0, or an errno with *what naming the step. */
+int loom_exec__become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups, const char **what);
+
 #endif

@@ -38,12 +38,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -97,17 +94,9 @@ static int load_owner(const json_t *o, spec_t *s, const char *path, loom_err_t *
     s->drop = true;
     s->uid = (uid_t)json_integer_value(uid);
     s->gid = (gid_t)json_integer_value(gid);
-    s->groups[0] = s->gid;
-    s->ngroups = 1;
-    struct passwd pw, *res = NULL;
-    char buf[16384];
-    if (getpwuid_r(s->uid, &pw, buf, sizeof buf, &res) == 0 && res) {
-        int n = (int)(sizeof s->groups / sizeof s->groups[0]);
-        if (getgrouplist(pw.pw_name, s->gid, s->groups, &n) < 0)
-            return loom_err_set(err, LOOM_ELIMIT, "%s: owner %s is in more than %zu groups", path,
-                                pw.pw_name, sizeof s->groups / sizeof s->groups[0]);
-        s->ngroups = n;
-    }
+    s->ngroups = (int)(sizeof s->groups / sizeof s->groups[0]);
+    if (loom_exec__owner_groups(s->uid, s->gid, s->groups, &s->ngroups, err) != LOOM_OK)
+        return loom_err_prefix(err, "%s", path);
     s->script_fd3 = json_string_value(json_object_get(o, "script"));
     return LOOM_OK;
 }
@@ -181,20 +170,10 @@ static void become_owner(const spec_t *s)
             _exit(126);
         }
     }
-    for (int cap = 0; cap < 64; cap++)
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
-            break; /* past the last capability this kernel knows */
-    if (setgroups((size_t)s->ngroups, s->groups) != 0 || setresgid(s->gid, s->gid, s->gid) != 0 ||
-        setresuid(s->uid, s->uid, s->uid) != 0) {
-        child_error("cannot become the job's owner", "setgroups/setresgid/setresuid", errno);
-        _exit(126);
-    }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-        child_error("cannot set", "PR_SET_NO_NEW_PRIVS", errno);
-        _exit(126);
-    }
-    if (s->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) { /* must be gone */
-        child_error("privileges could be regained after dropping them", "setuid(0)", EPERM);
+    const char *what = "";
+    int e = loom_exec__become(s->uid, s->gid, s->groups, s->ngroups, &what);
+    if (e != 0) {
+        child_error("cannot become the job's owner", what, e);
         _exit(126);
     }
 }

@@ -9,10 +9,24 @@
  *
  * Every submission carries a tag (loom's job id) in Slurm's --comment, so
  * after a crash loomd finds a job it submitted but never recorded, instead
- * of submitting it twice. */
+ * of submitting it twice.
+ *
+ * A job of another user than loomd's (multi-user loomd, docs/security.md)
+ * is submitted as that user, as Slurm's own users submit: a forked child
+ * takes the owner's groups, gid and uid (owner.c, as the local shepherd
+ * does) and only then runs sbatch, so MUNGE names the owner and Slurm runs
+ * the job as the owner, in the owner's working directory, writing output
+ * files the owner may write. The script reaches sbatch on its standard
+ * input (the job directory is closed to the owner), and sbatch gets a clean
+ * environment: the job's variables, loom's, the owner's HOME, USER and
+ * LOGNAME, and of loomd's only PATH, LANG, TMPDIR, TZ and SLURM_CONF.
+ * Following and cancelling (squeue, scontrol, sacct, scancel) stay with
+ * loomd's user, root, whom Slurm lets see and cancel every job; loomd has
+ * checked that the caller may act on the job before. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,16 +75,123 @@ void loom_exec_slurm_free(loom_exec_slurm_t *x)
     free(x);
 }
 
-/* Runs a Slurm tool, collecting stdout and stderr. Returns the exit status
- * (>= 0) or a negative error if it could not run. */
-static int run_tool_env(loom_exec_slurm_t *x, char *const argv[], char *const envp[],
-                        loom_buf_t *out, loom_buf_t *errb, loom_err_t *err)
+/* A tool run as a job's owner rather than loomd's user, with the batch
+ * script as its standard input. */
+typedef struct tool_owner {
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[256];
+    int ngroups;
+    int stdin_fd;
+} tool_owner_t;
+
+/* The tool's path: bin_dir/NAME, or NAME found in PATH as execvp would (a
+ * forked child of the threaded loomd must not search itself). */
+static int tool_path(const loom_exec_slurm_t *x, const char *name, char *out, size_t outlen,
+                     loom_err_t *err)
+{
+    if (x->bin_dir[0] || strchr(name, '/')) {
+        snprintf(out, outlen, "%s%s%s", x->bin_dir, x->bin_dir[0] ? "/" : "", name);
+        return LOOM_OK;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path && *path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && (size_t)snprintf(out, outlen, "%.*s/%s", (int)n, p, name) < outlen &&
+            access(out, X_OK) == 0)
+            return LOOM_OK;
+        p += n + (p[n] == ':');
+    }
+    return loom_err_set(err, LOOM_EUNAVAIL, "cannot run '%s': not in PATH (is Slurm installed?)",
+                        name);
+}
+
+/* The forked child that becomes the owner and runs the tool. System calls
+ * only. A failure before exec goes to the parent through `report` as two
+ * ints: the step (0 redirect, 1 become the owner, 2 exec) and the errno. */
+static void owner_child(const char *path, char *const argv[], char *const envp[],
+                        const tool_owner_t *as, int out, int errfd, int report)
+{
+    int msg[2] = {0, 0};
+    const char *what = "";
+    if (report < 3 || dup2(as->stdin_fd, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0) {
+        msg[1] = report < 3 ? EBADF : errno;
+    } else {
+        /* Nothing of loomd's stays open in sbatch; report closes on exec. */
+        if (report > 3)
+            close_range(3, (unsigned)report - 1, 0);
+        close_range((unsigned)report + 1, ~0U, 0);
+        msg[0] = 1;
+        msg[1] = loom_exec__become(as->uid, as->gid, as->groups, as->ngroups, &what);
+        if (msg[1] == 0) {
+            execve(path, argv, envp);
+            msg[0] = 2;
+            msg[1] = errno;
+        }
+    }
+    if (write(report, msg, sizeof msg) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+/* Starts the tool: posix_spawn as loomd's user, or a fork that becomes
+ * as->uid first. out and errfd become its stdout and stderr. */
+static int spawn_tool(const char *path, char *const argv[], char *const envp[],
+                      const tool_owner_t *as, int out, int errfd, pid_t *pid, loom_err_t *err)
+{
+    if (!as) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, out, 1);
+        posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+        int e = posix_spawnp(pid, path, &fa, NULL, argv, envp ? envp : environ);
+        posix_spawn_file_actions_destroy(&fa);
+        return e ? loom_err_errno(err, LOOM_EUNAVAIL, e, "cannot run '%s' (is Slurm installed?)",
+                                  path)
+                 : LOOM_OK;
+    }
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "pipe");
+    *pid = fork();
+    if (*pid == 0)
+        owner_child(path, argv, envp, as, out, errfd, rp[1]);
+    int e = errno;
+    close(rp[1]);
+    if (*pid < 0) {
+        close(rp[0]);
+        return loom_err_errno(err, LOOM_EIO, e, "fork");
+    }
+    int msg[2];
+    ssize_t n;
+    while ((n = read(rp[0], msg, sizeof msg)) < 0 && errno == EINTR) {
+    }
+    close(rp[0]);
+    if (n != (ssize_t)sizeof msg)
+        return LOOM_OK; /* closed on exec: the tool runs */
+    while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    static const char *step[] = {"cannot redirect its descriptors", "cannot become the owner",
+                                 "cannot execute"};
+    return loom_err_errno(err, msg[0] == 2 ? LOOM_EUNAVAIL : LOOM_EIO, msg[1],
+                          "running '%s' as uid %u: %s", path, (unsigned)as->uid,
+                          step[msg[0] >= 0 && msg[0] <= 2 ? msg[0] : 0]);
+}
+
+/* Runs a Slurm tool (as loomd's user, or as a job's owner: `as`),
+ * collecting stdout and stderr. Returns the exit status (>= 0) or a
+ * negative error if it could not run. */
+static int run_tool_as(loom_exec_slurm_t *x, char *const argv[], char *const envp[],
+                       const tool_owner_t *as, loom_buf_t *out, loom_buf_t *errb, loom_err_t *err)
 {
     char path[LOOM_EXEC_PATH_MAX + 32];
-    if (x->bin_dir[0])
-        snprintf(path, sizeof path, "%s/%s", x->bin_dir, argv[0]);
-    else
-        snprintf(path, sizeof path, "%s", argv[0]);
+    int rc =
+        as ? tool_path(x, argv[0], path, sizeof path, err)
+           : (snprintf(path, sizeof path, "%s%s%s", x->bin_dir, x->bin_dir[0] ? "/" : "", argv[0]),
+              LOOM_OK);
+    if (rc != LOOM_OK)
+        return rc;
     int po[2], pe[2];
     if (pipe2(po, O_CLOEXEC) != 0)
         return loom_err_errno(err, LOOM_EIO, errno, "pipe");
@@ -79,20 +200,14 @@ static int run_tool_env(loom_exec_slurm_t *x, char *const argv[], char *const en
         close(po[1]);
         return loom_err_errno(err, LOOM_EIO, errno, "pipe");
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
     pid_t pid;
-    int e = posix_spawnp(&pid, path, &fa, NULL, argv, envp ? envp : environ);
-    posix_spawn_file_actions_destroy(&fa);
+    rc = spawn_tool(path, argv, envp, as, po[1], pe[1], &pid, err);
     close(po[1]);
     close(pe[1]);
-    if (e != 0) {
+    if (rc != LOOM_OK) {
         close(po[0]);
         close(pe[0]);
-        return loom_err_errno(err, LOOM_EUNAVAIL, e, "cannot run '%s' (is Slurm installed?)", path);
+        return rc;
     }
     struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
     loom_buf_t *bufs[2] = {out, errb};
@@ -127,7 +242,7 @@ static int run_tool_env(loom_exec_slurm_t *x, char *const argv[], char *const en
 static int run_tool(loom_exec_slurm_t *x, char *const argv[], loom_buf_t *out, loom_buf_t *errb,
                     loom_err_t *err)
 {
-    return run_tool_env(x, argv, NULL, out, errb, err);
+    return run_tool_as(x, argv, NULL, NULL, out, errb, err);
 }
 
 static void chomp(char *s)
@@ -135,6 +250,115 @@ static void chomp(char *s)
     size_t n = strlen(s);
     while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\r'))
         s[--n] = '\0';
+}
+
+/* Whether env (an array of "NAME=VALUE") sets the name of kv ("NAME" or
+ * "NAME=..."). */
+static bool env_has(const json_t *env, const char *kv)
+{
+    size_t nl = strcspn(kv, "="), i;
+    json_t *v;
+    json_array_foreach(env, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (strncmp(s, kv, nl) == 0 && s[nl] == '=')
+            return true;
+    }
+    return false;
+}
+
+/* NAME=VALUE, unless env sets NAME already (the job's own values win). */
+static void env_add(json_t *env, const char *name, const char *value)
+{
+    if (!value || env_has(env, name))
+        return;
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_buf_appendf(&b, "%s=%s", name, value);
+    json_array_append_new(env, json_string(b.data));
+    loom_buf_free(&b);
+}
+
+/* sbatch's environment, which Slurm passes on to the job (its default,
+ * --export=ALL: an explicit --export list costs Slurm about 0.7 s more per
+ * job here, docs/bench/slurm.md). loom's variables and the job's own come
+ * first; then, for loomd's own jobs, the rest of loomd's environment; for a
+ * job run as its owner, the owner's HOME, USER and LOGNAME and of loomd's
+ * only what sbatch needs (see the top of the file). */
+static json_t *sbatch_env(const loom_exec_job_t *job, json_t *opt_env)
+{
+    json_t *env = json_array();
+    char v[64];
+    snprintf(v, sizeof v, "%lld", (long long)job->id);
+    env_add(env, "LOOM_JOB_ID", v);
+    snprintf(v, sizeof v, "%lld", (long long)job->gpu_share_milli);
+    env_add(env, "LOOM_GPU_SHARE_MILLI", v);
+    for (const char *const *e = job->env; e && *e; e++)
+        json_array_append_new(env, json_string(*e));
+    json_array_extend(env, opt_env);
+    if (!job->run_as_owner) {
+        for (char **e = environ; *e; e++)
+            if (!env_has(env, *e))
+                json_array_append_new(env, json_string(*e));
+        return env;
+    }
+    struct passwd pwbuf, *pw = NULL;
+    char pwtext[4096];
+    if (getpwuid_r(job->uid, &pwbuf, pwtext, sizeof pwtext, &pw) != 0)
+        pw = NULL;
+    static const char *keep[] = {"PATH", "LANG", "TMPDIR", "TZ", "SLURM_CONF"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        env_add(env, keep[i], getenv(keep[i]));
+    env_add(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    env_add(env, "HOME", pw ? pw->pw_dir : NULL);
+    env_add(env, "USER", pw ? pw->pw_name : NULL);
+    env_add(env, "LOGNAME", pw ? pw->pw_name : NULL);
+    return env;
+}
+
+/* Runs sbatch (as the job's owner when it is run as its owner, the script
+ * then on its standard input) and keeps the Slurm job id in h. */
+static int submit(loom_exec_slurm_t *x, const loom_exec_job_t *job, char *const argv[],
+                  const json_t *env, const char *spath, loom_exec_handle_t *h, loom_err_t *err)
+{
+    size_t ne = json_array_size(env);
+    char **envp = calloc(ne + 1, sizeof *envp);
+    if (!envp)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ne; i++)
+        envp[i] = (char *)json_string_value(json_array_get(env, i));
+    tool_owner_t as = {.uid = job->uid, .gid = job->gid, .stdin_fd = -1};
+    as.ngroups = (int)(sizeof as.groups / sizeof as.groups[0]);
+    int status = LOOM_OK;
+    if (job->run_as_owner &&
+        (status = loom_exec__owner_groups(job->uid, job->gid, as.groups, &as.ngroups, err)) ==
+            LOOM_OK &&
+        (as.stdin_fd = open(spath, O_RDONLY | O_CLOEXEC)) < 0)
+        status = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", spath);
+    loom_buf_t out = LOOM_BUF_INIT, errb = LOOM_BUF_INIT;
+    if (status == LOOM_OK)
+        status = run_tool_as(x, argv, envp, job->run_as_owner ? &as : NULL, &out, &errb, err);
+    if (as.stdin_fd >= 0)
+        close(as.stdin_fd);
+    free(envp);
+    int rc;
+    if (status < 0) {
+        rc = loom_err_prefix(err, "job %lld", (long long)job->id);
+    } else if (status != 0) {
+        chomp(errb.data);
+        rc = loom_err_set(err, LOOM_EINVAL, "job %lld: Slurm refused it: %s", (long long)job->id,
+                          errb.data[0] ? errb.data : "sbatch failed without a message");
+    } else {
+        chomp(out.data);
+        char *semi = strchr(out.data, ';'); /* "id;cluster" on federations */
+        if (semi)
+            *semi = '\0';
+        snprintf(h->ext_id, sizeof h->ext_id, "%s", out.data);
+        snprintf(h->ext_state, sizeof h->ext_state, "PENDING");
+        rc = LOOM_OK;
+    }
+    loom_buf_free(&out);
+    loom_buf_free(&errb);
+    return rc;
 }
 
 int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom_exec_handle_t *h,
@@ -208,6 +432,12 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     snprintf(cwd, sizeof cwd, "%s", h->dir);
     json_t *opt_env = json_array(); /* options.env, "NAME=VALUE" */
     rc = loom_exec__job_io(job, h, cwd, sizeof cwd, opt_env, err);
+    if (rc == LOOM_OK && job->run_as_owner && strcmp(cwd, h->dir) == 0)
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "job %lld: a job run as its owner needs a working directory "
+                          "(options.workdir; loom submit sends the directory it is run in): "
+                          "the job directory is closed to its owner",
+                          (long long)job->id);
     if (rc != LOOM_OK) {
         json_decref(opt_env);
         return rc;
@@ -252,63 +482,14 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
                             "than %zu bytes",
                             (long long)job->id, sizeof opt[0] - 1);
     }
-    /* The job's variables go in sbatch's own environment, which Slurm passes
-     * on to the job (its default, --export=ALL): an explicit --export list
-     * costs Slurm about 0.7 s more per job here (docs/bench/slurm.md). */
-    size_t nenv = 0, nextra = 2 + json_array_size(opt_env);
-    while (environ[nenv])
-        nenv++;
-    for (const char *const *e = job->env; e && *e; e++)
-        nextra++;
-    char **envp = calloc(nenv + nextra + 1, sizeof *envp);
-    char idv[48], sharev[48];
-    snprintf(idv, sizeof idv, "LOOM_JOB_ID=%lld", (long long)job->id);
-    snprintf(sharev, sizeof sharev, "LOOM_GPU_SHARE_MILLI=%lld", (long long)job->gpu_share_milli);
-    size_t k2 = 0;
-    if (envp) {
-        /* The job's own values win over loomd's: they come first and
-         * loomd's are left out where the job sets the same name. */
-        envp[k2++] = idv;
-        envp[k2++] = sharev;
-        for (const char *const *e = job->env; e && *e; e++)
-            envp[k2++] = (char *)*e;
-        for (size_t i = 0; i < json_array_size(opt_env); i++)
-            envp[k2++] = (char *)json_string_value(json_array_get(opt_env, i));
-        size_t own = k2;
-        for (size_t i = 0; i < nenv; i++) {
-            size_t nl = strcspn(environ[i], "=");
-            bool dup = false;
-            for (size_t j = 0; j < own && !dup; j++)
-                dup = strncmp(envp[j], environ[i], nl) == 0 && envp[j][nl] == '=';
-            if (!dup)
-                envp[k2++] = environ[i];
-        }
-    }
-    argv[n++] = spath;
-    argv[n] = NULL;
-
-    loom_buf_t out = LOOM_BUF_INIT, errb = LOOM_BUF_INIT;
-    int status = envp ? run_tool_env(x, argv, envp, &out, &errb, err)
-                      : loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    free(envp);
+    json_t *env = sbatch_env(job, opt_env);
     json_decref(opt_env);
-    if (status < 0) {
-        rc = status;
-    } else if (status != 0) {
-        chomp(errb.data);
-        rc = loom_err_set(err, LOOM_EINVAL, "job %lld: Slurm refused it: %s", (long long)job->id,
-                          errb.data[0] ? errb.data : "sbatch failed without a message");
-    } else {
-        chomp(out.data);
-        char *semi = strchr(out.data, ';'); /* "id;cluster" on federations */
-        if (semi)
-            *semi = '\0';
-        snprintf(h->ext_id, sizeof h->ext_id, "%s", out.data);
-        snprintf(h->ext_state, sizeof h->ext_state, "PENDING");
-        rc = LOOM_OK;
-    }
-    loom_buf_free(&out);
-    loom_buf_free(&errb);
+    if (!job->run_as_owner)
+        argv[n++] = spath; /* as the owner: the script comes on stdin */
+    argv[n] = NULL;
+    rc = env ? submit(x, job, argv, env, spath, h, err)
+             : loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    json_decref(env);
     return rc;
 }
 

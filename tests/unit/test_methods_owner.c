@@ -240,16 +240,15 @@ static void test_options(void **state)
     (void)state;
     loom_err_t err;
     loomd_identity_config_t c = {.operators = "wheel"};
-    assert_int_equal(loomd_identity_check_args(&c, NULL, "local", &err), LOOM_EINVAL);
+    assert_int_equal(loomd_identity_check_args(&c, NULL, &err), LOOM_EINVAL);
     assert_string_equal(err.msg, "--operators needs --multi-user");
     c = (loomd_identity_config_t){.multi_user = true};
-    assert_int_equal(loomd_identity_check_args(&c, NULL, "local", &err), LOOM_EINVAL);
+    assert_int_equal(loomd_identity_check_args(&c, NULL, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "--multi-user needs --socket PATH"));
-    assert_int_equal(loomd_identity_check_args(&c, "/run/loom.sock", "slurm", &err), LOOM_EINVAL);
-    assert_non_null(strstr(err.msg, "Slurm executor"));
-    assert_int_equal(loomd_identity_check_args(&c, "/run/loom.sock", "local", &err), LOOM_OK);
+    /* Both executors run jobs as their owners: slurm is no longer refused. */
+    assert_int_equal(loomd_identity_check_args(&c, "/run/loom.sock", &err), LOOM_OK);
     c = (loomd_identity_config_t){0};
-    assert_int_equal(loomd_identity_check_args(&c, NULL, "slurm", &err), LOOM_OK);
+    assert_int_equal(loomd_identity_check_args(&c, NULL, &err), LOOM_OK);
 }
 
 int main(void)
