@@ -1,6 +1,8 @@
 /* The Slurm executor against a real Slurm (scripts/slurm/cluster.sh starts
  * munged, slurmctld and two slurmd with 4 fake GPUs each). */
+#include <pwd.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "loom/exec.h"
@@ -248,6 +250,68 @@ static void node_states(void **state)
      * its slurmd answers. */
 }
 
+/* A job of another user (multi-user loomd): sbatch runs as that user, so
+ * Slurm runs the job as that user and its output file is that user's.
+ * Needs root; the user is nobody (no account to create). */
+static void runs_as_its_owner(void **state)
+{
+    struct passwd *pw = getpwnam("nobody");
+    if (geteuid() != 0 || !pw)
+        skip();
+    char wd[128], opts[256], out[160];
+    snprintf(wd, sizeof wd, "%s/nobody", dir);
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(mkdir(wd, 0700), 0);
+    assert_int_equal(chown(wd, pw->pw_uid, pw->pw_gid), 0);
+    snprintf(opts, sizeof opts, "{\"workdir\": \"%s\"}", wd);
+    loom_exec_job_t job = {.id = 9,
+                           .name = "owner",
+                           .script = "echo $(id -u) $(id -g) $(pwd) $USER\n",
+                           .options_json = opts,
+                           .run_as_owner = true,
+                           .uid = pw->pw_uid,
+                           .gid = pw->pw_gid};
+    loom_exec_handle_t h;
+    loom_err_t err;
+    if (loom_exec_slurm_start(x, &job, &h, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_exec_outcome_t o = wait_end(&h);
+    assert_int_equal(o.end, LOOM_EXEC_COMPLETED);
+    snprintf(out, sizeof out, "%s/loom-9.out", wd);
+    assert_string_equal(h.stdout_path, out);
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    assert_int_equal(st.st_uid, pw->pw_uid);
+    char want[256];
+    loom_buf_t got = LOOM_BUF_INIT;
+    assert_int_equal(loom_buf_read_file(&got, out, NULL), LOOM_OK);
+    loom_buf_append_char(&got, '\0');
+    snprintf(want, sizeof want, "%u %u %s nobody\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid,
+             wd);
+    assert_string_equal(got.data, want);
+    loom_buf_free(&got);
+
+    /* Without a working directory: refused, the job directory is not the
+     * owner's. */
+    job.options_json = NULL;
+    assert_int_equal(loom_exec_slurm_start(x, &job, &h, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "a job run as its owner needs a working directory"));
+
+    /* sbatch the owner may not run: the error names the step and the uid. */
+    char closed[128];
+    snprintf(closed, sizeof closed, "%s/closed-bin", dir);
+    assert_int_equal(mkdir(closed, 0700), 0);
+    loom_exec_slurm_config_t cfg = {.jobs_dir = h.dir, .bin_dir = closed};
+    loom_exec_slurm_t *y = NULL;
+    assert_int_equal(loom_exec_slurm_new(&cfg, &y, NULL), LOOM_OK);
+    job.options_json = opts;
+    assert_int_not_equal(loom_exec_slurm_start(y, &job, &h, &err), LOOM_OK);
+    char msg[256];
+    snprintf(msg, sizeof msg, "closed-bin/sbatch' as uid %u: cannot execute", (unsigned)pw->pw_uid);
+    assert_non_null(strstr(err.msg, msg));
+    loom_exec_slurm_free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +319,7 @@ int main(void)
         cmocka_unit_test(runs_on_the_chosen_node), cmocka_unit_test(refusal_names_slurms_reason),
         cmocka_unit_test(cancel_and_adopt_by_tag), cmocka_unit_test(yaml_job_on_slurm),
         cmocka_unit_test(sync_snapshot),           cmocka_unit_test(node_states),
+        cmocka_unit_test(runs_as_its_owner),
     };
     return cmocka_run_group_tests(tests, cluster_up, cluster_down);
 }
