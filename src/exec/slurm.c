@@ -106,11 +106,12 @@ static int tool_path(const loom_exec_slurm_t *x, const char *name, char *out, si
                         name);
 }
 
-/* The forked child that becomes the owner and runs the tool. System calls
- * only. A failure before exec goes to the parent through `report` as two
- * ints: the step (0 redirect, 1 become the owner, 2 exec) and the errno. */
+/* The forked child that becomes the owner and runs the tool in cwd.
+ * System calls only. A failure before exec goes to the parent through
+ * `report` as two ints: the step (0 redirect, 1 become the owner, 2 change
+ * directory, 3 exec) and the errno. */
 static void owner_child(const char *path, char *const argv[], char *const envp[],
-                        const tool_owner_t *as, int out, int errfd, int report)
+                        const tool_owner_t *as, const char *cwd, int out, int errfd, int report)
 {
     int msg[2] = {0, 0};
     const char *what = "";
@@ -124,8 +125,12 @@ static void owner_child(const char *path, char *const argv[], char *const envp[]
         msg[0] = 1;
         msg[1] = loom_exec__become(as->uid, as->gid, as->groups, as->ngroups, &what);
         if (msg[1] == 0) {
-            execve(path, argv, envp);
             msg[0] = 2;
+            msg[1] = cwd && chdir(cwd) != 0 ? errno : 0;
+        }
+        if (msg[1] == 0) {
+            execve(path, argv, envp);
+            msg[0] = 3;
             msg[1] = errno;
         }
     }
@@ -134,10 +139,12 @@ static void owner_child(const char *path, char *const argv[], char *const envp[]
     _exit(127);
 }
 
-/* Starts the tool: posix_spawn as loomd's user, or a fork that becomes
- * as->uid first. out and errfd become its stdout and stderr. */
+/* Starts the tool in cwd (NULL: loomd's): posix_spawn as loomd's user, or
+ * a fork that becomes as->uid first. out and errfd become its stdout and
+ * stderr. */
 static int spawn_tool(const char *path, char *const argv[], char *const envp[],
-                      const tool_owner_t *as, int out, int errfd, pid_t *pid, loom_err_t *err)
+                      const tool_owner_t *as, const char *cwd, int out, int errfd, pid_t *pid,
+                      loom_err_t *err)
 {
     if (!as) {
         posix_spawn_file_actions_t fa;
@@ -145,6 +152,8 @@ static int spawn_tool(const char *path, char *const argv[], char *const envp[],
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out, 1);
         posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+        if (cwd)
+            posix_spawn_file_actions_addchdir_np(&fa, cwd);
         int e = posix_spawnp(pid, path, &fa, NULL, argv, envp ? envp : environ);
         posix_spawn_file_actions_destroy(&fa);
         return e ? loom_err_errno(err, LOOM_EUNAVAIL, e, "cannot run '%s' (is Slurm installed?)",
@@ -156,7 +165,7 @@ static int spawn_tool(const char *path, char *const argv[], char *const envp[],
         return loom_err_errno(err, LOOM_EIO, errno, "pipe");
     *pid = fork();
     if (*pid == 0)
-        owner_child(path, argv, envp, as, out, errfd, rp[1]);
+        owner_child(path, argv, envp, as, cwd, out, errfd, rp[1]);
     int e = errno;
     close(rp[1]);
     if (*pid < 0) {
@@ -173,17 +182,18 @@ static int spawn_tool(const char *path, char *const argv[], char *const envp[],
     while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {
     }
     static const char *step[] = {"cannot redirect its descriptors", "cannot become the owner",
-                                 "cannot execute"};
-    return loom_err_errno(err, msg[0] == 2 ? LOOM_EUNAVAIL : LOOM_EIO, msg[1],
-                          "running '%s' as uid %u: %s", path, (unsigned)as->uid,
-                          step[msg[0] >= 0 && msg[0] <= 2 ? msg[0] : 0]);
+                                 "cannot change to the working directory", "cannot execute"};
+    return loom_err_errno(err, msg[0] == 3 ? LOOM_EUNAVAIL : LOOM_EIO, msg[1],
+                          "running '%s' as uid %u in '%s': %s", path, (unsigned)as->uid,
+                          cwd ? cwd : ".", step[msg[0] >= 0 && msg[0] <= 3 ? msg[0] : 0]);
 }
 
-/* Runs a Slurm tool (as loomd's user, or as a job's owner: `as`),
- * collecting stdout and stderr. Returns the exit status (>= 0) or a
- * negative error if it could not run. */
+/* Runs a Slurm tool (as loomd's user, or as a job's owner: `as`; in cwd,
+ * NULL: loomd's), collecting stdout and stderr. Returns the exit status
+ * (>= 0) or a negative error if it could not run. */
 static int run_tool_as(loom_exec_slurm_t *x, char *const argv[], char *const envp[],
-                       const tool_owner_t *as, loom_buf_t *out, loom_buf_t *errb, loom_err_t *err)
+                       const tool_owner_t *as, const char *cwd, loom_buf_t *out, loom_buf_t *errb,
+                       loom_err_t *err)
 {
     char path[LOOM_EXEC_PATH_MAX + 32];
     int rc =
@@ -201,7 +211,7 @@ static int run_tool_as(loom_exec_slurm_t *x, char *const argv[], char *const env
         return loom_err_errno(err, LOOM_EIO, errno, "pipe");
     }
     pid_t pid;
-    rc = spawn_tool(path, argv, envp, as, po[1], pe[1], &pid, err);
+    rc = spawn_tool(path, argv, envp, as, cwd, po[1], pe[1], &pid, err);
     close(po[1]);
     close(pe[1]);
     if (rc != LOOM_OK) {
@@ -242,7 +252,7 @@ static int run_tool_as(loom_exec_slurm_t *x, char *const argv[], char *const env
 static int run_tool(loom_exec_slurm_t *x, char *const argv[], loom_buf_t *out, loom_buf_t *errb,
                     loom_err_t *err)
 {
-    return run_tool_as(x, argv, NULL, NULL, out, errb, err);
+    return run_tool_as(x, argv, NULL, NULL, NULL, out, errb, err);
 }
 
 static void chomp(char *s)
@@ -315,10 +325,13 @@ static json_t *sbatch_env(const loom_exec_job_t *job, json_t *opt_env)
     return env;
 }
 
-/* Runs sbatch (as the job's owner when it is run as its owner, the script
- * then on its standard input) and keeps the Slurm job id in h. */
+/* Runs sbatch in the job's working directory, as a user runs it in the
+ * submit directory (Slurm's SLURM_SUBMIT_DIR), as the job's owner when it
+ * is run as its owner (the script then on its standard input), and keeps
+ * the Slurm job id in h. */
 static int submit(loom_exec_slurm_t *x, const loom_exec_job_t *job, char *const argv[],
-                  const json_t *env, const char *spath, loom_exec_handle_t *h, loom_err_t *err)
+                  const json_t *env, const char *spath, const char *cwd, loom_exec_handle_t *h,
+                  loom_err_t *err)
 {
     size_t ne = json_array_size(env);
     char **envp = calloc(ne + 1, sizeof *envp);
@@ -336,7 +349,7 @@ static int submit(loom_exec_slurm_t *x, const loom_exec_job_t *job, char *const 
         status = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", spath);
     loom_buf_t out = LOOM_BUF_INIT, errb = LOOM_BUF_INIT;
     if (status == LOOM_OK)
-        status = run_tool_as(x, argv, envp, job->run_as_owner ? &as : NULL, &out, &errb, err);
+        status = run_tool_as(x, argv, envp, job->run_as_owner ? &as : NULL, cwd, &out, &errb, err);
     if (as.stdin_fd >= 0)
         close(as.stdin_fd);
     free(envp);
@@ -487,7 +500,7 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     if (!job->run_as_owner)
         argv[n++] = spath; /* as the owner: the script comes on stdin */
     argv[n] = NULL;
-    rc = env ? submit(x, job, argv, env, spath, h, err)
+    rc = env ? submit(x, job, argv, env, spath, cwd, h, err)
              : loom_err_set(err, LOOM_ENOMEM, "out of memory");
     json_decref(env);
     return rc;

@@ -9,7 +9,8 @@ removed at the end). Shows:
 - the first account's job runs under Slurm with its uid and gid (`id -u`,
   `id -g` in its output), in its submit directory; the output file lies
   there and belongs to it; squeue and scontrol name the account as the
-  job's user; sbatch got nothing of loomd's environment;
+  job's user; sbatch ran in the submit directory (SLURM_SUBMIT_DIR) and got
+  nothing of loomd's environment;
 - the second account can cancel it neither through loom (exit 6, the
   documented permission error) nor with scancel (Slurm's own check: the
   job is the first account's);
@@ -47,6 +48,7 @@ PROBE = """#!/bin/bash
 #SBATCH --job-name=probe
 echo "uid=$(id -u) gid=$(id -g) user=$(id -un) cwd=$(pwd)"
 echo "marker=${%s:-absent} slurm_user=${SLURM_JOB_USER:-} loom_job=${LOOM_JOB_ID:-}"
+echo "submit_dir=${SLURM_SUBMIT_DIR:-}"
 touch made-by-job
 for i in $(seq 1200); do [ -e go ] && break; sleep 0.1; done
 echo finished
@@ -206,6 +208,7 @@ class MultiUserSlurm(unittest.TestCase):
         self.assertEqual(lines[0], "uid=%d gid=%d user=%s cwd=%s" %
                          (pw.pw_uid, pw.pw_gid, USER1, work), text)
         self.assertEqual(lines[1], "marker=absent slurm_user=%s loom_job=%d" % (USER1, jid), text)
+        self.assertEqual(lines[2], "submit_dir=" + work, text)
         self.assertEqual(lines[-1], "finished", text)
         for path in (out, os.path.join(work, "made-by-job")):
             st = os.stat(path)

@@ -297,17 +297,24 @@ static void runs_as_its_owner(void **state)
     assert_int_equal(loom_exec_slurm_start(x, &job, &h, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "a job run as its owner needs a working directory"));
 
-    /* sbatch the owner may not run: the error names the step and the uid. */
-    char closed[128];
+    /* sbatch the owner may not run, a working directory the owner may not
+     * enter: the error names the step, the uid and the directory. */
+    char closed[128], msg[256];
     snprintf(closed, sizeof closed, "%s/closed-bin", dir);
     assert_int_equal(mkdir(closed, 0700), 0);
     loom_exec_slurm_config_t cfg = {.jobs_dir = h.dir, .bin_dir = closed};
     loom_exec_slurm_t *y = NULL;
     assert_int_equal(loom_exec_slurm_new(&cfg, &y, NULL), LOOM_OK);
     job.options_json = opts;
-    assert_int_not_equal(loom_exec_slurm_start(y, &job, &h, &err), LOOM_OK);
-    char msg[256];
-    snprintf(msg, sizeof msg, "closed-bin/sbatch' as uid %u: cannot execute", (unsigned)pw->pw_uid);
+    assert_int_equal(loom_exec_slurm_start(y, &job, &h, &err), LOOM_EUNAVAIL);
+    snprintf(msg, sizeof msg,
+             "closed-bin/sbatch' as uid %u in '%s': cannot execute: ", (unsigned)pw->pw_uid, wd);
+    assert_non_null(strstr(err.msg, msg));
+    snprintf(opts, sizeof opts, "{\"workdir\": \"%s\"}", closed);
+    assert_int_equal(loom_exec_slurm_start(x, &job, &h, &err), LOOM_EIO);
+    snprintf(msg, sizeof msg,
+             "as uid %u in '%s': cannot change to the working directory: ", (unsigned)pw->pw_uid,
+             closed);
     assert_non_null(strstr(err.msg, msg));
     loom_exec_slurm_free(y);
 }
