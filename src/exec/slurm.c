@@ -196,10 +196,11 @@ static int run_tool_as(loom_exec_slurm_t *x, char *const argv[], char *const env
                        loom_err_t *err)
 {
     char path[LOOM_EXEC_PATH_MAX + 32];
-    int rc =
-        as ? tool_path(x, argv[0], path, sizeof path, err)
-           : (snprintf(path, sizeof path, "%s%s%s", x->bin_dir, x->bin_dir[0] ? "/" : "", argv[0]),
-              LOOM_OK);
+    int rc = LOOM_OK;
+    if (as) /* searched here: the forked child may not */
+        rc = tool_path(x, argv[0], path, sizeof path, err);
+    else /* posix_spawnp searches PATH */
+        snprintf(path, sizeof path, "%s%s%s", x->bin_dir, x->bin_dir[0] ? "/" : "", argv[0]);
     if (rc != LOOM_OK)
         return rc;
     int po[2], pe[2];
@@ -342,11 +343,11 @@ static int submit(loom_exec_slurm_t *x, const loom_exec_job_t *job, char *const 
     tool_owner_t as = {.uid = job->uid, .gid = job->gid, .stdin_fd = -1};
     as.ngroups = (int)(sizeof as.groups / sizeof as.groups[0]);
     int status = LOOM_OK;
-    if (job->run_as_owner &&
-        (status = loom_exec__owner_groups(job->uid, job->gid, as.groups, &as.ngroups, err)) ==
-            LOOM_OK &&
-        (as.stdin_fd = open(spath, O_RDONLY | O_CLOEXEC)) < 0)
-        status = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", spath);
+    if (job->run_as_owner) { /* the script is opened here, as loomd's user */
+        status = loom_exec__owner_groups(job->uid, job->gid, as.groups, &as.ngroups, err);
+        if (status == LOOM_OK && (as.stdin_fd = open(spath, O_RDONLY | O_CLOEXEC)) < 0)
+            status = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", spath);
+    }
     loom_buf_t out = LOOM_BUF_INIT, errb = LOOM_BUF_INIT;
     if (status == LOOM_OK)
         status = run_tool_as(x, argv, envp, job->run_as_owner ? &as : NULL, cwd, &out, &errb, err);
