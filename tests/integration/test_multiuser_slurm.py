@@ -16,6 +16,8 @@ removed at the end). Shows:
   job is the first account's);
 - the owner cancels a running job through loom: Slurm's job is CANCELLED
   (loomd, root, ran scancel);
+- loomd killed (SIGKILL) while the owner's job runs: restarted, it follows
+  the same Slurm job to its end;
 - a job without a working directory fails with a reason saying so (the
   job directory is closed to its owner); root's own jobs are refused.
 
@@ -171,6 +173,8 @@ class MultiUserSlurm(unittest.TestCase):
 
     def test_job_runs_as_its_owner(self):
         pw, work = self.pw[USER1], self.work[USER1]
+        rc, o, err = self.as_user(USER1, ["rm", "-f", "go", "made-by-job"])
+        self.assertEqual(rc, 0, err)
         jid = self.submit(USER1, "probe.sh")
         sid = self.slurm_id(jid)
         out = os.path.join(work, "loom-%d.out" % jid)
@@ -227,6 +231,25 @@ class MultiUserSlurm(unittest.TestCase):
         self.assertEqual(self.finished(jid)["state"], "CANCELLED")
         wait_until(lambda: self.scontrol(sid)["JobState"] == "CANCELLED", 30,
                    "Slurm job %s to be cancelled" % sid)
+
+    def test_restart_follows_owners_job(self):
+        # loomd killed while the owner's job runs under Slurm: the restarted
+        # loomd (root) finds it again in Slurm and records how it ended.
+        work = self.work[USER1]
+        rc, o, err = self.as_user(USER1, ["rm", "-f", "go", "made-by-job"])
+        self.assertEqual(rc, 0, err)
+        jid = self.submit(USER1, "probe.sh")
+        sid = self.slurm_id(jid)
+        wait_until(lambda: os.path.exists(os.path.join(work, "made-by-job")), 60,
+                   "the job to start under Slurm")
+        self.d.kill9()
+        self.d.start()
+        self.assertEqual(self.job(jid)["run"]["slurm_job_id"], sid)
+        rc, o, err = self.as_user(USER1, ["touch", "go"])
+        self.assertEqual(rc, 0, err)
+        j = self.finished(jid)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        self.assertEqual(self.scontrol(sid)["UserId"], "%s(%d)" % (USER1, self.pw[USER1].pw_uid))
 
     def test_no_working_directory(self):
         # job.submit by hand, without options.workdir: loom cannot place the
