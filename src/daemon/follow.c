@@ -65,13 +65,13 @@ static json_t *wait_entry(const loom_job_t *j)
     return e;
 }
 
-/* The jobs' entries; *ended whether all have ended. LOOM_ENOTFOUND names
- * the missing job. */
-static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, json_t **out, bool *ended,
-                      loom_err_t *err)
+/* The jobs' entries; *ended whether all have ended (any: whether one
+ * has). LOOM_ENOTFOUND names the missing job. */
+static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, bool any, json_t **out,
+                      bool *ended, loom_err_t *err)
 {
     *out = json_array();
-    *ended = true;
+    *ended = !any;
     for (size_t i = 0; i < n; i++) {
         loom_job_t j;
         int rc = loom_store_get(m->store, ids[i], &j, err);
@@ -80,16 +80,22 @@ static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, json_t *
             *out = NULL;
             return rc;
         }
-        *ended = *ended && loom_job_state_terminal(j.state);
+        bool done = loom_job_state_terminal(j.state);
+        *ended = any ? *ended || done : *ended && done;
         json_array_append_new(*out, wait_entry(&j));
         loom_job_free(&j);
     }
     return LOOM_OK;
 }
 
-static int wait_params(const json_t *params, int64_t *ids, size_t *n, int64_t *timeout,
+static int wait_params(const json_t *params, int64_t *ids, size_t *n, int64_t *timeout, bool *any,
                        loom_err_t *err)
 {
+    const json_t *a = json_object_get(params, "any");
+    if (a && !json_is_null(a) && !json_is_boolean(a))
+        return loom_err_set(err, LOOM_EINVAL, "any: expected true or false, found %s",
+                            loom_json_type_name(a));
+    *any = json_is_true(a);
     const json_t *arr = json_object_get(params, "ids");
     if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > WAIT_IDS_MAX)
         return loom_err_set(err, LOOM_EINVAL, "ids: expected an array of 1 to %d job ids",
@@ -113,8 +119,9 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
     loomd_methods_t *m = ctx;
     int64_t ids[WAIT_IDS_MAX], timeout;
     size_t n;
+    bool any;
     loom_err_t err;
-    if (wait_params(params, ids, &n, &timeout, &err)) {
+    if (wait_params(params, ids, &n, &timeout, &any, &err)) {
         loom_rpc_call_fail_params(call, &err);
         return LOOM_RPC_DONE;
     }
@@ -122,7 +129,7 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
     json_t *jobs;
     bool ended;
     for (;;) {
-        int rc = wait_check(m, ids, n, &jobs, &ended, &err);
+        int rc = wait_check(m, ids, n, any, &jobs, &ended, &err);
         if (rc) {
             loom_rpc_call_fail(call,
                                rc == LOOM_ENOTFOUND ? LOOMD_ERR_JOB_NOT_FOUND : LOOMD_ERR_STORE,
@@ -274,7 +281,7 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
 
 int loomd_follow_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
 {
-    static const char *const wait_params_names[] = {"ids", "timeout", NULL};
+    static const char *const wait_params_names[] = {"ids", "timeout", "any", NULL};
     static const char *const logs_params_names[] = {"id",        "stream",  "offset",
                                                     "max_bytes", "timeout", NULL};
     int rc = loom_rpc_dispatcher_add(d, "job.wait", m_job_wait, m, wait_params_names,
