@@ -13,6 +13,8 @@ HTTP with each session's cookie and CSRF token (no browser needed).
   is 403, and whatever it does is done as its own user.
 - root's session (an operator) may cancel anyone's job.
 - usage.report is one of the page's calls (the Usage view).
+- In headless Chromium, the other user's job page shows loomd's permission
+  error and no Cancel button; the Usage view has a row per user.
 
 Needs root (useradd, loomd running jobs as their owners); without root it is
 skipped, saying so."""
@@ -136,8 +138,8 @@ class DashUsers(unittest.TestCase):
         info = json.loads(body)
         return Session(self.d.url, cookie, info["csrf"]), res, info
 
-    def submit(self, user):
-        rc, out, err = self.run_as(user, "submit", "--json", "sleep.sh")
+    def submit(self, user, *opts):
+        rc, out, err = self.run_as(user, "submit", "--json", *opts, "sleep.sh")
         self.assertEqual(rc, 0, err)
         return json.loads(out)["id"]
 
@@ -247,6 +249,65 @@ class DashUsers(unittest.TestCase):
         self.assertEqual(body["error"]["code"], -32602, body)
         s1.rpc("job.cancel", {"id": j})
         self.wait_state(j, ("CANCELLED",))
+
+    def test_browser_shows_the_permission_error(self):
+        """In headless Chromium, the second user's page: the first user's job
+        is listed with its owner, its page shows loomd's permission error;
+        the Usage view has a row per user. Screenshots: dash-job-denied.png,
+        dash-usage-users.png in $LOOM_DASH_SHOTS (docs/figures was made so), else a temporary
+        directory."""
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.support.ui import WebDriverWait
+        j1 = self.submit(USER1, "--gpus", "1")
+        j2 = self.submit(USER2, "--gpus", "1")
+        self.wait_state(j1, ("RUNNING",))
+        self.wait_state(j2, ("RUNNING",))
+        time.sleep(2)  # some GPU time for the usage view
+        work = tempfile.mkdtemp(prefix="loom-dashu-b-")
+        shots = os.environ.get("LOOM_DASH_SHOTS") or work
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = shutil.which("chromium")
+        for a in ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,700",
+                  "--user-data-dir=" + os.path.join(work, "profile")]:
+            opts.add_argument(a)
+        b = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        text = ("const e = document.querySelector(arguments[0]); "
+                "return e ? e.innerText : ''")
+
+        def wait(cond, what):
+            WebDriverWait(b, 30, poll_frequency=0.1).until(lambda _: cond(),
+                                                           message="waiting for " + what)
+        try:
+            rc, out, err = self.run_as(USER2, "dash")
+            self.assertEqual(rc, 0, err)
+            b.get([w for w in out.split() if w.startswith("http://")][0])
+            wait(lambda: USER2 in b.execute_script(text, "#who"), "the session's user")
+            b.execute_script("location.hash = '#/queue'")
+            b.execute_script("document.querySelector('[data-tab=\"running\"]').click()")
+            row = '#jobs tr[data-id="%d"]' % j1
+            wait(lambda: USER1 in b.execute_script(text, row), "the other's job and its owner")
+            b.execute_script("location.hash = arguments[0]", "#/job/%d" % j1)
+            denied = "permission denied: job %d belongs to another user (%s)" % (j1, USER1)
+            wait(lambda: denied in b.execute_script(text, "#denied"), "the permission error")
+            self.assertEqual(b.execute_script("return document.querySelector('#cancel')"), None)
+            b.save_screenshot(os.path.join(shots, "dash-job-denied.png"))
+            b.execute_script("location.hash = '#/usage'")
+            wait(lambda: b.execute_script(text, '#usage tr[data-user="%s"]' % USER1)
+                 and b.execute_script(text, '#usage tr[data-user="%s"]' % USER2),
+                 "a usage row per user")
+            b.execute_script("document.querySelector('#error').hidden = true")  # the job's toast
+            b.save_screenshot(os.path.join(shots, "dash-usage-users.png"))
+            self.assertEqual(self.state(j1), "RUNNING")
+        finally:
+            b.quit()
+            shutil.rmtree(work, ignore_errors=True)
+            c = self.d.client()
+            for j in (j1, j2):
+                c.cancel(j)
+            c.close()
 
     def test_session_needs_a_live_code(self):
         _, res, _ = self.login(USER1)

@@ -214,7 +214,13 @@ async function viewUsage() {
 // ---------------------------------------------------------------------- job
 
 async function viewJob(id) {
-  const { job } = await api('job.get', { id });
+  let job;
+  try {
+    ({ job } = await api('job.get', { id }));
+  } catch (e) { // another user's job (multi-user): loomd's permission error, on the page
+    if (S.view === 'job' && S.job.id === id) render(`<h2>Job ${id}</h2><p class="denied" id="denied">${esc(e.message)}</p>`);
+    throw e;
+  }
   if (S.view !== 'job' || S.job.id !== id) return;
   S.job.state = job.state;
   const live = !TERMINAL.includes(job.state);
