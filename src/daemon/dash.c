@@ -356,12 +356,16 @@ static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     return ret;
 }
 
-/* Opens a job's output for the session: as its user when it is bound to
- * one that is not loomd's (the page reads only what that user could), else
- * as loomd. Returns the descriptor, or -1 with a message in msg. */
-static int open_log(const dash_session_t *s, const char *path, char *msg, size_t len)
+/* Opens job's output for the session: as its user when it is bound to one
+ * that is neither loomd's nor an operator (the page reads only what that
+ * user could); else as loomd, and in multi-user mode only a regular file
+ * of the job's owner (as job.logs: no symbolic link, nor someone else's
+ * file reached through one). Returns the descriptor, or -1 with a message
+ * in msg. */
+static int open_log(const dash_session_t *s, const loom_job_t *job, const char *path, char *msg,
+                    size_t len)
 {
-    if (s->owner.bound && s->owner.id.uid != geteuid()) {
+    if (s->owner.bound && !s->owner.id.is_operator && s->owner.id.uid != geteuid()) {
         int fd = -1;
         loom_err_t err;
         if (loom_auth_open_as(&s->owner.id, path, O_RDONLY | O_NOFOLLOW, &fd, &err) != LOOM_OK) {
@@ -370,18 +374,28 @@ static int open_log(const dash_session_t *s, const char *path, char *msg, size_t
         }
         return fd;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
         snprintf(msg, len, "%s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (s->owner.bound && job->uid >= 0 &&
+        (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)job->uid)) {
+        close(fd);
+        snprintf(msg, len, "not a regular file of the job's owner; refused");
+        return -1;
+    }
     return fd;
 }
 
 /* Reads up to DASH_LOG_CHUNK bytes of path from offset (negative: the last
  * DASH_LOG_TAIL bytes) into a {"path","offset","next","size","data"} object. */
-static json_t *read_log(const dash_session_t *s, const char *path, long long offset)
+static json_t *read_log(const dash_session_t *s, const loom_job_t *job, const char *path,
+                        long long offset)
 {
     char msg[300];
-    int fd = open_log(s, path, msg, sizeof msg);
+    int fd = open_log(s, job, path, msg, sizeof msg);
     if (fd < 0)
         return json_pack("{s:s,s:s}", "path", path, "error", msg);
     struct stat st;
@@ -442,7 +456,7 @@ static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     }
     json_t *run = job.run_json ? json_loads(job.run_json, 0, NULL) : NULL;
     const char *path = json_string_value(json_object_get(run, "stdout"));
-    json_t *res = path ? read_log(s, path, offset)
+    json_t *res = path ? read_log(s, &job, path, offset)
                        : json_pack("{s:n,s:s}", "path", "error", "the job has no output file yet");
     json_decref(run);
     loom_job_free(&job);

@@ -13,6 +13,8 @@ HTTP with each session's cookie and CSRF token (no browser needed).
   is 403, and whatever it does is done as its own user.
 - root's session (an operator) may cancel anyone's job.
 - usage.report is one of the page's calls (the Usage view).
+- job.logs (`loom logs`) obeys the same rule, and loomd reads no output file
+  that is a symbolic link or not the owner's.
 - In headless Chromium, the other user's job page shows loomd's permission
   error and no Cancel button; the Usage view has a row per user.
 
@@ -286,7 +288,11 @@ class DashUsers(unittest.TestCase):
             b.get([w for w in out.split() if w.startswith("http://")][0])
             wait(lambda: USER2 in b.execute_script(text, "#who"), "the session's user")
             b.execute_script("location.hash = '#/queue'")
-            b.execute_script("document.querySelector('[data-tab=\"running\"]').click()")
+            wait(lambda: b.execute_script("return !!document.querySelector('#jobs')"),
+                 "the queue's first page")
+            wait(lambda: b.execute_script(
+                "const e = document.querySelector('[data-tab=\"running\"]');"
+                "if (e) e.click(); return !!e;"), "the running tab")
             row = '#jobs tr[data-id="%d"]' % j1
             wait(lambda: USER1 in b.execute_script(text, row), "the other's job and its owner")
             b.execute_script("location.hash = arguments[0]", "#/job/%d" % j1)
@@ -308,6 +314,42 @@ class DashUsers(unittest.TestCase):
             for j in (j1, j2):
                 c.cancel(j)
             c.close()
+
+    def test_job_logs_obey_the_owner_rule(self):
+        """job.logs (`loom logs`), which the page's log tail mirrors: the
+        other user gets -32008 (CLI exit 6); the owner reads the output; an
+        output file replaced by a symbolic link (to a file the owner may not
+        read) is refused, not read by loomd as root."""
+        with open(os.path.join(self.work[USER1], "hello.sh"), "w") as f:
+            f.write("#!/bin/bash\necho hello from $(id -un)\n")
+        rc, out, err = self.run_as(USER1, "submit", "--json", "hello.sh")
+        self.assertEqual(rc, 0, err)
+        jid = json.loads(out)["id"]
+        self.wait_state(jid, ("COMPLETED",))
+        rc, out, err = self.run_as(USER2, "logs", str(jid))
+        self.assertEqual(rc, 6, (out, err))
+        self.assertIn("permission denied: job %d belongs to another user (%s)" % (jid, USER1), err)
+        rc, out, err = self.run_as(USER1, "logs", str(jid))
+        self.assertEqual((rc, out), (0, "hello from %s\n" % USER1), err)
+        log = os.path.join(self.work[USER1], "loom-%d.out" % jid)
+        subprocess.run(["runuser", "-u", USER1, "--", "ln", "-sf", "/etc/shadow", log], check=True)
+        rc, out, err = self.run_as(USER1, "logs", str(jid))
+        self.assertEqual(rc, 6, (out, err))
+        self.assertIn("is not a regular file of the job's owner; refused", err)
+        self.assertNotIn("root:", out)
+        # root (an operator) still may not make loomd read through the link
+        rc, out, err = self.run_as(None, "logs", str(jid))
+        self.assertNotIn("root:", out)
+        self.assertEqual(rc, 6, (out, err))
+        # nor the dashboard's tail, for the owner's session or an operator's
+        for user in (USER1, None):
+            sess, _, _ = self.login(user)
+            st, _, body = sess.get("/api/log?id=%d&offset=0" % jid)
+            self.assertEqual(st, 200, body)
+            tail = json.loads(body)
+            self.assertNotIn("data", tail, tail)
+            self.assertIn("error", tail)
+            self.assertNotIn(b"root:", body)
 
     def test_session_needs_a_live_code(self):
         _, res, _ = self.login(USER1)
