@@ -27,6 +27,11 @@ install(FILES ${CMAKE_BINARY_DIR}/loom.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pk
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loom
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 
+# `loom estimate calibrate` runs this script (src/cli/cmd_estimate.c finds it
+# through loom_data_path("calibrate") outside the build tree).
+install(FILES ${CMAKE_SOURCE_DIR}/bench/estimate_calibrate.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/loom/calibrate)
+
 install(FILES ${CMAKE_SOURCE_DIR}/dist/man/loom.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/dist/man/loomd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES ${CMAKE_SOURCE_DIR}/dist/completion/loom.bash

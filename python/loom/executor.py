@@ -16,9 +16,10 @@ How: submit() pickles the function and its arguments into a task folder
 (default ~/.cache/loom/executor, which the job must be able to read: the
 local executor's jobs run on this machine) and submits a batch job that runs
 `python3 -m loom._run TASK`. The job unpickles and calls the function and
-pickles the result or the exception next to the task. A watcher thread polls
-the jobs (job.get, with backoff) and completes each future when its job has
-ended: with the result, the function's exception (its remote traceback
+pickles the result or the exception next to the task. Waiter threads ride
+loomd's job.wait long-poll (`any`: answered as soon as one of up to 100 jobs
+has ended; no polling of job.get) and complete each future when its job has
+ended, with one job.get for it: with the result, the function's exception (its remote traceback
 chained as __cause__), or loom.JobTimeout / loom.JobFailed /
 loom.JobCancelled when the job ended without one. fut.cancel() cancels the
 job (pending or running). Functions are pickled by reference, as
@@ -37,12 +38,15 @@ import threading
 import traceback
 
 from .client import Client
-from .errors import InvalidState, JobCancelled, JobFailed, JobNotFound, JobTimeout, LoomError
+from .errors import (InvalidParams, InvalidState, JobCancelled, JobFailed, JobNotFound,
+                     JobTimeout, LoomError)
 from .types import TERMINAL_STATES
 
 __all__ = ["Executor", "LoomFuture", "RemoteTraceback"]
 
 _SDK_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WAIT_IDS = 100  # job.wait's limit of ids per call (docs/protocol.md)
+_MAX_WAITERS = 8  # job.wait calls held at once (each on its own connection)
 
 
 class RemoteTraceback(Exception):
@@ -93,12 +97,18 @@ class Executor(concurrent.futures.Executor):
     (gpus, cpus, memory, gpu_share, gpu_memory, gpu_type, time, priority,
     labels); url/token/client pick loomd; folder holds the pickled tasks and
     results (removed as futures complete); python is the interpreter the job
-    runs (default: this one); poll = (first, longest) interval in seconds."""
+    runs (default: this one); hold: the seconds loomd may hold one job.wait
+    call (1 to 30).
+
+    Futures are watched in batches of up to 100 jobs, each by a waiter
+    thread holding one job.wait call (`any`) at a time; a batch takes in
+    futures submitted meanwhile whenever its call returns, and a new batch
+    (at most 8 at once) starts for futures submitted while every batch is
+    held, so a short job submitted behind long ones is not kept waiting."""
 
     def __init__(self, gpus=None, time=None, cpus=None, memory=None, gpu_share=None,
                  gpu_memory=None, gpu_type=None, priority=None, labels=None, name=None,
-                 url=None, token=None, client=None, folder=None, python=None,
-                 poll=(0.05, 1.0)):
+                 url=None, token=None, client=None, folder=None, python=None, hold=20):
         self._client = client or Client(url, token)
         self._resources = dict(gpus=gpus, time=time, cpus=cpus, memory=memory,
                                gpu_share=gpu_share, gpu_memory=gpu_memory, gpu_type=gpu_type,
@@ -109,8 +119,14 @@ class Executor(concurrent.futures.Executor):
         os.makedirs(root, mode=0o700, exist_ok=True)
         self._folder = tempfile.mkdtemp(prefix="ex-", dir=root)
         self._python = python or sys.executable or "/usr/bin/python3"
-        self._poll = poll
+        if not 1 <= int(hold) <= 30:
+            raise ValueError("hold: expected 1 to 30 seconds (job.wait's timeout)")
+        self._hold = int(hold)
+        self._wait_ids = _WAIT_IDS
+        self._any = True  # False: a loomd whose job.wait lacks `any`
         self._pending = {}  # job id -> LoomFuture
+        self._queue = []  # futures no waiter watches yet
+        self._waiters = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._shutdown = False
@@ -158,6 +174,7 @@ class Executor(concurrent.futures.Executor):
         fut = LoomFuture(self, r.id, task)
         with self._lock:
             self._pending[r.id] = fut
+            self._queue.append(fut)
             if self._watcher is None:
                 self._watcher = threading.Thread(target=self._watch, name="loom-executor",
                                                  daemon=True)
@@ -169,6 +186,7 @@ class Executor(concurrent.futures.Executor):
     def _forget(self, fut):
         with self._lock:
             self._pending.pop(fut.job_id, None)
+            self._wake.notify_all()
         _remove(fut._task)
 
     def _resolve(self, fut, job):
@@ -202,30 +220,84 @@ class Executor(concurrent.futures.Executor):
         self._forget(fut)
 
     def _watch(self):
-        delay = self._poll[0]
+        """Starts a waiter for the futures no waiter watches, up to
+        _MAX_WAITERS at once; returns once shut down with nothing pending."""
         while True:
             with self._lock:
-                while not self._pending and not self._shutdown:
+                while not (self._queue and self._waiters < _MAX_WAITERS):
+                    if self._shutdown and not self._pending:
+                        return
                     self._wake.wait()
-                    delay = self._poll[0]
-                if not self._pending and self._shutdown:
+                batch = self._queue[:self._wait_ids]
+                del self._queue[:self._wait_ids]
+                self._waiters += 1
+            threading.Thread(target=self._waiter, args=(batch,), name="loom-executor-wait",
+                             daemon=True).start()
+
+    def _waiter(self, futs):
+        """Holds job.wait calls for futs until each is done, taking in queued
+        futures (up to _wait_ids) whenever a call returns."""
+        try:
+            while True:
+                with self._lock:
+                    futs = [f for f in futs if not f.done()]
+                    room = self._wait_ids - len(futs)
+                    if room > 0 and self._queue:
+                        futs += self._queue[:room]
+                        del self._queue[:room]
+                if not futs:
                     return
-                futs = list(self._pending.values())
-            progressed = False
-            for fut in futs:
-                if fut.done():
-                    continue
-                try:
-                    job = self._client.get(fut.job_id)
-                except LoomError:
-                    continue  # loomd unreachable for a moment: try again later
-                if job.state in TERMINAL_STATES:
-                    self._resolve(fut, job)
-                    progressed = True
-            delay = self._poll[0] if progressed else min(delay * 1.5, self._poll[1])
+                for e in self._wait(futs):
+                    if e["state"] in TERMINAL_STATES:
+                        self._ended(e["id"], futs)
+        finally:
             with self._lock:
-                if self._pending:
-                    self._wake.wait(delay)
+                self._waiters -= 1
+                self._wake.notify_all()
+
+    def _wait(self, futs):
+        """One job.wait call for futs: the entries of its result ([] when
+        loomd could not be asked: it is asked again after a second)."""
+        ids = [f.job_id for f in futs]
+        params = {"ids": ids, "timeout": self._hold}
+        if self._any:
+            params["any"] = True
+        else:  # an older loomd: answers only when all have ended, so ask every second
+            params["timeout"] = 1
+        try:
+            return self._client.call("job.wait", params, wait=params["timeout"])["jobs"]
+        except InvalidParams as e:
+            if self._any and "any" in str(e):
+                self._any = False
+            else:  # not expected: the futures fail with it rather than hang
+                self._fail(futs, e)
+        except JobNotFound as e:  # removed from loomd's store: its future fails
+            self._fail([f for f in futs if f.job_id == (e.data or {}).get("id")], e)
+        except LoomError:
+            with self._lock:  # loomd unreachable for a moment
+                self._wake.wait(1.0)
+        return []
+
+    def _fail(self, futs, exc):
+        for fut in futs:
+            try:
+                fut.set_exception(exc)
+            except concurrent.futures.InvalidStateError:
+                pass
+            self._forget(fut)
+
+    def _ended(self, job_id, futs):
+        fut = next((f for f in futs if f.job_id == job_id), None)
+        if fut is None or fut.done():
+            return
+        try:
+            job = self._client.get(job_id)
+        except JobNotFound as e:
+            self._fail([fut], e)
+            return
+        except LoomError:
+            return  # seen again on the next call
+        self._resolve(fut, job)
 
     def shutdown(self, wait=True, *, cancel_futures=False):
         with self._lock:

@@ -13,8 +13,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: loom dash [--json]\n\n"
                "Prints a one-time URL that logs a browser into loomd's dashboard: open it\n"
                "within 60 seconds; it works once. The dashboard shows the cluster, the queue\n"
-               "and each job live, and lets you cancel jobs (docs/dashboard.md).\n\n"
-               "  --json   print dash.login's result (code, path, url, expires_in)\n"
+               "and each job live, usage per user, and lets you cancel jobs\n"
+               "(docs/dashboard.md). With loomd --multi-user the session is yours: the page\n"
+               "may do what you may (cancel your own jobs; an operator, anyone's).\n\n"
+               "  --json   print dash.login's result (code, path, url, expires_in, who)\n"
                "  -h, --help\n");
 }
 

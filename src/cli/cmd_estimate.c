@@ -52,7 +52,8 @@ static void usage_calibrate(FILE *f)
             "  --full        every microbenchmark shape (bench/estimate.sh's calibration)\n"
             "Environment: LOOM_DEVICE_DIR (where --from names are looked up),\n"
             "LOOM_CALIBRATE_SCRIPT (the script; default bench/estimate_calibrate.py next to\n"
-            "this loom's source tree, else under the working directory), LOOM_PYTHON.\n");
+            "this loom's build directory, else share/loom/calibrate/ where make install\n"
+            "put it, LOOM_DATA_DIR/calibrate/ when that is set), LOOM_PYTHON.\n");
 }
 
 /* Where device names are looked up: $LOOM_DEVICE_DIR, else loom's shipped
@@ -81,7 +82,9 @@ static void device_file(const char *name_or_path, char *buf, size_t len)
 }
 
 /* bench/estimate_calibrate.py: $LOOM_CALIBRATE_SCRIPT, else next to the
- * build directory this loom runs from (BUILD/../bench), else ./bench. */
+ * build directory this loom runs from (BUILD/../bench), else the copy make
+ * install ships in loom's data (share/loom/calibrate, loom_data_path);
+ * never from the working directory. */
 static int calibrate_script(char *buf, size_t len)
 {
     const char *env = getenv("LOOM_CALIBRATE_SCRIPT");
@@ -101,7 +104,15 @@ static int calibrate_script(char *buf, size_t len)
                 return 0;
         }
     }
-    snprintf(buf, len, "bench/estimate_calibrate.py");
+    char data[4096];
+    loom_err_t err;
+    if (loom_data_path("calibrate", data, sizeof data, &err) != LOOM_OK) {
+        snprintf(buf, len, "estimate_calibrate.py (%s)", err.msg);
+        return -1;
+    }
+    char found[PATH_MAX];
+    snprintf(found, sizeof found, "%s/estimate_calibrate.py", data);
+    snprintf(buf, len, "%s", realpath(found, data) ? data : found); /* bin/../share: share */
     return access(buf, R_OK) == 0 ? 0 : -1;
 }
 
@@ -190,7 +201,7 @@ static int cmd_calibrate(int argc, char **argv)
     if (calibrate_script(script, sizeof script)) {
         fprintf(stderr,
                 "loom estimate calibrate: %s: not found (set LOOM_CALIBRATE_SCRIPT to "
-                "bench/estimate_calibrate.py of loom's source tree)\n",
+                "bench/estimate_calibrate.py of loom's source tree, or install loom)\n",
                 script);
         return LOOM_EXIT_NOTFOUND;
     }

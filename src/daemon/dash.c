@@ -3,10 +3,17 @@
  * Access follows Jupyter's one-time URL. `loom dash` calls dash.login over
  * the authenticated RPC (the Unix socket, or TCP with the token) and gets a
  * code; GET /login?code=C exchanges it, once and within 60 s (DASH_CODE_TTL_S),
- * for a session: an HttpOnly, SameSite=Strict cookie bound to the caller's
- * identity (today the token holder) and a per-session CSRF token that the
- * page reads from GET /api/session and sends in X-Loom-CSRF with every
- * POST. Without a live session every path but /login is 401.
+ * for a session: an HttpOnly, SameSite=Strict cookie bound to the identity
+ * of dash.login's caller and a per-session CSRF token that the page reads
+ * from GET /api/session and sends in X-Loom-CSRF with every POST. Without a
+ * live session every path but /login is 401.
+ *
+ * In multi-user mode the identity is the one loomd saw when the code was
+ * issued (SO_PEERCRED on the Unix socket, MUNGE or the operator token on
+ * TCP): the page's calls run as that user, so job.cancel and job.get obey
+ * the same rules as the RPC, and the log route checks them too and opens
+ * the output as that user. Single-user mode keeps no identity: every
+ * session is loomd's own user, as every RPC caller is.
  *
  * Routes (with a session):
  *   GET  /, /app.js, /app.css   the page, built into loomd (dash_assets.c)
@@ -33,6 +40,7 @@
 #include <microhttpd.h>
 
 #include "daemon/dash.h"
+#include "daemon/identity.h"
 
 #define DASH_MAX_CODES     16
 #define DASH_MAX_SESSIONS  64
@@ -42,22 +50,32 @@
 #define DASH_LOG_TAIL      (16 * 1024)
 #define SECRET_HEX         64
 
+/* Who a code or session acts as: in multi-user mode (bound) the caller of
+ * dash.login; else nobody in particular (loomd's own user). */
+typedef struct dash_owner {
+    bool bound;
+    loom_auth_identity_t id;
+} dash_owner_t;
+
 typedef struct dash_code {
     char code[SECRET_HEX + 1];
     int64_t expires_ns; /* 0: free */
+    dash_owner_t owner;
 } dash_code_t;
 
 typedef struct dash_session {
     char id[SECRET_HEX + 1];
     char csrf[SECRET_HEX + 1];
-    char who[64];
+    char who[96];
     int64_t expires_ns; /* 0: free */
+    dash_owner_t owner;
 } dash_session_t;
 
 struct loomd_dash {
     loom_rpc_dispatcher_t *d;
     loom_store_t *store;
     const loomd_info_t *info;
+    const loomd_identity_t *ident;
     loom_rpc_http_hook_t hook;
     dash_feed_t *feed;
     int code_ttl_s, session_ttl_s;
@@ -68,7 +86,8 @@ struct loomd_dash {
 
 /* The methods a page may call: what it shows, and the one action. */
 static const char *const page_methods[] = {"server.info", "job.list",  "job.get",
-                                           "job.cancel",  "node.list", "monitor.snapshot"};
+                                           "job.cancel",  "node.list", "monitor.snapshot",
+                                           "usage.report"};
 
 /* ------------------------------------------------------------ secrets */
 
@@ -103,10 +122,26 @@ static bool secret_shape(const char *s, size_t n)
 
 /* --------------------------------------------------------- dash.login */
 
+/* The session's name on the page: the user (uid), or, single-user, the
+ * token holder (the one user loomd serves). */
+static void owner_name(const dash_owner_t *o, char *out, size_t len)
+{
+    if (!o->bound)
+        snprintf(out, len, "token holder");
+    else if (o->id.user[0])
+        snprintf(out, len, "%s (uid %u)%s", o->id.user, (unsigned)o->id.uid,
+                 o->id.is_operator ? ", operator" : "");
+    else
+        snprintf(out, len, "uid %u%s", (unsigned)o->id.uid, o->id.is_operator ? ", operator" : "");
+}
+
 static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     (void)params;
     loomd_dash_t *dash = ctx;
+    loom_auth_identity_t local;
+    dash_owner_t owner = {.bound = loomd_identity_multi_user(dash->ident)};
+    owner.id = *loomd_caller(dash->ident, call, &local);
     char code[SECRET_HEX + 1];
     if (random_hex(code) != LOOM_OK) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "dash.login: no random bytes", NULL);
@@ -120,6 +155,7 @@ static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, voi
             slot = i;
     memcpy(dash->codes[slot].code, code, sizeof code);
     dash->codes[slot].expires_ns = now + (int64_t)dash->code_ttl_s * LOOM_NS_PER_S;
+    dash->codes[slot].owner = owner;
     pthread_mutex_unlock(&dash->mu);
     char path[100];
     snprintf(path, sizeof path, "/login?code=%s", code);
@@ -129,8 +165,10 @@ static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, voi
         snprintf(full, sizeof full, "%s%s", dash->info->tcp_url, path);
         url = json_string(full);
     }
-    json_t *res = json_pack("{s:s,s:s,s:o,s:i}", "code", code, "path", path, "url", url,
-                            "expires_in", dash->code_ttl_s);
+    char who[96];
+    owner_name(&owner, who, sizeof who);
+    json_t *res = json_pack("{s:s,s:s,s:o,s:i,s:s}", "code", code, "path", path, "url", url,
+                            "expires_in", dash->code_ttl_s, "who", who);
     explicit_bzero(code, sizeof code);
     loom_rpc_call_complete(call, res);
     return LOOM_RPC_DONE;
@@ -143,10 +181,12 @@ static bool exchange_code(loomd_dash_t *dash, const char *code, dash_session_t *
         return false;
     int64_t now = loom_time_mono_ns();
     bool ok = false;
+    dash_owner_t owner;
     pthread_mutex_lock(&dash->mu);
     for (size_t i = 0; i < DASH_MAX_CODES && !ok; i++) {
         dash_code_t *c = &dash->codes[i];
         if (c->expires_ns > now && loom_rpc_token_equal(c->code, code)) {
+            owner = c->owner;
             explicit_bzero(c, sizeof *c); /* single use */
             ok = true;
         }
@@ -161,7 +201,8 @@ static bool exchange_code(loomd_dash_t *dash, const char *code, dash_session_t *
             explicit_bzero(s, sizeof *s);
             ok = false;
         } else {
-            snprintf(s->who, sizeof s->who, "token holder");
+            s->owner = owner;
+            owner_name(&owner, s->who, sizeof s->who);
             s->expires_ns = now + (int64_t)dash->session_ttl_s * LOOM_NS_PER_S;
             *out = *s;
         }
@@ -286,7 +327,8 @@ static bool allowed_method(const char *m)
 
 /* POST /api/rpc: one call (no batch) of page_methods, run as the session's
  * identity would over TCP. */
-static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req)
+static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
+                     const dash_session_t *s)
 {
     json_error_t jerr;
     json_t *call = json_loadb(req->body, req->body_len, 0, &jerr);
@@ -296,10 +338,11 @@ static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
         json_decref(call);
         return reply_text(c, req, 400,
                           "expected one JSON-RPC call of server.info, job.list, job.get, "
-                          "job.cancel, node.list or monitor.snapshot\n");
+                          "job.cancel, node.list, monitor.snapshot or usage.report\n");
     }
     json_decref(call);
-    loom_rpc_transport_t t = {.unix_socket = false};
+    loom_rpc_transport_t t = {.unix_socket = false,
+                              .identity = s->owner.bound ? &s->owner.id : NULL};
     snprintf(t.peer, sizeof t.peer, "dash %.50s", req->peer);
     loom_buf_t out = LOOM_BUF_INIT;
     int rc = loom_rpc_handle(dash->d, req->body, req->body_len, &t, &out);
@@ -313,14 +356,48 @@ static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     return ret;
 }
 
+/* Opens job's output for the session: as its user when it is bound to one
+ * that is neither loomd's nor an operator (the page reads only what that
+ * user could); else as loomd, and in multi-user mode only a regular file
+ * of the job's owner (as job.logs: no symbolic link, nor someone else's
+ * file reached through one). Returns the descriptor, or -1 with a message
+ * in msg. */
+static int open_log(const dash_session_t *s, const loom_job_t *job, const char *path, char *msg,
+                    size_t len)
+{
+    if (s->owner.bound && !s->owner.id.is_operator && s->owner.id.uid != geteuid()) {
+        int fd = -1;
+        loom_err_t err;
+        if (loom_auth_open_as(&s->owner.id, path, O_RDONLY | O_NOFOLLOW, &fd, &err) != LOOM_OK) {
+            snprintf(msg, len, "%s", err.msg);
+            return -1;
+        }
+        return fd;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(msg, len, "%s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (s->owner.bound && job->uid >= 0 &&
+        (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)job->uid)) {
+        close(fd);
+        snprintf(msg, len, "not a regular file of the job's owner; refused");
+        return -1;
+    }
+    return fd;
+}
+
 /* Reads up to DASH_LOG_CHUNK bytes of path from offset (negative: the last
  * DASH_LOG_TAIL bytes) into a {"path","offset","next","size","data"} object. */
-static json_t *read_log(const char *path, long long offset)
+static json_t *read_log(const dash_session_t *s, const loom_job_t *job, const char *path,
+                        long long offset)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char msg[300];
+    int fd = open_log(s, job, path, msg, sizeof msg);
     if (fd < 0)
-        return json_pack("{s:s,s:s%}", "path", path, "error", strerror(errno),
-                         strlen(strerror(errno)));
+        return json_pack("{s:s,s:s}", "path", path, "error", msg);
     struct stat st;
     long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : 0;
     if (offset < 0 || offset > size) /* the tail; or the file was truncated */
@@ -342,7 +419,22 @@ static json_t *read_log(const char *path, long long offset)
                      offset + (long long)n, "size", size, "data", data ? data : json_string(""));
 }
 
-static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req)
+/* Whether the session may read job's output (its owner or an operator, in
+ * multi-user mode); if not, the 403 has been queued in *ret. */
+static bool log_allowed(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
+                        const dash_session_t *s, const loom_job_t *job, int *ret)
+{
+    if (!s->owner.bound || loomd_identity_may_act(dash->ident, &s->owner.id, job))
+        return true;
+    char text[200];
+    snprintf(text, sizeof text, "permission denied: job %lld belongs to another user (%s)\n",
+             (long long)job->id, job->user && *job->user ? job->user : "unknown");
+    *ret = reply_text(c, req, 403, text);
+    return false;
+}
+
+static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
+                     const dash_session_t *s)
 {
     const char *id_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "id");
     const char *off_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
@@ -357,9 +449,14 @@ static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     loom_err_t err;
     if (loom_store_get(dash->store, id, &job, &err) != LOOM_OK)
         return reply_text(c, req, 404, "/api/log: no such job\n");
+    int ret;
+    if (!log_allowed(dash, c, req, s, &job, &ret)) {
+        loom_job_free(&job);
+        return ret;
+    }
     json_t *run = job.run_json ? json_loads(job.run_json, 0, NULL) : NULL;
     const char *path = json_string_value(json_object_get(run, "stdout"));
-    json_t *res = path ? read_log(path, offset)
+    json_t *res = path ? read_log(s, &job, path, offset)
                        : json_pack("{s:n,s:s}", "path", "error", "the job has no output file yet");
     json_decref(run);
     loom_job_free(&job);
@@ -385,6 +482,19 @@ static int serve_events(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_h
     return dash_feed_serve(dash->feed, c, from, s->expires_ns, &req->status);
 }
 
+/* GET /api/session: the CSRF token and who the session acts as. */
+static int serve_whoami(struct MHD_Connection *c, loom_rpc_http_req_t *req, const dash_session_t *s)
+{
+    int64_t left_s = (s->expires_ns - loom_time_mono_ns()) / LOOM_NS_PER_S;
+    const loom_auth_identity_t *id = &s->owner.id;
+    json_t *user = s->owner.bound ? json_pack("{s:s,s:I,s:b}", "name", id->user, "uid",
+                                              (json_int_t)id->uid, "operator", id->is_operator)
+                                  : json_null();
+    return reply_json(c, req, 200,
+                      json_pack("{s:s,s:s,s:I,s:o}", "csrf", s->csrf, "who", s->who, "expires_in",
+                                (json_int_t)left_s, "user", user));
+}
+
 /* The routes that need a session (s). POSTs also need its CSRF token. */
 static int serve_session(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
                          const char *path, const dash_session_t *s)
@@ -397,19 +507,16 @@ static int serve_session(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_
             return reply_text(c, req, 403,
                               "missing or wrong X-Loom-CSRF header (the page's session token)\n");
         if (strcmp(path, "/api/rpc") == 0)
-            return serve_rpc(dash, c, req);
+            return serve_rpc(dash, c, req, s);
         if (strcmp(path, "/logout") == 0) {
             drop_session(dash, s->id);
             return reply(c, req, 200, "text/plain; charset=utf-8", "", 0,
                          "loom_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", NULL);
         }
     } else if (get && strcmp(path, "/api/session") == 0) {
-        int64_t left_s = (s->expires_ns - loom_time_mono_ns()) / LOOM_NS_PER_S;
-        return reply_json(c, req, 200,
-                          json_pack("{s:s,s:s,s:I}", "csrf", s->csrf, "who", s->who, "expires_in",
-                                    (json_int_t)left_s));
+        return serve_whoami(c, req, s);
     } else if (get && strcmp(path, "/api/log") == 0) {
-        return serve_log(dash, c, req);
+        return serve_log(dash, c, req, s);
     } else if (get && strcmp(path, "/events") == 0) {
         return serve_events(dash, c, req, s);
     } else if (get) {
@@ -460,7 +567,7 @@ static int dash_hook(void *ctx, void *conn, loom_rpc_http_req_t *req)
 /* -------------------------------------------------------------- public */
 
 int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_info_t *info,
-                   loomd_dash_t **out, loom_err_t *err)
+                   const loomd_identity_t *ident, loomd_dash_t **out, loom_err_t *err)
 {
     loomd_dash_t *dash = calloc(1, sizeof *dash);
     if (!dash)
@@ -468,6 +575,7 @@ int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_in
     dash->d = d;
     dash->store = store;
     dash->info = info;
+    dash->ident = ident;
     dash->code_ttl_s = DASH_CODE_TTL_S;
     dash->session_ttl_s = DASH_SESSION_TTL_S;
     dash->hook.fn = dash_hook;

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "daemon/identity.h"
 #include "daemon/methods.h"
 #include "loom/rpc.h"
 #include "loom/store.h"
@@ -14,9 +15,10 @@ typedef struct loomd_dash loomd_dash_t;
 typedef struct dash_feed dash_feed_t;
 
 /* Creates the dashboard and adds the method dash.login to d (before the
- * first dispatch). info->tcp_url is read when a code is made. */
+ * first dispatch). info->tcp_url is read when a code is made. ident (NULL:
+ * single-user) binds sessions to dash.login's caller in multi-user mode. */
 int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_info_t *info,
-                   loomd_dash_t **out, loom_err_t *err);
+                   const loomd_identity_t *ident, loomd_dash_t **out, loom_err_t *err);
 /* How long codes and sessions live, in seconds (0: the defaults, 60 s and
  * 8 h). For tests; set before the first login. */
 void loomd_dash_set_ttls(loomd_dash_t *dash, int code_s, int session_s);

@@ -7,6 +7,7 @@
  * request's own thread (libmicrohttpd serves each connection on its own
  * thread, so a waiting call holds only its connection). The contract is
  * docs/protocol.md. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/follow.h"
+#include "daemon/identity.h"
 #include "loom/exec.h"
 
 #define FOLLOW_TICK_MS     50
@@ -65,13 +67,13 @@ static json_t *wait_entry(const loom_job_t *j)
     return e;
 }
 
-/* The jobs' entries; *ended whether all have ended. LOOM_ENOTFOUND names
- * the missing job. */
-static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, json_t **out, bool *ended,
-                      loom_err_t *err)
+/* The jobs' entries; *ended whether all have ended (any: whether one
+ * has). LOOM_ENOTFOUND names the missing job. */
+static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, bool any, json_t **out,
+                      bool *ended, loom_err_t *err)
 {
     *out = json_array();
-    *ended = true;
+    *ended = !any;
     for (size_t i = 0; i < n; i++) {
         loom_job_t j;
         int rc = loom_store_get(m->store, ids[i], &j, err);
@@ -80,16 +82,22 @@ static int wait_check(loomd_methods_t *m, const int64_t *ids, size_t n, json_t *
             *out = NULL;
             return rc;
         }
-        *ended = *ended && loom_job_state_terminal(j.state);
+        bool done = loom_job_state_terminal(j.state);
+        *ended = any ? *ended || done : *ended && done;
         json_array_append_new(*out, wait_entry(&j));
         loom_job_free(&j);
     }
     return LOOM_OK;
 }
 
-static int wait_params(const json_t *params, int64_t *ids, size_t *n, int64_t *timeout,
+static int wait_params(const json_t *params, int64_t *ids, size_t *n, int64_t *timeout, bool *any,
                        loom_err_t *err)
 {
+    const json_t *a = json_object_get(params, "any");
+    if (a && !json_is_null(a) && !json_is_boolean(a))
+        return loom_err_set(err, LOOM_EINVAL, "any: expected true or false, found %s",
+                            loom_json_type_name(a));
+    *any = json_is_true(a);
     const json_t *arr = json_object_get(params, "ids");
     if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > WAIT_IDS_MAX)
         return loom_err_set(err, LOOM_EINVAL, "ids: expected an array of 1 to %d job ids",
@@ -113,8 +121,9 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
     loomd_methods_t *m = ctx;
     int64_t ids[WAIT_IDS_MAX], timeout;
     size_t n;
+    bool any;
     loom_err_t err;
-    if (wait_params(params, ids, &n, &timeout, &err)) {
+    if (wait_params(params, ids, &n, &timeout, &any, &err)) {
         loom_rpc_call_fail_params(call, &err);
         return LOOM_RPC_DONE;
     }
@@ -122,7 +131,7 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
     json_t *jobs;
     bool ended;
     for (;;) {
-        int rc = wait_check(m, ids, n, &jobs, &ended, &err);
+        int rc = wait_check(m, ids, n, any, &jobs, &ended, &err);
         if (rc) {
             loom_rpc_call_fail(call,
                                rc == LOOM_ENOTFOUND ? LOOMD_ERR_JOB_NOT_FOUND : LOOMD_ERR_STORE,
@@ -206,13 +215,40 @@ static int logs_params(const json_t *params, logs_req_t *q, loom_err_t *err)
     return LOOM_OK;
 }
 
-/* Reads what the log has past the offset. *path is "" before the job ran. */
-static int logs_read(loomd_methods_t *m, const logs_req_t *q, loom_job_t *j, loom_buf_t *data,
-                     char *path, size_t pathlen, loom_err_t *err)
+/* Opens a job's log. Multi-user: loomd reads only a regular file that
+ * belongs to the job's owner (no symbolic link, nor a path through one to
+ * someone else's file), so job.logs gives nobody more than the owner could
+ * read. -1 with errno when refused (EACCES, ELOOP) or not there yet. */
+static int open_log(const loomd_methods_t *m, const loom_job_t *j, const char *path)
+{
+    bool multi = loomd_identity_multi_user(m->ident);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (multi ? O_NOFOLLOW | O_NONBLOCK : 0));
+    if (fd < 0 || !multi || j->uid < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)j->uid) {
+        close(fd);
+        errno = EACCES;
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads what the log has past the offset. *path is "" before the job ran.
+ * Multi-user: only for the job's owner or an operator (else *denied, with
+ * the job in *j), and the output file as open_log allows it (else
+ * LOOM_EINVAL naming it). */
+static int logs_read(loomd_methods_t *m, loom_rpc_call_t *call, const logs_req_t *q, loom_job_t *j,
+                     bool *denied, loom_buf_t *data, char *path, size_t pathlen, loom_err_t *err)
 {
     int rc = loom_store_get(m->store, q->id, j, err);
     if (rc)
         return rc;
+    loom_auth_identity_t local;
+    *denied = loomd_identity_multi_user(m->ident) &&
+              !loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), j);
+    if (*denied)
+        return LOOM_OK;
     json_t *run = j->run_json ? json_loads(j->run_json, 0, NULL) : NULL;
     const char *p = json_string_value(json_object_get(run, q->want_stderr ? "stderr" : "stdout"));
     snprintf(path, pathlen, "%s", p ? p : "");
@@ -220,7 +256,13 @@ static int logs_read(loomd_methods_t *m, const logs_req_t *q, loom_job_t *j, loo
     loom_buf_reset(data);
     if (!path[0])
         return LOOM_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_log(m, j, path);
+    if (fd < 0 && (errno == EACCES || errno == ELOOP) && loomd_identity_multi_user(m->ident)) {
+        loom_job_free(j);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "job.logs: '%s' is not a regular file of the job's owner; refused",
+                            path);
+    }
     if (fd < 0)
         return LOOM_OK; /* not written yet */
     loom_buf_reserve(data, (size_t)q->max_bytes + 1);
@@ -247,12 +289,20 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
     char path[LOOM_EXEC_PATH_MAX];
     loom_job_t j;
     for (;;) {
-        int rc = logs_read(m, &q, &j, &data, path, sizeof path, &err);
-        if (rc) {
+        bool denied = false;
+        int rc = logs_read(m, call, &q, &j, &denied, &data, path, sizeof path, &err);
+        if (rc == LOOM_OK && denied) { /* another user's job */
+            loomd_identity_deny(call, j.id, j.user);
+            loom_job_free(&j);
+        }
+        if (rc || denied) {
             loom_buf_free(&data);
-            loom_rpc_call_fail(call,
-                               rc == LOOM_ENOTFOUND ? LOOMD_ERR_JOB_NOT_FOUND : LOOMD_ERR_STORE,
-                               err.msg, NULL);
+            if (rc)
+                loom_rpc_call_fail(call,
+                                   rc == LOOM_ENOTFOUND ? LOOMD_ERR_JOB_NOT_FOUND
+                                   : rc == LOOM_EINVAL  ? LOOMD_ERR_PERMISSION
+                                                        : LOOMD_ERR_STORE,
+                                   err.msg, NULL);
             return LOOM_RPC_DONE;
         }
         bool ended = loom_job_state_terminal(j.state);
@@ -274,7 +324,7 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
 
 int loomd_follow_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err)
 {
-    static const char *const wait_params_names[] = {"ids", "timeout", NULL};
+    static const char *const wait_params_names[] = {"ids", "timeout", "any", NULL};
     static const char *const logs_params_names[] = {"id",        "stream",  "offset",
                                                     "max_bytes", "timeout", NULL};
     int rc = loom_rpc_dispatcher_add(d, "job.wait", m_job_wait, m, wait_params_names,

@@ -513,7 +513,7 @@ static int add_methods(daemon_t *d)
         loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
         loomd_zoo_open(d->state_dir, d->store, &d->zoo, &err) ||
         loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
-        loomd_dash_new(d->disp, d->store, &d->info, &d->dash, &err) ||
+        loomd_dash_new(d->disp, d->store, &d->info, d->ident, &d->dash, &err) ||
         loomd_usage_add_methods(d->disp, d->store, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;

@@ -107,7 +107,8 @@ static void init(void)
         abort();
     info = (loomd_info_t){.state_dir = dir, .durability = "normal"};
     methods = (loomd_methods_t){.store = store, .info = &info};
-    if (loomd_methods_add(disp, &methods, &err) || loomd_dash_new(disp, store, &info, &dash, &err))
+    if (loomd_methods_add(disp, &methods, &err) ||
+        loomd_dash_new(disp, store, &info, NULL, &dash, &err))
         abort();
     loom_rpc_server_config_t cfg;
     loom_rpc_server_config_init(&cfg);

@@ -11,6 +11,7 @@ CSRF header is refused. Screenshots of each view go to $LOOM_DASH_SHOTS (the
 ones in docs/figures/ were made so), else a temporary directory."""
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,13 @@ def http(method, url, body=None, headers=None):
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read()
+
+
+def duration(s):
+    """A number of seconds as the page writes it (app.js's dur)."""
+    s = int(max(0, s))
+    h, m, x = s // 3600, s // 60 % 60, s % 60
+    return (f"{h}h " if h else "") + (f"{m}m " if h or m else "") + f"{x}s"
 
 
 class Dashboard(unittest.TestCase):
@@ -226,6 +234,27 @@ class Dashboard(unittest.TestCase):
         self.go(f"#/job/{w2}")
         self.wait(lambda b: "COMPLETED" in self.text("h2"), "the waiting job completing")
         self.wait(lambda b: "later-ok" in self.text("#log"), "its output")
+        self.still_same_page()
+
+        # usage per user (usage.report), re-read without a reload when a job starts or ends
+        self.go("#/usage")
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        urow = f'#usage tr[data-user="{user}"]'
+        self.wait(lambda b: self.text(urow), "the usage row of " + user)
+        mine = [r for r in self.c.call("usage.report", {})["rows"] if r["user"] == user]
+        self.assertEqual(len(mine), 1)
+        cell = "return document.querySelector(arguments[0]).children[arguments[1]].innerText"
+        self.assertEqual(int(self.b.execute_script(cell, urow, 2)), mine[0]["jobs"])
+        self.assertEqual(self.b.execute_script(cell, urow, 3), duration(mine[0]["gpu_seconds"]))
+        jobs = mine[0]["jobs"]
+        self.submit("usage-counted", "sleep 0.5", cpus=1)
+        self.wait(lambda b: int(b.execute_script(cell, urow, 2)) == jobs + 1,
+                  "the usage view counting the new job")
+        self.assertIn("all", self.text("#usage tr.total"))
+        self.shot("dash-usage.png")
+        self.click('[data-window="day"]')
+        self.wait(lambda b: "Last 24 hours" in self.text(".tabs button.active"), "the window")
+        self.wait(lambda b: int(b.execute_script(cell, urow, 2)) == jobs + 1, "the day's usage")
         self.still_same_page()
 
         # actions need the CSRF header

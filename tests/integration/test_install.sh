@@ -56,6 +56,32 @@ grep -qx estimate comp.txt || fail "completion of 'est': $(cat comp.txt)"
 bash -c "source '$P/share/bash-completion/completions/loom'; COMP_WORDS=('$P/bin/loom' estimate --bat); COMP_CWORD=2; _loom; echo \${COMPREPLY[*]}" > comp.txt
 grep -qx -- --batch comp.txt || fail "completion of 'estimate --bat': $(cat comp.txt)"
 
+# loom estimate calibrate runs the script make install shipped (share/loom/calibrate), not
+# the source tree's bench/ and not the working directory's: LOOM_PYTHON=/bin/false makes the run
+# fail at once, and the error names the script it ran. The script itself loads with the real
+# python3 and torch (scripts/deps/test-zoo.txt): --help.
+unset LOOM_CALIBRATE_SCRIPT LOOM_PYTHON
+mkdir -p bench && echo 'raise SystemExit(9)' > bench/estimate_calibrate.py # a decoy in the cwd
+cal="$P/share/loom/calibrate/estimate_calibrate.py"
+cmp -s "$cal" "$SRC/bench/estimate_calibrate.py" || fail "not installed: $prefix/share/loom/calibrate/estimate_calibrate.py"
+calibrate_ran() { # $1: loom; prints the script the calibration ran
+  set +e
+  LOOM_PYTHON=/bin/false "$1" estimate calibrate --out "$tmp/dev.json" > /dev/null 2> err.txt
+  local rc=$?
+  set -e
+  [ $rc -eq 1 ] || fail "calibrate with LOOM_PYTHON=/bin/false: exit $rc, expected 1: $(cat err.txt)"
+  sed -n 's|^loom estimate calibrate: /bin/false \(.*\) failed (exit 1).*|\1|p' err.txt
+}
+[ "$(calibrate_ran "$P/bin/loom")" = "$cal" ] || fail "installed calibrate ran: $(cat err.txt)"
+[ "$(calibrate_ran "$B/loom")" = "$B/../bench/estimate_calibrate.py" ] || fail "build-tree calibrate ran: $(cat err.txt)"
+[ ! -e "$tmp/dev.json" ] || fail "a failed calibration wrote its device file"
+LOOM_DATA_DIR="$tmp/none" "$P/bin/loom" estimate calibrate --from "$P/share/loom/devices/cpu-local.json" \
+  --out "$tmp/dev.json" > /dev/null 2> err.txt && fail "calibrate without its script succeeded"
+grep -q "LOOM_DATA_DIR=$tmp/none" err.txt || fail "calibrate: the error does not name LOOM_DATA_DIR: $(cat err.txt)"
+/usr/bin/python3 "$cal" --help > help.txt 2>&1 || fail "the installed calibration script: $(tail -3 help.txt)"
+grep -q -- "--from" help.txt || fail "the installed calibration script's help: $(head -3 help.txt)"
+rm -r bench
+
 # a C program built against the installed tree with pkg-config
 cat > prog.c <<'C'
 #include <stdio.h>

@@ -253,10 +253,64 @@ def executor(d, tmp):
         check(isinstance(e, loom.JobTimeout) and e.job.state == "TIMEOUT",
               f"executor: killed by its 2 s time limit after {time.monotonic() - t0:.1f} s: "
               "JobTimeout")
+    executor_rides_wait(c, folder)
     check(os.listdir(folder) == [], "executor: task files removed")
     e = expect(Exception, loom.Executor(client=c, folder=folder).submit, lambda: 1)
     check("pickle" in type(e).__name__.lower() or "pickle" in str(e).lower(),
           "executor: an unpicklable function fails at submit")
+
+
+def executor_rides_wait(c, folder):
+    """The executor's watcher: job.wait calls with `any` (at most the batch's
+    ids), one job.get per ended job, never a job.get poll; a short job behind
+    a long one completes at once; several batches at once."""
+    r = c.call("job.submit", {"name": "w-long", "script": "#!/bin/sh\nsleep 30\n"})
+    q = c.call("job.submit", {"name": "w-short", "script": "#!/bin/sh\ntrue\n"})
+    t0 = time.monotonic()
+    w = c.call("job.wait", {"ids": [r["id"], q["id"]], "any": True, "timeout": 20}, wait=20)
+    check(w["ended"] and w["jobs"][1]["state"] == "COMPLETED"
+          and w["jobs"][0]["state"] in ("PENDING", "RUNNING") and time.monotonic() - t0 < 15,
+          f"job.wait any: answered when one of two ended ({w})")
+    w = c.call("job.wait", {"ids": [r["id"], q["id"]], "timeout": 1}, wait=1)
+    check(not w["ended"], "job.wait without any: not ended while one runs")
+    expect(loom.InvalidParams, c.call, "job.wait", {"ids": [q["id"]], "any": "yes"})
+    c.cancel(r["id"])
+
+    calls = []
+    plain = c.call
+
+    def counting(method, params=None, wait=0):
+        calls.append((method, dict(params or {})))
+        return plain(method, params, wait)
+    c.call = counting
+    try:
+        with loom.Executor(client=c, cpus=1, time="1m", folder=folder, hold=20) as ex:
+            slow = ex.submit(sleep, 20)
+            time.sleep(1.5)  # its job.wait call is held by now
+            t0 = time.monotonic()
+            fast = ex.submit(add, 1, b=1)
+            check(fast.result(timeout=60)["sum"] == 2 and time.monotonic() - t0 < 12,
+                  f"executor: a short job behind a held wait completes at once "
+                  f"({time.monotonic() - t0:.1f} s)")
+            slow.cancel()
+        mark = len(calls)
+        with loom.Executor(client=c, cpus=1, time="1m", folder=folder, hold=5) as ex:
+            ex._wait_ids = 2  # batches of two: several waiters and batches at once
+            futs = [ex.submit(add, i, b=0) for i in range(5)]
+            check([f.result(timeout=120)["sum"] for f in futs] == list(range(5)),
+                  "executor: five futures in batches of two")
+            check(max(len(p["ids"]) for m, p in calls[mark:] if m == "job.wait") <= 2,
+                  "executor: no job.wait names more than its batch")
+    finally:
+        del c.call
+    waits = [p for m, p in calls if m == "job.wait"]
+    gets = [p["id"] for m, p in calls if m == "job.get"]
+    check(waits and all(p.get("any") is True and 1 <= len(p["ids"]) <= 100 for p in waits),
+          f"executor: its watcher calls job.wait with any ({len(waits)} calls)")
+    check(len(gets) == len(set(gets)) and len(gets) <= 6,
+          f"executor: one job.get per ended job, no job.get polling ({gets})")
+    check({m for m, _ in calls} <= {"job.submit", "job.wait", "job.get", "job.cancel"},
+          f"executor: only submit, wait, get, cancel ({sorted({m for m, _ in calls})})")
 
 
 def monitor():

@@ -42,7 +42,7 @@ static int setup(void **state)
     assert_int_equal(loom_rpc_token_ensure(F.dir, F.token, &err), LOOM_OK);
     assert_int_equal(loom_store_open(db, NULL, &F.store, &err), LOOM_OK);
     assert_int_equal(loom_rpc_dispatcher_new(NULL, &F.d, &err), LOOM_OK);
-    assert_int_equal(loomd_dash_new(F.d, F.store, &F.info, &F.dash, &err), LOOM_OK);
+    assert_int_equal(loomd_dash_new(F.d, F.store, &F.info, NULL, &F.dash, &err), LOOM_OK);
     loom_rpc_server_config_t cfg;
     loom_rpc_server_config_init(&cfg);
     cfg.listen = "127.0.0.1:0";

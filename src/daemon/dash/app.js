@@ -1,8 +1,8 @@
-// loom dashboard: three views (#/cluster, #/queue, #/job/N) over loomd's
+// loom dashboard: four views (#/cluster, #/queue, #/usage, #/job/N) over loomd's
 // /api/rpc, updated live from /events (Server-Sent Events). Plain JavaScript.
 'use strict';
 
-const S = { csrf: null, view: null, timers: [], refresh: null, queue: null, job: null };
+const S = { csrf: null, view: null, timers: [], refresh: null, queue: null, job: null, usage: 'all' };
 const PAGE = 50;
 const TERMINAL = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'];
 const $ = (sel) => document.querySelector(sel);
@@ -132,9 +132,9 @@ async function viewQueue() {
     <span class="muted">(${total} jobs)</span>
     <button type="button" id="next" ${q.next ? '' : 'disabled'}>Next ›</button></div>
     <table id="jobs"><thead><tr><th>id</th><th>name</th><th>state</th><th>${q.tab === 'pending' ? 'reason' : q.tab === 'running' ? 'elapsed' : 'ended'}</th>
-    <th>resources</th><th>node</th><th>submitted</th></tr></thead><tbody>`;
+    <th>user</th><th>resources</th><th>node</th><th>submitted</th></tr></thead><tbody>`;
   for (const j of res.jobs) h += jobRow(j, q.tab);
-  if (!res.jobs.length) h += '<tr><td colspan="7" class="muted">no jobs</td></tr>';
+  if (!res.jobs.length) h += '<tr><td colspan="8" class="muted">no jobs</td></tr>';
   render(h + '</tbody></table>');
   document.querySelectorAll('[data-tab]').forEach((b) => b.addEventListener('click', () => {
     S.queue = { tab: b.dataset.tab, cursors: [null], page: 0 };
@@ -158,24 +158,76 @@ function jobRow(j, tab) {
   else if (tab === 'running') col = `<span class="elapsed" data-start="${esc(j.start_time)}">${dur(since(j.start_time))}</span>`;
   else col = esc(j.end_time ? new Date(j.end_time).toLocaleString() : '');
   return `<tr data-id="${j.id}"><td><a href="#/job/${j.id}">${j.id}</a></td><td>${esc(j.name)}</td>
-    <td class="st">${badge(j.state)}</td><td>${col}</td><td>${esc(resources(j.resources || {}))}</td>
+    <td class="st">${badge(j.state)}</td><td>${col}</td><td>${esc(owner(j))}</td><td>${esc(resources(j.resources || {}))}</td>
     <td>${esc(j.run && j.run.node || '')}</td><td>${esc(new Date(j.submit_time).toLocaleTimeString())}</td></tr>`;
 }
+
+function owner(j) { return (j.owner && j.owner.user) || '—'; }
 
 function tickElapsed() {
   document.querySelectorAll('.elapsed').forEach((e) => { e.textContent = dur(since(e.dataset.start)); });
 }
 
+// -------------------------------------------------------------------- usage
+
+// What each user and account held (usage.report), over a window; re-read
+// when a job ends or starts (events) and every 10 s while jobs run.
+const WINDOWS = { all: ['All time', 0], day: ['Last 24 hours', 86400], week: ['Last 7 days', 7 * 86400] };
+
+function gibHours(s) { return s == null ? '—' : (s / 3600).toFixed(s >= 360000 ? 0 : 3); }
+
+async function viewUsage() {
+  const w = WINDOWS[S.usage] || WINDOWS.all;
+  const params = w[1] ? { since: new Date(Date.now() - w[1] * 1000).toISOString().replace(/\.\d+Z$/, 'Z') } : {};
+  const res = await api('usage.report', params);
+  if (S.view !== 'usage') return;
+  const rows = res.rows || [];
+  const total = rows.reduce((t, r) => {
+    for (const k of ['jobs', 'gpu_seconds', 'cpu_seconds', 'memory_gib_seconds', 'wall_seconds']) t[k] += r[k] || 0;
+    return t;
+  }, { jobs: 0, gpu_seconds: 0, cpu_seconds: 0, memory_gib_seconds: 0, wall_seconds: 0 });
+  const tabs = Object.entries(WINDOWS).map(([k, t]) =>
+    `<button type="button" data-window="${k}" class="${k === S.usage ? 'active' : ''}">${t[0]}</button>`).join(' ');
+  let h = `<div class="tabs">${tabs}</div>
+    <p class="muted">From ${esc(res.since ? new Date(res.since).toLocaleString() : 'the first job')} to
+    <span id="usage-until">${esc(new Date(res.until).toLocaleString())}</span>; running jobs count up to now.</p>
+    <table id="usage"><thead><tr><th>user</th><th>account</th><th>jobs</th><th>GPU time</th><th>share of GPU time</th>
+    <th>CPU time</th><th>memory GiB-hours</th><th>run time</th></tr></thead><tbody>`;
+  for (const r of rows) {
+    h += `<tr data-user="${esc(r.user)}"><td>${r.user ? esc(r.user) : '<span class="muted">no owner</span>'}</td>
+      <td>${esc(r.account)}</td><td>${r.jobs}</td><td>${dur(r.gpu_seconds)}</td>
+      <td>${total.gpu_seconds ? bar(r.gpu_seconds / total.gpu_seconds) : '—'}</td><td>${dur(r.cpu_seconds)}</td>
+      <td>${gibHours(r.memory_gib_seconds)}</td><td>${dur(r.wall_seconds)}</td></tr>`;
+  }
+  if (!rows.length) h += '<tr><td colspan="8" class="muted">no job has run in this window</td></tr>';
+  else {
+    h += `<tr class="total"><td>all</td><td></td><td>${total.jobs}</td><td>${dur(total.gpu_seconds)}</td><td></td>
+      <td>${dur(total.cpu_seconds)}</td><td>${gibHours(total.memory_gib_seconds)}</td><td>${dur(total.wall_seconds)}</td></tr>`;
+  }
+  render(h + '</tbody></table>');
+  document.querySelectorAll('[data-window]').forEach((b) => b.addEventListener('click', () => {
+    S.usage = b.dataset.window;
+    viewUsage().catch((e) => showError(e.message));
+  }));
+}
+
 // ---------------------------------------------------------------------- job
 
 async function viewJob(id) {
-  const { job } = await api('job.get', { id });
+  let job;
+  try {
+    ({ job } = await api('job.get', { id }));
+  } catch (e) { // another user's job (multi-user): loomd's permission error, on the page
+    if (S.view === 'job' && S.job.id === id) render(`<h2>Job ${id}</h2><p class="denied" id="denied">${esc(e.message)}</p>`);
+    throw e;
+  }
   if (S.view !== 'job' || S.job.id !== id) return;
   S.job.state = job.state;
   const live = !TERMINAL.includes(job.state);
   let h = `<h2>Job ${job.id} · ${esc(job.name)} ${badge(job.state)}
     ${live ? '<button type="button" class="danger" id="cancel">Cancel job</button>' : ''}</h2>
     <div class="grid"><div><h2>Resources</h2><dl>
+    <dt>owner</dt><dd>${esc(owner(job))}${job.owner && job.owner.account ? ' · account ' + esc(job.owner.account) : ''}</dd>
     <dt>request</dt><dd>${esc(resources(job.resources || {}))}</dd>
     <dt>time limit</dt><dd>${job.time_limit ? dur(job.time_limit) : 'none'}</dd>
     <dt>priority</dt><dd>${job.priority}</dd>
@@ -266,7 +318,7 @@ function route() {
   S.timers.forEach(clearInterval);
   S.timers = [];
   const m = location.hash.match(/^#\/job\/(\d+)$/);
-  const view = m ? 'job' : location.hash === '#/queue' ? 'queue' : 'cluster';
+  const view = m ? 'job' : location.hash === '#/queue' ? 'queue' : location.hash === '#/usage' ? 'usage' : 'cluster';
   S.view = view;
   document.querySelectorAll('header nav a').forEach((a) => a.classList.toggle('active', a.id === 'nav-' + view));
   $('#nav-job').innerHTML = m ? `<a href="${esc(location.hash)}" class="active">Job ${m[1]}</a>` : '';
@@ -278,6 +330,9 @@ function route() {
   } else if (view === 'queue') {
     p = viewQueue();
     every(1000, tickElapsed);
+  } else if (view === 'usage') {
+    p = viewUsage();
+    every(10000, () => viewUsage().catch((e) => showError(e.message)));
   } else {
     p = viewCluster();
     every(3000, () => viewCluster().catch((e) => showError(e.message)));
@@ -294,6 +349,8 @@ function onJobEvent(ev) {
     soon(() => viewJob(ev.id).catch((e) => showError(e.message)));
   } else if (S.view === 'cluster') {
     soon(() => viewCluster().catch((e) => showError(e.message)));
+  } else if (S.view === 'usage' && ev.state !== 'PENDING') {
+    soon(() => viewUsage().catch((e) => showError(e.message)));
   }
 }
 
