@@ -21,10 +21,11 @@ static int parse_gpus(const char *v, int64_t *milli, loom_err_t *err)
     const char *c = v;
     for (; *c >= '0' && *c <= '9' && whole <= QUOTA_GPUS_MAX; c++, digits++)
         whole = whole * 10 + (*c - '0');
-    if (*c == '.')
+    bool point = *c == '.';
+    if (point)
         for (c++; *c >= '0' && *c <= '9' && decimals < 4; c++, decimals++)
             frac = frac * 10 + (*c - '0');
-    if (!digits || *c || decimals > 3 || whole > QUOTA_GPUS_MAX)
+    if (!digits || *c || (point && !decimals) || decimals > 3 || whole > QUOTA_GPUS_MAX)
         return loom_err_set(err, LOOM_EINVAL,
                             "gpus '%s': expected GPUs from 0 to %d with at most three decimals "
                             "(1.5 = 1500 milli-GPU)",
