@@ -68,17 +68,18 @@ typedef struct loom_runtime_job {
     double time_limit_s; /* 0: none */
     uint32_t user;       /* fair-share group (see loom_runtime_set_share) */
     /* Held jobs stay pending whatever the resources (a reason each): */
-    bool hold;        /* held until released (loom_runtime_hold): JobHeld */
-    double begin_s;   /* not before this time (sbatch --begin); 0: at once: BeginTime */
-    bool dep_wait;    /* its dependencies are not met yet (loom_runtime_dep_eval and
-                         loom_runtime_set_dep_wait): Dependency */
+    bool hold;      /* held until released (loom_runtime_hold): JobHeld */
+    double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
+    bool dep_wait;  /* its dependencies are not met yet (loom_runtime_dep_eval and
+                       loom_runtime_set_dep_wait): Dependency */
+    /* The pending reason the caller has on record for it (NONE: none):
+     * loom_runtime_reason_changes reports a change against it. (Beside the
+     * fields the step reads anyway: one cache line per job in a long queue.) */
+    loom_runtime_reason_t recorded;
     uint64_t group;   /* a job array's id (0: none) */
     int group_max;    /* at most this many of the group run at once (0: no cap):
                          JobArrayTaskLimit */
     uint32_t account; /* running quotas per account (see loom_runtime_set_quota) */
-    /* The pending reason the caller has on record for it (NONE: none):
-     * loom_runtime_reason_changes reports a change against it. */
-    loom_runtime_reason_t recorded;
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {

@@ -253,10 +253,8 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
         return NULL;
     }
     rjob_t *j = calloc(1, sizeof *j);
-    if (j) {
+    if (j)
         j->job = *job;
-        j->said = (uint8_t)job->recorded;
-    }
     if (!j || rt__quota_attach(rt, j) != LOOM_OK || map_put(rt, j) != LOOM_OK) {
         free(j);
         loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -412,7 +410,7 @@ static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
         return LOOM_RUNTIME_REASON_DEPENDENCY;
     if (j->job.begin_s > rt->now)
         return LOOM_RUNTIME_REASON_BEGIN_TIME;
-    if (rt__quota_blocks(rt, j))
+    if (rt->quota_on && rt__quota_blocks(rt, j))
         return LOOM_RUNTIME_REASON_QUOTA;
     return LOOM_RUNTIME_REASON_NONE;
 }
@@ -456,7 +454,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__act_remove(rt, j);
     running_track(rt, j, -1);
     j->held = false;
-    j->said = LOOM_RUNTIME_REASON_NONE; /* its record now says why it was requeued */
+    j->job.recorded = LOOM_RUNTIME_REASON_NONE; /* its record now says why it was requeued */
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
     j->q.attained_gpu_s = j->attained_gpu_s;
@@ -863,10 +861,10 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
  * of it is reported (loom_runtime_reason_changes). */
 static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
 {
-    if (j->said == why || rt__grow((void **)&rt->changes, &rt->cap_changes, rt->nchanges + 1,
-                                   sizeof *rt->changes) != LOOM_OK)
+    if (j->job.recorded == why || rt__grow((void **)&rt->changes, &rt->cap_changes,
+                                           rt->nchanges + 1, sizeof *rt->changes) != LOOM_OK)
         return; /* out of memory: said again at the next step */
-    j->said = (uint8_t)why;
+    j->job.recorded = why;
     rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
 }
 

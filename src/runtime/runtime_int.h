@@ -14,11 +14,10 @@
 #define RT_NOTE_MAX       160
 
 typedef struct rjob {
-    loom_runtime_job_t job;
-    loom_sched_qjob_t q; /* q.user points back here */
+    loom_runtime_job_t job; /* job.recorded: the pending reason last reported */
+    loom_sched_qjob_t q;    /* q.user points back here */
     loom_runtime_state_t state;
     bool dead;      /* removed while in the pending array (freed at its compaction) */
-    uint8_t said;   /* pending: the reason last reported (loom_runtime_reason_t) */
     uint32_t shape; /* index of its request in rt->shapes */
     bool fresh;     /* in the arrivals array, not yet merged into the order */
     char *reject;   /* pending: why no node can ever hold it (REJECT at the next step) */
