@@ -5,9 +5,12 @@ pass its account's running GPUs or jobs stays PENDING with reason
 QuotaLimit while jobs behind it start, and starts once its account's
 running job ends. Each pending job's reason (QuotaLimit, Resources,
 Priority) is written to the store itself: the test reads loom.db with
-SQLite, not only job.get. Bad quota text is refused by loomd at start."""
+SQLite, not only job.get. A user quota (the test's own login) from the
+configuration file holds a second job until the first ends. Bad quota
+text is refused by loomd at start."""
 
 import os
+import pwd
 import sqlite3
 import subprocess
 import sys
@@ -118,6 +121,37 @@ class RunningQuota(unittest.TestCase):
             open(f, "w").close()
         for jid in (a2, b2, c1, d1, d2):
             self.wait_state(jid, "COMPLETED")
+
+    def test_user_quota_from_config_file(self):
+        """A user quota (by login) given in the configuration file."""
+        login = pwd.getpwuid(os.geteuid()).pw_name
+        conf = os.path.join(self.tmp, "loomd.conf")
+        with open(conf, "w") as f:
+            f.write(f"# one job at a time for {login}\nquota = user:{login}=running=1\n")
+        d = Loomd(extra_args=["--config", conf, "--executor", "local", "--grace", "500ms",
+                              "--node", "name=n1,cpus=4,memory=2GiB"]).start()
+        try:
+            c = d.client()
+            flags = [os.path.join(self.tmp, f"u{i}.done") for i in range(2)]
+            ids = [c.submit(f"u{i}", WAIT.format(flag=flags[i]), options={"workdir": self.tmp})
+                   ["id"] for i in range(2)]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and c.get(ids[0])["state"] != "RUNNING":
+                time.sleep(0.05)
+            time.sleep(0.5)  # a few steps: the second must not start
+            j = c.get(ids[1])
+            self.assertEqual((j["state"], j["reason"]), ("PENDING", "QuotaLimit"))
+            open(flags[0], "w").close()
+            while time.monotonic() < deadline and c.get(ids[1])["state"] != "RUNNING":
+                time.sleep(0.05)
+            self.assertEqual(c.get(ids[1])["state"], "RUNNING")
+            self.assertEqual(c.get(ids[0])["state"], "COMPLETED")
+            open(flags[1], "w").close()
+            while time.monotonic() < deadline and c.get(ids[1])["state"] != "COMPLETED":
+                time.sleep(0.05)
+            self.assertEqual(c.get(ids[1])["state"], "COMPLETED")
+        finally:
+            d.cleanup()
 
     def test_bad_quota_refused_at_start(self):
         for spec, says in (("account:x=gpus=1.2345", "gpus '1.2345'"),
