@@ -7,8 +7,12 @@ running job ends. Each pending job's reason (QuotaLimit, Resources,
 Priority) is written to the store itself: the test reads loom.db with
 SQLite, not only job.get. A user quota (the test's own login) from the
 configuration file holds a second job until the first ends. Bad quota
-text is refused by loomd at start."""
+text is refused by loomd at start. As root, two real accounts (useradd
+loomq1t<pid>, loomq2t<pid>, removed at the end) against a --multi-user
+loomd: one account's running quota holds its own job only (skipped, saying
+so, when not root)."""
 
+import json
 import os
 import pwd
 import sqlite3
@@ -164,6 +168,89 @@ class RunningQuota(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(says, p.stderr)
             self.assertIn(spec, p.stderr)
+
+
+TAG = "%d" % (os.getpid() % 100000)
+QUSER1, QUSER2 = "loomq1t" + TAG, "loomq2t" + TAG
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root: creates accounts and runs loomd as root")
+class MultiUserQuota(unittest.TestCase):
+    """Two real accounts (useradd, removed at the end), loomd as root with
+    --multi-user: the first account may run one job at a time
+    (`user:NAME=running=1`); its second job waits with QuotaLimit while the
+    other account's job behind it starts, and starts as its first ends."""
+
+    @classmethod
+    def setUpClass(cls):
+        for u in (QUSER1, QUSER2):
+            subprocess.run(["useradd", "-m", "-U", "-s", "/bin/bash", u], check=True,
+                           capture_output=True)
+        cls.pw = {u: pwd.getpwnam(u) for u in (QUSER1, QUSER2)}
+        cls.sockdir = tempfile.mkdtemp(prefix="loom-mq-sock-")
+        os.chmod(cls.sockdir, 0o755)
+        cls.sock = os.path.join(cls.sockdir, "loomd.sock")
+        cls.d = Loomd(extra_args=["--multi-user", "--socket", cls.sock, "--executor", "local",
+                                  "--node", "name=n1,cpus=8,memory=4GiB,gpus=2",
+                                  "--grace", "500ms", "--quota", f"user:{QUSER1}=running=1",
+                                  "--quota", f"account:{QUSER2}=gpus=2"]).start()
+        cls.c = cls.d.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        for j in cls.c.list_all():
+            if j["state"] in ("PENDING", "RUNNING"):
+                cls.c.cancel(j["id"])
+        cls.d.cleanup()
+        subprocess.run(["rm", "-rf", cls.sockdir])
+        for u in (QUSER1, QUSER2):
+            subprocess.run(["pkill", "-KILL", "-u", u], capture_output=True)
+            subprocess.run(["userdel", "-r", "-f", u], capture_output=True)
+
+    def submit_as(self, user, name):
+        """loom submit run as the account, in its home; returns (id, flag)."""
+        pw = self.pw[user]
+        flag = os.path.join(pw.pw_dir, name + ".done")
+        script = os.path.join(pw.pw_dir, name + ".sh")
+        with open(script, "w") as f:
+            f.write(WAIT.format(flag=flag))
+        os.chown(script, pw.pw_uid, pw.pw_gid)
+        env = {"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir, "USER": user,
+               "LOOM_URL": "unix:" + self.sock}
+        p = subprocess.run([LOOM, "submit", "--json", "--gpus", "1", script],
+                           capture_output=True, text=True, env=env, cwd=pw.pw_dir,
+                           user=pw.pw_uid, group=pw.pw_gid, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)["id"], flag
+
+    def wait_state(self, jid, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            j = self.c.get(jid)
+            if j["state"] == state:
+                return j
+            time.sleep(0.05)
+        self.fail(f"job {jid} is {j['state']} (reason {j.get('reason')}), not {state}")
+
+    def test_user_quota_holds_one_user_only(self):
+        a1, a1_flag = self.submit_as(QUSER1, "a1")
+        j = self.wait_state(a1, "RUNNING")
+        self.assertEqual(j["owner"]["user"], QUSER1)
+        a2, a2_flag = self.submit_as(QUSER1, "a2")  # one running already
+        b1, b1_flag = self.submit_as(QUSER2, "b1")  # behind it: starts
+        self.wait_state(b1, "RUNNING")
+        j = self.c.get(a2)
+        self.assertEqual((j["state"], j["reason"]), ("PENDING", "QuotaLimit"))
+        open(b1_flag, "w").close()  # QUSER2's job ends: QUSER1's quota still holds a2
+        self.wait_state(b1, "COMPLETED")
+        time.sleep(0.3)
+        self.assertEqual(self.c.get(a2)["reason"], "QuotaLimit")
+        open(a1_flag, "w").close()  # QUSER1's running job ends: a2 starts
+        self.wait_state(a1, "COMPLETED")
+        j = self.wait_state(a2, "RUNNING")
+        self.assertEqual(j["owner"]["user"], QUSER1)
+        open(a2_flag, "w").close()
+        self.wait_state(a2, "COMPLETED")
 
 
 if __name__ == "__main__":
