@@ -213,6 +213,18 @@ typedef struct loom_runtime_usage {
 } loom_runtime_usage_t;
 void loom_runtime_quota_usage(const loom_runtime_t *rt, loom_runtime_quota_kind_t kind,
                               uint32_t who, loom_runtime_usage_t *out);
+/* Which limit holds a pending job now (its reason QuotaLimit): the user's
+ * (checked first) or the account's, GPUs (checked first) or jobs.
+ * LOOM_ENOTFOUND for an unknown id, LOOM_ESTATE when no quota holds it. */
+typedef struct loom_runtime_quota_hold {
+    loom_runtime_quota_kind_t kind; /* LOOM_RUNTIME_QUOTA_USER or _ACCOUNT */
+    uint32_t who;
+    bool gpus;       /* the GPU limit (milli-GPU); else the jobs limit */
+    int64_t used;    /* what who runs now */
+    int64_t asks;    /* what the job would add */
+    int64_t allowed; /* the limit */
+} loom_runtime_quota_hold_t;
+int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_quota_hold_t *out);
 
 /* One scheduling step at now_s: packing decisions (pack_check), resumes of
  * suspended jobs (time-slicing), then the pending queue in the queue

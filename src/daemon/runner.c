@@ -1133,6 +1133,20 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
 
 #define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)
 
+/* A job held by a running quota says which ("quota": whose, which limit,
+ * what runs, what it asks, what is allowed; docs/protocol.md). */
+static void quota_of(loomd_runner_t *r, uint64_t id, json_t *j)
+{
+    loom_runtime_quota_hold_t h;
+    if (loom_runtime_quota_hold(r->rt, id, &h) != LOOM_OK)
+        return;
+    json_object_set_new(j, "quota",
+                        json_pack("{s:s, s:s, s:I, s:I, s:I}", "on",
+                                  h.kind == LOOM_RUNTIME_QUOTA_USER ? "user" : "account", "limit",
+                                  h.gpus ? "gpus" : "running", "used", (json_int_t)h.used, "asks",
+                                  (json_int_t)h.asks, "allowed", (json_int_t)h.allowed));
+}
+
 /* One job object: a PENDING one gets the runtime's reason (squeue's
  * names); one the runtime has not read yet keeps its stored reason (a
  * requeue's) or gets None. */
@@ -1144,9 +1158,10 @@ static void reason_of(loomd_runner_t *r, json_t *j)
     json_int_t id = json_integer_value(json_object_get(j, "id"));
     loom_runtime_info_t info;
     if (id > 0 && loom_runtime_get(r->rt, (uint64_t)id, &info) == LOOM_OK &&
-        info.state == LOOM_RUNTIME_PENDING)
+        info.state == LOOM_RUNTIME_PENDING) {
         json_object_set_new(j, "reason", json_string(loom_runtime_reason_name(info.reason)));
-    else if (!json_is_string(json_object_get(j, "reason")))
+        quota_of(r, (uint64_t)id, j);
+    } else if (!json_is_string(json_object_get(j, "reason")))
         json_object_set_new(j, "reason", json_string("None"));
 }
 

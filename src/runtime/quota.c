@@ -120,6 +120,39 @@ bool rt__quota_blocks(const loom_runtime_t *rt, const rjob_t *j)
     return (u && over(limits_of(rt, u, 0), u, gpu)) || (a && over(limits_of(rt, a, 1), a, gpu));
 }
 
+/* Fills *out when limits l of entry q (kind) hold a job asking gpu. */
+static bool holds(const loom_runtime_limits_t *l, const struct quota *q, int64_t gpu,
+                  loom_runtime_quota_kind_t kind, loom_runtime_quota_hold_t *out)
+{
+    if (!over(l, q, gpu))
+        return false;
+    bool g = l->gpu_milli >= 0 && gpu > 0 && q->gpu_milli + gpu > l->gpu_milli;
+    *out = (loom_runtime_quota_hold_t){.kind = kind,
+                                       .who = (uint32_t)q->key,
+                                       .gpus = g,
+                                       .used = g ? q->gpu_milli : q->jobs,
+                                       .asks = g ? gpu : 1,
+                                       .allowed = g ? l->gpu_milli : l->jobs};
+    return true;
+}
+
+int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_quota_hold_t *out)
+{
+    const rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    if (j->state != LOOM_RUNTIME_PENDING || !rt->quota_on)
+        return LOOM_ESTATE;
+    int64_t gpu = loom_sched_req_gpu_total(&j->job.req);
+    const struct quota *u = j->quser ? &rt->quotas[j->quser - 1] : NULL;
+    const struct quota *a = j->qacct ? &rt->quotas[j->qacct - 1] : NULL;
+    if (u && holds(limits_of(rt, u, 0), u, gpu, LOOM_RUNTIME_QUOTA_USER, out))
+        return LOOM_OK;
+    if (a && holds(limits_of(rt, a, 1), a, gpu, LOOM_RUNTIME_QUOTA_ACCOUNT, out))
+        return LOOM_OK;
+    return LOOM_ESTATE;
+}
+
 void rt__quota_free(loom_runtime_t *rt)
 {
     free(rt->quotas);

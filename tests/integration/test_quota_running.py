@@ -102,6 +102,14 @@ class RunningQuota(unittest.TestCase):
             self.stored_reason(jid, why)
             j = self.c.get(jid)
             self.assertEqual((j["state"], j["reason"]), ("PENDING", why))
+            self.assertEqual("quota" in j, why == "QuotaLimit")
+        # which limit holds each: qa's GPUs, qb's running jobs
+        self.assertEqual(self.c.get(a2)["quota"], {"on": "account", "limit": "gpus",
+                                                   "used": 1000, "asks": 500, "allowed": 1000})
+        self.assertEqual(self.c.get(b2)["quota"], {"on": "account", "limit": "running",
+                                                   "used": 1, "asks": 1, "allowed": 1})
+        listed = {j["id"]: j for j in self.c.list_all()}
+        self.assertEqual(listed[a2]["quota"]["limit"], "gpus")
         # squeue's view: the reason column of loom jobs
         e = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
         e["LOOM_STATE_DIR"] = self.d.state_dir
@@ -111,6 +119,10 @@ class RunningQuota(unittest.TestCase):
         rows = {ln.split()[0]: ln.split()[1:] for ln in out.stdout.splitlines()[1:]}
         self.assertEqual(rows[str(a2)], ["PENDING", "QuotaLimit"])
         self.assertEqual(rows[str(d1)], ["PENDING", "Resources"])
+        out = subprocess.run([LOOM, "show", str(a2)], env=e, capture_output=True, text=True,
+                             timeout=60)
+        self.assertIn("  reason:      QuotaLimit\n  quota:       its account's running GPUs: "
+                      "1 in use + 0.5 asked > 1 allowed\n", out.stdout)
         # qa's running job ends: a2 starts, b2 still waits on qb's
         open(a1_flag, "w").close()
         self.wait_state(a1, "COMPLETED")

@@ -613,6 +613,22 @@ static void test_quota(void **state)
     assert_int_equal(info(rt, 2).reason, LOOM_RUNTIME_REASON_QUOTA);
     assert_string_equal(loom_runtime_reason_name(info(rt, 2).reason), "QuotaLimit");
     assert_int_equal(info(rt, 5).reason, LOOM_RUNTIME_REASON_QUOTA);
+    loom_runtime_quota_hold_t h;
+    assert_int_equal(loom_runtime_quota_hold(rt, 2, &h), LOOM_OK);
+    assert_int_equal(h.kind, LOOM_RUNTIME_QUOTA_USER);
+    assert_int_equal(h.who, 7);
+    assert_true(h.gpus);
+    assert_int_equal(h.used, 2000);
+    assert_int_equal(h.asks, 1000);
+    assert_int_equal(h.allowed, 2000);
+    assert_int_equal(loom_runtime_quota_hold(rt, 5, &h), LOOM_OK);
+    assert_int_equal(h.kind, LOOM_RUNTIME_QUOTA_ACCOUNT);
+    assert_false(h.gpus);
+    assert_int_equal(h.used, 1);
+    assert_int_equal(h.asks, 1);
+    assert_int_equal(h.allowed, 1);
+    assert_int_equal(loom_runtime_quota_hold(rt, 1, &h), LOOM_ESTATE); /* running */
+    assert_int_equal(loom_runtime_quota_hold(rt, 99, &h), LOOM_ENOTFOUND);
     const loom_runtime_reason_change_t *ch;
     assert_int_equal(loom_runtime_reason_changes(rt, &ch), 2);
     assert_int_equal(ch[0].reason, LOOM_RUNTIME_REASON_QUOTA);
