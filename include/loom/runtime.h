@@ -43,6 +43,21 @@ typedef struct loom_runtime_config {
     bool pack_check;
 } loom_runtime_config_t;
 
+/* Why a pending job is still pending after the last step (as Slurm's
+ * squeue reasons). */
+typedef enum loom_runtime_reason {
+    LOOM_RUNTIME_REASON_NONE = 0,    /* not yet considered by a step */
+    LOOM_RUNTIME_REASON_RESOURCES,   /* it was the first in the queue order that did not fit */
+    LOOM_RUNTIME_REASON_PRIORITY,    /* jobs ahead of it in the queue order wait too */
+    LOOM_RUNTIME_REASON_HELD,        /* held (JobHeld) */
+    LOOM_RUNTIME_REASON_BEGIN_TIME,  /* its begin time is still ahead (BeginTime) */
+    LOOM_RUNTIME_REASON_DEPENDENCY,  /* its dependencies are not met yet (Dependency) */
+    LOOM_RUNTIME_REASON_ARRAY_LIMIT, /* its array runs group_max tasks already (JobArrayTaskLimit)
+                                      */
+    LOOM_RUNTIME_REASON_QUOTA        /* its start would exceed its user's or account's running
+                                        quota (loom_runtime_set_quota): QuotaLimit */
+} loom_runtime_reason_t;
+
 /* A job as the runtime sees it. */
 typedef struct loom_runtime_job {
     uint64_t id; /* unique, > 0 */
@@ -57,9 +72,14 @@ typedef struct loom_runtime_job {
     double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
     bool dep_wait;  /* its dependencies are not met yet (loom_runtime_dep_eval and
                        loom_runtime_set_dep_wait): Dependency */
-    uint64_t group; /* a job array's id (0: none) */
-    int group_max;  /* at most this many of the group run at once (0: no cap):
-                       JobArrayTaskLimit */
+    /* The pending reason the caller has on record for it (NONE: none):
+     * loom_runtime_reason_changes reports a change against it. (Beside the
+     * fields the step reads anyway: one cache line per job in a long queue.) */
+    loom_runtime_reason_t recorded;
+    uint64_t group;   /* a job array's id (0: none) */
+    int group_max;    /* at most this many of the group run at once (0: no cap):
+                         JobArrayTaskLimit */
+    uint32_t account; /* running quotas per account (see loom_runtime_set_quota) */
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -86,18 +106,6 @@ typedef struct loom_runtime_action {
 typedef int (*loom_runtime_apply_fn)(void *ctx, const loom_runtime_action_t *a);
 /* (The callback may read the runtime, loom_runtime_get and the like, but
  * not change it: no submit, remove or requeue from inside a step.) */
-
-/* Why a pending job is still pending after the last step (as Slurm's
- * squeue reasons). */
-typedef enum loom_runtime_reason {
-    LOOM_RUNTIME_REASON_NONE = 0,   /* not yet considered by a step */
-    LOOM_RUNTIME_REASON_RESOURCES,  /* it was the first in the queue order that did not fit */
-    LOOM_RUNTIME_REASON_PRIORITY,   /* jobs ahead of it in the queue order wait too */
-    LOOM_RUNTIME_REASON_HELD,       /* held (JobHeld) */
-    LOOM_RUNTIME_REASON_BEGIN_TIME, /* its begin time is still ahead (BeginTime) */
-    LOOM_RUNTIME_REASON_DEPENDENCY, /* its dependencies are not met yet (Dependency) */
-    LOOM_RUNTIME_REASON_ARRAY_LIMIT /* its array runs group_max tasks already (JobArrayTaskLimit) */
-} loom_runtime_reason_t;
 
 const char *loom_runtime_reason_name(loom_runtime_reason_t r); /* "Resources", ... */
 
@@ -176,6 +184,48 @@ int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_r
 void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
 double loom_runtime_share(const loom_runtime_t *rt, uint32_t user);
 
+/* Hook for running quotas (Slurm's GrpTRES=gres/gpu and MaxJobs per user
+ * and per account): a pending job whose start would take its user's (by
+ * job.user) or its account's (by job.account) running GPUs or running jobs
+ * past the limit stays pending with reason QuotaLimit, holding back none
+ * of the jobs behind it. Running and suspended jobs count, by the GPUs
+ * (milli-GPU, shares as requested) of their request. who's own limits, or
+ * with LOOM_RUNTIME_QUOTA_EVERY_* (who ignored) the default of every user or
+ * account that has no limits of its own; limits NULL: who has none of its
+ * own again (the default applies). Takes effect at the next step. A job
+ * that alone asks more GPUs than its limit waits until the limit grows. */
+typedef enum loom_runtime_quota_kind {
+    LOOM_RUNTIME_QUOTA_USER = 0,
+    LOOM_RUNTIME_QUOTA_ACCOUNT,
+    LOOM_RUNTIME_QUOTA_EVERY_USER,
+    LOOM_RUNTIME_QUOTA_EVERY_ACCOUNT
+} loom_runtime_quota_kind_t;
+typedef struct loom_runtime_limits {
+    int64_t gpu_milli; /* running milli-GPU at most; < 0: no limit */
+    int64_t jobs;      /* running jobs at most; < 0: no limit */
+} loom_runtime_limits_t;
+int loom_runtime_set_quota(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who,
+                           const loom_runtime_limits_t *limits);
+/* What who runs now (user or account), against the limits that apply. */
+typedef struct loom_runtime_usage {
+    int64_t gpu_milli, jobs;
+    loom_runtime_limits_t limits;
+} loom_runtime_usage_t;
+void loom_runtime_quota_usage(const loom_runtime_t *rt, loom_runtime_quota_kind_t kind,
+                              uint32_t who, loom_runtime_usage_t *out);
+/* Which limit holds a pending job now (its reason QuotaLimit): the user's
+ * (checked first) or the account's, GPUs (checked first) or jobs.
+ * LOOM_ENOTFOUND for an unknown id, LOOM_ESTATE when no quota holds it. */
+typedef struct loom_runtime_quota_hold {
+    loom_runtime_quota_kind_t kind; /* LOOM_RUNTIME_QUOTA_USER or _ACCOUNT */
+    uint32_t who;
+    bool gpus;       /* the GPU limit (milli-GPU); else the jobs limit */
+    int64_t used;    /* what who runs now */
+    int64_t asks;    /* what the job would add */
+    int64_t allowed; /* the limit */
+} loom_runtime_quota_hold_t;
+int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_quota_hold_t *out);
+
 /* One scheduling step at now_s: packing decisions (pack_check), resumes of
  * suspended jobs (time-slicing), then the pending queue in the queue
  * policy's order, every job the placement policy finds room for (greedy
@@ -186,6 +236,18 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
 /* When a step could decide something new although nothing else happens
  * (a time-slicing quantum ends); INFINITY if never. */
 double loom_runtime_next_wakeup(const loom_runtime_t *rt);
+
+/* The pending jobs whose reason changed in the last step, against the
+ * reason last reported (or the job's `recorded` one): what a caller that
+ * keeps reasons on its records writes, instead of every pending job after
+ * every step. Each was pending at the end of that step; valid until the
+ * next step. */
+typedef struct loom_runtime_reason_change {
+    uint64_t id;
+    loom_runtime_reason_t reason;
+} loom_runtime_reason_change_t;
+size_t loom_runtime_reason_changes(const loom_runtime_t *rt,
+                                   const loom_runtime_reason_change_t **out);
 
 /* ----------------------------------------------------------- reading */
 

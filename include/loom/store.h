@@ -290,6 +290,13 @@ int loom_store_submit_array(loom_store_t *store, const loom_job_spec_t *spec, co
 int loom_store_update(loom_store_t *store, int64_t id, const loom_job_update_t *u,
                       loom_job_t *job_out, loom_err_t *err);
 
+/* Pending reasons (Resources, Priority, QuotaLimit, ...; the scheduler's,
+ * docs/store.md): job ids[i]'s reason becomes reasons[i] (NULL: none) if
+ * it is still PENDING (else it is left alone); no event is added and the
+ * update time is kept. All in one transaction; waits for the commit. */
+int loom_store_set_reasons(loom_store_t *store, const int64_t *ids, const char *const *reasons,
+                           size_t n, loom_err_t *err);
+
 /* fn(ctx) runs on the committing thread after every committed transaction
  * (before its waiters are completed), e.g. to wake a scheduler. It must be
  * quick and must not write to the store. NULL removes it. */

@@ -129,6 +129,21 @@ static void show_options(const json_t *o)
         printf("  env:         %s\n", json_string_value(e));
 }
 
+/* A job held by a running quota: whose limit and which (docs/protocol.md). */
+static void show_quota(const json_t *j)
+{
+    const json_t *q = json_object_get(j, "quota");
+    if (!json_is_object(q))
+        return;
+    bool gpus = strcmp(json_string_value(json_object_get(q, "limit")) ?: "", "gpus") == 0;
+    double div = gpus ? 1000.0 : 1.0;
+    printf("  quota:       its %s's running %s: %g in use + %g asked > %g allowed\n",
+           json_string_value(json_object_get(q, "on")) ?: "?", gpus ? "GPUs" : "jobs",
+           (double)json_integer_value(json_object_get(q, "used")) / div,
+           (double)json_integer_value(json_object_get(q, "asks")) / div,
+           (double)json_integer_value(json_object_get(q, "allowed")) / div);
+}
+
 static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -144,6 +159,7 @@ static void show(const json_t *j, const json_t *usage_now)
                json_string_value(json_object_get(owner, "account")) ?: "-");
     if (json_is_string(json_object_get(j, "reason")))
         printf("  reason:      %s\n", json_string_value(json_object_get(j, "reason")));
+    show_quota(j);
     printf("  format:      %s\n", json_string_value(json_object_get(j, "format")));
     if (json_is_string(json_object_get(j, "submit_id")))
         printf("  submit_id:   %s\n", json_string_value(json_object_get(j, "submit_id")));

@@ -103,8 +103,10 @@ static void usage(FILE *f)
             "  --operators GROUP    members of GROUP act on every job, as root does\n"
             "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
             "  --munge-socket PATH  munged's socket (default libmunge's)\n"
-            "  --quota WHO=LIMITS   submission quota, repeatable: WHO user:NAME, account:NAME\n"
-            "                       or * (every user); LIMITS pending=N,time=D\n"
+            "  --quota WHO=LIMITS   quota, repeatable: WHO user:NAME, account:NAME or * (every\n"
+            "                       user); LIMITS any of pending=N,time=D (refuse submissions\n"
+            "                       beyond), gpus=G,running=N (GPUs, e.g. 1.5, and jobs running\n"
+            "                       at once: the rest wait PENDING, reason QuotaLimit)\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
             "user refused): loom.db (SQLite), token, loomd.sock,\n"
@@ -472,7 +474,8 @@ static int start_runner(daemon_t *d)
                                   .nodes = o->nodes,
                                   .executor = o->executor,
                                   .slurm_partition = o->slurm_partition,
-                                  .output_max = o->job_output_max};
+                                  .output_max = o->job_output_max,
+                                  .quotas = &o->quotas};
     if (loomd_runner_start(d->store, &rcfg, &d->runner, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;

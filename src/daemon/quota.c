@@ -1,10 +1,40 @@
-/* Submission quotas: parsed from loomd --quota, checked by job.submit before
- * anything is stored. Running quotas (GPUs, jobs) are not here: they would
- * hold jobs in the runtime's queue (reason QuotaLimit), which is not done. */
+/* Quotas: parsed from loomd --quota (or the configuration's quota lines).
+ * Submission quotas are checked by job.submit before anything is stored;
+ * running quotas are handed to the runtime (loomd_quota_apply), whose step
+ * keeps a job that would pass one PENDING with reason QuotaLimit. */
+#include <errno.h>
+#include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/quota.h"
+
+#define QUOTA_GPUS_MAX 1000000 /* GPUs a running quota may name */
+
+/* "1.5" GPUs -> 1500 milli-GPU: a plain decimal, at most three decimals. */
+static int parse_gpus(const char *v, int64_t *milli, loom_err_t *err)
+{
+    int64_t whole = 0, frac = 0;
+    int digits = 0, decimals = 0;
+    const char *c = v;
+    for (; *c >= '0' && *c <= '9' && whole <= QUOTA_GPUS_MAX; c++, digits++)
+        whole = whole * 10 + (*c - '0');
+    bool point = *c == '.';
+    if (point)
+        for (c++; *c >= '0' && *c <= '9' && decimals < 4; c++, decimals++)
+            frac = frac * 10 + (*c - '0');
+    if (!digits || *c || (point && !decimals) || decimals > 3 || whole > QUOTA_GPUS_MAX)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "gpus '%s': expected GPUs from 0 to %d with at most three decimals "
+                            "(1.5 = 1500 milli-GPU)",
+                            v, QUOTA_GPUS_MAX);
+    for (; decimals < 3; decimals++)
+        frac *= 10;
+    *milli = whole * 1000 + frac;
+    return LOOM_OK;
+}
 
 static int parse_limits(const char *text, loomd_quota_t *q, loom_err_t *err)
 {
@@ -14,7 +44,8 @@ static int parse_limits(const char *text, loomd_quota_t *q, loom_err_t *err)
     for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq)
-            return loom_err_set(err, LOOM_EINVAL, "'%s': expected pending=N or time=D", kv);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "'%s': expected pending=N, time=D, gpus=G or running=N", kv);
         *eq = '\0';
         if (strcmp(kv, "pending") == 0) {
             if (loom_parse_i64(eq + 1, 0, 1000000000, &q->pending, "pending", err))
@@ -24,13 +55,20 @@ static int parse_limits(const char *text, loomd_quota_t *q, loom_err_t *err)
             if (loom_parse_duration(eq + 1, &ns, err))
                 return LOOM_EINVAL;
             q->time_s = ns / LOOM_NS_PER_S;
+        } else if (strcmp(kv, "gpus") == 0) {
+            if (parse_gpus(eq + 1, &q->gpu_milli, err))
+                return LOOM_EINVAL;
+        } else if (strcmp(kv, "running") == 0) {
+            if (loom_parse_i64(eq + 1, 0, 1000000000, &q->running, "running", err))
+                return LOOM_EINVAL;
         } else {
-            return loom_err_set(err, LOOM_EINVAL, "'%s': unknown limit (expected pending, time)",
-                                kv);
+            return loom_err_set(err, LOOM_EINVAL,
+                                "'%s': unknown limit (expected pending, time, gpus, running)", kv);
         }
     }
-    return q->pending < 0 && q->time_s < 0
-               ? loom_err_set(err, LOOM_EINVAL, "expected pending=N and/or time=D")
+    return q->pending < 0 && q->time_s < 0 && q->gpu_milli < 0 && q->running < 0
+               ? loom_err_set(err, LOOM_EINVAL,
+                              "expected one or more of pending=N, time=D, gpus=G, running=N")
                : LOOM_OK;
 }
 
@@ -40,7 +78,7 @@ int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err)
         return loom_err_set(err, LOOM_ELIMIT, "--quota: at most %d", LOOMD_QUOTA_MAX);
     loomd_quota_t *q = &qs->q[qs->n];
     memset(q, 0, sizeof *q);
-    q->pending = q->time_s = -1;
+    q->pending = q->time_s = q->gpu_milli = q->running = -1;
     snprintf(q->text, sizeof q->text, "%s", spec);
     const char *eq = strchr(spec, '=');
     size_t wlen = eq ? (size_t)(eq - spec) : 0;
@@ -108,4 +146,83 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
             return refuse(q, "pending jobs", q->pending, n + 1, data, err);
     }
     return LOOM_OK;
+}
+
+/* ------------------------------------------------------- running quotas */
+
+static int64_t least(int64_t a, int64_t b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+static void tighten(loom_runtime_limits_t *l, const loomd_quota_t *q)
+{
+    l->gpu_milli = least(l->gpu_milli, q->gpu_milli);
+    l->jobs = least(l->jobs, q->running);
+}
+
+static bool is_running(const loomd_quota_t *q)
+{
+    return q->gpu_milli >= 0 || q->running >= 0;
+}
+
+uint32_t loomd_quota_account_id(const loomd_quotas_t *qs, const char *account)
+{
+    for (size_t i = 0; qs && account && i < qs->n; i++)
+        if (qs->q[i].kind == 'a' && is_running(&qs->q[i]) && strcmp(qs->q[i].name, account) == 0)
+            return (uint32_t)i + 1; /* the first quota naming it */
+    return 0;
+}
+
+/* A user quota's uid: the login in the user database, or digits. */
+static bool user_uid(const char *name, uint32_t *uid)
+{
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(name, &end, 10);
+    if (*name && !*end && !errno && n < UINT32_MAX) {
+        *uid = (uint32_t)n;
+        return true;
+    }
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
+        return false;
+    *uid = (uint32_t)res->pw_uid;
+    return true;
+}
+
+int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *err)
+{
+    loom_runtime_limits_t every = {-1, -1};
+    for (size_t i = 0; qs && i < qs->n; i++)
+        if (qs->q[i].kind == '*')
+            tighten(&every, &qs->q[i]);
+    int rc = loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_EVERY_USER, 0, &every);
+    for (size_t i = 0; qs && rc == LOOM_OK && i < qs->n; i++) {
+        const loomd_quota_t *q = &qs->q[i];
+        loom_runtime_limits_t l = {-1, -1};
+        uint32_t who = 0;
+        if (!is_running(q) || q->kind == '*')
+            continue;
+        if (q->kind == 'a') {
+            who = loomd_quota_account_id(qs, q->name);
+        } else if (!user_uid(q->name, &who)) {
+            loom_log_warn("quota.unknown_user", "quota=\"%s\" note=\"no such user: not applied\"",
+                          q->text);
+            continue;
+        } else {
+            l = every; /* a user's own limits replace the default: keep both */
+        }
+        for (size_t k = 0; k < qs->n; k++) { /* every quota naming the same one */
+            uint32_t other = 0;
+            if (qs->q[k].kind == q->kind && is_running(&qs->q[k]) &&
+                (q->kind == 'a' ? loomd_quota_account_id(qs, qs->q[k].name) == who
+                                : user_uid(qs->q[k].name, &other) && other == who))
+                tighten(&l, &qs->q[k]);
+        }
+        rc = loom_runtime_set_quota(
+            rt, q->kind == 'a' ? LOOM_RUNTIME_QUOTA_ACCOUNT : LOOM_RUNTIME_QUOTA_USER, who, &l);
+    }
+    return rc == LOOM_OK ? LOOM_OK : loom_err_set(err, rc, "running quotas: out of memory");
 }

@@ -1,21 +1,26 @@
-/* Submission quotas (docs/security.md#quotas): per user, per account, or
- * for every user, the most pending jobs and the longest time limit a
- * submission may have. A submission beyond one is refused, naming it. */
+/* Quotas (docs/security.md#quotas): per user, per account, or for every
+ * user. Submission quotas, the most pending jobs and the longest time limit
+ * a submission may have: a submission beyond one is refused, naming it.
+ * Running quotas, the most GPUs and jobs running at once: given to the
+ * runtime, which keeps a job that would pass one PENDING (QuotaLimit). */
 #ifndef LOOMD_QUOTA_H
 #define LOOMD_QUOTA_H
 
 #include "loom/auth.h"
 #include "loom/rpc.h"
+#include "loom/runtime.h"
 #include "loom/store.h"
 
 #define LOOMD_QUOTA_MAX 64
 
 typedef struct loomd_quota {
-    char kind;       /* 'u' user, 'a' account, '*' every user */
-    char name[64];   /* user or account name */
-    int64_t pending; /* -1: no limit */
-    int64_t time_s;  /* longest time limit, seconds; -1: no limit */
-    char text[160];  /* as given */
+    char kind;         /* 'u' user, 'a' account, '*' every user */
+    char name[64];     /* user or account name */
+    int64_t pending;   /* -1: no limit */
+    int64_t time_s;    /* longest time limit, seconds; -1: no limit */
+    int64_t gpu_milli; /* running milli-GPU; -1: no limit */
+    int64_t running;   /* running jobs; -1: no limit */
+    char text[160];    /* as given */
 } loomd_quota_t;
 
 typedef struct loomd_quotas {
@@ -24,7 +29,8 @@ typedef struct loomd_quotas {
 } loomd_quotas_t;
 
 /* Parses "user:NAME=LIMITS", "account:NAME=LIMITS" or "*=LIMITS" with
- * LIMITS "pending=N,time=D" (either or both); appends to qs. */
+ * LIMITS "pending=N,time=D,gpus=G,running=N" (any of them; G in GPUs with
+ * up to three decimals, 1.5 = 1500 milli-GPU); appends to qs. */
 int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err);
 
 /* Checks a submission of `who` charged to `account` with `time_limit_s`
@@ -33,5 +39,12 @@ int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err);
 int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                       const loom_auth_identity_t *who, const char *account, int64_t time_limit_s,
                       json_t **data, loom_err_t *err);
+
+/* Running quotas into the runtime: every quota that applies holds (the
+ * least of them). Users are named by login (or uid) and found in the user
+ * database now; an unknown one is logged and skipped. */
+int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *err);
+/* The runtime's account id of an account name (0: no running quota names it). */
+uint32_t loomd_quota_account_id(const loomd_quotas_t *qs, const char *account);
 
 #endif

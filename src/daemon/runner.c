@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/quota.h"
 #include "daemon/runner_int.h"
 #include "loom/exec.h"
 #include "loom/mon.h"
@@ -204,6 +205,15 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
     q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(model(r), j->gpu_type) : 0;
 }
 
+/* A stored reason's name back to the runtime's (NONE: not one of them). */
+static loom_runtime_reason_t reason_known(const char *text)
+{
+    for (int k = LOOM_RUNTIME_REASON_RESOURCES; text && k <= LOOM_RUNTIME_REASON_QUOTA; k++)
+        if (strcmp(text, loom_runtime_reason_name((loom_runtime_reason_t)k)) == 0)
+            return (loom_runtime_reason_t)k;
+    return LOOM_RUNTIME_REASON_NONE;
+}
+
 /* A stored job as the runtime sees it (times on its clock). */
 static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
@@ -212,8 +222,10 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
                              .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) / 1e9,
                              .priority = (int)j->priority,
                              .time_limit_s = (double)j->time_limit_s,
-                             /* fair share: by owner (docs/security.md) */
-                             .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
+                             /* fair share and quotas: by owner (docs/security.md) */
+                             .user = j->uid >= 0 ? (uint32_t)j->uid : 0,
+                             .account = loomd_quota_account_id(r->quotas, j->account),
+                             .recorded = reason_known(j->reason)};
     /* a warm-started job is expected to finish sooner: sjf orders by its
      * time limit over the label zoo.speedup (docs/zoo.md) */
     if (j->time_limit_s > 0) {
@@ -662,6 +674,29 @@ static void resync_pending(loomd_runner_t *r)
     free(keep);
 }
 
+/* Writes the pending reasons the step changed (only those: a queue of
+ * 100,000 that waits as it did costs no write). */
+static void store_reasons(loomd_runner_t *r)
+{
+    const loom_runtime_reason_change_t *ch;
+    size_t n = loom_runtime_reason_changes(r->rt, &ch);
+    if (n == 0)
+        return;
+    int64_t *ids = malloc(n * sizeof *ids);
+    const char **why = malloc(n * sizeof *why);
+    loom_err_t err = {0};
+    for (size_t i = 0; ids && why && i < n; i++) {
+        ids[i] = (int64_t)ch[i].id;
+        why[i] = loom_runtime_reason_name(ch[i].reason);
+    }
+    int rc = ids && why ? loom_store_set_reasons(r->store, ids, why, n, &err)
+                        : loom_err_set(&err, LOOM_ENOMEM, "out of memory");
+    if (rc != LOOM_OK)
+        loom_log_warn("runner.reasons_not_stored", "jobs=%zu error=\"%s\"", n, err.msg);
+    free(ids);
+    free(why);
+}
+
 /* ------------------------------------------------------------ the thread */
 
 #define MIN_GAP_NS (10 * LOOM_NS_PER_MS)
@@ -678,6 +713,7 @@ static void step(loomd_runner_t *r)
     loomd__deps_pass(r, rt_now());
     loomd__account(r);
     loom_runtime_step(r->rt, rt_now(), apply, r);
+    store_reasons(r);
 }
 
 static void *runner_main(void *arg)
@@ -912,6 +948,8 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
         rc = loom_runtime_new(&c, &rcfg, &r->rt, err);
     loom_sched_workload_free(&w);
     loom_sched_cluster_free(&c);
+    if (rc == LOOM_OK)
+        rc = loomd_quota_apply(cfg->quotas, r->rt, err);
     for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < model(r)->nnodes; k++)
         loom_runtime_set_down(
             r->rt, k, !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available")));
@@ -928,6 +966,7 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg, lo
     r->tick_ns = cfg->tick_ns > 0 ? cfg->tick_ns : 100 * LOOM_NS_PER_MS;
     r->pack_check = cfg->pack_check;
     r->real_minus_mono_ns = loom_time_real_ns() - loom_time_mono_ns();
+    r->quotas = cfg->quotas;
     const json_t *nodes;
     json_t *slurm_nodes = NULL;
     int rc = open_executor(r, cfg, &nodes, &slurm_nodes, err);
@@ -1094,6 +1133,20 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
 
 #define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)
 
+/* A job held by a running quota says which ("quota": whose, which limit,
+ * what runs, what it asks, what is allowed; docs/protocol.md). */
+static void quota_of(loomd_runner_t *r, uint64_t id, json_t *j)
+{
+    loom_runtime_quota_hold_t h;
+    if (loom_runtime_quota_hold(r->rt, id, &h) != LOOM_OK)
+        return;
+    json_object_set_new(j, "quota",
+                        json_pack("{s:s, s:s, s:I, s:I, s:I}", "on",
+                                  h.kind == LOOM_RUNTIME_QUOTA_USER ? "user" : "account", "limit",
+                                  h.gpus ? "gpus" : "running", "used", (json_int_t)h.used, "asks",
+                                  (json_int_t)h.asks, "allowed", (json_int_t)h.allowed));
+}
+
 /* One job object: a PENDING one gets the runtime's reason (squeue's
  * names); one the runtime has not read yet keeps its stored reason (a
  * requeue's) or gets None. */
@@ -1105,9 +1158,10 @@ static void reason_of(loomd_runner_t *r, json_t *j)
     json_int_t id = json_integer_value(json_object_get(j, "id"));
     loom_runtime_info_t info;
     if (id > 0 && loom_runtime_get(r->rt, (uint64_t)id, &info) == LOOM_OK &&
-        info.state == LOOM_RUNTIME_PENDING)
+        info.state == LOOM_RUNTIME_PENDING) {
         json_object_set_new(j, "reason", json_string(loom_runtime_reason_name(info.reason)));
-    else if (!json_is_string(json_object_get(j, "reason")))
+        quota_of(r, (uint64_t)id, j);
+    } else if (!json_is_string(json_object_get(j, "reason")))
         json_object_set_new(j, "reason", json_string("None"));
 }
 

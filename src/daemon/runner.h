@@ -26,6 +26,8 @@ typedef struct loomd_runner_config {
     const char *slurm_partition; /* slurm: NULL = the default partition */
     int64_t node_refresh_ns;     /* slurm: how often the partition's nodes are re-read; 0: 5 s */
     uint64_t output_max;         /* local: stdout + stderr bytes per job; 0: no limit */
+    const struct loomd_quotas *quotas; /* running quotas (quota.h); borrowed, outlives the
+                                          runner; NULL: none */
 } loomd_runner_config_t;
 
 /* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are
@@ -45,10 +47,12 @@ json_t *loomd_runner_stats(loomd_runner_t *r);
 /* The running (not suspended) jobs: up to max ids and shepherd PIDs.
  * Returns how many. */
 size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max);
-/* Pending reasons (squeue's: Resources, Priority, ...): every PENDING job
- * object in jobs (an array, or one object) without a stored reason gets
- * the scheduler's present one as "reason", read from the runtime under the
- * runner's lock (kept in memory, never written to the store). */
+/* Pending reasons (squeue's: Resources, Priority, QuotaLimit, ...): every
+ * PENDING job object in jobs (an array, or one object) gets the
+ * scheduler's present one as "reason", read from the runtime under the
+ * runner's lock. The runner also writes each pending job's reason to the
+ * store when it changes (after the step that changed it), so readers of
+ * the store alone (the dashboard's feed) see it too. */
 void loomd_runner_reasons(loomd_runner_t *r, json_t *jobs);
 /* A pending job changed in the store (job.update, job.hold, job.release,
  * or it was put back to PENDING by job.requeue after it ended): the runtime

@@ -167,6 +167,7 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
         goto fail;
     rt->now = -INFINITY;
     rt->usage_t = -INFINITY;
+    rt->quota_every[0] = rt->quota_every[1] = (loom_runtime_limits_t){-1, -1};
     *out = rt;
     return LOOM_OK;
 fail:
@@ -192,6 +193,8 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->shape_idx);
     free(rt->shares);
     free(rt->groups);
+    rt__quota_free(rt);
+    free(rt->changes);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
@@ -221,13 +224,14 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
     case LOOM_RUNTIME_REASON_BEGIN_TIME: return "BeginTime";
     case LOOM_RUNTIME_REASON_DEPENDENCY: return "Dependency";
     case LOOM_RUNTIME_REASON_ARRAY_LIMIT: return "JobArrayTaskLimit";
+    case LOOM_RUNTIME_REASON_QUOTA: return "QuotaLimit";
     default: return "None";
     }
 }
 
 /* ------------------------------------------------------------ the jobs */
 
-static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta);
+static void running_track(loom_runtime_t *rt, rjob_t *j, int delta);
 
 static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
 {
@@ -251,7 +255,7 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
     rjob_t *j = calloc(1, sizeof *j);
     if (j)
         j->job = *job;
-    if (!j || map_put(rt, j) != LOOM_OK) {
+    if (!j || rt__quota_attach(rt, j) != LOOM_OK || map_put(rt, j) != LOOM_OK) {
         free(j);
         loom_err_set(err, LOOM_ENOMEM, "out of memory");
         return NULL;
@@ -336,7 +340,7 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     j->held = !suspended;
     j->state = suspended ? LOOM_RUNTIME_SUSPENDED : LOOM_RUNTIME_RUNNING;
     j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
-    group_track(rt, j, 1);
+    running_track(rt, j, 1);
     act_add(rt, j); /* cannot fail: grown above */
     return LOOM_OK;
 }
@@ -357,7 +361,7 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
-    group_track(rt, j, -1);
+    running_track(rt, j, -1);
     job_free(j);
     return LOOM_OK;
 }
@@ -386,6 +390,14 @@ static void group_track(loom_runtime_t *rt, const rjob_t *j, int delta)
         group_count(rt, j->job.group, delta);
 }
 
+/* A job starts (+1) or stops holding its place (-1): its capped group and
+ * its running quotas count it. */
+static void running_track(loom_runtime_t *rt, rjob_t *j, int delta)
+{
+    group_track(rt, j, delta);
+    rt__quota_track(rt, j, delta);
+}
+
 /* Why a pending job may not start whatever the resources (NONE: it may). */
 static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
 {
@@ -398,6 +410,8 @@ static loom_runtime_reason_t blocked(const loom_runtime_t *rt, const rjob_t *j)
         return LOOM_RUNTIME_REASON_DEPENDENCY;
     if (j->job.begin_s > rt->now)
         return LOOM_RUNTIME_REASON_BEGIN_TIME;
+    if (rt->quota_on && rt__quota_blocks(rt, j))
+        return LOOM_RUNTIME_REASON_QUOTA;
     return LOOM_RUNTIME_REASON_NONE;
 }
 
@@ -438,8 +452,9 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
     rt__act_remove(rt, j);
-    group_track(rt, j, -1);
+    running_track(rt, j, -1);
     j->held = false;
+    j->job.recorded = LOOM_RUNTIME_REASON_NONE; /* its record now says why it was requeued */
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
     j->q.attained_gpu_s = j->attained_gpu_s;
@@ -835,11 +850,22 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     }
     j->held = true;
     j->state = LOOM_RUNTIME_RUNNING;
-    group_track(rt, j, 1);
+    running_track(rt, j, 1);
     j->resumed_s = j->tenancy_since = rt->now;
     j->tenancy = 0;
     act_add(rt, j); /* cannot fail: grown above */
     return true;
+}
+
+/* A job that stays pending, and why: a change from what was last said
+ * of it is reported (loom_runtime_reason_changes). */
+static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
+{
+    if (j->job.recorded == why || rt__grow((void **)&rt->changes, &rt->cap_changes,
+                                           rt->nchanges + 1, sizeof *rt->changes) != LOOM_OK)
+        return; /* out of memory: said again at the next step */
+    j->job.recorded = why;
+    rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
 }
 
 /* The pending pass: every job in order; those that stay are compacted. A
@@ -860,7 +886,9 @@ static void pending_pass(loom_runtime_t *rt)
             job_free(e.j);
             continue;
         }
-        if (blocked(rt, e.j) != LOOM_RUNTIME_REASON_NONE) {
+        loom_runtime_reason_t why = blocked(rt, e.j);
+        if (why != LOOM_RUNTIME_REASON_NONE) {
+            say_reason(rt, e.j, why);
             rt->pend[keep++] = e; /* held: stays, holds nothing back */
             continue;
         }
@@ -874,6 +902,9 @@ static void pending_pass(loom_runtime_t *rt)
             continue;
         if (!rt->first_blocked)
             rt->first_blocked = e.j->job.id;
+        say_reason(rt, e.j,
+                   rt->first_blocked == e.j->job.id ? LOOM_RUNTIME_REASON_RESOURCES
+                                                    : LOOM_RUNTIME_REASON_PRIORITY);
         rt->pend[keep++] = e;
     }
     rt->npend = keep;
@@ -901,7 +932,9 @@ static void reconf_pass(loom_runtime_t *rt)
         if (rc == LOOM_OK) {
             rt__account(j, rt->now);
             j->alloc = neu;
+            rt__quota_track(rt, j, -1); /* counted again by its new request */
             j->job.req = j->reconf_req;
+            rt__quota_track(rt, j, 1);
             j->resumed_s = rt->now;
             j->reconf = false;
             continue;
@@ -921,6 +954,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     rt->apply = apply;
     rt->ctx = ctx;
     rt->applied = 0;
+    rt->nchanges = 0;
     if (rt->pack_check)
         rt__pack_pass(rt);
     rt__resume_pass(rt);
@@ -951,6 +985,13 @@ double loom_runtime_next_wakeup(const loom_runtime_t *rt)
 }
 
 /* ------------------------------------------------------------- reading */
+
+size_t loom_runtime_reason_changes(const loom_runtime_t *rt,
+                                   const loom_runtime_reason_change_t **out)
+{
+    *out = rt->changes;
+    return rt->nchanges;
+}
 
 int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t *out)
 {

@@ -1,6 +1,6 @@
 /* Private to runtime: the job record and the runtime's state, shared by
- * runtime.c (queue, placement, bookkeeping) and gandiva.c (time-slicing and
- * packing introspection). */
+ * runtime.c (queue, placement, bookkeeping), gandiva.c (time-slicing and
+ * packing introspection) and quota.c (running quotas). */
 #ifndef LOOM_RUNTIME_INT_H
 #define LOOM_RUNTIME_INT_H
 
@@ -14,8 +14,8 @@
 #define RT_NOTE_MAX       160
 
 typedef struct rjob {
-    loom_runtime_job_t job;
-    loom_sched_qjob_t q; /* q.user points back here */
+    loom_runtime_job_t job; /* job.recorded: the pending reason last reported */
+    loom_sched_qjob_t q;    /* q.user points back here */
     loom_runtime_state_t state;
     bool dead;      /* removed while in the pending array (freed at its compaction) */
     uint32_t shape; /* index of its request in rt->shapes */
@@ -40,6 +40,10 @@ typedef struct rjob {
     double tenancy_since;
     int skip;
     char note[RT_NOTE_MAX];
+    /* Running quotas: its user's and account's entries (index + 1 in
+     * rt->quotas; 0: none, out of memory), the milli-GPU charged to them. */
+    uint32_t quser, qacct;
+    int64_t quota_gpu;
 } rjob_t;
 
 struct loom_runtime {
@@ -100,6 +104,24 @@ struct loom_runtime {
         int running;
     } * groups;
     size_t ngroups, cap_groups;
+    /* Running quotas (quota.c): an entry per user and per account seen,
+     * found by key (kind << 32 | id) through quota_idx (index + 1). */
+    struct quota {
+        uint64_t key;
+        int64_t gpu_milli, jobs; /* running now */
+        loom_runtime_limits_t limits;
+        bool own; /* limits of its own (else the kind's default) */
+    } * quotas;
+    size_t nquotas, cap_quotas;
+    uint32_t *quota_idx;
+    size_t quota_idx_cap;
+    loom_runtime_limits_t quota_every[2]; /* users', accounts' default */
+    bool quota_on;                        /* any limit was ever set */
+
+    /* Pending reasons that changed in the last step. */
+    loom_runtime_reason_change_t *changes;
+    size_t nchanges, cap_changes;
+
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;
@@ -113,6 +135,12 @@ rjob_t *rt__find(const loom_runtime_t *rt, uint64_t id);
 int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
              const loom_sched_alloc_t *alloc, const loom_sched_alloc_t *old, const char *reason);
 void rt__account(rjob_t *j, double now);
+
+/* quota.c */
+int rt__quota_attach(loom_runtime_t *rt, rjob_t *j);
+void rt__quota_track(loom_runtime_t *rt, rjob_t *j, int delta);
+bool rt__quota_blocks(const loom_runtime_t *rt, const rjob_t *j);
+void rt__quota_free(loom_runtime_t *rt);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

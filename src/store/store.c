@@ -40,7 +40,7 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE, OP_SUBMIT_ARRAY };
+enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE, OP_SUBMIT_ARRAY, OP_REASONS };
 
 typedef struct op {
     struct op *next;
@@ -61,7 +61,10 @@ typedef struct op {
     loom_job_update_t upd;    /* update: name and options owned (NULL keep) */
     const int64_t *tasks;     /* submit array: task indices (borrowed), how many */
     size_t ntasks;
-    size_t delta_n; /* jobs counted by delta_to (0: one) */
+    size_t delta_n;     /* jobs counted by delta_to (0: one) */
+    const int64_t *ids; /* reasons: the jobs (borrowed), their reasons, how many */
+    const char *const *reasons;
+    size_t nids;
 } op_t;
 
 struct loom_store {
@@ -590,6 +593,24 @@ static int run_update(loom_store_t *s, op_t *o, int64_t now)
     return SQLITE_OK;
 }
 
+/* Pending reasons (the scheduler's, loom_store_set_reasons): each job's
+ * reason column, while it is still PENDING; no event, no update time. */
+static int run_reasons(loom_store_t *s, op_t *o)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(
+        s->wdb, "UPDATE jobs SET reason = ?1 WHERE id = ?2 AND state = 'PENDING'", -1, &st, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < o->nids; i++) {
+        bind_text_or_null(st, 1, o->reasons[i]);
+        sqlite3_bind_int64(st, 2, o->ids[i]);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(s->wdb);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    o->rc = LOOM_OK;
+    return rc;
+}
+
 /* A job array: one job per task index, in this one transaction; the first
  * task's id is the array's id. Each task's options get array_job_id and
  * array_task_id; only the first keeps the submit_id (a repeat of it answers
@@ -750,6 +771,8 @@ static int run_group(loom_store_t *s, op_t *group, int64_t now)
             rc = run_update(s, o, now);
         else if (o->kind == OP_SUBMIT_ARRAY)
             rc = run_submit_array(s, o, now);
+        else if (o->kind == OP_REASONS)
+            rc = run_reasons(s, o);
         else
             rc = run_exec(s, o);
     }
@@ -1255,6 +1278,31 @@ int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, l
     }
     waiter_t w;
     waiter_init(&w, job_out);
+    o->done = waiter_done;
+    o->ctx = &w;
+    int rc = enqueue(s, o, err);
+    if (rc) {
+        free_op(o);
+        waiter_abandon(&w);
+        return rc;
+    }
+    return waiter_wait(&w, err);
+}
+
+int loom_store_set_reasons(loom_store_t *s, const int64_t *ids, const char *const *reasons,
+                           size_t n, loom_err_t *err)
+{
+    if (n == 0)
+        return LOOM_OK;
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing pending reasons");
+    o->kind = OP_REASONS;
+    o->ids = ids;
+    o->reasons = reasons;
+    o->nids = n;
+    waiter_t w;
+    waiter_init(&w, NULL);
     o->done = waiter_done;
     o->ctx = &w;
     int rc = enqueue(s, o, err);

@@ -1,7 +1,8 @@
 /* The runtime's step against expectations worked out by hand: queue order
  * and greedy backfill, every pending job considered, pending reasons, down
  * nodes, refused starts, rejects, time-slicing, packing introspection,
- * reconfiguration, and the incremental queue order against a full sort. */
+ * reconfiguration, the incremental queue order against a full sort, the
+ * changes of pending reasons and running quotas. */
 #include <math.h>
 
 #include "test_util.h"
@@ -502,6 +503,180 @@ static void test_dependencies(void **state)
     assert_int_equal(dep("afterok:3;", false), -1);
 }
 
+/* The reasons that changed in a step, and only those: nothing after a
+ * step that changed nothing, a caller's recorded reason counts as said, a
+ * requeued job is said again. */
+static void test_reason_changes(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(1, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    const loom_runtime_reason_change_t *ch;
+    submit(rt, 1, 3, 1000, 1, 0);
+    submit(rt, 2, 2, 1000, 2, 0);
+    submit(rt, 3, 1, 1000, 3, 0);
+    submit(rt, 4, 2, 1000, 4, 0);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 0);
+    assert_int_equal(loom_runtime_step(rt, 10, record, &l), 2);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 2);
+    assert_int_equal(ch[0].id, 2);
+    assert_int_equal(ch[0].reason, LOOM_RUNTIME_REASON_RESOURCES);
+    assert_int_equal(ch[1].id, 4);
+    assert_int_equal(ch[1].reason, LOOM_RUNTIME_REASON_PRIORITY);
+    loom_runtime_step(rt, 11, record, &l);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 0);
+    /* recorded as Priority already: not said again */
+    loom_err_t err;
+    loom_runtime_job_t five = {
+        .id = 5,
+        .req = {.cpu_milli = 1000, .mem_mib = 1, .num_gpus = 2, .gpu_milli = 1000},
+        .submit_s = 5,
+        .recorded = LOOM_RUNTIME_REASON_PRIORITY};
+    assert_int_equal(loom_runtime_submit(rt, &five, &err), LOOM_OK);
+    loom_runtime_step(rt, 12, record, &l);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 0);
+    /* 1 ends: 2 starts, 4 becomes the first that waits */
+    assert_int_equal(loom_runtime_remove(rt, 1, 13), LOOM_OK);
+    assert_int_equal(loom_runtime_hold(rt, 5, true), LOOM_OK);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 13, record, &l), 1);
+    assert_int_equal(l.a[0].id, 2);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 2);
+    assert_int_equal(ch[0].id, 4);
+    assert_int_equal(ch[0].reason, LOOM_RUNTIME_REASON_RESOURCES);
+    assert_int_equal(ch[1].id, 5);
+    assert_int_equal(ch[1].reason, LOOM_RUNTIME_REASON_HELD);
+    /* 3 goes back to the queue: said again, though its reason was never Priority */
+    assert_int_equal(loom_runtime_requeue(rt, 3, 14), LOOM_OK);
+    assert_int_equal(loom_runtime_remove(rt, 2, 14), LOOM_OK);
+    l.n = 0;
+    loom_runtime_step(rt, 14, record, &l);
+    assert_int_equal(l.n, 2); /* 4 (2 GPUs) and 3 (1 GPU) start */
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 0);
+    assert_int_equal(loom_runtime_remove(rt, 4, 15), LOOM_OK);
+    assert_int_equal(loom_runtime_requeue(rt, 3, 15), LOOM_OK);
+    assert_int_equal(loom_runtime_hold(rt, 3, true), LOOM_OK);
+    loom_runtime_step(rt, 15, record, &l);
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 1);
+    assert_int_equal(ch[0].id, 3);
+    assert_int_equal(ch[0].reason, LOOM_RUNTIME_REASON_HELD);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+static void submit_as(loom_runtime_t *rt, uint64_t id, int gpus, int32_t milli, uint32_t user,
+                      uint32_t account)
+{
+    loom_runtime_job_t j = {.id = id,
+                            .req = {.cpu_milli = 1000,
+                                    .mem_mib = 1024,
+                                    .num_gpus = gpus,
+                                    .gpu_milli = gpus ? milli : 0},
+                            .submit_s = (double)id,
+                            .user = user,
+                            .account = account};
+    loom_err_t err;
+    if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static loom_runtime_usage_t usage(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who)
+{
+    loom_runtime_usage_t u;
+    loom_runtime_quota_usage(rt, kind, who, &u);
+    return u;
+}
+
+/* Running quotas: a job whose start would pass its user's GPUs or its
+ * account's jobs waits with QuotaLimit and holds back nobody behind it; it
+ * starts once its owner's running job ends. Shares count as milli-GPU,
+ * defaults apply to whoever has no limits of its own. */
+static void test_quota(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(2, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    loom_runtime_limits_t two_gpus = {.gpu_milli = 2000, .jobs = -1}, one_job = {-1, 1};
+    assert_int_equal(loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_USER, 7, &two_gpus), LOOM_OK);
+    assert_int_equal(loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 3, &one_job), LOOM_OK);
+    submit_as(rt, 1, 2, 1000, 7, 1);
+    submit_as(rt, 2, 1, 1000, 7, 1); /* would make 3 GPUs for user 7 */
+    submit_as(rt, 3, 1, 1000, 8, 1); /* behind it, another user: starts */
+    submit_as(rt, 4, 0, 0, 9, 3);
+    submit_as(rt, 5, 0, 0, 10, 3); /* account 3 runs one job already */
+    assert_int_equal(loom_runtime_step(rt, 10, record, &l), 3);
+    assert_int_equal(l.a[0].id, 1);
+    assert_int_equal(l.a[1].id, 3);
+    assert_int_equal(l.a[2].id, 4);
+    assert_int_equal(info(rt, 2).reason, LOOM_RUNTIME_REASON_QUOTA);
+    assert_string_equal(loom_runtime_reason_name(info(rt, 2).reason), "QuotaLimit");
+    assert_int_equal(info(rt, 5).reason, LOOM_RUNTIME_REASON_QUOTA);
+    loom_runtime_quota_hold_t h;
+    assert_int_equal(loom_runtime_quota_hold(rt, 2, &h), LOOM_OK);
+    assert_int_equal(h.kind, LOOM_RUNTIME_QUOTA_USER);
+    assert_int_equal(h.who, 7);
+    assert_true(h.gpus);
+    assert_int_equal(h.used, 2000);
+    assert_int_equal(h.asks, 1000);
+    assert_int_equal(h.allowed, 2000);
+    assert_int_equal(loom_runtime_quota_hold(rt, 5, &h), LOOM_OK);
+    assert_int_equal(h.kind, LOOM_RUNTIME_QUOTA_ACCOUNT);
+    assert_false(h.gpus);
+    assert_int_equal(h.used, 1);
+    assert_int_equal(h.asks, 1);
+    assert_int_equal(h.allowed, 1);
+    assert_int_equal(loom_runtime_quota_hold(rt, 1, &h), LOOM_ESTATE); /* running */
+    assert_int_equal(loom_runtime_quota_hold(rt, 99, &h), LOOM_ENOTFOUND);
+    const loom_runtime_reason_change_t *ch;
+    assert_int_equal(loom_runtime_reason_changes(rt, &ch), 2);
+    assert_int_equal(ch[0].reason, LOOM_RUNTIME_REASON_QUOTA);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).gpu_milli, 2000);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).jobs, 1);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).limits.gpu_milli, 2000);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 3).jobs, 1);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 1).jobs, 2);
+    /* a share fits beside 1 (2 GPUs + 0.5 > 2: no), after 1 ends both do */
+    submit_as(rt, 6, 1, 500, 7, 1);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 11, record, &l), 0);
+    assert_int_equal(loom_runtime_remove(rt, 1, 12), LOOM_OK);
+    assert_int_equal(loom_runtime_remove(rt, 4, 12), LOOM_OK);
+    assert_int_equal(loom_runtime_step(rt, 12, record, &l), 3);
+    assert_int_equal(l.a[0].id, 2);
+    assert_int_equal(l.a[1].id, 5);
+    assert_int_equal(l.a[2].id, 6);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).gpu_milli, 1500);
+    /* requeue gives the quota back; a job without GPUs passes a GPU limit */
+    assert_int_equal(loom_runtime_requeue(rt, 2, 13), LOOM_OK);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).gpu_milli, 500);
+    submit_as(rt, 7, 2, 1000, 7, 1); /* 500 + 2000 > 2000 */
+    submit_as(rt, 8, 0, 0, 7, 1);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 13, record, &l), 2);
+    assert_int_equal(l.a[0].id, 2);
+    assert_int_equal(l.a[1].id, 8);
+    assert_int_equal(info(rt, 7).reason, LOOM_RUNTIME_REASON_QUOTA);
+    /* the default for every user: 11 runs one job at a time; 7 keeps its own */
+    assert_int_equal(loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_EVERY_USER, 0, &one_job),
+                     LOOM_OK);
+    submit_as(rt, 9, 0, 0, 11, 1);
+    submit_as(rt, 10, 0, 0, 11, 1);
+    l.n = 0;
+    assert_int_equal(loom_runtime_step(rt, 14, record, &l), 1);
+    assert_int_equal(l.a[0].id, 9);
+    assert_int_equal(info(rt, 10).reason, LOOM_RUNTIME_REASON_QUOTA);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 12).limits.jobs, 1);
+    /* 7 loses its own limits: the default (one job) holds 7 now */
+    assert_int_equal(loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_USER, 7, NULL), LOOM_OK);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).limits.jobs, 1);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).limits.gpu_milli, -1);
+    assert_int_equal(usage(rt, LOOM_RUNTIME_QUOTA_USER, 7).jobs, 3);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +691,8 @@ int main(void)
         cmocka_unit_test(test_tiresias_requeue),
         cmocka_unit_test(test_blocked),
         cmocka_unit_test(test_dependencies),
+        cmocka_unit_test(test_reason_changes),
+        cmocka_unit_test(test_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

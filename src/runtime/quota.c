@@ -1,0 +1,190 @@
+/* runtime/quota.c — running quotas per user and per account.
+ *
+ * Slurm's GrpTRES=gres/gpu and MaxJobs limits as the step sees them: every
+ * user and every account a job names has an entry that counts what it runs
+ * now (jobs, milli-GPU of their requests; suspended jobs count, since they
+ * keep their place to come back to) and the limits that apply to it, its
+ * own or its kind's default. A pending job whose start would take either of
+ * its entries past a limit is blocked (reason QuotaLimit) like a held one:
+ * it stays pending and holds back nobody behind it.
+ *
+ * Each job finds its entries once, when it is made (an entry is kept for
+ * as long as the runtime lives: there are as many as users and accounts),
+ * so the step's test is two array reads. Nothing here reads a clock. */
+#include <stdlib.h>
+
+#include "runtime/runtime_int.h"
+
+#define QUOTA_IDX_MIN_CAP 64
+
+static const loom_runtime_limits_t NO_LIMITS = {-1, -1};
+
+static uint64_t quota_key(loom_runtime_quota_kind_t kind, uint32_t who)
+{
+    return (uint64_t)(kind == LOOM_RUNTIME_QUOTA_ACCOUNT) << 32 | who;
+}
+
+static size_t key_slot(uint64_t key, size_t cap)
+{
+    key ^= key >> 29;
+    key *= UINT64_C(0xbf58476d1ce4e5b9);
+    key ^= key >> 32;
+    return (size_t)key & (cap - 1);
+}
+
+static int reindex(loom_runtime_t *rt, size_t cap)
+{
+    uint32_t *idx = calloc(cap, sizeof *idx);
+    if (!idx)
+        return LOOM_ENOMEM;
+    for (size_t q = 0; q < rt->nquotas; q++) {
+        size_t i = key_slot(rt->quotas[q].key, cap);
+        while (idx[i])
+            i = (i + 1) & (cap - 1);
+        idx[i] = (uint32_t)q + 1;
+    }
+    free(rt->quota_idx);
+    rt->quota_idx = idx;
+    rt->quota_idx_cap = cap;
+    return LOOM_OK;
+}
+
+/* The entry of key (index + 1), made if need be; 0 when out of memory. */
+static uint32_t entry(loom_runtime_t *rt, uint64_t key)
+{
+    if ((rt->nquotas + 1) * 2 > rt->quota_idx_cap &&
+        reindex(rt, rt->quota_idx_cap ? rt->quota_idx_cap * 2 : QUOTA_IDX_MIN_CAP))
+        return 0;
+    size_t mask = rt->quota_idx_cap - 1;
+    size_t i = key_slot(key, rt->quota_idx_cap);
+    for (; rt->quota_idx[i]; i = (i + 1) & mask)
+        if (rt->quotas[rt->quota_idx[i] - 1].key == key)
+            return rt->quota_idx[i];
+    if (rt->nquotas >= UINT32_MAX - 1 ||
+        rt__grow((void **)&rt->quotas, &rt->cap_quotas, rt->nquotas + 1, sizeof *rt->quotas))
+        return 0;
+    rt->quotas[rt->nquotas] = (struct quota){.key = key, .limits = NO_LIMITS};
+    rt->quota_idx[i] = (uint32_t)rt->nquotas + 1;
+    return (uint32_t)++rt->nquotas;
+}
+
+static const struct quota *find(const loom_runtime_t *rt, uint64_t key)
+{
+    if (!rt->quota_idx_cap)
+        return NULL;
+    size_t mask = rt->quota_idx_cap - 1;
+    for (size_t i = key_slot(key, rt->quota_idx_cap); rt->quota_idx[i]; i = (i + 1) & mask)
+        if (rt->quotas[rt->quota_idx[i] - 1].key == key)
+            return &rt->quotas[rt->quota_idx[i] - 1];
+    return NULL;
+}
+
+int rt__quota_attach(loom_runtime_t *rt, rjob_t *j)
+{
+    j->quser = entry(rt, quota_key(LOOM_RUNTIME_QUOTA_USER, j->job.user));
+    j->qacct = entry(rt, quota_key(LOOM_RUNTIME_QUOTA_ACCOUNT, j->job.account));
+    return j->quser && j->qacct ? LOOM_OK : LOOM_ENOMEM;
+}
+
+void rt__quota_track(loom_runtime_t *rt, rjob_t *j, int delta)
+{
+    if (delta > 0)
+        j->quota_gpu = loom_sched_req_gpu_total(&j->job.req);
+    uint32_t e[2] = {j->quser, j->qacct};
+    for (int k = 0; k < 2; k++)
+        if (e[k]) {
+            rt->quotas[e[k] - 1].jobs += delta;
+            rt->quotas[e[k] - 1].gpu_milli += delta * j->quota_gpu;
+        }
+}
+
+static const loom_runtime_limits_t *limits_of(const loom_runtime_t *rt, const struct quota *q,
+                                              int kind)
+{
+    return q->own ? &q->limits : &rt->quota_every[kind];
+}
+
+static bool over(const loom_runtime_limits_t *l, const struct quota *q, int64_t gpu)
+{
+    return (l->jobs >= 0 && q->jobs + 1 > l->jobs) ||
+           (l->gpu_milli >= 0 && gpu > 0 && q->gpu_milli + gpu > l->gpu_milli);
+}
+
+bool rt__quota_blocks(const loom_runtime_t *rt, const rjob_t *j)
+{
+    if (!rt->quota_on)
+        return false;
+    int64_t gpu = loom_sched_req_gpu_total(&j->job.req);
+    const struct quota *u = j->quser ? &rt->quotas[j->quser - 1] : NULL;
+    const struct quota *a = j->qacct ? &rt->quotas[j->qacct - 1] : NULL;
+    return (u && over(limits_of(rt, u, 0), u, gpu)) || (a && over(limits_of(rt, a, 1), a, gpu));
+}
+
+/* Fills *out when limits l of entry q (kind) hold a job asking gpu. */
+static bool holds(const loom_runtime_limits_t *l, const struct quota *q, int64_t gpu,
+                  loom_runtime_quota_kind_t kind, loom_runtime_quota_hold_t *out)
+{
+    if (!over(l, q, gpu))
+        return false;
+    bool g = l->gpu_milli >= 0 && gpu > 0 && q->gpu_milli + gpu > l->gpu_milli;
+    *out = (loom_runtime_quota_hold_t){.kind = kind,
+                                       .who = (uint32_t)q->key,
+                                       .gpus = g,
+                                       .used = g ? q->gpu_milli : q->jobs,
+                                       .asks = g ? gpu : 1,
+                                       .allowed = g ? l->gpu_milli : l->jobs};
+    return true;
+}
+
+int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_quota_hold_t *out)
+{
+    const rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    if (j->state != LOOM_RUNTIME_PENDING || !rt->quota_on)
+        return LOOM_ESTATE;
+    int64_t gpu = loom_sched_req_gpu_total(&j->job.req);
+    const struct quota *u = j->quser ? &rt->quotas[j->quser - 1] : NULL;
+    const struct quota *a = j->qacct ? &rt->quotas[j->qacct - 1] : NULL;
+    if (u && holds(limits_of(rt, u, 0), u, gpu, LOOM_RUNTIME_QUOTA_USER, out))
+        return LOOM_OK;
+    if (a && holds(limits_of(rt, a, 1), a, gpu, LOOM_RUNTIME_QUOTA_ACCOUNT, out))
+        return LOOM_OK;
+    return LOOM_ESTATE;
+}
+
+void rt__quota_free(loom_runtime_t *rt)
+{
+    free(rt->quotas);
+    free(rt->quota_idx);
+}
+
+int loom_runtime_set_quota(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who,
+                           const loom_runtime_limits_t *limits)
+{
+    loom_runtime_limits_t l = limits ? *limits : NO_LIMITS;
+    rt->quota_on = rt->quota_on || l.gpu_milli >= 0 || l.jobs >= 0;
+    if (kind == LOOM_RUNTIME_QUOTA_EVERY_USER || kind == LOOM_RUNTIME_QUOTA_EVERY_ACCOUNT) {
+        rt->quota_every[kind == LOOM_RUNTIME_QUOTA_EVERY_ACCOUNT] = l;
+        return LOOM_OK;
+    }
+    uint32_t e = entry(rt, quota_key(kind, who));
+    if (!e)
+        return LOOM_ENOMEM;
+    rt->quotas[e - 1].limits = l;
+    rt->quotas[e - 1].own = limits != NULL;
+    return LOOM_OK;
+}
+
+void loom_runtime_quota_usage(const loom_runtime_t *rt, loom_runtime_quota_kind_t kind,
+                              uint32_t who, loom_runtime_usage_t *out)
+{
+    int k = kind == LOOM_RUNTIME_QUOTA_ACCOUNT || kind == LOOM_RUNTIME_QUOTA_EVERY_ACCOUNT;
+    const struct quota *q = find(rt, quota_key(k ? LOOM_RUNTIME_QUOTA_ACCOUNT : kind, who));
+    *out = (loom_runtime_usage_t){.limits = rt->quota_every[k]};
+    if (q) {
+        out->gpu_milli = q->gpu_milli;
+        out->jobs = q->jobs;
+        out->limits = *limits_of(rt, q, k);
+    }
+}

@@ -1,0 +1,114 @@
+/* loomd's quotas (src/daemon/quota.c): running limits parsed (gpus in GPUs
+ * with up to three decimals, running jobs), refused with the input named,
+ * ignored by the submission check, and handed to a runtime with the least
+ * of every quota that applies: a user's own beside the default of every
+ * user, two quotas of one account, accounts by name. */
+#include "test_util.h"
+
+#include "daemon/quota.h"
+#include "loom/runtime.h"
+
+static void test_parse_running(void **state)
+{
+    (void)state;
+    static loomd_quotas_t qs;
+    memset(&qs, 0, sizeof qs);
+    loom_err_t err;
+    assert_int_equal(loomd_quota_parse("account:vision=gpus=1.5,running=4", &qs, &err), LOOM_OK);
+    assert_int_equal(qs.q[0].gpu_milli, 1500);
+    assert_int_equal(qs.q[0].running, 4);
+    assert_int_equal(qs.q[0].pending, -1);
+    assert_int_equal(qs.q[0].time_s, -1);
+    assert_int_equal(loomd_quota_parse("*=gpus=2", &qs, &err), LOOM_OK);
+    assert_int_equal(qs.q[1].gpu_milli, 2000);
+    assert_int_equal(qs.q[1].running, -1);
+    assert_int_equal(loomd_quota_parse("user:4242=gpus=0.25,pending=3", &qs, &err), LOOM_OK);
+    assert_int_equal(qs.q[2].gpu_milli, 250);
+    assert_int_equal(qs.q[2].pending, 3);
+    assert_int_equal(loomd_quota_parse("user:4242=gpus=0", &qs, &err), LOOM_OK);
+    assert_int_equal(qs.q[3].gpu_milli, 0);
+    const char *bad[] = {"*=gpus=1.2345",  "*=gpus=-1",
+                         "*=gpus=",        "*=gpus=1.",
+                         "*=gpus=.5",      "*=gpus=1e3",
+                         "*=gpus=1000001", "*=running=-1",
+                         "*=running=x",    "*=gpus=99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loomd_quota_parse(bad[i], &qs, &err), LOOM_EINVAL);
+        assert_non_null(strstr(err.msg, bad[i]));
+    }
+    assert_int_equal(qs.n, 4);
+    /* running limits do not refuse a submission */
+    loom_auth_identity_t who = {.uid = 4242};
+    snprintf(who.user, sizeof who.user, "x");
+    json_t *data = NULL;
+    static loomd_quotas_t only;
+    memset(&only, 0, sizeof only);
+    assert_int_equal(loomd_quota_parse("*=gpus=1,running=1", &only, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_check(&only, NULL, &who, "vision", 0, &data, &err), LOOM_OK);
+    assert_null(data);
+}
+
+static loom_runtime_t *runtime(void)
+{
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 65536, 8, "g", 0, NULL, NULL),
+                     LOOM_OK);
+    loom_runtime_config_t cfg = {0};
+    loom_runtime_t *rt;
+    loom_err_t err;
+    assert_int_equal(loom_runtime_new(&c, &cfg, &rt, &err), LOOM_OK);
+    loom_sched_cluster_free(&c);
+    return rt;
+}
+
+static void test_apply(void **state)
+{
+    (void)state;
+    static loomd_quotas_t qs;
+    memset(&qs, 0, sizeof qs);
+    loom_err_t err;
+    const char *specs[] = {"*=running=3",
+                           "user:4242=gpus=2,running=5", /* 5 > the default's 3: 3 holds */
+                           "account:vision=gpus=4",
+                           "account:nlp=pending=2", /* no running limit: no id */
+                           "account:vision=running=2,gpus=6",
+                           "user:no-such-user-loomq=running=1"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        assert_int_equal(loomd_quota_parse(specs[i], &qs, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_account_id(&qs, "vision"), 3);
+    assert_int_equal(loomd_quota_account_id(&qs, "nlp"), 0);
+    assert_int_equal(loomd_quota_account_id(&qs, NULL), 0);
+    assert_int_equal(loomd_quota_account_id(NULL, "vision"), 0);
+    loom_runtime_t *rt = runtime();
+    assert_int_equal(loomd_quota_apply(&qs, rt, &err), LOOM_OK);
+    loom_runtime_usage_t u;
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 4242, &u);
+    assert_int_equal(u.limits.gpu_milli, 2000);
+    assert_int_equal(u.limits.jobs, 3);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 7, &u); /* the default */
+    assert_int_equal(u.limits.gpu_milli, -1);
+    assert_int_equal(u.limits.jobs, 3);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 3, &u);
+    assert_int_equal(u.limits.gpu_milli, 4000);
+    assert_int_equal(u.limits.jobs, 2);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 0, &u); /* no quota: none */
+    assert_int_equal(u.limits.gpu_milli, -1);
+    assert_int_equal(u.limits.jobs, -1);
+    loom_runtime_free(rt);
+    /* no quotas at all: nothing is limited */
+    rt = runtime();
+    assert_int_equal(loomd_quota_apply(NULL, rt, &err), LOOM_OK);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 4242, &u);
+    assert_int_equal(u.limits.jobs, -1);
+    loom_runtime_free(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_running),
+        cmocka_unit_test(test_apply),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
