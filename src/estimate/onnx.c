@@ -182,6 +182,14 @@ static int pb_string(pb_t *r, char **out, const char *what)
     return LOOM_OK;
 }
 
+/* A string field (wire type 2) named `what` (Message.field) in errors. */
+static int pb_text(pb_t *r, size_t off, uint32_t field, int wt, char **out, const char *what)
+{
+    const char *name = strrchr(what, '.');
+    int rc = pb_expect(r, off, field, name ? name + 1 : what, wt, 2);
+    return rc ? rc : pb_string(r, out, what);
+}
+
 /* Enter a sub-message: returns the saved end; the caller restores it. */
 static int pb_enter(pb_t *r, const char *what, size_t *saved_end)
 {
@@ -399,6 +407,19 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
     t->has_val = true;
 }
 
+/* The messages an embedded field holds, parsed by pb_message. */
+typedef enum {
+    MSG_TENSOR,      /* TensorProto, est_tensor_t */
+    MSG_DIM,         /* TensorShapeProto.Dimension idx, est_tensor_t */
+    MSG_TENSOR_TYPE, /* TypeProto.Tensor, est_tensor_t */
+    MSG_VALUE_INFO,  /* ValueInfoProto, est_tensor_t */
+    MSG_ATTR,        /* AttributeProto, est_attr_t */
+    MSG_NODE,        /* NodeProto, raw_node_t */
+    MSG_GRAPH,       /* GraphProto, raw_graph_t */
+} msg_kind_t;
+
+static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void *msg);
+
 static int parse_tensor(pb_t *r, est_tensor_t *t)
 {
     int64_t *dims = NULL, *ints = NULL;
@@ -429,10 +450,7 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
         case 5: rc = pb_repeated(r, wt, 0, "int32_data", &ints, NULL, &nints); break;
         case 7: rc = pb_repeated(r, wt, 0, "int64_data", &ints, NULL, &nints); break;
         case 10: rc = pb_repeated(r, wt, 1, "double_data", NULL, &reals, &nreals); break;
-        case 8:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &t->name, "TensorProto.name");
-            break;
+        case 8: rc = pb_text(r, off, f, wt, &t->name, "TensorProto.name"); break;
         case 9:
             if (!(rc = pb_expect(r, off, f, "raw_data", wt, 2)))
                 rc = pb_bytes(r, &raw_s, &raw_l, "raw_data");
@@ -574,12 +592,7 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
                     rc = pb_fail(r, off, "more than %d dimensions", EST_MAX_RANK);
                     break;
                 }
-                size_t s2 = pb_push(r, "dim", t->decl_rank), e2;
-                if (!(rc = pb_enter(r, "dim", &e2))) {
-                    rc = parse_dim(r, t, t->decl_rank);
-                    pb_leave(r, e2);
-                }
-                pb_pop(r, s2);
+                rc = pb_message(r, "dim", t->decl_rank, MSG_DIM, t);
                 t->decl_rank++;
             }
             pb_leave(r, end);
@@ -603,8 +616,7 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
         if ((rc = pb_key(r, &f, &wt, &off)))
             break;
         if (f == 1) {
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &t->name, "ValueInfoProto.name");
+            rc = pb_text(r, off, f, wt, &t->name, "ValueInfoProto.name");
         } else if (f == 2) {
             if ((rc = pb_expect(r, off, f, "type", wt, 2)))
                 break;
@@ -612,7 +624,6 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
             if ((rc = pb_enter(r, "type", &end)))
                 break;
             while (r->pos < r->end && rc == LOOM_OK) {
-                size_t e2;
                 if ((rc = pb_key(r, &f, &wt, &off)))
                     break;
                 if (f != 1) {
@@ -621,12 +632,7 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
                 }
                 if ((rc = pb_expect(r, off, f, "tensor_type", wt, 2)))
                     break;
-                size_t s2 = pb_push(r, "tensor_type", -1);
-                if (!(rc = pb_enter(r, "tensor_type", &e2))) {
-                    rc = parse_tensor_type(r, t);
-                    pb_leave(r, e2);
-                }
-                pb_pop(r, s2);
+                rc = pb_message(r, "tensor_type", -1, MSG_TENSOR_TYPE, t);
             }
             pb_leave(r, end);
             pb_pop(r, saved);
@@ -681,15 +687,12 @@ static int parse_attr(pb_t *r, est_attr_t *a)
     while (r->pos < r->end && rc == LOOM_OK) {
         uint32_t f;
         int wt;
-        size_t off, end;
+        size_t off;
         uint64_t v;
         if ((rc = pb_key(r, &f, &wt, &off)))
             break;
         switch (f) {
-        case 1:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &a->name, "AttributeProto.name");
-            break;
+        case 1: rc = pb_text(r, off, f, wt, &a->name, "AttributeProto.name"); break;
         case 20:
             if (!(rc = pb_expect(r, off, f, "type", wt, 0)) && !(rc = pb_varint(r, &v, "type")))
                 a->type = (int)(v & 0xff);
@@ -736,13 +739,7 @@ static int parse_attr(pb_t *r, est_attr_t *a)
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
             }
-            size_t saved = pb_push(r, "t", -1);
-            if (!(rc = pb_enter(r, "t", &end))) {
-                rc = parse_tensor(r, a->t);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "t", -1, MSG_TENSOR, a->t);
             break;
         }
         case 7:
@@ -781,7 +778,7 @@ static int parse_node(pb_t *r, raw_node_t *n)
     while (r->pos < r->end && rc == LOOM_OK) {
         uint32_t f;
         int wt;
-        size_t off, end;
+        size_t off;
         if ((rc = pb_key(r, &f, &wt, &off)))
             break;
         switch (f) {
@@ -793,18 +790,9 @@ static int parse_node(pb_t *r, raw_node_t *n)
             if (!(rc = pb_expect(r, off, f, "output", wt, 2)))
                 rc = strv_push(r, &n->out, "NodeProto.output");
             break;
-        case 3:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &n->name, "NodeProto.name");
-            break;
-        case 4:
-            if (!(rc = pb_expect(r, off, f, "op_type", wt, 2)))
-                rc = pb_string(r, &n->op, "NodeProto.op_type");
-            break;
-        case 7:
-            if (!(rc = pb_expect(r, off, f, "domain", wt, 2)))
-                rc = pb_string(r, &n->domain, "NodeProto.domain");
-            break;
+        case 3: rc = pb_text(r, off, f, wt, &n->name, "NodeProto.name"); break;
+        case 4: rc = pb_text(r, off, f, wt, &n->op, "NodeProto.op_type"); break;
+        case 7: rc = pb_text(r, off, f, wt, &n->domain, "NodeProto.domain"); break;
         case 5: {
             if ((rc = pb_expect(r, off, f, "attribute", wt, 2)))
                 break;
@@ -815,14 +803,8 @@ static int parse_node(pb_t *r, raw_node_t *n)
             }
             n->attrs = na;
             memset(&na[n->nattrs], 0, sizeof *na);
-            size_t saved = pb_push(r, "attribute", (long)n->nattrs);
             n->nattrs++;
-            if (!(rc = pb_enter(r, "attribute", &end))) {
-                rc = parse_attr(r, &na[n->nattrs - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "attribute", (long)n->nattrs - 1, MSG_ATTR, &na[n->nattrs - 1]);
             break;
         }
         default: rc = pb_skip(r, wt, f); break;
@@ -872,7 +854,7 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
     while (r->pos < r->end && rc == LOOM_OK) {
         uint32_t f;
         int wt;
-        size_t off, end, saved;
+        size_t off;
         if ((rc = pb_key(r, &f, &wt, &off)))
             break;
         switch (f) {
@@ -880,28 +862,17 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
             if ((rc = pb_expect(r, off, f, "node", wt, 2)) ||
                 (rc = grow(r, (void **)&g->nodes, g->nnodes, sizeof *g->nodes)))
                 break;
-            saved = pb_push(r, "node", (long)g->nnodes);
             g->nodes[g->nnodes].offset = off;
             g->nnodes++;
-            if (!(rc = pb_enter(r, "node", &end))) {
-                rc = parse_node(r, &g->nodes[g->nnodes - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "node", (long)g->nnodes - 1, MSG_NODE, &g->nodes[g->nnodes - 1]);
             break;
         case 5:
             if ((rc = pb_expect(r, off, f, "initializer", wt, 2)) ||
                 (rc = grow(r, (void **)&g->inits, g->ninits, sizeof *g->inits)))
                 break;
-            saved = pb_push(r, "initializer", (long)g->ninits);
             g->ninits++;
-            if (!(rc = pb_enter(r, "initializer", &end))) {
-                rc = parse_tensor(r, &g->inits[g->ninits - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "initializer", (long)g->ninits - 1, MSG_TENSOR,
+                            &g->inits[g->ninits - 1]);
             break;
         case 11:
         case 12: {
@@ -912,19 +883,35 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
             if ((rc = pb_expect(r, off, f, what, wt, 2)) ||
                 (rc = grow(r, (void **)arr, *n, sizeof **arr)))
                 break;
-            saved = pb_push(r, what, (long)*n);
             (*n)++;
-            if (!(rc = pb_enter(r, what, &end))) {
-                rc = parse_value_info(r, &(*arr)[*n - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, what, (long)*n - 1, MSG_VALUE_INFO, &(*arr)[*n - 1]);
             break;
         }
         default: rc = pb_skip(r, wt, f); break;
         }
     }
+    return rc;
+}
+
+/* Parses embedded message field `name` (element idx of a repeated field, or
+ * -1) into msg, whose type `kind` says. The path names it in errors. */
+static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void *msg)
+{
+    size_t saved = pb_push(r, name, idx), end;
+    int rc = pb_enter(r, name, &end);
+    if (rc != LOOM_OK)
+        return rc;
+    switch (kind) {
+    case MSG_TENSOR: rc = parse_tensor(r, msg); break;
+    case MSG_DIM: rc = parse_dim(r, msg, (int)idx); break;
+    case MSG_TENSOR_TYPE: rc = parse_tensor_type(r, msg); break;
+    case MSG_VALUE_INFO: rc = parse_value_info(r, msg); break;
+    case MSG_ATTR: rc = parse_attr(r, msg); break;
+    case MSG_NODE: rc = parse_node(r, msg); break;
+    case MSG_GRAPH: rc = parse_graph(r, msg); break;
+    }
+    pb_leave(r, end);
+    pb_pop(r, saved);
     return rc;
 }
 
@@ -1256,13 +1243,7 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
                 break;
             }
             have_graph = true;
-            size_t saved = pb_push(&r, "graph", -1);
-            if (!(rc = pb_enter(&r, "graph", &end))) {
-                rc = parse_graph(&r, &g);
-                pb_leave(&r, end);
-            }
-            if (!rc)
-                pb_pop(&r, saved);
+            rc = pb_message(&r, "graph", -1, MSG_GRAPH, &g);
         } else if (f == 8) {
             if ((rc = pb_expect(&r, off, f, "opset_import", wt, 2)))
                 break;
