@@ -22,6 +22,14 @@ static int get_job_id(const json_t *params, int64_t *out, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* params' job id and that job as the store has it (loom_job_free it). */
+static int read_job(loomd_methods_t *m, const json_t *params, int64_t *id, loom_job_t *job,
+                    loom_err_t *err)
+{
+    int rc = get_job_id(params, id, err);
+    return rc ? rc : loom_store_get(m->store, *id, job, err);
+}
+
 static loom_rpc_status_t fail(loom_rpc_call_t *call, int rc, const loom_err_t *err, int64_t id)
 {
     if (rc == LOOM_EINVAL) {
@@ -57,9 +65,7 @@ static loom_rpc_status_t set_hold(loom_rpc_call_t *call, json_t *params, loomd_m
     loom_err_t err;
     int64_t id = 0;
     loom_job_t job;
-    int rc = get_job_id(params, &id, &err);
-    if (rc == LOOM_OK)
-        rc = loom_store_get(m->store, id, &job, &err);
+    int rc = read_job(m, params, &id, &job, &err);
     if (rc)
         return fail(call, rc, &err, id);
     json_t *o = job.options_json ? json_loads(job.options_json, 0, NULL) : json_object();
@@ -99,9 +105,7 @@ static loom_rpc_status_t m_job_requeue(loom_rpc_call_t *call, json_t *params, vo
     loom_err_t err;
     int64_t id = 0;
     loom_job_t job;
-    int rc = get_job_id(params, &id, &err);
-    if (rc == LOOM_OK)
-        rc = loom_store_get(m->store, id, &job, &err);
+    int rc = read_job(m, params, &id, &job, &err);
     if (rc)
         return fail(call, rc, &err, id);
     loom_job_state_t st = job.state;
