@@ -1100,6 +1100,11 @@ void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, voi
     atomic_store(&s->health, fn);
 }
 
+long loom_rpc_server_connections(loom_rpc_server_t *s)
+{
+    return atomic_load(&s->connections);
+}
+
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s)
 {
     return s->port;
