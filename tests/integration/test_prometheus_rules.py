@@ -34,16 +34,24 @@ def main():
         c = d.client()
         c.submit("hold", "#!/bin/sh\nsleep 60\n", resources={"gpus": 1})
         c.submit("wait", "#!/bin/sh\ntrue\n", resources={"gpus": 1})
-        time.sleep(1.5)
-        status, _, body = c.request("GET", "/metrics")
-        assert status == 200, status
-        text = body.decode()
+        # Job 1 runs, job 2 waits: loom_job_pending_oldest_seconds counts its
+        # wait, polled until it passes a second (not a fixed sleep).
+        deadline = time.monotonic() + 30
+        while True:
+            status, _, body = c.request("GET", "/metrics")
+            assert status == 200, status
+            text = body.decode()
+            m = re.search(r"^loom_job_pending_oldest_seconds (\S+)$", text, re.M)
+            age = float(m.group(1)) if m else None
+            running = c.list_all(state="RUNNING")
+            if (running and age is not None and age >= 1.0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         exported = set(re.findall(r"^(loom_[a-z_]+)", text, re.M))
         missing = used - exported
         assert not missing, f"the rules read metrics loomd does not export: {sorted(missing)}"
         print(f"ok: loomd exports every metric the rules read ({len(used)})")
-        age = float(re.search(r"^loom_job_pending_oldest_seconds (\S+)$", text, re.M).group(1))
-        assert 1.0 <= age < 60, f"loom_job_pending_oldest_seconds {age}, expected the wait of job 2"
+        assert age is not None and 1.0 <= age < 60, f"loom_job_pending_oldest_seconds {age}, expected the wait of job 2"
         print(f"ok: loom_job_pending_oldest_seconds {age}")
 
         with Prometheus(d, rules=RULES) as prom:
