@@ -1305,14 +1305,9 @@ int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_
     size_t cap = 0;
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 4;
-            loom_job_event_t *g = realloc(*out, cap * sizeof *g);
-            if (!g) {
-                rc = loom_err_set(err, LOOM_ENOMEM, "out of memory reading events");
-                break;
-            }
-            *out = g;
+        if (loom_vec_reserve((void **)out, &cap, *n + 1, sizeof **out, 4)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory reading events");
+            break;
         }
         loom_job_event_t *e = &(*out)[*n];
         memset(e, 0, sizeof *e);
@@ -1710,15 +1705,9 @@ int loom_store_usage(loom_store_t *s, const loom_store_usage_query_t *q,
     bind_text_or_null(st, 4, q->account);
     int r = SQLITE_DONE;
     while (rc == LOOM_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            loom_store_usage_row_t *g = realloc(*rows, ncap * sizeof *g);
-            if (!g) {
-                rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
-                break;
-            }
-            *rows = g;
-            cap = ncap;
+        if (loom_vec_reserve((void **)rows, &cap, *n + 1, sizeof **rows, 16)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+            break;
         }
         loom_store_usage_row_t *u = &(*rows)[*n];
         bool fail = false;
