@@ -119,6 +119,16 @@ static int pb_key(pb_t *r, uint32_t *field, int *wt, size_t *key_off)
     return LOOM_OK;
 }
 
+/* The next field's key in the current message, for a parser's loop: false
+ * at the message's end, or when *rc is (or becomes) an error. */
+static bool pb_next(pb_t *r, uint32_t *field, int *wt, size_t *key_off, int *rc)
+{
+    if (*rc != LOOM_OK || r->pos >= r->end)
+        return false;
+    *rc = pb_key(r, field, wt, key_off);
+    return *rc == LOOM_OK;
+}
+
 static int pb_expect(pb_t *r, size_t off, uint32_t field, const char *name, int wt, int want)
 {
     if (wt == want)
@@ -344,6 +354,28 @@ static void tensor_clear(est_tensor_t *t)
     memset(t, 0, sizeof *t);
 }
 
+/* One little-endian integer element of type dtype at p, widened. */
+static int64_t raw_int(const uint8_t *p, int dtype)
+{
+#define LOAD(type)                                                                                 \
+    do {                                                                                           \
+        type x_;                                                                                   \
+        memcpy(&x_, p, sizeof x_);                                                                 \
+        return (int64_t)x_;                                                                        \
+    } while (0)
+    switch (dtype) {
+    case EST_T_INT64:
+    case EST_T_UINT64: LOAD(int64_t);
+    case EST_T_INT32: LOAD(int32_t);
+    case EST_T_UINT32: LOAD(uint32_t);
+    case EST_T_INT16: LOAD(int16_t);
+    case EST_T_UINT16: LOAD(uint16_t);
+    case EST_T_INT8: return (int8_t)p[0];
+    default: return p[0];
+    }
+#undef LOAD
+}
+
 /* Converts raw little-endian bytes of a small constant into values. */
 static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
 {
@@ -352,41 +384,8 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
         t->ival = calloc(n ? n : 1, sizeof *t->ival);
         if (!t->ival)
             return;
-        for (size_t i = 0; i < n; i++) {
-            const uint8_t *p = raw + i * es;
-            int64_t v = 0;
-            switch (t->dtype) {
-            case EST_T_INT64:
-            case EST_T_UINT64: memcpy(&v, p, 8); break;
-            case EST_T_INT32: {
-                int32_t x;
-                memcpy(&x, p, 4);
-                v = x;
-                break;
-            }
-            case EST_T_UINT32: {
-                uint32_t x;
-                memcpy(&x, p, 4);
-                v = x;
-                break;
-            }
-            case EST_T_INT16: {
-                int16_t x;
-                memcpy(&x, p, 2);
-                v = x;
-                break;
-            }
-            case EST_T_UINT16: {
-                uint16_t x;
-                memcpy(&x, p, 2);
-                v = x;
-                break;
-            }
-            case EST_T_INT8: v = (int8_t)p[0]; break;
-            default: v = p[0]; break;
-            }
-            t->ival[i] = v;
-        }
+        for (size_t i = 0; i < n; i++)
+            t->ival[i] = raw_int(raw + i * es, t->dtype);
     } else if (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE) {
         t->fval = calloc(n ? n : 1, sizeof *t->fval);
         if (!t->fval)
@@ -432,12 +431,10 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
     t->rank = -1;
     t->producer = -1;
     t->view_of = -1;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
         switch (f) {
         case 1: rc = pb_repeated(r, wt, 0, "TensorProto.dims", &dims, NULL, &ndims); break;
@@ -525,14 +522,12 @@ static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
 {
     int64_t val = -1;
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
         char *param = NULL;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(r, off, f, "dim_value", wt, 0)) &&
                 !(rc = pb_varint(r, &v, "dim_value"))) {
@@ -557,13 +552,12 @@ static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
 static int parse_tensor_type(pb_t *r, est_tensor_t *t)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
+        size_t end;
         uint64_t v;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(r, off, f, "elem_type", wt, 0)) &&
                 !(rc = pb_varint(r, &v, "elem_type"))) {
@@ -579,9 +573,7 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
             if ((rc = pb_enter(r, "shape", &end)))
                 break;
             t->decl_rank = 0;
-            while (r->pos < r->end && rc == LOOM_OK) {
-                if ((rc = pb_key(r, &f, &wt, &off)))
-                    break;
+            while (pb_next(r, &f, &wt, &off, &rc)) {
                 if (f != 1) {
                     rc = pb_skip(r, wt, f);
                     continue;
@@ -609,12 +601,11 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
 {
     int rc = LOOM_OK;
     t->decl_rank = -1;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
+        size_t end;
         if (f == 1) {
             rc = pb_text(r, off, f, wt, &t->name, "ValueInfoProto.name");
         } else if (f == 2) {
@@ -623,9 +614,7 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
             size_t saved = pb_push(r, "type", -1);
             if ((rc = pb_enter(r, "type", &end)))
                 break;
-            while (r->pos < r->end && rc == LOOM_OK) {
-                if ((rc = pb_key(r, &f, &wt, &off)))
-                    break;
+            while (pb_next(r, &f, &wt, &off, &rc)) {
                 if (f != 1) {
                     rc = pb_skip(r, wt, f);
                     continue;
@@ -684,13 +673,11 @@ static void attr_clear(est_attr_t *a)
 static int parse_attr(pb_t *r, est_attr_t *a)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         switch (f) {
         case 1: rc = pb_text(r, off, f, wt, &a->name, "AttributeProto.name"); break;
         case 20:
@@ -775,12 +762,10 @@ static void raw_node_free(raw_node_t *n)
 static int parse_node(pb_t *r, raw_node_t *n)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         switch (f) {
         case 1:
             if (!(rc = pb_expect(r, off, f, "input", wt, 2)))
@@ -851,12 +836,10 @@ static int grow(pb_t *r, void **arr, size_t n, size_t size)
 static int parse_graph(pb_t *r, raw_graph_t *g)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         switch (f) {
         case 1:
             if ((rc = pb_expect(r, off, f, "node", wt, 2)) ||
@@ -1224,13 +1207,12 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
     bool have_graph = false;
     int rc = LOOM_OK;
     m->opset = -1;
-    while (r.pos < r.end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(&r, &f, &wt, &off, &rc)) {
+        size_t end;
         uint64_t v;
-        if ((rc = pb_key(&r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(&r, off, f, "ir_version", wt, 0)) &&
                 !(rc = pb_varint(&r, &v, "ir_version")))
@@ -1251,10 +1233,8 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
             char *domain = NULL;
             int64_t version = -1;
             if (!(rc = pb_enter(&r, "opset_import", &end))) {
-                while (r.pos < r.end && rc == LOOM_OK) {
-                    size_t o2;
-                    if ((rc = pb_key(&r, &f, &wt, &o2)))
-                        break;
+                size_t o2;
+                while (pb_next(&r, &f, &wt, &o2, &rc)) {
                     if (f == 1 && !(rc = pb_expect(&r, o2, f, "domain", wt, 2)))
                         rc = pb_string(&r, &domain, "domain");
                     else if (f == 2 && !(rc = pb_expect(&r, o2, f, "version", wt, 0)) &&
