@@ -21,6 +21,7 @@
 
 #include "loom/sim.h"
 #include "notes.h"
+#include "sched_setup.h"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -28,59 +29,25 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void synthetic(loom_sim_trace_t *t, size_t n)
-{
-    static const loom_sched_req_t mix[] = {
-        {3152, 0, 1, 810, 0, 0},   {11300, 0, 1, 1000, 0, 0}, {11908, 0, 1, 470, 0, 0},
-        {12500, 0, 0, 0, 0, 0},    {4000, 0, 1, 320, 0, 0},   {18708, 0, 1, 1000, 0, 0},
-        {24000, 0, 2, 1000, 0, 0}, {48000, 0, 4, 1000, 0, 0}, {88000, 0, 8, 1000, 0, 0},
-    };
-    t->tasks = calloc(n, sizeof *t->tasks);
-    t->n = t->cap = n;
-    for (size_t i = 0; i < n; i++)
-        t->tasks[i].req = mix[i % (sizeof mix / sizeof mix[0])];
-}
+/* The jobs when the pod list is missing: 64 tasks cycling through these. */
+static const loom_sched_req_t mix[] = {
+    {3152, 0, 1, 810, 0, 0},   {11300, 0, 1, 1000, 0, 0}, {11908, 0, 1, 470, 0, 0},
+    {12500, 0, 0, 0, 0, 0},    {4000, 0, 1, 320, 0, 0},   {18708, 0, 1, 1000, 0, 0},
+    {24000, 0, 2, 1000, 0, 0}, {48000, 0, 4, 1000, 0, 0}, {88000, 0, 8, 1000, 0, 0},
+};
 
 int main(int argc, char **argv)
 {
     const char *out = BENCH_OUT_DEFAULT;
     int njobs = 10000, nnodes = 1000;
-    static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                         {"jobs", required_argument, NULL, 'j'},
-                                         {"nodes", required_argument, NULL, 'n'},
-                                         {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'o')
-            out = optarg;
-        else if (c == 'j')
-            njobs = atoi(optarg);
-        else if (c == 'n')
-            nnodes = atoi(optarg);
-        else
-            return 2;
-    }
-    if (njobs < 1 || nnodes < 1)
+    if (!bench_sched_opts(argc, argv, &out, &njobs, &nnodes, NULL))
         return 2;
     bench_out_dir(out);
     loom_sched_cluster_t cl;
-    loom_sched_cluster_init(&cl);
-    for (int i = 0; i < nnodes; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "node-%04d", i);
-        loom_sched_cluster_add_node(&cl, name, 96000, 786432, 8, "G2", 0, NULL, NULL);
-    }
+    bench_sched_cluster(&cl, nnodes);
     /* the job stream */
     loom_sim_trace_t trace = {0};
-    char path[4096];
-    const char *shared = getenv("LOOM_SHARED_DIR");
-    snprintf(path, sizeof path, "%s/data/alibaba-gpu-2023/openb_pod_list_default.csv",
-             shared ? shared : "../shared");
-    const char *source = "the Alibaba 2023 default pod list";
-    if (access(path, R_OK) != 0 || loom_sim_tasks_load(path, &cl, &trace, NULL) != LOOM_OK) {
-        synthetic(&trace, 64);
-        source = "a synthetic mix (trace not found)";
-    }
+    const char *source = bench_sched_trace(&cl, &trace, mix, sizeof mix / sizeof mix[0], 64);
     loom_rng_t rng;
     loom_rng_init(&rng, 42, 3);
     loom_sched_req_t *pending = malloc((size_t)njobs * sizeof *pending);
@@ -98,22 +65,8 @@ int main(int argc, char **argv)
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     struct utsname un;
     uname(&un);
-    char cpu[256] = "unknown";
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    if (ci) {
-        char line[512];
-        while (fgets(line, sizeof line, ci)) {
-            if (strncmp(line, "model name", 10) == 0) {
-                char *colon = strchr(line, ':');
-                if (colon) {
-                    snprintf(cpu, sizeof cpu, "%s", colon + 2);
-                    cpu[strcspn(cpu, "\n")] = '\0';
-                }
-                break;
-            }
-        }
-        fclose(ci);
-    }
+    char cpu[256];
+    bench_cpu_model(cpu, sizeof cpu);
     loom_buf_t md = LOOM_BUF_INIT;
     loom_buf_appendf(&md,
                      "# bench/sched — placement latency per decision\n\n"

@@ -29,6 +29,7 @@
 #include "loom/runtime.h"
 #include "loom/sim.h"
 #include "notes.h"
+#include "sched_setup.h"
 
 #define ARRIVALS_PER_REP 10
 #define OLD_WINDOW       1000 /* the pending jobs the old step read */
@@ -193,75 +194,22 @@ static int run_case(const loom_sched_cluster_t *cl, const loom_sim_trace_t *trac
     return 0;
 }
 
-static void machine(char *cpu, size_t len)
-{
-    snprintf(cpu, len, "unknown");
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    if (!ci)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, ci)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(cpu, len, "%s", colon + 2);
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(ci);
-}
-
 int main(int argc, char **argv)
 {
     const char *out = BENCH_OUT_DEFAULT;
     int njobs = 100000, nnodes = 1000, reps = 20;
-    static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                         {"jobs", required_argument, NULL, 'j'},
-                                         {"nodes", required_argument, NULL, 'n'},
-                                         {"reps", required_argument, NULL, 'r'},
-                                         {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'o')
-            out = optarg;
-        else if (c == 'j')
-            njobs = atoi(optarg);
-        else if (c == 'n')
-            nnodes = atoi(optarg);
-        else if (c == 'r')
-            reps = atoi(optarg);
-        else
-            return 2;
-    }
-    if (njobs < 1 || nnodes < 1 || reps < 1) {
+    if (!bench_sched_opts(argc, argv, &out, &njobs, &nnodes, &reps)) {
         fprintf(stderr, "bench_sched_step: --jobs, --nodes and --reps must be >= 1\n");
         return 2;
     }
     bench_out_dir(out);
     loom_sched_cluster_t cl;
-    loom_sched_cluster_init(&cl);
-    for (int i = 0; i < nnodes; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "node-%04d", i);
-        loom_sched_cluster_add_node(&cl, name, 96000, 786432, 8, "G2", 0, NULL, NULL);
-    }
+    bench_sched_cluster(&cl, nnodes);
+    static const loom_sched_req_t mix[] = {{3152, 0, 1, 810, 0, 0},   {11300, 0, 1, 1000, 0, 0},
+                                           {12500, 0, 0, 0, 0, 0},    {24000, 0, 2, 1000, 0, 0},
+                                           {48000, 0, 4, 1000, 0, 0}, {88000, 0, 8, 1000, 0, 0}};
     loom_sim_trace_t trace = {0};
-    char path[4096];
-    const char *shared = getenv("LOOM_SHARED_DIR");
-    snprintf(path, sizeof path, "%s/data/alibaba-gpu-2023/openb_pod_list_default.csv",
-             shared ? shared : "../shared");
-    const char *source = "the Alibaba 2023 default pod list";
-    if (access(path, R_OK) != 0 || loom_sim_tasks_load(path, &cl, &trace, NULL) != LOOM_OK) {
-        static const loom_sched_req_t mix[] = {
-            {3152, 0, 1, 810, 0, 0},   {11300, 0, 1, 1000, 0, 0}, {12500, 0, 0, 0, 0, 0},
-            {24000, 0, 2, 1000, 0, 0}, {48000, 0, 4, 1000, 0, 0}, {88000, 0, 8, 1000, 0, 0}};
-        loom_sim_trace_free(&trace);
-        trace.tasks = calloc(6, sizeof *trace.tasks);
-        trace.n = trace.cap = 6;
-        for (size_t i = 0; i < 6; i++)
-            trace.tasks[i].req = mix[i];
-        source = "a synthetic mix (trace not found)";
-    }
+    const char *source = bench_sched_trace(&cl, &trace, mix, 6, 6);
     loom_sched_workload_t wl;
     loom_sim_trace_workload(&trace, &wl, NULL);
 
@@ -270,7 +218,7 @@ int main(int argc, char **argv)
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     struct utsname un;
     uname(&un);
-    machine(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     loom_buf_t md = LOOM_BUF_INIT;
     loom_buf_appendf(
         &md,

@@ -215,6 +215,15 @@ char *loom_format_duration(int64_t ns, char *out, size_t outlen);
  * everywhere. */
 size_t loom_format_real(double d, char *out, size_t outlen);
 
+/* ------------------------------------------------------------------ secret */
+
+#define LOOM_SECRET_MAX_BYTES 64
+
+/* nbytes (1 to LOOM_SECRET_MAX_BYTES) from the kernel's random source
+ * (getrandom), written to out as 2 * nbytes lowercase hex digits and a NUL.
+ * LOOM_EIO when the source fails; the raw bytes are wiped. */
+int loom_secret_hex(char *out, size_t nbytes, loom_err_t *err);
+
 /* --------------------------------------------------------------------- rng */
 
 /* xoshiro256** seeded by splitmix64 from (seed, stream). The same seed and

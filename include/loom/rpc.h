@@ -412,6 +412,11 @@ void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, voi
 /* The TCP port actually bound (useful with port 0), or 0 without TCP. */
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s);
 
+/* Connections open now on both listeners (the loom_http_connections
+ * gauge): a connection counts from its accept until the server has seen it
+ * close, so a test can wait for closed ones to be gone. */
+long loom_rpc_server_connections(loom_rpc_server_t *s);
+
 /* Appends Prometheus text (0.0.4) families to `out` on every GET /metrics.
  * Called after the server's own families, in the order added, on a server
  * thread; must be thread-safe. Return LOOM_OK, or an error code to make the

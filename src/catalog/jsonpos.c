@@ -277,21 +277,56 @@ static json_t *parse_number(jp_t *p)
     return v;
 }
 
+/* Steps over the opening bracket of a container (c: the new object or
+ * array, NULL when out of memory: then false) and over `close` when it
+ * follows at once, which *empty tells. */
+static bool enter_container(jp_t *p, const json_t *c, char close, bool *empty)
+{
+    if (!c) {
+        p->fatal = LOOM_ENOMEM;
+        return false;
+    }
+    p->i++;
+    skip_ws(p);
+    *empty = p->i < p->len && p->s[p->i] == close;
+    if (*empty)
+        p->i++;
+    return true;
+}
+
+/* After a member or element: the path back to its container's (base),
+ * then ',' (1: another follows) or `close` (0: the container ends), both
+ * stepped over; otherwise a syntax error and -1. */
+static int after_item(jp_t *p, size_t base, char close, const char *what)
+{
+    p->ptr.len = base;
+    if (p->ptr.data)
+        p->ptr.data[base] = 0;
+    skip_ws(p);
+    if (p->i < p->len && p->s[p->i] == ',') {
+        p->i++;
+        return 1;
+    }
+    if (p->i < p->len && p->s[p->i] == close) {
+        p->i++;
+        return 0;
+    }
+    char fb[16], fmt[64];
+    snprintf(fmt, sizeof fmt, "found %%s, expected ',' or '%c' after %s", close, what);
+    syntax(p, p->i, fmt, found_at(p, p->i, fb));
+    return -1;
+}
+
 static json_t *parse_object(jp_t *p, int depth)
 {
     json_t *obj = json_object();
-    char fb[16];
-    if (!obj) {
-        p->fatal = LOOM_ENOMEM;
+    bool empty;
+    if (!enter_container(p, obj, '}', &empty))
         return NULL;
-    }
-    size_t base = p->ptr.len;
-    p->i++; /* '{' */
-    skip_ws(p);
-    if (p->i < p->len && p->s[p->i] == '}') {
-        p->i++;
+    if (empty)
         return obj;
-    }
+    char fb[16];
+    size_t base = p->ptr.len;
     loom_buf_t key = LOOM_BUF_INIT;
     for (;;) {
         skip_ws(p);
@@ -351,20 +386,13 @@ static json_t *parse_object(jp_t *p, int depth)
                 goto fail;
             }
         }
-        p->ptr.len = base;
-        if (p->ptr.data)
-            p->ptr.data[base] = 0;
-        skip_ws(p);
-        if (p->i < p->len && p->s[p->i] == ',') {
-            p->i++;
+        int more = after_item(p, base, '}', "a member");
+        if (more > 0)
             continue;
-        }
-        if (p->i < p->len && p->s[p->i] == '}') {
-            p->i++;
+        if (more == 0) {
             loom_buf_free(&key);
             return obj;
         }
-        syntax(p, p->i, "found %s, expected ',' or '}' after a member", found_at(p, p->i, fb));
         goto fail;
     }
 fail:
@@ -376,18 +404,12 @@ fail:
 static json_t *parse_array(jp_t *p, int depth)
 {
     json_t *arr = json_array();
-    char fb[16];
-    if (!arr) {
-        p->fatal = LOOM_ENOMEM;
+    bool empty;
+    if (!enter_container(p, arr, ']', &empty))
         return NULL;
-    }
-    size_t base = p->ptr.len;
-    p->i++; /* '[' */
-    skip_ws(p);
-    if (p->i < p->len && p->s[p->i] == ']') {
-        p->i++;
+    if (empty)
         return arr;
-    }
+    size_t base = p->ptr.len;
     for (size_t idx = 0;; idx++) {
         char tok[32];
         snprintf(tok, sizeof tok, "%zu", idx);
@@ -401,19 +423,11 @@ static json_t *parse_array(jp_t *p, int depth)
                 p->fatal = LOOM_ENOMEM;
             goto fail;
         }
-        p->ptr.len = base;
-        if (p->ptr.data)
-            p->ptr.data[base] = 0;
-        skip_ws(p);
-        if (p->i < p->len && p->s[p->i] == ',') {
-            p->i++;
+        int more = after_item(p, base, ']', "an element");
+        if (more > 0)
             continue;
-        }
-        if (p->i < p->len && p->s[p->i] == ']') {
-            p->i++;
+        if (more == 0)
             return arr;
-        }
-        syntax(p, p->i, "found %s, expected ',' or ']' after an element", found_at(p, p->i, fb));
         goto fail;
     }
 fail:

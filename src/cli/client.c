@@ -193,21 +193,29 @@ const char *loom_cli_fmt_time(const json_t *t, char *out)
     return out;
 }
 
-int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
-                         const char *method, bool *as_json, json_t **result, char *url,
-                         size_t urllen)
+int loom_cli_json_opts(int argc, char **argv, bool *as_json)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *as_json = false;
-    *result = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': *as_json = true; break;
-        case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
-        }
+        if (c != 'j')
+            return c == 'h' ? 'h' : '?';
+        *as_json = true;
+    }
+    return 0;
+}
+
+int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
+                         const char *method, bool *as_json, json_t **result, char *url,
+                         size_t urllen)
+{
+    *result = NULL;
+    int c = loom_cli_json_opts(argc, argv, as_json);
+    if (c) {
+        usage(c == 'h' ? stdout : stderr);
+        return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     if (optind != argc) {
         fprintf(stderr, "loom %s: unexpected argument '%s'\n", cmd, argv[optind]);
@@ -238,8 +246,8 @@ static void report_failure(const char *cmd, int64_t id, const char *msg)
 /* Sends one call per job in one batch (no retry: a repeat could turn a
  * success into "already ..."), prints "DONE job ID" or the failure of each,
  * and returns the exit code, "not found" over other failures. */
-int loom_cli_batch_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
-                           const int64_t *ids, size_t n, bool as_json)
+static int send_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
+                        const int64_t *ids, size_t n, bool as_json)
 {
     loom_cli_conn_t conn;
     int rc = loom_cli_connect(cmd, &conn);
@@ -277,5 +285,35 @@ int loom_cli_batch_per_job(const char *cmd, const char *done, loom_rpc_batch_ite
     if (as_json)
         loom_cli_print_json(out);
     json_decref(out);
+    return rc;
+}
+
+int loom_cli_batch_per_job(const char *cmd, const char *method, const char *done,
+                           const int64_t *ids, size_t n, const json_t *extra, bool as_json)
+{
+    loom_rpc_batch_item_t *items = calloc(n ? n : 1, sizeof *items);
+    json_t **params = calloc(n ? n : 1, sizeof *params);
+    int rc = LOOM_EXIT_OK;
+    for (size_t i = 0; items && params && i < n; i++) {
+        params[i] = extra ? json_deep_copy(extra) : json_object();
+        if (!params[i] || json_object_set_new(params[i], "id", json_integer(ids[i]))) {
+            rc = LOOM_EXIT_FAILURE;
+            break;
+        }
+        items[i].method = method;
+        items[i].params = params[i];
+    }
+    if (!items || !params || rc != LOOM_EXIT_OK) {
+        fprintf(stderr, "loom %s: out of memory\n", cmd);
+        rc = LOOM_EXIT_FAILURE;
+    } else {
+        rc = send_per_job(cmd, done, items, ids, n, as_json);
+    }
+    if (items)
+        loom_rpc_batch_items_clear(items, n);
+    for (size_t i = 0; params && i < n; i++)
+        json_decref(params[i]);
+    free(params);
+    free(items);
     return rc;
 }

@@ -33,14 +33,18 @@ int loom_cli_exit_for_rpc(int rpc_code);
 /* `loom cancel/hold/release/requeue ID...`: one call per job in one batch
  * on a new connection to loomd; prints "DONE job ID" per success (or, with
  * as_json, one array of {"id", "ok", "job" | "error"}); returns the exit
- * code. */
-int loom_cli_batch_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
-                           const int64_t *ids, size_t n, bool as_json);
+ * code. Each call's params are extra's members (extra may be NULL) and "id". */
+int loom_cli_batch_per_job(const char *cmd, const char *method, const char *done,
+                           const int64_t *ids, size_t n, const json_t *extra, bool as_json);
 /* Exit code and message for a failed call. */
 int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e);
 
 /* Prints a JSON value, indented, with a newline. */
 void loom_cli_print_json(const json_t *v);
+/* Parses a command's --json and --help (getopt_long; optind then points at
+ * the first operand). Returns 0 to go on, 'h' for --help, '?' for a bad
+ * option: the caller prints its usage to stdout or stderr. */
+int loom_cli_json_opts(int argc, char **argv, bool *as_json);
 /* The whole of a command that takes only [--json] and calls one method
  * without params: parses the options (--help prints usage and returns 0
  * with *result NULL), connects, calls. On success *result is the method's

@@ -46,28 +46,14 @@ int loom_cmd_cancel(int argc, char **argv)
     int rc = loom_cli_job_ids("cancel", argc, argv, optind, &ids, &n);
     if (rc)
         return rc;
-    loom_rpc_batch_item_t *items = calloc(n ? n : 1, sizeof *items);
-    json_t **params = calloc(n ? n : 1, sizeof *params);
-    if (!items || !params) {
+    json_t *extra = reason ? json_pack("{s:s}", "reason", reason) : NULL;
+    if (reason && !extra) {
         fprintf(stderr, "loom cancel: out of memory\n");
         rc = LOOM_EXIT_FAILURE;
-        goto out;
+    } else {
+        rc = loom_cli_batch_per_job("cancel", "job.cancel", "Cancelled", ids, n, extra, as_json);
     }
-    for (size_t i = 0; i < n; i++) {
-        params[i] = json_pack("{s:I}", "id", (json_int_t)ids[i]);
-        if (reason)
-            json_object_set_new(params[i], "reason", json_string(reason));
-        items[i].method = "job.cancel";
-        items[i].params = params[i];
-    }
-    rc = loom_cli_batch_per_job("cancel", "Cancelled", items, ids, n, as_json);
-out:
-    if (items)
-        loom_rpc_batch_items_clear(items, n);
-    for (size_t i = 0; params && i < n; i++)
-        json_decref(params[i]);
-    free(params);
-    free(items);
+    json_decref(extra);
     free(ids);
     return rc;
 }

@@ -51,16 +51,11 @@ static void wait_print(const json_t *jobs)
 
 int loom_cmd_wait(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    bool as_json = false;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = true; break;
-        case 'h': wait_usage(stdout); return LOOM_EXIT_OK;
-        default: wait_usage(stderr); return LOOM_EXIT_USAGE;
-        }
+    bool as_json;
+    int c = loom_cli_json_opts(argc, argv, &as_json);
+    if (c) {
+        wait_usage(c == 'h' ? stdout : stderr);
+        return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     int n = argc - optind;
     if (n < 1 || n > WAIT_IDS_MAX) {

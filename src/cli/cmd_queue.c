@@ -43,49 +43,31 @@ static int run_ids(const char *cmd, const char *method, const char *done, int ar
         return LOOM_EXIT_USAGE;
     }
     int64_t *ids = calloc(n, sizeof *ids);
-    loom_rpc_batch_item_t *items = calloc(n, sizeof *items);
-    json_t **params = calloc(n, sizeof *params);
+    if (!ids) {
+        fprintf(stderr, "loom %s: out of memory\n", cmd);
+        return LOOM_EXIT_FAILURE;
+    }
     int rc = LOOM_EXIT_OK;
     loom_err_t err;
-    if (!ids || !items || !params) {
-        fprintf(stderr, "loom %s: out of memory\n", cmd);
-        rc = LOOM_EXIT_FAILURE;
-    }
     for (size_t i = 0; rc == LOOM_EXIT_OK && i < n; i++) {
         if (loom_parse_i64(argv[first + (int)i], 1, INT64_MAX, &ids[i], "job ID", &err)) {
             fprintf(stderr, "loom %s: %s\n", cmd, err.msg);
             rc = LOOM_EXIT_USAGE;
-            break;
         }
-        params[i] = extra ? json_deep_copy(extra) : json_object();
-        json_object_set_new(params[i], "id", json_integer(ids[i]));
-        items[i].method = method;
-        items[i].params = params[i];
     }
     if (rc == LOOM_EXIT_OK)
-        rc = loom_cli_batch_per_job(cmd, done, items, ids, n, as_json);
-    if (items)
-        loom_rpc_batch_items_clear(items, n);
-    for (size_t i = 0; params && i < n; i++)
-        json_decref(params[i]);
-    free(params);
-    free(items);
+        rc = loom_cli_batch_per_job(cmd, method, done, ids, n, extra, as_json);
     free(ids);
     return rc;
 }
 
 static int ids_command(const verb_t *v, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    bool as_json = false;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = true; break;
-        case 'h': usage(stdout, v); return LOOM_EXIT_OK;
-        default: usage(stderr, v); return LOOM_EXIT_USAGE;
-        }
+    bool as_json;
+    int c = loom_cli_json_opts(argc, argv, &as_json);
+    if (c) {
+        usage(c == 'h' ? stdout : stderr, v);
+        return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     return run_ids(v->cmd, v->method, v->done, argc, argv, optind, NULL, as_json);
 }

@@ -209,16 +209,11 @@ static void show(const json_t *j, const json_t *usage_now)
 
 int loom_cmd_show(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    bool as_json = false;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = true; break;
-        case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
-        }
+    bool as_json;
+    int c = loom_cli_json_opts(argc, argv, &as_json);
+    if (c) {
+        usage(c == 'h' ? stdout : stderr);
+        return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
     }
     if (optind != argc - 1) {
         fprintf(stderr, "loom show: expected exactly one job ID (see loom show --help)\n");

@@ -13,9 +13,17 @@
 
 #include "loom/core.h"
 
+/* A number as scan_number reads it: its value, its integer part (exact up
+ * to 2^63) and whether it had no fraction. */
+typedef struct number {
+    double value;
+    uint64_t whole;
+    bool is_int;
+} number_t;
+
 /* Scans an unsigned decimal number "123", "1.5", ".5" at *p. Returns false
- * if there is no digit. The integer part is exact up to 2^63. */
-static bool scan_number(const char **p, double *value, uint64_t *whole, bool *is_int)
+ * if there is no digit. */
+static bool scan_number(const char **p, number_t *out)
 {
     const char *s = *p;
     uint64_t w = 0;
@@ -48,9 +56,9 @@ static bool scan_number(const char **p, double *value, uint64_t *whole, bool *is
     if (!digits || overflow)
         return false;
     *p = s;
-    *value = v;
-    *whole = w;
-    *is_int = integer;
+    out->value = v;
+    out->whole = w;
+    out->is_int = integer;
     return true;
 }
 
@@ -106,10 +114,8 @@ static int size_multiplier(const char *suf, uint64_t *mult)
 int loom_parse_size(const char *text, uint64_t *bytes, loom_err_t *err)
 {
     const char *p = text;
-    double v;
-    uint64_t whole;
-    bool is_int;
-    if (!text || !scan_number(&p, &v, &whole, &is_int))
+    number_t num;
+    if (!text || !scan_number(&p, &num))
         return loom_err_set(err, LOOM_EINVAL,
                             "size '%s': expected a number with an optional unit (B, KiB, MiB, "
                             "GiB, TiB, K, M, G, T, kB, MB, GB)",
@@ -120,12 +126,12 @@ int loom_parse_size(const char *text, uint64_t *bytes, loom_err_t *err)
                             "size '%s': unknown unit '%s' at column %zu, expected B, KiB, MiB, "
                             "GiB, TiB, K, M, G, T, kB, MB, GB",
                             text, p, (size_t)(p - text) + 1);
-    if (is_int) {
-        if (whole > UINT64_MAX / mult)
+    if (num.is_int) {
+        if (num.whole > UINT64_MAX / mult)
             return loom_err_set(err, LOOM_EINVAL, "size '%s': too large", text);
-        *bytes = whole * mult;
+        *bytes = num.whole * mult;
     } else {
-        double b = v * (double)mult;
+        double b = num.value * (double)mult;
         if (b >= 18446744073709551616.0)
             return loom_err_set(err, LOOM_EINVAL, "size '%s': too large", text);
         *bytes = (uint64_t)b;
@@ -248,10 +254,8 @@ int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err)
     bool first = true;
     while (*p) {
         const char *start = p;
-        double v;
-        uint64_t whole;
-        bool is_int;
-        if (!scan_number(&p, &v, &whole, &is_int))
+        number_t num;
+        if (!scan_number(&p, &num))
             return loom_err_set(err, LOOM_EINVAL, "duration '%s': expected a number at column %zu",
                                 text, (size_t)(start - text) + 1);
         const char *u = p;
@@ -271,7 +275,7 @@ int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err)
                                 "ns, us, ms, s, m, h or d",
                                 text, (int)(p - u), u, (size_t)(u - text) + 1);
         }
-        total += v * (double)mult;
+        total += num.value * (double)mult;
         first = false;
     }
     if (total >= 9.2e18)
@@ -285,10 +289,8 @@ int loom_parse_duration(const char *text, int64_t *ns, loom_err_t *err)
 int loom_parse_rate(const char *text, double *per_second, loom_err_t *err)
 {
     const char *p = text;
-    double v;
-    uint64_t whole;
-    bool is_int;
-    if (!text || !scan_number(&p, &v, &whole, &is_int))
+    number_t num;
+    if (!text || !scan_number(&p, &num))
         return loom_err_set(err, LOOM_EINVAL,
                             "rate '%s': expected COUNT/UNIT such as 10/s, 600/min or 2.5/h",
                             text ? text : "");
@@ -297,11 +299,9 @@ int loom_parse_rate(const char *text, double *per_second, loom_err_t *err)
         p++;
         const char *u = p;
         /* An optional multiplier: "5/10s" means 5 per 10 seconds. */
-        double n = 1;
-        uint64_t nw;
-        bool ni;
+        number_t n = {.value = 1};
         if (isdigit((unsigned char)*u) || *u == '.') {
-            if (!scan_number(&p, &n, &nw, &ni) || n <= 0)
+            if (!scan_number(&p, &n) || n.value <= 0)
                 goto bad_unit;
             u = p;
         }
@@ -310,11 +310,11 @@ int loom_parse_rate(const char *text, double *per_second, loom_err_t *err)
         int64_t ns = unit_ns(u, (size_t)(p - u));
         if (ns == 0 || *p)
             goto bad_unit;
-        secs = n * (double)ns / (double)LOOM_NS_PER_S;
+        secs = n.value * (double)ns / (double)LOOM_NS_PER_S;
     } else if (*p) {
         goto bad_unit;
     }
-    double r = v / secs;
+    double r = num.value / secs;
     if (!(r > 0) || !isfinite(r))
         return loom_err_set(err, LOOM_EINVAL, "rate '%s': must be greater than zero", text);
     *per_second = r;

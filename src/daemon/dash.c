@@ -93,20 +93,7 @@ static const char *const page_methods[] = {"server.info", "job.list",  "job.get"
 
 static int random_hex(char out[SECRET_HEX + 1])
 {
-    unsigned char raw[SECRET_HEX / 2];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return LOOM_EIO;
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(out + 2 * i, 3, "%02x", raw[i]);
-    explicit_bzero(raw, sizeof raw);
-    return LOOM_OK;
+    return loom_secret_hex(out, SECRET_HEX / 2, NULL);
 }
 
 /* A given secret of the right shape: exactly SECRET_HEX hex digits. */

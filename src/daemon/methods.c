@@ -61,6 +61,17 @@ static int get_id(const json_t *params, const char *name, int64_t *out, loom_err
     return LOOM_OK;
 }
 
+/* params' "id"; when it is missing or not a job id, fails the call with
+ * invalid params and returns false. */
+static bool call_id(loom_rpc_call_t *call, const json_t *params, int64_t *id)
+{
+    loom_err_t err;
+    if (get_id(params, "id", id, &err) == LOOM_OK)
+        return true;
+    fail_param(call, &err);
+    return false;
+}
+
 /* Requests of at most this many calls commit on their own thread. */
 #define DEFER_MAX_BATCH 8
 
@@ -289,6 +300,25 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
 
 /* ------------------------------------------------------------ job.cancel */
 
+/* Reads job id into *job (loom_job_free it) when the caller may act on it;
+ * if not, or there is no such job, fails the call and returns false. */
+static bool read_job_for(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id, loom_job_t *job)
+{
+    loom_err_t err;
+    int rc = loom_store_get(m->store, id, job, &err);
+    if (rc) {
+        fail_store(call, rc, &err, true, id);
+        return false;
+    }
+    loom_auth_identity_t local;
+    if (!loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), job)) {
+        loomd_identity_deny(call, id, job->user);
+        loom_job_free(job);
+        return false;
+    }
+    return true;
+}
+
 /* Whether the caller may act on job id; if not (or there is no such
  * job), the call has been failed. */
 static bool may_act(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id)
@@ -296,18 +326,10 @@ static bool may_act(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id)
     if (!loomd_identity_multi_user(m->ident))
         return true;
     loom_job_t job;
-    loom_err_t err;
-    int rc = loom_store_get(m->store, id, &job, &err);
-    if (rc) {
-        fail_store(call, rc, &err, true, id);
+    if (!read_job_for(m, call, id, &job))
         return false;
-    }
-    loom_auth_identity_t local;
-    bool ok = loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), &job);
-    if (!ok)
-        loomd_identity_deny(call, id, job.user);
     loom_job_free(&job);
-    return ok;
+    return true;
 }
 
 typedef struct cancel_ctx {
@@ -340,10 +362,8 @@ static loom_rpc_status_t m_job_cancel(loom_rpc_call_t *call, json_t *params, voi
     loomd_methods_t *m = ctx;
     loom_err_t err;
     int64_t id;
-    if (get_id(params, "id", &id, &err)) {
-        fail_param(call, &err);
+    if (!call_id(call, params, &id))
         return LOOM_RPC_DONE;
-    }
     const char *reason = NULL;
     if (loom_json_get_string(params, "reason", false, "", &reason, &err)) {
         loom_err_set(&err, LOOM_EINVAL, "reason: expected a string, found %s",
@@ -375,25 +395,14 @@ static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *
     loomd_methods_t *m = ctx;
     loom_err_t err;
     int64_t id;
-    if (get_id(params, "id", &id, &err)) {
-        fail_param(call, &err);
+    if (!call_id(call, params, &id))
         return LOOM_RPC_DONE;
-    }
     loom_job_t job;
-    int rc = loom_store_get(m->store, id, &job, &err);
-    if (rc) {
-        fail_store(call, rc, &err, true, id);
+    if (!read_job_for(m, call, id, &job))
         return LOOM_RPC_DONE;
-    }
-    loom_auth_identity_t local;
-    if (!loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), &job)) {
-        loomd_identity_deny(call, id, job.user);
-        loom_job_free(&job);
-        return LOOM_RPC_DONE;
-    }
     loom_job_event_t *ev = NULL;
     size_t nev = 0;
-    rc = loom_store_events(m->store, id, &ev, &nev, &err);
+    int rc = loom_store_events(m->store, id, &ev, &nev, &err);
     json_t *j = rc ? NULL : loom_job_to_json(&job, true);
     loom_job_free(&job);
     if (rc) {

@@ -171,14 +171,8 @@ static loom_mon_tree_t *job_tree(loomd_monitor_t *m, int64_t id, pid_t pid)
             m->trees[i].seen = true;
             return m->trees[i].tree;
         }
-    if (m->ntrees == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 16;
-        job_tree_t *t = realloc(m->trees, cap * sizeof *t);
-        if (!t)
-            return NULL;
-        m->trees = t;
-        m->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&m->trees, &m->cap, m->ntrees + 1, sizeof *m->trees, 16))
+        return NULL;
     loom_mon_tree_opts_t o = {.details = true};
     loom_mon_tree_t *tree;
     loom_err_t err;

@@ -37,6 +37,21 @@ static loom_rpc_status_t fail(loom_rpc_call_t *call, int rc, const loom_err_t *e
     return LOOM_RPC_DONE;
 }
 
+/* params' job id and that job as the store has it (loom_job_free it); when
+ * either is missing, fails the call and returns false. */
+static bool read_job(loom_rpc_call_t *call, loomd_methods_t *m, const json_t *params, int64_t *id,
+                     loom_job_t *job)
+{
+    loom_err_t err;
+    *id = 0;
+    int rc = get_job_id(params, id, &err);
+    if (rc == LOOM_OK)
+        rc = loom_store_get(m->store, *id, job, &err);
+    if (rc)
+        fail(call, rc, &err, *id);
+    return rc == LOOM_OK;
+}
+
 /* The stored update done: tell the runner, answer with the job. */
 static loom_rpc_status_t updated(loomd_methods_t *m, loom_rpc_call_t *call, loom_job_t *job)
 {
@@ -54,14 +69,11 @@ static loom_rpc_status_t updated(loomd_methods_t *m, loom_rpc_call_t *call, loom
 static loom_rpc_status_t set_hold(loom_rpc_call_t *call, json_t *params, loomd_methods_t *m,
                                   bool hold)
 {
-    loom_err_t err;
-    int64_t id = 0;
+    int64_t id;
     loom_job_t job;
-    int rc = get_job_id(params, &id, &err);
-    if (rc == LOOM_OK)
-        rc = loom_store_get(m->store, id, &job, &err);
-    if (rc)
-        return fail(call, rc, &err, id);
+    if (!read_job(call, m, params, &id, &job))
+        return LOOM_RPC_DONE;
+    loom_err_t err;
     json_t *o = job.options_json ? json_loads(job.options_json, 0, NULL) : json_object();
     loom_job_free(&job);
     if (!o)
@@ -73,8 +85,8 @@ static loom_rpc_status_t set_hold(loom_rpc_call_t *call, json_t *params, loomd_m
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     loom_job_update_t u = {.time_limit_s = -1, .options_json = text};
-    rc = text ? loom_store_update(m->store, id, &u, &job, &err)
-              : loom_err_set(&err, LOOM_ENOMEM, "out of memory");
+    int rc = text ? loom_store_update(m->store, id, &u, &job, &err)
+                  : loom_err_set(&err, LOOM_ENOMEM, "out of memory");
     free(text);
     if (rc)
         return fail(call, rc, &err, id);
@@ -96,16 +108,14 @@ static loom_rpc_status_t m_job_release(loom_rpc_call_t *call, json_t *params, vo
 static loom_rpc_status_t m_job_requeue(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
-    loom_err_t err;
-    int64_t id = 0;
+    int64_t id;
     loom_job_t job;
-    int rc = get_job_id(params, &id, &err);
-    if (rc == LOOM_OK)
-        rc = loom_store_get(m->store, id, &job, &err);
-    if (rc)
-        return fail(call, rc, &err, id);
+    if (!read_job(call, m, params, &id, &job))
+        return LOOM_RPC_DONE;
+    loom_err_t err;
     loom_job_state_t st = job.state;
     loom_job_free(&job);
+    int rc;
     if (!m->runner)
         rc = loom_err_set(&err, LOOM_EUNAVAIL, "job %lld: loomd runs no executor (--executor none)",
                           (long long)id);

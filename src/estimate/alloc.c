@@ -80,14 +80,8 @@ void loom_est_alloc_free_all(loom_est_alloc_t *a)
 
 static int insert_at(loom_est_alloc_t *a, size_t pos, block_t blk)
 {
-    if (a->nb == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 64;
-        block_t *nb = realloc(a->b, cap * sizeof *nb);
-        if (!nb)
-            return -1;
-        a->b = nb;
-        a->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&a->b, &a->cap, a->nb + 1, sizeof *a->b, 64))
+        return -1;
     memmove(&a->b[pos + 1], &a->b[pos], (a->nb - pos) * sizeof *a->b);
     a->b[pos] = blk;
     a->nb++;

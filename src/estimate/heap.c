@@ -228,14 +228,8 @@ static size_t find(const loom_est_heap_t *h, uint64_t addr)
 
 static bool insert(loom_est_heap_t *h, size_t at, chunk_t ch)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        chunk_t *nc = realloc(h->c, cap * sizeof *nc);
-        if (!nc)
-            return false;
-        h->c = nc;
-        h->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&h->c, &h->cap, h->n + 1, sizeof *h->c, 64))
+        return false;
     memmove(&h->c[at + 1], &h->c[at], (h->n - at) * sizeof *h->c);
     h->c[at] = ch;
     h->n++;
@@ -250,17 +244,9 @@ static void erase(loom_est_heap_t *h, size_t at)
 
 static uint64_t new_handle(loom_est_heap_t *h, uint64_t addr, uint64_t size, bool mapped)
 {
-    if (h->nh >= h->caph) {
-        size_t cap = h->caph ? 2 * h->caph : 256;
-        while (cap <= h->nh)
-            cap *= 2;
-        hentry_t *nh = realloc(h->h, cap * sizeof *nh);
-        if (!nh) {
-            h->oom = true;
-            return 0;
-        }
-        h->h = nh;
-        h->caph = cap;
+    if (loom_vec_reserve((void **)&h->h, &h->caph, h->nh + 1, sizeof *h->h, 256)) {
+        h->oom = true;
+        return 0;
     }
     h->h[h->nh] = (hentry_t){addr, size, mapped};
     return h->nh++;

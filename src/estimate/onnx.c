@@ -119,6 +119,16 @@ static int pb_key(pb_t *r, uint32_t *field, int *wt, size_t *key_off)
     return LOOM_OK;
 }
 
+/* The next field's key in the current message, for a parser's loop: false
+ * at the message's end, or when *rc is (or becomes) an error. */
+static bool pb_next(pb_t *r, uint32_t *field, int *wt, size_t *key_off, int *rc)
+{
+    if (*rc != LOOM_OK || r->pos >= r->end)
+        return false;
+    *rc = pb_key(r, field, wt, key_off);
+    return *rc == LOOM_OK;
+}
+
 static int pb_expect(pb_t *r, size_t off, uint32_t field, const char *name, int wt, int want)
 {
     if (wt == want)
@@ -180,6 +190,14 @@ static int pb_string(pb_t *r, char **out, const char *what)
     free(*out); /* a repeated optional field: last one wins */
     *out = c;
     return LOOM_OK;
+}
+
+/* A string field (wire type 2) named `what` (Message.field) in errors. */
+static int pb_text(pb_t *r, size_t off, uint32_t field, int wt, char **out, const char *what)
+{
+    const char *name = strrchr(what, '.');
+    int rc = pb_expect(r, off, field, name ? name + 1 : what, wt, 2);
+    return rc ? rc : pb_string(r, out, what);
 }
 
 /* Enter a sub-message: returns the saved end; the caller restores it. */
@@ -336,6 +354,28 @@ static void tensor_clear(est_tensor_t *t)
     memset(t, 0, sizeof *t);
 }
 
+/* One little-endian integer element of type dtype at p, widened. */
+static int64_t raw_int(const uint8_t *p, int dtype)
+{
+#define LOAD(type)                                                                                 \
+    do {                                                                                           \
+        type x_;                                                                                   \
+        memcpy(&x_, p, sizeof x_);                                                                 \
+        return (int64_t)x_;                                                                        \
+    } while (0)
+    switch (dtype) {
+    case EST_T_INT64:
+    case EST_T_UINT64: LOAD(int64_t);
+    case EST_T_INT32: LOAD(int32_t);
+    case EST_T_UINT32: LOAD(uint32_t);
+    case EST_T_INT16: LOAD(int16_t);
+    case EST_T_UINT16: LOAD(uint16_t);
+    case EST_T_INT8: return (int8_t)p[0];
+    default: return p[0];
+    }
+#undef LOAD
+}
+
 /* Converts raw little-endian bytes of a small constant into values. */
 static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
 {
@@ -344,41 +384,8 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
         t->ival = calloc(n ? n : 1, sizeof *t->ival);
         if (!t->ival)
             return;
-        for (size_t i = 0; i < n; i++) {
-            const uint8_t *p = raw + i * es;
-            int64_t v = 0;
-            switch (t->dtype) {
-            case EST_T_INT64:
-            case EST_T_UINT64: memcpy(&v, p, 8); break;
-            case EST_T_INT32: {
-                int32_t x;
-                memcpy(&x, p, 4);
-                v = x;
-                break;
-            }
-            case EST_T_UINT32: {
-                uint32_t x;
-                memcpy(&x, p, 4);
-                v = x;
-                break;
-            }
-            case EST_T_INT16: {
-                int16_t x;
-                memcpy(&x, p, 2);
-                v = x;
-                break;
-            }
-            case EST_T_UINT16: {
-                uint16_t x;
-                memcpy(&x, p, 2);
-                v = x;
-                break;
-            }
-            case EST_T_INT8: v = (int8_t)p[0]; break;
-            default: v = p[0]; break;
-            }
-            t->ival[i] = v;
-        }
+        for (size_t i = 0; i < n; i++)
+            t->ival[i] = raw_int(raw + i * es, t->dtype);
     } else if (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE) {
         t->fval = calloc(n ? n : 1, sizeof *t->fval);
         if (!t->fval)
@@ -399,6 +406,19 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
     t->has_val = true;
 }
 
+/* The messages an embedded field holds, parsed by pb_message. */
+typedef enum {
+    MSG_TENSOR,      /* TensorProto, est_tensor_t */
+    MSG_DIM,         /* TensorShapeProto.Dimension idx, est_tensor_t */
+    MSG_TENSOR_TYPE, /* TypeProto.Tensor, est_tensor_t */
+    MSG_VALUE_INFO,  /* ValueInfoProto, est_tensor_t */
+    MSG_ATTR,        /* AttributeProto, est_attr_t */
+    MSG_NODE,        /* NodeProto, raw_node_t */
+    MSG_GRAPH,       /* GraphProto, raw_graph_t */
+} msg_kind_t;
+
+static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void *msg);
+
 static int parse_tensor(pb_t *r, est_tensor_t *t)
 {
     int64_t *dims = NULL, *ints = NULL;
@@ -411,12 +431,10 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
     t->rank = -1;
     t->producer = -1;
     t->view_of = -1;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
         switch (f) {
         case 1: rc = pb_repeated(r, wt, 0, "TensorProto.dims", &dims, NULL, &ndims); break;
@@ -429,10 +447,7 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
         case 5: rc = pb_repeated(r, wt, 0, "int32_data", &ints, NULL, &nints); break;
         case 7: rc = pb_repeated(r, wt, 0, "int64_data", &ints, NULL, &nints); break;
         case 10: rc = pb_repeated(r, wt, 1, "double_data", NULL, &reals, &nreals); break;
-        case 8:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &t->name, "TensorProto.name");
-            break;
+        case 8: rc = pb_text(r, off, f, wt, &t->name, "TensorProto.name"); break;
         case 9:
             if (!(rc = pb_expect(r, off, f, "raw_data", wt, 2)))
                 rc = pb_bytes(r, &raw_s, &raw_l, "raw_data");
@@ -507,14 +522,12 @@ static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
 {
     int64_t val = -1;
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
         char *param = NULL;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(r, off, f, "dim_value", wt, 0)) &&
                 !(rc = pb_varint(r, &v, "dim_value"))) {
@@ -539,13 +552,12 @@ static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
 static int parse_tensor_type(pb_t *r, est_tensor_t *t)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
+        size_t end;
         uint64_t v;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(r, off, f, "elem_type", wt, 0)) &&
                 !(rc = pb_varint(r, &v, "elem_type"))) {
@@ -561,9 +573,7 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
             if ((rc = pb_enter(r, "shape", &end)))
                 break;
             t->decl_rank = 0;
-            while (r->pos < r->end && rc == LOOM_OK) {
-                if ((rc = pb_key(r, &f, &wt, &off)))
-                    break;
+            while (pb_next(r, &f, &wt, &off, &rc)) {
                 if (f != 1) {
                     rc = pb_skip(r, wt, f);
                     continue;
@@ -574,12 +584,7 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
                     rc = pb_fail(r, off, "more than %d dimensions", EST_MAX_RANK);
                     break;
                 }
-                size_t s2 = pb_push(r, "dim", t->decl_rank), e2;
-                if (!(rc = pb_enter(r, "dim", &e2))) {
-                    rc = parse_dim(r, t, t->decl_rank);
-                    pb_leave(r, e2);
-                }
-                pb_pop(r, s2);
+                rc = pb_message(r, "dim", t->decl_rank, MSG_DIM, t);
                 t->decl_rank++;
             }
             pb_leave(r, end);
@@ -596,37 +601,27 @@ static int parse_value_info(pb_t *r, est_tensor_t *t)
 {
     int rc = LOOM_OK;
     t->decl_rank = -1;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
+        size_t end;
         if (f == 1) {
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &t->name, "ValueInfoProto.name");
+            rc = pb_text(r, off, f, wt, &t->name, "ValueInfoProto.name");
         } else if (f == 2) {
             if ((rc = pb_expect(r, off, f, "type", wt, 2)))
                 break;
             size_t saved = pb_push(r, "type", -1);
             if ((rc = pb_enter(r, "type", &end)))
                 break;
-            while (r->pos < r->end && rc == LOOM_OK) {
-                size_t e2;
-                if ((rc = pb_key(r, &f, &wt, &off)))
-                    break;
+            while (pb_next(r, &f, &wt, &off, &rc)) {
                 if (f != 1) {
                     rc = pb_skip(r, wt, f);
                     continue;
                 }
                 if ((rc = pb_expect(r, off, f, "tensor_type", wt, 2)))
                     break;
-                size_t s2 = pb_push(r, "tensor_type", -1);
-                if (!(rc = pb_enter(r, "tensor_type", &e2))) {
-                    rc = parse_tensor_type(r, t);
-                    pb_leave(r, e2);
-                }
-                pb_pop(r, s2);
+                rc = pb_message(r, "tensor_type", -1, MSG_TENSOR_TYPE, t);
             }
             pb_leave(r, end);
             pb_pop(r, saved);
@@ -678,18 +673,13 @@ static void attr_clear(est_attr_t *a)
 static int parse_attr(pb_t *r, est_attr_t *a)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
         switch (f) {
-        case 1:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &a->name, "AttributeProto.name");
-            break;
+        case 1: rc = pb_text(r, off, f, wt, &a->name, "AttributeProto.name"); break;
         case 20:
             if (!(rc = pb_expect(r, off, f, "type", wt, 0)) && !(rc = pb_varint(r, &v, "type")))
                 a->type = (int)(v & 0xff);
@@ -736,13 +726,7 @@ static int parse_attr(pb_t *r, est_attr_t *a)
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
             }
-            size_t saved = pb_push(r, "t", -1);
-            if (!(rc = pb_enter(r, "t", &end))) {
-                rc = parse_tensor(r, a->t);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "t", -1, MSG_TENSOR, a->t);
             break;
         }
         case 7:
@@ -778,12 +762,10 @@ static void raw_node_free(raw_node_t *n)
 static int parse_node(pb_t *r, raw_node_t *n)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         switch (f) {
         case 1:
             if (!(rc = pb_expect(r, off, f, "input", wt, 2)))
@@ -793,18 +775,9 @@ static int parse_node(pb_t *r, raw_node_t *n)
             if (!(rc = pb_expect(r, off, f, "output", wt, 2)))
                 rc = strv_push(r, &n->out, "NodeProto.output");
             break;
-        case 3:
-            if (!(rc = pb_expect(r, off, f, "name", wt, 2)))
-                rc = pb_string(r, &n->name, "NodeProto.name");
-            break;
-        case 4:
-            if (!(rc = pb_expect(r, off, f, "op_type", wt, 2)))
-                rc = pb_string(r, &n->op, "NodeProto.op_type");
-            break;
-        case 7:
-            if (!(rc = pb_expect(r, off, f, "domain", wt, 2)))
-                rc = pb_string(r, &n->domain, "NodeProto.domain");
-            break;
+        case 3: rc = pb_text(r, off, f, wt, &n->name, "NodeProto.name"); break;
+        case 4: rc = pb_text(r, off, f, wt, &n->op, "NodeProto.op_type"); break;
+        case 7: rc = pb_text(r, off, f, wt, &n->domain, "NodeProto.domain"); break;
         case 5: {
             if ((rc = pb_expect(r, off, f, "attribute", wt, 2)))
                 break;
@@ -815,14 +788,8 @@ static int parse_node(pb_t *r, raw_node_t *n)
             }
             n->attrs = na;
             memset(&na[n->nattrs], 0, sizeof *na);
-            size_t saved = pb_push(r, "attribute", (long)n->nattrs);
             n->nattrs++;
-            if (!(rc = pb_enter(r, "attribute", &end))) {
-                rc = parse_attr(r, &na[n->nattrs - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "attribute", (long)n->nattrs - 1, MSG_ATTR, &na[n->nattrs - 1]);
             break;
         }
         default: rc = pb_skip(r, wt, f); break;
@@ -869,39 +836,26 @@ static int grow(pb_t *r, void **arr, size_t n, size_t size)
 static int parse_graph(pb_t *r, raw_graph_t *g)
 {
     int rc = LOOM_OK;
-    while (r->pos < r->end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end, saved;
-        if ((rc = pb_key(r, &f, &wt, &off)))
-            break;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(r, &f, &wt, &off, &rc)) {
         switch (f) {
         case 1:
             if ((rc = pb_expect(r, off, f, "node", wt, 2)) ||
                 (rc = grow(r, (void **)&g->nodes, g->nnodes, sizeof *g->nodes)))
                 break;
-            saved = pb_push(r, "node", (long)g->nnodes);
             g->nodes[g->nnodes].offset = off;
             g->nnodes++;
-            if (!(rc = pb_enter(r, "node", &end))) {
-                rc = parse_node(r, &g->nodes[g->nnodes - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "node", (long)g->nnodes - 1, MSG_NODE, &g->nodes[g->nnodes - 1]);
             break;
         case 5:
             if ((rc = pb_expect(r, off, f, "initializer", wt, 2)) ||
                 (rc = grow(r, (void **)&g->inits, g->ninits, sizeof *g->inits)))
                 break;
-            saved = pb_push(r, "initializer", (long)g->ninits);
             g->ninits++;
-            if (!(rc = pb_enter(r, "initializer", &end))) {
-                rc = parse_tensor(r, &g->inits[g->ninits - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, "initializer", (long)g->ninits - 1, MSG_TENSOR,
+                            &g->inits[g->ninits - 1]);
             break;
         case 11:
         case 12: {
@@ -912,19 +866,35 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
             if ((rc = pb_expect(r, off, f, what, wt, 2)) ||
                 (rc = grow(r, (void **)arr, *n, sizeof **arr)))
                 break;
-            saved = pb_push(r, what, (long)*n);
             (*n)++;
-            if (!(rc = pb_enter(r, what, &end))) {
-                rc = parse_value_info(r, &(*arr)[*n - 1]);
-                pb_leave(r, end);
-            }
-            if (!rc)
-                pb_pop(r, saved);
+            rc = pb_message(r, what, (long)*n - 1, MSG_VALUE_INFO, &(*arr)[*n - 1]);
             break;
         }
         default: rc = pb_skip(r, wt, f); break;
         }
     }
+    return rc;
+}
+
+/* Parses embedded message field `name` (element idx of a repeated field, or
+ * -1) into msg, whose type `kind` says. The path names it in errors. */
+static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void *msg)
+{
+    size_t saved = pb_push(r, name, idx), end;
+    int rc = pb_enter(r, name, &end);
+    if (rc != LOOM_OK)
+        return rc;
+    switch (kind) {
+    case MSG_TENSOR: rc = parse_tensor(r, msg); break;
+    case MSG_DIM: rc = parse_dim(r, msg, (int)idx); break;
+    case MSG_TENSOR_TYPE: rc = parse_tensor_type(r, msg); break;
+    case MSG_VALUE_INFO: rc = parse_value_info(r, msg); break;
+    case MSG_ATTR: rc = parse_attr(r, msg); break;
+    case MSG_NODE: rc = parse_node(r, msg); break;
+    case MSG_GRAPH: rc = parse_graph(r, msg); break;
+    }
+    pb_leave(r, end);
+    pb_pop(r, saved);
     return rc;
 }
 
@@ -1237,13 +1207,12 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
     bool have_graph = false;
     int rc = LOOM_OK;
     m->opset = -1;
-    while (r.pos < r.end && rc == LOOM_OK) {
-        uint32_t f;
-        int wt;
-        size_t off, end;
+    uint32_t f;
+    int wt;
+    size_t off;
+    while (pb_next(&r, &f, &wt, &off, &rc)) {
+        size_t end;
         uint64_t v;
-        if ((rc = pb_key(&r, &f, &wt, &off)))
-            break;
         if (f == 1) {
             if (!(rc = pb_expect(&r, off, f, "ir_version", wt, 0)) &&
                 !(rc = pb_varint(&r, &v, "ir_version")))
@@ -1256,13 +1225,7 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
                 break;
             }
             have_graph = true;
-            size_t saved = pb_push(&r, "graph", -1);
-            if (!(rc = pb_enter(&r, "graph", &end))) {
-                rc = parse_graph(&r, &g);
-                pb_leave(&r, end);
-            }
-            if (!rc)
-                pb_pop(&r, saved);
+            rc = pb_message(&r, "graph", -1, MSG_GRAPH, &g);
         } else if (f == 8) {
             if ((rc = pb_expect(&r, off, f, "opset_import", wt, 2)))
                 break;
@@ -1270,10 +1233,8 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
             char *domain = NULL;
             int64_t version = -1;
             if (!(rc = pb_enter(&r, "opset_import", &end))) {
-                while (r.pos < r.end && rc == LOOM_OK) {
-                    size_t o2;
-                    if ((rc = pb_key(&r, &f, &wt, &o2)))
-                        break;
+                size_t o2;
+                while (pb_next(&r, &f, &wt, &o2, &rc)) {
                     if (f == 1 && !(rc = pb_expect(&r, o2, f, "domain", wt, 2)))
                         rc = pb_string(&r, &domain, "domain");
                     else if (f == 2 && !(rc = pb_expect(&r, o2, f, "version", wt, 0)) &&

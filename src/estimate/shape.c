@@ -236,6 +236,30 @@ static int int_list(ctx_t *c, const char *attr, size_t input, int64_t *vals, int
     return LOOM_OK;
 }
 
+/* An integer list attribute as int_list reads it (from the node only);
+ * when the node has none, its first `count` values are `dflt`. */
+static int int_list_or(ctx_t *c, const char *attr, int64_t *vals, int *n, int count, int64_t dflt)
+{
+    bool found;
+    int rc = int_list(c, attr, 99, vals, n, &found);
+    if (rc == LOOM_OK && !found)
+        for (int i = 0; i < count; i++)
+            vals[i] = dflt;
+    return rc;
+}
+
+/* A sliding window's strides, dilations (1 by default) and pads (0 by
+ * default, two per spatial dim) for convolution and pooling. */
+static int window_lists(ctx_t *c, int sp, int64_t *s, int *ns, int64_t *d, int *nd, int64_t *p,
+                        int *np)
+{
+    int rc;
+    if ((rc = int_list_or(c, "strides", s, ns, sp, 1)) ||
+        (rc = int_list_or(c, "dilations", d, nd, sp, 1)))
+        return rc;
+    return int_list_or(c, "pads", p, np, 2 * sp, 0);
+}
+
 /* ------------------------------------------------------------ operators */
 
 static int op_elementwise(ctx_t *c, int out_dtype)
@@ -364,26 +388,9 @@ static int op_conv(ctx_t *c, bool transpose)
             k[i] = w->dims[2 + i];
         nk = sp;
     }
-    if ((rc = int_list(c, "strides", 99, s, &ns, &f)))
+    if ((rc = window_lists(c, sp, s, &ns, d, &nd, p, &np)) ||
+        (rc = int_list_or(c, "output_padding", op_, &nop, sp, 0)))
         return rc;
-    if (!f)
-        for (int i = 0; i < sp; i++)
-            s[i] = 1;
-    if ((rc = int_list(c, "dilations", 99, d, &nd, &f)))
-        return rc;
-    if (!f)
-        for (int i = 0; i < sp; i++)
-            d[i] = 1;
-    if ((rc = int_list(c, "pads", 99, p, &np, &f)))
-        return rc;
-    if (!f)
-        for (int i = 0; i < 2 * sp; i++)
-            p[i] = 0;
-    if ((rc = int_list(c, "output_padding", 99, op_, &nop, &f)))
-        return rc;
-    if (!f)
-        for (int i = 0; i < sp; i++)
-            op_[i] = 0;
     if (nk != sp || (ns && ns != sp) || (nd && nd != sp) || (np && np != 2 * sp))
         return fail(c, "kernel_shape/strides/dilations/pads do not match %d spatial dims", sp);
     const est_attr_t *ap = est_attr(c->n, "auto_pad");
@@ -431,21 +438,8 @@ static int op_pool(ctx_t *c)
         return rc;
     if (!f || nk != sp)
         return fail(c, "kernel_shape must have %d values", sp);
-    if ((rc = int_list(c, "strides", 99, s, &ns, &f)))
+    if ((rc = window_lists(c, sp, s, &ns, d, &nd, p, &np)))
         return rc;
-    if (!f)
-        for (int i = 0; i < sp; i++)
-            s[i] = 1;
-    if ((rc = int_list(c, "dilations", 99, d, &nd, &f)))
-        return rc;
-    if (!f)
-        for (int i = 0; i < sp; i++)
-            d[i] = 1;
-    if ((rc = int_list(c, "pads", 99, p, &np, &f)))
-        return rc;
-    if (!f)
-        for (int i = 0; i < 2 * sp; i++)
-            p[i] = 0;
     int64_t ceil_mode = attr_i(c->n, "ceil_mode", 0);
     int64_t dims[EST_MAX_RANK];
     dims[0] = x->dims[0];

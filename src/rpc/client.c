@@ -320,12 +320,24 @@ int loom_rpc_client_post_raw(loom_rpc_client_t *c, const char *body, size_t len,
     return rc;
 }
 
-/* Serialises a request value (object or array). */
-static int dump(const json_t *v, loom_buf_t *b, loom_rpc_client_error_t *e)
+/* Serialises a request value (object or array; taken: freed here, NULL
+ * when building it ran out of memory) and exchanges it: the reply is in
+ * c->resp, its HTTP status in *status. */
+static int send_json(loom_rpc_client_t *c, json_t *req, unsigned flags, long *status,
+                     loom_rpc_client_error_t *e)
 {
-    if (loom_json_dump(b, v) != LOOM_OK)
-        return fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot serialise the request");
-    return LOOM_OK;
+    loom_buf_t body = LOOM_BUF_INIT;
+    int rc = LOOM_OK;
+    *status = 0;
+    if (!req)
+        rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot build the request");
+    else if (loom_json_dump(&body, req) != LOOM_OK)
+        rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot serialise the request");
+    json_decref(req);
+    if (rc == LOOM_OK)
+        rc = exchange(c, body.data, body.len, flags, status, e);
+    loom_buf_free(&body);
+    return rc;
 }
 
 static json_t *parse_reply(loom_rpc_client_t *c, loom_rpc_client_error_t *e, int *rc)
@@ -367,15 +379,8 @@ int loom_rpc_client_call(loom_rpc_client_t *c, const char *method, const json_t 
 {
     *result = NULL;
     json_t *id = json_integer(++c->next_id);
-    json_t *req = loom_rpc_request_new(method, params, id);
-    loom_buf_t body = LOOM_BUF_INIT;
-    int rc = req ? dump(req, &body, e)
-                 : fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot build the request");
-    json_decref(req);
-    long status = 0;
-    if (rc == LOOM_OK)
-        rc = exchange(c, body.data, body.len, flags, &status, e);
-    loom_buf_free(&body);
+    long status;
+    int rc = send_json(c, loom_rpc_request_new(method, params, id), flags, &status, e);
     if (rc == LOOM_OK && status != 200)
         rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_EIO, "%s: HTTP %ld without a response to %s",
                   endpoint(c), status, method);
@@ -408,16 +413,8 @@ int loom_rpc_client_call(loom_rpc_client_t *c, const char *method, const json_t 
 int loom_rpc_client_notify(loom_rpc_client_t *c, const char *method, const json_t *params,
                            loom_rpc_client_error_t *e)
 {
-    json_t *req = loom_rpc_request_new(method, params, NULL);
-    loom_buf_t body = LOOM_BUF_INIT;
-    int rc = req ? dump(req, &body, e)
-                 : fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot build the request");
-    json_decref(req);
-    long status = 0;
-    if (rc == LOOM_OK)
-        rc = exchange(c, body.data, body.len, 0, &status, e);
-    loom_buf_free(&body);
-    return rc;
+    long status;
+    return send_json(c, loom_rpc_request_new(method, params, NULL), 0, &status, e);
 }
 
 void loom_rpc_batch_items_clear(loom_rpc_batch_item_t *items, size_t n)
@@ -457,14 +454,11 @@ int loom_rpc_client_batch(loom_rpc_client_t *c, loom_rpc_batch_item_t *items, si
         if (!req || json_array_append_new(arr, req) != 0)
             rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_ENOMEM, "cannot build the request");
     }
-    loom_buf_t body = LOOM_BUF_INIT;
-    if (rc == LOOM_OK)
-        rc = dump(arr, &body, e);
-    json_decref(arr);
     long status = 0;
     if (rc == LOOM_OK)
-        rc = exchange(c, body.data, body.len, flags, &status, e);
-    loom_buf_free(&body);
+        rc = send_json(c, arr, flags, &status, e);
+    else
+        json_decref(arr);
     if (rc == LOOM_OK && status != 200)
         rc = fail(e, LOOM_RPC_FAIL_PROTOCOL, LOOM_EIO, "%s: HTTP %ld without a batch response",
                   endpoint(c), status);

@@ -258,14 +258,8 @@ int loom_rpc_dispatcher_add(loom_rpc_dispatcher_t *d, const char *name, loom_rpc
         return loom_err_set(err, LOOM_EINVAL, "rpc method \"%s\": expected a handler", name);
     if (find_method(d, name))
         return loom_err_set(err, LOOM_EEXIST, "rpc method \"%s\": already added", name);
-    if (d->nmethods == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 16;
-        method_t **nm = realloc(d->methods, cap * sizeof *nm);
-        if (!nm)
-            return loom_err_set(err, LOOM_ENOMEM, "rpc method \"%s\": out of memory", name);
-        d->methods = nm;
-        d->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&d->methods, &d->cap, d->nmethods + 1, sizeof *d->methods, 16))
+        return loom_err_set(err, LOOM_ENOMEM, "rpc method \"%s\": out of memory", name);
     method_t *m = calloc(1, sizeof *m);
     if (!m || !(m->name = strdup(name)))
         goto nomem;

@@ -527,15 +527,19 @@ static enum MHD_Result serve_metrics(loom_rpc_server_t *s, struct MHD_Connection
     return ret;
 }
 
+/* The answer to a request whose body passed the limit. The body was read
+ * (and dropped): the connection stays in step. */
+static enum MHD_Result refuse_too_large(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
+{
+    char detail[160];
+    snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes", s->cfg.max_body);
+    return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
+}
+
 static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r)
 {
-    if (r->too_large) {
-        char detail[160];
-        snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
-                 s->cfg.max_body);
-        /* the body was read (and dropped): the connection stays in step */
-        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
-    }
+    if (r->too_large)
+        return refuse_too_large(s, c, r);
     set_phase(s, r->conn, PHASE_BUSY);
     loom_buf_t out = LOOM_BUF_INIT;
     int rc =
@@ -558,12 +562,8 @@ static enum MHD_Result serve_rpc(loom_rpc_server_t *s, struct MHD_Connection *c,
 static enum MHD_Result serve_hook(loom_rpc_server_t *s, struct MHD_Connection *c, req_t *r,
                                   const char *url, const char *method)
 {
-    if (r->too_large) {
-        char detail[160];
-        snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes",
-                 s->cfg.max_body);
-        return respond_error(c, r, MHD_HTTP_CONTENT_TOO_LARGE, detail, false);
-    }
+    if (r->too_large)
+        return refuse_too_large(s, c, r);
     set_phase(s, r->conn, PHASE_BUSY);
     loom_rpc_http_req_t hr = {.method = method,
                               .url = url,
@@ -1101,6 +1101,11 @@ void loom_rpc_server_set_health(loom_rpc_server_t *s, loom_rpc_health_fn fn, voi
 {
     atomic_store(&s->health_ctx, ctx);
     atomic_store(&s->health, fn);
+}
+
+long loom_rpc_server_connections(loom_rpc_server_t *s)
+{
+    return atomic_load(&s->connections);
 }
 
 uint16_t loom_rpc_server_port(const loom_rpc_server_t *s)

@@ -95,29 +95,19 @@ int loom_rpc_token_ensure(const char *state_dir, char out[LOOM_RPC_TOKEN_HEX + 1
     if (access(path, F_OK) == 0)
         return load_private(path, out, err);
 
-    unsigned char raw[32];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return loom_err_errno(err, LOOM_EIO, errno, "getrandom");
-        got += (size_t)n;
-    }
     char hex[LOOM_RPC_TOKEN_HEX + 2];
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    int rc = loom_secret_hex(hex, LOOM_RPC_TOKEN_HEX / 2, err);
+    if (rc != LOOM_OK)
+        return rc;
     hex[LOOM_RPC_TOKEN_HEX] = '\n';
     hex[LOOM_RPC_TOKEN_HEX + 1] = '\0';
-    explicit_bzero(raw, sizeof raw);
 
     /* One staging file per process and thread: two threads must never
      * share one, or one could link the other's token. */
     if (snprintf(staging, sizeof staging, "%s.new.%ld.%ld", path, (long)getpid(), (long)gettid()) >=
         (int)sizeof staging)
         return loom_err_set(err, LOOM_EINVAL, "state directory path too long: '%s'", state_dir);
-    int rc = loom_write_file_atomic(staging, hex, LOOM_RPC_TOKEN_HEX + 1, 0600, err);
+    rc = loom_write_file_atomic(staging, hex, LOOM_RPC_TOKEN_HEX + 1, 0600, err);
     if (rc != LOOM_OK)
         return loom_err_prefix(err, "creating token '%s'", path);
     if (link(staging, path) != 0) {

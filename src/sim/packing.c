@@ -28,14 +28,8 @@ typedef struct live {
 
 static int live_push(live_t *l, const loom_sched_alloc_t *a)
 {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 256;
-        loom_sched_alloc_t *na = realloc(l->a, nc * sizeof *na);
-        if (!na)
-            return LOOM_ENOMEM;
-        l->a = na;
-        l->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&l->a, &l->cap, l->n + 1, sizeof *l->a, 256))
+        return LOOM_ENOMEM;
     l->a[l->n++] = *a;
     return LOOM_OK;
 }

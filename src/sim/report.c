@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "loom/sim.h"
+#include "sim/sim_int.h"
 
 /* Lines in one figure (there are 8 placement policies). */
 #define PLOT_MAX_POLICIES 64
@@ -306,7 +307,7 @@ static void grid_mean(const loom_sim_run_t *runs, size_t n, const char *policy, 
         out[x] = cnt[x] ? out[x] / (double)cnt[x] : NAN;
 }
 
-static int run_gnuplot(const char *script, loom_err_t *err)
+int loom_sim__gnuplot(const char *script, loom_err_t *err)
 {
     pid_t pid;
     char *argv[] = {"gnuplot", (char *)script, NULL};
@@ -389,7 +390,7 @@ int loom_sim_plot(const char *dir, const loom_sim_run_t *runs, size_t n, loom_er
         }
         if ((rc = loom_write_file_atomic(spath, gp.data, gp.len, 0644, err)))
             break;
-        rc = run_gnuplot(spath, err);
+        rc = loom_sim__gnuplot(spath, err);
     }
     free(col);
     loom_buf_free(&data);

@@ -1,14 +1,11 @@
 /* sim/rubick_report.c — the Rubick experiment's table, JCT lists and
  * figures (gnuplot: JCT CDF per policy, makespan and average JCT bars). */
 #include <errno.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "loom/sim.h"
-
-extern char **environ;
+#include "sim/sim_int.h"
 
 int loom_sim_rubick_table(loom_buf_t *out, const char *const *pol, const loom_sim_rresult_t *res,
                           size_t n)
@@ -22,22 +19,6 @@ int loom_sim_rubick_table(loom_buf_t *out, const char *const *pol, const loom_si
                               res[k].p99_jct_s / 3600, res[k].makespan_s / 3600, res[k].util_pct,
                               res[k].reconfigs_per_job, res[k].below_guarantee);
     return rc;
-}
-
-static int gnuplot(const char *script, loom_err_t *err)
-{
-    pid_t pid;
-    char *argv[] = {"gnuplot", (char *)script, NULL};
-    int rc = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
-    if (rc)
-        return loom_err_errno(err, LOOM_EUNAVAIL, rc,
-                              "cannot run gnuplot (install Debian's gnuplot-nox)");
-    int st;
-    if (waitpid(pid, &st, 0) < 0)
-        return loom_err_errno(err, LOOM_EIO, errno, "waitpid gnuplot");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return loom_err_set(err, LOOM_EIO, "gnuplot %s failed (status %d)", script, st);
-    return LOOM_OK;
 }
 
 static int put_file(const char *dir, const char *name, const loom_buf_t *b, loom_err_t *err)
@@ -84,7 +65,7 @@ static int figures(const char *dir, const char *const *pol, const loom_sim_rresu
     if (!rc) {
         char path[4096];
         snprintf(path, sizeof path, "%s/figures.gp", dir);
-        rc = gnuplot(path, err);
+        rc = loom_sim__gnuplot(path, err);
     }
     return rc;
 }

@@ -1042,8 +1042,20 @@ static int enqueue(loom_store_t *s, op_t *o, loom_err_t *err)
     return LOOM_OK;
 }
 
-int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsigned flags,
-                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+/* Hands a built op to the committer with its completion; frees it when
+ * the queue does not take it. */
+static int post(loom_store_t *s, op_t *o, loom_store_done_fn done, void *ctx, loom_err_t *err)
+{
+    o->done = done;
+    o->ctx = ctx;
+    int rc = enqueue(s, o, err);
+    if (rc)
+        free_op(o);
+    return rc;
+}
+
+static int new_submit(loom_store_t *s, const loom_job_spec_t *spec, unsigned flags, op_t **out,
+                      loom_err_t *err)
 {
     int rc = loom_job_spec_validate(spec, err);
     if (rc)
@@ -1056,15 +1068,12 @@ int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsign
     o->kind = OP_SUBMIT;
     o->more = flags & LOOM_STORE_MORE;
     o->defer = (flags & LOOM_STORE_DEFER) && !s->opts.no_help;
-    o->done = done;
-    o->ctx = ctx;
-    if ((rc = enqueue(s, o, err)))
-        free_op(o);
-    return rc;
+    *out = o;
+    return LOOM_OK;
 }
 
-int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, unsigned flags,
-                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+static int new_cancel(loom_store_t *s, int64_t id, const char *reason, unsigned flags, op_t **out,
+                      loom_err_t *err)
 {
     if (id <= 0)
         return loom_err_set(err, LOOM_EINVAL, "id: expected a positive job id, found %lld",
@@ -1085,16 +1094,28 @@ int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, uns
     o->more = flags & LOOM_STORE_MORE;
     o->defer = (flags & LOOM_STORE_DEFER) && !s->opts.no_help;
     o->id = id;
-    o->done = done;
-    o->ctx = ctx;
     if (reason && !(o->reason = strdup(reason))) {
         free(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a cancel");
     }
-    int rc = enqueue(s, o, err);
-    if (rc)
-        free_op(o);
-    return rc;
+    *out = o;
+    return LOOM_OK;
+}
+
+int loom_store_submit_async(loom_store_t *s, const loom_job_spec_t *spec, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+{
+    op_t *o;
+    int rc = new_submit(s, spec, flags, &o, err);
+    return rc ? rc : post(s, o, done, ctx, err);
+}
+
+int loom_store_cancel_async(loom_store_t *s, int64_t id, const char *reason, unsigned flags,
+                            loom_store_done_fn done, void *ctx, loom_err_t *err)
+{
+    op_t *o;
+    int rc = new_cancel(s, id, reason, flags, &o, err);
+    return rc ? rc : post(s, o, done, ctx, err);
 }
 
 /* Synchronous forms: a waiter posted by the completer. A semaphore, not a
@@ -1122,79 +1143,60 @@ static void waiter_done(void *ctx, int rc, const loom_job_t *job, bool created,
     sem_post(&w->posted); /* last touch of w */
 }
 
-static int waiter_wait(waiter_t *w, loom_err_t *err)
+/* Queues a built op (taking it: it is freed on every path) and waits for
+ * its completion. A deferred write is committed by this thread when no one
+ * else is writing (loom_store_help). job_out and created_out may be NULL;
+ * created_out is set once the op was queued. */
+static int run_sync(loom_store_t *s, op_t *o, loom_job_t *job_out, bool *created_out,
+                    loom_err_t *err)
 {
-    while (sem_wait(&w->posted) != 0) /* EINTR only */
+    waiter_t w;
+    memset(&w, 0, sizeof w);
+    sem_init(&w.posted, 0, 0);
+    w.job_out = job_out;
+    bool help = o->defer; /* o may be freed once queued */
+    int rc = post(s, o, waiter_done, &w, err);
+    if (rc) {
+        sem_destroy(&w.posted);
+        return rc;
+    }
+    if (help)
+        loom_store_help(s);
+    while (sem_wait(&w.posted) != 0) /* EINTR only */
         ;
-    sem_destroy(&w->posted);
-    if (w->rc != LOOM_OK && err)
-        *err = w->err;
-    return w->rc;
-}
-
-static void waiter_init(waiter_t *w, loom_job_t *job_out)
-{
-    memset(w, 0, sizeof *w);
-    sem_init(&w->posted, 0, 0);
-    w->job_out = job_out;
-}
-
-static void waiter_abandon(waiter_t *w)
-{
-    sem_destroy(&w->posted);
+    sem_destroy(&w.posted);
+    if (w.rc != LOOM_OK && err)
+        *err = w.err;
+    if (created_out)
+        *created_out = w.created;
+    return w.rc;
 }
 
 int loom_store_submit(loom_store_t *s, const loom_job_spec_t *spec, loom_job_t *job_out,
                       bool *created_out, loom_err_t *err)
 {
-    waiter_t w;
-    waiter_init(&w, job_out);
-    int rc = loom_store_submit_async(s, spec, LOOM_STORE_DEFER, waiter_done, &w, err);
-    if (rc) {
-        waiter_abandon(&w);
-        return rc;
-    }
-    loom_store_help(s);
-    rc = waiter_wait(&w, err);
-    if (created_out)
-        *created_out = w.created;
-    return rc;
+    op_t *o;
+    int rc = new_submit(s, spec, LOOM_STORE_DEFER, &o, err);
+    return rc ? rc : run_sync(s, o, job_out, created_out, err);
 }
 
 int loom_store_cancel(loom_store_t *s, int64_t id, const char *reason, loom_job_t *job_out,
                       loom_err_t *err)
 {
-    waiter_t w;
-    waiter_init(&w, job_out);
-    int rc = loom_store_cancel_async(s, id, reason, LOOM_STORE_DEFER, waiter_done, &w, err);
-    if (rc) {
-        waiter_abandon(&w);
-        return rc;
-    }
-    loom_store_help(s);
-    return waiter_wait(&w, err);
+    op_t *o;
+    int rc = new_cancel(s, id, reason, LOOM_STORE_DEFER, &o, err);
+    return rc ? rc : run_sync(s, o, job_out, NULL, err);
 }
 
 int loom_store_exec_for_test(loom_store_t *s, const char *sql, loom_err_t *err)
 {
-    waiter_t w;
-    waiter_init(&w, NULL);
     op_t *o = calloc(1, sizeof *o);
     if (!o || !(o->reason = strdup(sql))) {
         free(o);
-        waiter_abandon(&w);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
     o->kind = OP_EXEC;
-    o->done = waiter_done;
-    o->ctx = &w;
-    int rc = enqueue(s, o, err);
-    if (rc) {
-        free_op(o);
-        waiter_abandon(&w);
-        return rc;
-    }
-    return waiter_wait(&w, err);
+    return run_sync(s, o, NULL, NULL, err);
 }
 
 int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const char *reason,
@@ -1214,17 +1216,7 @@ int loom_store_transition(loom_store_t *s, int64_t id, int expect, int to, const
         free_op(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a state change");
     }
-    waiter_t w;
-    waiter_init(&w, job_out);
-    o->done = waiter_done;
-    o->ctx = &w;
-    int rc = enqueue(s, o, err);
-    if (rc) {
-        free_op(o);
-        waiter_abandon(&w);
-        return rc;
-    }
-    return waiter_wait(&w, err);
+    return run_sync(s, o, job_out, NULL, err);
 }
 
 int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const int64_t *tasks,
@@ -1244,19 +1236,7 @@ int loom_store_submit_array(loom_store_t *s, const loom_job_spec_t *spec, const 
     o->kind = OP_SUBMIT_ARRAY;
     o->tasks = tasks;
     o->ntasks = ntasks;
-    waiter_t w;
-    waiter_init(&w, job_out);
-    o->done = waiter_done;
-    o->ctx = &w;
-    if ((rc = enqueue(s, o, err))) {
-        free_op(o);
-        waiter_abandon(&w);
-        return rc;
-    }
-    rc = waiter_wait(&w, err);
-    if (created_out)
-        *created_out = w.created;
-    return rc;
+    return run_sync(s, o, job_out, created_out, err);
 }
 
 int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, loom_job_t *job_out,
@@ -1276,17 +1256,7 @@ int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, l
         free_op(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
     }
-    waiter_t w;
-    waiter_init(&w, job_out);
-    o->done = waiter_done;
-    o->ctx = &w;
-    int rc = enqueue(s, o, err);
-    if (rc) {
-        free_op(o);
-        waiter_abandon(&w);
-        return rc;
-    }
-    return waiter_wait(&w, err);
+    return run_sync(s, o, job_out, NULL, err);
 }
 
 int loom_store_set_reasons(loom_store_t *s, const int64_t *ids, const char *const *reasons,
@@ -1383,14 +1353,9 @@ int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_
     size_t cap = 0;
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 4;
-            loom_job_event_t *g = realloc(*out, cap * sizeof *g);
-            if (!g) {
-                rc = loom_err_set(err, LOOM_ENOMEM, "out of memory reading events");
-                break;
-            }
-            *out = g;
+        if (loom_vec_reserve((void **)out, &cap, *n + 1, sizeof **out, 4)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory reading events");
+            break;
         }
         loom_job_event_t *e = &(*out)[*n];
         memset(e, 0, sizeof *e);
@@ -1788,15 +1753,9 @@ int loom_store_usage(loom_store_t *s, const loom_store_usage_query_t *q,
     bind_text_or_null(st, 4, q->account);
     int r = SQLITE_DONE;
     while (rc == LOOM_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            loom_store_usage_row_t *g = realloc(*rows, ncap * sizeof *g);
-            if (!g) {
-                rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
-                break;
-            }
-            *rows = g;
-            cap = ncap;
+        if (loom_vec_reserve((void **)rows, &cap, *n + 1, sizeof **rows, 16)) {
+            rc = loom_err_set(err, LOOM_ENOMEM, "usage: out of memory");
+            break;
         }
         loom_store_usage_row_t *u = &(*rows)[*n];
         bool fail = false;

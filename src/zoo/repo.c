@@ -476,14 +476,9 @@ static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match
     *n = 0;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 256;
-            cand_t *c = realloc(*out, cap * sizeof *c);
-            if (!c) {
-                sqlite3_finalize(st);
-                return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
-            }
-            *out = c;
+        if (loom_vec_reserve((void **)out, &cap, *n + 1, sizeof **out, 256)) {
+            sqlite3_finalize(st);
+            return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
         }
         loom_zoo_sig_t hs = {.n = (size_t)sqlite3_column_int64(st, 1)};
         const uint8_t *h = sqlite3_column_blob(st, 2);

@@ -15,11 +15,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prom_server import free_port  # noqa: E402
 
 build = os.environ.get("LOOM_BUILD_DIR", "build")
 src = os.environ.get("LOOM_SOURCE_DIR", os.getcwd())
@@ -31,14 +33,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
         failures.append(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def proc_read():

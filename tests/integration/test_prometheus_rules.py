@@ -5,50 +5,24 @@ a pending job's wait); and a real Prometheus, configured as docs/install.md
 shows (scrape job "loomd" with the bearer token, the rule file), scrapes
 loomd and evaluates the recording rules on it."""
 
-import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.parse
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("LOOM_SOURCE_DIR") or os.path.join(HERE, "..", "..")
 RULES = os.path.join(SRC, "dist", "prometheus", "loom-rules.yml")
 sys.path.insert(0, HERE)
 from loomd_client import Loomd  # noqa: E402
+from prom_server import Prometheus  # noqa: E402
 
 
 def run(*cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0, f"{' '.join(cmd)}: {p.stdout}{p.stderr}"
     print(f"ok: {' '.join(cmd[:3])}")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def query(api, expr, deadline):
-    while time.monotonic() < deadline:
-        try:
-            url = api + "/query?query=" + urllib.parse.quote(expr)
-            r = json.load(urllib.request.urlopen(url, timeout=2))["data"]["result"]
-            if r:
-                return float(r[0]["value"][1])
-        except OSError:
-            pass
-        time.sleep(0.5)
-    return None
 
 
 def main():
@@ -60,61 +34,38 @@ def main():
         c = d.client()
         c.submit("hold", "#!/bin/sh\nsleep 60\n", resources={"gpus": 1})
         c.submit("wait", "#!/bin/sh\ntrue\n", resources={"gpus": 1})
-        time.sleep(1.5)
-        status, _, body = c.request("GET", "/metrics")
-        assert status == 200, status
-        text = body.decode()
+        # Job 1 runs, job 2 waits: loom_job_pending_oldest_seconds counts its
+        # wait, polled until it passes a second (not a fixed sleep).
+        deadline = time.monotonic() + 30
+        while True:
+            status, _, body = c.request("GET", "/metrics")
+            assert status == 200, status
+            text = body.decode()
+            m = re.search(r"^loom_job_pending_oldest_seconds (\S+)$", text, re.M)
+            age = float(m.group(1)) if m else None
+            running = c.list_all(state="RUNNING")
+            if (running and age is not None and age >= 1.0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         exported = set(re.findall(r"^(loom_[a-z_]+)", text, re.M))
         missing = used - exported
         assert not missing, f"the rules read metrics loomd does not export: {sorted(missing)}"
         print(f"ok: loomd exports every metric the rules read ({len(used)})")
-        age = float(re.search(r"^loom_job_pending_oldest_seconds (\S+)$", text, re.M).group(1))
-        assert 1.0 <= age < 60, f"loom_job_pending_oldest_seconds {age}, expected the wait of job 2"
+        assert age is not None and 1.0 <= age < 60, f"loom_job_pending_oldest_seconds {age}, expected the wait of job 2"
         print(f"ok: loom_job_pending_oldest_seconds {age}")
 
-        work = tempfile.mkdtemp(prefix="loom-rules-")
-        prom = None
-        try:
-            token_file = os.path.join(work, "token")
-            shutil.copy(os.path.join(d.state_dir, "token"), token_file)
-            host_port = d.url.split("://", 1)[1]
-            with open(os.path.join(work, "prometheus.yml"), "w") as f:
-                f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {RULES}
-scrape_configs:
-  - job_name: loomd
-    authorization:
-      type: Bearer
-      credentials_file: {token_file}
-    static_configs:
-      - targets: ['{host_port}']
-""")
-            port = free_port()
-            prom = subprocess.Popen(
-                ["prometheus", "--config.file", os.path.join(work, "prometheus.yml"),
-                 "--storage.tsdb.path", os.path.join(work, "data"),
-                 "--web.listen-address", f"127.0.0.1:{port}"],
-                stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "wb"))
-            api = f"http://127.0.0.1:{port}/api/v1"
+        with Prometheus(d, rules=RULES) as prom:
             deadline = time.monotonic() + 60
-            pending = query(api, "loom:jobs_pending", deadline)
-            occupancy = query(api, "loom:gpu_occupancy:ratio", deadline)
-            log = open(os.path.join(work, "log")).read()[-2000:]
+            pending = prom.query("loom:jobs_pending", deadline)
+            occupancy = prom.query("loom:gpu_occupancy:ratio", deadline)
+            log = prom.log()
             assert pending == 1.0, f"loom:jobs_pending = {pending}, expected 1: {log}"
             assert occupancy == 1.0, f"loom:gpu_occupancy:ratio = {occupancy}, expected 1: {log}"
-            rules = json.load(urllib.request.urlopen(api + "/rules", timeout=2))["data"]["groups"]
+            rules = prom.get("/rules")["data"]["groups"]
             bad = [r["name"] for g in rules for r in g["rules"] if r.get("health") == "err"]
             assert not bad, f"rules failing in Prometheus: {bad}"
             print(f"ok: Prometheus evaluates the rules on loomd: loom:jobs_pending {pending}, "
                   f"loom:gpu_occupancy:ratio {occupancy}")
-        finally:
-            if prom:
-                prom.terminate()
-                prom.wait(10)
-            shutil.rmtree(work, ignore_errors=True)
         for j in c.list_all(state="RUNNING"):
             c.cancel(j["id"])
     print("PASS")

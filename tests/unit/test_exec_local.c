@@ -240,6 +240,29 @@ static int count_lines(const char *path)
     return n;
 }
 
+/* Whether the job's process (the shepherd's child) is stopped: state T in
+ * /proc/PID/stat, which the shepherd's SIGSTOP to the job's group makes. */
+static bool job_stopped(const loom_exec_handle_t *h)
+{
+    char path[96], line[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)h->shepherd_pid,
+             (int)h->shepherd_pid);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    bool found = f && fscanf(f, "%d", &pid) == 1;
+    if (f)
+        fclose(f);
+    if (!found)
+        return false;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    found = f && fgets(line, sizeof line, f);
+    if (f)
+        fclose(f);
+    const char *paren = found ? strrchr(line, ')') : NULL;
+    return paren && paren[1] == ' ' && paren[2] == 'T';
+}
+
 /* Suspended time stops the job and does not count against its limit. */
 static void suspend_and_resume(void **state)
 {
@@ -255,8 +278,9 @@ static void suspend_and_resume(void **state)
     snprintf(count, sizeof count, "%s/count", h.dir);
     while (count_lines(count) < 2)
         usleep(5000);
+    assert_false(job_stopped(&h));
     assert_int_equal(loom_exec_local_suspend(x, &h, &err), LOOM_OK);
-    usleep(200000);
+    assert_true(LOOM_TEST_WAIT_UNTIL(job_stopped(&h), 10000));
     int before = count_lines(count);
     usleep(1300000); /* suspended past the time limit */
     assert_int_equal(count_lines(count), before);

@@ -118,13 +118,30 @@ static void weighted_and_shuffle(void **state)
     assert_true(moved > 25);
 }
 
+/* loom_secret_hex: the kernel's randomness, never a repeat, lowercase hex. */
+static void secrets(void **state)
+{
+    (void)state;
+    char a[2 * LOOM_SECRET_MAX_BYTES + 1], b[sizeof a];
+    loom_err_t err;
+    assert_int_equal(loom_secret_hex(a, 32, &err), LOOM_OK);
+    assert_int_equal(loom_secret_hex(b, 32, &err), LOOM_OK);
+    assert_int_equal(strlen(a), 64);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 64);
+    assert_string_not_equal(a, b);
+    assert_int_equal(loom_secret_hex(a, LOOM_SECRET_MAX_BYTES, &err), LOOM_OK);
+    assert_int_equal(strlen(a), 2 * LOOM_SECRET_MAX_BYTES);
+    assert_int_equal(loom_secret_hex(a, 0, &err), LOOM_EINVAL);
+    assert_int_equal(loom_secret_hex(a, LOOM_SECRET_MAX_BYTES + 1, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "secret"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(reproducible),
-        cmocka_unit_test(uniform_and_below),
-        cmocka_unit_test(distributions),
-        cmocka_unit_test(weighted_and_shuffle),
+        cmocka_unit_test(reproducible),  cmocka_unit_test(uniform_and_below),
+        cmocka_unit_test(distributions), cmocka_unit_test(weighted_and_shuffle),
+        cmocka_unit_test(secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

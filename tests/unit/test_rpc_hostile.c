@@ -239,7 +239,8 @@ static void silent_flood_does_not_lock_out(void **state)
 static void authenticated_connections_are_kept(void **state)
 {
     (void)state;
-    usleep(300 * 1000); /* let the previous test's connections be reaped */
+    /* the previous test's connections, closed by it, gone from the server */
+    assert_true(LOOM_TEST_WAIT_UNTIL(loom_rpc_server_connections(F.s) == 0, 10000));
     int ok[16];
     bool closed;
     for (int i = 0; i < 16; i++) {

@@ -3,8 +3,11 @@
 #define LOOM_TEST_UTIL_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <stdio.h>
@@ -21,4 +24,23 @@ static inline const char *loom_test_shared(const char *rel)
     snprintf(path, sizeof path, "%s/%s", dir ? dir : "../shared", rel);
     return path;
 }
+
+static inline int64_t loom_test_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for another thread's state: polls `cond` every millisecond until it
+ * holds (true) or timeout_ms pass (false), instead of sleeping a fixed time
+ * that is too long on an idle machine and too short on a loaded one. */
+#define LOOM_TEST_WAIT_UNTIL(cond, timeout_ms)                                                     \
+    ({                                                                                             \
+        int64_t until_ = loom_test_mono_ms() + (timeout_ms);                                       \
+        bool held_;                                                                                \
+        while (!(held_ = (cond)) && loom_test_mono_ms() < until_)                                  \
+            usleep(1000);                                                                          \
+        held_;                                                                                     \
+    })
 #endif
