@@ -1271,17 +1271,7 @@ int loom_store_set_reasons(loom_store_t *s, const int64_t *ids, const char *cons
     o->ids = ids;
     o->reasons = reasons;
     o->nids = n;
-    waiter_t w;
-    waiter_init(&w, NULL);
-    o->done = waiter_done;
-    o->ctx = &w;
-    int rc = enqueue(s, o, err);
-    if (rc) {
-        free_op(o);
-        waiter_abandon(&w);
-        return rc;
-    }
-    return waiter_wait(&w, err);
+    return run_sync(s, o, NULL, NULL, err);
 }
 
 void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ctx)
