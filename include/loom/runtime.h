@@ -51,7 +51,8 @@ typedef struct loom_runtime_job {
     int priority;        /* larger first (queue policy "priority") */
     double estimate_s;   /* 0: unknown */
     double time_limit_s; /* 0: none */
-    uint32_t user;       /* fair-share group (see loom_runtime_set_share) */
+    uint32_t user;       /* fair share and drf: its owner (see loom_runtime_set_share) */
+    uint32_t account;    /* fair share by account: its account (loom_runtime_set_account_share) */
     /* Held jobs stay pending whatever the resources (a reason each): */
     bool hold;      /* held until released (loom_runtime_hold): JobHeld */
     double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
@@ -171,10 +172,12 @@ void loom_runtime_observe_step(loom_runtime_t *rt, uint64_t id, double start_s, 
  * or the caller refuses. */
 int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
                              loom_err_t *err);
-/* Hook for fair share: a per-user weight (default 1) kept for a fair-share
- * queue policy; the present queue policies do not read it. */
+/* Fair share and drf: a user's weight (its shares; default 1, > 0), and an
+ * account's (fair share by account; default 1). */
 void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
 double loom_runtime_share(const loom_runtime_t *rt, uint32_t user);
+void loom_runtime_set_account_share(loom_runtime_t *rt, uint32_t account, double weight);
+double loom_runtime_account_share(const loom_runtime_t *rt, uint32_t account);
 
 /* One scheduling step at now_s: packing decisions (pack_check), resumes of
  * suspended jobs (time-slicing), then the pending queue in the queue

@@ -204,6 +204,16 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
     q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(model(r), j->gpu_type) : 0;
 }
 
+/* Fair share by account: the runtime's key of an account name (FNV-1a;
+ * 0: none). */
+static uint32_t account_key(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return name && *name ? h : 0;
+}
+
 /* A stored job as the runtime sees it (times on its clock). */
 static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
@@ -213,7 +223,8 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
                              .priority = (int)j->priority,
                              .time_limit_s = (double)j->time_limit_s,
                              /* fair share: by owner (docs/security.md) */
-                             .user = j->uid >= 0 ? (uint32_t)j->uid : 0};
+                             .user = j->uid >= 0 ? (uint32_t)j->uid : 0,
+                             .account = account_key(j->account)};
     /* a warm-started job is expected to finish sooner: sjf orders by its
      * time limit over the label zoo.speedup (docs/zoo.md) */
     if (j->time_limit_s > 0) {
