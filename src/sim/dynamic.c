@@ -145,15 +145,16 @@ typedef struct run {
     int64_t user_waiting[LOOM_SIM_MAX_USERS];
 } run_t;
 
-/* A user's job starts (+1) or stops (-1) running on gpus. */
-static void user_runs(run_t *r, job_t *j, int sign, double gpus)
+/* A user's job starts or resumes (+1 on gpus) or stops (-1); waiting:
+ * how its user's count of waiting jobs changes. */
+static void user_runs(run_t *r, job_t *j, int sign, double gpus, int waiting)
 {
     if (!j->user)
         return;
     if (sign > 0)
         j->gpus = gpus;
     r->user_gpus[j->user - 1] += sign * j->gpus;
-    r->user_waiting[j->user - 1] -= sign;
+    r->user_waiting[j->user - 1] += waiting;
 }
 
 static int apply(void *ctx, const loom_runtime_action_t *act)
@@ -162,7 +163,8 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
     job_t *j = &r->jobs[act->id - 1];
     switch (act->kind) {
     case LOOM_RUNTIME_START:
-        user_runs(r, j, 1, (double)loom_sched_req_gpu_total(&act->alloc.req) / LOOM_SCHED_MILLI);
+        user_runs(r, j, 1, (double)loom_sched_req_gpu_total(&act->alloc.req) / LOOM_SCHED_MILLI,
+                  -1);
         j->state = JOB_RUNNING;
         j->start_s = r->now;
         j->started = true;
@@ -182,13 +184,13 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
             r->user_waiting[j->user - 1]--;
         return LOOM_OK;
     case LOOM_RUNTIME_SUSPEND:
-        user_runs(r, j, -1, 0);
+        user_runs(r, j, -1, 0, 1);
         j->state = JOB_SUSPENDED;
         j->remaining_s = j->finish_s - r->now;
         j->gen++;
         return LOOM_OK;
     case LOOM_RUNTIME_RESUME:
-        user_runs(r, j, 1, j->gpus);
+        user_runs(r, j, 1, j->gpus, -1);
         j->state = JOB_RUNNING;
         if (j->task->duration_s < 0)
             return LOOM_OK;
@@ -235,9 +237,7 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
     while (heap_next(&r->heap) <= r->now) {
         job_t *j = heap_pop(&r->heap).j;
         loom_runtime_remove(rt, (uint64_t)(j - r->jobs) + 1, r->now);
-        user_runs(r, j, -1, 0);
-        if (j->user)
-            r->user_waiting[j->user - 1]++; /* it was not waiting */
+        user_runs(r, j, -1, 0, 0);
         j->state = JOB_DONE;
         r->res->completed++;
         *jct_sum += j->finish_s - j->submit_s;
