@@ -154,8 +154,9 @@ typedef struct loom_sim_dynamic_result {
     double user_mean_jct_s[LOOM_SIM_MAX_USERS];
     double jain_jct;
     /* GPU-seconds each user's jobs held, in all and while every user had
-     * a job waiting (pending or suspended): the contended time, over
-     * backlog_s seconds, in which fair share is judged. */
+     * a backlog (its waiting jobs, pending or suspended, asked for at least
+     * 1/users of the cluster's GPUs): the contended time, backlog_s
+     * seconds, in which fair share is judged. */
     double user_gpu_s[LOOM_SIM_MAX_USERS];
     double user_backlog_gpu_s[LOOM_SIM_MAX_USERS];
     double backlog_s;

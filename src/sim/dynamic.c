@@ -14,7 +14,7 @@
  * a time-slicing quantum).
  *
  * With users, each user's GPU-seconds are kept in all and over the
- * contended time (every user has a job waiting), where fair share shows. */
+ * contended time (every user has a backlog), where fair share shows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,13 +140,20 @@ typedef struct run {
     int rc; /* out of memory while applying */
     uint32_t users, accounts;
     double user_jct[LOOM_SIM_MAX_USERS];
-    /* Per user: GPUs its running jobs hold, and its jobs waiting. */
+    /* Per user: GPUs its running jobs hold, and GPUs its waiting jobs ask. */
     double user_gpus[LOOM_SIM_MAX_USERS];
-    int64_t user_waiting[LOOM_SIM_MAX_USERS];
+    double user_waiting[LOOM_SIM_MAX_USERS];
+    double gpus; /* the cluster's */
 } run_t;
 
+/* GPUs a job asks for. */
+static double asks(const job_t *j)
+{
+    return (double)loom_sched_req_gpu_total(&j->task->req) / LOOM_SCHED_MILLI;
+}
+
 /* A user's job starts or resumes (+1 on gpus) or stops (-1); waiting:
- * how its user's count of waiting jobs changes. */
+ * +1 when it waits from now on, -1 when it no longer waits. */
 static void user_runs(run_t *r, job_t *j, int sign, double gpus, int waiting)
 {
     if (!j->user)
@@ -154,7 +161,7 @@ static void user_runs(run_t *r, job_t *j, int sign, double gpus, int waiting)
     if (sign > 0)
         j->gpus = gpus;
     r->user_gpus[j->user - 1] += sign * j->gpus;
-    r->user_waiting[j->user - 1] += waiting;
+    r->user_waiting[j->user - 1] += waiting * asks(j);
 }
 
 static int apply(void *ctx, const loom_runtime_action_t *act)
@@ -181,7 +188,7 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         j->state = JOB_UNFIT;
         r->res->unfit++;
         if (j->user)
-            r->user_waiting[j->user - 1]--;
+            r->user_waiting[j->user - 1] -= asks(j);
         return LOOM_OK;
     case LOOM_RUNTIME_SUSPEND:
         user_runs(r, j, -1, 0, 1);
@@ -268,7 +275,7 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
             return rc;
         j->state = JOB_PENDING;
         if (j->user)
-            r->user_waiting[j->user - 1]++;
+            r->user_waiting[j->user - 1] += asks(j);
     }
     return LOOM_OK;
 }
@@ -309,15 +316,16 @@ static void assign_users(job_t *jobs, size_t n, const loom_sim_opts_t *o)
     }
 }
 
-/* GPU-seconds per user over dt, and over the contended time (every user
- * has a job waiting). */
+/* GPU-seconds per user over dt, and over the contended time: every user
+ * has a backlog, i.e. its waiting jobs ask for at least its equal part of
+ * the cluster's GPUs. */
 static void account_gpu_time(run_t *r, double dt)
 {
     if (!r->users || dt <= 0)
         return;
     bool contended = true;
     for (uint32_t k = 0; k < r->users; k++)
-        contended = contended && r->user_waiting[k] > 0;
+        contended = contended && r->user_waiting[k] >= r->gpus / r->users - 1e-9;
     for (uint32_t k = 0; k < r->users; k++) {
         r->res->user_gpu_s[k] += dt * r->user_gpus[k];
         if (contended)
@@ -406,6 +414,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     res->jobs = t->n;
     const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
     const double cap = c->gpu_milli_total > 0 ? (double)c->gpu_milli_total : 1;
+    r.gpus = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
     size_t next = 0;
     double first = order[0]->submit_s, last_end = first;
     double util_area = 0, last_t = first, jct_sum = 0;
