@@ -20,7 +20,7 @@ Cases (the issue's: two users submitting at 4:1 with equal shares):
             skew 2 (Zipf weights 1 : 1/4)
   accounts  short, same cluster, 3 users uniform, 2 accounts (users 1 and 3
             charge account 1, user 2 account 2)
-  full      full, K=20 (61 nodes, 314 GPUs), compress 100, 2 users, skew 2
+  full      full, K=50 (25 nodes, 116 GPUs), compress 300, 2 users, skew 2
 
     python3 bench/fairshare_sim.py BUILD_DIR [--out DIR] [--seeds 42-44]
 
@@ -45,7 +45,7 @@ CASES = [
     # name, tasks, every K-th node, compress, users, skew, accounts
     ("4to1", "short", 100, 1000, 2, 2.0, 0),
     ("accounts", "short", 100, 1000, 3, 0.0, 2),
-    ("full", "full", 20, 100, 2, 2.0, 0),
+    ("full", "full", 50, 300, 2, 2.0, 0),
 ]
 
 
@@ -80,8 +80,9 @@ def sim(loom, nodes, pods, policy, case, seeds):
     if accounts:
         cmd += ["--accounts", str(accounts)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return " ".join(os.path.basename(c) if c.startswith("/") else c for c in cmd), \
-        json.loads(out)["bestfit"]
+    shown = [os.path.basename(c) if c.startswith("/") else c for c in cmd]
+    shown[shown.index("--queue") + 1] = "POLICY"
+    return " ".join(shown), json.loads(out)["bestfit"]
 
 
 def parts(xs):
@@ -150,8 +151,11 @@ def main():
                    tasks, k, nn, ng, compress, users, skew,
                    ", %d accounts" % accounts if accounts else "", cmd), ""]
         md += table(case, results, accounts) + [""]
-    with open(os.path.join(a.out, "fairshare_sim.md"), "w") as f:
-        f.write("\n".join(md))
+    path = os.path.join(a.out, "fairshare_sim.md")
+    old = open(path).read() if os.path.exists(path) else ""
+    keep = old[old.find("## Notes"):] if "## Notes" in old else ""  # written by hand
+    with open(path, "w") as f:
+        f.write("\n".join(md) + ("\n" + keep if keep else ""))
     with open(os.path.join(a.out, "fairshare_sim.json"), "w") as f:
         json.dump(raw, f, indent=1, sort_keys=True)
     print("wrote %s" % os.path.join(a.out, "fairshare_sim.md"))
