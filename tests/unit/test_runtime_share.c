@@ -1,7 +1,7 @@
 /* runtime/share.c: dominant-resource fairness and fair share as the
  * runtime keeps them.
  *
- * DRF, the example of Ghodsi et al. (NSDI'11, section 4): a cluster of
+ * DRF, the example of Ghodsi et al. (NSDI'11): a cluster of
  * 9 CPUs and 18 GB; user A runs tasks of <1 CPU, 4 GB>, user B tasks of
  * <3 CPUs, 1 GB>. A's dominant resource is memory (4/18 = 2/9 a task), B's
  * is CPU (3/9 = 1/3 a task). DRF equalises the dominant shares: x tasks
@@ -116,7 +116,7 @@ static void test_fifo_contrast(void **state)
     loom_runtime_free(rt);
 }
 
-/* Weighted DRF (the paper's section 4.3): B with weight 2 may hold twice
+/* Weighted DRF (as the paper defines it): B with weight 2 may hold twice
  * A's dominant share; the progressive filling, worked by hand below, gives
  * the same counts here but another order. */
 static void test_drf_weighted(void **state)
