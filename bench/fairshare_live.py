@@ -14,7 +14,6 @@ Writes DIR/fairshare_live.md (default /tmp/loom-bench; make bench: docs/bench)."
 
 import argparse
 import datetime
-import json
 import os
 import pwd
 import shutil
