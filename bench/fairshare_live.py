@@ -3,17 +3,17 @@ that this script creates (useradd, removed at the end) submit to a
 multi-user loomd (as root) with one GPU: every 2 s the first submits four
 2-second one-GPU jobs and the second one, so both keep a backlog. The GPU
 time each got between warm-up and the end (usage.report over that window)
-is compared under --queue-policy fairshare:2m and fifo. Needs root (the
+is compared under --queue-policy fairshare:2m, tiresias+fairshare:2m, drf
+and fifo (--policies to choose). Needs root (the
 accounts submit over the Unix socket, so no munged); without root it says
 so and exits 0.
 
-    python3 bench/fairshare_live.py BUILD_DIR [--out DIR] [--seconds S]
+    python3 bench/fairshare_live.py BUILD_DIR [--out DIR] [--seconds S] [--policies P...]
 
 Writes DIR/fairshare_live.md (default /tmp/loom-bench; make bench: docs/bench)."""
 
 import argparse
 import datetime
-import json
 import os
 import pwd
 import shutil
@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--out", default="/tmp/loom-bench")
     ap.add_argument("--seconds", type=float, default=80)
     ap.add_argument("--warmup", type=float, default=20)
+    ap.add_argument("--policies", nargs="+",
+                    default=["fairshare:2m", "tiresias+fairshare:2m", "drf", "fifo"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("fairshare_live: skipped: needs root (accounts and a multi-user loomd)")
@@ -94,7 +96,7 @@ def main():
         subprocess.run(["useradd", "-m", "-U", "-s", "/bin/bash", u], check=True)
     try:
         rows = []
-        for policy in ("fairshare:2m", "fifo"):
+        for policy in a.policies:
             gpu, failed = run(build, policy, a.seconds, a.warmup)
             total = sum(gpu.values())
             rows.append((policy, gpu[USERS[0]], gpu[USERS[1]],
@@ -106,7 +108,7 @@ def main():
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md = ["# Fair share with real jobs", "",
           f"`python3 bench/fairshare_live.py BUILD --seconds {a.seconds:g} --warmup "
-          f"{a.warmup:g}`, {when}, on {os.cpu_count()} CPUs (load average at the end "
+          f"{a.warmup:g} --policies {' '.join(a.policies)}`, {when}, on {os.cpu_count()} CPUs (load average at the end "
           f"{os.getloadavg()[0]:.2f}).", "",
           "A multi-user loomd (root) with one virtual GPU runs real 2-second one-GPU jobs "
           "(`sleep 2`) of two accounts: every 2 s the first submits four, the second one "

@@ -66,7 +66,10 @@ typedef struct loom_runtime_job {
     int priority;        /* larger first (queue policy "priority") */
     double estimate_s;   /* 0: unknown */
     double time_limit_s; /* 0: none */
-    uint32_t user;       /* fair-share group (see loom_runtime_set_share) */
+    uint32_t user;       /* fair share and drf: its owner (see loom_runtime_set_share) */
+    uint32_t account;    /* its account, one number per account name (0: none): fair share
+                            by account (loom_runtime_set_account_share) and running quotas
+                            per account (loom_runtime_set_quota) */
     /* Held jobs stay pending whatever the resources (a reason each): */
     bool hold;      /* held until released (loom_runtime_hold): JobHeld */
     double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
@@ -76,10 +79,9 @@ typedef struct loom_runtime_job {
      * loom_runtime_reason_changes reports a change against it. (Beside the
      * fields the step reads anyway: one cache line per job in a long queue.) */
     loom_runtime_reason_t recorded;
-    uint64_t group;   /* a job array's id (0: none) */
-    int group_max;    /* at most this many of the group run at once (0: no cap):
-                         JobArrayTaskLimit */
-    uint32_t account; /* running quotas per account (see loom_runtime_set_quota) */
+    uint64_t group; /* a job array's id (0: none) */
+    int group_max;  /* at most this many of the group run at once (0: no cap):
+                       JobArrayTaskLimit */
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -179,10 +181,12 @@ void loom_runtime_observe_step(loom_runtime_t *rt, uint64_t id, double start_s, 
  * or the caller refuses. */
 int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
                              loom_err_t *err);
-/* Hook for fair share: a per-user weight (default 1) kept for a fair-share
- * queue policy; the present queue policies do not read it. */
+/* Fair share and drf: a user's weight (its shares; default 1, > 0), and an
+ * account's (fair share by account; default 1). */
 void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
 double loom_runtime_share(const loom_runtime_t *rt, uint32_t user);
+void loom_runtime_set_account_share(loom_runtime_t *rt, uint32_t account, double weight);
+double loom_runtime_account_share(const loom_runtime_t *rt, uint32_t account);
 
 /* Hook for running quotas (Slurm's GrpTRES=gres/gpu and MaxJobs per user
  * and per account): a pending job whose start would take its user's (by

@@ -11,7 +11,9 @@
  *   loom_sched_alloc / loom_sched_free never over-commit (asserted), and
  *   loom_sched_cluster_check verifies the bookkeeping.
  * - Queue order: fifo, sjf, priority, tiresias (discretized 2D-LAS),
- *   fairshare (Slurm's classic fair-share factor).
+ *   fairshare (Slurm's classic fair-share factor, by user or by account
+ *   then user), tiresias+fairshare (fair share within Tiresias' queues),
+ *   drf (dominant-resource fairness).
  * - Placement: firstfit, bestfit, dotprod, packing, clustering, random, fgd
  *   and fgd-cpu (see docs/scheduling.md), chosen by name.
  */
@@ -226,8 +228,16 @@ typedef enum loom_sched_queue_kind {
     LOOM_SCHED_QUEUE_SJF,
     LOOM_SCHED_QUEUE_PRIORITY,
     LOOM_SCHED_QUEUE_TIRESIAS,
-    LOOM_SCHED_QUEUE_FAIRSHARE
+    LOOM_SCHED_QUEUE_FAIRSHARE,
+    LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE, /* Tiresias' level, then fair share */
+    LOOM_SCHED_QUEUE_DRF
 } loom_sched_queue_kind_t;
+
+/* Whom fair share and DRF are fair between. */
+typedef enum loom_sched_share_by {
+    LOOM_SCHED_SHARE_BY_USER = 0, /* users, flat */
+    LOOM_SCHED_SHARE_BY_ACCOUNT   /* accounts, then users within an account */
+} loom_sched_share_by_t;
 
 #define LOOM_SCHED_TIRESIAS_MAXK 8
 
@@ -246,7 +256,15 @@ typedef struct loom_sched_queue_cfg {
     /* Fair share: the half-life of usage (seconds; "fairshare:D", default
      * 7 days as Slurm's PriorityDecayHalfLife). */
     double fairshare_half_life_s;
+    loom_sched_share_by_t share_by; /* fair share: ",by=account" */
 } loom_sched_queue_cfg_t;
+
+/* Does the policy read fair-share factors (fairshare, tiresias+fairshare)? */
+static inline bool loom_sched_queue_fairshare(const loom_sched_queue_cfg_t *cfg)
+{
+    return cfg->kind == LOOM_SCHED_QUEUE_FAIRSHARE ||
+           cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE;
+}
 
 /* A pending job as the queue policies see it. */
 typedef struct loom_sched_qjob {
@@ -259,13 +277,19 @@ typedef struct loom_sched_qjob {
     double wait_since_s;   /* start of its current wait */
     double last_run_s;     /* length of its last run (0: never ran) */
     int level;             /* out: Tiresias queue after ordering */
-    double fairshare;      /* fair share: its user's factor in (0, 1], larger first */
+    double fairshare;      /* fair share: its user's (by=account: its account's)
+                              factor in (0, 1], larger first */
+    double fairshare_sub;  /* fair share by account: its user's factor among the
+                              account's users, larger first (ties of fairshare) */
+    double dominant;       /* drf: its owner's dominant share / weight, smaller first */
     void *user;
 } loom_sched_qjob_t;
 
-/* "fifo" | "sjf" | "priority" | "tiresias" | "fairshare[:HALF_LIFE]";
+/* "fifo" | "sjf" | "priority" | "tiresias" | "drf" | "fairshare[:OPTS]" |
+ * "tiresias+fairshare[:OPTS]", OPTS a comma-separated list of a half-life
+ * (a duration: "30m", "1h"; also "half-life=1h") and "by=user|account".
  * Tiresias defaults: K = 2, threshold 3200 GPU-seconds, starve_factor 2 (as
- * the Tiresias paper); fair share: half-life 7d (a duration: "30m", "1h"). */
+ * the Tiresias paper); fair share: half-life 7d, by user. */
 int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, loom_err_t *err);
 /* Tiresias queue of one job at time now (with the starvation guard). */
 int loom_sched_tiresias_level(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjob_t *j,

@@ -97,6 +97,10 @@ typedef struct loom_sim_opts {
      * from seed; 0 users: no owners. At most LOOM_SIM_MAX_USERS. */
     uint32_t users;
     double user_skew;
+    /* dynamic: accounts for the users (fair share by account): user k
+     * belongs to account 1 + (k - 1) % accounts; 0: every job's account
+     * is 0. */
+    uint32_t accounts;
 } loom_sim_opts_t;
 
 #define LOOM_SIM_MAX_USERS 64
@@ -149,6 +153,13 @@ typedef struct loom_sim_dynamic_result {
     size_t user_completed[LOOM_SIM_MAX_USERS];
     double user_mean_jct_s[LOOM_SIM_MAX_USERS];
     double jain_jct;
+    /* GPU-seconds each user's jobs held, in all and while every user had
+     * a backlog (its waiting jobs, pending or suspended, asked for at least
+     * 1/users of the cluster's GPUs): the contended time, backlog_s
+     * seconds, in which fair share is judged. */
+    double user_gpu_s[LOOM_SIM_MAX_USERS];
+    double user_backlog_gpu_s[LOOM_SIM_MAX_USERS];
+    double backlog_s;
 } loom_sim_dynamic_result_t;
 
 int loom_sim_dynamic(const loom_sched_cluster_t *c, const loom_sim_trace_t *t,

@@ -8,12 +8,19 @@
 #include "cli/cli.h"
 #include "loom/sim.h"
 
-/* --users N (1..64) or --user-skew S (0..10); 0 when good, else says why. */
-static int parse_users(int opt, const char *arg, int64_t *users, double *skew)
+/* --users N (1..64), --accounts M (1..64) or --user-skew S (0..10); 0 when
+ * good, else says why. */
+static int parse_users(int opt, const char *arg, int64_t *users, int64_t *accounts, double *skew)
 {
     char *end;
     if (opt == 'u' && loom_parse_i64(arg, 1, LOOM_SIM_MAX_USERS, users, "--users", NULL) == 0)
         return 0;
+    if (opt == 'A' && loom_parse_i64(arg, 1, LOOM_SIM_MAX_USERS, accounts, "--accounts", NULL) == 0)
+        return 0;
+    if (opt == 'A') {
+        fprintf(stderr, "loom sim: --accounts '%s': expected 1 to 64 accounts\n", arg);
+        return -1;
+    }
     if (opt == 'k') {
         *skew = strtod(arg, &end);
         if (end != arg && !*end && *skew >= 0 && *skew <= 10)
@@ -29,8 +36,9 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias|fairshare[:H]] [--compress X]\n"
-            "                [--timeslice S] [--users N [--user-skew S]]\n"
+            "                [--queue fifo|sjf|priority|tiresias|drf|fairshare[:OPTS]|\n"
+            "                 tiresias+fairshare[:OPTS]] [--compress X]\n"
+            "                [--timeslice S] [--users N [--user-skew S] [--accounts M]]\n"
             "                [--out DIR]\n"
             "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
@@ -43,13 +51,18 @@ static void sim_usage(FILE *f)
             "  --seeds A-B|A,B  seeds (default 42)\n"
             "  --inflate X      packing: stop when GPU request reaches X x capacity (1.3)\n"
             "  --mode M         packing (FGD paper's experiment) or dynamic (queue, departures)\n"
-            "  --queue NAME     dynamic mode's queue order (fifo)\n"
+            "  --queue NAME     dynamic mode's queue order (fifo); fair share's OPTS: a\n"
+            "                   half-life and by=user|account (fairshare:1h,by=account)\n"
             "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
             "  --timeslice S    dynamic mode: Gandiva's time-slicing with a quantum of S\n"
             "                   seconds (as loomd --timeslice; default off)\n"
             "  --users N        dynamic mode: the tasks get owners 1..N (Zipf, seeded; see\n"
             "                   --user-skew); reports each user's mean JCT and Jain's index\n"
-            "  --user-skew S    the Zipf exponent of --users (default 1; 0: uniform)\n"
+            "  --user-skew S    the Zipf exponent of --users (default 1; 0: uniform);\n"
+            "                   reports each user's part of the GPU time, in all and\n"
+            "                   while every user has a job waiting\n"
+            "  --accounts M     user k charges account 1 + (k - 1) %% M (fair share by\n"
+            "                   account; default: one account)\n"
             "  --out DIR        per-run CSVs (per arrival, or utilization timeline)\n"
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
@@ -125,34 +138,24 @@ static bool wants_rubick(int argc, char **argv)
 }
 
 static const struct option sim_opts[] = {
-    {"nodes", required_argument, NULL, 'n'},
-    {"pods", required_argument, NULL, 'p'},
-    {"policy", required_argument, NULL, 'P'},
-    {"seeds", required_argument, NULL, 's'},
-    {"inflate", required_argument, NULL, 'i'},
-    {"mode", required_argument, NULL, 'm'},
-    {"queue", required_argument, NULL, 'q'},
-    {"out", required_argument, NULL, 'o'},
-    {"json", no_argument, NULL, 'j'},
-    {"plot", no_argument, NULL, 'g'},
-    {"jobs", required_argument, NULL, 'J'},
-    {"exact-scores", no_argument, NULL, 'x'},
-    {"check", no_argument, NULL, 'c'},
-    {"workload", required_argument, NULL, 'W'},
-    {"help", no_argument, NULL, 'h'},
-    {"ties", required_argument, NULL, 't'},
-    {"compress", required_argument, NULL, 'C'},
-    {"timeslice", required_argument, NULL, 'T'},
-    {"users", required_argument, NULL, 'u'},
-    {"user-skew", required_argument, NULL, 'k'},
-    {NULL, 0, NULL, 0},
+    {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
+    {"policy", required_argument, NULL, 'P'},   {"seeds", required_argument, NULL, 's'},
+    {"inflate", required_argument, NULL, 'i'},  {"mode", required_argument, NULL, 'm'},
+    {"queue", required_argument, NULL, 'q'},    {"out", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},           {"plot", no_argument, NULL, 'g'},
+    {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
+    {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
+    {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
+    {"compress", required_argument, NULL, 'C'}, {"timeslice", required_argument, NULL, 'T'},
+    {"users", required_argument, NULL, 'u'},    {"user-skew", required_argument, NULL, 'k'},
+    {"accounts", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
 };
 
 /* Everything loom sim's options say. */
 typedef struct sim_args {
     const char *nodes, *pods, *policy, *seeds_s, *mode, *queue, *out, *workload;
     double inflate, compress, timeslice, skew;
-    int64_t users;
+    int64_t users, accounts;
     bool json, plot, exact, check;
     loom_sched_ties_t ties;
     int jobs;
@@ -197,7 +200,8 @@ static int sim_opt(sim_args_t *a, int c)
     }
     case 'u':
     case 'k':
-        if (parse_users(c, optarg, &a->users, &a->skew))
+    case 'A':
+        if (parse_users(c, optarg, &a->users, &a->accounts, &a->skew))
             return LOOM_EXIT_USAGE;
         break;
     case 'm': a->mode = optarg; break;
@@ -369,6 +373,7 @@ int loom_cmd_sim(int argc, char **argv)
     o.timeslice_s = a.timeslice;
     o.users = (uint32_t)a.users;
     o.user_skew = a.skew;
+    o.accounts = (uint32_t)a.accounts;
     o.exact_scores = a.exact;
     o.ties = a.ties;
     o.debug_check = a.check;

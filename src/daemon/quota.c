@@ -166,12 +166,95 @@ static bool is_running(const loomd_quota_t *q)
     return q->gpu_milli >= 0 || q->running >= 0;
 }
 
-uint32_t loomd_quota_account_id(const loomd_quotas_t *qs, const char *account)
+/* ------------------------------------------------------------- accounts */
+
+struct loomd_accounts {
+    char **slot;   /* open addressing, linear probing; NULL: empty */
+    uint32_t *id;  /* the number of slot[i]'s name */
+    size_t cap, n; /* cap a power of two, kept at most half full */
+};
+
+int loomd_accounts_new(loomd_accounts_t **out, loom_err_t *err)
 {
-    for (size_t i = 0; qs && account && i < qs->n; i++)
-        if (qs->q[i].kind == 'a' && is_running(&qs->q[i]) && strcmp(qs->q[i].name, account) == 0)
-            return (uint32_t)i + 1; /* the first quota naming it */
-    return 0;
+    loomd_accounts_t *a = calloc(1, sizeof *a);
+    if (a) {
+        a->cap = 64;
+        a->slot = calloc(a->cap, sizeof *a->slot);
+        a->id = calloc(a->cap, sizeof *a->id);
+    }
+    if (!a || !a->slot || !a->id) {
+        loomd_accounts_free(a);
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory for the account table");
+    }
+    *out = a;
+    return LOOM_OK;
+}
+
+static size_t name_hash(const char *s) /* FNV-1a */
+{
+    size_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+static size_t probe(char *const *slot, size_t cap, const char *name)
+{
+    size_t i = name_hash(name) & (cap - 1);
+    while (slot[i] && strcmp(slot[i], name) != 0)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static bool accounts_grow(loomd_accounts_t *a)
+{
+    size_t cap = a->cap * 2;
+    char **slot = calloc(cap, sizeof *slot);
+    uint32_t *id = calloc(cap, sizeof *id);
+    if (!slot || !id) {
+        free(slot);
+        free(id);
+        return false;
+    }
+    for (size_t i = 0; i < a->cap; i++)
+        if (a->slot[i]) {
+            size_t k = probe(slot, cap, a->slot[i]);
+            slot[k] = a->slot[i];
+            id[k] = a->id[i];
+        }
+    free(a->slot);
+    free(a->id);
+    a->slot = slot;
+    a->id = id;
+    a->cap = cap;
+    return true;
+}
+
+uint32_t loomd_account_id(loomd_accounts_t *a, const char *name)
+{
+    if (!a || !name || !*name)
+        return 0;
+    size_t i = probe(a->slot, a->cap, name);
+    if (a->slot[i])
+        return a->id[i];
+    if (a->n >= UINT32_MAX - 1 || ((a->n + 1) * 2 > a->cap && !accounts_grow(a)))
+        return 0;
+    i = probe(a->slot, a->cap, name);
+    if (!(a->slot[i] = strdup(name)))
+        return 0;
+    a->id[i] = (uint32_t)++a->n;
+    return a->id[i];
+}
+
+void loomd_accounts_free(loomd_accounts_t *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; a->slot && i < a->cap; i++)
+        free(a->slot[i]);
+    free(a->slot);
+    free(a->id);
+    free(a);
 }
 
 /* A user quota's uid: the login in the user database, or digits. */
@@ -192,7 +275,8 @@ static bool user_uid(const char *name, uint32_t *uid)
     return true;
 }
 
-int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *err)
+int loomd_quota_apply(const loomd_quotas_t *qs, loomd_accounts_t *accounts, loom_runtime_t *rt,
+                      loom_err_t *err)
 {
     loom_runtime_limits_t every = {-1, -1};
     for (size_t i = 0; qs && i < qs->n; i++)
@@ -206,7 +290,10 @@ int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *
         if (!is_running(q) || q->kind == '*')
             continue;
         if (q->kind == 'a') {
-            who = loomd_quota_account_id(qs, q->name);
+            if (!(who = loomd_account_id(accounts, q->name))) {
+                rc = LOOM_ENOMEM;
+                break;
+            }
         } else if (!user_uid(q->name, &who)) {
             loom_log_warn("quota.unknown_user", "quota=\"%s\" note=\"no such user: not applied\"",
                           q->text);
@@ -217,7 +304,7 @@ int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *
         for (size_t k = 0; k < qs->n; k++) { /* every quota naming the same one */
             uint32_t other = 0;
             if (qs->q[k].kind == q->kind && is_running(&qs->q[k]) &&
-                (q->kind == 'a' ? loomd_quota_account_id(qs, qs->q[k].name) == who
+                (q->kind == 'a' ? strcmp(qs->q[k].name, q->name) == 0
                                 : user_uid(qs->q[k].name, &other) && other == who))
                 tighten(&l, &qs->q[k]);
         }

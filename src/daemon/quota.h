@@ -40,11 +40,22 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                       const loom_auth_identity_t *who, const char *account, int64_t time_limit_s,
                       json_t **data, loom_err_t *err);
 
+/* Account names to the runtime's account numbers (loom_runtime_job_t's
+ * account), one number per name, for running quotas and fair share by
+ * account alike. Names are the submitters' groups (identity.c), so their
+ * count is bounded by the user database. Not thread-safe: the runner's lock. */
+typedef struct loomd_accounts loomd_accounts_t;
+int loomd_accounts_new(loomd_accounts_t **out, loom_err_t *err);
+/* The number of an account name, given it on first sight (1, 2, ...);
+ * 0 for NULL or "" (no account), and when out of memory. */
+uint32_t loomd_account_id(loomd_accounts_t *a, const char *name);
+void loomd_accounts_free(loomd_accounts_t *a);
+
 /* Running quotas into the runtime: every quota that applies holds (the
  * least of them). Users are named by login (or uid) and found in the user
- * database now; an unknown one is logged and skipped. */
-int loomd_quota_apply(const loomd_quotas_t *qs, loom_runtime_t *rt, loom_err_t *err);
-/* The runtime's account id of an account name (0: no running quota names it). */
-uint32_t loomd_quota_account_id(const loomd_quotas_t *qs, const char *account);
+ * database now; an unknown one is logged and skipped. Accounts are
+ * numbered through `accounts`, as the runner numbers its jobs' accounts. */
+int loomd_quota_apply(const loomd_quotas_t *qs, loomd_accounts_t *accounts, loom_runtime_t *rt,
+                      loom_err_t *err);
 
 #endif

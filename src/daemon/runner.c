@@ -224,7 +224,7 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
                              .time_limit_s = (double)j->time_limit_s,
                              /* fair share and quotas: by owner (docs/security.md) */
                              .user = j->uid >= 0 ? (uint32_t)j->uid : 0,
-                             .account = loomd_quota_account_id(r->quotas, j->account),
+                             .account = loomd_account_id(r->accounts, j->account),
                              .recorded = reason_known(j->reason)};
     /* a warm-started job is expected to finish sooner: sjf orders by its
      * time limit over the label zoo.speedup (docs/zoo.md) */
@@ -949,7 +949,7 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
     loom_sched_workload_free(&w);
     loom_sched_cluster_free(&c);
     if (rc == LOOM_OK)
-        rc = loomd_quota_apply(cfg->quotas, r->rt, err);
+        rc = loomd_quota_apply(cfg->quotas, r->accounts, r->rt, err);
     for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < model(r)->nnodes; k++)
         loom_runtime_set_down(
             r->rt, k, !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available")));
@@ -966,10 +966,11 @@ int loomd_runner_start(loom_store_t *store, const loomd_runner_config_t *cfg, lo
     r->tick_ns = cfg->tick_ns > 0 ? cfg->tick_ns : 100 * LOOM_NS_PER_MS;
     r->pack_check = cfg->pack_check;
     r->real_minus_mono_ns = loom_time_real_ns() - loom_time_mono_ns();
-    r->quotas = cfg->quotas;
     const json_t *nodes;
     json_t *slurm_nodes = NULL;
-    int rc = open_executor(r, cfg, &nodes, &slurm_nodes, err);
+    int rc = loomd_accounts_new(&r->accounts, err);
+    if (rc == LOOM_OK)
+        rc = open_executor(r, cfg, &nodes, &slurm_nodes, err);
     if (rc == LOOM_OK)
         rc = open_runtime(r, cfg, nodes, slurm_nodes, err);
     json_decref(slurm_nodes);
@@ -1005,6 +1006,7 @@ fail_thread:
     pthread_cond_destroy(&r->cv);
 fail:
     loom_runtime_free(r->rt);
+    loomd_accounts_free(r->accounts);
     loom_exec_local_free(r->local);
     loom_exec_slurm_free(r->slurm);
     free(r->active);
@@ -1038,6 +1040,7 @@ void loomd_runner_stop(loomd_runner_t *r)
     loom_exec_local_free(r->local);
     loom_exec_slurm_free(r->slurm);
     loom_runtime_free(r->rt);
+    loomd_accounts_free(r->accounts);
     loomd__deps_free(r);
     free(r->active);
     free(r);

@@ -51,7 +51,7 @@ struct loomd_runner {
     int64_t seen_id; /* the highest job id read as pending */
     int64_t next_resync_ns;
     int64_t real_minus_mono_ns; /* puts the store's times on the runtime's (monotonic) clock */
-    const struct loomd_quotas *quotas; /* running quotas: account names to the runtime's ids */
+    struct loomd_accounts *accounts; /* account names to the runtime's numbers (quota.h) */
 
     pthread_t thread;
     pthread_mutex_t wmu; /* stop and wake only: RPC handlers never wait for a step */

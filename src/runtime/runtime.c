@@ -137,6 +137,11 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     loom_runtime_t *rt = calloc(1, sizeof *rt);
     if (!rt)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    if (cfg->queue && strlen(cfg->queue) >= sizeof rt->queue_name) {
+        free(rt);
+        return loom_err_set(err, LOOM_EINVAL, "queue policy '%.40s...': longer than %zu bytes",
+                            cfg->queue, sizeof rt->queue_name - 1);
+    }
     snprintf(rt->queue_name, sizeof rt->queue_name, "%s", cfg->queue ? cfg->queue : "fifo");
     snprintf(rt->place_name, sizeof rt->place_name, "%s",
              cfg->placement ? cfg->placement : "firstfit");
@@ -168,6 +173,8 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     rt->now = -INFINITY;
     rt->usage_t = -INFINITY;
     rt->quota_every[0] = rt->quota_every[1] = (loom_runtime_limits_t){-1, -1};
+    for (size_t k = 0; k < c->nnodes; k++)
+        rt->mem_mib += (double)c->nodes[k].mem_mib;
     *out = rt;
     return LOOM_OK;
 fail:
@@ -497,26 +504,6 @@ int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_r
     return LOOM_OK;
 }
 
-void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight)
-{
-    for (size_t i = 0; i < rt->nshares; i++)
-        if (rt->shares[i].user == user) {
-            rt->shares[i].weight = weight;
-            return;
-        }
-    if (rt__grow((void **)&rt->shares, &rt->cap_shares, rt->nshares + 1, sizeof *rt->shares) ==
-        LOOM_OK)
-        rt->shares[rt->nshares++] = (struct share){user, weight, 0.0};
-}
-
-double loom_runtime_share(const loom_runtime_t *rt, uint32_t user)
-{
-    for (size_t i = 0; i < rt->nshares; i++)
-        if (rt->shares[i].user == user)
-            return rt->shares[i].weight;
-    return 1.0;
-}
-
 /* ------------------------------------------------------------- actions */
 
 int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
@@ -643,59 +630,13 @@ static void merge_fresh(loom_runtime_t *rt, size_t nf)
     rt->npend += nf;
 }
 
-/* Fair share: the user's entry (weight 1 when the user was never given
- * one), or NULL when out of memory. */
-static struct share *share_of(loom_runtime_t *rt, uint32_t user)
-{
-    for (size_t i = 0; i < rt->nshares; i++)
-        if (rt->shares[i].user == user)
-            return &rt->shares[i];
-    loom_runtime_set_share(rt, user, 1.0);
-    return rt->nshares && rt->shares[rt->nshares - 1].user == user ? &rt->shares[rt->nshares - 1]
-                                                                   : NULL;
-}
-
-/* Fair share (Slurm's classic factor): every user's usage decays by half
- * each half-life and grows by the GPU-seconds its running jobs held since
- * the last step; a pending job's factor is 2^-(U/S), U its user's share of
- * all usage, S its user's share of all weights. */
-static void fairshare_update(loom_runtime_t *rt, size_t nf)
-{
-    double dt = isfinite(rt->usage_t) && rt->now > rt->usage_t ? rt->now - rt->usage_t : 0;
-    double decay = exp2(-dt / rt->queue.fairshare_half_life_s);
-    rt->usage_t = rt->now;
-    for (size_t i = 0; i < rt->nshares; i++)
-        rt->shares[i].usage *= decay;
-    for (size_t k = 0; k < rt->nact; k++) {
-        const rjob_t *j = rt->act[k];
-        struct share *s = j->held ? share_of(rt, j->job.user) : NULL;
-        if (s)
-            s->usage += dt * (double)loom_sched_req_gpu_total(&j->alloc.req) / LOOM_SCHED_MILLI;
-    }
-    for (size_t k = 0; k < rt->npend + nf; k++)
-        share_of(rt, k < rt->npend ? rt->pend[k].j->job.user
-                                   : ((rjob_t *)rt->fresh[k - rt->npend]->user)->job.user);
-    double usage = 0, weight = 0;
-    for (size_t i = 0; i < rt->nshares; i++) {
-        usage += rt->shares[i].usage;
-        weight += rt->shares[i].weight;
-    }
-    for (size_t k = 0; k < rt->npend + nf; k++) {
-        rjob_t *j = k < rt->npend ? rt->pend[k].j : rt->fresh[k - rt->npend]->user;
-        const struct share *s = share_of(rt, j->job.user);
-        double u = s && usage > 0 ? s->usage / usage : 0;
-        double w = s && weight > 0 && s->weight > 0 ? s->weight / weight : 1e-9;
-        j->q.fairshare = exp2(-u / w);
-    }
-}
-
 static int order_queue(loom_runtime_t *rt)
 {
     if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh, sizeof *rt->pend))
         return LOOM_ENOMEM;
     size_t nf = take_fresh(rt);
-    if (rt->queue.kind == LOOM_SCHED_QUEUE_FAIRSHARE) { /* factors move with time: all afresh */
-        fairshare_update(rt, nf);
+    if (loom_sched_queue_fairshare(&rt->queue) || rt->queue.kind == LOOM_SCHED_QUEUE_DRF) {
+        rt__share_update(rt, nf); /* factors and shares move with time: all afresh */
         return sort_all(rt, nf);
     }
     if (levels_moved(rt))
@@ -812,9 +753,9 @@ static void unhide_down(loom_runtime_t *rt, hidden_t *h)
     free(h);
 }
 
-/* Places j and starts it. True when it left the queue (started, or its
- * start was refused and it was dropped). */
-static bool try_start(loom_runtime_t *rt, rjob_t *j)
+/* Places j and starts it: RT_STARTED, RT_GONE (its start was refused and
+ * it was dropped) or RT_STAYS (no room). */
+static int try_start(loom_runtime_t *rt, rjob_t *j)
 {
     const loom_sched_req_t *req = &j->job.req;
     struct shape *sh = &rt->shapes[j->shape];
@@ -832,12 +773,12 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     }
     if (!ok || rt->down[place.node]) {
         sh->fail_epoch = epoch(rt);
-        return false;
+        return RT_STAYS;
     }
     if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
         loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
             LOOM_OK)
-        return false;
+        return RT_STAYS;
     rt->nran -= j->q.last_run_s > 0;
     char why[LOOM_SCHED_NAME_MAX + 64];
     snprintf(why, sizeof why, "placed on %s by %s", rt->cluster.nodes[place.node].name,
@@ -846,7 +787,7 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
         map_del(rt, j->job.id);
         job_free(j);
-        return true;
+        return RT_GONE;
     }
     j->held = true;
     j->state = LOOM_RUNTIME_RUNNING;
@@ -854,7 +795,7 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
     j->resumed_s = j->tenancy_since = rt->now;
     j->tenancy = 0;
     act_add(rt, j); /* cannot fail: grown above */
-    return true;
+    return RT_STARTED;
 }
 
 /* A job that stays pending, and why: a change from what was last said
@@ -868,9 +809,41 @@ static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
     rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
 }
 
-/* The pending pass: every job in order; those that stay are compacted. A
+/* One pending job in the pass: dropped when dead, rejected when no node
+ * can ever hold it, else started if the placement policy finds room; one
+ * that stays says why. A
  * job whose shape fitted nowhere in this epoch is passed by on the array
  * alone (without time-slicing, which may make room). */
+int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip)
+{
+    if (rt->ndead && e.j->dead) {
+        job_free(e.j);
+        return RT_GONE;
+    }
+    loom_runtime_reason_t why = blocked(rt, e.j);
+    if (why != LOOM_RUNTIME_REASON_NONE) {
+        say_reason(rt, e.j, why);
+        return RT_STAYS; /* held: stays, holds nothing back */
+    }
+    if (e.j->reject) {
+        rt->nran -= e.j->q.last_run_s > 0;
+        reject(rt, e.j);
+        return RT_GONE;
+    }
+    bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
+    int what = skip ? RT_STAYS : try_start(rt, e.j);
+    if (what == RT_STAYS) {
+        if (!rt->first_blocked)
+            rt->first_blocked = e.j->job.id;
+        say_reason(rt, e.j,
+                   rt->first_blocked == e.j->job.id ? LOOM_RUNTIME_REASON_RESOURCES
+                                                    : LOOM_RUNTIME_REASON_PRIORITY);
+    }
+    return what;
+}
+
+/* The pending pass: every job in order (drf: in its progressive filling);
+ * those that stay are compacted. */
 static void pending_pass(loom_runtime_t *rt)
 {
     hidden_t *h = hide_down(rt);
@@ -879,35 +852,17 @@ static void pending_pass(loom_runtime_t *rt)
     const uint64_t ep = epoch(rt);
     const bool cheap_skip = rt->timeslice_s <= 0;
     rt->first_blocked = 0;
-    size_t keep = 0;
-    for (size_t k = 0; k < rt->npend; k++) {
-        struct pent e = rt->pend[k];
-        if (rt->ndead && e.j->dead) {
-            job_free(e.j);
-            continue;
+    if (rt->queue.kind == LOOM_SCHED_QUEUE_DRF)
+        rt__drf_pass(rt, ep, cheap_skip);
+    else {
+        size_t keep = 0;
+        for (size_t k = 0; k < rt->npend; k++) {
+            struct pent e = rt->pend[k];
+            if (rt__consider(rt, e, ep, cheap_skip) == RT_STAYS)
+                rt->pend[keep++] = e;
         }
-        loom_runtime_reason_t why = blocked(rt, e.j);
-        if (why != LOOM_RUNTIME_REASON_NONE) {
-            say_reason(rt, e.j, why);
-            rt->pend[keep++] = e; /* held: stays, holds nothing back */
-            continue;
-        }
-        if (e.j->reject) {
-            rt->nran -= e.j->q.last_run_s > 0;
-            reject(rt, e.j);
-            continue;
-        }
-        bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
-        if (!skip && try_start(rt, e.j))
-            continue;
-        if (!rt->first_blocked)
-            rt->first_blocked = e.j->job.id;
-        say_reason(rt, e.j,
-                   rt->first_blocked == e.j->job.id ? LOOM_RUNTIME_REASON_RESOURCES
-                                                    : LOOM_RUNTIME_REASON_PRIORITY);
-        rt->pend[keep++] = e;
+        rt->npend = keep;
     }
-    rt->npend = keep;
     rt->ndead = 0;
     unhide_down(rt, h);
 }

@@ -44,13 +44,21 @@ typedef struct rjob {
      * rt->quotas; 0: none, out of memory), the milli-GPU charged to them. */
     uint32_t quser, qacct;
     int64_t quota_gpu;
+    /* Fair share and drf: its entries in rt->shares, index + 1 (0: not yet
+     * looked up): user, account, (account, user). */
+    uint32_t ix_user, ix_acct, ix_assoc;
 } rjob_t;
+
+enum { SHARE_USER, SHARE_ACCOUNT, SHARE_ASSOC };
+
+/* What became of a pending job the step considered. */
+enum { RT_STAYS, RT_STARTED, RT_GONE };
 
 struct loom_runtime {
     loom_sched_cluster_t cluster, empty;
     loom_sched_placer_t *placer;
     loom_sched_queue_cfg_t queue;
-    char queue_name[32], place_name[32];
+    char queue_name[96], place_name[32];
     double timeslice_s;
     bool pack_check;
     bool *down;
@@ -89,14 +97,20 @@ struct loom_runtime {
     uint32_t *shape_idx;
     size_t shape_idx_cap;
 
-    /* Fair-share weights (hook). */
+    /* Fair share and drf: one entry per user, per account and per
+     * (account, user) pair seen (never removed, so indices stay valid). */
     struct share {
-        uint32_t user;
-        double weight;
-        double usage; /* fair share: decayed GPU-seconds, as of usage_t */
+        uint8_t kind;           /* SHARE_USER, SHARE_ACCOUNT, SHARE_ASSOC */
+        uint32_t user, account; /* the one its kind names */
+        double weight;          /* user, account: shares (default 1) */
+        double usage;           /* fair share: decayed GPU-seconds, as of usage_t */
+        double sum_w;           /* account: its users' weights (by=account) */
+        double factor;          /* fair share: 2^-(U/S) among its siblings */
+        double cpu, mem, gpu;   /* drf, user: what its running jobs hold */
     } * shares;
     size_t nshares, cap_shares;
     double usage_t; /* fair share: when usage was last brought up to date */
+    double mem_mib; /* drf: the cluster's memory (CPU and GPU: in cluster) */
 
     /* Running (and suspended) jobs per group (job arrays with a cap). */
     struct group {
@@ -141,6 +155,11 @@ int rt__quota_attach(loom_runtime_t *rt, rjob_t *j);
 void rt__quota_track(loom_runtime_t *rt, rjob_t *j, int delta);
 bool rt__quota_blocks(const loom_runtime_t *rt, const rjob_t *j);
 void rt__quota_free(loom_runtime_t *rt);
+int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip);
+
+/* share.c */
+int rt__share_update(loom_runtime_t *rt, size_t nf);
+void rt__drf_pass(loom_runtime_t *rt, uint64_t ep, bool cheap_skip);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

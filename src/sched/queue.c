@@ -13,6 +13,15 @@
  *           U its decayed usage over all users' (GPU-seconds, halved every
  *           half-life), S its share over all users' shares. The runtime
  *           keeps the usage and sets each job's factor; larger first.
+ *           by=account: the account's factor among accounts first, then
+ *           the user's factor among the account's users (Fair Tree's rule:
+ *           every user of a better-placed account goes first).
+ * tiresias+fairshare  Tiresias' queue first, then fair share within it
+ *           (instead of FIFO).
+ * drf       dominant-resource fairness (Ghodsi et al., NSDI'11): the owner's
+ *           dominant share of the cluster (largest of its running CPU,
+ *           memory and GPU over the capacity, over its weight), smaller
+ *           first; the runtime keeps it and raises it as it starts jobs.
  *
  * Ties always fall back to submission time, then id, so the order is total
  * and deterministic. */
@@ -21,6 +30,45 @@
 #include <string.h>
 
 #include "loom/sched.h"
+
+/* Fair share's options after "fairshare": "" or ":" and a comma-separated
+ * list of a half-life ("1h" or "half-life=1h") and "by=user|account". */
+static int parse_fairshare(const char *name, const char *opts, loom_sched_queue_cfg_t *out,
+                           loom_err_t *err)
+{
+    int64_t ns = 7 * 24 * 3600 * LOOM_NS_PER_S;
+    out->share_by = LOOM_SCHED_SHARE_BY_USER;
+    if (*opts == ':' && opts[1])
+        opts++;
+    else if (*opts)
+        goto bad;
+    while (*opts) {
+        size_t len = strcspn(opts, ",");
+        char item[64];
+        if (len == 0 || len >= sizeof item || (opts[len] == ',' && !opts[len + 1]))
+            goto bad;
+        memcpy(item, opts, len);
+        item[len] = '\0';
+        opts += len + (opts[len] == ',');
+        if (strcmp(item, "by=user") == 0)
+            out->share_by = LOOM_SCHED_SHARE_BY_USER;
+        else if (strcmp(item, "by=account") == 0)
+            out->share_by = LOOM_SCHED_SHARE_BY_ACCOUNT;
+        else {
+            const char *d = strncmp(item, "half-life=", 10) == 0 ? item + 10 : item;
+            if (loom_parse_duration(d, &ns, NULL) != LOOM_OK || ns <= 0)
+                goto bad;
+        }
+    }
+    out->fairshare_half_life_s = (double)ns / 1e9;
+    return LOOM_OK;
+bad:
+    return loom_err_set(err, LOOM_EINVAL,
+                        "queue policy '%s': expected fairshare[:OPTS] with OPTS a comma-separated "
+                        "list of a positive half-life (e.g. 1h or half-life=1h) and by=user or "
+                        "by=account (e.g. fairshare:1h,by=account)",
+                        name);
+}
 
 int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, loom_err_t *err)
 {
@@ -37,19 +85,20 @@ int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, lo
         out->k = 2;
         out->thresholds[0] = 3200.0;
         out->starve_factor = 2.0;
-    } else if (strncmp(name, "fairshare", 9) == 0 && (name[9] == '\0' || name[9] == ':')) {
+    } else if (strcmp(name, "drf") == 0)
+        out->kind = LOOM_SCHED_QUEUE_DRF;
+    else if (strncmp(name, "fairshare", 9) == 0 && (name[9] == '\0' || name[9] == ':')) {
         out->kind = LOOM_SCHED_QUEUE_FAIRSHARE;
-        int64_t ns = 7 * 24 * 3600 * LOOM_NS_PER_S;
-        if (name[9] == ':' && (loom_parse_duration(name + 10, &ns, err) != LOOM_OK || ns <= 0))
-            return loom_err_set(err, LOOM_EINVAL,
-                                "queue policy '%s': expected fairshare:HALF_LIFE with a positive "
-                                "duration (e.g. fairshare:1h)",
-                                name);
-        out->fairshare_half_life_s = (double)ns / 1e9;
+        return parse_fairshare(name, name + 9, out, err);
+    } else if (strncmp(name, "tiresias+fairshare", 18) == 0 &&
+               (name[18] == '\0' || name[18] == ':')) {
+        int rc = loom_sched_queue_cfg_parse("tiresias", out, err);
+        out->kind = LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE;
+        return rc ? rc : parse_fairshare(name, name + 18, out, err);
     } else
         return loom_err_set(err, LOOM_EINVAL,
-                            "queue policy '%s': expected fifo, sjf, priority, tiresias or "
-                            "fairshare[:HALF_LIFE]",
+                            "queue policy '%s': expected fifo, sjf, priority, tiresias, drf, "
+                            "fairshare[:OPTS] or tiresias+fairshare[:OPTS]",
                             name);
     return LOOM_OK;
 }
@@ -109,9 +158,19 @@ int loom_sched_queue_cmp(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjo
         if (a->level != b->level)
             return a->level < b->level ? -1 : 1;
         break;
+    case LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE:
+        if (a->level != b->level)
+            return a->level < b->level ? -1 : 1;
+        /* fall through: fair share within a level */
     case LOOM_SCHED_QUEUE_FAIRSHARE:
         if (a->fairshare != b->fairshare)
             return a->fairshare > b->fairshare ? -1 : 1;
+        if (a->fairshare_sub != b->fairshare_sub)
+            return a->fairshare_sub > b->fairshare_sub ? -1 : 1;
+        break;
+    case LOOM_SCHED_QUEUE_DRF:
+        if (a->dominant != b->dominant)
+            return a->dominant < b->dominant ? -1 : 1;
         break;
     }
     return cmp_tail(a, b);
@@ -127,7 +186,8 @@ void loom_sched_queue_order(const loom_sched_queue_cfg_t *cfg, loom_sched_qjob_t
                             double now_s)
 {
     for (size_t i = 0; i < n; i++)
-        jobs[i]->level = cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS
+        jobs[i]->level = cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS ||
+                                 cfg->kind == LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE
                              ? loom_sched_tiresias_level(cfg, jobs[i], now_s)
                              : 0;
     if (n < 2)

@@ -11,7 +11,10 @@
  * and counted as unfit.
  *
  * Events are arrivals, departures and the runtime's own wake-ups (the end of
- * a time-slicing quantum). */
+ * a time-slicing quantum).
+ *
+ * With users, each user's GPU-seconds are kept in all and over the
+ * contended time (every user has a backlog), where fair share shows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@ typedef struct job {
     bool started;  /* has run at least once */
     uint32_t user; /* 1..users, 0: none */
     uint32_t gen;  /* bumped by a suspend: older heap entries are stale */
+    double gpus;   /* GPUs it holds while running */
 } job_t;
 
 /* min-heap of departures by time; an entry is valid while its gen matches */
@@ -134,8 +138,31 @@ typedef struct run {
     loom_sim_start_fn on_start;
     void *on_start_ctx;
     int rc; /* out of memory while applying */
+    uint32_t users, accounts;
     double user_jct[LOOM_SIM_MAX_USERS];
+    /* Per user: GPUs its running jobs hold, and GPUs its waiting jobs ask. */
+    double user_gpus[LOOM_SIM_MAX_USERS];
+    double user_waiting[LOOM_SIM_MAX_USERS];
+    double gpus; /* the cluster's */
 } run_t;
+
+/* GPUs a job asks for. */
+static double asks(const job_t *j)
+{
+    return (double)loom_sched_req_gpu_total(&j->task->req) / LOOM_SCHED_MILLI;
+}
+
+/* A user's job starts or resumes (+1 on gpus) or stops (-1); waiting:
+ * +1 when it waits from now on, -1 when it no longer waits. */
+static void user_runs(run_t *r, job_t *j, int sign, double gpus, int waiting)
+{
+    if (!j->user)
+        return;
+    if (sign > 0)
+        j->gpus = gpus;
+    r->user_gpus[j->user - 1] += sign * j->gpus;
+    r->user_waiting[j->user - 1] += waiting * asks(j);
+}
 
 static int apply(void *ctx, const loom_runtime_action_t *act)
 {
@@ -143,6 +170,8 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
     job_t *j = &r->jobs[act->id - 1];
     switch (act->kind) {
     case LOOM_RUNTIME_START:
+        user_runs(r, j, 1, (double)loom_sched_req_gpu_total(&act->alloc.req) / LOOM_SCHED_MILLI,
+                  -1);
         j->state = JOB_RUNNING;
         j->start_s = r->now;
         j->started = true;
@@ -158,13 +187,17 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
     case LOOM_RUNTIME_REJECT:
         j->state = JOB_UNFIT;
         r->res->unfit++;
+        if (j->user)
+            r->user_waiting[j->user - 1] -= asks(j);
         return LOOM_OK;
     case LOOM_RUNTIME_SUSPEND:
+        user_runs(r, j, -1, 0, 1);
         j->state = JOB_SUSPENDED;
         j->remaining_s = j->finish_s - r->now;
         j->gen++;
         return LOOM_OK;
     case LOOM_RUNTIME_RESUME:
+        user_runs(r, j, 1, j->gpus, -1);
         j->state = JOB_RUNNING;
         if (j->task->duration_s < 0)
             return LOOM_OK;
@@ -211,6 +244,7 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
     while (heap_next(&r->heap) <= r->now) {
         job_t *j = heap_pop(&r->heap).j;
         loom_runtime_remove(rt, (uint64_t)(j - r->jobs) + 1, r->now);
+        user_runs(r, j, -1, 0, 0);
         j->state = JOB_DONE;
         r->res->completed++;
         *jct_sum += j->finish_s - j->submit_s;
@@ -234,11 +268,14 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
                           : tk->duration_s >= 0 ? tk->duration_s
                                                 : 0,
             .time_limit_s = tk->time_limit_s,
-            .user = j->user};
+            .user = j->user,
+            .account = j->user && r->accounts ? 1 + (j->user - 1) % r->accounts : 0};
         int rc = loom_runtime_submit(rt, &rj, err);
         if (rc)
             return rc;
         j->state = JOB_PENDING;
+        if (j->user)
+            r->user_waiting[j->user - 1] += asks(j);
     }
     return LOOM_OK;
 }
@@ -277,6 +314,25 @@ static void assign_users(job_t *jobs, size_t n, const loom_sim_opts_t *o)
             k++;
         jobs[i].user = k + 1;
     }
+}
+
+/* GPU-seconds per user over dt, and over the contended time: every user
+ * has a backlog, i.e. its waiting jobs ask for at least its equal part of
+ * the cluster's GPUs. */
+static void account_gpu_time(run_t *r, double dt)
+{
+    if (!r->users || dt <= 0)
+        return;
+    bool contended = true;
+    for (uint32_t k = 0; k < r->users; k++)
+        contended = contended && r->user_waiting[k] >= r->gpus / r->users - 1e-9;
+    for (uint32_t k = 0; k < r->users; k++) {
+        r->res->user_gpu_s[k] += dt * r->user_gpus[k];
+        if (contended)
+            r->res->user_backlog_gpu_s[k] += dt * r->user_gpus[k];
+    }
+    if (contended)
+        r->res->backlog_s += dt;
 }
 
 static void summarize_users(loom_sim_dynamic_result_t *res, const double *jct, uint32_t users)
@@ -319,6 +375,9 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     int64_t t0 = loom_time_mono_ns();
     if (t->n == 0)
         return loom_err_set(err, LOOM_EINVAL, "dynamic: empty trace");
+    if (o->accounts > LOOM_SIM_MAX_USERS)
+        return loom_err_set(err, LOOM_EINVAL, "dynamic: accounts: expected 0 to %d, found %u",
+                            LOOM_SIM_MAX_USERS, (unsigned)o->accounts);
     if (o->users > LOOM_SIM_MAX_USERS || o->user_skew < 0 || !isfinite(o->user_skew))
         return loom_err_set(err, LOOM_EINVAL,
                             "dynamic: users: expected 0 to %d users and a skew >= 0, found %u "
@@ -330,7 +389,9 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                .waits = calloc(t->n, sizeof *r.waits),
                .res = res,
                .on_start = o->on_start,
-               .on_start_ctx = o->on_start_ctx};
+               .on_start_ctx = o->on_start_ctx,
+               .users = o->users,
+               .accounts = o->accounts};
     job_t **order = calloc(t->n, sizeof *order);
     res->jcts = calloc(t->n, sizeof *res->jcts);
     size_t cap_tl = 0;
@@ -353,6 +414,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     res->jobs = t->n;
     const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
     const double cap = c->gpu_milli_total > 0 ? (double)c->gpu_milli_total : 1;
+    r.gpus = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
     size_t next = 0;
     double first = order[0]->submit_s, last_end = first;
     double util_area = 0, last_t = first, jct_sum = 0;
@@ -364,6 +426,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
         if (!isfinite(tnext))
             break;
         util_area += (tnext - last_t) * (double)c->gpu_milli_used / cap;
+        account_gpu_time(&r, tnext - last_t);
         last_t = r.now = tnext;
         if ((rc = advance(&r, rt, order, t->n, &next, &jct_sum, &last_end, err)))
             goto out;

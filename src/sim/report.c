@@ -25,7 +25,18 @@ typedef struct group {
     double jct, wait, p99, makespan, util, completed, unfit, never;
     uint32_t users;
     double jain, user_jct[LOOM_SIM_MAX_USERS];
+    double p99_jct, backlog_s;
+    double user_gpu[LOOM_SIM_MAX_USERS], user_backlog[LOOM_SIM_MAX_USERS]; /* parts of the whole */
 } group_t;
+
+/* x[u] / sum of x over the users (0 when the sum is 0). */
+static double part(const double *x, uint32_t users, uint32_t u)
+{
+    double sum = 0;
+    for (uint32_t k = 0; k < users; k++)
+        sum += x[k];
+    return sum > 0 ? x[u] / sum : 0;
+}
 
 static const char *base_name(const char *path)
 {
@@ -84,8 +95,13 @@ static size_t build_groups(const loom_sim_run_t *runs, size_t n, group_t *g, boo
         x->never += (double)d->never_started;
         x->users = d->users;
         x->jain += d->jain_jct;
-        for (uint32_t u = 0; u < d->users && u < LOOM_SIM_MAX_USERS; u++)
+        x->p99_jct += d->p99_jct_s;
+        x->backlog_s += d->backlog_s;
+        for (uint32_t u = 0; u < d->users && u < LOOM_SIM_MAX_USERS; u++) {
             x->user_jct[u] += d->user_mean_jct_s[u];
+            x->user_gpu[u] += part(d->user_gpu_s, d->users, u);
+            x->user_backlog[u] += part(d->user_backlog_gpu_s, d->users, u);
+        }
     }
     return ng;
 }
@@ -141,6 +157,12 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
                                        multi ? 27 : 0, "", g[k].users, g[k].jain / m);
                 for (uint32_t u = 0; u < g[k].users; u++)
                     rc |= loom_buf_appendf(out, " %.0f", g[k].user_jct[u] / m);
+                rc |= loom_buf_appendf(out, "\n%*s  GPU time by user:", multi ? 27 : 0, "");
+                for (uint32_t u = 0; u < g[k].users; u++)
+                    rc |= loom_buf_appendf(out, " %.3f", g[k].user_gpu[u] / m);
+                rc |= loom_buf_appendf(out, "; while all wait (%.0f s):", g[k].backlog_s / m);
+                for (uint32_t u = 0; u < g[k].users; u++)
+                    rc |= loom_buf_appendf(out, " %.3f", g[k].user_backlog[u] / m);
                 rc |= loom_buf_append_str(out, "\n");
             }
         }
@@ -175,13 +197,21 @@ int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, 
                           g[k].makespan / m, "mean_util_pct", g[k].util / m, "unfit",
                           g[k].unfit / m, "never_started", g[k].never / m, "seeds",
                           (json_int_t)g[k].n, "seconds", g[k].secs);
+            if (o)
+                json_object_set_new(o, "p99_jct_s", json_real(g[k].p99_jct / m));
             if (o && g[k].users) {
-                json_t *uj = json_array();
-                for (uint32_t u = 0; u < g[k].users; u++)
+                json_t *uj = json_array(), *ug = json_array(), *ub = json_array();
+                for (uint32_t u = 0; u < g[k].users; u++) {
                     json_array_append_new(uj, json_real(g[k].user_jct[u] / m));
+                    json_array_append_new(ug, json_real(g[k].user_gpu[u] / m));
+                    json_array_append_new(ub, json_real(g[k].user_backlog[u] / m));
+                }
                 json_object_set_new(o, "users", json_integer(g[k].users));
                 json_object_set_new(o, "jain_jct", json_real(g[k].jain / m));
                 json_object_set_new(o, "user_mean_jct_s", uj);
+                json_object_set_new(o, "user_gpu_part", ug);
+                json_object_set_new(o, "user_contended_gpu_part", ub);
+                json_object_set_new(o, "contended_s", json_real(g[k].backlog_s / m));
             }
         }
         if (!o)

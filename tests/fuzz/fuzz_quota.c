@@ -50,7 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (q->gpu_milli < -1 || q->gpu_milli > 1000000000 || q->running < -1 ||
         q->running > 1000000000)
         abort();
-    if (loomd_quota_apply(&qs, rt, &err) != LOOM_OK)
+    loomd_accounts_t *acc;
+    if (loomd_accounts_new(&acc, &err) != LOOM_OK)
+        return 0;
+    if (loomd_quota_apply(&qs, acc, rt, &err) != LOOM_OK)
         abort();
+    loomd_accounts_free(acc);
     return 0;
 }

@@ -76,12 +76,12 @@ static void test_apply(void **state)
                            "user:no-such-user-loomq=running=1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         assert_int_equal(loomd_quota_parse(specs[i], &qs, &err), LOOM_OK);
-    assert_int_equal(loomd_quota_account_id(&qs, "vision"), 3);
-    assert_int_equal(loomd_quota_account_id(&qs, "nlp"), 0);
-    assert_int_equal(loomd_quota_account_id(&qs, NULL), 0);
-    assert_int_equal(loomd_quota_account_id(NULL, "vision"), 0);
+    loomd_accounts_t *acc;
+    assert_int_equal(loomd_accounts_new(&acc, &err), LOOM_OK);
     loom_runtime_t *rt = runtime();
-    assert_int_equal(loomd_quota_apply(&qs, rt, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_apply(&qs, acc, rt, &err), LOOM_OK);
+    uint32_t vision = loomd_account_id(acc, "vision"); /* numbered by apply, first */
+    assert_int_equal(vision, 1);
     loom_runtime_usage_t u;
     loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 4242, &u);
     assert_int_equal(u.limits.gpu_milli, 2000);
@@ -89,25 +89,51 @@ static void test_apply(void **state)
     loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 7, &u); /* the default */
     assert_int_equal(u.limits.gpu_milli, -1);
     assert_int_equal(u.limits.jobs, 3);
-    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 3, &u);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, vision, &u);
     assert_int_equal(u.limits.gpu_milli, 4000);
     assert_int_equal(u.limits.jobs, 2);
-    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, 0, &u); /* no quota: none */
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, loomd_account_id(acc, "nlp"), &u);
     assert_int_equal(u.limits.gpu_milli, -1);
     assert_int_equal(u.limits.jobs, -1);
     loom_runtime_free(rt);
     /* no quotas at all: nothing is limited */
     rt = runtime();
-    assert_int_equal(loomd_quota_apply(NULL, rt, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_apply(NULL, acc, rt, &err), LOOM_OK);
     loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 4242, &u);
     assert_int_equal(u.limits.jobs, -1);
     loom_runtime_free(rt);
+    loomd_accounts_free(acc);
+}
+
+/* One number per account name, the same every time, none for no name;
+ * the table grows past its first size without renumbering. */
+static void test_account_ids(void **state)
+{
+    (void)state;
+    loomd_accounts_t *acc;
+    loom_err_t err;
+    assert_int_equal(loomd_accounts_new(&acc, &err), LOOM_OK);
+    assert_int_equal(loomd_account_id(acc, NULL), 0);
+    assert_int_equal(loomd_account_id(acc, ""), 0);
+    assert_int_equal(loomd_account_id(NULL, "x"), 0);
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "acct%d", i);
+        assert_int_equal(loomd_account_id(acc, name), (uint32_t)i + 1);
+    }
+    for (int i = 999; i >= 0; i--) {
+        snprintf(name, sizeof name, "acct%d", i);
+        assert_int_equal(loomd_account_id(acc, name), (uint32_t)i + 1);
+    }
+    loomd_accounts_free(acc);
+    loomd_accounts_free(NULL);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_running),
+        cmocka_unit_test(test_account_ids),
         cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,7 @@
 /* Queue order policies: fifo, sjf, priority, tiresias (thresholds and the
- * starvation guard). */
+ * starvation guard), fairshare (by user and by account), tiresias+fairshare
+ * and drf, on factors and shares given by hand (the runtime computes them:
+ * unit.fairshare, unit.runtime_share). */
 #include <stdio.h>
 
 #include "test_util.h"
@@ -108,12 +110,86 @@ static void test_tiresias_starvation(void **state)
     assert_int_equal(loom_sched_tiresias_level(&cfg, &old, 1500), 0);
 }
 
+/* A constructed case where tiresias+fairshare orders differently from
+ * either alone. User A has used much (factor 0.25), user B little (0.9).
+ * a1 (A, never ran, submitted at 1), b1 (B, 5000 GPU-s attained: Tiresias
+ * queue 1, submitted at 0), b2 (B, never ran, submitted at 2).
+ *   tiresias:            a1 b2 | b1   (queue 0 first, FIFO within)
+ *   fairshare:           b1 b2 a1     (B's factor first, FIFO within B)
+ *   tiresias+fairshare:  b2 a1 | b1   (queue 0 first, B before A within) */
+static void test_tiresias_fairshare(void **state)
+{
+    (void)state;
+    enum { A1 = 1, B1, B2 };
+    loom_sched_qjob_t j[3] = {
+        {.id = A1, .submit_s = 1, .fairshare = 0.25, .wait_since_s = 1},
+        {.id = B1, .submit_s = 0, .fairshare = 0.9, .attained_gpu_s = 5000, .wait_since_s = 99},
+        {.id = B2, .submit_s = 2, .fairshare = 0.9, .wait_since_s = 2},
+    };
+    loom_sched_queue_cfg_t cfg;
+    uint64_t ids[3];
+    order("tiresias", &cfg, j, 3, 100, ids);
+    assert_int_equal(ids[0], A1);
+    assert_int_equal(ids[1], B2);
+    assert_int_equal(ids[2], B1);
+    order("fairshare", &cfg, j, 3, 100, ids);
+    assert_int_equal(ids[0], B1);
+    assert_int_equal(ids[1], B2);
+    assert_int_equal(ids[2], A1);
+    order("tiresias+fairshare", &cfg, j, 3, 100, ids);
+    assert_int_equal(ids[0], B2);
+    assert_int_equal(ids[1], A1);
+    assert_int_equal(ids[2], B1);
+    assert_int_equal(j[1].level, 1);
+    /* The starvation guard still promotes: b1 waited 300 s after a 100 s run. */
+    j[1].last_run_s = 100;
+    j[1].wait_since_s = 0;
+    order("tiresias+fairshare", &cfg, j, 3, 300, ids);
+    assert_int_equal(ids[0], B1);
+    assert_int_equal(ids[1], B2);
+    assert_int_equal(ids[2], A1);
+}
+
+/* By account: the account's factor first, then the user's within it. */
+static void test_fairshare_by_account(void **state)
+{
+    (void)state;
+    loom_sched_qjob_t j[3] = {
+        {.id = 1, .submit_s = 0, .fairshare = 0.5, .fairshare_sub = 0.2},
+        {.id = 2, .submit_s = 1, .fairshare = 0.5, .fairshare_sub = 0.8},
+        {.id = 3, .submit_s = 2, .fairshare = 0.7, .fairshare_sub = 0.1},
+    };
+    loom_sched_queue_cfg_t cfg;
+    uint64_t ids[3];
+    order("fairshare:by=account", &cfg, j, 3, 0, ids);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 2);
+    assert_int_equal(ids[2], 1);
+}
+
+/* drf: smaller dominant share first, ties by submission. */
+static void test_drf_order(void **state)
+{
+    (void)state;
+    loom_sched_qjob_t j[3] = {
+        {.id = 1, .submit_s = 0, .dominant = 0.6},
+        {.id = 2, .submit_s = 1, .dominant = 0.1},
+        {.id = 3, .submit_s = 2, .dominant = 0.1},
+    };
+    loom_sched_queue_cfg_t cfg;
+    uint64_t ids[3];
+    order("drf", &cfg, j, 3, 0, ids);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 3);
+    assert_int_equal(ids[2], 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fifo_sjf_priority),
-        cmocka_unit_test(test_tiresias_levels),
-        cmocka_unit_test(test_tiresias_starvation),
+        cmocka_unit_test(test_fifo_sjf_priority),    cmocka_unit_test(test_tiresias_levels),
+        cmocka_unit_test(test_tiresias_starvation),  cmocka_unit_test(test_tiresias_fairshare),
+        cmocka_unit_test(test_fairshare_by_account), cmocka_unit_test(test_drf_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
