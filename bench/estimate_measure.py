@@ -289,8 +289,10 @@ def main():
         "",
         "Memory: measured = peak live heap bytes during one step (LD_PRELOAD "
         "build/libloom_alloctrack.so, malloc_usable_size) minus live bytes before the model "
-        "was built; estimated = `memory.total` (= peak_live + the device's context_bytes: the "
-        "runtime's own heap, measured once per table on a 2-layer MLP that is not in the zoo). "
+        "was built; estimated = `memory.total` (= peak_live + `memory.context`: the device's "
+        "context_bytes, the runtime's own heap, measured once per table on a 2-layer MLP that is "
+        "not in the zoo, plus oneDNN's cached convolution primitives, 128 KiB per distinct "
+        "convolution in training: docs/estimate.md). "
         f"Time: median process CPU time of {a.steps} steps after 2 warm-up steps, in the median "
         f"of {a.procs} child processes run one after another (a process on this VM at times runs "
         "all its steps in a slow mode), vs `time_s.step`. Page faults: measured = median minor faults per step (ru_minflt); "

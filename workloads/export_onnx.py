@@ -194,6 +194,8 @@ def build(name, image=64, classes=100, seq=0):
         return SEQUENCE[name]()
     if name in DENSE:  # detection / segmentation backbones (coverage)
         return DENSE[name]()
+    if name in DEVCASES:  # the estimator's development cases
+        return DEVCASES[name]()
     if name in torchvision_classifiers():
         return torchvision_classifier(name, image, classes)
     if name == "dlrm":
@@ -342,6 +344,104 @@ SEQUENCE = {
     "gru_bi": lambda: _seq_model(_RNN("GRU", 32, 64, 1, bidirectional=True), 60, 32),
 }
 
+
+
+# Development cases for the estimator's memory model (issue #24): small
+# in-sample models built to show one mechanism each, at sizes of their own
+# (not the held-out list's): torch.nn.MultiheadAttention in training (its
+# fused in-projection, softmax, dropout), SqueezeNet-style Fire modules
+# (in-place ReLU, concatenation) and ShuffleNet-style units (chunk, concat,
+# channel shuffle). Measured with bench/estimate_measure.py --plan
+# workloads/models/devcases.txt.
+class _MHANet(nn.Module):  # nn.MultiheadAttention blocks with a hand-built FFN
+    def __init__(self, dim=96, heads=3, depth=2, dropout=0.1, classes=10):
+        super().__init__()
+        self.att = nn.ModuleList(nn.MultiheadAttention(dim, heads, dropout=dropout,
+                                                       batch_first=True) for _ in range(depth))
+        self.ln = nn.ModuleList(nn.LayerNorm(dim) for _ in range(depth))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        for att, ln in zip(self.att, self.ln):
+            x = ln(x + att(x, x, x, need_weights=False)[0])
+        return self.head(x[:, 0])
+
+
+class _XAttnNet(nn.Module):  # nn.MultiheadAttention from a sequence onto a memory input
+    def __init__(self, dim=80, heads=2, depth=2, classes=10):
+        super().__init__()
+        self.att = nn.ModuleList(nn.MultiheadAttention(dim, heads, dropout=0.1, batch_first=True)
+                                 for _ in range(depth))
+        self.ln = nn.ModuleList(nn.LayerNorm(dim) for _ in range(depth))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x, mem):
+        for att, ln in zip(self.att, self.ln):
+            x = ln(x + att(x, mem, mem, need_weights=False)[0])
+        return self.head(x[:, 0])
+
+
+class _Fire(nn.Module):  # squeeze 1x1, expand 1x1 and 3x3, concatenated (in-place ReLUs)
+    def __init__(self, ci, sq, ex):
+        super().__init__()
+        self.sq, self.e1 = nn.Conv2d(ci, sq, 1), nn.Conv2d(sq, ex, 1)
+        self.e3 = nn.Conv2d(sq, ex, 3, padding=1)
+        self.r = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        s = self.r(self.sq(x))
+        return torch.cat([self.r(self.e1(s)), self.r(self.e3(s))], 1)
+
+
+class _FireNet(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.f = nn.Sequential(nn.Conv2d(3, 48, 3, 2), nn.ReLU(inplace=True),
+                               nn.MaxPool2d(3, 2, ceil_mode=True), _Fire(48, 12, 40),
+                               _Fire(80, 12, 40), nn.MaxPool2d(3, 2, ceil_mode=True),
+                               _Fire(80, 24, 72), nn.Dropout(0.5), nn.Conv2d(144, classes, 1),
+                               nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class _Shuffle(nn.Module):  # half the channels through 1x1 / depthwise 3x3 / 1x1, concat, shuffle
+    def __init__(self, ch):
+        super().__init__()
+        h = ch // 2
+        self.b = nn.Sequential(nn.Conv2d(h, h, 1, bias=False), nn.BatchNorm2d(h),
+                               nn.ReLU(inplace=True), nn.Conv2d(h, h, 3, 1, 1, groups=h, bias=False),
+                               nn.BatchNorm2d(h), nn.Conv2d(h, h, 1, bias=False), nn.BatchNorm2d(h),
+                               nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        y = torch.cat((a, self.b(b)), 1)
+        n, c, hh, ww = y.shape
+        return y.view(n, 2, c // 2, hh, ww).transpose(1, 2).contiguous().view(n, c, hh, ww)
+
+
+class _ShuffleNet(nn.Module):
+    def __init__(self, ch=52, classes=10):
+        super().__init__()
+        self.f = nn.Sequential(nn.Conv2d(3, ch, 3, 2, 1, bias=False), nn.BatchNorm2d(ch),
+                               nn.ReLU(inplace=True), _Shuffle(ch), _Shuffle(ch), _Shuffle(ch),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch, classes))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+DEVCASES = {
+    "dev_mha": lambda: _seq_model(_MHANet(), 36, 96),
+    "dev_mha_nodrop": lambda: _seq_model(_MHANet(dropout=0.0), 36, 96),
+    "dev_xattn": lambda: (_XAttnNet(), lambda b: (torch.randn(b, 28, 80), torch.randn(b, 44, 80)),
+                          ["input", "memory"], _ce(10)),
+    "dev_fire": lambda: (_FireNet(), lambda b: (torch.randn(b, 3, 56, 56),), ["input"], _ce(10)),
+    "dev_shuffle": lambda: (_ShuffleNet(), lambda b: (torch.randn(b, 3, 48, 48),), ["input"],
+                            _ce(10)),
+}
 
 class _First(nn.Module):  # a dict-returning model reduced to one tensor output
     def __init__(self, mod, key=None):

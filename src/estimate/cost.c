@@ -69,6 +69,7 @@ typedef struct cost {
     bool log;      /* keep one (malloc devices with a page fault cost) */
     bool log_skip; /* the next allocations are the memory model's only */
     bool scratch;  /* CPU device: oneDNN's and BatchNorm's scratch is in the peak */
+    bool cpu;      /* a CPU device (malloc allocator): PyTorch's CPU kernels */
     int cur_node, cur_phase;
     hev_t *ev;
     size_t nev, capev;
@@ -106,9 +107,23 @@ static int64_t numel(const est_tensor_t *t)
     return n < 0 ? 0 : n;
 }
 
+/* Dropout's mask on a CPU device: PyTorch 1.13 fuses dropout (a bool mask,
+ * native_dropout) only on CUDA; on the CPU at::dropout draws the noise as a
+ * tensor of the input's type (empty_like(x).bernoulli_().div_()) and keeps
+ * it for x * noise's backward: 4 bytes an element in fp32, not 1. */
+static bool cpu_dropout_mask(const cost_t *c, int t)
+{
+    int p = c->m->t[t].producer;
+    const est_node_t *n = p >= 0 ? &c->m->n[p] : NULL;
+    return c->cpu && n && op_is(n, "Dropout") && n->nout > 1 && n->out[1] == t && n->nin > 0 &&
+           n->in[0] >= 0 && is_float(c->m->t[n->in[0]].dtype);
+}
+
 static uint64_t esize(const cost_t *c, int t)
 {
     const est_tensor_t *x = &c->m->t[t];
+    if (cpu_dropout_mask(c, t))
+        return esize(c, c->m->n[x->producer].in[0]);
     if (!is_float(x->dtype))
         return est_dtype_size(x->dtype);
     switch (c->opt->precision) {
@@ -431,6 +446,32 @@ static bool makes_noncontig(cost_t *c, const est_node_t *n)
     return !c->contig[n->in[0]];
 }
 
+/* The MatMul member of the Linear group led by NI, -1 if none. */
+static int linear_matmul(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    for (size_t j = 0; j < n->nin; j++) {
+        int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
+        if (mm >= 0 && c->leader[mm] == ni && op_is(&c->m->n[mm], "MatMul"))
+            return mm;
+    }
+    return -1;
+}
+
+/* torch.nn.functional.linear over a non-contiguous input of rank 3 or more
+ * (nn.MultiheadAttention's batch_first transpose, a permuted sequence) is
+ * matmul's folding: input.reshape(-1, in_features), a contiguous copy that
+ * mm keeps for the weight's gradient in place of the view (seen with an
+ * allocation tracer on PyTorch 1.13; a 2-D input goes to addmm uncopied). */
+static bool linear_copies_input(const cost_t *c, int ni)
+{
+    int mm = c->gkind[ni] == G_LINEAR ? linear_matmul(c, ni) : -1;
+    if (mm < 0)
+        return false;
+    int x = c->m->n[mm].in[0];
+    return x >= 0 && !c->contig[x] && c->m->t[x].rank >= 3;
+}
+
 /* What the node's backward keeps (tensor ids, roots resolved later). */
 static int saved_of(cost_t *c, int ni, int *s)
 {
@@ -440,14 +481,13 @@ static int saved_of(cost_t *c, int ni, int *s)
     case G_LAYERNORM:
     case G_GELU:
     case G_SILU: s[k++] = c->gin[ni]; return k;
-    case G_LINEAR: { /* the MatMul member keeps its input (x; the weight is a parameter) */
-        for (size_t j = 0; j < n->nin; j++) {
-            int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
-            if (mm >= 0 && c->leader[mm] == ni) {
+    case G_LINEAR: { /* the MatMul member keeps its input (x, or x's copy: extra_bytes;
+                        the weight is a parameter) */
+        int mm = linear_matmul(c, ni);
+        if (mm >= 0) {
+            if (!linear_copies_input(c, ni))
                 s[k++] = c->m->n[mm].in[0];
-                s[k++] = c->m->n[mm].in[1];
-                break;
-            }
+            s[k++] = c->m->n[mm].in[1];
         }
         return k;
     }
@@ -499,11 +539,14 @@ static int saved_of(cost_t *c, int ni, int *s)
 /* Extra tensors PyTorch allocates that the ONNX graph does not show:
  * max-pool indices (int64, output-sized, kept), the LSTM's per-step
  * gate activations and cell states kept for backward, and the contiguous
- * copies torch.matmul makes of non-contiguous batched operands. */
+ * copies torch.matmul makes of non-contiguous batched operands (and linear
+ * of a non-contiguous input: linear_copies_input). */
 static uint64_t extra_bytes(const cost_t *c, int ni)
 {
     const est_node_t *n = &c->m->n[ni];
     const est_tensor_t *o = &c->m->t[n->out[0]];
+    if (linear_copies_input(c, ni))
+        return tbytes(c, c->m->n[linear_matmul(c, ni)].in[0]);
     if (op_is(n, "MaxPool") && (n->nout < 2 || n->out[1] < 0))
         return (uint64_t)numel(o) * 8;
     if (op_is(n, "LSTM")) {
@@ -772,10 +815,17 @@ static void lifetimes(cost_t *c)
         c->last_use[c->root[m->graph_outputs[i]]] = (int)c->norder;
 }
 
+/* The step's inputs are the caller's (`x = next(batch)` lives across
+ * forward, backward and the optimizer's step): walk_step frees them last. */
+static bool held_by_caller(const cost_t *c, int r)
+{
+    return c->m->t[r].is_input;
+}
+
 static void maybe_free_fwd(cost_t *c, int t, int p)
 {
     int r = c->root[t];
-    if (!c->handle[r] || c->nsaved[r] > 0 || c->last_use[r] > p)
+    if (!c->handle[r] || c->nsaved[r] > 0 || c->last_use[r] > p || held_by_caller(c, r))
         return;
     mem_free(c, &c->handle[r]);
 }
@@ -846,6 +896,63 @@ static bool conv_depthwise(const cost_t *c, const est_node_t *n)
 static bool conv_onednn(const cost_t *c, const est_node_t *n)
 {
     return (op_is(n, "Conv") || op_is(n, "ConvTranspose")) && !conv_pointwise(c, n);
+}
+
+/* oneDNN's primitive cache (CPU devices): every distinct convolution
+ * oneDNN runs is created once per process and kept (its JIT kernel and
+ * descriptors): on PyTorch 1.13 here 40-75 KiB for the forward primitive
+ * and 35-110 KiB for the backward ones, about 128 KiB a convolution in
+ * training (the development cases and the zoo's CNNs: the heap the first
+ * step leaves behind, per distinct convolution). Identical convolutions
+ * (same shapes, strides, pads, dilations, groups) share one. */
+#define ONEDNN_FWD_BYTES (52u << 10)
+#define ONEDNN_BWD_BYTES (76u << 10)
+
+static bool attr_same(const est_node_t *a, const est_node_t *b, const char *name)
+{
+    const est_attr_t *x = est_attr(a, name), *y = est_attr(b, name);
+    if (!x || !y)
+        return !x && !y;
+    if (x->nints != y->nints || x->has_i != y->has_i || (x->has_i && x->i != y->i))
+        return false;
+    return !x->nints || !memcmp(x->ints, y->ints, x->nints * sizeof *x->ints);
+}
+
+static bool same_conv(const cost_t *c, const est_node_t *a, const est_node_t *b)
+{
+    static const char *attrs[] = {"strides", "pads", "dilations", "group", "auto_pad"};
+    if (strcmp(a->op, b->op) != 0)
+        return false;
+    for (size_t k = 0; k < 2; k++) {
+        const est_tensor_t *x = tin(c, a, k), *y = tin(c, b, k);
+        if (!x || !y || x->rank != y->rank || memcmp(x->dims, y->dims, sizeof x->dims) != 0)
+            return false;
+    }
+    for (size_t k = 0; k < sizeof attrs / sizeof attrs[0]; k++)
+        if (!attr_same(a, b, attrs[k]))
+            return false;
+    return (a->nin > 2 && a->in[2] >= 0) == (b->nin > 2 && b->in[2] >= 0);
+}
+
+static uint64_t onednn_cache_bytes(const cost_t *c)
+{
+    uint64_t bytes = 0;
+    if (!c->cpu)
+        return 0;
+    for (size_t i = 0; i < c->norder; i++) {
+        const est_node_t *n = &c->m->n[c->order[i]];
+        if (!conv_onednn(c, n))
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = same_conv(c, n, &c->m->n[c->order[j]]);
+        if (seen)
+            continue;
+        bytes += ONEDNN_FWD_BYTES;
+        if (c->opt->train && c->req[n->out[0]])
+            bytes += ONEDNN_BWD_BYTES;
+    }
+    return bytes;
 }
 
 /* Persistent state: weights and buffers, and the optimizer's states of
@@ -1060,7 +1167,7 @@ static void walk_backward_node(cost_t *c, int ni, uint64_t *extra_handles)
         if (s[k] < 0 || m->t[c->root[s[k]]].is_init)
             continue;
         int r = c->root[s[k]];
-        if (--c->nsaved[r] == 0)
+        if (--c->nsaved[r] == 0 && !held_by_caller(c, r))
             mem_free(c, &c->handle[r]);
     }
     mem_free(c, &extra_handles[ni]);
@@ -1078,7 +1185,8 @@ static void walk_step(cost_t *c, uint64_t *persist, uint64_t largest, const uint
     for (size_t i = 0; i < m->nt; i++) {
         if (!c->param[i])
             mem_free(c, &c->ghandle[i]);
-        mem_free(c, &c->handle[i]);
+        if (!held_by_caller(c, (int)i))
+            mem_free(c, &c->handle[i]);
         mem_free(c, &persist[4 * i + 3]);
     }
     /* optimizer: Adam's single-tensor step divides into two temporaries */
@@ -1093,6 +1201,9 @@ static void walk_step(cost_t *c, uint64_t *persist, uint64_t largest, const uint
         mem_free(c, &a);
         mem_free(c, &b);
     }
+    for (size_t i = 0; i < m->nt; i++)
+        if (held_by_caller(c, (int)i))
+            mem_free(c, &c->handle[i]);
 }
 
 static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
@@ -1730,6 +1841,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
     c.log = opt->device && opt->device->allocator == LOOM_EST_ALLOC_MALLOC &&
             opt->device->page_fault_s > 0;
     c.scratch = opt->device && opt->device->allocator == LOOM_EST_ALLOC_MALLOC;
+    c.cpu = c.scratch;
     if ((rc = cost_walk(&c, res, extra)))
         goto out;
     if ((rc = step_time(&c, res)))
@@ -1745,7 +1857,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
     if (mem->peak_reserved < mem->peak_live)
         mem->peak_reserved = mem->peak_live;
     mem->allocator_slack = mem->peak_reserved - mem->peak_live;
-    mem->context = opt->device ? opt->device->context_bytes : 0;
+    mem->context = (opt->device ? opt->device->context_bytes : 0) + onednn_cache_bytes(&c);
     mem->total = mem->peak_reserved + mem->context;
 out:
     free(extra);
