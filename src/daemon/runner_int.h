@@ -50,7 +50,7 @@ struct loomd_runner {
     bool pack_check; /* packing introspection */
     int64_t seen_id; /* the highest job id read as pending */
     int64_t next_resync_ns;
-    int64_t real_minus_mono_ns; /* puts the store's times on the runtime's (monotonic) clock */
+    int64_t real_minus_mono_ns;      /* puts the store's times on the runtime's (monotonic) clock */
     struct loomd_accounts *accounts; /* account names to the runtime's numbers (quota.h) */
 
     pthread_t thread;
