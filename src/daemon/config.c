@@ -24,7 +24,8 @@ static const char *const value_keys[] = {
     "executor",       "slurm-partition", "queue-policy",    "placement",  "node",
     "gpus",           "gpu-type",        "gpu-memory",      "grace",      "seed",
     "timeslice",      "estimate-margin", "estimate-device", "device-dir", "store-reserve",
-    "job-output-max", "operators",       "munge-socket",    "quota",      NULL,
+    "job-output-max", "operators",       "munge-socket",    "quota",      "rubick",
+    "rubick-cost",    NULL,
 };
 static const char *const flag_keys[] = {"pack-check", "move-orphaned-jobs", "multi-user",
                                         "allow-root-jobs", NULL};

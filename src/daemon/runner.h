@@ -26,6 +26,12 @@ typedef struct loomd_runner_config {
     const char *slurm_partition; /* slurm: NULL = the default partition */
     int64_t node_refresh_ns;     /* slurm: how often the partition's nodes are re-read; 0: 5 s */
     uint64_t output_max;         /* local: stdout + stderr bytes per job; 0: no limit */
+    /* Rubick's policy for reconfigurable jobs (local only): the device of
+     * its performance model, a name (looked up in rubick_device_dir, else
+     * $LOOM_DEVICE_DIR, else loom's devices) or a file; NULL: off. */
+    const char *rubick_device;
+    const char *rubick_device_dir;
+    int64_t rubick_cost_ns; /* one reconfiguration's cost; 0: 30 s */
 } loomd_runner_config_t;
 
 /* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are

@@ -122,6 +122,7 @@ static void map_del(loom_runtime_t *rt, uint64_t id)
 static void job_free(rjob_t *j)
 {
     if (j) {
+        free(j->rb);
         free(j->reject);
         free(j);
     }
@@ -167,6 +168,7 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
         goto fail;
     rt->now = -INFINITY;
     rt->usage_t = -INFINITY;
+    rt__rubick_config(rt, cfg->rubick);
     *out = rt;
     return LOOM_OK;
 fail:
@@ -263,6 +265,7 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
                                .time_limit_s = job->time_limit_s,
                                .wait_since_s = job->submit_s,
                                .user = j};
+    rt__rubick_new(rt, j, job);
     return j;
 }
 
@@ -338,6 +341,7 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
     group_track(rt, j, 1);
     act_add(rt, j); /* cannot fail: grown above */
+    rt__rubick_adopted(rt, j);
     return LOOM_OK;
 }
 
@@ -799,6 +803,22 @@ static void unhide_down(loom_runtime_t *rt, hidden_t *h)
 
 /* Places j and starts it. True when it left the queue (started, or its
  * start was refused and it was dropped). */
+loom_runtime_reason_t rt__blocked(const loom_runtime_t *rt, const rjob_t *j)
+{
+    return blocked(rt, j);
+}
+
+/* The bookkeeping of a start the caller carried out (j->alloc held). */
+void rt__started(loom_runtime_t *rt, rjob_t *j)
+{
+    j->held = true;
+    j->state = LOOM_RUNTIME_RUNNING;
+    group_track(rt, j, 1);
+    j->resumed_s = j->tenancy_since = rt->now;
+    j->tenancy = 0;
+    act_add(rt, j); /* cannot fail: the caller grew rt->act */
+}
+
 static bool try_start(loom_runtime_t *rt, rjob_t *j)
 {
     const loom_sched_req_t *req = &j->job.req;
@@ -833,12 +853,7 @@ static bool try_start(loom_runtime_t *rt, rjob_t *j)
         job_free(j);
         return true;
     }
-    j->held = true;
-    j->state = LOOM_RUNTIME_RUNNING;
-    group_track(rt, j, 1);
-    j->resumed_s = j->tenancy_since = rt->now;
-    j->tenancy = 0;
-    act_add(rt, j); /* cannot fail: grown above */
+    rt__started(rt, j);
     return true;
 }
 
@@ -860,8 +875,10 @@ static void pending_pass(loom_runtime_t *rt)
             job_free(e.j);
             continue;
         }
-        if (blocked(rt, e.j) != LOOM_RUNTIME_REASON_NONE) {
-            rt->pend[keep++] = e; /* held: stays, holds nothing back */
+        if (e.j->state != LOOM_RUNTIME_PENDING)
+            continue; /* started by Rubick's pass */
+        if (blocked(rt, e.j) != LOOM_RUNTIME_REASON_NONE || (e.j->rb && !e.j->reject)) {
+            rt->pend[keep++] = e; /* held (or Rubick's): stays, holds nothing back */
             continue;
         }
         if (e.j->reject) {
@@ -925,8 +942,10 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
         rt__pack_pass(rt);
     rt__resume_pass(rt);
     reconf_pass(rt);
-    if (order_queue(rt) == LOOM_OK)
+    if (order_queue(rt) == LOOM_OK) {
+        rt__rubick_pass(rt);
         pending_pass(rt);
+    }
     rt->apply = NULL;
     rt->ctx = NULL;
     return rt->applied;
@@ -968,6 +987,12 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
                                  .alloc = j->alloc,
                                  .attained_gpu_s = j->attained_gpu_s,
                                  .note = j->note};
+    if (j->rb) {
+        out->rubick = true;
+        out->config = j->rb->job.cur;
+        out->reconfigurations = j->rb->reconfigs;
+        out->samples_done = j->rb->done;
+    }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);
     return LOOM_OK;
