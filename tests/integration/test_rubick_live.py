@@ -70,40 +70,48 @@ def main():
             "--grace", "60s"]
     with Loomd(extra_args=args) as ld:
         c = ld.client()
-        b = submit(c, d, "b", 1)
-        wait(c, b, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
-        a = submit(c, d, "a", 2)
-        ja = wait(c, a, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
-        assert ja["run"]["plan"]["workers"] == 1 and len(ja["run"]["gpus"]) == 1, ja["run"]
-        assert ja["reconfig"]["model"] == "lstm", ja["reconfig"]
-        time.sleep(4)  # a trains a few steps on one worker
-        c.call("job.cancel", {"id": b})
-        wait(c, b, "its end", lambda j: j["state"] == "CANCELLED" and "outcome" in j["run"], 60)
-        ja = wait(c, a, "reconfigured to two workers",
-                  lambda j: j["run"].get("reconfigurations") == 1
-                  and not j["run"].get("reconfiguring"), 60)
-        run = ja["run"]
-        assert ja["state"] == "RUNNING" and run["plan"]["workers"] == 2, run
-        assert sorted(run["gpus"]) == [0, 1], run
-        ev = [e for e in ja["events"] if e["from"] == "RUNNING" and e["to"] == "RUNNING"]
-        assert len(ev) == 1 and "reconfigured by rubick" in ev[0]["reason"], ja["events"]
-        time.sleep(4)  # a few steps on two workers
-        c.call("job.cancel", {"id": a})
-        ja = wait(c, a, "its end", lambda j: j["state"] == "CANCELLED" and "outcome" in j["run"],
-                  60)
-        lines = stdout_lines(ja)
-        assert len(lines) == 2, f"expected one JSON line per run: {lines}"
-        one, two = lines
-        assert one["workers"] == 1 and one["checkpointed"] and one["step"] >= 1, one
-        assert two["workers"] == 2 and two["first_step"] == one["step"], two
-        assert two["global_batch"] == 256 and two["step"] >= two["first_step"], two
-        with open(run["stderr"]) as f:
-            err = f.read()
-        second = [x for x in err.splitlines() if x.startswith('plan={"workers": 2')]
-        assert second and " world=2 gpus=" in second[0], err[-2000:]
-        assert sorted(second[0].split(" gpus=")[1].split()[0].split(",")) == ["0", "1"], second
-        print(f"a: {one['samples_per_s']:.1f} samples/s on 1 worker (steps 0..{one['step']}), "
-              f"{two['samples_per_s']:.1f} on 2 (steps {two['first_step']}..{two['step']})")
+        try:
+            return live(c, d)
+        finally:  # jobs outlive loomd: none is left training after a failure
+            for j in c.call("job.list", {"state": ["PENDING", "RUNNING"]})["jobs"]:
+                c.call("job.cancel", {"id": j["id"]})
+
+
+def live(c, d):
+    b = submit(c, d, "b", 1)
+    wait(c, b, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
+    a = submit(c, d, "a", 2)
+    ja = wait(c, a, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
+    assert ja["run"]["plan"]["workers"] == 1 and len(ja["run"]["gpus"]) == 1, ja["run"]
+    assert ja["reconfig"]["model"] == "lstm", ja["reconfig"]
+    time.sleep(4)  # a trains a few steps on one worker
+    c.call("job.cancel", {"id": b})
+    wait(c, b, "its end", lambda j: j["state"] == "CANCELLED" and "outcome" in j["run"], 60)
+    ja = wait(c, a, "reconfigured to two workers",
+              lambda j: j["run"].get("reconfigurations") == 1
+              and not j["run"].get("reconfiguring"), 60)
+    run = ja["run"]
+    assert ja["state"] == "RUNNING" and run["plan"]["workers"] == 2, run
+    assert sorted(run["gpus"]) == [0, 1], run
+    ev = [e for e in ja["events"] if e["from"] == "RUNNING" and e["to"] == "RUNNING"]
+    assert len(ev) == 1 and "reconfigured by rubick" in ev[0]["reason"], ja["events"]
+    time.sleep(4)  # a few steps on two workers
+    c.call("job.cancel", {"id": a})
+    ja = wait(c, a, "its end", lambda j: j["state"] == "CANCELLED" and "outcome" in j["run"],
+              60)
+    lines = stdout_lines(ja)
+    assert len(lines) == 2, f"expected one JSON line per run: {lines}"
+    one, two = lines
+    assert one["workers"] == 1 and one["checkpointed"] and one["step"] >= 1, one
+    assert two["workers"] == 2 and two["first_step"] == one["step"], two
+    assert two["global_batch"] == 256 and two["step"] >= two["first_step"], two
+    with open(run["stderr"]) as f:
+        err = f.read()
+    second = [x for x in err.splitlines() if x.startswith('plan={"workers": 2')]
+    assert second and " world=2 gpus=" in second[0], err[-2000:]
+    assert sorted(second[0].split(" gpus=")[1].split()[0].split(",")) == ["0", "1"], second
+    print(f"a: {one['samples_per_s']:.1f} samples/s on 1 worker (steps 0..{one['step']}), "
+          f"{two['samples_per_s']:.1f} on 2 (steps {two['first_step']}..{two['step']})")
     return 0
 
 
