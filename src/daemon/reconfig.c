@@ -139,11 +139,16 @@ bool loomd__reconf_ended(loomd_runner_t *r, size_t i, loom_exec_outcome_t *o)
         return false;
     a->reconfiguring = false;
     if (j.state != LOOM_JOB_RUNNING || o->exit_code != 0 || o->signal != 0) {
-        if (j.state == LOOM_JOB_RUNNING) { /* its end's reason says why */
-            char why[sizeof o->reason];
-            snprintf(why, sizeof why, "did not checkpoint for its reconfiguration (%s)", o->reason);
+        if (j.state == LOOM_JOB_RUNNING) { /* cancelled meanwhile: recorded as such */
             o->end = LOOM_EXEC_FAILED;
-            snprintf(o->reason, sizeof o->reason, "%s", why);
+            if (o->signal)
+                snprintf(o->reason, sizeof o->reason,
+                         "did not checkpoint for its reconfiguration: killed by signal %d (%s) "
+                         "after the grace period",
+                         o->signal, strsignal(o->signal));
+            else
+                snprintf(o->reason, sizeof o->reason,
+                         "did not checkpoint for its reconfiguration: exit code %d", o->exit_code);
         }
         loom_job_free(&j);
         return false;

@@ -9,8 +9,11 @@ from the checkpoint with two workers: same job id, LOOM_PLAN with two
 workers, two GPUs, an event RUNNING -> RUNNING, run.reconfigurations 1.
 Fails if loomd does not reconfigure.
 
-Needs Debian's python3-torch; without it there is no training to
-reconfigure and it says so (as integration.rubick_restart does)."""
+A job that does not checkpoint (it ignores SIGTERM and is killed after
+loomd's grace) fails with a reason that says so; that part needs no torch.
+The training part needs Debian's python3-torch; without it there is no
+training to reconfigure and it says so (as integration.rubick_restart
+does)."""
 
 import json
 import os
@@ -59,11 +62,42 @@ def stdout_lines(j):
         return [json.loads(x) for x in f if x.startswith("{")]
 
 
+SLEEPER = """#!/bin/sh
+trap '{trap}' TERM
+while :; do sleep 0.1; done
+"""
+
+
+def no_checkpoint():
+    """a ignores the checkpoint request: killed after the grace, FAILED."""
+    args = ["--executor", "local", "--node", NODE, "--rubick", DEVICE, "--rubick-cost", "5s",
+            "--grace", "2s"]
+    with Loomd(extra_args=args) as ld:
+        c = ld.client()
+        spec = {"resources": {"gpus": 1, "cpus": 1, "memory": "4GiB"}}
+        rc = {"global_batch": 256, "model": "lstm"}
+        b = c.call("job.submit", dict(spec, name="b", script=SLEEPER.format(trap="exit 0"),
+                                      reconfig=dict(rc, gpus={"min": 1, "max": 1})))["id"]
+        wait(c, b, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
+        a = c.call("job.submit", dict(spec, name="a", script=SLEEPER.format(trap=""),
+                                      reconfig=dict(rc, gpus={"min": 1, "max": 2},
+                                                    cpus={"min": 1, "max": 2},
+                                                    memory={"min": "4GiB", "max": "8GiB"})))["id"]
+        wait(c, a, "RUNNING", lambda j: j["state"] == "RUNNING", 30)
+        c.call("job.cancel", {"id": b})
+        ja = wait(c, a, "FAILED", lambda j: j["state"] == "FAILED", 60)
+        assert "did not checkpoint for its reconfiguration" in ja["reason"], ja["reason"]
+        assert ja["run"]["outcome"]["signal"] == 9, ja["run"]["outcome"]
+        print(f"no checkpoint: {ja['state']}: {ja['reason']}")
+
+
 def main():
+    no_checkpoint()
     try:
         import torch  # noqa: F401
     except ImportError as e:
-        print(f"python3-torch not importable ({e}): no training to reconfigure, nothing checked")
+        print(f"python3-torch not importable ({e}): no training to reconfigure, only the "
+              "refused checkpoint checked")
         return 0
     d = tempfile.mkdtemp(prefix="loom-rubick-")
     args = ["--executor", "local", "--node", NODE, "--rubick", DEVICE, "--rubick-cost", "5s",

@@ -196,7 +196,8 @@ static void test_adopted(void **state)
 {
     (void)state;
     loom_runtime_t *rt = runtime(true);
-    char text[] = "{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": 2}, \"model\": \"lstm\"}";
+    char text[] =
+        "{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": 2}, \"model\": \"lstm\"}";
     json_t *o = json_loads(text, 0, NULL);
     loom_rubick_spec_t s;
     assert_int_equal(loom_rubick_spec_parse(o, "reconfig", &s, NULL), LOOM_OK);

@@ -65,9 +65,8 @@ static void kept(void **state)
     assert_int_equal(loom_store_get(s, id, &j, &err), LOOM_OK);
     assert_string_equal(j.reconfig_json, "{\"global_batch\":256,\"model\":\"lstm\"}");
     json_t *o = loom_job_to_json(&j, false);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "reconfig"),
-                                                        "global_batch")),
-                     256);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(o, "reconfig"), "global_batch")), 256);
     json_decref(o);
     loom_job_t c;
     assert_int_equal(loom_job_copy(&c, &j), LOOM_OK);
