@@ -87,7 +87,7 @@ def main(argv):
     lines = [
         "# Rubick live reconfiguration through loomd",
         "",
-        "Command: `bench/rubick_demo.sh` (`bench/rubick_demo.py BUILD_DIR OUT %d %d`). loomd with"
+        "Command: `bench/rubick_demo.sh build` (`bench/rubick_demo.py BUILD_DIR OUT %d %d`). loomd with"
         % (a_steps, b_steps),
         "`--rubick workloads/devices/h200.json --rubick-cost 10s` on one node of two virtual GPUs and two CPUs; two lstm",
         "jobs (global batch 256, sequence 8; gloo workers of one thread each on this machine's",

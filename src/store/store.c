@@ -1599,15 +1599,14 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     s->schema_version = loom_store_schema_latest();
     if ((rc = open_conn(path, s->opts.durability, &s->rdb, err)))
         goto fail_wdb;
-    if ((rc =
-             prep(s->wdb,
-                  "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
-                  "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
-                  "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
-                  "account, reconfig) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',"
-                  "?14,?14,?15,?16,?17,?18,?19,?20,?21,?22) "
-                  "ON CONFLICT(submit_id) DO NOTHING",
-                  &s->ins_job, err)) ||
+    if ((rc = prep(s->wdb,
+                   "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
+                   "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
+                   "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
+                   "account, reconfig) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+                   "'PENDING',?14,?14,?15,?16,?17,?18,?19,?20,?21,?22) "
+                   "ON CONFLICT(submit_id) DO NOTHING",
+                   &s->ins_job, err)) ||
         (rc = prep(s->wdb,
                    "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
                    "VALUES (?1, COALESCE((SELECT max(seq) + 1 FROM job_events WHERE job_id = ?1), "
