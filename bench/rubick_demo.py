@@ -87,9 +87,10 @@ def main(argv):
     lines = [
         "# Rubick live reconfiguration through loomd",
         "",
-        "Command: `bench/rubick_demo.sh build` (`bench/rubick_demo.py BUILD_DIR OUT %d %d`). loomd with"
+        "Command: `bench/rubick_demo.sh build` (`bench/rubick_demo.py BUILD_DIR OUT %d %d`)."
         % (a_steps, b_steps),
-        "`--rubick workloads/devices/h200.json --rubick-cost 10s` on one node of two virtual GPUs and two CPUs; two lstm",
+        "loomd with `--rubick workloads/devices/h200.json --rubick-cost 10s` on one node of two",
+        "virtual GPUs and two CPUs; two lstm",
         "jobs (global batch 256, sequence 8; gloo workers of one thread each on this machine's",
         "CPUs) with a `reconfig`: b (%d steps) one GPU, a (%d steps) one or two. loomd decided"
         % (b_steps, a_steps),
