@@ -506,6 +506,11 @@ int loomd__launch(loomd_runner_t *r, active_t *a, const loom_job_t *j, loom_err_
     job_tag(j->id, a->attempt, tag, sizeof tag);
     loomd_plan_env_t env;
     loomd__plan_env(a, &env);
+    int64_t limit = j->time_limit_s * LOOM_NS_PER_S;
+    if (limit > 0 && a->reconfigs > 0 && j->start_time_ns > 0) { /* restarted: what is left */
+        int64_t left = limit - (loom_time_real_ns() - j->start_time_ns);
+        limit = left > LOOM_NS_PER_S ? left : LOOM_NS_PER_S;
+    }
     loom_exec_job_t ej = {
         .id = j->id,
         .name = j->name,
@@ -517,7 +522,7 @@ int loomd__launch(loomd_runner_t *r, active_t *a, const loom_job_t *j, loom_err_
         .gpus = gpus,
         .n_gpus = ngpus,
         .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI ? place->req.gpu_milli : 0,
-        .time_limit_ns = j->time_limit_s * LOOM_NS_PER_S,
+        .time_limit_ns = limit,
         .node = model(r)->nodes[place->node].name,
         .tag = tag,
         .options_json = j->options_json,

@@ -39,6 +39,7 @@ exec /usr/bin/python3 {script} --model lstm --global-batch 256 --input-size 8 \\
 def submit(c, d, name, gpus_max):
     return c.call("job.submit", {
         "name": name,
+        "time_limit": 600,
         "script": JOB.format(script=SCRIPT, dir=d, name=name),
         "resources": {"gpus": 1, "cpus": 1, "memory": "4GiB"},
         "reconfig": {"global_batch": 256, "model": "lstm",
@@ -129,6 +130,9 @@ def live(c, d):
     assert sorted(run["gpus"]) == [0, 1], run
     ev = [e for e in ja["events"] if e["from"] == "RUNNING" and e["to"] == "RUNNING"]
     assert len(ev) == 1 and "reconfigured by rubick" in ev[0]["reason"], ja["events"]
+    with open(os.path.join(run["dir"], "spec.json")) as f:  # what the shepherd was given
+        left = json.load(f)["time_limit_ns"] / 1e9
+    assert 300 < left < 600, f"the restart's time limit: {left} s, expected what is left of 600"
     time.sleep(4)  # a few steps on two workers
     c.call("job.cancel", {"id": a})
     ja = wait(c, a, "its end", lambda j: j["state"] == "CANCELLED" and "outcome" in j["run"],
