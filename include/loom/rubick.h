@@ -70,11 +70,12 @@ typedef struct loom_rubick_spec {
     int64_t mem_min, mem_max;     /* MiB */
     loom_rubick_plan_t asked;     /* the plan as submitted (gpus: from resources) */
     int64_t asked_cpu, asked_mem; /* milli-CPU, MiB as submitted (check_asked) */
+    char model[32];               /* the model it trains (loom_rubick_model_find); "": not named */
 } loom_rubick_spec_t;
 
 /* Parses a "reconfig" object (docs/scheduling.md, "Reconfigurable jobs"):
  * {"global_batch", "gpus", "accumulation", "recompute", "zero", "offload",
- * "cpus", "memory", "plan"}. `where` is its JSON pointer, for messages
+ * "cpus", "memory", "plan", "model"}. `where` is its JSON pointer, for messages
  * ("WHERE/FIELD: found ..., expected ..."). NULL obj: a black box. */
 int loom_rubick_spec_parse(const json_t *obj, const char *where, loom_rubick_spec_t *out,
                            loom_err_t *err);
@@ -99,6 +100,12 @@ typedef struct loom_rubick_model {
     double cpu_s_per_sample; /* host core-seconds to load and prepare one sample */
     double host_base_mib;    /* host memory of one worker */
 } loom_rubick_model_t;
+
+/* The zoo's models (resnet18, resnet50, vgg16, mobilenet_v2, vit, bert,
+ * gpt2, lstm, dlrm): *n of them. */
+const loom_rubick_model_t *loom_rubick_models(size_t *n);
+/* One of them by name; NULL if there is none of that name. */
+const loom_rubick_model_t *loom_rubick_model_find(const char *name);
 
 /* A device, read from workloads/devices/NAME.json. */
 typedef struct loom_rubick_device {

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "loom/core.h"
+#include "loom/rubick.h"
 #include "loom/sched.h"
 
 #ifdef __cplusplus
@@ -31,6 +32,23 @@ extern "C" {
 #endif
 
 typedef struct loom_runtime loom_runtime_t;
+
+/* Rubick's policy for reconfigurable jobs (docs/scheduling.md, "Rubick"):
+ * every job with a "reconfig" that names a model is started and
+ * reconfigured by loom_rubick_decide (GPUs, CPUs, memory and plan
+ * together); the others go through the queue and placement policies as
+ * before. Decisions are taken when jobs arrive or leave and every
+ * period_s. A job's work is its guarantee (the asked configuration's
+ * throughput) times its time limit (work_s without one); its progress is
+ * counted at the model's throughput of what it runs, less the pause of
+ * each reconfiguration. */
+typedef struct loom_runtime_rubick {
+    loom_rubick_device_t device; /* the performance model's device */
+    double reconf_cost_s;        /* checkpoint + restart + warm-up; <= 0: 30 s */
+    double min_gain;             /* share of the time left a change must save; < 0: 0.05 */
+    double period_s;             /* re-decide at least this often; <= 0: 60 s */
+    double work_s;               /* a job without a time limit; <= 0: 3600 s */
+} loom_runtime_rubick_t;
 
 typedef struct loom_runtime_config {
     const char *queue;     /* queue policy (loom_sched_queue_cfg_parse); NULL: fifo */
@@ -41,6 +59,8 @@ typedef struct loom_runtime_config {
     /* Gandiva packing introspection: decide from step-time observations
      * (loom_runtime_observe_step) whether jobs sharing a GPU stay packed. */
     bool pack_check;
+    /* Rubick's policy for reconfigurable jobs; NULL: off (copied). */
+    const loom_runtime_rubick_t *rubick;
 } loom_runtime_config_t;
 
 /* Why a pending job is still pending after the last step (as Slurm's
@@ -82,6 +102,9 @@ typedef struct loom_runtime_job {
     uint64_t group; /* a job array's id (0: none) */
     int group_max;  /* at most this many of the group run at once (0: no cap):
                        JobArrayTaskLimit */
+    /* What may change (copied; check_asked done). Under the rubick policy a
+     * spec that names a model makes the job Rubick's; NULL: a black box. */
+    const loom_rubick_spec_t *reconfig;
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -99,6 +122,9 @@ typedef struct loom_runtime_action {
     loom_sched_alloc_t alloc;     /* START, RESUME, RECONFIGURE (new), SUSPEND (the held one) */
     loom_sched_alloc_t old_alloc; /* RECONFIGURE */
     const char *reason;           /* why, for the job's record (valid during the call) */
+    /* START, RECONFIGURE of a job of Rubick's: the plan, CPUs and memory it
+     * runs with (alloc.req holds the same resources); NULL otherwise. */
+    const loom_rubick_config_t *config;
 } loom_runtime_action_t;
 
 /* Carries an action out. LOOM_OK commits it to the model. Anything else
@@ -267,6 +293,11 @@ typedef struct loom_runtime_info {
     loom_sched_alloc_t alloc;     /* running, suspended */
     double attained_gpu_s;        /* GPUs x seconds run so far */
     const char *note;             /* the last Gandiva decision about it ("" if none) */
+    /* Rubick's jobs: */
+    bool rubick;                 /* the rubick policy decides for it */
+    loom_rubick_config_t config; /* running: what it runs with */
+    int reconfigurations;        /* carried out so far */
+    double samples_done;         /* its progress as the model counts it */
 } loom_runtime_info_t;
 
 /* LOOM_ENOTFOUND for an unknown id. */

@@ -80,6 +80,9 @@ typedef struct loom_job_spec {
     /* job.submit's "options" (JSON object text: workdir, output, error, env,
      * array, dependency, ...; docs/protocol.md); NULL = none. */
     const char *options_json;
+    /* job.submit's "reconfig" (JSON object text, checked by loomd:
+     * docs/scheduling.md, "Reconfigurable jobs"); NULL = a black box. */
+    const char *reconfig_json;
     /* Who submitted it (filled by loomd from the caller's identity, never
      * from the request): has_owner false stores no owner (a job of loomd's
      * own user, as before owners existed). account defaults to group. */
@@ -138,6 +141,7 @@ typedef struct loom_job {
     char *run_json;      /* placement, executor handle, outcome (JSON object); NULL before a run */
     char *estimate_json; /* where the GPU memory request came from (JSON object); NULL if none */
     char *options_json;  /* job.submit's "options" (JSON object); NULL if none */
+    char *reconfig_json; /* job.submit's "reconfig" (JSON object); NULL if none */
     /* The owner: uid and gid -1 when the job has none (docs/security.md). */
     int64_t uid, gid;
     char *user, *group, *account; /* NULL if none */
@@ -262,8 +266,9 @@ int loom_store_cancel_async(loom_store_t *store, int64_t id, const char *reason,
  * LOOM_ESTATE (and nothing changes): a job cancelled meanwhile is not
  * started. to < 0 keeps the state and only replaces the run information.
  * run_json (NULL: keep) is the job's run object (docs/store.md). A new state
- * adds an event with the reason; RUNNING sets the start time, a terminal
- * state the end time. Waits for the commit; job_out may be NULL. */
+ * adds an event with the reason, and so does to equal to the present state
+ * with a reason (a running job reconfigured: RUNNING -> RUNNING); RUNNING sets the start time, a
+ * terminal state the end time. Waits for the commit; job_out may be NULL. */
 int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to, const char *reason,
                           const char *run_json, loom_job_t *job_out, loom_err_t *err);
 

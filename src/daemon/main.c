@@ -42,7 +42,7 @@ static void usage(FILE *f)
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
             "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
-            "             [--job-output-max SIZE]\n"
+            "             [--job-output-max SIZE] [--rubick DEVICE [--rubick-cost D]]\n"
             "             [--multi-user --socket PATH [--operators GROUP] [--allow-root-jobs]\n"
             "              [--munge-socket PATH]]\n\n"
             "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
@@ -97,6 +97,13 @@ static void usage(FILE *f)
             "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
             "                       together pass SIZE: FAILED 'output limit ... reached'\n"
             "                       (default 0: no limit)\n"
+            "  --rubick DEVICE      Rubick's policy for reconfigurable jobs (a \"reconfig\"\n"
+            "                       naming a model): GPUs, CPUs, memory and plan chosen and\n"
+            "                       changed live (checkpoint, restart) by the performance\n"
+            "                       model on DEVICE, a name or a device file (local\n"
+            "                       executor; docs/scheduling.md, \"Live reconfiguration\")\n"
+            "  --rubick-cost D      what one reconfiguration costs a job (checkpoint,\n"
+            "                       restart, warm-up); a change must gain more (default 30s)\n"
             "  --multi-user         share the machine (docs/security.md): callers are who the\n"
             "                       kernel (Unix socket) or MUNGE (TCP) says; jobs run as\n"
             "                       their owners (slurm: sbatch runs as the owner); the\n"
@@ -138,6 +145,8 @@ typedef struct opts {
     uint64_t store_reserve;
     uint64_t job_output_max;
     const char *estimate_margin, *estimate_device, *device_dir;
+    const char *rubick;
+    int64_t rubick_cost_ns;
     loomd_identity_config_t ident;
     loomd_quotas_t quotas;
 } opts_t;
@@ -173,6 +182,8 @@ static const struct option longopts[] = {
     {"allow-root-jobs", no_argument, NULL, 'A'},
     {"munge-socket", required_argument, NULL, 'u'},
     {"quota", required_argument, NULL, 'Z'},
+    {"rubick", required_argument, NULL, 'b'},
+    {"rubick-cost", required_argument, NULL, 'C'},
     {NULL, 0, NULL, 0},
 };
 
@@ -195,6 +206,7 @@ static bool set_plain_opt(int c, const char *arg, opts_t *o)
     case 'O': o->move_orphaned_jobs = true; break;
     case 'P': o->placement = arg; break;
     case 'T': o->gpu_type = arg; break;
+    case 'b': o->rubick = arg; break;
     default: return false;
     }
     return true;
@@ -207,8 +219,9 @@ static int set_number_opt(int c, const char *arg, opts_t *o)
     int rc;
     switch (c) {
     case 'q':
-        if (loom_parse_duration(arg, &o->timeslice_ns, &err)) {
-            fprintf(stderr, "loomd: --timeslice: %s\n", err.msg);
+    case 'C':
+        if (loom_parse_duration(arg, c == 'q' ? &o->timeslice_ns : &o->rubick_cost_ns, &err)) {
+            fprintf(stderr, "loomd: %s: %s\n", c == 'q' ? "--timeslice" : "--rubick-cost", err.msg);
             return -1;
         }
         return 0;
@@ -477,7 +490,10 @@ static int start_runner(daemon_t *d)
                                   .executor = o->executor,
                                   .slurm_partition = o->slurm_partition,
                                   .output_max = o->job_output_max,
-                                  .quotas = &o->quotas};
+                                  .quotas = &o->quotas,
+                                  .rubick_device = o->rubick,
+                                  .rubick_device_dir = o->device_dir,
+                                  .rubick_cost_ns = o->rubick_cost_ns};
     if (loomd_runner_start(d->store, &rcfg, &d->runner, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;

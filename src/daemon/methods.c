@@ -213,8 +213,9 @@ static bool refuse_infeasible(loomd_methods_t *m, loom_rpc_call_t *call,
 }
 
 /* job.submit's "reconfig" (docs/protocol.md): checked against the job's
- * resources; loomd's runner does not act on it yet (the simulator does). */
-static int check_reconfig(const json_t *params, const loom_job_spec_t *spec, loom_err_t *err)
+ * resources and stored with the job (*text, owned by the caller), where
+ * loomd's runner reads it under the rubick policy. */
+static int check_reconfig(const json_t *params, loom_job_spec_t *spec, char **text, loom_err_t *err)
 {
     const json_t *r = json_object_get(params, "reconfig");
     if (!r || json_is_null(r))
@@ -225,6 +226,9 @@ static int check_reconfig(const json_t *params, const loom_job_spec_t *spec, loo
         rc = loom_rubick_spec_check_asked(&rs, (int)spec->gpus, spec->cpus * 1000,
                                           (int64_t)((spec->memory_bytes + (1u << 20) - 1) >> 20),
                                           "reconfig", err);
+    if (rc == LOOM_OK && !(*text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS)))
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    spec->reconfig_json = *text;
     return rc;
 }
 
@@ -247,7 +251,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
 {
     loomd_methods_t *m = ctx;
     loom_job_spec_t spec;
-    char *labels = NULL, *estimate = NULL;
+    char *labels = NULL, *estimate = NULL, *reconfig = NULL;
     const char *model_path = NULL;
     loom_err_t err;
     json_t *empty = NULL;
@@ -257,7 +261,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
     const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
     int rc = loom_job_spec_from_json(params, &spec, &labels, &err);
     if (rc == LOOM_OK)
-        rc = check_reconfig(params, &spec, &err);
+        rc = check_reconfig(params, &spec, &reconfig, &err);
     if (rc == LOOM_OK) /* options.account (loom submit -A): charged to it */
         rc = loomd_identity_own(
             m->ident, who,
@@ -275,12 +279,14 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
             fail_estimate(m, call, &spec, model_path, &err);
         free(labels);
         free(estimate);
+        free(reconfig);
         json_decref(empty);
         return LOOM_RPC_DONE;
     }
     if (rc == LOOM_OK && loomd_queue_submit_array(m, call, &spec)) {
         free(labels);
         free(estimate);
+        free(reconfig);
         json_decref(empty);
         return LOOM_RPC_DONE;
     }
@@ -288,6 +294,7 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
         rc = loom_store_submit_async(m->store, &spec, store_flags(call), submit_done, call, &err);
     free(labels);
     free(estimate);
+    free(reconfig);
     json_decref(empty);
     if (rc == LOOM_OK)
         return LOOM_RPC_PENDING; /* completed by the thread that commits it */

@@ -215,7 +215,7 @@ static loom_runtime_reason_t reason_known(const char *text)
 }
 
 /* A stored job as the runtime sees it (times on its clock). */
-static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
+static void job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
     *out =
         (loom_runtime_job_t){.id = (uint64_t)j->id,
@@ -234,6 +234,9 @@ static void job_rt(const loomd_runner_t *r, const loom_job_t *j, loom_runtime_jo
             out->estimate_s = expect;
     }
     job_req(r, j, &out->req);
+    /* the runtime copies the spec: one scratch serves every call */
+    if (loomd__reconfig_of(j, &r->rb_spec))
+        out->reconfig = &r->rb_spec;
 }
 
 /* ------------------------------------------------------------- bookkeeping */
@@ -279,6 +282,7 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a)
                           r->ops->name, "suspended", a->suspended);
     if (a->gandiva[0])
         json_object_set_new(o, "gandiva", json_string(a->gandiva));
+    loomd__plan_json(a, o);
     json_object_set_new(o, "attempt", json_integer(a->attempt > 0 ? a->attempt : 1));
     if (a->requeue)
         json_object_set_new(o, "giving_up", json_true());
@@ -312,7 +316,7 @@ int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const ch
 
 /* The job leaves loomd's hands (ended, lost) or goes back to the queue
  * (requeue): its resources go back to the model. */
-static void release(loomd_runner_t *r, size_t i, bool back_to_queue)
+void loomd__release(loomd_runner_t *r, size_t i, bool back_to_queue)
 {
     loomd__account(r);
     uint64_t id = (uint64_t)r->active[i].id;
@@ -364,7 +368,7 @@ static void finish(loomd_runner_t *r, size_t i, const loom_exec_outcome_t *o)
                   loom_exec_end_name(o->end), o->reason);
     json_decref(run);
     r->ended++;
-    release(r, i, false);
+    loomd__release(r, i, false);
 }
 
 /* Gives a job that never ran back to the queue. */
@@ -372,7 +376,7 @@ static void requeue(loomd_runner_t *r, size_t i, const char *why)
 {
     loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)r->active[i].id, why);
     loomd__store_run(r, r->active[i].id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING, why, NULL, NULL);
-    release(r, i, true);
+    loomd__release(r, i, true);
 }
 
 /* Slurm: re-reads the partition's nodes. A node that is down, drained or
@@ -458,6 +462,8 @@ static void poll_running(loomd_runner_t *r)
             requeue(r, i, "requeued: its node went down before Slurm started it");
             continue;
         }
+        if (rc == 1 && a->reconfiguring && loomd__reconf_ended(r, i, &o))
+            continue; /* restarted, or back in the queue */
         if (rc == 1) {
             finish(r, i, &o); /* a[i] now holds another job: do not advance */
             continue;
@@ -496,6 +502,48 @@ static void job_tag(int64_t id, int attempt, char *out, size_t len)
         snprintf(out, len, "loom:%lld", (long long)id);
 }
 
+/* Starts a's process for job j on a->alloc (a reconfigurable job: with its
+ * plan in the environment, loomd__plan_env). */
+int loomd__launch(loomd_runner_t *r, active_t *a, const loom_job_t *j, loom_err_t *err)
+{
+    const loom_sched_alloc_t *place = &a->alloc;
+    int gpus[LOOM_SCHED_MAX_GPUS];
+    size_t ngpus = 0;
+    if (place->req.gpu_milli >= LOOM_SCHED_MILLI)
+        for (int g = 0; g < place->ngpus; g++)
+            gpus[ngpus++] = place->gpus[g];
+    else if (place->ngpus == 1) /* a share: the job sees its one GPU */
+        gpus[ngpus++] = place->gpus[0];
+    char tag[48];
+    job_tag(j->id, a->attempt, tag, sizeof tag);
+    loomd_plan_env_t env;
+    loomd__plan_env(a, &env);
+    int64_t limit = j->time_limit_s * LOOM_NS_PER_S;
+    if (limit > 0 && a->reconfigs > 0 && j->start_time_ns > 0) { /* restarted: what is left */
+        int64_t left = limit - (loom_time_real_ns() - j->start_time_ns);
+        limit = left > LOOM_NS_PER_S ? left : LOOM_NS_PER_S;
+    }
+    loom_exec_job_t ej = {
+        .id = j->id,
+        .name = j->name,
+        .format = j->format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML : LOOM_EXEC_BATCH,
+        .script = j->script,
+        .env = a->has_plan ? env.vars : NULL,
+        .cpus_milli = a->has_plan ? place->req.cpu_milli : j->cpus * 1000,
+        .memory_bytes = a->has_plan ? (uint64_t)place->req.mem_mib << 20 : j->memory_bytes,
+        .gpus = gpus,
+        .n_gpus = ngpus,
+        .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI ? place->req.gpu_milli : 0,
+        .time_limit_ns = limit,
+        .node = model(r)->nodes[place->node].name,
+        .tag = tag,
+        .options_json = j->options_json,
+        .run_as_owner = j->uid >= 0 && (uid_t)j->uid != geteuid(),
+        .uid = (uid_t)j->uid,
+        .gid = (gid_t)j->gid};
+    return r->ops->start(r->exec, &ej, &a->h, err);
+}
+
 /* START: the runtime placed the job; mark it RUNNING and start its process.
  * Anything but LOOM_OK and the runtime forgets the job and its place. */
 static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
@@ -518,8 +566,10 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
     a->id = j.id;
     a->alloc = *place;
     a->attempt = next_attempt(&j);
-    char tag[48];
-    job_tag(j.id, a->attempt, tag, sizeof tag);
+    if (act->config) {
+        a->has_plan = true;
+        a->plan = *act->config;
+    }
     json_t *run = loomd__run_json(r, a);
     int rc = loomd__store_run(r, j.id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, act->reason, run, &err);
     json_decref(run);
@@ -528,31 +578,7 @@ static int start_job(loomd_runner_t *r, const loom_runtime_action_t *act)
         loom_job_free(&j);
         return rc;
     }
-    int gpus[LOOM_SCHED_MAX_GPUS];
-    size_t ngpus = 0;
-    if (place->req.gpu_milli >= LOOM_SCHED_MILLI)
-        for (int g = 0; g < place->ngpus; g++)
-            gpus[ngpus++] = place->gpus[g];
-    else if (place->ngpus == 1) /* a share: the job sees its one GPU */
-        gpus[ngpus++] = place->gpus[0];
-    loom_exec_job_t ej = {
-        .id = j.id,
-        .name = j.name,
-        .format = j.format == LOOM_JOB_FORMAT_YAML ? LOOM_EXEC_YAML : LOOM_EXEC_BATCH,
-        .script = j.script,
-        .cpus_milli = j.cpus * 1000,
-        .memory_bytes = j.memory_bytes,
-        .gpus = gpus,
-        .n_gpus = ngpus,
-        .gpu_share_milli = place->req.gpu_milli < LOOM_SCHED_MILLI ? place->req.gpu_milli : 0,
-        .time_limit_ns = j.time_limit_s * LOOM_NS_PER_S,
-        .node = node,
-        .tag = tag,
-        .options_json = j.options_json,
-        .run_as_owner = j.uid >= 0 && (uid_t)j.uid != geteuid(),
-        .uid = (uid_t)j.uid,
-        .gid = (gid_t)j.gid};
-    rc = r->ops->start(r->exec, &ej, &a->h, &err);
+    rc = loomd__launch(r, a, &j, &err);
     loom_job_free(&j);
     if (rc != LOOM_OK) {
         loom_log_warn("job failed to start", "job=%lld error=\"%s\"", (long long)a->id, err.msg);
@@ -582,8 +608,7 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason, NULL,
                          NULL);
         return LOOM_OK;
-    case LOOM_RUNTIME_RECONFIGURE:
-        return LOOM_EUNAVAIL; /* neither executor can change a running job's resources */
+    case LOOM_RUNTIME_RECONFIGURE: return loomd__reconf_apply(r, act);
     default: return loomd__gandiva_apply(r, act);
     }
 }
@@ -762,6 +787,7 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
             idx = (int)k;
     loom_runtime_job_t rj;
     job_rt(r, j, &rj);
+    loomd__plan_req(run, &rj.req); /* a reconfigured job holds its plan's resources */
     loom_sched_alloc_t place = {.node = idx < 0 ? 0 : idx, .req = rj.req};
     json_t *g;
     size_t gi;
@@ -787,6 +813,7 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
     a->attempt = attempt > 0 ? (int)attempt : 1;
     job_tag(j->id, a->attempt, a->h.tag, sizeof a->h.tag);
     a->requeue = json_is_true(json_object_get(run, "giving_up"));
+    loomd__plan_read(a, run);
     if (json_is_true(json_object_get(run, "suspended"))) {
         /* It stays stopped; its place is taken back when it resumes. */
         a->suspended = true;
@@ -816,7 +843,7 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
             loom_log_info("job requeued", "job=%lld reason=\"%s\"", (long long)j->id, err.msg);
             loomd__store_run(r, j->id, LOOM_JOB_RUNNING, LOOM_JOB_PENDING,
                              "requeued: loomd stopped before the job started", NULL, NULL);
-            release(r, r->nactive - 1, false);
+            loomd__release(r, r->nactive - 1, false);
         } else if (arc != LOOM_OK)
             loom_log_warn("job lost while loomd was down", "job=%lld error=\"%s\"",
                           (long long)j->id, err.msg);
@@ -922,6 +949,34 @@ static int open_executor(loomd_runner_t *r, const loomd_runner_config_t *cfg, co
     return LOOM_OK;
 }
 
+/* Rubick's settings: the device's description, found as
+ * loom_est_device_load finds one. */
+static int rubick_config(const loomd_runner_config_t *cfg, loom_runtime_rubick_t *rb,
+                         loom_err_t *err)
+{
+    if (cfg->executor && strcmp(cfg->executor, "slurm") == 0)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "--rubick needs the local executor (loomd restarts the jobs it "
+                            "reconfigures itself)");
+    const char *d = cfg->rubick_device;
+    char path[4200], data[4096];
+    size_t n = strlen(d);
+    const char *dir = cfg->rubick_device_dir ? cfg->rubick_device_dir : getenv("LOOM_DEVICE_DIR");
+    if (strchr(d, '/') || (n > 5 && strcmp(d + n - 5, ".json") == 0))
+        snprintf(path, sizeof path, "%s", d);
+    else if (dir && *dir)
+        snprintf(path, sizeof path, "%s/%s.json", dir, d);
+    else if (loom_data_path("devices", data, sizeof data, err) == LOOM_OK)
+        snprintf(path, sizeof path, "%s/%s.json", data, d);
+    else
+        return loom_err_prefix(err, "--rubick %s", d);
+    *rb =
+        (loom_runtime_rubick_t){.reconf_cost_s = (double)cfg->rubick_cost_ns / 1e9, .min_gain = -1};
+    if (loom_rubick_device_load(path, &rb->device, err) != LOOM_OK)
+        return loom_err_prefix(err, "--rubick %s", d);
+    return LOOM_OK;
+}
+
 /* The runtime over the nodes, with the configured policies. */
 static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, const json_t *nodes,
                         const json_t *slurm_nodes, loom_err_t *err)
@@ -944,6 +999,9 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
         .placer = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST, .workload = &w},
         .timeslice_s = (double)cfg->timeslice_ns / 1e9,
         .pack_check = cfg->pack_check};
+    loom_runtime_rubick_t rb;
+    if (rc == LOOM_OK && cfg->rubick_device && (rc = rubick_config(cfg, &rb, err)) == LOOM_OK)
+        rcfg.rubick = &rb;
     if (rc == LOOM_OK)
         rc = loom_runtime_new(&c, &rcfg, &r->rt, err);
     loom_sched_workload_free(&w);

@@ -28,6 +28,12 @@ typedef struct loomd_runner_config {
     uint64_t output_max;         /* local: stdout + stderr bytes per job; 0: no limit */
     const struct loomd_quotas *quotas; /* running quotas (quota.h); borrowed, outlives the
                                           runner; NULL: none */
+    /* Rubick's policy for reconfigurable jobs (local only): the device of
+     * its performance model, a name (looked up in rubick_device_dir, else
+     * $LOOM_DEVICE_DIR, else loom's devices) or a file; NULL: off. */
+    const char *rubick_device;
+    const char *rubick_device_dir;
+    int64_t rubick_cost_ns; /* one reconfiguration's cost; 0: 30 s */
 } loomd_runner_config_t;
 
 /* Builds the cluster model (slurm: from the partition's nodes), adopts the jobs the store says are

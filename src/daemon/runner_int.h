@@ -28,6 +28,14 @@ typedef struct active {
     char partial[LOOMD_STEP_LINE_MAX];
     size_t partial_len;
     char gandiva[LOOMD_NOTE_MAX]; /* last decision, for the run record */
+    /* A job of Rubick's (reconfig.c): the plan it runs with, how often it
+     * was reconfigured, and whether it is checkpointing to restart with
+     * plan on alloc (both already the new ones). */
+    bool has_plan;
+    loom_rubick_config_t plan;
+    int reconfigs;
+    bool reconfiguring;
+    char reconf_why[LOOMD_NOTE_MAX];
 } active_t;
 
 /* A pending job waiting for its dependencies (deps.c). */
@@ -45,7 +53,8 @@ struct loomd_runner {
     loom_exec_local_t *local;   /* when local (time-slicing needs it) */
     loom_exec_slurm_t *slurm;   /* when Slurm */
     int64_t refresh_ns, next_refresh_ns;
-    loom_runtime_t *rt; /* the cluster model, the queue and the step */
+    loom_runtime_t *rt;         /* the cluster model, the queue and the step */
+    loom_rubick_spec_t rb_spec; /* job_rt's scratch: the runtime copies it */
     int64_t tick_ns;
     bool pack_check; /* packing introspection */
     int64_t seen_id; /* the highest job id read as pending */
@@ -81,6 +90,27 @@ json_t *loomd__run_json(const loomd_runner_t *r, const active_t *a);
 int loomd__store_run(loomd_runner_t *r, int64_t id, int expect, int to, const char *reason,
                      json_t *run, loom_err_t *err);
 active_t *loomd__find_active(loomd_runner_t *r, int64_t id);
+
+/* Starts a's process for job j on a->alloc. */
+int loomd__launch(loomd_runner_t *r, active_t *a, const loom_job_t *j, loom_err_t *err);
+/* The job is gone / goes back to the queue: its resources go back. */
+void loomd__release(loomd_runner_t *r, size_t i, bool back_to_queue);
+
+/* Reconfigurable jobs (reconfig.c): the plan's environment, RECONFIGURE
+ * (ask the job to checkpoint), and its end (restart it with the new plan). */
+#define LOOMD_PLAN_VARS 8
+typedef struct loomd_plan_env {
+    char text[LOOMD_PLAN_VARS][LOOMD_NOTE_MAX + 64];
+    const char *vars[LOOMD_PLAN_VARS + 1];
+} loomd_plan_env_t;
+void loomd__plan_env(const active_t *a, loomd_plan_env_t *env);
+void loomd__plan_json(const active_t *a, json_t *run);
+void loomd__plan_read(active_t *a, const json_t *run);
+void loomd__plan_req(const json_t *run, loom_sched_req_t *req);
+int loomd__reconf_apply(loomd_runner_t *r, const loom_runtime_action_t *act);
+bool loomd__reconf_ended(loomd_runner_t *r, size_t i, loom_exec_outcome_t *o);
+/* The stored "reconfig" of j, parsed into *s (false: none, or unusable). */
+bool loomd__reconfig_of(const loom_job_t *j, loom_rubick_spec_t *s);
 
 /* Holds, begin times, dependencies (deps.c): a stored job's options onto
  * its runtime record (and the waiting list); the step's judging pass. */

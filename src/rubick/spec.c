@@ -10,8 +10,9 @@
 
 #include "loom/rubick.h"
 
-static const char *const spec_keys[] = {"global_batch", "gpus", "accumulation", "recompute", "zero",
-                                        "offload",      "cpus", "memory",       "plan"};
+static const char *const spec_keys[] = {"global_batch", "gpus",    "accumulation", "recompute",
+                                        "zero",         "offload", "cpus",         "memory",
+                                        "plan",         "model"};
 static const char *const plan_keys[] = {"accumulation", "recompute", "zero", "offload"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -190,6 +191,29 @@ static int parse_plan(const json_t *obj, const char *where, loom_rubick_plan_t *
     return LOOM_OK;
 }
 
+/* "model": a name of the zoo's models (the performance model's numbers). */
+static int model_name(const json_t *obj, const char *where, loom_rubick_spec_t *out,
+                      loom_err_t *err)
+{
+    const json_t *m = json_object_get(obj, "model");
+    if (!m)
+        return LOOM_OK;
+    const char *name = json_string_value(m);
+    if (!name || !loom_rubick_model_find(name)) {
+        size_t n;
+        const loom_rubick_model_t *all = loom_rubick_models(&n);
+        char list[256] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     all[i].name);
+        return loom_err_set(err, LOOM_EINVAL, "%s/model: found %s%.40s%s, expected one of %s",
+                            where, name ? "'" : loom_json_type_name(m), name ? name : "",
+                            name ? "'" : "", list);
+    }
+    snprintf(out->model, sizeof out->model, "%s", name);
+    return LOOM_OK;
+}
+
 int loom_rubick_spec_parse(const json_t *obj, const char *where, loom_rubick_spec_t *out,
                            loom_err_t *err)
 {
@@ -213,6 +237,8 @@ int loom_rubick_spec_parse(const json_t *obj, const char *where, loom_rubick_spe
         (rc = value_set(obj, "zero", where, 0, 3, &zero, err)) ||
         (rc = value_set(obj, "offload", where, -1, 1, &offload, err)) ||
         (rc = cpu_memory(obj, where, out, err)) || (rc = parse_plan(obj, where, &out->asked, err)))
+        return rc;
+    if ((rc = model_name(obj, where, out, err)))
         return rc;
     const loom_rubick_plan_t *a = &out->asked;
     out->reconfigurable = true;

@@ -122,6 +122,7 @@ static void map_del(loom_runtime_t *rt, uint64_t id)
 static void job_free(rjob_t *j)
 {
     if (j) {
+        free(j->rb);
         free(j->reject);
         free(j);
     }
@@ -175,6 +176,7 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     rt->quota_every[0] = rt->quota_every[1] = (loom_runtime_limits_t){-1, -1};
     for (size_t k = 0; k < c->nnodes; k++)
         rt->mem_mib += (double)c->nodes[k].mem_mib;
+    rt__rubick_config(rt, cfg->rubick);
     *out = rt;
     return LOOM_OK;
 fail:
@@ -274,6 +276,7 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
                                .time_limit_s = job->time_limit_s,
                                .wait_since_s = job->submit_s,
                                .user = j};
+    rt__rubick_new(rt, j, job);
     return j;
 }
 
@@ -349,6 +352,7 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     j->resumed_s = j->suspended_s = j->tenancy_since = now_s;
     running_track(rt, j, 1);
     act_add(rt, j); /* cannot fail: grown above */
+    rt__rubick_adopted(rt, j);
     return LOOM_OK;
 }
 
@@ -753,6 +757,22 @@ static void unhide_down(loom_runtime_t *rt, hidden_t *h)
     free(h);
 }
 
+loom_runtime_reason_t rt__blocked(const loom_runtime_t *rt, const rjob_t *j)
+{
+    return blocked(rt, j);
+}
+
+/* The bookkeeping of a start the caller carried out (j->alloc held). */
+void rt__started(loom_runtime_t *rt, rjob_t *j)
+{
+    j->held = true;
+    j->state = LOOM_RUNTIME_RUNNING;
+    running_track(rt, j, 1);
+    j->resumed_s = j->tenancy_since = rt->now;
+    j->tenancy = 0;
+    act_add(rt, j); /* cannot fail: the caller grew rt->act */
+}
+
 /* Places j and starts it: RT_STARTED, RT_GONE (its start was refused and
  * it was dropped) or RT_STAYS (no room). */
 static int try_start(loom_runtime_t *rt, rjob_t *j)
@@ -789,12 +809,7 @@ static int try_start(loom_runtime_t *rt, rjob_t *j)
         job_free(j);
         return RT_GONE;
     }
-    j->held = true;
-    j->state = LOOM_RUNTIME_RUNNING;
-    running_track(rt, j, 1);
-    j->resumed_s = j->tenancy_since = rt->now;
-    j->tenancy = 0;
-    act_add(rt, j); /* cannot fail: grown above */
+    rt__started(rt, j);
     return RT_STARTED;
 }
 
@@ -820,10 +835,14 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
         job_free(e.j);
         return RT_GONE;
     }
+    if (e.j->state != LOOM_RUNTIME_PENDING)
+        return RT_GONE; /* started by Rubick's pass: leaves the queue */
     loom_runtime_reason_t why = blocked(rt, e.j);
+    if (why == LOOM_RUNTIME_REASON_NONE && e.j->rb && !e.j->reject)
+        why = LOOM_RUNTIME_REASON_RESOURCES; /* Rubick's pass places its own jobs */
     if (why != LOOM_RUNTIME_REASON_NONE) {
         say_reason(rt, e.j, why);
-        return RT_STAYS; /* held: stays, holds nothing back */
+        return RT_STAYS; /* held (or Rubick's): stays, holds nothing back */
     }
     if (e.j->reject) {
         rt->nran -= e.j->q.last_run_s > 0;
@@ -914,8 +933,10 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
         rt__pack_pass(rt);
     rt__resume_pass(rt);
     reconf_pass(rt);
-    if (order_queue(rt) == LOOM_OK)
+    if (order_queue(rt) == LOOM_OK) {
+        rt__rubick_pass(rt);
         pending_pass(rt);
+    }
     rt->apply = NULL;
     rt->ctx = NULL;
     return rt->applied;
@@ -964,6 +985,12 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
                                  .alloc = j->alloc,
                                  .attained_gpu_s = j->attained_gpu_s,
                                  .note = j->note};
+    if (j->rb) {
+        out->rubick = true;
+        out->config = j->rb->job.cur;
+        out->reconfigurations = j->rb->reconfigs;
+        out->samples_done = j->rb->done;
+    }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);
     return LOOM_OK;

@@ -13,6 +13,16 @@
 #define RT_KEEP_THRESHOLD 1.0 /* normalized throughput below which packing is undone */
 #define RT_NOTE_MAX       160
 
+/* A job of Rubick's (rubick.c). */
+typedef struct rt_rubick {
+    loom_rubick_spec_t spec;
+    loom_rubick_job_t job; /* job.spec points at spec; its table of choices */
+    double total, done;    /* samples: its work; done as the model counts it */
+    double thr;            /* samples/s of what it runs (the model's) */
+    double start_s, last_s, pause_until;
+    int reconfigs;
+} rt_rubick_t;
+
 typedef struct rjob {
     loom_runtime_job_t job; /* job.recorded: the pending reason last reported */
     loom_sched_qjob_t q;    /* q.user points back here */
@@ -47,6 +57,7 @@ typedef struct rjob {
     /* Fair share and drf: its entries in rt->shares, index + 1 (0: not yet
      * looked up): user, account, (account, user). */
     uint32_t ix_user, ix_acct, ix_assoc;
+    rt_rubick_t *rb; /* Rubick's job; NULL: a black box */
 } rjob_t;
 
 enum { SHARE_USER, SHARE_ACCOUNT, SHARE_ASSOC };
@@ -136,6 +147,12 @@ struct loom_runtime {
     loom_runtime_reason_change_t *changes;
     size_t nchanges, cap_changes;
 
+    /* Rubick's policy (rubick.c): on when rb_on. */
+    bool rb_on;
+    loom_runtime_rubick_t rb;
+    loom_rubick_opts_t rb_opts;
+    double rb_next_s;    /* the next periodic decision */
+    uint64_t rb_seen[3]; /* jobs and resources at the last decision: re-decide when they move */
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;
@@ -160,6 +177,14 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
 /* share.c */
 int rt__share_update(loom_runtime_t *rt, size_t nf);
 void rt__drf_pass(loom_runtime_t *rt, uint64_t ep, bool cheap_skip);
+loom_runtime_reason_t rt__blocked(const loom_runtime_t *rt, const rjob_t *j);
+void rt__started(loom_runtime_t *rt, rjob_t *j);
+
+/* rubick.c */
+void rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg);
+void rt__rubick_new(loom_runtime_t *rt, rjob_t *j, const loom_runtime_job_t *job);
+void rt__rubick_adopted(loom_runtime_t *rt, rjob_t *j);
+void rt__rubick_pass(loom_runtime_t *rt);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

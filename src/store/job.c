@@ -215,6 +215,16 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         if (!obj)
             return loom_err_set(err, LOOM_EINVAL, "estimate: expected a JSON object");
     }
+    if (s->reconfig_json) {
+        json_t *rcf = NULL;
+        loom_err_t perr;
+        if (loom_json_parse(s->reconfig_json, strlen(s->reconfig_json), "reconfig", 8, &rcf, &perr))
+            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+        bool obj = json_is_object(rcf);
+        json_decref(rcf);
+        if (!obj)
+            return loom_err_set(err, LOOM_EINVAL, "reconfig: expected a JSON object");
+    }
     if (s->options_json) {
         json_t *opts = NULL;
         loom_err_t perr;
@@ -261,6 +271,7 @@ void loom_job_free(loom_job_t *job)
     free(job->run_json);
     free(job->estimate_json);
     free(job->options_json);
+    free(job->reconfig_json);
     free(job->user);
     free(job->group);
     free(job->account);
@@ -280,6 +291,7 @@ int loom_job_copy(loom_job_t *dst, const loom_job_t *src)
     dst->run_json = dup_or_null(src->run_json, &fail);
     dst->estimate_json = dup_or_null(src->estimate_json, &fail);
     dst->options_json = dup_or_null(src->options_json, &fail);
+    dst->reconfig_json = dup_or_null(src->reconfig_json, &fail);
     dst->user = dup_or_null(src->user, &fail);
     dst->group = dup_or_null(src->group, &fail);
     dst->account = dup_or_null(src->account, &fail);
@@ -301,6 +313,7 @@ int loom_store_job_from_spec(loom_job_t *job, const loom_job_spec_t *s)
     job->labels_json = dup_or_null(s->labels_json ? s->labels_json : "{}", &fail);
     job->estimate_json = dup_or_null(s->estimate_json, &fail);
     job->options_json = dup_or_null(s->options_json, &fail);
+    job->reconfig_json = dup_or_null(s->reconfig_json, &fail);
     job->uid = s->has_owner ? s->uid : -1;
     job->gid = s->has_owner ? s->gid : -1;
     if (s->has_owner) {

@@ -325,6 +325,9 @@ json_t *loom_job_to_json(const loom_job_t *j, bool with_script)
     json_t *opts = j->options_json ? json_loads(j->options_json, 0, NULL) : NULL;
     if (o)
         json_object_set_new(o, "options", opts ? opts : json_object());
+    json_t *rcf = j->reconfig_json ? json_loads(j->reconfig_json, 0, NULL) : NULL;
+    if (o)
+        json_object_set_new(o, "reconfig", rcf ? rcf : json_null());
     return o;
 }
 

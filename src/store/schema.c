@@ -66,6 +66,10 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN user TEXT;"
     "ALTER TABLE jobs ADD COLUMN grp TEXT;"
     "ALTER TABLE jobs ADD COLUMN account TEXT;",
+    /* 7: what a reconfigurable job lets the scheduler change (job.submit's
+     * "reconfig", docs/scheduling.md), as one JSON object; NULL for a black
+     * box. */
+    "ALTER TABLE jobs ADD COLUMN reconfig TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

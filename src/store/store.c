@@ -118,7 +118,7 @@ struct loom_store {
     "id, submit_id, name, script, format, cpus, memory_bytes, gpus, gpu_share_milli, "             \
     "gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, state, reason, "                  \
     "submit_time_ns, start_time_ns, end_time_ns, update_time_ns, run, estimate, options, "         \
-    "uid, gid, user, grp, account"
+    "uid, gid, user, grp, account, reconfig"
 
 static char *col_text(sqlite3_stmt *st, int i, bool *fail)
 {
@@ -166,6 +166,7 @@ static int row_to_job(sqlite3_stmt *st, loom_job_t *j)
     j->user = col_text(st, 25, &fail);
     j->group = col_text(st, 26, &fail);
     j->account = col_text(st, 27, &fail);
+    j->reconfig_json = col_text(st, 28, &fail);
     if (!j->name || !j->script || !j->labels_json)
         fail = true;
     if (fail) {
@@ -345,6 +346,7 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     bind_text_or_null(st, 19, j->user);
     bind_text_or_null(st, 20, j->group);
     bind_text_or_null(st, 21, j->account);
+    bind_text_or_null(st, 22, j->reconfig_json);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -487,6 +489,9 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
     }
     int to = o->to >= 0 ? o->to : (int)cur.state;
     bool changes = to != (int)cur.state;
+    /* the same state named with a reason: an event all the same (a running
+     * job reconfigured) */
+    bool note = !changes && o->to >= 0 && o->reason;
     int64_t start = cur.start_time_ns, end = cur.end_time_ns;
     if (changes && to == LOOM_JOB_RUNNING)
         start = now;
@@ -511,7 +516,7 @@ static int run_transition(loom_store_t *s, op_t *o, int64_t now)
         loom_job_free(&cur);
         return rc;
     }
-    if (changes && (rc = add_event(s, o->id, now, cur.state, to, reason)) != SQLITE_OK) {
+    if ((changes || note) && (rc = add_event(s, o->id, now, cur.state, to, reason)) != SQLITE_OK) {
         loom_job_free(&cur);
         return rc;
     }
@@ -1601,8 +1606,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
                    "INSERT INTO jobs (submit_id, name, script, format, cpus, memory_bytes, gpus, "
                    "gpu_share_milli, gpu_memory_bytes, gpu_type, time_limit_s, priority, labels, "
                    "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
-                   "account) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,'PENDING',?14,?14,"
-                   "?15,?16,?17,?18,?19,?20,?21) "
+                   "account, reconfig) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+                   "'PENDING',?14,?14,?15,?16,?17,?18,?19,?20,?21,?22) "
                    "ON CONFLICT(submit_id) DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,

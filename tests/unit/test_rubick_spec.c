@@ -104,6 +104,26 @@ static void test_errors(void **state)
                  "/reconfig/plan/offload: true with zero 0");
     expect_error("{\"global_batch\": 8, \"plan\": {\"pipeline\": 2}}",
                  "/reconfig/plan/pipeline: unknown member");
+    expect_error("{\"global_batch\": 8, \"model\": \"alexnet\"}",
+                 "/reconfig/model: found 'alexnet', expected one of resnet18, resnet50");
+    expect_error("{\"global_batch\": 8, \"model\": 3}", "/reconfig/model: found an integer");
+}
+
+/* "model" names one of the zoo's models, kept for the performance model. */
+static void test_model(void **state)
+{
+    (void)state;
+    loom_rubick_spec_t s;
+    loom_err_t err;
+    assert_int_equal(parse("{\"global_batch\": 8, \"model\": \"lstm\"}", &s, &err), LOOM_OK);
+    assert_string_equal(s.model, "lstm");
+    assert_non_null(loom_rubick_model_find(s.model));
+    assert_int_equal(parse("{\"global_batch\": 8}", &s, &err), LOOM_OK);
+    assert_string_equal(s.model, "");
+    assert_null(loom_rubick_model_find("alexnet"));
+    size_t n;
+    assert_int_equal(loom_rubick_models(&n)[7].name[0], 'l');
+    assert_int_equal(n, 9);
 }
 
 static void test_asked_checked(void **state)
@@ -129,9 +149,8 @@ static void test_asked_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full),
-        cmocka_unit_test(test_black_box_and_defaults),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_full),          cmocka_unit_test(test_black_box_and_defaults),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_model),
         cmocka_unit_test(test_asked_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,11 +29,13 @@ run and the samples per second over them.
 """
 
 import argparse
+import datetime
 import json
 import os
+import shutil
 import signal
-import socket
 import sys
+import tempfile
 import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -157,11 +159,14 @@ def train(rank, a, zm, model, opt, first, out):
                  "samples_per_s": (step - first) * a.global_batch / dt if dt > 0 else 0})
 
 
-def worker(rank, a, port, out):
+def worker(rank, a, rdzv, out):
     torch.set_num_threads(1)
     torch.manual_seed(rank)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=a.workers)
+    # Rendezvous through a file: a free TCP port picked beforehand may be taken
+    # by another process before rank 0 binds it (a busy machine, many daemons
+    # listening on port 0), and a rank that reaches the wrong server waits.
+    dist.init_process_group("gloo", init_method=f"file://{rdzv}", rank=rank,
+                            world_size=a.workers, timeout=datetime.timedelta(seconds=120))
     zm = build(a)
     inner = _Recompute(zm.module) if a.recompute else zm.module
     model = DDP(inner) if a.workers > 1 else inner
@@ -220,17 +225,15 @@ class _null:
         return False
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(a):
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    mp.start_processes(worker, args=(a, free_port(), out), nprocs=a.workers, join=True,
-                       start_method="fork")
+    d = tempfile.mkdtemp(prefix="train-plan-")
+    try:
+        mp.start_processes(worker, args=(a, os.path.join(d, "rendezvous"), out),
+                           nprocs=a.workers, join=True, start_method="fork")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     print(json.dumps(out.get(timeout=5)), flush=True)
 
 

@@ -1,0 +1,228 @@
+/* Rubick's policy inside the runtime's step (loomd --rubick): jobs whose
+ * "reconfig" names a model are started and reconfigured by the policy,
+ * with their configuration on the action; black boxes still go through the
+ * queue and placement policies; a refused reconfiguration keeps the old
+ * allocation; a job found running is adopted with its plan. */
+#include <math.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#include "loom/runtime.h"
+
+#define MAX_LOG 64
+
+typedef struct log {
+    loom_runtime_action_t a[MAX_LOG];
+    loom_rubick_config_t cfg[MAX_LOG]; /* a->config is valid only during the call */
+    bool has_cfg[MAX_LOG];
+    size_t n;
+    uint64_t refuse; /* refuse RECONFIGURE of this id */
+} log_t;
+
+static int record(void *ctx, const loom_runtime_action_t *a)
+{
+    log_t *l = ctx;
+    if (l->refuse && a->id == l->refuse && a->kind == LOOM_RUNTIME_RECONFIGURE)
+        return LOOM_EUNAVAIL;
+    assert_true(l->n < MAX_LOG);
+    l->a[l->n] = *a;
+    l->a[l->n].reason = NULL;
+    l->has_cfg[l->n] = a->config != NULL;
+    if (a->config)
+        l->cfg[l->n] = *a->config;
+    l->a[l->n].config = NULL;
+    l->n++;
+    return LOOM_OK;
+}
+
+static const char device[] = "{\"flops_half\": 989e12, \"memory_bytes\": 151397597184, "
+                             "\"link_bandwidth\": 450e9, \"host_bandwidth\": 55e9}";
+
+/* One node of 2 GPUs, 2 CPUs, 16 GiB. */
+static loom_runtime_t *runtime(bool rubick)
+{
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n0", 2000, 16384, 2, "g", 0, NULL, NULL),
+                     LOOM_OK);
+    loom_runtime_rubick_t rb = {.reconf_cost_s = 10, .min_gain = -1};
+    loom_err_t err;
+    assert_int_equal(loom_rubick_device_parse(device, sizeof device - 1, "h200", &rb.device, &err),
+                     LOOM_OK);
+    loom_runtime_config_t cfg = {.placer = {.ties = LOOM_SCHED_TIES_FIRST},
+                                 .rubick = rubick ? &rb : NULL};
+    loom_runtime_t *rt;
+    if (loom_runtime_new(&c, &cfg, &rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_sched_cluster_free(&c);
+    return rt;
+}
+
+/* A reconfigurable lstm job asking 1 GPU, 1 CPU, 4 GiB, allowed up to
+ * gpus_max GPUs (and as many CPUs, 4 GiB each); model NULL: none named. */
+static void submit(loom_runtime_t *rt, uint64_t id, int gpus_max, const char *model, double t)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": %d}, \"cpus\": {\"min\": 1, "
+             "\"max\": %d}, \"memory\": {\"min\": \"4GiB\", \"max\": \"%dGiB\"}%s%s%s}",
+             gpus_max, gpus_max, 4 * gpus_max, model ? ", \"model\": \"" : "", model ? model : "",
+             model ? "\"" : "");
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    loom_rubick_spec_t s;
+    loom_err_t err;
+    if (loom_rubick_spec_parse(o, "reconfig", &s, &err) ||
+        loom_rubick_spec_check_asked(&s, 1, 1000, 4096, "reconfig", &err))
+        fail_msg("%s", err.msg);
+    json_decref(o);
+    loom_runtime_job_t j = {
+        .id = id,
+        .req = {.cpu_milli = 1000, .mem_mib = 4096, .num_gpus = 1, .gpu_milli = 1000},
+        .submit_s = t,
+        .time_limit_s = 3600,
+        .reconfig = &s};
+    if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static loom_runtime_info_t info(loom_runtime_t *rt, uint64_t id)
+{
+    loom_runtime_info_t i;
+    assert_int_equal(loom_runtime_get(rt, id, &i), LOOM_OK);
+    return i;
+}
+
+static void check(loom_runtime_t *rt)
+{
+    loom_err_t err;
+    if (loom_runtime_check(rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+/* b (1 GPU at most) and a (up to 2) start on one GPU each, with their plan
+ * on the START; when b leaves, a grows to both GPUs (RECONFIGURE 1 -> 2,
+ * the plan on it); its progress is counted. */
+static void test_grow_when_other_ends(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(true);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, "lstm", 0); /* b */
+    loom_runtime_step(rt, 0, record, &l);
+    submit(rt, 2, 2, "lstm", 1); /* a */
+    loom_runtime_step(rt, 1, record, &l);
+    assert_int_equal(l.n, 2);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(l.a[k].kind, LOOM_RUNTIME_START);
+        assert_true(l.has_cfg[k]);
+        assert_int_equal(l.cfg[k].plan.gpus, 1);
+        assert_int_equal(l.a[k].alloc.ngpus, 1);
+    }
+    assert_true(info(rt, 2).rubick);
+    assert_int_equal(info(rt, 2).config.plan.gpus, 1);
+    loom_runtime_step(rt, 2, record, &l); /* nothing moved: nothing decided */
+    assert_int_equal(l.n, 2);
+    assert_int_equal(loom_runtime_remove(rt, 1, 100), LOOM_OK);
+    loom_runtime_step(rt, 100, record, &l);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.a[2].kind, LOOM_RUNTIME_RECONFIGURE);
+    assert_int_equal(l.a[2].id, 2);
+    assert_int_equal(l.a[2].old_alloc.ngpus, 1);
+    assert_int_equal(l.a[2].alloc.ngpus, 2);
+    assert_int_equal(l.a[2].alloc.gpus[0], l.a[1].alloc.gpus[0]); /* keeps its own GPU first */
+    assert_true(l.has_cfg[2]);
+    assert_int_equal(l.cfg[2].plan.gpus, 2);
+    assert_int_equal(l.a[2].alloc.req.num_gpus, 2);
+    loom_runtime_info_t i = info(rt, 2);
+    assert_int_equal(i.reconfigurations, 1);
+    assert_int_equal(i.config.plan.gpus, 2);
+    assert_true(i.samples_done > 0); /* 99 s at one GPU's throughput */
+    assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 2000);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* A refused RECONFIGURE keeps the job on what it had. */
+static void test_refused_keeps_old(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(true);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, "lstm", 0);
+    loom_runtime_step(rt, 0, record, &l);
+    submit(rt, 2, 2, "lstm", 1);
+    loom_runtime_step(rt, 1, record, &l);
+    l.refuse = 2;
+    loom_runtime_remove(rt, 1, 100);
+    loom_runtime_step(rt, 100, record, &l);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(info(rt, 2).alloc.ngpus, 1);
+    assert_int_equal(info(rt, 2).reconfigurations, 0);
+    assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 1000);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+/* Without the policy, or without a model named, a reconfigurable job is a
+ * black box: started by the queue and placement policies, no config, and
+ * never reconfigured. */
+static void test_black_boxes(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 2; mode++) {
+        loom_runtime_t *rt = runtime(mode == 1);
+        static log_t l;
+        memset(&l, 0, sizeof l);
+        submit(rt, 1, 2, mode == 1 ? NULL : "lstm", 0);
+        loom_runtime_step(rt, 0, record, &l);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.a[0].kind, LOOM_RUNTIME_START);
+        assert_false(l.has_cfg[0]);
+        assert_false(info(rt, 1).rubick);
+        loom_runtime_step(rt, 200, record, &l);
+        assert_int_equal(l.n, 1);
+        check(rt);
+        loom_runtime_free(rt);
+    }
+}
+
+/* A job found running (loomd restarted) on 2 GPUs is Rubick's again, with
+ * that many workers. */
+static void test_adopted(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(true);
+    char text[] =
+        "{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": 2}, \"model\": \"lstm\"}";
+    json_t *o = json_loads(text, 0, NULL);
+    loom_rubick_spec_t s;
+    assert_int_equal(loom_rubick_spec_parse(o, "reconfig", &s, NULL), LOOM_OK);
+    assert_int_equal(loom_rubick_spec_check_asked(&s, 1, 1000, 4096, "reconfig", NULL), LOOM_OK);
+    json_decref(o);
+    loom_runtime_job_t j = {
+        .id = 5,
+        .req = {.cpu_milli = 1000, .mem_mib = 8192, .num_gpus = 2, .gpu_milli = 1000},
+        .reconfig = &s};
+    loom_sched_alloc_t at = {.node = 0, .ngpus = 2, .gpus = {0, 1}};
+    assert_int_equal(loom_runtime_adopt(rt, &j, &at, false, 10, NULL), LOOM_OK);
+    loom_runtime_info_t i = info(rt, 5);
+    assert_true(i.rubick);
+    assert_int_equal(i.config.plan.gpus, 2);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grow_when_other_ends),
+        cmocka_unit_test(test_refused_keeps_old),
+        cmocka_unit_test(test_black_boxes),
+        cmocka_unit_test(test_adopted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
