@@ -81,6 +81,19 @@ typedef enum loom_runtime_reason {
 /* A job as the runtime sees it. */
 typedef struct loom_runtime_job {
     uint64_t id; /* unique, > 0 */
+    /* Held jobs stay pending whatever the resources (a reason each). These
+     * come first, beside the id: the step reads them of every pending job,
+     * so together they cost one cache line per job in a long queue. */
+    bool hold;     /* held until released (loom_runtime_hold): JobHeld */
+    bool dep_wait; /* its dependencies are not met yet (loom_runtime_dep_eval and
+                      loom_runtime_set_dep_wait): Dependency */
+    /* The pending reason the caller has on record for it (NONE: none):
+     * loom_runtime_reason_changes reports a change against it. */
+    loom_runtime_reason_t recorded;
+    double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
+    uint64_t group; /* a job array's id (0: none) */
+    int group_max;  /* at most this many of the group run at once (0: no cap):
+                       JobArrayTaskLimit */
     loom_sched_req_t req;
     double submit_s;
     int priority;        /* larger first (queue policy "priority") */
@@ -90,18 +103,6 @@ typedef struct loom_runtime_job {
     uint32_t account;    /* its account, one number per account name (0: none): fair share
                             by account (loom_runtime_set_account_share) and running quotas
                             per account (loom_runtime_set_quota) */
-    /* Held jobs stay pending whatever the resources (a reason each): */
-    bool hold;      /* held until released (loom_runtime_hold): JobHeld */
-    double begin_s; /* not before this time (sbatch --begin); 0: at once: BeginTime */
-    bool dep_wait;  /* its dependencies are not met yet (loom_runtime_dep_eval and
-                       loom_runtime_set_dep_wait): Dependency */
-    /* The pending reason the caller has on record for it (NONE: none):
-     * loom_runtime_reason_changes reports a change against it. (Beside the
-     * fields the step reads anyway: one cache line per job in a long queue.) */
-    loom_runtime_reason_t recorded;
-    uint64_t group; /* a job array's id (0: none) */
-    int group_max;  /* at most this many of the group run at once (0: no cap):
-                       JobArrayTaskLimit */
     /* What may change (copied; check_asked done). Under the rubick policy a
      * spec that names a model makes the job Rubick's; NULL: a black box. */
     const loom_rubick_spec_t *reconfig;

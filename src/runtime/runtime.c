@@ -835,10 +835,12 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
         job_free(e.j);
         return RT_GONE;
     }
-    if (e.j->state != LOOM_RUNTIME_PENDING)
+    /* Rubick's fields only when it is on: a field the step does not read
+     * otherwise is a cache miss per pending job (bench/sched_step). */
+    if (rt->rb_on && e.j->state != LOOM_RUNTIME_PENDING)
         return RT_GONE; /* started by Rubick's pass: leaves the queue */
     loom_runtime_reason_t why = blocked(rt, e.j);
-    if (why == LOOM_RUNTIME_REASON_NONE && e.j->rb && !e.j->reject)
+    if (why == LOOM_RUNTIME_REASON_NONE && rt->rb_on && e.j->rb && !e.j->reject)
         why = LOOM_RUNTIME_REASON_RESOURCES; /* Rubick's pass places its own jobs */
     if (why != LOOM_RUNTIME_REASON_NONE) {
         say_reason(rt, e.j, why);

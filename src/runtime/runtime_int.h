@@ -24,13 +24,15 @@ typedef struct rt_rubick {
 } rt_rubick_t;
 
 typedef struct rjob {
+    /* What the pending pass reads of every job first, together: a long
+     * queue's walk costs a cache miss per line it touches (bench/sched_step). */
+    loom_runtime_state_t state;
+    bool dead;              /* removed while in the pending array (freed at its compaction) */
+    uint32_t shape;         /* index of its request in rt->shapes */
+    bool fresh;             /* in the arrivals array, not yet merged into the order */
+    char *reject;           /* pending: why no node can ever hold it (REJECT at the next step) */
     loom_runtime_job_t job; /* job.recorded: the pending reason last reported */
     loom_sched_qjob_t q;    /* q.user points back here */
-    loom_runtime_state_t state;
-    bool dead;      /* removed while in the pending array (freed at its compaction) */
-    uint32_t shape; /* index of its request in rt->shapes */
-    bool fresh;     /* in the arrivals array, not yet merged into the order */
-    char *reject;   /* pending: why no node can ever hold it (REJECT at the next step) */
     loom_sched_alloc_t alloc;
     bool held;        /* alloc is in the model (false while suspended) */
     size_t slot;      /* index in rt->act while running or suspended */
