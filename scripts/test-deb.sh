@@ -14,11 +14,18 @@
 #                                  same checks inside it (minutes; needs
 #                                  debootstrap: scripts/deps.sh deb)
 #
-# Not part of `make test` (the package build alone takes minutes on two cores).
-# DEB=path/to/loom.deb skips the build.
+# DEB=path/to/loom.deb skips the build. `make test` runs the extract mode as
+# integration.deb (tests/integration/test_deb.sh) on a package made in
+# seconds with `scripts/deb.sh --from-build build/`; the full build (minutes
+# on two cores) and --chroot (debootstrap, network) stay manual checks.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-extract}
+case $mode in
+-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+extract | --chroot) ;;
+*) echo "test-deb.sh: unknown mode '$mode' (expected --chroot, --help or nothing)" >&2; exit 2 ;;
+esac
 work=$(mktemp -d /tmp/loom-deb-test.XXXXXX)
 cleanup() {
   if [ -d "$work/root/proc" ] && mountpoint -q "$work/root/proc"; then umount "$work/root/proc"; fi
@@ -38,6 +45,8 @@ cat > "$work/checks.sh" <<'CHECKS'
 set -euo pipefail
 R=${1:-}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# nothing but the installed files: no overrides pointing at a source tree
+unset LOOM_DATA_DIR LOOM_DEVICE_DIR LOOM_TEMPLATE_DIR LOOM_LIB LOOM_STATE_DIR
 cd "$(mktemp -d /tmp/loomcheck.XXXXXX)"
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2> /dev/null; rm -rf "$PWD"' EXIT
@@ -68,7 +77,7 @@ done
 [ "$state" = COMPLETED ] || fail "job $id ended $state: $("$R/usr/bin/loom" show "$id")"
 echo "ok: a job submitted to the installed loomd COMPLETED"
 PYTHONPATH="$R/usr/lib/python3/dist-packages" LD_LIBRARY_PATH="$R/usr/lib/$(uname -m)-linux-gnu" \
-  /usr/bin/python3 -c 'import loom, os, sys; c = loom.Client(os.environ["LOOM_URL"]); j = c.get(int(sys.argv[1])); assert j.state == "COMPLETED"; assert "hello" in c.logs(j.id); assert loom.monitor.Monitor().snapshot("memory")["memory"]["total_bytes"] > 0; print("ok: the Python SDK (client, monitor) from", loom.__file__)' "$id"
+  /usr/bin/python3 -c 'import loom, os, sys; c = loom.Client(os.environ["LOOM_URL"]); j = c.get(int(sys.argv[1])); assert j.state == "COMPLETED"; assert "hello" in c.logs(j.id); assert loom.monitor.Monitor().snapshot("memory")["memory"]["total_bytes"] > 0; libs = {l.split()[-1] for l in open("/proc/self/maps") if "libloom.so" in l}; assert loom.__file__.startswith(os.path.realpath(sys.argv[2] or "/")), loom.__file__; assert libs == {os.path.realpath(sys.argv[2] + "/usr/lib/" + sys.argv[3] + "/libloom.so.0")}, libs; print("ok: the Python SDK (client, monitor) from", loom.__file__)' "$id" "$R" "$(uname -m)-linux-gnu"
 kill -TERM $pid; wait $pid || true; pid=
 CHECKS
 
