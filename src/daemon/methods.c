@@ -45,8 +45,7 @@ static void fail_store(loom_rpc_call_t *call, int code, const loom_err_t *err, b
     loom_rpc_call_fail(call, rpc, err ? err->msg : "store error", data);
 }
 
-/* A positive integer member (job id). */
-static int get_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err)
+int loomd_param_job_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err)
 {
     const json_t *v = params ? json_object_get(params, name) : NULL;
     if (!v)
@@ -66,7 +65,7 @@ static int get_id(const json_t *params, const char *name, int64_t *out, loom_err
 static bool call_id(loom_rpc_call_t *call, const json_t *params, int64_t *id)
 {
     loom_err_t err;
-    if (get_id(params, "id", id, &err) == LOOM_OK)
+    if (loomd_param_job_id(params, "id", id, &err) == LOOM_OK)
         return true;
     fail_param(call, &err);
     return false;

@@ -59,6 +59,11 @@ typedef struct loomd_methods {
 /* Adds every method to d; m must outlive d. */
 int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err);
 
+/* params' member name as a job id (a positive integer); LOOM_EINVAL naming
+ * the member when it is missing, not an integer or not positive. The one
+ * reader of job ids for every method (methods.c, queue.c). */
+int loomd_param_job_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err);
+
 /* Prometheus families of the store (a loom_rpc_metrics_fn; ctx is a
  * loomd_methods_t). */
 int loomd_methods_metrics(loom_buf_t *out, void *ctx);

@@ -217,6 +217,28 @@ static void submit_get(void **state)
                  "id: required");
 }
 
+/* Every method that takes a job id reads it one way, with one wording. */
+static void job_id_errors_agree(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const methods[] = {"job.get",     "job.cancel",  "job.hold",
+                                          "job.release", "job.requeue", "job.update"};
+    char body[256];
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"id\":1}", methods[i]);
+        expect_error(f, body, -32602, "id: required (a positive integer job id)");
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"id\":0},\"id\":1}",
+                 methods[i]);
+        expect_error(f, body, -32602, "id: expected a positive integer job id, found 0");
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"id\":\"7\"},"
+                 "\"id\":1}",
+                 methods[i]);
+        expect_error(f, body, -32602, "id: expected a positive integer job id, found a string");
+    }
+}
+
 static void submit_errors(void **state)
 {
     fixture_t *f = *state;
@@ -642,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(response_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_shares_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(server_info_lists_every_method, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_id_errors_agree, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
