@@ -275,7 +275,12 @@ class Protocol(unittest.TestCase):
         for t in threads:
             t.start()
         import time
-        time.sleep(0.5)
+        # until every submitter has had a batch acknowledged: loomd stops
+        # while all three are submitting
+        deadline = time.monotonic() + 30
+        while len({k.split("-")[0] for k in list(acked)}) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(len({k.split("-")[0] for k in list(acked)}), 3, errors)
         self.assertEqual(self.d.stop(), 0)
         stop.set()
         for t in threads:
