@@ -186,6 +186,13 @@ void loom_rpc_dispatcher_on_wait(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_f
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 
+/* The methods added so far, in the order they were added: their number, and
+ * the name of the i-th (NULL when i is past the end). The name is the
+ * dispatcher's and lives as long as it. Like loom_rpc_dispatcher_add, not
+ * safe against a concurrent add: read once every method is added. */
+size_t loom_rpc_dispatcher_method_count(const loom_rpc_dispatcher_t *d);
+const char *loom_rpc_dispatcher_method_name(const loom_rpc_dispatcher_t *d, size_t i);
+
 /* Appends the dispatcher's Prometheus families (text format 0.0.4):
  *   loom_rpc_calls_total{method,outcome}            counter
  *   loom_rpc_call_duration_seconds{method}          histogram

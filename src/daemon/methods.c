@@ -45,8 +45,7 @@ static void fail_store(loom_rpc_call_t *call, int code, const loom_err_t *err, b
     loom_rpc_call_fail(call, rpc, err ? err->msg : "store error", data);
 }
 
-/* A positive integer member (job id). */
-static int get_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err)
+int loomd_param_job_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err)
 {
     const json_t *v = params ? json_object_get(params, name) : NULL;
     if (!v)
@@ -66,7 +65,7 @@ static int get_id(const json_t *params, const char *name, int64_t *out, loom_err
 static bool call_id(loom_rpc_call_t *call, const json_t *params, int64_t *id)
 {
     loom_err_t err;
-    if (get_id(params, "id", id, &err) == LOOM_OK)
+    if (loomd_param_job_id(params, "id", id, &err) == LOOM_OK)
         return true;
     fail_param(call, &err);
     return false;
@@ -614,11 +613,6 @@ const char *loomd_health(void *ctx)
 
 /* ----------------------------------------------------------- server.info */
 
-static const char *const method_names[] = {
-    "server.info", "job.submit",       "job.get",     "job.list",  "job.cancel",
-    "node.list",   "monitor.snapshot", "job.wait",    "job.logs",  "usage.report",
-    "job.hold",    "job.release",      "job.requeue", "job.update"};
-
 static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -629,9 +623,11 @@ static loom_rpc_status_t m_server_info(loom_rpc_call_t *call, json_t *params, vo
     for (int i = 0; i < LOOM_JOB_NSTATES; i++)
         json_object_set_new(jobs, loom_job_state_name(i),
                             json_integer((json_int_t)st.jobs_by_state[i]));
+    /* Every method of the dispatcher (the zoo's, the dashboard's, ... too),
+     * read from it so that the list cannot drift from what is served. */
     json_t *methods = json_array();
-    for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
-        json_array_append_new(methods, json_string(method_names[i]));
+    for (size_t i = 0; i < loom_rpc_dispatcher_method_count(m->disp); i++)
+        json_array_append_new(methods, json_string(loom_rpc_dispatcher_method_name(m->disp, i)));
     char started[32];
     loom_time_format_rfc3339(m->info->started_real_ns, started);
     double uptime = (double)(loom_time_mono_ns() - m->info->started_mono_ns) / 1e9;
@@ -767,6 +763,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
     static const char *const cancel_params[] = {"id", "reason", NULL};
     static const char *const list_params[] = {"state", "limit", "cursor", NULL};
     int rc;
+    m->disp = d;
     if ((rc = loom_rpc_dispatcher_add(d, "server.info", m_server_info, m, NULL, LOOM_RPC_NO_PARAMS,
                                       err)) ||
         (rc = loom_rpc_dispatcher_add(d, "job.submit", m_job_submit, m, submit_params,

@@ -51,10 +51,18 @@ typedef struct loomd_methods {
     int64_t follow_max_ms;
     const loomd_identity_t *ident; /* callers and owners; NULL: single-user */
     const loomd_quotas_t *quotas;  /* submission quotas; NULL: none */
+    /* Set by loomd_methods_add: server.info lists every method added to it
+     * (these and the other parts' methods added after them). */
+    const loom_rpc_dispatcher_t *disp;
 } loomd_methods_t;
 
 /* Adds every method to d; m must outlive d. */
 int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *err);
+
+/* params' member name as a job id (a positive integer); LOOM_EINVAL naming
+ * the member when it is missing, not an integer or not positive. The one
+ * reader of job ids for every method (methods.c, queue.c). */
+int loomd_param_job_id(const json_t *params, const char *name, int64_t *out, loom_err_t *err);
 
 /* Prometheus families of the store (a loom_rpc_metrics_fn; ctx is a
  * loomd_methods_t). */

@@ -12,16 +12,6 @@
 #include "loom/jobspec.h"
 #include "loom/store.h"
 
-static int get_job_id(const json_t *params, int64_t *out, loom_err_t *err)
-{
-    const json_t *v = params ? json_object_get(params, "id") : NULL;
-    if (!json_is_integer(v) || json_integer_value(v) < 1)
-        return loom_err_set(err, LOOM_EINVAL, "id: expected a positive integer job id, found %s",
-                            v ? loom_json_type_name(v) : "nothing");
-    *out = json_integer_value(v);
-    return LOOM_OK;
-}
-
 static loom_rpc_status_t fail(loom_rpc_call_t *call, int rc, const loom_err_t *err, int64_t id)
 {
     if (rc == LOOM_EINVAL) {
@@ -44,7 +34,7 @@ static bool read_job(loom_rpc_call_t *call, loomd_methods_t *m, const json_t *pa
 {
     loom_err_t err;
     *id = 0;
-    int rc = get_job_id(params, id, &err);
+    int rc = loomd_param_job_id(params, "id", id, &err);
     if (rc == LOOM_OK)
         rc = loom_store_get(m->store, *id, job, &err);
     if (rc)
@@ -161,7 +151,7 @@ static loom_rpc_status_t m_job_update(loom_rpc_call_t *call, json_t *params, voi
     int64_t id = 0, tl = -1, prio = 0;
     bool tl_set = false, prio_set = false;
     const json_t *name = params ? json_object_get(params, "name") : NULL;
-    int rc = get_job_id(params, &id, &err);
+    int rc = loomd_param_job_id(params, "id", &id, &err);
     if (rc == LOOM_OK)
         rc = get_int(params, "time_limit", 0, LOOM_STORE_TIME_LIMIT_MAX, &tl_set, &tl, &err);
     if (rc == LOOM_OK)

@@ -750,6 +750,7 @@ static void *runner_main(void *arg)
         pthread_mutex_unlock(&r->wmu);
         pthread_mutex_lock(&r->mu);
         step(r);
+        r->steps++;
         pthread_mutex_unlock(&r->mu);
         pthread_mutex_lock(&r->wmu);
         struct timespec ts;
@@ -1143,13 +1144,14 @@ json_t *loomd_runner_stats(loomd_runner_t *r)
     double span = (loom_time_mono_ns() - r->since_ns) / 1e9;
     double cap = (double)model(r)->gpu_milli_total;
     json_t *o = json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "queue_policy",
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I}", "queue_policy",
         loom_runtime_queue_name(r->rt), "placement", loom_runtime_placement_name(r->rt), "running",
         (json_int_t)r->nactive, "started", (json_int_t)r->started, "ended", (json_int_t)r->ended,
         "failed_to_start", (json_int_t)r->failed_to_start, "gpu_milli_total",
         (json_int_t)model(r)->gpu_milli_total, "gpu_milli_used",
         (json_int_t)model(r)->gpu_milli_used, "gpu_busy_milli_seconds", r->gpu_busy_milli_s,
-        "gpu_occupancy", cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0);
+        "gpu_occupancy", cap > 0 && span > 0 ? r->gpu_busy_milli_s / (cap * span) : 0.0, "steps",
+        (json_int_t)r->steps);
     pthread_mutex_unlock(&r->mu);
     return o;
 }

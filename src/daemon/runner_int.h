@@ -72,6 +72,7 @@ struct loomd_runner {
     size_t nactive, cap;
 
     uint64_t started, ended, failed_to_start;
+    uint64_t steps;          /* steps completed since start (server.info: tests wait on it) */
     double gpu_busy_milli_s; /* integral of GPUs in use over time */
     int64_t last_account_ns;
     int64_t since_ns;

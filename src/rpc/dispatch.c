@@ -304,6 +304,16 @@ size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d)
     return atomic_load(&((loom_rpc_dispatcher_t *)d)->in_flight);
 }
 
+size_t loom_rpc_dispatcher_method_count(const loom_rpc_dispatcher_t *d)
+{
+    return d->nmethods;
+}
+
+const char *loom_rpc_dispatcher_method_name(const loom_rpc_dispatcher_t *d, size_t i)
+{
+    return i < d->nmethods ? d->methods[i]->name : NULL;
+}
+
 static int method_metrics(const method_t *m, loom_buf_t *out)
 {
     int rc = LOOM_OK;

@@ -147,6 +147,21 @@ class Client:
     def info(self):
         return self.call("server.info")
 
+    def steps(self):
+        """The runner's completed scheduling steps (server.info's scheduler.steps)."""
+        return self.info()["scheduler"]["steps"]
+
+    def wait_steps(self, n=3, timeout=30):
+        """Waits until the runner has completed n more steps than now (each
+        step after the first began after this call), so a check that a job
+        is still pending has given the scheduler n chances to start it."""
+        target = self.steps() + n
+        deadline = time.monotonic() + timeout
+        while self.steps() < target:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the runner did not complete {n} steps in {timeout} s")
+            time.sleep(0.01)
+
     def submit(self, name, script, **kw):
         p = {"name": name, "script": script}
         p.update(kw)

@@ -223,13 +223,26 @@ class BadInput(unittest.TestCase):
         import socket
         import time
         host, port = self.d.url.split("://")[1].rsplit(":", 1)
+        c = self.d.client()
+
+        def accepted():
+            status, _, body = c.request("GET", "/metrics")
+            self.assertEqual(status, 200)
+            n = [ln for ln in body.decode().splitlines()
+                 if ln.startswith("loom_http_connections_total ")]
+            return float(n[0].split()[1])
+        before = accepted()
         # Half a request, then silence; and a connection that sends nothing.
         s1 = socket.create_connection((host, int(port)))
         s1.sendall(b"POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
         s2 = socket.create_connection((host, int(port)))
-        time.sleep(0.2)
-        c = self.d.client()
-        self.assertEqual(c.info()["name"], "loomd")  # others are still served
+        deadline = time.monotonic() + 30  # until loomd has accepted both
+        while accepted() < before + 2:
+            self.assertLess(time.monotonic(), deadline, "loomd did not accept two connections")
+            time.sleep(0.01)
+        c.close()
+        c = self.d.client()  # a newcomer is still served
+        self.assertEqual(c.info()["name"], "loomd")
         c.close()
         s1.close()
         s2.close()

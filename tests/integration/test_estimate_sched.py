@@ -154,7 +154,7 @@ class EstimateScheduling(unittest.TestCase):
         self.assertEqual(self.c.get(j3)["resources"]["gpu_memory"], self.req_big)
         # ... and a second big job fits neither GPU's memory: it waits
         j4 = self.submit("big-2", big)
-        time.sleep(1.0)  # many scheduling steps (the runner steps on every commit and tick)
+        self.c.wait_steps(5)  # five scheduling steps that saw it
         self.assertEqual(self.state(j4), "PENDING")
         self.assertIsNone(self.c.get(j4)["run"])
         # an explicit gpu_memory wins over the estimate (kept for comparison)

@@ -178,7 +178,7 @@ class JobFiles(unittest.TestCase):
         # --hold keeps it (for a cluster that will grow): it is stored and
         # stays held; released, no node can hold it: unschedulable.
         jid, err = self.submit(path, "--gpus", "8", "--hold")
-        time.sleep(0.5)
+        self.d.client().wait_steps(3)  # a few steps: a held job stays pending
         j = self.job(jid)
         self.assertEqual((j["state"], j["reason"]), ("PENDING", "JobHeld"))
         rc, _, err = self.loom("release", str(jid))

@@ -50,7 +50,7 @@ def main():
         assert top > 1000 + blocker, "the top job must lie beyond the old 1,000-job window"
         # the second-highest is cancelled while it waits: it must never start
         c.cancel(second)
-        time.sleep(0.5)  # a few steps with every job pending
+        c.wait_steps(3)  # a few steps with every job pending
         assert c.get(top)["state"] == "PENDING"
         open(gate, "w").close()
         wait_state(c, blocker, "COMPLETED")

@@ -45,7 +45,8 @@ class Protocol(unittest.TestCase):
                          sorted(["server.info", "job.submit", "job.get", "job.list", "job.cancel",
                                  "node.list", "monitor.snapshot", "job.wait", "job.logs",
                                  "usage.report", "job.hold", "job.release", "job.requeue",
-                                 "job.update"]))
+                                 "job.update", "zoo.add", "zoo.get", "zoo.list", "zoo.remove",
+                                 "zoo.match", "zoo.warm", "dash.login"]))
         self.assertIsNone(info["scheduler"])  # --executor none: jobs are only queued
         self.assertEqual(info["jobs"]["PENDING"], 0)
         self.assertEqual(self.c.call("server.info", [])["name"], "loomd")
@@ -274,7 +275,12 @@ class Protocol(unittest.TestCase):
         for t in threads:
             t.start()
         import time
-        time.sleep(0.5)
+        # until every submitter has had a batch acknowledged: loomd stops
+        # while all three are submitting
+        deadline = time.monotonic() + 30
+        while len({k.split("-")[0] for k in list(acked)}) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(len({k.split("-")[0] for k in list(acked)}), 3, errors)
         self.assertEqual(self.d.stop(), 0)
         stop.set()
         for t in threads:

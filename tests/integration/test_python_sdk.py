@@ -260,6 +260,20 @@ def executor(d, tmp):
           "executor: an unpicklable function fails at submit")
 
 
+def wait_held(c, calls, timeout=30):
+    """Until the executor's watcher has called job.wait and loomd holds the
+    call (a JSON-RPC call in flight; the test itself has none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(m == "job.wait" for m, _ in calls):
+            gauge = [ln for ln in c.metrics().splitlines()
+                     if ln.startswith("loom_rpc_calls_in_flight ")]
+            if gauge and float(gauge[0].split()[1]) >= 1:
+                return
+        time.sleep(0.02)
+    fail(f"the executor's job.wait was not held by loomd within {timeout} s")
+
+
 def executor_rides_wait(c, folder):
     """The executor's watcher: job.wait calls with `any` (at most the batch's
     ids), one job.get per ended job, never a job.get poll; a short job behind
@@ -286,7 +300,7 @@ def executor_rides_wait(c, folder):
     try:
         with loom.Executor(client=c, cpus=1, time="1m", folder=folder, hold=20) as ex:
             slow = ex.submit(sleep, 20)
-            time.sleep(1.5)  # its job.wait call is held by now
+            wait_held(c, calls)
             t0 = time.monotonic()
             fast = ex.submit(add, 1, b=1)
             check(fast.result(timeout=60)["sum"] == 2 and time.monotonic() - t0 < 12,

@@ -143,7 +143,7 @@ class QueueDeps(unittest.TestCase):
     def test_hold_release_update(self):
         held = self.submit("true", "--hold", "--name", "waiting")
         self.reason_is(held, "JobHeld")
-        time.sleep(0.5)
+        self.c.wait_steps(3)  # a few steps: a held job stays pending
         self.assertEqual(self.job(held)["state"], "PENDING")
         rc, out, err = self.loom("update", str(held), "--time", "1:00:00", "--priority", "7",
                                  "--name", "renamed")

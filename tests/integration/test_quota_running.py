@@ -154,7 +154,7 @@ class RunningQuota(unittest.TestCase):
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and c.get(ids[0])["state"] != "RUNNING":
                 time.sleep(0.05)
-            time.sleep(0.5)  # a few steps: the second must not start
+            c.wait_steps(3)  # a few steps: the second must not start
             j = c.get(ids[1])
             self.assertEqual((j["state"], j["reason"]), ("PENDING", "QuotaLimit"))
             open(flags[0], "w").close()
@@ -255,7 +255,7 @@ class MultiUserQuota(unittest.TestCase):
         self.assertEqual((j["state"], j["reason"]), ("PENDING", "QuotaLimit"))
         open(b1_flag, "w").close()  # QUSER2's job ends: QUSER1's quota still holds a2
         self.wait_state(b1, "COMPLETED")
-        time.sleep(0.3)
+        self.c.wait_steps(3)  # a few steps after b1 ended: a2 must still wait
         self.assertEqual(self.c.get(a2)["reason"], "QuotaLimit")
         open(a1_flag, "w").close()  # QUSER1's running job ends: a2 starts
         self.wait_state(a1, "COMPLETED")

@@ -10,6 +10,8 @@
 
 #include "daemon/methods.h"
 #include "daemon/runner.h"
+#include "daemon/usage.h"
+#include "daemon/zoo_methods.h"
 #include "test_util.h"
 
 #include "est_pb.h"
@@ -92,6 +94,51 @@ static void expect_error(fixture_t *f, const char *body, int code, const char *n
     json_decref(resp);
 }
 
+static loom_rpc_status_t m_late(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    (void)params;
+    (void)ctx;
+    loom_rpc_call_complete(call, json_object());
+    return LOOM_RPC_DONE;
+}
+
+static bool has_string(const json_t *arr, const char *s)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (strcmp(json_string_value(json_array_get(arr, i)), s) == 0)
+            return true;
+    return false;
+}
+
+/* server.info's "methods" is read from the dispatcher: every method added,
+ * by any part and after loomd_methods_add too, is listed once, in order. */
+static void server_info_lists_every_method(void **state)
+{
+    fixture_t *f = *state;
+    loom_err_t err;
+    loomd_zoo_t *zoo = NULL;
+    if (loomd_usage_add_methods(f->disp, f->store, &err) ||
+        loomd_zoo_open(f->dir, NULL, &zoo, &err) || loomd_zoo_add_methods(f->disp, zoo, &err) ||
+        loom_rpc_dispatcher_add(f->disp, "test.late", m_late, NULL, NULL, LOOM_RPC_NO_PARAMS, &err))
+        fail_msg("%s", err.msg);
+    json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}");
+    json_t *methods = json_object_get(result_of(resp), "methods");
+    size_t n = loom_rpc_dispatcher_method_count(f->disp);
+    assert_int_equal(json_array_size(methods), n);
+    assert_true(n >= 12 + 1 + 6 + 1);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_string_value(json_array_get(methods, i)),
+                            loom_rpc_dispatcher_method_name(f->disp, i));
+    assert_null(loom_rpc_dispatcher_method_name(f->disp, n));
+    const char *expect[] = {"server.info", "job.submit", "job.update", "usage.report",
+                            "zoo.add",     "zoo.warm",   "test.late"};
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
+        if (!has_string(methods, expect[i]))
+            fail_msg("server.info does not list %s", expect[i]);
+    json_decref(resp);
+    loomd_zoo_close(zoo);
+}
+
 static void server_info(void **state)
 {
     fixture_t *f = *state;
@@ -100,8 +147,10 @@ static void server_info(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "name")), "loomd");
     assert_string_equal(json_string_value(json_object_get(r, "durability")), "normal");
     assert_int_equal(json_integer_value(json_object_get(r, "api_version")), 1);
-    assert_int_equal(json_array_size(json_object_get(r, "methods")),
-                     14); /* with job.wait/logs, usage.report, job.hold/release/requeue/update */
+    /* loomd_methods_add's own (without monitor.snapshot and usage.report,
+     * which other parts add): server.info, job.submit/get/list/cancel,
+     * node.list, job.wait/logs, job.hold/release/requeue/update */
+    assert_int_equal(json_array_size(json_object_get(r, "methods")), 12);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "jobs"), "PENDING")), 0);
     json_decref(resp);
     expect_error(f,
@@ -166,6 +215,28 @@ static void submit_get(void **state)
                  -32602, "id: expected a positive integer");
     expect_error(f, "{\"jsonrpc\":\"2.0\",\"method\":\"job.get\",\"id\":1}", -32602,
                  "id: required");
+}
+
+/* Every method that takes a job id reads it one way, with one wording. */
+static void job_id_errors_agree(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const methods[] = {"job.get",     "job.cancel",  "job.hold",
+                                          "job.release", "job.requeue", "job.update"};
+    char body[256];
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"id\":1}", methods[i]);
+        expect_error(f, body, -32602, "id: required (a positive integer job id)");
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"id\":0},\"id\":1}",
+                 methods[i]);
+        expect_error(f, body, -32602, "id: expected a positive integer job id, found 0");
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":{\"id\":\"7\"},"
+                 "\"id\":1}",
+                 methods[i]);
+        expect_error(f, body, -32602, "id: expected a positive integer job id, found a string");
+    }
 }
 
 static void submit_errors(void **state)
@@ -592,6 +663,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(cancel_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(response_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_shares_transactions, setup, teardown),
+        cmocka_unit_test_setup_teardown(server_info_lists_every_method, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_id_errors_agree, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
