@@ -41,13 +41,18 @@ typedef struct loom_runtime loom_runtime_t;
  * period_s. A job's work is its guarantee (the asked configuration's
  * throughput) times its time limit (work_s without one); its progress is
  * counted at the model's throughput of what it runs, less the pause of
- * each reconfiguration. */
+ * each reconfiguration. The simulator's Rubick experiment (loom sim
+ * --policy rubick) runs this same pass. */
 typedef struct loom_runtime_rubick {
     loom_rubick_device_t device; /* the performance model's device */
     double reconf_cost_s;        /* checkpoint + restart + warm-up; <= 0: 30 s */
     double min_gain;             /* share of the time left a change must save; < 0: 0.05 */
     double period_s;             /* re-decide at least this often; <= 0: 60 s */
     double work_s;               /* a job without a time limit; <= 0: 3600 s */
+    /* loom_rubick_decide's mode: "rubick" (NULL), or one of the black-box
+     * baselines of the simulator's experiment, "elastic", "synergy",
+     * "fixed" (LOOM_RUBICK_ELASTIC, _SYNERGY, _FIXED). */
+    const char *mode;
 } loom_runtime_rubick_t;
 
 typedef struct loom_runtime_config {
@@ -125,6 +130,7 @@ typedef struct loom_runtime_action {
     /* START, RECONFIGURE of a job of Rubick's: the plan, CPUs and memory it
      * runs with (alloc.req holds the same resources); NULL otherwise. */
     const loom_rubick_config_t *config;
+    double samples_per_s; /* the same: its throughput as the model predicts it; 0 otherwise */
 } loom_runtime_action_t;
 
 /* Carries an action out. LOOM_OK commits it to the model. Anything else
@@ -264,7 +270,8 @@ int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_
  * applied (committed). */
 size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn apply, void *ctx);
 /* When a step could decide something new although nothing else happens
- * (a time-slicing quantum ends); INFINITY if never. */
+ * (a time-slicing quantum ends, Rubick's period passes while it has jobs);
+ * INFINITY if never. */
 double loom_runtime_next_wakeup(const loom_runtime_t *rt);
 
 /* The pending jobs whose reason changed in the last step, against the
@@ -298,6 +305,7 @@ typedef struct loom_runtime_info {
     loom_rubick_config_t config; /* running: what it runs with */
     int reconfigurations;        /* carried out so far */
     double samples_done;         /* its progress as the model counts it */
+    double guarantee;            /* samples/s of the configuration it asked for */
 } loom_runtime_info_t;
 
 /* LOOM_ENOTFOUND for an unknown id. */

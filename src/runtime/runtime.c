@@ -176,7 +176,8 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     rt->quota_every[0] = rt->quota_every[1] = (loom_runtime_limits_t){-1, -1};
     for (size_t k = 0; k < c->nnodes; k++)
         rt->mem_mib += (double)c->nodes[k].mem_mib;
-    rt__rubick_config(rt, cfg->rubick);
+    if ((rc = rt__rubick_config(rt, cfg->rubick, err)) != LOOM_OK)
+        goto fail;
     *out = rt;
     return LOOM_OK;
 fail:
@@ -936,6 +937,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     if (order_queue(rt) == LOOM_OK) {
         rt__rubick_pass(rt);
         pending_pass(rt);
+        rt__rubick_step_done(rt);
     }
     rt->apply = NULL;
     rt->ctx = NULL;
@@ -944,7 +946,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
 
 double loom_runtime_next_wakeup(const loom_runtime_t *rt)
 {
-    double t = INFINITY;
+    double t = rt__rubick_wakeup(rt);
     if (rt->timeslice_s <= 0)
         return t;
     /* Running jobs' quanta matter only while someone waits. */
@@ -990,6 +992,7 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
         out->config = j->rb->job.cur;
         out->reconfigurations = j->rb->reconfigs;
         out->samples_done = j->rb->done;
+        out->guarantee = j->rb->job.guarantee;
     }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);

@@ -39,14 +39,14 @@ static int record(void *ctx, const loom_runtime_action_t *a)
 static const char device[] = "{\"flops_half\": 989e12, \"memory_bytes\": 151397597184, "
                              "\"link_bandwidth\": 450e9, \"host_bandwidth\": 55e9}";
 
-/* One node of 2 GPUs, 2 CPUs, 16 GiB. */
-static loom_runtime_t *runtime(bool rubick)
+/* One node of 2 GPUs, 2 CPUs, 16 GiB; the policy in mode (NULL: rubick). */
+static loom_runtime_t *runtime_mode(bool rubick, const char *mode)
 {
     loom_sched_cluster_t c;
     loom_sched_cluster_init(&c);
     assert_int_equal(loom_sched_cluster_add_node(&c, "n0", 2000, 16384, 2, "g", 0, NULL, NULL),
                      LOOM_OK);
-    loom_runtime_rubick_t rb = {.reconf_cost_s = 10, .min_gain = -1};
+    loom_runtime_rubick_t rb = {.reconf_cost_s = 10, .min_gain = -1, .mode = mode};
     loom_err_t err;
     assert_int_equal(loom_rubick_device_parse(device, sizeof device - 1, "h200", &rb.device, &err),
                      LOOM_OK);
@@ -57,6 +57,11 @@ static loom_runtime_t *runtime(bool rubick)
         fail_msg("%s", err.msg);
     loom_sched_cluster_free(&c);
     return rt;
+}
+
+static loom_runtime_t *runtime(bool rubick)
+{
+    return runtime_mode(rubick, NULL);
 }
 
 /* A reconfigurable lstm job asking 1 GPU, 1 CPU, 4 GiB, allowed up to
@@ -120,7 +125,10 @@ static void test_grow_when_other_ends(void **state)
         assert_true(l.has_cfg[k]);
         assert_int_equal(l.cfg[k].plan.gpus, 1);
         assert_int_equal(l.a[k].alloc.ngpus, 1);
+        /* the model's throughput, never below the guarantee */
+        assert_true(l.a[k].samples_per_s >= info(rt, l.a[k].id).guarantee * (1 - 1e-12));
     }
+    assert_true(info(rt, 2).guarantee > 0);
     assert_true(info(rt, 2).rubick);
     assert_int_equal(info(rt, 2).config.plan.gpus, 1);
     loom_runtime_step(rt, 2, record, &l); /* nothing moved: nothing decided */
@@ -136,6 +144,7 @@ static void test_grow_when_other_ends(void **state)
     assert_true(l.has_cfg[2]);
     assert_int_equal(l.cfg[2].plan.gpus, 2);
     assert_int_equal(l.a[2].alloc.req.num_gpus, 2);
+    assert_true(l.a[2].samples_per_s > l.a[1].samples_per_s); /* it grows to go faster */
     loom_runtime_info_t i = info(rt, 2);
     assert_int_equal(i.reconfigurations, 1);
     assert_int_equal(i.config.plan.gpus, 2);
@@ -216,13 +225,47 @@ static void test_adopted(void **state)
     loom_runtime_free(rt);
 }
 
+/* The black-box baseline modes run in the same pass: "fixed" never
+ * reconfigures; an unknown mode is refused by name. The period wakes the
+ * caller while the policy has jobs, and no longer once they are gone. */
+static void test_modes_and_period(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime_mode(true, "fixed");
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, "lstm", 0);
+    submit(rt, 2, 2, "lstm", 0);
+    loom_runtime_step(rt, 0, record, &l);
+    assert_int_equal(l.n, 2);
+    assert_float_equal(loom_runtime_next_wakeup(rt), 60, 1e-9); /* the default period */
+    loom_runtime_remove(rt, 1, 100);
+    loom_runtime_step(rt, 100, record, &l);
+    assert_int_equal(l.n, 2); /* a keeps its one GPU */
+    assert_int_equal(info(rt, 2).alloc.ngpus, 1);
+    loom_runtime_remove(rt, 2, 200);
+    loom_runtime_step(rt, 200, record, &l);
+    assert_true(isinf(loom_runtime_next_wakeup(rt)));
+    loom_runtime_free(rt);
+
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n0", 2000, 16384, 2, "g", 0, NULL, NULL),
+                     LOOM_OK);
+    loom_runtime_rubick_t rb = {.mode = "pollux"};
+    loom_runtime_config_t cfg = {.rubick = &rb};
+    loom_err_t err;
+    assert_int_equal(loom_runtime_new(&c, &cfg, &rt, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, elastic"));
+    loom_sched_cluster_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_when_other_ends),
-        cmocka_unit_test(test_refused_keeps_old),
-        cmocka_unit_test(test_black_boxes),
-        cmocka_unit_test(test_adopted),
+        cmocka_unit_test(test_grow_when_other_ends), cmocka_unit_test(test_refused_keeps_old),
+        cmocka_unit_test(test_black_boxes),          cmocka_unit_test(test_adopted),
+        cmocka_unit_test(test_modes_and_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
