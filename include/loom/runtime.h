@@ -53,6 +53,15 @@ typedef struct loom_runtime_rubick {
      * baselines of the simulator's experiment, "elastic", "synergy",
      * "fixed" (LOOM_RUBICK_ELASTIC, _SYNERGY, _FIXED). */
     const char *mode;
+    /* When a RECONFIGURE gives up GPUs, CPUs or memory (a shrink, a move
+     * to another node), the old process still runs on them while it
+     * checkpoints: true keeps what the job gives up held in the model
+     * (no other job is placed there, and the job is not reconfigured
+     * again) until the caller reports the old process gone with
+     * loom_runtime_reconfigured (or removes or requeues the job). false:
+     * given back at once (loomd today; the caller must then make sure
+     * the old process is gone before starting another job there). */
+    bool hold_until_reconfigured;
 } loom_runtime_rubick_t;
 
 typedef struct loom_runtime_config {
@@ -213,6 +222,11 @@ void loom_runtime_observe_step(loom_runtime_t *rt, uint64_t id, double start_s, 
  * or the caller refuses. */
 int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
                              loom_err_t *err);
+/* The old process of a job reconfigured under hold_until_reconfigured is
+ * gone: what it gave up goes back to the model (the next step may place
+ * jobs there). LOOM_ENOTFOUND for an unknown id, LOOM_ESTATE when the job
+ * holds nothing given up. */
+int loom_runtime_reconfigured(loom_runtime_t *rt, uint64_t id, double now_s);
 /* Fair share and drf: a user's weight (its shares; default 1, > 0), and an
  * account's (fair share by account; default 1). */
 void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
@@ -306,6 +320,7 @@ typedef struct loom_runtime_info {
     int reconfigurations;        /* carried out so far */
     double samples_done;         /* its progress as the model counts it */
     double guarantee;            /* samples/s of the configuration it asked for */
+    bool draining; /* holds what a reconfiguration gave up (hold_until_reconfigured) */
 } loom_runtime_info_t;
 
 /* LOOM_ENOTFOUND for an unknown id. */

@@ -11,7 +11,12 @@
  * simulator does: at the model's throughput of what the job runs, less the
  * pause of each reconfiguration; a job's work is its guarantee times its
  * time limit. Decisions are taken when the jobs or the resources in use
- * change, and every period. */
+ * change, and every period.
+ *
+ * With hold_until_reconfigured, what a reconfiguration gives up (GPUs,
+ * CPUs, memory the old process still runs on while it checkpoints) stays
+ * held in the model until the caller says the old process is gone
+ * (loom_runtime_reconfigured), the job is removed or requeued. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +254,65 @@ static void start(loom_runtime_t *rt, rjob_t *j, const loom_rubick_decision_t *d
     set_running(rt, j->rb, &d->config, d->samples_per_s);
 }
 
+/* What j gave up from old to neu (whole GPUs, CPUs, memory), held in the
+ * model while its old process checkpoints (hold_until_reconfigured). */
+static void hold_given_up(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t *old,
+                          const loom_sched_alloc_t *neu)
+{
+    bool same = old->node == neu->node;
+    uint8_t gpus[LOOM_SCHED_MAX_GPUS];
+    int n = 0;
+    for (int k = 0; k < old->ngpus; k++) {
+        bool kept = false;
+        for (int m = 0; same && m < neu->ngpus; m++)
+            kept = kept || neu->gpus[m] == old->gpus[k];
+        if (!kept)
+            gpus[n++] = old->gpus[k];
+    }
+    loom_sched_req_t q = {.cpu_milli =
+                              same ? old->req.cpu_milli - neu->req.cpu_milli : old->req.cpu_milli,
+                          .mem_mib = same ? old->req.mem_mib - neu->req.mem_mib : old->req.mem_mib,
+                          .num_gpus = n,
+                          .gpu_milli = n ? old->req.gpu_milli : 0,
+                          .gpu_mem_mib = n ? old->req.gpu_mem_mib : 0};
+    q.cpu_milli = q.cpu_milli > 0 ? q.cpu_milli : 0;
+    q.mem_mib = q.mem_mib > 0 ? q.mem_mib : 0;
+    if (!n && !q.cpu_milli && !q.mem_mib)
+        return; /* it gave up nothing */
+    /* cannot fail: old was free a moment ago, and neu took none of this */
+    j->rb->draining =
+        loom_sched_alloc(&rt->cluster, old->node, &q, gpus, n, &j->rb->drain, NULL) == LOOM_OK;
+}
+
+void rt__rubick_release(loom_runtime_t *rt, rjob_t *j)
+{
+    if (!j->rb || !j->rb->draining)
+        return;
+    loom_sched_free(&rt->cluster, &j->rb->drain, NULL);
+    j->rb->draining = false;
+}
+
+size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (rt->act[k]->rb && rt->act[k]->rb->draining)
+            out[n++] = rt->act[k]->rb->drain;
+    return n;
+}
+
+int loom_runtime_reconfigured(loom_runtime_t *rt, uint64_t id, double now_s)
+{
+    (void)now_s;
+    rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    if (!j->rb || !j->rb->draining)
+        return LOOM_ESTATE;
+    rt__rubick_release(rt, j);
+    return LOOM_OK;
+}
+
 /* j's old allocation is already out of the model. */
 static void reconfigure(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t *old,
                         const loom_rubick_decision_t *d)
@@ -276,6 +340,8 @@ static void reconfigure(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t 
         j->rb->reconfigs++;
         j->rb->pause_until = rt->now + rt->rb.reconf_cost_s;
         set_running(rt, j->rb, &d->config, d->samples_per_s);
+        if (rt->rb.hold_until_reconfigured)
+            hold_given_up(rt, j, old, &neu);
         return;
     }
     if (ok)
@@ -303,7 +369,7 @@ void rt__rubick_pass(loom_runtime_t *rt)
         /* old allocations out first, then the new ones in */
         for (size_t k = 0; k < nd; k++) {
             rjob_t *j = rt__find(rt, dec[k].id);
-            if (j && !dec[k].start && j->held) {
+            if (j && !dec[k].start && j->held && !(j->rb && j->rb->draining)) {
                 old[k] = j->alloc;
                 loom_sched_free(&rt->cluster, &j->alloc, NULL);
             }
@@ -314,8 +380,8 @@ void rt__rubick_pass(loom_runtime_t *rt)
                 continue;
             if (dec[k].start && j->state == LOOM_RUNTIME_PENDING)
                 start(rt, j, &dec[k]);
-            else if (!dec[k].start && j->held)
-                reconfigure(rt, j, &old[k], &dec[k]);
+            else if (!dec[k].start && j->held && !j->rb->draining)
+                reconfigure(rt, j, &old[k], &dec[k]); /* not again while it checkpoints */
         }
     }
     rt->rb_decided = true;

@@ -372,6 +372,7 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__account(j, now_s);
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__rubick_release(rt, j);
     rt__act_remove(rt, j);
     running_track(rt, j, -1);
     job_free(j);
@@ -463,6 +464,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__account(j, now_s);
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__rubick_release(rt, j);
     rt__act_remove(rt, j);
     running_track(rt, j, -1);
     j->held = false;
@@ -993,6 +995,7 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
         out->reconfigurations = j->rb->reconfigs;
         out->samples_done = j->rb->done;
         out->guarantee = j->rb->job.guarantee;
+        out->draining = j->rb->draining;
     }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);
@@ -1037,13 +1040,14 @@ size_t loom_runtime_jobs_on(const loom_runtime_t *rt, size_t node, uint64_t *ids
 
 int loom_runtime_check(const loom_runtime_t *rt, loom_err_t *err)
 {
-    loom_sched_alloc_t *live = calloc(rt->nact + 1, sizeof *live);
+    loom_sched_alloc_t *live = calloc(2 * rt->nact + 1, sizeof *live);
     if (!live)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     size_t n = 0;
     for (size_t k = 0; k < rt->nact; k++)
         if (rt->act[k]->held)
             live[n++] = rt->act[k]->alloc;
+    n += rt__rubick_drains(rt, live + n);
     int rc = loom_sched_cluster_check(&rt->cluster, live, n, err);
     free(live);
     return rc;

@@ -21,6 +21,8 @@ typedef struct rt_rubick {
     double thr;            /* samples/s of what it runs (the model's) */
     double start_s, last_s, pause_until;
     int reconfigs;
+    bool draining;            /* drain is held: what its last reconfiguration gave up */
+    loom_sched_alloc_t drain; /* while its old process checkpoints */
 } rt_rubick_t;
 
 typedef struct rjob {
@@ -188,6 +190,8 @@ void rt__rubick_new(loom_runtime_t *rt, rjob_t *j, const loom_runtime_job_t *job
 void rt__rubick_adopted(loom_runtime_t *rt, rjob_t *j);
 void rt__rubick_pass(loom_runtime_t *rt);
 void rt__rubick_step_done(loom_runtime_t *rt);
+void rt__rubick_release(loom_runtime_t *rt, rjob_t *j);
+size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);
