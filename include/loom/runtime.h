@@ -41,13 +41,27 @@ typedef struct loom_runtime loom_runtime_t;
  * period_s. A job's work is its guarantee (the asked configuration's
  * throughput) times its time limit (work_s without one); its progress is
  * counted at the model's throughput of what it runs, less the pause of
- * each reconfiguration. */
+ * each reconfiguration. The simulator's Rubick experiment (loom sim
+ * --policy rubick) runs this same pass. */
 typedef struct loom_runtime_rubick {
     loom_rubick_device_t device; /* the performance model's device */
     double reconf_cost_s;        /* checkpoint + restart + warm-up; <= 0: 30 s */
     double min_gain;             /* share of the time left a change must save; < 0: 0.05 */
     double period_s;             /* re-decide at least this often; <= 0: 60 s */
     double work_s;               /* a job without a time limit; <= 0: 3600 s */
+    /* loom_rubick_decide's mode: "rubick" (NULL), or one of the black-box
+     * baselines of the simulator's experiment, "elastic", "synergy",
+     * "fixed" (LOOM_RUBICK_ELASTIC, _SYNERGY, _FIXED). */
+    const char *mode;
+    /* When a RECONFIGURE gives up GPUs, CPUs or memory (a shrink, a move
+     * to another node), the old process still runs on them while it
+     * checkpoints: true keeps what the job gives up held in the model
+     * (no other job is placed there, and the job is not reconfigured
+     * again) until the caller reports the old process gone with
+     * loom_runtime_reconfigured (or removes or requeues the job). false:
+     * given back at once (loomd today; the caller must then make sure
+     * the old process is gone before starting another job there). */
+    bool hold_until_reconfigured;
 } loom_runtime_rubick_t;
 
 typedef struct loom_runtime_config {
@@ -126,6 +140,7 @@ typedef struct loom_runtime_action {
     /* START, RECONFIGURE of a job of Rubick's: the plan, CPUs and memory it
      * runs with (alloc.req holds the same resources); NULL otherwise. */
     const loom_rubick_config_t *config;
+    double samples_per_s; /* the same: its throughput as the model predicts it; 0 otherwise */
 } loom_runtime_action_t;
 
 /* Carries an action out. LOOM_OK commits it to the model. Anything else
@@ -208,6 +223,11 @@ void loom_runtime_observe_step(loom_runtime_t *rt, uint64_t id, double start_s, 
  * or the caller refuses. */
 int loom_runtime_reconfigure(loom_runtime_t *rt, uint64_t id, const loom_sched_req_t *req,
                              loom_err_t *err);
+/* The old process of a job reconfigured under hold_until_reconfigured is
+ * gone: what it gave up goes back to the model (the next step may place
+ * jobs there). LOOM_ENOTFOUND for an unknown id, LOOM_ESTATE when the job
+ * holds nothing given up. */
+int loom_runtime_reconfigured(loom_runtime_t *rt, uint64_t id, double now_s);
 /* Fair share and drf: a user's weight (its shares; default 1, > 0), and an
  * account's (fair share by account; default 1). */
 void loom_runtime_set_share(loom_runtime_t *rt, uint32_t user, double weight);
@@ -265,7 +285,8 @@ int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_
  * applied (committed). */
 size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn apply, void *ctx);
 /* When a step could decide something new although nothing else happens
- * (a time-slicing quantum ends); INFINITY if never. */
+ * (a time-slicing quantum ends, Rubick's period passes while it has jobs);
+ * INFINITY if never. */
 double loom_runtime_next_wakeup(const loom_runtime_t *rt);
 
 /* The pending jobs whose reason changed in the last step, against the
@@ -299,6 +320,8 @@ typedef struct loom_runtime_info {
     loom_rubick_config_t config; /* running: what it runs with */
     int reconfigurations;        /* carried out so far */
     double samples_done;         /* its progress as the model counts it */
+    double guarantee;            /* samples/s of the configuration it asked for */
+    bool draining; /* holds what a reconfiguration gave up (hold_until_reconfigured) */
 } loom_runtime_info_t;
 
 /* LOOM_ENOTFOUND for an unknown id. */

@@ -215,8 +215,10 @@ typedef struct loom_sim_rresult {
 } loom_sim_rresult_t;
 
 /* Runs policy over the workload on cluster c: "rubick", "elastic",
- * "synergy", "fixed" (loom_rubick_decide's modes, jobs progressing in
- * samples at the model's throughput), or "fifo", "tiresias", "gandiva"
+ * "synergy", "fixed" (the runtime's Rubick pass in that mode, as loomd
+ * --rubick runs it, with o's device, reconfiguration cost (> 0) and min
+ * gain and period_s; jobs progressing in samples at the model's
+ * throughput), or "fifo", "tiresias", "gandiva"
  * (loomd's runtime in dynamic mode, each job running its trace duration;
  * gandiva: time-slicing with quantum timeslice_s). */
 int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,

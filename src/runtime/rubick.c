@@ -11,19 +11,47 @@
  * simulator does: at the model's throughput of what the job runs, less the
  * pause of each reconfiguration; a job's work is its guarantee times its
  * time limit. Decisions are taken when the jobs or the resources in use
- * change, and every period. */
+ * change, and every period.
+ *
+ * With hold_until_reconfigured, what a reconfiguration gives up (GPUs,
+ * CPUs, memory the old process still runs on while it checkpoints) stays
+ * held in the model until the caller says the old process is gone
+ * (loom_runtime_reconfigured), the job is removed or requeued. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime_int.h"
 
-void rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg)
+static int mode_parse(const char *name, loom_rubick_mode_t *out, loom_err_t *err)
+{
+    static const struct {
+        const char *name;
+        loom_rubick_mode_t mode;
+    } modes[] = {{"rubick", LOOM_RUBICK_FULL},
+                 {"elastic", LOOM_RUBICK_ELASTIC},
+                 {"synergy", LOOM_RUBICK_SYNERGY},
+                 {"fixed", LOOM_RUBICK_FIXED}};
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
+        if (!name || strcmp(name, modes[k].name) == 0) {
+            *out = modes[k].mode;
+            return LOOM_OK;
+        }
+    return loom_err_set(err, LOOM_EINVAL,
+                        "rubick mode '%.40s': expected rubick, elastic, synergy or fixed", name);
+}
+
+int rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg, loom_err_t *err)
 {
     if (!cfg)
-        return;
+        return LOOM_OK;
+    loom_rubick_mode_t mode;
+    int rc = mode_parse(cfg->mode, &mode, err);
+    if (rc != LOOM_OK)
+        return rc;
     rt->rb_on = true;
     rt->rb = *cfg;
+    rt->rb.mode = NULL; /* the caller's pointer is not kept */
     if (!(rt->rb.reconf_cost_s > 0))
         rt->rb.reconf_cost_s = 30;
     if (!(rt->rb.min_gain >= 0))
@@ -32,11 +60,29 @@ void rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg)
         rt->rb.period_s = 60;
     if (!(rt->rb.work_s > 0))
         rt->rb.work_s = 3600;
-    rt->rb_opts = (loom_rubick_opts_t){.mode = LOOM_RUBICK_FULL,
+    rt->rb_opts = (loom_rubick_opts_t){.mode = mode,
                                        .device = &rt->rb.device,
                                        .reconf_cost_s = rt->rb.reconf_cost_s,
                                        .min_gain = rt->rb.min_gain};
     rt->rb_next_s = -INFINITY;
+    return LOOM_OK;
+}
+
+/* The next periodic decision, while the policy has jobs. */
+double rt__rubick_wakeup(const loom_runtime_t *rt)
+{
+    if (!rt->rb_on || !(rt->rb_next_s > rt->now))
+        return INFINITY;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (rt->act[k]->rb)
+            return rt->rb_next_s;
+    for (size_t k = 0; k < rt->npend; k++)
+        if (rt->pend[k].j->rb && !rt->pend[k].j->dead)
+            return rt->rb_next_s;
+    for (size_t k = 0; k < rt->nfresh; k++)
+        if (((const rjob_t *)rt->fresh[k]->user)->rb)
+            return rt->rb_next_s;
+    return INFINITY;
 }
 
 /* A new job: Rubick's when the policy is on and its spec names a model
@@ -110,35 +156,60 @@ static void progress(loom_runtime_t *rt)
     }
 }
 
-/* Re-decide when jobs came or went, resources in use moved, or the period
- * passed. */
+/* What the decisions watch: jobs and the resources in use. */
+static void seen_now(const loom_runtime_t *rt, uint64_t seen[3])
+{
+    seen[0] = rt->nact;
+    seen[1] = rt->npend;
+    seen[2] = (uint64_t)rt->cluster.gpu_milli_used;
+}
+
+/* Re-decide when jobs came or went, resources in use moved (other than by
+ * the last decision itself), or the period passed. */
 static bool due(loom_runtime_t *rt)
 {
-    uint64_t seen[3] = {rt->nact, rt->npend, (uint64_t)rt->cluster.gpu_milli_used};
+    uint64_t seen[3];
+    seen_now(rt, seen);
     bool moved = memcmp(seen, rt->rb_seen, sizeof seen) != 0;
     if (!moved && rt->now < rt->rb_next_s)
         return false;
-    memcpy(rt->rb_seen, seen, sizeof seen);
     rt->rb_next_s = rt->now + rt->rb.period_s;
     return true;
 }
 
-/* The jobs for the policy: running ones, then pending ones in queue order. */
+/* The end of a step in which the policy decided: its own starts and
+ * changes are no reason to decide again. */
+void rt__rubick_step_done(loom_runtime_t *rt)
+{
+    if (rt->rb_decided)
+        seen_now(rt, rt->rb_seen);
+    rt->rb_decided = false;
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+    uint64_t a = (*(rjob_t *const *)x)->job.id, b = (*(rjob_t *const *)y)->job.id;
+    return a < b ? -1 : a > b;
+}
+
+/* The jobs for the policy: running ones by id (the order of submission,
+ * whatever order the running array is in), then pending ones in queue
+ * order. */
 static size_t gather(loom_runtime_t *rt, rjob_t **who, loom_rubick_job_t *jobs, size_t max)
 {
     size_t n = 0;
-    for (size_t k = 0; k < rt->nact && n < max; k++) {
-        rjob_t *j = rt->act[k];
-        if (!j->rb || !j->held)
-            continue;
+    for (size_t k = 0; k < rt->nact && n < max; k++)
+        if (rt->act[k]->rb && rt->act[k]->held)
+            who[n++] = rt->act[k];
+    qsort(who, n, sizeof *who, cmp_id);
+    for (size_t k = 0; k < n; k++) {
+        rjob_t *j = who[k];
         rt_rubick_t *rb = j->rb;
-        who[n] = j;
-        jobs[n] = rb->job;
-        jobs[n].running = true;
-        jobs[n].alloc = j->alloc;
-        jobs[n].remaining = fmax(rb->total - rb->done, rb->job.guarantee);
-        jobs[n].lead = rb->done - rb->job.guarantee * (rt->now - rb->start_s);
-        n++;
+        jobs[k] = rb->job;
+        jobs[k].running = true;
+        jobs[k].alloc = j->alloc;
+        jobs[k].remaining = fmax(rb->total - rb->done, rb->job.guarantee);
+        jobs[k].lead = rb->done - rb->job.guarantee * (rt->now - rb->start_s);
     }
     for (size_t k = 0; k < rt->npend && n < max; k++) {
         rjob_t *j = rt->pend[k].j;
@@ -168,6 +239,7 @@ static void start(loom_runtime_t *rt, rjob_t *j, const loom_rubick_decision_t *d
     loom_runtime_action_t act = {
         .kind = LOOM_RUNTIME_START, .id = j->job.id, .alloc = j->alloc, .reason = why};
     act.config = &d->config;
+    act.samples_per_s = d->samples_per_s;
     if ((rt->apply ? rt->apply(rt->ctx, &act) : LOOM_OK) != LOOM_OK) {
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
         loom_runtime_remove(rt, j->job.id, rt->now); /* its start failed: dropped */
@@ -180,6 +252,65 @@ static void start(loom_runtime_t *rt, rjob_t *j, const loom_rubick_decision_t *d
     j->rb->start_s = rt->now;
     j->rb->pause_until = -INFINITY;
     set_running(rt, j->rb, &d->config, d->samples_per_s);
+}
+
+/* What j gave up from old to neu (whole GPUs, CPUs, memory), held in the
+ * model while its old process checkpoints (hold_until_reconfigured). */
+static void hold_given_up(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t *old,
+                          const loom_sched_alloc_t *neu)
+{
+    bool same = old->node == neu->node;
+    uint8_t gpus[LOOM_SCHED_MAX_GPUS];
+    int n = 0;
+    for (int k = 0; k < old->ngpus; k++) {
+        bool kept = false;
+        for (int m = 0; same && m < neu->ngpus; m++)
+            kept = kept || neu->gpus[m] == old->gpus[k];
+        if (!kept)
+            gpus[n++] = old->gpus[k];
+    }
+    loom_sched_req_t q = {.cpu_milli =
+                              same ? old->req.cpu_milli - neu->req.cpu_milli : old->req.cpu_milli,
+                          .mem_mib = same ? old->req.mem_mib - neu->req.mem_mib : old->req.mem_mib,
+                          .num_gpus = n,
+                          .gpu_milli = n ? old->req.gpu_milli : 0,
+                          .gpu_mem_mib = n ? old->req.gpu_mem_mib : 0};
+    q.cpu_milli = q.cpu_milli > 0 ? q.cpu_milli : 0;
+    q.mem_mib = q.mem_mib > 0 ? q.mem_mib : 0;
+    if (!n && !q.cpu_milli && !q.mem_mib)
+        return; /* it gave up nothing */
+    /* cannot fail: old was free a moment ago, and neu took none of this */
+    j->rb->draining =
+        loom_sched_alloc(&rt->cluster, old->node, &q, gpus, n, &j->rb->drain, NULL) == LOOM_OK;
+}
+
+void rt__rubick_release(loom_runtime_t *rt, rjob_t *j)
+{
+    if (!j->rb || !j->rb->draining)
+        return;
+    loom_sched_free(&rt->cluster, &j->rb->drain, NULL);
+    j->rb->draining = false;
+}
+
+size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (rt->act[k]->rb && rt->act[k]->rb->draining)
+            out[n++] = rt->act[k]->rb->drain;
+    return n;
+}
+
+int loom_runtime_reconfigured(loom_runtime_t *rt, uint64_t id, double now_s)
+{
+    (void)now_s;
+    rjob_t *j = rt__find(rt, id);
+    if (!j)
+        return LOOM_ENOTFOUND;
+    if (!j->rb || !j->rb->draining)
+        return LOOM_ESTATE;
+    rt__rubick_release(rt, j);
+    return LOOM_OK;
 }
 
 /* j's old allocation is already out of the model. */
@@ -198,7 +329,8 @@ static void reconfigure(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t 
                                  .alloc = neu,
                                  .old_alloc = *old,
                                  .reason = why,
-                                 .config = &d->config};
+                                 .config = &d->config,
+                                 .samples_per_s = d->samples_per_s};
     if (ok && (rt->apply ? rt->apply(rt->ctx, &act) : LOOM_OK) == LOOM_OK) {
         rt->applied++;
         rt__account(j, rt->now);
@@ -208,6 +340,8 @@ static void reconfigure(loom_runtime_t *rt, rjob_t *j, const loom_sched_alloc_t 
         j->rb->reconfigs++;
         j->rb->pause_until = rt->now + rt->rb.reconf_cost_s;
         set_running(rt, j->rb, &d->config, d->samples_per_s);
+        if (rt->rb.hold_until_reconfigured)
+            hold_given_up(rt, j, old, &neu);
         return;
     }
     if (ok)
@@ -235,7 +369,7 @@ void rt__rubick_pass(loom_runtime_t *rt)
         /* old allocations out first, then the new ones in */
         for (size_t k = 0; k < nd; k++) {
             rjob_t *j = rt__find(rt, dec[k].id);
-            if (j && !dec[k].start && j->held) {
+            if (j && !dec[k].start && j->held && !(j->rb && j->rb->draining)) {
                 old[k] = j->alloc;
                 loom_sched_free(&rt->cluster, &j->alloc, NULL);
             }
@@ -246,10 +380,11 @@ void rt__rubick_pass(loom_runtime_t *rt)
                 continue;
             if (dec[k].start && j->state == LOOM_RUNTIME_PENDING)
                 start(rt, j, &dec[k]);
-            else if (!dec[k].start && j->held)
-                reconfigure(rt, j, &old[k], &dec[k]);
+            else if (!dec[k].start && j->held && !j->rb->draining)
+                reconfigure(rt, j, &old[k], &dec[k]); /* not again while it checkpoints */
         }
     }
+    rt->rb_decided = true;
     free(who);
     free(jobs);
     free(dec);

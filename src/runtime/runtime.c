@@ -176,7 +176,8 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     rt->quota_every[0] = rt->quota_every[1] = (loom_runtime_limits_t){-1, -1};
     for (size_t k = 0; k < c->nnodes; k++)
         rt->mem_mib += (double)c->nodes[k].mem_mib;
-    rt__rubick_config(rt, cfg->rubick);
+    if ((rc = rt__rubick_config(rt, cfg->rubick, err)) != LOOM_OK)
+        goto fail;
     *out = rt;
     return LOOM_OK;
 fail:
@@ -371,6 +372,7 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__account(j, now_s);
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__rubick_release(rt, j);
     rt__act_remove(rt, j);
     running_track(rt, j, -1);
     job_free(j);
@@ -462,6 +464,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rt__account(j, now_s);
     if (j->held)
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
+    rt__rubick_release(rt, j);
     rt__act_remove(rt, j);
     running_track(rt, j, -1);
     j->held = false;
@@ -938,6 +941,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     if (order_queue(rt) == LOOM_OK) {
         rt__rubick_pass(rt);
         pending_pass(rt);
+        rt__rubick_step_done(rt);
     }
     rt->apply = NULL;
     rt->ctx = NULL;
@@ -946,7 +950,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
 
 double loom_runtime_next_wakeup(const loom_runtime_t *rt)
 {
-    double t = INFINITY;
+    double t = rt__rubick_wakeup(rt);
     if (rt->timeslice_s <= 0)
         return t;
     /* Running jobs' quanta matter only while someone waits. */
@@ -992,6 +996,8 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
         out->config = j->rb->job.cur;
         out->reconfigurations = j->rb->reconfigs;
         out->samples_done = j->rb->done;
+        out->guarantee = j->rb->job.guarantee;
+        out->draining = j->rb->draining;
     }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);
@@ -1036,13 +1042,14 @@ size_t loom_runtime_jobs_on(const loom_runtime_t *rt, size_t node, uint64_t *ids
 
 int loom_runtime_check(const loom_runtime_t *rt, loom_err_t *err)
 {
-    loom_sched_alloc_t *live = calloc(rt->nact + 1, sizeof *live);
+    loom_sched_alloc_t *live = calloc(2 * rt->nact + 1, sizeof *live);
     if (!live)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     size_t n = 0;
     for (size_t k = 0; k < rt->nact; k++)
         if (rt->act[k]->held)
             live[n++] = rt->act[k]->alloc;
+    n += rt__rubick_drains(rt, live + n);
     int rc = loom_sched_cluster_check(&rt->cluster, live, n, err);
     free(live);
     return rc;

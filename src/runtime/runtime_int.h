@@ -21,6 +21,8 @@ typedef struct rt_rubick {
     double thr;            /* samples/s of what it runs (the model's) */
     double start_s, last_s, pause_until;
     int reconfigs;
+    bool draining;            /* drain is held: what its last reconfiguration gave up */
+    loom_sched_alloc_t drain; /* while its old process checkpoints */
 } rt_rubick_t;
 
 typedef struct rjob {
@@ -154,7 +156,8 @@ struct loom_runtime {
     loom_runtime_rubick_t rb;
     loom_rubick_opts_t rb_opts;
     double rb_next_s;    /* the next periodic decision */
-    uint64_t rb_seen[3]; /* jobs and resources at the last decision: re-decide when they move */
+    uint64_t rb_seen[3]; /* jobs and resources after the last decision: re-decide when they move */
+    bool rb_decided;     /* in this step */
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;
@@ -183,10 +186,14 @@ loom_runtime_reason_t rt__blocked(const loom_runtime_t *rt, const rjob_t *j);
 void rt__started(loom_runtime_t *rt, rjob_t *j);
 
 /* rubick.c */
-void rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg);
+int rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg, loom_err_t *err);
+double rt__rubick_wakeup(const loom_runtime_t *rt);
 void rt__rubick_new(loom_runtime_t *rt, rjob_t *j, const loom_runtime_job_t *job);
 void rt__rubick_adopted(loom_runtime_t *rt, rjob_t *j);
 void rt__rubick_pass(loom_runtime_t *rt);
+void rt__rubick_step_done(loom_runtime_t *rt);
+void rt__rubick_release(loom_runtime_t *rt, rjob_t *j);
+size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

@@ -1,24 +1,28 @@
 /* sim/rubick.c — the Rubick experiment: reconfigurable jobs in virtual
  * time.
  *
- * Policies "rubick", "elastic", "synergy" and "fixed" run libloom's Rubick
- * policy (loom_rubick_decide, in that mode) over a job's work counted in
- * samples: the asked configuration's throughput times the trace's run
- * time. A running job progresses at its configuration's throughput from
- * the performance model; a reconfiguration pauses it for the
- * checkpoint-restart cost. Decisions are taken at arrivals, completions and
- * every period_s. A job counts as below its guarantee if it is ever given a
- * configuration slower than the one it asked for, or ends later after its
- * start than its run time at that configuration (a pause it did not make
- * up).
+ * Policies "rubick", "elastic", "synergy" and "fixed" run through loomd's
+ * runtime: the very step loomd --rubick runs (runtime/rubick.c, its pass
+ * calling loom_rubick_decide in that mode) decides when it is stepped at
+ * arrivals, completions and its period, and this file carries out its
+ * START and RECONFIGURE actions in virtual time. A job's work is counted
+ * in samples: the asked configuration's throughput times the trace's run
+ * time (given to the runtime as the job's time limit, so that it counts the
+ * same work). A running job progresses at its configuration's throughput
+ * from the performance model (the action's samples_per_s); a
+ * reconfiguration pauses it for the checkpoint-restart cost. A job counts
+ * as below its guarantee if it is ever given a configuration slower than
+ * the one it asked for, or ends later after its start than its run time at
+ * that configuration (a pause it did not make up).
  *
- * "fifo", "tiresias" and "gandiva" run the very same jobs through loomd's
- * runtime (sim dynamic mode): black boxes that run their trace duration on
- * the asked resources. */
+ * "fifo", "tiresias" and "gandiva" run the very same jobs through the
+ * runtime's queue and placement policies (sim dynamic mode): black boxes
+ * that run their trace duration on the asked resources. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/runtime.h"
 #include "loom/sim.h"
 
 void loom_sim_rresult_free(loom_sim_rresult_t *r)
@@ -85,186 +89,151 @@ static int run_runtime(const loom_sched_cluster_t *c, const loom_sim_rworkload_t
     return LOOM_OK;
 }
 
-/* ------------------------------------------------- the Rubick policy */
+/* ------------------------------------- Rubick's policy, in the runtime */
 
+/* A job's progress in virtual time, as the runtime's actions set it. */
 typedef struct sj {
     double total, done; /* samples */
+    double guarantee;   /* samples/s of the asked configuration */
     double start_s, pause_until;
     double thr; /* samples/s while not paused */
-    bool running, finished;
+    bool running;
     int reconfigs;
     bool below;
 } sj_t;
 
 typedef struct rrun {
-    loom_sched_cluster_t c;
+    loom_runtime_t *rt;
     const loom_sim_rworkload_t *w;
-    const loom_rubick_opts_t *o;
+    double reconf_cost_s;
     sj_t *s;
-    loom_rubick_job_t *act; /* active jobs, in arrival order */
-    size_t nact;
-    loom_rubick_decision_t *dec;
     double now, util_area, first, last;
+    int rc; /* an action the experiment cannot carry out */
     loom_sim_rresult_t *res;
 } rrun_t;
 
-static loom_rubick_job_t *find(rrun_t *r, uint64_t id)
+/* Carries out the runtime's actions in virtual time: a start runs the job
+ * at the configuration's predicted throughput, a reconfiguration pauses it
+ * for the checkpoint-restart cost and then runs it at the new one. */
+static int apply(void *ctx, const loom_runtime_action_t *a)
 {
-    for (size_t k = 0; k < r->nact; k++)
-        if (r->act[k].id == id)
-            return &r->act[k];
-    return NULL;
+    rrun_t *r = ctx;
+    sj_t *s = &r->s[a->id - 1];
+    if (a->kind != LOOM_RUNTIME_START && a->kind != LOOM_RUNTIME_RECONFIGURE)
+        return LOOM_OK; /* notes; nothing else comes for Rubick's jobs */
+    if (!a->config || !(a->samples_per_s > 0)) {
+        r->rc = LOOM_ESTATE; /* a black box: its asked configuration does not fit the device */
+        return LOOM_ESTATE;
+    }
+    if (a->kind == LOOM_RUNTIME_START) {
+        s->running = true;
+        s->start_s = r->now;
+    } else {
+        s->reconfigs++;
+        s->pause_until = r->now + r->reconf_cost_s;
+    }
+    s->thr = a->samples_per_s;
+    /* the guarantee: never a slower configuration than the one asked */
+    if (s->thr < s->guarantee * (1 - 1e-12))
+        s->below = true;
+    return LOOM_OK;
 }
 
-/* Progress from r->now to t; then completions. */
-static bool advance(rrun_t *r, double t)
+/* Progress from r->now to t. */
+static void advance(rrun_t *r, double t)
 {
-    bool changed = false;
-    for (size_t k = 0; k < r->nact; k++) {
-        loom_rubick_job_t *a = &r->act[k];
-        sj_t *s = &r->s[a->id - 1];
-        if (!s->running)
-            continue;
+    const loom_sched_cluster_t *c = loom_runtime_cluster(r->rt);
+    r->util_area += (double)c->gpu_milli_used / LOOM_SCHED_MILLI * (t - r->now);
+    for (size_t i = 0; i < r->w->n; i++) {
+        sj_t *s = &r->s[i];
         double from = fmax(r->now, s->pause_until);
-        if (t > from)
+        if (s->running && t > from)
             s->done += s->thr * (t - from);
-        r->util_area += (double)a->cur.plan.gpus * (t - r->now);
     }
     r->now = t;
-    for (size_t k = 0; k < r->nact;) {
-        loom_rubick_job_t *a = &r->act[k];
-        sj_t *s = &r->s[a->id - 1];
-        if (s->running && s->done >= s->total * (1 - 1e-9)) {
-            loom_sched_free(&r->c, &a->alloc, NULL);
-            s->running = false;
-            s->finished = true;
-            /* the guarantee: it ends no later than at its asked configuration */
-            if (t - s->start_s > r->w->jobs[a->id - 1].duration_s * (1 + 1e-9) + 1e-6)
-                s->below = true;
-            r->res->jcts[r->res->completed++] = t - r->w->jobs[a->id - 1].submit_s;
-            r->last = t;
-            memmove(a, a + 1, (r->nact - k - 1) * sizeof *a);
-            r->nact--;
-            changed = true;
+}
+
+/* Jobs whose work is done leave the runtime. */
+static void complete(rrun_t *r)
+{
+    for (size_t i = 0; i < r->w->n; i++) {
+        sj_t *s = &r->s[i];
+        if (!s->running || s->done < s->total * (1 - 1e-9))
             continue;
-        }
-        k++;
+        s->running = false;
+        loom_runtime_remove(r->rt, i + 1, r->now);
+        /* the guarantee: it ends no later than at its asked configuration */
+        if (r->now - s->start_s > r->w->jobs[i].duration_s * (1 + 1e-9) + 1e-6)
+            s->below = true;
+        r->res->jcts[r->res->completed++] = r->now - r->w->jobs[i].submit_s;
+        r->last = r->now;
     }
-    return changed;
 }
 
 /* The next time anything happens after r->now. */
-static double next_event(const rrun_t *r, size_t next, double tick)
+static double next_event(const rrun_t *r, size_t next)
 {
     double t = next < r->w->n ? r->w->jobs[next].submit_s : INFINITY;
-    for (size_t k = 0; k < r->nact; k++) {
-        const sj_t *s = &r->s[r->act[k].id - 1];
+    for (size_t i = 0; i < r->w->n; i++) {
+        const sj_t *s = &r->s[i];
         if (!s->running)
             continue;
-        double from = fmax(r->now, s->pause_until);
         if (s->pause_until > r->now)
             t = fmin(t, s->pause_until);
-        t = fmin(t, from + (s->total - s->done) / s->thr);
+        t = fmin(t, fmax(r->now, s->pause_until) + (s->total - s->done) / s->thr);
     }
-    return r->nact ? fmin(t, tick) : t;
+    return fmin(t, loom_runtime_next_wakeup(r->rt));
 }
 
-static int decide(rrun_t *r, loom_err_t *err)
-{
-    for (size_t k = 0; k < r->nact; k++) {
-        loom_rubick_job_t *a = &r->act[k];
-        const sj_t *s = &r->s[a->id - 1];
-        a->running = s->running;
-        a->remaining = s->total - s->done;
-        a->lead = s->running ? s->done - a->guarantee * (r->now - s->start_s) : 0;
-    }
-    size_t nd;
-    int rc = loom_rubick_decide(&r->c, r->act, r->nact, r->o, r->dec, &nd, err);
-    if (rc)
-        return rc;
-    for (size_t k = 0; k < nd; k++) /* old allocations out first */
-        if (!r->dec[k].start)
-            loom_sched_free(&r->c, &find(r, r->dec[k].id)->alloc, NULL);
-    for (size_t k = 0; k < nd; k++) {
-        const loom_rubick_decision_t *d = &r->dec[k];
-        loom_rubick_job_t *a = find(r, d->id);
-        sj_t *s = &r->s[d->id - 1];
-        const loom_sched_alloc_t *al = &d->alloc;
-        if ((rc = loom_sched_alloc(&r->c, al->node, &al->req, al->gpus, al->ngpus, &a->alloc, err)))
-            return loom_err_prefix(err, "rubick: job %llu", (unsigned long long)d->id);
-        a->cur = d->config;
-        s->thr = d->samples_per_s;
-        if (s->thr < a->guarantee * (1 - 1e-12)) /* the guarantee: never a slower configuration */
-            s->below = true;
-        if (d->start) {
-            s->running = true;
-            s->start_s = r->now;
-        } else {
-            s->reconfigs++;
-            s->pause_until = r->now + r->o->reconf_cost_s;
-        }
-    }
-    return LOOM_OK;
-}
-
+/* A job arrives: the runtime's job with its reconfig spec, its time limit
+ * the trace's run time (so the runtime counts the same work: its
+ * guarantee times that). */
 static int arrive(rrun_t *r, size_t i, loom_err_t *err)
 {
-    size_t nm;
-    const loom_rubick_model_t *models = loom_sim_rubick_models(&nm);
     const loom_sim_rjob_t *j = &r->w->jobs[i];
-    loom_rubick_job_t *a = &r->act[r->nact];
-    memset(a, 0, sizeof *a);
-    a->id = i + 1;
-    a->spec = &j->spec;
-    a->model = &models[j->model];
-    a->fit = (loom_rubick_fit_t){1, 1, 0};
-    a->submit_s = j->submit_s;
-    int rc = loom_rubick_job_prepare(a, r->o, err);
+    loom_runtime_job_t rj = {.id = i + 1,
+                             .req = {.cpu_milli = j->spec.asked_cpu,
+                                     .mem_mib = j->spec.asked_mem,
+                                     .num_gpus = j->spec.asked.gpus,
+                                     .gpu_milli = LOOM_SCHED_MILLI},
+                             .submit_s = j->submit_s,
+                             .time_limit_s = j->duration_s,
+                             .reconfig = &j->spec};
+    int rc = loom_runtime_submit(r->rt, &rj, err);
     if (rc)
         return rc;
-    r->s[i].total = a->guarantee * j->duration_s;
-    r->nact++;
+    loom_runtime_info_t info;
+    loom_runtime_get(r->rt, i + 1, &info);
+    if (!info.rubick)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "rubick: job %zu: its asked configuration does not fit the device", i);
+    r->s[i].guarantee = info.guarantee;
+    r->s[i].total = info.guarantee * j->duration_s;
     return LOOM_OK;
 }
 
-static int run_rubick(rrun_t *r, double period_s, loom_err_t *err)
+static int run_rubick(rrun_t *r, loom_err_t *err)
 {
     size_t next = 0, n = r->w->n;
     r->first = n ? r->w->jobs[0].submit_s : 0;
     r->now = r->first;
-    double tick = r->now + period_s;
-    int rc = LOOM_OK;
     while (r->res->completed < n) {
-        double t = next_event(r, next, r->o->mode == LOOM_RUBICK_FIXED ? INFINITY : tick);
+        double t = next_event(r, next);
         if (!isfinite(t))
             return loom_err_set(err, LOOM_ESTATE,
                                 "rubick: %zu jobs can never start (larger than any node)",
                                 n - r->res->completed);
-        bool changed = advance(r, t);
-        while (next < n && r->w->jobs[next].submit_s <= r->now) {
+        advance(r, t);
+        complete(r);
+        int rc;
+        while (next < n && r->w->jobs[next].submit_s <= r->now)
             if ((rc = arrive(r, next++, err)))
                 return rc;
-            changed = true;
-        }
-        if (r->now >= tick) {
-            changed = true;
-            tick = r->now + period_s;
-        }
-        if (changed && (rc = decide(r, err)))
-            return rc;
+        loom_runtime_step(r->rt, r->now, apply, r);
+        if (r->rc)
+            return loom_err_set(err, r->rc, "rubick: a job ran as a black box");
     }
     return LOOM_OK;
-}
-
-static loom_rubick_mode_t mode_of(const char *policy)
-{
-    if (strcmp(policy, "rubick") == 0)
-        return LOOM_RUBICK_FULL;
-    if (strcmp(policy, "elastic") == 0)
-        return LOOM_RUBICK_ELASTIC;
-    if (strcmp(policy, "synergy") == 0)
-        return LOOM_RUBICK_SYNERGY;
-    return LOOM_RUBICK_FIXED;
 }
 
 int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
@@ -289,19 +258,28 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
                             policy);
     if (!(period_s > 0))
         return loom_err_set(err, LOOM_EINVAL, "rubick: expected a period > 0");
-    loom_rubick_opts_t mo = *o;
-    mo.mode = mode_of(policy);
-    rrun_t r = {.w = w, .o = &mo, .res = res};
+    if (!(o->reconf_cost_s > 0))
+        return loom_err_set(err, LOOM_EINVAL, "rubick: expected a reconfiguration cost > 0 s");
+    /* the runtime's rubick pass in this mode: what loomd runs */
+    loom_runtime_rubick_t rb = {.device = *o->device,
+                                .reconf_cost_s = o->reconf_cost_s,
+                                .min_gain = o->min_gain,
+                                .period_s = period_s,
+                                .mode = policy};
+    loom_runtime_config_t cfg = {.queue = "fifo", .rubick = &rb};
+    rrun_t r = {.w = w, .reconf_cost_s = o->reconf_cost_s, .res = res};
+    loom_sched_cluster_t empty;
     r.s = calloc(w->n ? w->n : 1, sizeof *r.s);
-    r.act = calloc(w->n ? w->n : 1, sizeof *r.act);
-    r.dec = calloc(w->n ? w->n : 1, sizeof *r.dec);
     res->jcts = calloc(w->n ? w->n : 1, sizeof *res->jcts);
-    if (!r.s || !r.act || !r.dec || !res->jcts)
+    if (!r.s || !res->jcts)
         rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    else if ((rc = loom_sched_cluster_copy(&r.c, c, err)) == LOOM_OK) {
-        loom_sched_cluster_reset(&r.c);
-        rc = run_rubick(&r, period_s, err);
-        loom_sched_cluster_free(&r.c);
+    else if ((rc = loom_sched_cluster_copy(&empty, c, err)) == LOOM_OK) {
+        loom_sched_cluster_reset(&empty);
+        rc = loom_runtime_new(&empty, &cfg, &r.rt, err);
+        loom_sched_cluster_free(&empty);
+        if (rc == LOOM_OK)
+            rc = run_rubick(&r, err);
+        loom_runtime_free(r.rt);
     }
     if (rc == LOOM_OK) {
         size_t nre = 0;
@@ -317,8 +295,6 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
         loom_sim_rresult_free(res);
     }
     free(r.s);
-    free(r.act);
-    free(r.dec);
     res->seconds = (double)(loom_time_mono_ns() - t0) / 1e9;
     return rc;
 }

@@ -119,6 +119,8 @@ static void make_job(loom_sim_rjob_t *j, const loom_sim_task_t *t, const loom_si
         mem = mem > o->node_mem_mib ? o->node_mem_mib : mem;
         j->spec.asked_cpu = cpu;
         j->spec.asked_mem = mem;
+        /* the runtime finds the model by name, as loomd does */
+        snprintf(j->spec.model, sizeof j->spec.model, "%s", models[j->model].name);
         return;
     }
 }

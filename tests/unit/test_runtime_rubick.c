@@ -2,7 +2,9 @@
  * "reconfig" names a model are started and reconfigured by the policy,
  * with their configuration on the action; black boxes still go through the
  * queue and placement policies; a refused reconfiguration keeps the old
- * allocation; a job found running is adopted with its plan. */
+ * allocation; a job found running is adopted with its plan; the baseline
+ * modes and the period; what a shrink gives up stays held until the
+ * caller reports the reconfiguration done (hold_until_reconfigured). */
 #include <math.h>
 #include <string.h>
 
@@ -39,14 +41,16 @@ static int record(void *ctx, const loom_runtime_action_t *a)
 static const char device[] = "{\"flops_half\": 989e12, \"memory_bytes\": 151397597184, "
                              "\"link_bandwidth\": 450e9, \"host_bandwidth\": 55e9}";
 
-/* One node of 2 GPUs, 2 CPUs, 16 GiB. */
-static loom_runtime_t *runtime(bool rubick)
+/* One node of 2 GPUs, 2 CPUs, 16 GiB; the policy in mode (NULL: rubick),
+ * holding what a reconfiguration gives up when hold. */
+static loom_runtime_t *runtime_hold(bool rubick, const char *mode, bool hold)
 {
     loom_sched_cluster_t c;
     loom_sched_cluster_init(&c);
     assert_int_equal(loom_sched_cluster_add_node(&c, "n0", 2000, 16384, 2, "g", 0, NULL, NULL),
                      LOOM_OK);
-    loom_runtime_rubick_t rb = {.reconf_cost_s = 10, .min_gain = -1};
+    loom_runtime_rubick_t rb = {
+        .reconf_cost_s = 10, .min_gain = -1, .mode = mode, .hold_until_reconfigured = hold};
     loom_err_t err;
     assert_int_equal(loom_rubick_device_parse(device, sizeof device - 1, "h200", &rb.device, &err),
                      LOOM_OK);
@@ -57,6 +61,16 @@ static loom_runtime_t *runtime(bool rubick)
         fail_msg("%s", err.msg);
     loom_sched_cluster_free(&c);
     return rt;
+}
+
+static loom_runtime_t *runtime_mode(bool rubick, const char *mode)
+{
+    return runtime_hold(rubick, mode, false);
+}
+
+static loom_runtime_t *runtime(bool rubick)
+{
+    return runtime_mode(rubick, NULL);
 }
 
 /* A reconfigurable lstm job asking 1 GPU, 1 CPU, 4 GiB, allowed up to
@@ -120,7 +134,10 @@ static void test_grow_when_other_ends(void **state)
         assert_true(l.has_cfg[k]);
         assert_int_equal(l.cfg[k].plan.gpus, 1);
         assert_int_equal(l.a[k].alloc.ngpus, 1);
+        /* the model's throughput, never below the guarantee */
+        assert_true(l.a[k].samples_per_s >= info(rt, l.a[k].id).guarantee * (1 - 1e-12));
     }
+    assert_true(info(rt, 2).guarantee > 0);
     assert_true(info(rt, 2).rubick);
     assert_int_equal(info(rt, 2).config.plan.gpus, 1);
     loom_runtime_step(rt, 2, record, &l); /* nothing moved: nothing decided */
@@ -136,6 +153,7 @@ static void test_grow_when_other_ends(void **state)
     assert_true(l.has_cfg[2]);
     assert_int_equal(l.cfg[2].plan.gpus, 2);
     assert_int_equal(l.a[2].alloc.req.num_gpus, 2);
+    assert_true(l.a[2].samples_per_s > l.a[1].samples_per_s); /* it grows to go faster */
     loom_runtime_info_t i = info(rt, 2);
     assert_int_equal(i.reconfigurations, 1);
     assert_int_equal(i.config.plan.gpus, 2);
@@ -216,13 +234,114 @@ static void test_adopted(void **state)
     loom_runtime_free(rt);
 }
 
+/* The black-box baseline modes run in the same pass: "fixed" never
+ * reconfigures; an unknown mode is refused by name. The period wakes the
+ * caller while the policy has jobs, and no longer once they are gone. */
+static void test_modes_and_period(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime_mode(true, "fixed");
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, "lstm", 0);
+    submit(rt, 2, 2, "lstm", 0);
+    loom_runtime_step(rt, 0, record, &l);
+    assert_int_equal(l.n, 2);
+    assert_float_equal(loom_runtime_next_wakeup(rt), 60, 1e-9); /* the default period */
+    loom_runtime_remove(rt, 1, 100);
+    loom_runtime_step(rt, 100, record, &l);
+    assert_int_equal(l.n, 2); /* a keeps its one GPU */
+    assert_int_equal(info(rt, 2).alloc.ngpus, 1);
+    loom_runtime_remove(rt, 2, 200);
+    loom_runtime_step(rt, 200, record, &l);
+    assert_true(isinf(loom_runtime_next_wakeup(rt)));
+    loom_runtime_free(rt);
+
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n0", 2000, 16384, 2, "g", 0, NULL, NULL),
+                     LOOM_OK);
+    loom_runtime_rubick_t rb = {.mode = "pollux"};
+    loom_runtime_config_t cfg = {.rubick = &rb};
+    loom_err_t err;
+    assert_int_equal(loom_runtime_new(&c, &cfg, &rt, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, elastic"));
+    loom_sched_cluster_free(&c);
+}
+
+/* a starts on both GPUs alone; c arrives and a is shrunk to one GPU to
+ * admit it. Without the hold c starts at once on the GPU a gives up (its
+ * old process may still be checkpointing there). With it, that GPU stays
+ * held (a draining, not reconfigured again) until the caller reports the
+ * reconfiguration done (or removes a); then c starts there. */
+static void test_shrink_holds_until_done(void **state)
+{
+    (void)state;
+    for (int hold = 0; hold < 3; hold++) { /* 2: a is removed while it drains */
+        loom_runtime_t *rt = runtime_hold(true, NULL, hold > 0);
+        static log_t l;
+        memset(&l, 0, sizeof l);
+        submit(rt, 1, 2, "lstm", 0); /* a */
+        loom_runtime_step(rt, 0, record, &l);
+        assert_int_equal(info(rt, 1).alloc.ngpus, 2);
+        submit(rt, 3, 1, "lstm", 1000); /* c */
+        loom_runtime_step(rt, 1000, record, &l);
+        assert_int_equal(l.a[1].kind, LOOM_RUNTIME_RECONFIGURE);
+        assert_int_equal(l.a[1].id, 1);
+        assert_int_equal(l.a[1].old_alloc.ngpus, 2);
+        assert_int_equal(l.a[1].alloc.ngpus, 1);
+        int freed = l.a[1].old_alloc.gpus[l.a[1].old_alloc.gpus[0] == l.a[1].alloc.gpus[0]];
+        check(rt);
+        if (!hold) { /* c at once, on the GPU a gave up */
+            assert_int_equal(l.n, 3);
+            assert_int_equal(l.a[2].kind, LOOM_RUNTIME_START);
+            assert_int_equal(l.a[2].id, 3);
+            assert_int_equal(l.a[2].alloc.gpus[0], freed);
+            assert_false(info(rt, 1).draining);
+            assert_int_equal(loom_runtime_reconfigured(rt, 1, 1001), LOOM_ESTATE);
+            loom_runtime_free(rt);
+            continue;
+        }
+        assert_int_equal(l.n, 2); /* c waits: a's old process still holds that GPU */
+        assert_true(info(rt, 1).draining);
+        assert_int_equal(info(rt, 3).state, LOOM_RUNTIME_PENDING);
+        assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 2000);
+        if (hold == 2) {
+            assert_int_equal(loom_runtime_remove(rt, 1, 1003), LOOM_OK);
+            assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 0);
+            assert_int_equal(loom_runtime_cluster(rt)->nodes[0].mem_free, 16384);
+            check(rt);
+            loom_runtime_free(rt);
+            continue;
+        }
+        loom_runtime_step(rt, 1005, record, &l); /* nothing changes meanwhile */
+        loom_runtime_step(rt, 1100, record, &l); /* the period passed */
+        assert_int_equal(l.n, 2);
+        assert_int_equal(loom_runtime_reconfigured(rt, 1, 1010), LOOM_OK);
+        assert_false(info(rt, 1).draining);
+        assert_int_equal(loom_runtime_reconfigured(rt, 1, 1010), LOOM_ESTATE);
+        assert_int_equal(loom_runtime_reconfigured(rt, 9, 1010), LOOM_ENOTFOUND);
+        loom_runtime_step(rt, 1010, record, &l);
+        assert_int_equal(l.n, 3);
+        assert_int_equal(l.a[2].kind, LOOM_RUNTIME_START);
+        assert_int_equal(l.a[2].id, 3);
+        assert_int_equal(l.a[2].alloc.gpus[0], freed);
+        check(rt);
+        assert_int_equal(loom_runtime_remove(rt, 1, 2001), LOOM_OK);
+        assert_int_equal(loom_runtime_remove(rt, 3, 2001), LOOM_OK);
+        assert_int_equal(loom_runtime_cluster(rt)->gpu_milli_used, 0);
+        assert_int_equal(loom_runtime_cluster(rt)->nodes[0].mem_free, 16384);
+        check(rt);
+        loom_runtime_free(rt);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_when_other_ends),
-        cmocka_unit_test(test_refused_keeps_old),
-        cmocka_unit_test(test_black_boxes),
-        cmocka_unit_test(test_adopted),
+        cmocka_unit_test(test_grow_when_other_ends), cmocka_unit_test(test_refused_keeps_old),
+        cmocka_unit_test(test_black_boxes),          cmocka_unit_test(test_adopted),
+        cmocka_unit_test(test_modes_and_period),     cmocka_unit_test(test_shrink_holds_until_done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
