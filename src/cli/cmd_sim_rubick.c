@@ -137,7 +137,7 @@ static int parse(int argc, char **argv, args_t *a)
             break;
         }
         case 'd': a->device = optarg; break;
-        case 'r': bad = num("reconf-cost", optarg, 0, 1e6, &a->ro.reconf_cost_s); break;
+        case 'r': bad = num("reconf-cost", optarg, 0.001, 1e6, &a->ro.reconf_cost_s); break;
         case 'g': bad = num("min-gain", optarg, 0, 0.99, &a->ro.min_gain); break;
         case 'T': bad = num("period", optarg, 1, 1e7, &a->period); break;
         case 't': bad = num("timeslice", optarg, 1, 1e7, &a->timeslice); break;

@@ -138,6 +138,9 @@ bool loomd__reconf_ended(loomd_runner_t *r, size_t i, loom_exec_outcome_t *o)
     if (loom_store_get(r->store, a->id, &j, &err) != LOOM_OK)
         return false;
     a->reconfiguring = false;
+    /* the old process is gone: what the reconfiguration gave up is free now
+     * (LOOM_ESTATE when it gave up nothing: a pure grow) */
+    (void)loom_runtime_reconfigured(r->rt, (uint64_t)a->id, (double)loom_time_mono_ns() / 1e9);
     if (j.state != LOOM_JOB_RUNNING || o->exit_code != 0 || o->signal != 0) {
         if (j.state == LOOM_JOB_RUNNING) { /* cancelled meanwhile: recorded as such */
             o->end = LOOM_EXEC_FAILED;

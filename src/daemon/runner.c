@@ -971,8 +971,11 @@ static int rubick_config(const loomd_runner_config_t *cfg, loom_runtime_rubick_t
         snprintf(path, sizeof path, "%s/%s.json", data, d);
     else
         return loom_err_prefix(err, "--rubick %s", d);
-    *rb =
-        (loom_runtime_rubick_t){.reconf_cost_s = (double)cfg->rubick_cost_ns / 1e9, .min_gain = -1};
+    *rb = (loom_runtime_rubick_t){.reconf_cost_s = (double)cfg->rubick_cost_ns / 1e9,
+                                  .min_gain = -1,
+                                  /* the old process runs on what it gives up until it has
+                                     checkpointed: loomd__reconf_ended gives it back */
+                                  .hold_until_reconfigured = true};
     if (loom_rubick_device_load(path, &rb->device, err) != LOOM_OK)
         return loom_err_prefix(err, "--rubick %s", d);
     return LOOM_OK;
