@@ -5,7 +5,9 @@
 # Prometheus rules. Included from the top-level CMakeLists.txt after
 # GNUInstallDirs and the targets.
 set(LOOMD_CONFIG_DEFAULT ${CMAKE_INSTALL_FULL_SYSCONFDIR}/loom/loomd.conf)
+# Both the daemon's objects (config.c reads the file) and main.c (its --help names it).
 target_compile_definitions(loomd PRIVATE LOOMD_CONFIG_DEFAULT="${LOOMD_CONFIG_DEFAULT}")
+target_compile_definitions(loomd_lib PRIVATE LOOMD_CONFIG_DEFAULT="${LOOMD_CONFIG_DEFAULT}")
 set_target_properties(loom_shared PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 
 install(TARGETS loom_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
