@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include "loom/store.h"
-#include "test_util.h"
-
-static char dir[64], path[128];
+#include "store_fixture.h"
 
 static int64_t submit(loom_store_t *s, const char *user, const char *account, int64_t gpus,
                       int64_t share)
@@ -44,32 +42,6 @@ static void move(loom_store_t *s, int64_t id, loom_job_state_t to)
     loom_err_t err;
     if (loom_store_transition(s, id, -1, to, "test", NULL, NULL, &err) != LOOM_OK)
         fail_msg("%s", err.msg);
-}
-
-/* Fixture: a fresh temporary directory for the database, removed after. */
-static int setup_dir(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/loom-store-owner-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(path, sizeof path, "%s/loom.db", dir);
-    return 0;
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    return loom_test_rmtree(dir);
-}
-
-static loom_store_t *open_store(void)
-{
-    loom_store_t *s = NULL;
-    loom_err_t err;
-    if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    return s;
 }
 
 static void test_owner_round_trip(void **state)

@@ -5,9 +5,7 @@
 #include <stdio.h>
 
 #include "loom/store.h"
-#include "test_util.h"
-
-static char dir[64], path[128];
+#include "store_fixture.h"
 
 static int64_t submit(loom_store_t *s)
 {
@@ -22,15 +20,6 @@ static int64_t submit(loom_store_t *s)
     int64_t id = j.id;
     loom_job_free(&j);
     return id;
-}
-
-static loom_store_t *open_store(void)
-{
-    loom_store_t *s = NULL;
-    loom_err_t err;
-    if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    return s;
 }
 
 static void expect(loom_store_t *s, int64_t id, const char *reason, int64_t updated)
@@ -49,9 +38,6 @@ static void expect(loom_store_t *s, int64_t id, const char *reason, int64_t upda
 static void test_set_reasons(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/loom-store-reasons-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/loom.db", dir);
     loom_store_t *s = open_store();
     int64_t a = submit(s), b = submit(s), c = submit(s);
     loom_err_t err;
@@ -79,13 +65,12 @@ static void test_set_reasons(void **state)
     expect(s, a, "Resources", 0);
     loom_store_close(s);
     loom_job_free(&before);
-    loom_test_rmtree(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_set_reasons),
+        cmocka_unit_test_setup_teardown(test_set_reasons, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,35 +7,7 @@
 #include <unistd.h>
 
 #include "loom/store.h"
-#include "rmtree.h"
-#include "test_util.h"
-
-static char dir[64], path[128];
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/loom-store-reconfig-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(path, sizeof path, "%s/loom.db", dir);
-    return 0;
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    return loom_test_rmtree(dir);
-}
-
-static loom_store_t *open_store(void)
-{
-    loom_store_t *s = NULL;
-    loom_err_t err;
-    if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    return s;
-}
+#include "store_fixture.h"
 
 static void kept(void **state)
 {

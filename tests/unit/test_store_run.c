@@ -3,18 +3,7 @@
 #include <unistd.h>
 
 #include "loom/store.h"
-#include "test_util.h"
-
-static char dir[64], path[128];
-
-static loom_store_t *open_store(void)
-{
-    loom_store_t *s = NULL;
-    loom_err_t err;
-    if (loom_store_open(path, NULL, &s, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    return s;
-}
+#include "store_fixture.h"
 
 static int64_t submit(loom_store_t *s, const char *name)
 {
@@ -29,23 +18,6 @@ static int64_t submit(loom_store_t *s, const char *name)
     int64_t id = j.id;
     loom_job_free(&j);
     return id;
-}
-
-/* Fixture: a fresh temporary directory for the database, removed after. */
-static int setup_dir(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/loom-store-run-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(path, sizeof path, "%s/loom.db", dir);
-    return 0;
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    return loom_test_rmtree(dir);
 }
 
 static void lifecycle(void **state)
