@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 
-#include "est_pb.h"
+#include "est_build.h"
 #include "loom/estimate.h"
 
 static const loom_est_device_t cpu = {.name = "test-cpu",
@@ -22,24 +22,6 @@ static const loom_est_device_t gpu = {.name = "test-gpu",
                                       .flops_vector = 1e9,
                                       .mem_bandwidth = 1e9,
                                       .allocator = LOOM_EST_ALLOC_CUDA_CACHING};
-
-static loom_est_model_t *build(pbw_t *g)
-{
-    pbw_t m = onnx_model(g);
-    loom_est_model_t *model = NULL;
-    loom_err_t err = {0};
-    if (loom_est_model_parse(m.d, m.n, "t.onnx", &model, &err))
-        fail_msg("parse: %s", err.msg);
-    free(m.d);
-    return model;
-}
-
-static void run_ok(loom_est_model_t *m, const loom_est_options_t *o, loom_est_result_t *r)
-{
-    loom_err_t err = {0};
-    if (loom_est_run(m, o, r, &err))
-        fail_msg("run: %s", err.msg);
-}
 
 /* x[N,4,8] -> (Transpose perm) -> MatMul W[8,16] -> Add b[16] -> y */
 static loom_est_model_t *linear3d(const int64_t *perm)

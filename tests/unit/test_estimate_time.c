@@ -6,26 +6,8 @@
 
 #include "test_util.h"
 
-#include "est_pb.h"
+#include "est_build.h"
 #include "loom/estimate.h"
-
-static loom_est_model_t *build(pbw_t *g)
-{
-    pbw_t m = onnx_model(g);
-    loom_est_model_t *model = NULL;
-    loom_err_t err = {0};
-    if (loom_est_model_parse(m.d, m.n, "t.onnx", &model, &err))
-        fail_msg("parse: %s", err.msg);
-    free(m.d);
-    return model;
-}
-
-static void run_ok(loom_est_model_t *m, const loom_est_options_t *o, loom_est_result_t *r)
-{
-    loom_err_t err = {0};
-    if (loom_est_run(m, o, r, &err))
-        fail_msg("run: %s", err.msg);
-}
 
 static void near(double got, double want)
 {
