@@ -32,7 +32,20 @@ def job(ckpt, total, plan, batch=8, **kw):
     return subprocess.Popen(
         ["/usr/bin/python3", SCRIPT, "--model", "lstm", "--global-batch", str(batch),
          "--input-size", "8", "--checkpoint", ckpt, "--total-steps", str(total)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True, **kw)
+
+
+def finish(p, what):
+    """p's output; a run that outlives the limit is killed with its workers
+    and the test fails showing what it printed (a hang used to cost 300 s
+    and say nothing)."""
+    try:
+        return p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        fail(f"{what}: still running after 120 s: stdout {out[-500:]!r} stderr {err[-2000:]!r}")
 
 
 def main():
@@ -46,7 +59,7 @@ def main():
         p = job(ckpt, 1000000, {"workers": 1})
         time.sleep(8)  # some steps (import and fork included)
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=300)
+        out, err = finish(p, "stop")
         if p.returncode != 0:
             fail(f"stop: exit {p.returncode}: {err[-2000:]}")
         first = json.loads(out.strip().splitlines()[-1])
@@ -55,7 +68,7 @@ def main():
         # restart with two workers, two more steps
         total = first["step"] + 2
         p = job(ckpt, total, {"workers": 2})
-        out, err = p.communicate(timeout=300)
+        out, err = finish(p, "restart")
         if p.returncode != 0:
             fail(f"restart: exit {p.returncode}: {err[-2000:]}")
         second = json.loads(out.strip().splitlines()[-1])
@@ -65,12 +78,12 @@ def main():
             fail(f"restart: expected steps {first['step']}..{total} on 2 workers: {second}")
         # another global batch cannot resume this checkpoint
         p = job(ckpt, total + 1, {"workers": 1}, batch=16)
-        out, err = p.communicate(timeout=300)
+        out, err = finish(p, "batch")
         if p.returncode == 0 or "global batch 8, expected lstm with 16" not in err:
             fail(f"batch: expected a refusal naming the checkpoint: {p.returncode} {err[-500:]}")
         env = dict(os.environ, LOOM_PLAN="[1, 2]")
         r = subprocess.run(["/usr/bin/python3", SCRIPT, "--model", "lstm"], env=env,
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=120)
         if r.returncode != 2 or "LOOM_PLAN" not in r.stderr:
             fail(f"LOOM_PLAN: expected exit 2 naming it: {r.returncode} {r.stderr[-500:]}")
     print("ok")

@@ -174,8 +174,7 @@ def worker(rank, a, rdzv, out):
     if a.checkpoint:
         first = resume(a, zm, opt)
         train(rank, a, zm, model, opt, first, out)
-        dist.destroy_process_group()
-        return
+        _leave(out)
     micro = a.global_batch // (a.workers * a.accumulation)
     times = []
     for step in range(a.warmup + a.steps):
@@ -201,7 +200,21 @@ def worker(rank, a, rdzv, out):
                  "workers": a.workers, "accumulation": a.accumulation,
                  "recompute": a.recompute, "steps": a.steps,
                  "step_s": sum(times) / len(times), "step_s_min": min(times)})
+    _leave(out)
+
+
+def _leave(out):
+    """End a worker without running destructors. torch 1.13's DDP Reducer,
+    freed when the worker returns, joins gloo's worker thread while holding
+    the GIL, and that thread may be freeing a tensor, which needs the GIL:
+    one run in a few hung forever at exit (integration.rubick_restart timed
+    out in CI). The result is flushed to the parent first."""
     dist.destroy_process_group()
+    out.close()
+    out.join_thread()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class _Recompute(torch.nn.Module):
