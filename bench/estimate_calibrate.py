@@ -2,6 +2,7 @@
 """Per-operator-class calibration of this CPU for `loom estimate` (bench/estimate.sh runs it).
 
     bench/estimate_calibrate.py DEVICE.json [--quick] [--report FILE.md]
+    bench/estimate_calibrate.py DEVICE.json --only lstm   (some classes again)
 
 Adds to the device description written by build/bench_estimate_calibrate:
 
@@ -154,11 +155,12 @@ def eval_fn(f, flops, d, elems, steps=0.0, strided=False):
     return t
 
 
-def fit_flops(samples):
+def fit_flops(samples, steps=False):
     """samples: (flops, d, elems, strided, t). Fits overhead, strided,
     the saturating rate curve and a constant elem_s on three quarters of
     the samples; returns (params, errors on those, errors on the quarter
-    held out)."""
+    held out). steps: the strided column is a step count and its
+    coefficient the cost per step (step_s)."""
     samples = plausible(samples)
     held = samples[3::4]
     samples = [x for i, x in enumerate(samples) if i % 4 != 3]
@@ -179,8 +181,9 @@ def fit_flops(samples):
     if c[2] > 0:
         out["rate"] = {"peak": 1.0 / c[2], "half_dim": h, "power": p}
     if c[1] > 0:
-        out["strided_s"] = c[1]
-    herr = np.array([abs(eval_fn(out, f, dd, e, 0, bool(sd)) - tt) / tt for f, dd, e, sd, tt in held])
+        out["step_s" if steps else "strided_s"] = c[1]
+    herr = np.array([abs(eval_fn(out, f, dd, e, sd if steps else 0, bool(sd) and not steps) - tt) / tt
+                     for f, dd, e, sd, tt in held])
     return out, err, herr
 
 
@@ -477,7 +480,13 @@ def cal_embedding(quick):
     return fit_flops(fw), fit_flops(bw)
 
 
-def cal_lstm(quick):
+def cal_lstm(quick, matmul):
+    """The recurrence of nn.LSTM: PyTorch's CPU build runs the input
+    projection of the whole sequence as one GEMM (seq x batch rows) before
+    the time steps, and the estimator costs that GEMM with the matmul class
+    (src/estimate/cost.c, rnn_projection). So the lstm class is fitted on the
+    measured time less the matmul class's prediction for the projection:
+    FLOPs t x b x (8h x h + 14h), d = b, t steps."""
     fw, bw = [], []
     for b, t, h in itertools.product((3, 12, 40), (5, 20), (40, 100, 300)):
         if quick and b == 12:
@@ -486,19 +495,14 @@ def cal_lstm(quick):
             m = nn.LSTM(h, h, 1, batch_first=True)
             return (lambda x: m(x)[0]), (torch.randn(b, t, h, requires_grad=True),), m.parameters()
         tf, tb = fwd_bwd(make)
-        flops = t * b * (8 * h * (h + h) + 14 * h)
+        rows = t * b
+        pfl, pd, pel = 2 * rows * 4 * h * h, min(rows, 4 * h, h), rows * h + rows * 4 * h + 4 * h * h
+        flops = t * b * (8 * h * h + 14 * h)
         el = t * b * 4 * h
-        # per time step overhead: divide the fixed cost over t (the fit's
-        # overhead column is t, see fit_flops' use below)
-        fw.append((flops, b, el, float(t), tf))
-        bw.append((2 * flops, b, el, float(t), tb))
-    # fit with the "strided" column carrying the step count: overhead per step
-    out = []
-    for s in (fw, bw):
-        p, err, herr = fit_flops(s)
-        p["step_s"] = p.pop("strided_s", 0.0)
-        out.append((p, err, herr))
-    return out
+        # the step count rides in the "strided" column (see below)
+        fw.append((flops, b, el, float(t), tf - eval_fn(matmul["fwd"], pfl, pd, pel)))
+        bw.append((2 * flops, b, el, float(t), tb - eval_fn(matmul["bwd"], 2 * pfl, pd, pel)))
+    return fit_flops(fw, steps=True), fit_flops(bw, steps=True)
 
 
 def cal_optimizer(kind, quick):
@@ -557,11 +561,30 @@ def cpu_model():
     return "CPU"
 
 
-def main():
-    global page_fault_s
-    if os.environ.get("GLIBC_TUNABLES") != TUNABLES:  # see the module's docstring
-        os.execve(sys.executable, [sys.executable] + sys.argv,
-                  dict(os.environ, GLIBC_TUNABLES=TUNABLES))
+CLASSES = (  # name, calibration(quick, the classes fitted so far); in this order
+    ("conv", lambda q, cl: cal_conv(q)),
+    ("conv1x1", lambda q, cl: cal_conv(q, point=True)),
+    ("dwconv", lambda q, cl: cal_dwconv(q)),
+    ("matmul", lambda q, cl: cal_matmul(q)),
+    ("bmm", lambda q, cl: cal_bmm(q)),
+    ("bn", lambda q, cl: cal_elementwise(mk_bn, q)),
+    ("ln", lambda q, cl: cal_elementwise(mk_ln, q)),
+    ("softmax", lambda q, cl: cal_elementwise(mk_softmax, q)),
+    ("loss", lambda q, cl: cal_elementwise(mk_loss, q)),
+    ("unary", lambda q, cl: cal_elementwise(mk_unary(torch.relu), q)),
+    ("binary", lambda q, cl: cal_elementwise(mk_binary, q)),
+    ("gelu", lambda q, cl: cal_elementwise(mk_unary(F.gelu), q)),
+    ("act", lambda q, cl: cal_elementwise(mk_unary(torch.tanh), q)),
+    ("pool", lambda q, cl: cal_elementwise(mk_pool, q)),
+    ("reduce", lambda q, cl: cal_elementwise(mk_reduce, q)),
+    ("copy", lambda q, cl: cal_elementwise(mk_copy, q)),
+    ("view", lambda q, cl: cal_elementwise(mk_view, q)),
+    ("embedding", lambda q, cl: cal_embedding(q)),
+    ("lstm", lambda q, cl: cal_lstm(q, cl["matmul"])),
+)
+
+
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("device", help="device file to complete (or to create, with --from)")
     ap.add_argument("--quick", action="store_true", help="fewer shapes (tests, loom estimate calibrate)")
@@ -570,45 +593,73 @@ def main():
                     "in_step_factor, malloc_tunables) and write a new one: `loom estimate calibrate`")
     ap.add_argument("--name", help="the new device's name (with --from; default: the file's stem)")
     ap.add_argument("--report", help="write the fit quality as Markdown to this file")
+    ap.add_argument("--only", metavar="CLASS[,CLASS]",
+                    help="measure only these operator classes again; every other figure of the "
+                    "device file (--from's, else DEVICE's) is kept")
     a = ap.parse_args()
+    names = [name for name, _ in CLASSES]
+    a.classes = a.only.split(",") if a.only else names
+    unknown = sorted(set(a.classes) - set(names))
+    if unknown:
+        ap.error(f"--only {a.only}: unknown class {', '.join(unknown)}; expected some of "
+                 + ", ".join(names))
+    return a
+
+
+def main():
+    global page_fault_s
+    if os.environ.get("GLIBC_TUNABLES") != TUNABLES:  # see the module's docstring
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, GLIBC_TUNABLES=TUNABLES))
+    a = parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     t_start = time.process_time()
-    page_fault_s = measure_page_fault()
-    print(f"page fault {page_fault_s * 1e6:.2f} us per 4 KiB page", flush=True)
-    classes, report = {}, []
-
-    def add(name, pair):
-        (fp, fe, fh), (bp, be, bh) = pair
+    dev = json.load(open(a.template or a.device))
+    classes, report = (dict(dev.get("op_classes", {})) if a.only else {}), []
+    if "lstm" in a.classes and "matmul" not in a.classes and "matmul" not in classes:
+        sys.exit(f"estimate_calibrate.py: --only {a.only}: the device has no matmul class, "
+                 "which the lstm fit needs")
+    if a.only:  # the faults a sample takes are subtracted at the device's own rate
+        page_fault_s = float(dev.get("page_fault_s", 0.0))
+    else:
+        page_fault_s = measure_page_fault()
+        print(f"page fault {page_fault_s * 1e6:.2f} us per 4 KiB page", flush=True)
+    for name, cal in CLASSES:
+        if name not in a.classes:
+            continue
+        (fp, fe, fh), (bp, be, bh) = cal(a.quick, classes)
         classes[name] = {"fwd": fp, "bwd": bp}
         row = (name, len(fe), 100 * np.median(fe), 100 * np.median(be), len(fh),
                100 * np.median(fh), 100 * np.median(bh))
         report.append(row)
         print("%-10s fit n=%d: median err fwd %.1f%% bwd %.1f%%; held out n=%d: fwd %.1f%% bwd %.1f%%"
               % row, flush=True)
-    q = a.quick
-    add("conv", cal_conv(q))
-    add("conv1x1", cal_conv(q, point=True))
-    add("dwconv", cal_dwconv(q))
-    add("matmul", cal_matmul(q))
-    add("bmm", cal_bmm(q))
-    add("bn", cal_elementwise(mk_bn, q))
-    add("ln", cal_elementwise(mk_ln, q))
-    add("softmax", cal_elementwise(mk_softmax, q))
-    add("loss", cal_elementwise(mk_loss, q))
-    add("unary", cal_elementwise(mk_unary(torch.relu), q))
-    add("binary", cal_elementwise(mk_binary, q))
-    add("gelu", cal_elementwise(mk_unary(F.gelu), q))
-    add("act", cal_elementwise(mk_unary(torch.tanh), q))
-    add("pool", cal_elementwise(mk_pool, q))
-    add("reduce", cal_elementwise(mk_reduce, q))
-    add("copy", cal_elementwise(mk_copy, q))
-    add("view", cal_elementwise(mk_view, q))
-    add("embedding", cal_embedding(q))
-    add("lstm", cal_lstm(q))
+    dev["op_classes"] = classes
+    when = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    opt_report = []
+    if a.only:
+        dev["description"] = dev.get("description", "") + f"; {a.only} recalibrated {when}"
+    else:
+        opt_report = calibrate_fixed(a, dev, when)
+    tmp = a.device + ".tmp"  # whole or nothing: a failed run leaves no half-written file
+    with open(tmp, "w") as f:
+        json.dump(dev, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, a.device)
+    print(f"calibration took {time.process_time() - t_start:.0f} s CPU", flush=True)
+    if a.report:
+        write_report(a.report, dev, report, opt_report)
+    return 0
+
+
+def calibrate_fixed(a, dev, when):
+    """The optimizers, the fixed cost of a step and the page fault cost into
+    dev (a whole calibration); returns the optimizers' report rows."""
+    classes = dev["op_classes"]
     opts, opt_report = {}, []
     for kind in ("sgd", "momentum", "adam"):
-        opts[kind], herr = cal_optimizer(kind, q)
+        opts[kind], herr = cal_optimizer(kind, a.quick)
         opt_report.append((kind, opts[kind]["tensor_s"] * 1e6, 100 * herr[0]))
         print("%-10s per tensor %.1f us; held out 100000 x 20: err %.1f%%" % opt_report[-1],
               flush=True)
@@ -616,29 +667,20 @@ def main():
     lin = classes["matmul"]
     fixed = (lin["fwd"]["overhead_s"] + lin["bwd"]["overhead_s"] + classes["loss"]["fwd"]["overhead_s"]
              + classes["loss"]["bwd"]["overhead_s"] + 2 * opts["adam"]["tensor_s"])
-    dev = json.load(open(a.template or a.device))
     if a.template:
         import platform
         dev["name"] = a.name or os.path.splitext(os.path.basename(a.device))[0]
         dev["description"] = (f"{cpu_model()} on host {platform.node()}, 1 thread; operator "
-                              f"classes calibrated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+                              f"classes calibrated {when} "
                               f"by loom estimate calibrate{' (quick)' if a.quick else ''}; roofline "
                               f"figures, context_bytes and in_step_factor from {os.path.basename(a.template)}")
     dev["page_fault_s"] = page_fault_s
-    dev["op_classes"] = classes
     dev["optimizer"] = opts
     dev["step_overhead_s"] = max(tiny - fixed, 0.0)
     dev["calibrated"] = True
-    tmp = a.device + ".tmp"  # whole or nothing: a failed run leaves no half-written file
-    with open(tmp, "w") as f:
-        json.dump(dev, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, a.device)
-    print(f"step overhead {dev['step_overhead_s'] * 1e6:.1f} us (tiny step {tiny * 1e6:.1f} us); "
-          f"calibration took {time.process_time() - t_start:.0f} s CPU", flush=True)
-    if a.report:
-        write_report(a.report, dev, report, opt_report)
-    return 0
+    print(f"step overhead {dev['step_overhead_s'] * 1e6:.1f} us (tiny step {tiny * 1e6:.1f} us)",
+          flush=True)
+    return opt_report
 
 
 def write_report(path, dev, rows, opt_rows):

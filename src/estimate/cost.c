@@ -1549,7 +1549,9 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
     case LOOM_EST_CL_LSTM: {
         const est_tensor_t *xt = tin(c, n, 0);
         bool bf = attr_int(n, "layout", 0) == 1;
-        f.steps = xt && xt->rank == 3 ? (double)xt->dims[bf ? 1 : 0] : 1;
+        const est_tensor_t *wt = tin(c, n, 1);
+        double dirs = wt && wt->rank == 3 ? (double)wt->dims[0] : 1; /* run one after the other */
+        f.steps = (xt && xt->rank == 3 ? (double)xt->dims[bf ? 1 : 0] : 1) * dirs;
         f.d = xt && xt->rank == 3 ? (double)xt->dims[bf ? 0 : 1] : 1;
         f.el_f = f.el_b = (op_is(n, "GRU") ? 3 : 4) * E;
         break;
@@ -1601,6 +1603,29 @@ static void roofline_op(const cost_t *c, loom_est_op_t *op, double *tf, double *
         *tb = fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
 }
 
+/* PyTorch's CPU RNN layer (FullLayer in ATen's RNN.cpp) runs the input
+ * projection of the whole sequence as one GEMM per direction, seq x batch
+ * rows, before the recurrence; only the hidden-state GEMMs and the gates run
+ * per time step, at batch rows. The projection's share of an LSTM/GRU node:
+ * its FLOPs, the GEMM's smallest dimension and the elements it touches. */
+typedef struct rnn_proj {
+    double flops, d, el;
+} rnn_proj_t;
+
+static rnn_proj_t rnn_projection(const cost_t *c, const est_node_t *n)
+{
+    rnn_proj_t p = {0};
+    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    if (!x || x->rank != 3 || !w || w->rank != 3)
+        return p;
+    double dirs = (double)w->dims[0], gh = (double)w->dims[1], in = (double)w->dims[2];
+    double rows = (double)x->dims[0] * (double)x->dims[1]; /* seq x batch */
+    p.flops = dirs * 2 * rows * gh * in;
+    p.d = fmin(rows, fmin(gh, in));
+    p.el = dirs * (rows * in + rows * gh + gh * in);
+    return p;
+}
+
 static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opreq)
 {
     loom_est_model_t *m = c->m;
@@ -1622,6 +1647,10 @@ static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opr
                     if (n->in[j] >= 0 && c->req[n->in[j]])
                         nreq++;
                 b = f * nreq;
+                if (is_rnn(n)) { /* the recurrence's backward runs whatever the input needs */
+                    double pr = rnn_projection(c, n).flops;
+                    b = pr * nreq + 2 * (f - pr);
+                }
             } else {
                 b = 2 * f;
             }
@@ -1697,6 +1726,40 @@ static double optimizer_roofline(const cost_t *c, const loom_est_result_t *res, 
            (double)ntensors * kernels * d->op_overhead_s;
 }
 
+/* One operator's forward and backward time under its class's cost
+ * functions (docs/estimate.md, "The calibrated model"); an RNN's input
+ * projection under the matmul class when the device has it. */
+static void class_time(cost_t *c, int ni, const loom_est_op_t *op, int cls, bool req,
+                       double *tf, double *tb)
+{
+    const loom_est_device_t *d = c->opt->device;
+    double hscale = c->opt->precision != LOOM_EST_FP32 ? d->flops_half / d->flops_fp32 : 1;
+    feat_t f = op_features(c, ni, cls, op->min_dim);
+    double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
+    bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 ||
+              cls == LOOM_EST_CL_DWCONV || cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM ||
+              cls == LOOM_EST_CL_LSTM;
+    double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
+    const loom_est_cost_fn_t *mm = d->cls[LOOM_EST_CL_MATMUL];
+    double pf = 0, pb = 0; /* the RNN projection's time */
+    if (cls == LOOM_EST_CL_LSTM && mm[0].set && fl > 0) {
+        rnn_proj_t p = rnn_projection(c, &c->m->n[ni]);
+        double pfl = fmin(p.flops / hscale, fl), rec = fl - pfl;
+        double pbl = fmax(bl - 2 * rec, 0); /* flops_pass: the recurrence's is 2 x rec */
+        pf = loom_est_cost_eval(&mm[0], pfl, p.d, p.el * es, 0, false);
+        if (req && mm[1].set)
+            pb = loom_est_cost_eval(&mm[1], pbl, p.d, p.el * es, 0, false);
+        fl = rec;
+        bl -= pbl;
+    }
+    *tf = pf + loom_est_cost_eval(&d->cls[cls][0], fl, f.d, f.el_f * es, f.steps, f.strided);
+    *tb = 0;
+    if (req && d->cls[cls][1].set)
+        *tb = pb + loom_est_cost_eval(&d->cls[cls][1], bl, f.d, f.el_b * es, f.steps, f.strided);
+    else if (req)
+        *tb = *tf; /* no backward calibration: as much again */
+}
+
 static int step_time(cost_t *c, loom_est_result_t *res)
 {
     loom_est_model_t *m = c->m;
@@ -1719,8 +1782,6 @@ static int step_time(cost_t *c, loom_est_result_t *res)
         goto out;
     if (c->log && (rc = replay_heap(c, ffwd, fbwd, &floss, &fopt)))
         goto out;
-    bool half = c->opt->precision != LOOM_EST_FP32;
-    double hscale = half ? d->flops_half / d->flops_fp32 : 1;
     double pf = c->log ? d->page_fault_s / 4096 : 0; /* per fresh byte */
     /* operators cost more inside a training step than in the isolated
      * microbenchmarks their classes come from: the device's in_step_factor
@@ -1734,19 +1795,8 @@ static int step_time(cost_t *c, loom_est_result_t *res)
         roofline_op(c, op, &tf, &tb);
         int cls = d->has_classes ? op_class(c, ni) : -1;
         if (cls >= 0 && d->cls[cls][0].set) {
-            feat_t f = op_features(c, ni, cls, op->min_dim);
-            double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
-            bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 ||
-                      cls == LOOM_EST_CL_DWCONV || cls == LOOM_EST_CL_MATMUL ||
-                      cls == LOOM_EST_CL_BMM || cls == LOOM_EST_CL_LSTM;
-            double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
             op->cls = cls;
-            tf = loom_est_cost_eval(&d->cls[cls][0], fl, f.d, f.el_f * es, f.steps, f.strided);
-            tb = 0;
-            if (opreq[i] && d->cls[cls][1].set)
-                tb = loom_est_cost_eval(&d->cls[cls][1], bl, f.d, f.el_b * es, f.steps, f.strided);
-            else if (opreq[i])
-                tb = tf; /* no backward calibration: as much again */
+            class_time(c, ni, op, cls, opreq[i], &tf, &tb);
         }
         tf *= k;
         tb *= k;

@@ -128,6 +128,56 @@ static void test_class_step_time(void **state)
     loom_est_model_free(m);
 }
 
+/* An LSTM layer as PyTorch's CPU build runs it: the input projection of the
+ * whole sequence is one GEMM (the matmul class), the recurrence is the lstm
+ * class, once per time step and direction. x[N, 3 steps, 4] -> LSTM(H 2). */
+static void test_rnn_projection(void **state)
+{
+    (void)state;
+    static const char *dev =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+        " \"op_classes\": {"
+        "  \"matmul\": {\"fwd\": {\"overhead_s\": 1e-6, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+        "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]},"
+        "             \"bwd\": {\"overhead_s\": 2e-6, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+        "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]}},"
+        "  \"lstm\": {\"fwd\": {\"step_s\": 1e-7, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+        "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]},"
+        "           \"bwd\": {\"step_s\": 2e-7, \"rate\": {\"peak\": 1e9, \"half_dim\": 2,"
+        "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]}}}}";
+    loom_est_device_t d;
+    load_device(dev, &d);
+    pbw_t g = {0}, n;
+    onnx_node_begin(&n, "LSTM", "lstm", "x,W,R", "Y");
+    attr_int(&n, "layout", 1); /* batch first: x[N, 3, 4], Y[N, 3, 1, 2] */
+    attr_int(&n, "hidden_size", 2);
+    onnx_node_end(&g, &n);
+    onnx_init(&g, "W", 1, 3, (int64_t[]){1, 8, 4}, NULL, 0);
+    onnx_init(&g, "R", 1, 3, (int64_t[]){1, 8, 2}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
+    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
+    loom_est_model_t *m = build(&g);
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &d};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    /* FLOPs: 3 steps x batch 2 x (8H(I+H) + 14H) = 6 x 124 = 744, of which
+     * the projection 2 x 6 rows x 8 x 4 = 384 and the recurrence 360.
+     * Backward: x is data, so the projection only for W (384), the
+     * recurrence twice (720): 1104. */
+    assert_int_equal(r.ops[0].cls, LOOM_EST_CL_LSTM);
+    near(r.ops[0].fwd_flops, 744);
+    near(r.ops[0].bwd_flops, 1104);
+    /* projection (matmul): d = min(6, 8, 4) = 4 -> eff 2/3; elements
+     * 6x4 + 6x8 + 8x4 = 104: fwd 1e-6 + 5.76e-7 + 1.04e-7 = 1.68e-6,
+     * bwd 2e-6 + 5.76e-7 + 1.04e-7 = 2.68e-6.
+     * recurrence (lstm): d = batch 2 -> eff 1/2; 3 steps; 4 x 12 elements:
+     * fwd 3e-7 + 7.2e-7 + 4.8e-8 = 1.068e-6, bwd 6e-7 + 1.44e-6 + 4.8e-8 =
+     * 2.088e-6 */
+    near(r.ops[0].time_s, 1.68e-6 + 2.68e-6 + 1.068e-6 + 2.088e-6);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+}
+
 static void test_in_step_factor(void **state)
 {
     (void)state;
@@ -347,7 +397,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_curve_and_cost_fn), cmocka_unit_test(test_class_step_time),
-        cmocka_unit_test(test_in_step_factor),    cmocka_unit_test(test_class_fallback_to_roofline),
+        cmocka_unit_test(test_in_step_factor), cmocka_unit_test(test_rnn_projection),    cmocka_unit_test(test_class_fallback_to_roofline),
         cmocka_unit_test(test_fresh_pages),       cmocka_unit_test(test_device_classes_json),
         cmocka_unit_test(test_shipped_devices),
     };
