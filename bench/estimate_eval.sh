@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The estimator's honest protocol in one command (issue #24):
 #   development set = the zoo (workloads/export_onnx.py NAMES), on which the
-#   cost model was written; evaluation set = workloads/models/evaluation.txt,
-#   architectures held out from it. Both are measured the same way
+#   cost model was written; evaluation set = a held-out list (PLAN, default
+#   workloads/models/evaluation3.txt, the newest one not yet spent; the
+#   earlier ones, evaluation.txt and evaluation2.txt, are spent), architectures
+#   held out from it. Both are measured the same way
 #   (bench/estimate_measure.py: peak live heap of one Adam training step and
 #   the median CPU time of its steps, one thread, the median of --procs
 #   processes) against `loom estimate` on DEVICE, and reported apart:
-#   docs/bench/estimate.md (development) and docs/bench/estimate_eval.md
-#   (evaluation), rows also as JSON next to them.
+#   docs/bench/estimate.md (development) and docs/bench/estimate_evalN.md
+#   (evaluation, N from the list's name: evaluation3.txt -> estimate_eval3.md),
+#   rows also as JSON next to them.
 #
 #   bench/estimate_eval.sh [BUILD] [DEVICE.json]
 #       default build, workloads/devices/cpu-local-retain.json
-#   env: PROCS (3), STEPS (9), SETS ("development evaluation"), REUSE=1 (keep
+#   env: PROCS (3), STEPS (9), SETS ("development evaluation"), PLAN (the
+#        held-out list), REUSE=1 (keep
 #        the committed measurements, estimate again: after an estimator
 #        change; the context_bytes measurement is kept too), NICE (-5:
 #        step times are CPU time, but a loaded machine still slows them; as
@@ -33,7 +37,10 @@ trap 'rm -rf "$tmp"' EXIT
 nice=()
 if [ "$(id -u)" -eq 0 ]; then nice=(nice -n "${NICE:--5}"); fi
 zoo=resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm
-held=$(sed 's/#.*//' workloads/models/evaluation.txt | awk 'NF == 2 {print $1}' | paste -sd,)
+plan=${PLAN:-workloads/models/evaluation3.txt}
+[ -r "$plan" ] || { echo "bench/estimate_eval.sh: PLAN $plan: no such list" >&2; exit 1; }
+suffix=$(basename "$plan" .txt); suffix=${suffix#evaluation}
+held=$(sed 's/#.*//' "$plan" | awk 'NF == 2 {print $1}' | paste -sd,)
 # graph-only exports: the estimator reads no weights
 $py workloads/export_onnx.py "$tmp" --no-weights --models "mlp,$zoo,$held" > "$tmp/export.log" 2>&1 ||
   { cat "$tmp/export.log"; exit 1; }
@@ -41,8 +48,8 @@ for set in ${SETS:-development evaluation}; do
   if [ "$set" = development ]; then
     args=(--models "$zoo" --out docs/bench/estimate.md --json docs/bench/estimate.json)
   else
-    args=(--plan workloads/models/evaluation.txt --out docs/bench/estimate_eval.md
-          --json docs/bench/estimate_eval.json)
+    args=(--plan "$plan" --out "docs/bench/estimate_eval$suffix.md"
+          --json "docs/bench/estimate_eval$suffix.json")
   fi
   reuse=()
   [ -n "${REUSE:-}" ] && reuse=(--reuse "${args[-1]}" --no-context)

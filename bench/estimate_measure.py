@@ -255,6 +255,7 @@ def main():
                     "re-estimate without re-measuring)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench", "estimate.md"))
     a = ap.parse_args()
+    a.plan_path = a.plan
     a.plan = load_plan(a.plan) if a.plan else PLAN
     a.models = a.models or ",".join(a.plan)
     a.rows = []
@@ -278,11 +279,13 @@ def main():
         "still to be measured.",
         "",
         f"Command: `bench/estimate_eval.sh build DEVICE.json` (which runs `bench/estimate_measure.py "
-        f"--set {a.set} --procs {a.procs} --steps {a.steps} --optimizer {a.optimizer}`). "
+        f"--set {a.set} --procs {a.procs} --steps {a.steps} --optimizer {a.optimizer}"
+        f"{' --plan ' + a.plan_path if a.plan_path else ''}`). "
         f"**{a.set.capitalize()} set** "
         + ("(the zoo, on which the cost model was written). " if a.set == "development" else
-           "(workloads/models/evaluation.txt: architectures held out from the cost model's "
-           "development and calibration, chosen before the issue #24 changes). ")
+           f"({a.plan_path or 'the plan'}: architectures held out from the cost model's "
+           "development and calibration, chosen and committed before they were measured; "
+           "its header says when). ")
         + f"Training step = forward + cross-entropy + backward + {a.optimizer} step, fp32. "
         f"Load average at the start: {' '.join(open('/proc/loadavg').read().split()[:3])} "
         "(2 cores shared with other developers' builds and tests: step times are noisy; memory is not).",
