@@ -441,6 +441,10 @@ DEVCASES = {
     "dev_fire": lambda: (_FireNet(), lambda b: (torch.randn(b, 3, 56, 56),), ["input"], _ce(10)),
     "dev_shuffle": lambda: (_ShuffleNet(), lambda b: (torch.randn(b, 3, 48, 48),), ["input"],
                             _ce(10)),
+    # RNNs at sizes no list uses (fourth round: the small RNNs' memory)
+    "dev_lstm": lambda: _seq_model(_RNN("LSTM", 24, 80, 1), 36, 24),
+    "dev_lstm2": lambda: _seq_model(_RNN("LSTM", 56, 72, 2), 22, 56),
+    "dev_gru_bi": lambda: _seq_model(_RNN("GRU", 20, 56, 1, bidirectional=True), 44, 20),
 }
 
 class _First(nn.Module):  # a dict-returning model reduced to one tensor output

@@ -85,6 +85,16 @@ static bool is_float(int d)
     return d == EST_T_FLOAT || d == EST_T_DOUBLE || d == EST_T_FLOAT16 || d == EST_T_BFLOAT16;
 }
 
+/* The host heap an RNN layer's autograd graph takes per time step and
+ * direction in training (its ~30 nodes, saved-variable records and tensor
+ * headers), beyond the tensors' data: 4.86 KB for nn.LSTM, 4.79 KB for
+ * nn.GRU, measured as the slope of live heap bytes after a forward from 50
+ * to 100 steps at hidden size 1 and batch 1 (build/libloom_alloctrack.so,
+ * torch 1.13, 2026-12-03). Host memory: CPU devices only. */
+#define RNN_STEP_GRAPH_BYTES 4800
+
+static int64_t attr_int(const est_node_t *n, const char *name, int64_t def);
+
 static bool op_is(const est_node_t *n, const char *op)
 {
     return strcmp(n->op, op) == 0;
@@ -536,6 +546,31 @@ static int saved_of(cost_t *c, int ni, int *s)
     return k;
 }
 
+/* PyTorch's CPU RNN layer (FullLayer in ATen's RNN.cpp) runs the input
+ * projection of the whole sequence as one GEMM per direction, seq x batch
+ * rows, before the recurrence; only the hidden-state GEMMs and the gates run
+ * per time step, at batch rows. The projection's share of an LSTM/GRU node:
+ * its FLOPs, the GEMM's smallest dimension and the elements it touches. */
+typedef struct rnn_proj {
+    double flops, d, el;
+    double out; /* elements of one direction's projection: rows x gates x H */
+} rnn_proj_t;
+
+static rnn_proj_t rnn_projection(const cost_t *c, const est_node_t *n)
+{
+    rnn_proj_t p = {0};
+    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    if (!x || x->rank != 3 || !w || w->rank != 3)
+        return p;
+    double dirs = (double)w->dims[0], gh = (double)w->dims[1], in = (double)w->dims[2];
+    double rows = (double)x->dims[0] * (double)x->dims[1]; /* seq x batch */
+    p.flops = dirs * 2 * rows * gh * in;
+    p.d = fmin(rows, fmin(gh, in));
+    p.el = dirs * (rows * in + rows * gh + gh * in);
+    p.out = rows * gh;
+    return p;
+}
+
 /* Extra tensors PyTorch allocates that the ONNX graph does not show:
  * max-pool indices (int64, output-sized, kept), the LSTM's per-step
  * gate activations and cell states kept for backward, and the contiguous
@@ -549,15 +584,21 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
         return tbytes(c, c->m->n[linear_matmul(c, ni)].in[0]);
     if (op_is(n, "MaxPool") && (n->nout < 2 || n->out[1] < 0))
         return (uint64_t)numel(o) * 8;
-    if (op_is(n, "LSTM")) {
-        /* Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per step */
-        return (uint64_t)numel(o) * 7 * esize(c, n->out[0]);
-    }
-    if (op_is(n, "GRU")) {
-        /* per step: the 3H input and 3H hidden projections, the reset,
-         * update and new gates, and h - n (h itself is Y): 10 x Y, from
-         * the autograd graph of PyTorch's CPU GRU cell (not measured) */
-        return (uint64_t)numel(o) * 10 * esize(c, n->out[0]);
+    if (is_rnn(n)) {
+        /* LSTM: Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per
+         * step; GRU: the 3H input and 3H hidden projections, the reset,
+         * update and new gates, and h - n (h itself is Y): 10 x Y, from the
+         * autograd graph of PyTorch's CPU GRU cell. On a CPU device the
+         * host heap holds the autograd graph too: its nodes, saved-variable
+         * records and tensor headers, RNN_STEP_GRAPH_BYTES per time step
+         * and direction (a layer of some 30 autograd nodes per step). */
+        uint64_t b = (uint64_t)numel(o) * (op_is(n, "LSTM") ? 7 : 10) * esize(c, n->out[0]);
+        const est_tensor_t *w = tin(c, n, 1), *x = tin(c, n, 0);
+        if (c->cpu && c->opt->train && w && w->rank == 3 && x && x->rank == 3) {
+            bool bf = attr_int(n, "layout", 0) == 1;
+            b += (uint64_t)(w->dims[0] * x->dims[bf ? 1 : 0]) * RNN_STEP_GRAPH_BYTES;
+        }
+        return b;
     }
     if (op_is(n, "MatMul")) { /* torch.matmul reshapes batched operands: copies */
         uint64_t b = 0;
@@ -1008,11 +1049,17 @@ static void walk_forward(cost_t *c, uint64_t *persist, uint64_t *extra_handles)
             scr_free(c, &hw);
             scr_free(c, &hx);
         }
+        if (!alias && !internal && is_rnn(n) && (c->log || c->scratch)) {
+            /* the input projection of one direction (rnn_projection): live
+             * while that direction's time steps run, freed with the layer */
+            hy = scr_alloc(c, (uint64_t)rnn_projection(c, n).out * esize(c, n->out[0]));
+        }
         if (!alias && !internal) {
             for (size_t k = 0; k < n->nout; k++)
                 if (n->out[k] >= 0 && c->root[n->out[k]] == n->out[k])
                     c->handle[n->out[k]] = mem_alloc(c, tbytes(c, n->out[k]), CAT_ACT);
-            scr_free(c, &hy);
+            if (!is_rnn(n))
+                scr_free(c, &hy);
             uint64_t ex = extra_bytes(c, ni);
             if (ex) {
                 bool kept = false;
@@ -1022,6 +1069,7 @@ static void walk_forward(cost_t *c, uint64_t *persist, uint64_t *extra_handles)
                 if (!c->opt->train || !kept)
                     mem_free(c, &extra_handles[ni]);
             }
+            scr_free(c, &hy); /* an RNN's projection outlives its outputs */
         }
         if (c->opt->precision == LOOM_EST_MIXED && matmul_class(n))
             for (size_t k = 1; k < n->nin; k++) /* autocast's half copies of weights */
@@ -1601,29 +1649,6 @@ static void roofline_op(const cost_t *c, loom_est_op_t *op, double *tf, double *
     *tb = 0;
     if (op->bwd_flops > 0)
         *tb = fmax(op->bwd_flops / rate, 2 * op->bytes / d->mem_bandwidth) + 2 * d->op_overhead_s;
-}
-
-/* PyTorch's CPU RNN layer (FullLayer in ATen's RNN.cpp) runs the input
- * projection of the whole sequence as one GEMM per direction, seq x batch
- * rows, before the recurrence; only the hidden-state GEMMs and the gates run
- * per time step, at batch rows. The projection's share of an LSTM/GRU node:
- * its FLOPs, the GEMM's smallest dimension and the elements it touches. */
-typedef struct rnn_proj {
-    double flops, d, el;
-} rnn_proj_t;
-
-static rnn_proj_t rnn_projection(const cost_t *c, const est_node_t *n)
-{
-    rnn_proj_t p = {0};
-    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
-    if (!x || x->rank != 3 || !w || w->rank != 3)
-        return p;
-    double dirs = (double)w->dims[0], gh = (double)w->dims[1], in = (double)w->dims[2];
-    double rows = (double)x->dims[0] * (double)x->dims[1]; /* seq x batch */
-    p.flops = dirs * 2 * rows * gh * in;
-    p.d = fmin(rows, fmin(gh, in));
-    p.el = dirs * (rows * in + rows * gh + gh * in);
-    return p;
 }
 
 static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opreq)

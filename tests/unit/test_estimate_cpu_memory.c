@@ -187,6 +187,46 @@ static void test_onednn_primitive_cache(void **state)
     loom_est_model_free(m);
 }
 
+/* x[N,3 steps,4] -> LSTM(H 2, batch first) -> Y[N,3,1,2]. PyTorch's CPU
+ * LSTM computes the input projection of the sequence first (6 rows x 8 =
+ * 48 floats at batch 2: 192 bytes, freed when the layer returns), and in
+ * training its autograd graph holds RNN_STEP_GRAPH_BYTES (4800) of host
+ * heap per time step; a GPU device has neither in its memory. */
+static void test_rnn_projection_and_graph(void **state)
+{
+    (void)state;
+    pbw_t g = {0}, n;
+    onnx_node_begin(&n, "LSTM", "lstm", "x,W,R", "Y");
+    attr_int(&n, "layout", 1);
+    attr_int(&n, "hidden_size", 2);
+    onnx_node_end(&g, &n);
+    onnx_init(&g, "W", 1, 3, (int64_t[]){1, 8, 4}, NULL, 0);
+    onnx_init(&g, "R", 1, 3, (int64_t[]){1, 8, 2}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
+    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
+    loom_est_model_t *m = build(&g);
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &gpu};
+    loom_est_result_t gr, cr;
+    run_ok(m, &o, &gr);
+    o.device = &cpu;
+    run_ok(m, &o, &cr);
+    /* the graph: 3 steps x 4800 bytes (and glibc's rounding of the few
+     * small tensors, under 8 bytes each); the projection at the peak */
+    uint64_t more = cr.mem.activations - gr.mem.activations;
+    assert_true(cr.mem.activations > gr.mem.activations);
+    assert_true(more >= 3 * 4800 && more < 3 * 4800 + 64);
+    assert_int_equal(cr.mem.temporaries, 192);
+    loom_est_result_free(&gr);
+    loom_est_result_free(&cr);
+    /* inference: no autograd graph; the projection is still made */
+    o.train = false;
+    run_ok(m, &o, &cr);
+    assert_true(cr.mem.peak_live < 1024);
+    assert_int_equal(cr.mem.temporaries, 192);
+    loom_est_result_free(&cr);
+    loom_est_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_inputs_live_through_step),
         cmocka_unit_test(test_dropout_mask_cpu_float),
         cmocka_unit_test(test_onednn_primitive_cache),
+        cmocka_unit_test(test_rnn_projection_and_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
