@@ -1754,16 +1754,15 @@ static double optimizer_roofline(const cost_t *c, const loom_est_result_t *res, 
 /* One operator's forward and backward time under its class's cost
  * functions (docs/estimate.md, "The calibrated model"); an RNN's input
  * projection under the matmul class when the device has it. */
-static void class_time(cost_t *c, int ni, const loom_est_op_t *op, int cls, bool req,
-                       double *tf, double *tb)
+static void class_time(cost_t *c, int ni, const loom_est_op_t *op, int cls, bool req, double *tf,
+                       double *tb)
 {
     const loom_est_device_t *d = c->opt->device;
     double hscale = c->opt->precision != LOOM_EST_FP32 ? d->flops_half / d->flops_fp32 : 1;
     feat_t f = op_features(c, ni, cls, op->min_dim);
     double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
-    bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 ||
-              cls == LOOM_EST_CL_DWCONV || cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM ||
-              cls == LOOM_EST_CL_LSTM;
+    bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 || cls == LOOM_EST_CL_DWCONV ||
+              cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM || cls == LOOM_EST_CL_LSTM;
     double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
     const loom_est_cost_fn_t *mm = d->cls[LOOM_EST_CL_MATMUL];
     double pf = 0, pb = 0; /* the RNN projection's time */

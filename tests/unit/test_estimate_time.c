@@ -396,9 +396,13 @@ static void test_shipped_devices(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_curve_and_cost_fn), cmocka_unit_test(test_class_step_time),
-        cmocka_unit_test(test_in_step_factor), cmocka_unit_test(test_rnn_projection),    cmocka_unit_test(test_class_fallback_to_roofline),
-        cmocka_unit_test(test_fresh_pages),       cmocka_unit_test(test_device_classes_json),
+        cmocka_unit_test(test_curve_and_cost_fn),
+        cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_in_step_factor),
+        cmocka_unit_test(test_rnn_projection),
+        cmocka_unit_test(test_class_fallback_to_roofline),
+        cmocka_unit_test(test_fresh_pages),
+        cmocka_unit_test(test_device_classes_json),
         cmocka_unit_test(test_shipped_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
