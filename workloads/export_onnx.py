@@ -342,6 +342,11 @@ SEQUENCE = {
     "lstm_bi": lambda: _seq_model(_RNN("LSTM", 64, 128, 2, bidirectional=True), 30, 64),
     "gru": lambda: _seq_model(_RNN("GRU", 48, 160, 2), 40, 48),
     "gru_bi": lambda: _seq_model(_RNN("GRU", 32, 64, 1, bidirectional=True), 60, 32),
+    # held out (workloads/models/evaluation4.txt): added with that list, never
+    # measured before it
+    "lstm_deep": lambda: _seq_model(_RNN("LSTM", 32, 48, 3), 28, 32),
+    "gru_long": lambda: _seq_model(_RNN("GRU", 16, 40, 1), 64, 16),
+    "lstm_bi_wide": lambda: _seq_model(_RNN("LSTM", 96, 160, 1, bidirectional=True), 20, 96),
 }
 
 
