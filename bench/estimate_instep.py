@@ -64,11 +64,12 @@ def main():
         json.dump(dev, f)
         unscaled = f.name
     load_before = " ".join(open("/proc/loadavg").read().split()[:3])
-    rows, ratios = [], []
+    rows, ratios, refs = [], [], []
     try:
         for name, batches in PLAN.items():
             for b in batches:
                 m = em.run_child(a, name, b, tunables)
+                refs.append(m.get("ref"))
                 j = json.loads(em.subprocess.run(
                     [os.path.join(a.build, "loom"), "estimate", os.path.join(a.onnx, name + ".onnx"),
                      "--batch", str(b), "--train", "--optimizer", a.optimizer, "--device", unscaled,
@@ -83,13 +84,19 @@ def main():
     finally:
         os.unlink(unscaled)
     factor = statistics.median(ratios)
+    refs = [r for r in refs if r]
     for path in a.device:
         d = json.load(open(path))
         d["in_step_factor"] = round(factor, 4)
+        if refs:  # the machine's speed now (bench/estimate_measure.py reference_time)
+            d["reference_step_s"] = round(statistics.median(refs), 6)
         json.dump(d, open(path, "w"), indent=2, sort_keys=True)
     load_after = " ".join(open("/proc/loadavg").read().split()[:3])
     print(f"in_step_factor {factor:.4f} (median of {len(ratios)}; min {min(ratios):.3f}, "
           f"max {max(ratios):.3f}) -> {', '.join(a.device)}", flush=True)
+    if refs:
+        print(f"reference_step_s {statistics.median(refs):.6f} (median of {len(refs)} processes)",
+              flush=True)
     if a.report:
         lines = [
             "", "## In-step factor (bench/estimate_instep.py)", "",
@@ -100,7 +107,9 @@ def main():
             "the zoo (workloads/export_onnx.py CALIBRATION).", "",
             "| workload | batch | measured ms | estimated ms (factor 1) | fixed + faults ms | ratio |",
             "|---|---|---|---|---|---|", *rows, "",
-            f"**in_step_factor = {factor:.4f}** (median ratio), written to "
+            (f"reference_step_s = {statistics.median(refs) * 1e3:.2f} ms (the machine's speed "
+             "during this calibration, bench/estimate_measure.py reference_time). " if refs else "")
+            + f"**in_step_factor = {factor:.4f}** (median ratio), written to "
             f"{', '.join('`' + os.path.relpath(p, em.ROOT) + '`' for p in a.device)}.", ""]
         with open(a.report, "a") as f:
             f.write("\n".join(lines))

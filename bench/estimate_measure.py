@@ -97,8 +97,43 @@ def child(name, batch, optimizer, steps):
         step()
         times.append(time.process_time() - t0)
         faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    del mod, opt, x
     print(json.dumps({"peak": peak, "time": statistics.median(times),
-                      "faults": statistics.median(faults), "times": times, "all_faults": faults}))
+                      "faults": statistics.median(faults), "times": times, "all_faults": faults,
+                      "ref": reference_time(ex, optimizer)}))
+
+
+REFERENCE = (("cal_cnn", 16), ("cal_attn", 16))  # export_onnx.py CALIBRATION, not the zoo
+
+
+def reference_time(ex, optimizer):
+    """The speed of this process on this machine now: the median step time
+    of two fixed training steps (REFERENCE: the calibration CNN and
+    transformer blocks at batch 16), summed, measured in the same process
+    right after the model. The device file keeps the same figure from its
+    calibration (reference_step_s, bench/estimate_instep.py), so a
+    measurement can be compared with what the calibration saw: on this VM a
+    process's CPU time for the same work drifts by 20% over an hour with
+    the machine otherwise idle (the hypervisor's other guests)."""
+    import torch
+    total = 0.0
+    for name, batch in REFERENCE:
+        mod, inputs, _, loss_fn = ex.build(name)
+        mod.train()
+        opt = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
+               "momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
+               "adam": lambda p: torch.optim.Adam(p, lr=1e-4)}[optimizer](mod.parameters())
+        x = inputs(batch)
+        times = []
+        for k in range(7):
+            opt.zero_grad(set_to_none=True)
+            t0 = time.process_time()
+            loss_fn(mod(*x), batch).backward()
+            opt.step()
+            if k >= 2:
+                times.append(time.process_time() - t0)
+        total += statistics.median(times)
+    return total
 
 
 def run_child(args, name, batch, tunables=""):
@@ -106,7 +141,8 @@ def run_child(args, name, batch, tunables=""):
     old = getattr(args, "reuse_rows", {}).get((name, batch))
     if old:  # --reuse: measured before, estimated again
         return {"peak": old["measured_bytes"], "time": old["measured_s"],
-                "proc_times": old.get("proc_times_s"), "faults": old.get("faults") or 0}
+                "proc_times": old.get("proc_times_s"), "faults": old.get("faults") or 0,
+                "ref": old.get("reference_s")}
     procs = max(1, args.procs)
     runs = sorted((run_one(args, name, batch, tunables, k) for k in range(procs)),
                   key=lambda m: m["time"])
@@ -173,7 +209,8 @@ def measure_device(a, path):
         print(f"{dev['name']}: context: mlp measured {m['peak']} B, estimated {e['peak']} B -> "
               f"context_bytes {dev['context_bytes']}", flush=True)
     load_before = " ".join(open("/proc/loadavg").read().split()[:3])
-    rows, mem_err, time_err = [], [], []
+    rows, mem_err, time_err, norm_err = [], [], [], []
+    cal_ref = dev.get("reference_step_s")
     for name in a.models.split(","):
         for b in a.plan[name]:
             m = run_child(a, name, b, tunables)
@@ -182,13 +219,21 @@ def measure_device(a, path):
             te = (e["time"] - m["time"]) / m["time"]
             mem_err.append(abs(me))
             time_err.append(abs(te))
+            # the machine's speed in this process against the calibration's
+            speed = m["ref"] / cal_ref if m.get("ref") and cal_ref else None
+            ne = (e["time"] - m["time"] / speed) / (m["time"] / speed) if speed else None
+            if ne is not None:
+                norm_err.append(abs(ne))
             a.rows.append({"set": a.set, "model": name, "batch": b, "device": dev["name"],
                            "measured_bytes": m["peak"], "estimated_bytes": e["peak"],
                            "measured_s": m["time"], "estimated_s": e["time"],
-                           "proc_times_s": m.get("proc_times"), "faults": m.get("faults")})
+                           "proc_times_s": m.get("proc_times"), "faults": m.get("faults"),
+                           "reference_s": m.get("ref"), "speed": speed})
             rows.append(f"| {name} | {b} | {m['peak'] / 2**20:.1f} | {e['peak'] / 2**20:.1f} | "
                         f"{100 * me:+.1f} | {m['time'] * 1e3:.1f} | {e['time'] * 1e3:.1f} | "
-                        f"{100 * te:+.1f} | {m.get('faults', 0):.0f} | {e['faults']:.0f} | "
+                        f"{100 * te:+.1f} | "
+                        + (f"{speed:.3f} | {100 * ne:+.1f} | " if speed else "- | - | ")
+                        + f"{m.get('faults', 0):.0f} | {e['faults']:.0f} | "
                         f"{e['fault_time'] * 1e3:.1f} |")
             print(rows[-1], flush=True)
     load_after = " ".join(open("/proc/loadavg").read().split()[:3])
@@ -204,15 +249,18 @@ def measure_device(a, path):
         f"Load average before / after: {load_before} / {load_after}.",
         "",
         "| model | batch | measured MiB | estimated MiB | mem err % | measured ms | estimated ms | time err % "
-        "| measured faults | estimated faults | est. fault ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| speed | time err % at calibration speed | measured faults | estimated faults | est. fault ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     tail = ["",
             f"**{a.set} set, {dev['name']}: median absolute error memory "
             f"{100 * statistics.median(mem_err):.1f}% (90th percentile {100 * p90(mem_err):.1f}%), "
             f"step time {100 * statistics.median(time_err):.1f}% (90th percentile "
             f"{100 * p90(time_err):.1f}%)** over {len(rows)} runs "
-            "(targets: median 3% and 10%, 90th percentile 10% and 25%).", ""]
+            "(targets: median 3% and 10%, 90th percentile 10% and 25%)"
+            + (f"; at the calibration's speed (speed column) step time {100 * statistics.median(norm_err):.1f}% "
+               f"(90th percentile {100 * p90(norm_err):.1f}%) over {len(norm_err)} runs" if norm_err else "")
+            + ".", ""]
     print(tail[1], flush=True)
     return head + rows + tail
 
@@ -298,7 +346,12 @@ def main():
         "convolution in training: docs/estimate.md). "
         f"Time: median process CPU time of {a.steps} steps after 2 warm-up steps, in the median "
         f"of {a.procs} child processes run one after another (a process on this VM at times runs "
-        "all its steps in a slow mode), vs `time_s.step`. Page faults: measured = median minor faults per step (ru_minflt); "
+        "all its steps in a slow mode), vs `time_s.step`. Speed: the same process then times two "
+        "fixed training steps outside the zoo (the calibration CNN and transformer blocks at batch 16, "
+        "`reference_time`), and speed = their time / the same figure measured at the device's "
+        "calibration (`reference_step_s`): 1.1 means the machine ran the same work 10% slower than "
+        "when it was calibrated. The next column is the error against the measured time divided by "
+        "the speed; the raw error stays the first figure. Page faults: measured = median minor faults per step (ru_minflt); "
         "estimated = `fresh_bytes` / 4096, the fresh pages of the estimator's glibc heap model "
         "(which follows the device's `malloc_tunables`), charged at the device's page_fault_s "
         "(the last column).",
