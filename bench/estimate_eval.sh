@@ -2,14 +2,14 @@
 # The estimator's honest protocol in one command (issue #24):
 #   development set = the zoo (workloads/export_onnx.py NAMES), on which the
 #   cost model was written; evaluation set = a held-out list (PLAN, default
-#   workloads/models/evaluation3.txt, the newest one not yet spent; the
-#   earlier ones, evaluation.txt and evaluation2.txt, are spent), architectures
-#   held out from it. Both are measured the same way
+#   workloads/models/evaluation4.txt, the newest; every list so far has been
+#   measured and is spent: a new round commits a fresh one before measuring
+#   it), architectures held out from it. Both are measured the same way
 #   (bench/estimate_measure.py: peak live heap of one Adam training step and
 #   the median CPU time of its steps, one thread, the median of --procs
 #   processes) against `loom estimate` on DEVICE, and reported apart:
 #   docs/bench/estimate.md (development) and docs/bench/estimate_evalN.md
-#   (evaluation, N from the list's name: evaluation3.txt -> estimate_eval3.md),
+#   (evaluation, N from the list's name: evaluation4.txt -> estimate_eval4.md),
 #   rows also as JSON next to them.
 #
 #   bench/estimate_eval.sh [BUILD] [DEVICE.json]
@@ -37,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 nice=()
 if [ "$(id -u)" -eq 0 ]; then nice=(nice -n "${NICE:--5}"); fi
 zoo=resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm
-plan=${PLAN:-workloads/models/evaluation3.txt}
+plan=${PLAN:-workloads/models/evaluation4.txt}
 [ -r "$plan" ] || { echo "bench/estimate_eval.sh: PLAN $plan: no such list" >&2; exit 1; }
 suffix=$(basename "$plan" .txt); suffix=${suffix#evaluation}
 held=$(sed 's/#.*//' "$plan" | awk 'NF == 2 {print $1}' | paste -sd,)
