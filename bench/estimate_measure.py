@@ -56,6 +56,19 @@ def load_plan(path):
     return plan
 
 
+def training_setup(ex, name, optimizer, batch):
+    """workloads/export_onnx.py's model NAME in training mode, its optimizer
+    (sgd, momentum or adam, as `loom estimate --optimizer` names them) and
+    an input batch: (module, optimizer, inputs, loss function)."""
+    import torch
+    mod, inputs, _, loss_fn = ex.build(name)
+    mod.train()
+    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
+           "momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
+           "adam": lambda p: torch.optim.Adam(p, lr=1e-4)}[optimizer](mod.parameters())
+    return mod, opt, inputs(batch), loss_fn
+
+
 def child(name, batch, optimizer, steps):
     sys.path.insert(0, os.path.join(ROOT, "workloads"))
     import torch
@@ -70,12 +83,7 @@ def child(name, batch, optimizer, steps):
     (w @ w).sum().backward()
     del w
     base = lib.loom_alloctrack_live()
-    mod, inputs, _, loss_fn = ex.build(name)
-    mod.train()
-    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
-           "momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-           "adam": lambda p: torch.optim.Adam(p, lr=1e-4)}[optimizer](mod.parameters())
-    x = inputs(batch)
+    mod, opt, x, loss_fn = training_setup(ex, name, optimizer, batch)
 
     def step():
         out = mod(*x)
@@ -115,15 +123,9 @@ def reference_time(ex, optimizer):
     measurement can be compared with what the calibration saw: on this VM a
     process's CPU time for the same work drifts by 20% over an hour with
     the machine otherwise idle (the hypervisor's other guests)."""
-    import torch
     total = 0.0
     for name, batch in REFERENCE:
-        mod, inputs, _, loss_fn = ex.build(name)
-        mod.train()
-        opt = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
-               "momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-               "adam": lambda p: torch.optim.Adam(p, lr=1e-4)}[optimizer](mod.parameters())
-        x = inputs(batch)
+        mod, opt, x, loss_fn = training_setup(ex, name, optimizer, batch)
         times = []
         for k in range(7):
             opt.zero_grad(set_to_none=True)

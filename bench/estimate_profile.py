@@ -63,14 +63,10 @@ def profile(a):
     import torch
     from torch.profiler import profile as tprofile, record_function
     import export_onnx as ex
+    import estimate_measure as em  # bench/, next to this script
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    mod, inputs, _, loss_fn = ex.build(a.model)
-    mod.train()
-    opt = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
-           "momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9),
-           "adam": lambda p: torch.optim.Adam(p, lr=1e-4)}[a.optimizer](mod.parameters())
-    x = inputs(a.batch)
+    mod, opt, x, loss_fn = em.training_setup(ex, a.model, a.optimizer, a.batch)
 
     def step():
         opt.zero_grad(set_to_none=True)
