@@ -28,13 +28,7 @@ static int64_t submit(loom_store_t *s, const char *user, const char *account, in
         spec.group = user;
         spec.account = account;
     }
-    loom_job_t j;
-    loom_err_t err;
-    if (loom_store_submit(s, &spec, &j, NULL, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    int64_t id = j.id;
-    loom_job_free(&j);
-    return id;
+    return submit_spec(s, &spec);
 }
 
 static void move(loom_store_t *s, int64_t id, loom_job_state_t to)

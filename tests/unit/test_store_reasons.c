@@ -7,21 +7,6 @@
 #include "loom/store.h"
 #include "store_fixture.h"
 
-static int64_t submit(loom_store_t *s)
-{
-    loom_job_spec_t spec;
-    loom_job_spec_init(&spec);
-    spec.name = "j";
-    spec.script = "true";
-    loom_job_t j;
-    loom_err_t err;
-    if (loom_store_submit(s, &spec, &j, NULL, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    int64_t id = j.id;
-    loom_job_free(&j);
-    return id;
-}
-
 static void expect(loom_store_t *s, int64_t id, const char *reason, int64_t updated)
 {
     loom_job_t j;
@@ -39,7 +24,7 @@ static void test_set_reasons(void **state)
 {
     (void)state;
     loom_store_t *s = open_store();
-    int64_t a = submit(s), b = submit(s), c = submit(s);
+    int64_t a = submit_named(s, "j"), b = submit_named(s, "j"), c = submit_named(s, "j");
     loom_err_t err;
     assert_int_equal(loom_store_transition(s, c, -1, LOOM_JOB_RUNNING, "placed", NULL, NULL, &err),
                      LOOM_OK);

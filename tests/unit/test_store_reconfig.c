@@ -19,18 +19,14 @@ static void kept(void **state)
     spec.script = "true";
     spec.gpus = 1;
     spec.reconfig_json = "{\"global_batch\":256,\"model\":\"lstm\"}";
+    int64_t id = submit_spec(s, &spec);
     loom_job_t j;
     loom_err_t err;
-    assert_int_equal(loom_store_submit(s, &spec, &j, NULL, &err), LOOM_OK);
-    int64_t id = j.id;
-    loom_job_free(&j);
     spec.reconfig_json = "[1]";
     assert_int_equal(loom_store_submit(s, &spec, &j, NULL, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "reconfig"));
     spec.reconfig_json = NULL; /* a black box */
-    assert_int_equal(loom_store_submit(s, &spec, &j, NULL, &err), LOOM_OK);
-    int64_t plain = j.id;
-    loom_job_free(&j);
+    int64_t plain = submit_spec(s, &spec);
     loom_store_close(s);
 
     s = open_store();
@@ -58,15 +54,9 @@ static void reconfigured_event(void **state)
 {
     (void)state;
     loom_store_t *s = open_store();
-    loom_job_spec_t spec;
-    loom_job_spec_init(&spec);
-    spec.name = "a";
-    spec.script = "true";
+    int64_t id = submit_named(s, "a");
     loom_job_t j;
     loom_err_t err;
-    assert_int_equal(loom_store_submit(s, &spec, &j, NULL, &err), LOOM_OK);
-    int64_t id = j.id;
-    loom_job_free(&j);
     assert_int_equal(loom_store_transition(s, id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, "placed",
                                            "{\"plan\":{\"workers\":1}}", NULL, &err),
                      LOOM_OK);

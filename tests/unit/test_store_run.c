@@ -5,25 +5,10 @@
 #include "loom/store.h"
 #include "store_fixture.h"
 
-static int64_t submit(loom_store_t *s, const char *name)
-{
-    loom_job_spec_t spec;
-    loom_job_spec_init(&spec);
-    spec.name = name;
-    spec.script = "true";
-    loom_job_t j;
-    loom_err_t err;
-    if (loom_store_submit(s, &spec, &j, NULL, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-    int64_t id = j.id;
-    loom_job_free(&j);
-    return id;
-}
-
 static void lifecycle(void **state)
 {
     loom_store_t *s = open_store();
-    int64_t id = submit(s, "a");
+    int64_t id = submit_named(s, "a");
     loom_job_t j;
     loom_err_t err;
     /* wrong expectation: nothing changes */
@@ -76,7 +61,7 @@ static void lifecycle(void **state)
     assert_int_equal(st.jobs_by_state[LOOM_JOB_RUNNING], 0);
 
     /* a job cancelled while pending is not started */
-    int64_t id2 = submit(s, "b");
+    int64_t id2 = submit_named(s, "b");
     assert_int_equal(loom_store_cancel(s, id2, NULL, NULL, &err), LOOM_OK);
     assert_int_equal(
         loom_store_transition(s, id2, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, NULL, "{}", NULL, &err),
