@@ -1,5 +1,6 @@
 /* The estimator tests' two steps: parse a hand-built ONNX graph (est_pb.h)
- * into a model, and run an estimate that must succeed. */
+ * into a model, and run an estimate that must succeed; and a small LSTM
+ * graph more than one test reasons about. */
 #ifndef LOOM_TEST_EST_BUILD_H
 #define LOOM_TEST_EST_BUILD_H
 #include "est_pb.h"
@@ -22,5 +23,21 @@ static inline void run_ok(loom_est_model_t *m, const loom_est_options_t *o, loom
     loom_err_t err = {0};
     if (loom_est_run(m, o, r, &err))
         fail_msg("run: %s", err.msg);
+}
+
+/* x[N, 3 steps, 4] -> LSTM(hidden 2, one direction, batch first: layout 1)
+ * -> Y[N, 3, 1, 2]; W[1, 8, 4], R[1, 8, 2], no bias. */
+static inline loom_est_model_t *lstm_small(void)
+{
+    pbw_t g = {0}, n;
+    onnx_node_begin(&n, "LSTM", "lstm", "x,W,R", "Y");
+    attr_int(&n, "layout", 1);
+    attr_int(&n, "hidden_size", 2);
+    onnx_node_end(&g, &n);
+    onnx_init(&g, "W", 1, 3, (int64_t[]){1, 8, 4}, NULL, 0);
+    onnx_init(&g, "R", 1, 3, (int64_t[]){1, 8, 2}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
+    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
+    return build(&g);
 }
 #endif

@@ -147,16 +147,7 @@ static void test_rnn_projection(void **state)
         "                 \"power\": 1}, \"elem_s\": [[1, 1e-9]]}}}}";
     loom_est_device_t d;
     load_device(dev, &d);
-    pbw_t g = {0}, n;
-    onnx_node_begin(&n, "LSTM", "lstm", "x,W,R", "Y");
-    attr_int(&n, "layout", 1); /* batch first: x[N, 3, 4], Y[N, 3, 1, 2] */
-    attr_int(&n, "hidden_size", 2);
-    onnx_node_end(&g, &n);
-    onnx_init(&g, "W", 1, 3, (int64_t[]){1, 8, 4}, NULL, 0);
-    onnx_init(&g, "R", 1, 3, (int64_t[]){1, 8, 2}, NULL, 0);
-    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
-    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
-    loom_est_model_t *m = build(&g);
+    loom_est_model_t *m = lstm_small();
     loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &d};
     loom_est_result_t r;
     run_ok(m, &o, &r);
