@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include "loom/runtime.h"
+#include "runtime_fixture.h"
 
 #define MAX_LOG 8192
 
@@ -73,20 +74,6 @@ static void submit(loom_runtime_t *rt, uint64_t id, int gpus, int32_t milli, dou
                             .priority = prio};
     loom_err_t err;
     if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-}
-
-static loom_runtime_info_t info(loom_runtime_t *rt, uint64_t id)
-{
-    loom_runtime_info_t i;
-    assert_int_equal(loom_runtime_get(rt, id, &i), LOOM_OK);
-    return i;
-}
-
-static void check(loom_runtime_t *rt)
-{
-    loom_err_t err;
-    if (loom_runtime_check(rt, &err) != LOOM_OK)
         fail_msg("%s", err.msg);
 }
 

@@ -11,6 +11,7 @@
 #include "test_util.h"
 
 #include "loom/runtime.h"
+#include "runtime_fixture.h"
 
 #define MAX_LOG 64
 
@@ -98,20 +99,6 @@ static void submit(loom_runtime_t *rt, uint64_t id, int gpus_max, const char *mo
         .time_limit_s = 3600,
         .reconfig = &s};
     if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
-        fail_msg("%s", err.msg);
-}
-
-static loom_runtime_info_t info(loom_runtime_t *rt, uint64_t id)
-{
-    loom_runtime_info_t i;
-    assert_int_equal(loom_runtime_get(rt, id, &i), LOOM_OK);
-    return i;
-}
-
-static void check(loom_runtime_t *rt)
-{
-    loom_err_t err;
-    if (loom_runtime_check(rt, &err) != LOOM_OK)
         fail_msg("%s", err.msg);
 }
 
