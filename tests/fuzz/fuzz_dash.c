@@ -8,6 +8,7 @@
  * Checks that every request gets an HTTP answer and that nothing is
  * answered 200 without the session. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -29,13 +30,40 @@ static loomd_methods_t methods;
 static char dir[64], token[LOOM_RPC_TOKEN_HEX + 1], cookie[128], csrf[65];
 static uint16_t port;
 
-static size_t exchange(const char *req, size_t len, char *buf, size_t cap)
+/* A connection to the server. The socket closes with a reset (linger 0), so
+ * this client leaves no TIME_WAIT behind: a thousand connections a second
+ * would otherwise use up loopback's ephemeral ports within a minute, more
+ * so with other tests doing the same, and connect() would fail with
+ * EADDRNOTAVAIL. If it still does, wait for ports to free up. A connect()
+ * that waits on a full listen backlog can also be cut short by libFuzzer's
+ * timeout alarm (EINTR): that too is tried again, on a new socket. */
+static int connect_local(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
-        abort();
+    for (int attempt = 0;; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) {
+            perror("fuzz_dash: socket");
+            abort();
+        }
+        struct linger l = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+            return fd;
+        int e = errno;
+        close(fd);
+        if ((e != EADDRNOTAVAIL && e != EINTR) || attempt == 200) {
+            fprintf(stderr, "fuzz_dash: connect to 127.0.0.1:%u: %s\n", port, strerror(e));
+            abort();
+        }
+        usleep(10000);
+    }
+}
+
+static size_t exchange(const char *req, size_t len, char *buf, size_t cap)
+{
+    int fd = connect_local();
     if (write(fd, req, len) < 0) {
         close(fd);
         buf[0] = '\0';
@@ -44,8 +72,15 @@ static size_t exchange(const char *req, size_t len, char *buf, size_t cap)
     shutdown(fd, SHUT_WR);
     size_t n = 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (n + 1 < cap && poll(&p, 1, 10000) == 1) {
+    while (n + 1 < cap) {
+        int r = poll(&p, 1, 10000);
+        if (r < 0 && errno == EINTR)
+            continue; /* libFuzzer's alarm */
+        if (r != 1)
+            break;
         ssize_t k = read(fd, buf + n, cap - 1 - n);
+        if (k < 0 && errno == EINTR)
+            continue;
         if (k <= 0)
             break;
         n += (size_t)k;
