@@ -585,6 +585,9 @@ CLASSES = (  # name, calibration(quick, the classes fitted so far); in this orde
     ("view", lambda q, cl: cal_elementwise(mk_view, q)),
     ("embedding", lambda q, cl: cal_embedding(q)),
     ("lstm", lambda q, cl: cal_lstm(q, cl["matmul"])),
+    # training dropout as a CPU runs it: Bernoulli noise per element, scaled,
+    # multiplied (backward: one multiply); 4x relu's time per element here
+    ("dropout", lambda q, cl: cal_elementwise(mk_unary(lambda x: F.dropout(x, 0.1, True)), q)),
 )
 
 

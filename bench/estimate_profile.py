@@ -34,7 +34,7 @@ CLASS_OF = {
     "aten::layer_norm": "ln", "NativeLayerNormBackward0": "ln",
     "aten::relu": "unary", "aten::relu_": "unary", "ReluBackward0": "unary",
     "aten::hardtanh": "unary", "aten::hardtanh_": "unary", "HardtanhBackward0": "unary",
-    "aten::dropout": "unary", "NativeDropoutBackward0": "unary", "MulBackward0": "binary",
+    "aten::dropout": "dropout", "NativeDropoutBackward0": "dropout", "MulBackward0": "binary",
     "aten::hardswish": "unary", "aten::hardswish_": "unary", "HardswishBackward0": "unary",
     "aten::hardsigmoid": "unary", "HardsigmoidBackward0": "unary",
     "aten::add": "binary", "aten::add_": "binary", "AddBackward0": "binary",

@@ -75,7 +75,7 @@ typedef enum loom_est_class {
     LOOM_EST_CL_LN,        /* LayerNormalization, fused LayerNorm */
     LOOM_EST_CL_SOFTMAX,   /* Softmax, LogSoftmax */
     LOOM_EST_CL_LOSS,      /* the training step's cross-entropy */
-    LOOM_EST_CL_UNARY,     /* Relu, Clip, LeakyRelu, Neg, Abs, Not, Dropout */
+    LOOM_EST_CL_UNARY,     /* Relu, Clip, LeakyRelu, Neg, Abs, Not (and Dropout, below) */
     LOOM_EST_CL_BINARY,    /* Add, Sub, Mul, Div, Max, Min, Where, comparisons */
     LOOM_EST_CL_GELU,      /* Gelu, fused erf-GELU */
     LOOM_EST_CL_ACT,       /* Erf, Tanh, Sigmoid, Exp, Log, Sqrt, Pow, ... */
@@ -85,6 +85,8 @@ typedef enum loom_est_class {
     LOOM_EST_CL_VIEW,      /* views: Reshape, Transpose, Slice, ... that do not copy */
     LOOM_EST_CL_EMBEDDING, /* Gather from a parameter */
     LOOM_EST_CL_LSTM,      /* LSTM */
+    LOOM_EST_CL_DROPOUT,   /* Dropout in training where the device has this class (a CPU:
+                              Bernoulli noise drawn per element); else it is UNARY */
     LOOM_EST_CL_N
 } loom_est_class_t;
 

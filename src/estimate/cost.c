@@ -409,6 +409,22 @@ static bool differentiable(const est_node_t *n)
     return true;
 }
 
+/* A Dropout that changes nothing: ratio 0, where PyTorch's dropout returns
+ * its input, in training too, allocating and saving nothing (torchvision's
+ * ViT and Swin export their p=0 dropouts). Opset 12 on: the ratio is input 1
+ * (default 0.5); before that the "ratio" attribute. */
+static bool dropout_identity(const cost_t *c, const est_node_t *n)
+{
+    if (!op_is(n, "Dropout"))
+        return false;
+    if (n->nin > 1 && n->in[1] >= 0) {
+        const est_tensor_t *r = &c->m->t[n->in[1]];
+        return r->has_val && r->nval == 1 && r->fval && r->fval[0] == 0;
+    }
+    const est_attr_t *a = est_attr(n, "ratio");
+    return a && a->has_f && a->f == 0;
+}
+
 /* Does this view-op output alias its input in PyTorch? */
 static bool is_alias(cost_t *c, const est_node_t *n)
 {
@@ -417,7 +433,7 @@ static bool is_alias(cost_t *c, const est_node_t *n)
         return !c->param[n->in[0]] && !d->is_init && i->rank == 0;
     }
     if (op_is(n, "Dropout"))
-        return !c->opt->train;
+        return !c->opt->train || dropout_identity(c, n);
     if (!est_op_is_view(n->op))
         return false;
     if ((op_is(n, "Reshape") || op_is(n, "Flatten")) && !c->contig[n->in[0]])
@@ -540,7 +556,7 @@ static int saved_of(cost_t *c, int ni, int *s)
         s[k++] = x;
     } else if (op_is(n, "Gather") && c->param[x]) {
         s[k++] = n->in[1];
-    } else if (op_is(n, "Dropout") && n->nout > 1 && n->out[1] >= 0) {
+    } else if (op_is(n, "Dropout") && n->nout > 1 && n->out[1] >= 0 && !dropout_identity(c, n)) {
         s[k++] = n->out[1];
     }
     return k;
@@ -1513,6 +1529,8 @@ static int op_class(cost_t *c, int ni)
         return LOOM_EST_CL_BMM;
     if (is_rnn(n))
         return LOOM_EST_CL_LSTM;
+    if (op_is(n, "Dropout") && c->opt->device->cls[LOOM_EST_CL_DROPOUT][0].set)
+        return LOOM_EST_CL_DROPOUT; /* training: views in inference, above */
     if (op_is(n, "BatchNormalization"))
         return LOOM_EST_CL_BN;
     if (op_is(n, "LayerNormalization"))

@@ -114,6 +114,15 @@ static inline void onnx_init(pbw_t *g, const char *name, int dtype, int rank, co
     pbw_msg(g, 5, &t);
 }
 
+/* A float scalar initializer (raw_data), e.g. Dropout's ratio. */
+static inline void onnx_init_float(pbw_t *g, const char *name, float v)
+{
+    pbw_t t = {0};
+    onnx_tensor(&t, name, 1, 0, NULL, NULL, 0);
+    pbw_bytes(&t, 9, &v, sizeof v);
+    pbw_msg(g, 5, &t);
+}
+
 static inline void attr_ints(pbw_t *node, const char *name, int n, const int64_t *v)
 {
     pbw_t a = {0}, p = {0};

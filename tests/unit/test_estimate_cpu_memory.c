@@ -97,12 +97,15 @@ static void test_inputs_live_through_step(void **state)
     loom_est_model_free(m);
 }
 
-/* x[N,64] -> MatMul V[64,64] -> Dropout -> (d, mask) -> MatMul W[64,4] -> y */
-static loom_est_model_t *dropout_mm(void)
+/* x[N,64] -> MatMul V[64,64] -> Dropout -> (d, mask) -> MatMul W[64,4] -> y;
+ * the ratio an input when ratio >= 0 (ONNX's default 0.5 otherwise) */
+static loom_est_model_t *dropout_mm(float ratio)
 {
     pbw_t g = {0};
     onnx_node(&g, "MatMul", "mm1", "x,V", "h");
-    onnx_node(&g, "Dropout", "drop", "h", "d,mask");
+    onnx_node(&g, "Dropout", "drop", ratio >= 0 ? "h,r" : "h", "d,mask");
+    if (ratio >= 0)
+        onnx_init_float(&g, "r", ratio);
     onnx_node(&g, "MatMul", "mm2", "d,W", "y");
     onnx_init(&g, "V", 1, 2, (int64_t[]){64, 64}, NULL, 0);
     onnx_init(&g, "W", 1, 2, (int64_t[]){64, 4}, NULL, 0);
@@ -116,7 +119,7 @@ static loom_est_model_t *dropout_mm(void)
 static void test_dropout_mask_cpu_float(void **state)
 {
     (void)state;
-    loom_est_model_t *m = dropout_mm();
+    loom_est_model_t *m = dropout_mm(-1);
     loom_est_options_t o = {.batch = 64, .train = true, .optimizer = LOOM_EST_SGD, .device = &gpu};
     loom_est_result_t g, c;
     run_ok(m, &o, &g);
@@ -128,6 +131,17 @@ static void test_dropout_mask_cpu_float(void **state)
     assert_int_equal(g.mem.activations, 16384 + 16384 + 4096);
     assert_int_equal(c.mem.activations, 3 * 16384);
     assert_int_equal(c.mem.peak_live, g.mem.peak_live + 12288);
+    loom_est_result_free(&g);
+    loom_est_result_free(&c);
+    loom_est_model_free(m);
+    /* at ratio 0 PyTorch's dropout returns its input, on either device:
+     * d is h itself, no noise or mask; x and h are kept */
+    m = dropout_mm(0);
+    run_ok(m, &o, &c);
+    assert_int_equal(c.mem.activations, 2 * 16384);
+    o.device = &gpu;
+    run_ok(m, &o, &g);
+    assert_int_equal(g.mem.activations, 2 * 16384);
     loom_est_result_free(&g);
     loom_est_result_free(&c);
     loom_est_model_free(m);

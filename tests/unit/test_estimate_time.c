@@ -128,6 +128,64 @@ static void test_class_step_time(void **state)
     loom_est_model_free(m);
 }
 
+/* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Dropout(ratio) -> y[N,3] */
+static loom_est_model_t *gemm_dropout(float ratio)
+{
+    pbw_t g = {0}, n;
+    int64_t xd[2] = {-1, 4}, wd[2] = {3, 4}, bd[1] = {3}, yd[2] = {-1, 3};
+    onnx_node_begin(&n, "Gemm", "fc", "x,w,b", "h");
+    attr_int(&n, "transB", 1);
+    onnx_node_end(&g, &n);
+    onnx_node(&g, "Dropout", "drop", "h,r", "y,mask");
+    onnx_init(&g, "w", 1, 2, wd, NULL, 0);
+    onnx_init(&g, "b", 1, 1, bd, NULL, 0);
+    onnx_init_float(&g, "r", ratio);
+    onnx_value_info(&g, 11, "x", 1, 2, xd);
+    onnx_value_info(&g, 12, "y", 1, 2, yd);
+    return build(&g);
+}
+
+/* Dropout in training has a class of its own where the device calibrated
+ * one (a CPU draws Bernoulli noise per element: 4x a relu there); without
+ * it, the unary class's cost; at ratio 0 PyTorch returns the input, so it
+ * costs no element time at all. */
+static void test_dropout_class(void **state)
+{
+    (void)state;
+    static const char *dev =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9,"
+        " \"op_classes\": {"
+        "  \"unary\": {\"fwd\": {\"overhead_s\": 5e-7, \"elem_s\": [[1, 1e-9]]},"
+        "            \"bwd\": {\"overhead_s\": 1e-6, \"elem_s\": [[1, 1e-9]]}},"
+        "  \"dropout\": {\"fwd\": {\"overhead_s\": 3e-7, \"elem_s\": [[1, 5e-9]]},"
+        "              \"bwd\": {\"overhead_s\": 6e-7, \"elem_s\": [[1, 2e-9]]}},"
+        "  \"view\": {\"fwd\": {\"overhead_s\": 1e-7}, \"bwd\": {\"overhead_s\": 2e-7}}}}";
+    loom_est_device_t with, without;
+    load_device(dev, &with);
+    load_device(classes_device, &without);
+    loom_est_model_t *m = gemm_dropout(0.1f), *zero = gemm_dropout(0);
+    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &with};
+    loom_est_result_t r;
+    run_ok(m, &o, &r);
+    /* 6 elements: fwd 3e-7 + 3e-8, bwd 6e-7 + 1.2e-8 */
+    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_DROPOUT);
+    near(r.ops[1].time_s, 3.3e-7 + 6.12e-7);
+    loom_est_result_free(&r);
+    o.device = &without;
+    run_ok(m, &o, &r);
+    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_UNARY);
+    near(r.ops[1].time_s, 5.06e-7 + 1.006e-6);
+    loom_est_result_free(&r);
+    o.device = &with;
+    run_ok(zero, &o, &r);
+    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_VIEW);
+    assert_int_equal(r.ops[1].bytes, 0);
+    near(r.ops[1].time_s, 3e-7);
+    loom_est_result_free(&r);
+    loom_est_model_free(m);
+    loom_est_model_free(zero);
+}
+
 /* An LSTM layer as PyTorch's CPU build runs it: the input projection of the
  * whole sequence is one GEMM (the matmul class), the recurrence is the lstm
  * class, once per time step and direction. x[N, 3 steps, 4] -> LSTM(H 2). */
@@ -387,13 +445,10 @@ static void test_shipped_devices(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_curve_and_cost_fn),
-        cmocka_unit_test(test_class_step_time),
-        cmocka_unit_test(test_in_step_factor),
-        cmocka_unit_test(test_rnn_projection),
-        cmocka_unit_test(test_class_fallback_to_roofline),
-        cmocka_unit_test(test_fresh_pages),
-        cmocka_unit_test(test_device_classes_json),
+        cmocka_unit_test(test_curve_and_cost_fn), cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_in_step_factor),    cmocka_unit_test(test_rnn_projection),
+        cmocka_unit_test(test_dropout_class),     cmocka_unit_test(test_class_fallback_to_roofline),
+        cmocka_unit_test(test_fresh_pages),       cmocka_unit_test(test_device_classes_json),
         cmocka_unit_test(test_shipped_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
