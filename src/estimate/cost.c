@@ -37,7 +37,7 @@ typedef struct hev {
     int node;
     uint64_t id, bytes;
 } hev_t;
-enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR, G_SILU };
+enum { G_NONE, G_LAYERNORM, G_GELU, G_LINEAR, G_SILU, G_RNN_WEIGHT };
 
 typedef struct cost {
     loom_est_model_t *m;
@@ -87,11 +87,12 @@ static bool is_float(int d)
 
 /* The host heap an RNN layer's autograd graph takes per time step and
  * direction in training (its ~30 nodes, saved-variable records and tensor
- * headers), beyond the tensors' data: 4.86 KB for nn.LSTM, 4.79 KB for
- * nn.GRU, measured as the slope of live heap bytes after a forward from 50
- * to 100 steps at hidden size 1 and batch 1 (build/libloom_alloctrack.so,
- * torch 1.13, 2026-12-03). Host memory: CPU devices only. */
-#define RNN_STEP_GRAPH_BYTES 4800
+ * headers), beyond the tensors' data: 13.2-13.9 KB for nn.LSTM, 13.7-14.5 KB
+ * for nn.GRU over hidden sizes 1-160, the slope of live heap bytes after a
+ * forward from 50 to 100 steps (bench/estimate_rnn_heap.py, table
+ * docs/bench/estimate_rnn_heap.md; torch 1.13). Host memory: CPU devices
+ * only. */
+#define RNN_STEP_GRAPH_BYTES 13800
 
 static int64_t attr_int(const est_node_t *n, const char *name, int64_t def);
 
@@ -397,6 +398,88 @@ static void fuse(cost_t *c)
     }
 }
 
+/* A tensor fixed by the graph: a non-parameter initializer, a folded value
+ * or a Constant's output (Slice bounds, Concat axes, Unsqueeze axes). */
+static bool graph_constant(const cost_t *c, int t)
+{
+    const est_tensor_t *x = &c->m->t[t];
+    int p = x->producer;
+    return (x->is_init && !c->param[t]) || x->has_val ||
+           (p >= 0 && (op_is(&c->m->n[p], "Constant") || c->m->n[p].folded));
+}
+
+/* Does every consumer of NI's outputs take them as an RNN's W, R or B (or
+ * is it such a layout node itself)? */
+static bool feeds_rnn_weights(const cost_t *c, int ni)
+{
+    const est_node_t *n = &c->m->n[ni];
+    for (size_t k = 0; k < n->nout; k++) {
+        int t = n->out[k];
+        if (t < 0)
+            continue;
+        if (c->m->t[t].is_output)
+            return false;
+        for (size_t q = 0; q < c->norder; q++) {
+            int j = c->order[q];
+            const est_node_t *u = &c->m->n[j];
+            for (size_t a = 0; a < u->nin; a++)
+                if (u->in[a] == t &&
+                    !(c->gkind[j] == G_RNN_WEIGHT || (is_rnn(u) && a >= 1 && a <= 3)))
+                    return false;
+        }
+    }
+    return true;
+}
+
+/* The weight layout an ONNX export puts before each LSTM and GRU: Slices,
+ * Concats and Unsqueezes of the layer's parameters into ONNX's gate order
+ * and [directions, ...] shape (its W, R and B). PyTorch runs the layer on
+ * the parameters themselves (cuDNN on one flat buffer of them), so these
+ * nodes are views here: no time, nothing allocated; gradients still reach
+ * the parameters through them. */
+static void rnn_weight_layout(cost_t *c)
+{
+    loom_est_model_t *m = c->m;
+    bool any_rnn = false;
+    for (size_t i = 0; i < c->norder; i++)
+        any_rnn |= is_rnn(&m->n[c->order[i]]);
+    bool *from_param = any_rnn ? calloc(m->nt, sizeof *from_param) : NULL;
+    if (!from_param)
+        return; /* no RNN (or no memory: the layout is then costed as copies) */
+    int *cand = calloc(c->norder, sizeof *cand);
+    size_t ncand = 0;
+    for (size_t i = 0; cand && i < c->norder; i++) {
+        const est_node_t *n = &m->n[c->order[i]];
+        bool any = false, ok = !is_rnn(n) && !op_is(n, "Constant") && n->nout > 0;
+        for (size_t k = 0; ok && k < n->nin; k++) {
+            int t = n->in[k];
+            if (t >= 0 && (c->param[t] || from_param[t]))
+                any = true;
+            else if (t >= 0 && !graph_constant(c, t))
+                ok = false;
+        }
+        if (!ok || !any)
+            continue;
+        for (size_t k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0)
+                from_param[n->out[k]] = true;
+        cand[ncand++] = c->order[i];
+    }
+    while (cand && ncand-- > 0) /* consumers first */
+        if (feeds_rnn_weights(c, cand[ncand]))
+            c->gkind[cand[ncand]] = G_RNN_WEIGHT;
+    free(cand);
+    free(from_param);
+}
+
+/* An RNN's W, R or B laid out from parameters (rnn_weight_layout): its
+ * gradient is the parameters' own, as PyTorch's layer writes them. */
+static bool laid_weight(const cost_t *c, int t)
+{
+    int p = c->m->t[t].producer;
+    return p >= 0 && c->gkind[p] == G_RNN_WEIGHT;
+}
+
 static bool differentiable(const est_node_t *n)
 {
     static const char *no[] = {"Shape", "Equal",           "Mod",   "Less",    "Greater",
@@ -428,6 +511,8 @@ static bool dropout_identity(const cost_t *c, const est_node_t *n)
 /* Does this view-op output alias its input in PyTorch? */
 static bool is_alias(cost_t *c, const est_node_t *n)
 {
+    if (c->gkind[n - c->m->n] == G_RNN_WEIGHT)
+        return true;
     if (op_is(n, "Gather")) { /* x[:, 0] on an activation is a select view */
         const est_tensor_t *d = tin(c, n, 0), *i = tin(c, n, 1);
         return !c->param[n->in[0]] && !d->is_init && i->rank == 0;
@@ -601,14 +686,15 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
     if (op_is(n, "MaxPool") && (n->nout < 2 || n->out[1] < 0))
         return (uint64_t)numel(o) * 8;
     if (is_rnn(n)) {
-        /* LSTM: Y is seq x dirs x batch x H: 4 gates + c + tanh(c) + h per
-         * step; GRU: the 3H input and 3H hidden projections, the reset,
-         * update and new gates, and h - n (h itself is Y): 10 x Y, from the
-         * autograd graph of PyTorch's CPU GRU cell. On a CPU device the
-         * host heap holds the autograd graph too: its nodes, saved-variable
-         * records and tensor headers, RNN_STEP_GRAPH_BYTES per time step
-         * and direction (a layer of some 30 autograd nodes per step). */
-        uint64_t b = (uint64_t)numel(o) * (op_is(n, "LSTM") ? 7 : 10) * esize(c, n->out[0]);
+        /* Y is seq x dirs x batch x H; per step PyTorch's CPU cell keeps
+         * about 8 more [batch, H] tensors for backward, LSTM and GRU alike
+         * (measured 8.9 with Y and glibc's chunk headers: LSTM the gates,
+         * c, tanh(c); GRU the hidden projections, the gates, h - n;
+         * bench/estimate_rnn_heap.py). On a CPU device the host heap holds
+         * the autograd graph too: its nodes, saved-variable records and
+         * tensor headers, RNN_STEP_GRAPH_BYTES per time step and direction
+         * (a layer of some 30 autograd nodes per step). */
+        uint64_t b = (uint64_t)numel(o) * 8 * esize(c, n->out[0]);
         const est_tensor_t *w = tin(c, n, 1), *x = tin(c, n, 0);
         if (c->cpu && c->opt->train && w && w->rank == 3 && x && x->rank == 3) {
             bool bf = attr_int(n, "layout", 0) == 1;
@@ -1184,7 +1270,7 @@ static bool input_grads(cost_t *c, int ni, const est_node_t *n)
             scr_free(c, &o);
             scr_free(c, &g);
         }
-        if (c->param[t]) {
+        if (c->param[t] || laid_weight(c, t)) {
             if (!c->ghandle[t])
                 c->ghandle[t] = mem_alloc(c, tbytes(c, t), CAT_GRAD);
         } else if (alias && !passed && !c->ghandle[t]) {
@@ -1209,8 +1295,8 @@ static void walk_backward_node(cost_t *c, int ni, uint64_t *extra_handles)
     for (size_t k = 0; k < n->nout; k++)
         if (n->out[k] >= 0 && c->req[n->out[k]])
             out_req = true;
-    if (!out_req)
-        return;
+    if (!out_req || c->gkind[ni] == G_RNN_WEIGHT)
+        return; /* the layout's gradient is the parameters' (laid_weight) */
     bool passed = input_grads(c, ni, n);
     if ((c->log || c->scratch) && op_is(n, "BatchNormalization")) { /* input-sized scratch */
         uint64_t t = scr_alloc(c, tbytes(c, n->in[0]));
@@ -1247,7 +1333,7 @@ static void walk_step(cost_t *c, uint64_t *persist, uint64_t largest, const uint
     c->cur_phase = PH_END;
     c->cur_node = -1;
     for (size_t i = 0; i < m->nt; i++) {
-        if (!c->param[i])
+        if (!c->param[i] && !laid_weight(c, (int)i))
             mem_free(c, &c->ghandle[i]);
         if (!held_by_caller(c, (int)i))
             mem_free(c, &c->handle[i]);
@@ -1840,6 +1926,8 @@ static int step_time(cost_t *c, loom_est_result_t *res)
             op->cls = cls;
             class_time(c, ni, op, cls, opreq[i], &tf, &tb);
         }
+        if (c->gkind[ni] == G_RNN_WEIGHT)
+            tf = tb = 0; /* not run by PyTorch (rnn_weight_layout) */
         tf *= k;
         tb *= k;
         op->fresh_bytes = (uint64_t)(ffwd[ni] + fbwd[ni]);
@@ -1919,6 +2007,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
         goto out;
     classify(&c);
     fuse(&c);
+    rnn_weight_layout(&c);
     propagate(&c);
     lifetimes(&c);
     res->ops = calloc(c.norder + 1, sizeof *res->ops); /* + the loss */

@@ -40,4 +40,31 @@ static inline loom_est_model_t *lstm_small(void)
     onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
     return build(&g);
 }
+/* lstm_small with its weights laid out the way torch.onnx exports them:
+ * W = Unsqueeze(Concat(Slice(w, 0:4), Slice(w, 4:8)), 0) from w[8, 4] (the
+ * gate reordering), R = Unsqueeze(r[8, 2], 0). */
+static inline loom_est_model_t *lstm_small_layout(void)
+{
+    pbw_t g = {0}, n;
+    onnx_node(&g, "Slice", "s0", "w,at0,at4,ax0", "w0");
+    onnx_node(&g, "Slice", "s1", "w,at4,at8,ax0", "w1");
+    onnx_node_begin(&n, "Concat", "cat", "w0,w1", "wc");
+    attr_int(&n, "axis", 0);
+    onnx_node_end(&g, &n);
+    onnx_node(&g, "Unsqueeze", "uw", "wc,ax0", "W");
+    onnx_node(&g, "Unsqueeze", "ur", "r,ax0", "R");
+    onnx_node_begin(&n, "LSTM", "lstm", "x,W,R", "Y");
+    attr_int(&n, "layout", 1);
+    attr_int(&n, "hidden_size", 2);
+    onnx_node_end(&g, &n);
+    onnx_init(&g, "w", 1, 2, (int64_t[]){8, 4}, NULL, 0);
+    onnx_init(&g, "r", 1, 2, (int64_t[]){8, 2}, NULL, 0);
+    onnx_init(&g, "at0", 7, 1, (int64_t[]){1}, (int64_t[]){0}, 1);
+    onnx_init(&g, "at4", 7, 1, (int64_t[]){1}, (int64_t[]){4}, 1);
+    onnx_init(&g, "at8", 7, 1, (int64_t[]){1}, (int64_t[]){8}, 1);
+    onnx_init(&g, "ax0", 7, 1, (int64_t[]){1}, (int64_t[]){0}, 1);
+    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
+    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
+    return build(&g);
+}
 #endif
