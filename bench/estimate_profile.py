@@ -49,7 +49,7 @@ CLASS_OF = {
     "aten::linear": "matmul", "AddmmBackward0": "matmul", "MmBackward0": "matmul",
     "aten::matmul": "bmm", "BmmBackward0": "bmm", "UnsafeViewBackward0": "view",
     "aten::embedding": "embedding", "EmbeddingBackward0": "embedding",
-    "aten::lstm": "lstm", "aten::gru": "lstm",
+    "aten::lstm": "lstm", "aten::gru": "gru",
     "aten::cross_entropy_loss": "loss", "NllLossBackward0": "loss", "LogSoftmaxBackward0": "loss",
     "aten::cat": "copy", "CatBackward0": "copy", "aten::flatten": "view", "aten::view": "view",
     "aten::reshape": "view", "ViewBackward0": "view", "ReshapeAliasBackward0": "view",

@@ -84,9 +84,10 @@ typedef enum loom_est_class {
     LOOM_EST_CL_COPY,      /* Concat, Gather, Cast, Expand, copying Reshape/Transpose/Slice */
     LOOM_EST_CL_VIEW,      /* views: Reshape, Transpose, Slice, ... that do not copy */
     LOOM_EST_CL_EMBEDDING, /* Gather from a parameter */
-    LOOM_EST_CL_LSTM,      /* LSTM */
+    LOOM_EST_CL_LSTM,      /* LSTM (and GRU, below): the recurrence; the projection is MATMUL */
     LOOM_EST_CL_DROPOUT,   /* Dropout in training where the device has this class (a CPU:
                               Bernoulli noise drawn per element); else it is UNARY */
+    LOOM_EST_CL_GRU,       /* GRU's recurrence where the device has this class; else LSTM */
     LOOM_EST_CL_N
 } loom_est_class_t;
 

@@ -1614,7 +1614,8 @@ static int op_class(cost_t *c, int ni)
     if (op_is(n, "Einsum"))
         return LOOM_EST_CL_BMM;
     if (is_rnn(n))
-        return LOOM_EST_CL_LSTM;
+        return op_is(n, "GRU") && c->opt->device->cls[LOOM_EST_CL_GRU][0].set ? LOOM_EST_CL_GRU
+                                                                              : LOOM_EST_CL_LSTM;
     if (op_is(n, "Dropout") && c->opt->device->cls[LOOM_EST_CL_DROPOUT][0].set)
         return LOOM_EST_CL_DROPOUT; /* training: views in inference, above */
     if (op_is(n, "BatchNormalization"))
@@ -1698,7 +1699,8 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         f.el_f = f.el_b = el + (c->gkind[ni] == G_LINEAR ? 0 : E);
         break;
     }
-    case LOOM_EST_CL_LSTM: {
+    case LOOM_EST_CL_LSTM:
+    case LOOM_EST_CL_GRU: {
         const est_tensor_t *xt = tin(c, n, 0);
         bool bf = attr_int(n, "layout", 0) == 1;
         const est_tensor_t *wt = tin(c, n, 1);
@@ -1865,12 +1867,13 @@ static void class_time(cost_t *c, int ni, const loom_est_op_t *op, int cls, bool
     double hscale = c->opt->precision != LOOM_EST_FP32 ? d->flops_half / d->flops_fp32 : 1;
     feat_t f = op_features(c, ni, cls, op->min_dim);
     double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
+    bool rnn = cls == LOOM_EST_CL_LSTM || cls == LOOM_EST_CL_GRU;
     bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 || cls == LOOM_EST_CL_DWCONV ||
-              cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM || cls == LOOM_EST_CL_LSTM;
+              cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM || rnn;
     double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
     const loom_est_cost_fn_t *mm = d->cls[LOOM_EST_CL_MATMUL];
     double pf = 0, pb = 0; /* the RNN projection's time */
-    if (cls == LOOM_EST_CL_LSTM && mm[0].set && fl > 0) {
+    if (rnn && mm[0].set && fl > 0) {
         rnn_proj_t p = rnn_projection(c, &c->m->n[ni]);
         double pfl = fmin(p.flops / hscale, fl), rec = fl - pfl;
         double pbl = fmax(bl - 2 * rec, 0); /* flops_pass: the recurrence's is 2 x rec */
