@@ -318,12 +318,15 @@ def grouped(fw, bw, quick):
         bw.append((2 * flops, d, el, float(s > 1), tb))
 
 
-def cal_dwconv(quick):
+def cal_dwconv(quick, kernels):
     fw, bw = [], []
-    # kernels 3, 5 and 7 (MobileNet, EfficientNet / MnasNet, ConvNeXt): the
-    # time grows with the kernel, so the class has a FLOP term (2 E k^2, d = 1)
+    # kernels 3 (dwconv), 5 (dwconv5) and 7 (dwconv7): MobileNet, EfficientNet /
+    # MnasNet, ConvNeXt. The time grows with the kernel, so each class has a
+    # FLOP term (2 E k^2, d = 1); and PyTorch's CPU kernels differ by kernel
+    # size (one fit over all three missed the backward by 41% median, one per
+    # kernel by 15-16%: 2026-12-03), so each kernel has its class
     for b, c, hw, s, k in itertools.product((3, 12), (24, 72, 200, 480), (5, 9, 17, 33), (1, 2),
-                                            (3, 5, 7)):
+                                            kernels):
         if (quick and hw == 17) or (k == 7 and s == 2) or (k > 3 and hw == 33 and c > 72):
             continue
         def make(b=b, c=c, hw=hw, s=s, k=k):
@@ -570,7 +573,7 @@ def cpu_model():
 CLASSES = (  # name, calibration(quick, the classes fitted so far); in this order
     ("conv", lambda q, cl: cal_conv(q)),
     ("conv1x1", lambda q, cl: cal_conv(q, point=True)),
-    ("dwconv", lambda q, cl: cal_dwconv(q)),
+    ("dwconv", lambda q, cl: cal_dwconv(q, (3,))),
     ("matmul", lambda q, cl: cal_matmul(q)),
     ("bmm", lambda q, cl: cal_bmm(q)),
     ("bn", lambda q, cl: cal_elementwise(mk_bn, q)),
@@ -593,6 +596,8 @@ CLASSES = (  # name, calibration(quick, the classes fitted so far); in this orde
     # the GRU's cell runs other kernels per step than the LSTM's (it was
     # costed as an LSTM's until 2026-12-03; the held-out GRUs read 15-26% low)
     ("gru", lambda q, cl: cal_lstm(q, cl["matmul"], kind="GRU")),
+    ("dwconv5", lambda q, cl: cal_dwconv(q, (5,))),
+    ("dwconv7", lambda q, cl: cal_dwconv(q, (7,))),
 )
 
 

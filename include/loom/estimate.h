@@ -68,7 +68,7 @@ typedef struct loom_est_cost_fn {
 typedef enum loom_est_class {
     LOOM_EST_CL_CONV,      /* Conv, ConvTranspose with more than one input channel per group */
     LOOM_EST_CL_CONV1X1,   /* 1x1 stride-1 Conv at batch < 16: PyTorch's CPU GEMM path */
-    LOOM_EST_CL_DWCONV,    /* depthwise Conv (one input channel per group) */
+    LOOM_EST_CL_DWCONV,    /* depthwise Conv (one input channel per group), kernel up to 4 */
     LOOM_EST_CL_MATMUL,    /* Gemm, Linear, MatMul with a 2-D right operand */
     LOOM_EST_CL_BMM,       /* batched MatMul */
     LOOM_EST_CL_BN,        /* BatchNormalization */
@@ -88,6 +88,8 @@ typedef enum loom_est_class {
     LOOM_EST_CL_DROPOUT,   /* Dropout in training where the device has this class (a CPU:
                               Bernoulli noise drawn per element); else it is UNARY */
     LOOM_EST_CL_GRU,       /* GRU's recurrence where the device has this class; else LSTM */
+    LOOM_EST_CL_DWCONV5,   /* depthwise Conv with a 5 or 6 kernel (else DWCONV) */
+    LOOM_EST_CL_DWCONV7,   /* depthwise Conv with a kernel of 7 or more (else DWCONV5, DWCONV) */
     LOOM_EST_CL_N
 } loom_est_class_t;
 

@@ -1030,6 +1030,24 @@ static bool conv_depthwise(const cost_t *c, const est_node_t *n)
     return op_is(n, "Conv") && w && w->rank >= 2 && attr_int(n, "group", 1) > 1 && w->dims[1] == 1;
 }
 
+/* A depthwise convolution's class by its kernel: PyTorch 1.13's CPU kernels
+ * differ with the kernel size (on this host 3x3's backward runs at about 7
+ * GFLOP/s, 5x5's at 4: bench/estimate_calibrate.py fits each apart); a
+ * device without the larger classes uses the next smaller one. */
+static int dwconv_class(const cost_t *c, const est_node_t *n)
+{
+    const est_tensor_t *w = tin(c, n, 1);
+    int64_t k = 1;
+    for (int i = 2; w && i < w->rank; i++)
+        k = w->dims[i] > k ? w->dims[i] : k;
+    const loom_est_cost_fn_t(*cls)[2] = c->opt->device->cls;
+    if (k >= 7 && cls[LOOM_EST_CL_DWCONV7][0].set)
+        return LOOM_EST_CL_DWCONV7;
+    if (k >= 5 && cls[LOOM_EST_CL_DWCONV5][0].set)
+        return LOOM_EST_CL_DWCONV5;
+    return LOOM_EST_CL_DWCONV;
+}
+
 /* oneDNN convolutions reorder their operands into scratch buffers: forward
  * input-, weight- and output-sized ones; backward the output gradient
  * twice, the weight, the input, and a result of each gradient before its
@@ -1602,7 +1620,7 @@ static int op_class(cost_t *c, int ni)
     if (is_alias(c, n))
         return LOOM_EST_CL_VIEW;
     if (op_is(n, "Conv") || op_is(n, "ConvTranspose"))
-        return conv_depthwise(c, n)   ? LOOM_EST_CL_DWCONV
+        return conv_depthwise(c, n)   ? dwconv_class(c, n)
                : conv_pointwise(c, n) ? LOOM_EST_CL_CONV1X1
                                       : LOOM_EST_CL_CONV;
     if (op_is(n, "Gemm"))
@@ -1681,6 +1699,8 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         break;
     }
     case LOOM_EST_CL_DWCONV:
+    case LOOM_EST_CL_DWCONV5:
+    case LOOM_EST_CL_DWCONV7:
         f.el_f = f.el_b = X + E;
         f.strided = any_above_one(n, "strides");
         break;
@@ -1868,7 +1888,8 @@ static void class_time(cost_t *c, int ni, const loom_est_op_t *op, int cls, bool
     feat_t f = op_features(c, ni, cls, op->min_dim);
     double es = n_esize(c, ni) / 4.0; /* element terms scale with the element size */
     bool rnn = cls == LOOM_EST_CL_LSTM || cls == LOOM_EST_CL_GRU;
-    bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 || cls == LOOM_EST_CL_DWCONV ||
+    bool dw = cls == LOOM_EST_CL_DWCONV || cls == LOOM_EST_CL_DWCONV5 || cls == LOOM_EST_CL_DWCONV7;
+    bool mx = cls == LOOM_EST_CL_CONV || cls == LOOM_EST_CL_CONV1X1 || dw ||
               cls == LOOM_EST_CL_MATMUL || cls == LOOM_EST_CL_BMM || rnn;
     double fl = mx ? op->fwd_flops / hscale : 0, bl = mx ? op->bwd_flops / hscale : 0;
     const loom_est_cost_fn_t *mm = d->cls[LOOM_EST_CL_MATMUL];

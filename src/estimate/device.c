@@ -43,9 +43,9 @@ static int get_pos(const json_t *o, const char *key, const char *name, bool requ
 }
 
 static const char *class_names[LOOM_EST_CL_N] = {
-    "conv",    "conv1x1", "dwconv", "matmul",    "bmm",  "bn",      "ln",
-    "softmax", "loss",    "unary",  "binary",    "gelu", "act",     "pool",
-    "reduce",  "copy",    "view",   "embedding", "lstm", "dropout", "gru"};
+    "conv", "conv1x1",   "dwconv", "matmul",  "bmm", "bn",      "ln",     "softmax",
+    "loss", "unary",     "binary", "gelu",    "act", "pool",    "reduce", "copy",
+    "view", "embedding", "lstm",   "dropout", "gru", "dwconv5", "dwconv7"};
 
 const char *loom_est_class_name(loom_est_class_t c)
 {

@@ -178,6 +178,59 @@ static void test_gru_class(void **state)
     loom_est_model_free(m);
 }
 
+/* x[N,4,8,8] -> depthwise Conv k x k (group 4, same padding) -> y */
+static loom_est_model_t *dwconv_k(int64_t k)
+{
+    pbw_t g = {0}, n;
+    onnx_node_begin(&n, "Conv", "dw", "x,w", "y");
+    attr_int(&n, "group", 4);
+    attr_ints(&n, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
+    onnx_node_end(&g, &n);
+    onnx_init(&g, "w", 1, 4, (int64_t[]){4, 1, k, k}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 4, (int64_t[]){-1, 4, 8, 8});
+    onnx_value_info(&g, 12, "y", 1, 4, (int64_t[]){-1, 4, 8, 8});
+    return build(&g);
+}
+
+/* Depthwise convolutions are classed by kernel: 3 dwconv, 5 dwconv5, 7 and
+ * up dwconv7, each falling back to the next smaller class a device has. */
+static void test_dwconv_by_kernel(void **state)
+{
+    (void)state;
+    static const char *all =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"op_classes\": {"
+        "  \"dwconv\": {\"fwd\": {\"overhead_s\": 1e-6}, \"bwd\": {\"overhead_s\": 1e-6}},"
+        "  \"dwconv5\": {\"fwd\": {\"overhead_s\": 2e-6}, \"bwd\": {\"overhead_s\": 2e-6}},"
+        "  \"dwconv7\": {\"fwd\": {\"overhead_s\": 3e-6}, \"bwd\": {\"overhead_s\": 3e-6}}}}";
+    static const char *small =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"op_classes\": {"
+        "  \"dwconv\": {\"fwd\": {\"overhead_s\": 1e-6}, \"bwd\": {\"overhead_s\": 1e-6}},"
+        "  \"dwconv5\": {\"fwd\": {\"overhead_s\": 2e-6}, \"bwd\": {\"overhead_s\": 2e-6}}}}";
+    loom_est_device_t d3, d2;
+    load_device(all, &d3);
+    load_device(small, &d2);
+    static const struct {
+        int64_t k;
+        int with_all, with_two;
+    } cases[] = {{3, LOOM_EST_CL_DWCONV, LOOM_EST_CL_DWCONV},
+                 {5, LOOM_EST_CL_DWCONV5, LOOM_EST_CL_DWCONV5},
+                 {7, LOOM_EST_CL_DWCONV7, LOOM_EST_CL_DWCONV5},
+                 {9, LOOM_EST_CL_DWCONV7, LOOM_EST_CL_DWCONV5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        loom_est_model_t *m = dwconv_k(cases[i].k);
+        loom_est_options_t o = {.batch = 2, .device = &d3};
+        loom_est_result_t r;
+        run_ok(m, &o, &r);
+        assert_int_equal(r.ops[0].cls, cases[i].with_all);
+        loom_est_result_free(&r);
+        o.device = &d2;
+        run_ok(m, &o, &r);
+        assert_int_equal(r.ops[0].cls, cases[i].with_two);
+        loom_est_result_free(&r);
+        loom_est_model_free(m);
+    }
+}
+
 /* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Dropout(ratio) -> y[N,3] */
 static loom_est_model_t *gemm_dropout(float ratio)
 {
@@ -495,15 +548,11 @@ static void test_shipped_devices(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_curve_and_cost_fn),
-        cmocka_unit_test(test_class_step_time),
-        cmocka_unit_test(test_in_step_factor),
-        cmocka_unit_test(test_rnn_projection),
-        cmocka_unit_test(test_dropout_class),
-        cmocka_unit_test(test_gru_class),
-        cmocka_unit_test(test_class_fallback_to_roofline),
-        cmocka_unit_test(test_fresh_pages),
-        cmocka_unit_test(test_device_classes_json),
+        cmocka_unit_test(test_curve_and_cost_fn), cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_in_step_factor),    cmocka_unit_test(test_rnn_projection),
+        cmocka_unit_test(test_dropout_class),     cmocka_unit_test(test_gru_class),
+        cmocka_unit_test(test_dwconv_by_kernel),  cmocka_unit_test(test_class_fallback_to_roofline),
+        cmocka_unit_test(test_fresh_pages),       cmocka_unit_test(test_device_classes_json),
         cmocka_unit_test(test_shipped_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
