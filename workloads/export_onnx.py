@@ -347,6 +347,11 @@ SEQUENCE = {
     "lstm_deep": lambda: _seq_model(_RNN("LSTM", 32, 48, 3), 28, 32),
     "gru_long": lambda: _seq_model(_RNN("GRU", 16, 40, 1), 64, 16),
     "lstm_bi_wide": lambda: _seq_model(_RNN("LSTM", 96, 160, 1, bidirectional=True), 20, 96),
+    # held out (workloads/models/evaluation5.txt): added with that list, never
+    # measured before it
+    "tx_encoder_deep": lambda: _seq_model(_Encoder(96, 6, 4, 256), 40, 96),
+    "gru_bi_deep": lambda: _seq_model(_RNN("GRU", 24, 56, 2, bidirectional=True), 36, 24),
+    "lstm_wide_short": lambda: _seq_model(_RNN("LSTM", 128, 256, 1), 12, 128),
 }
 
 
