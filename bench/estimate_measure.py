@@ -141,6 +141,8 @@ def reference_time(ex, optimizer):
 def run_child(args, name, batch, tunables=""):
     """The measurement of the median process of args.procs (see the top)."""
     old = getattr(args, "reuse_rows", {}).get((name, batch))
+    if old and "error" in old:  # --reuse of a row that could not be measured
+        raise RuntimeError(old["error"])
     if old:  # --reuse: measured before, estimated again
         return {"peak": old["measured_bytes"], "time": old["measured_s"],
                 "proc_times": old.get("proc_times_s"), "faults": old.get("faults") or 0,
@@ -215,7 +217,15 @@ def measure_device(a, path):
     cal_ref = dev.get("reference_step_s")
     for name in a.models.split(","):
         for b in a.plan[name]:
-            m = run_child(a, name, b, tunables)
+            try:
+                m = run_child(a, name, b, tunables)
+            except RuntimeError as ex:  # reported, and the run goes on: no row is lost
+                why = str(ex).strip().splitlines()[-1][:200].replace("|", "/")
+                a.rows.append({"set": a.set, "model": name, "batch": b, "device": dev["name"],
+                               "error": why})
+                rows.append(f"| {name} | {b} | not measured: {why} |" + " |" * 10)
+                print(rows[-1], flush=True)
+                continue
             e = estimate(a, name, b, path)
             me = (e["peak"] - m["peak"]) / m["peak"]
             te = (e["time"] - m["time"]) / m["time"]
@@ -258,8 +268,9 @@ def measure_device(a, path):
             f"**{a.set} set, {dev['name']}: median absolute error memory "
             f"{100 * statistics.median(mem_err):.1f}% (90th percentile {100 * p90(mem_err):.1f}%), "
             f"step time {100 * statistics.median(time_err):.1f}% (90th percentile "
-            f"{100 * p90(time_err):.1f}%)** over {len(rows)} runs "
-            "(targets: median 3% and 10%, 90th percentile 10% and 25%)"
+            f"{100 * p90(time_err):.1f}%)** over {len(mem_err)} runs "
+            + (f"({len(rows) - len(mem_err)} not measured) " if len(rows) > len(mem_err) else "")
+            + "(targets: median 3% and 10%, 90th percentile 10% and 25%)"
             + (f"; at the calibration's speed (speed column) step time {100 * statistics.median(norm_err):.1f}% "
                f"(90th percentile {100 * p90(norm_err):.1f}%) over {len(norm_err)} runs" if norm_err else "")
             + ".", ""]
