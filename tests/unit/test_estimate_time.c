@@ -128,21 +128,6 @@ static void test_class_step_time(void **state)
     loom_est_model_free(m);
 }
 
-/* x[N, 3 steps, 4] -> GRU(hidden 2, batch first) -> Y[N, 3, 1, 2] */
-static loom_est_model_t *gru_small(void)
-{
-    pbw_t g = {0}, n;
-    onnx_node_begin(&n, "GRU", "gru", "x,W,R", "Y");
-    attr_int(&n, "layout", 1);
-    attr_int(&n, "hidden_size", 2);
-    onnx_node_end(&g, &n);
-    onnx_init(&g, "W", 1, 3, (int64_t[]){1, 6, 4}, NULL, 0);
-    onnx_init(&g, "R", 1, 3, (int64_t[]){1, 6, 2}, NULL, 0);
-    onnx_value_info(&g, 11, "x", 1, 3, (int64_t[]){-1, 3, 4});
-    onnx_value_info(&g, 12, "Y", 1, 4, (int64_t[]){-1, 3, 1, 2});
-    return build(&g);
-}
-
 /* A GRU's recurrence has a class of its own where the device calibrated
  * one (its cell runs other kernels than the LSTM's); else the lstm class.
  * Both pay per time step. */
@@ -161,20 +146,17 @@ static void test_gru_class(void **state)
     loom_est_device_t with, without;
     load_device(dev, &with);
     load_device(lstm_only, &without);
-    loom_est_model_t *m = gru_small();
-    loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &with};
-    loom_est_result_t r;
-    run_ok(m, &o, &r);
+    loom_est_model_t *m = rnn_small("GRU", 3); /* est_build.h */
+    int cls;
+    double t;
     /* no matmul class: the projection stays in the recurrence's terms;
      * 3 steps: 9e-7 forward, 1.5e-6 backward */
-    assert_int_equal(r.ops[0].cls, LOOM_EST_CL_GRU);
-    near(r.ops[0].time_s, 9e-7 + 1.5e-6);
-    loom_est_result_free(&r);
-    o.device = &without;
-    run_ok(m, &o, &r);
-    assert_int_equal(r.ops[0].cls, LOOM_EST_CL_LSTM);
-    near(r.ops[0].time_s, 3e-7 + 6e-7);
-    loom_est_result_free(&r);
+    op_class_time(m, &with, true, 0, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_GRU);
+    near(t, 9e-7 + 1.5e-6);
+    op_class_time(m, &without, true, 0, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_LSTM);
+    near(t, 3e-7 + 6e-7);
     loom_est_model_free(m);
 }
 
@@ -218,15 +200,12 @@ static void test_dwconv_by_kernel(void **state)
                  {9, LOOM_EST_CL_DWCONV7, LOOM_EST_CL_DWCONV5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         loom_est_model_t *m = dwconv_k(cases[i].k);
-        loom_est_options_t o = {.batch = 2, .device = &d3};
-        loom_est_result_t r;
-        run_ok(m, &o, &r);
-        assert_int_equal(r.ops[0].cls, cases[i].with_all);
-        loom_est_result_free(&r);
-        o.device = &d2;
-        run_ok(m, &o, &r);
-        assert_int_equal(r.ops[0].cls, cases[i].with_two);
-        loom_est_result_free(&r);
+        int cls;
+        double t;
+        op_class_time(m, &d3, false, 0, &cls, &t);
+        assert_int_equal(cls, cases[i].with_all);
+        op_class_time(m, &d2, false, 0, &cls, &t);
+        assert_int_equal(cls, cases[i].with_two);
         loom_est_model_free(m);
     }
 }
@@ -267,19 +246,18 @@ static void test_dropout_class(void **state)
     load_device(dev, &with);
     load_device(classes_device, &without);
     loom_est_model_t *m = gemm_dropout(0.1f), *zero = gemm_dropout(0);
+    int cls;
+    double t;
+    /* 6 elements: fwd 3e-7 + 3e-8, bwd 6e-7 + 1.2e-8 */
+    op_class_time(m, &with, true, 1, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_DROPOUT);
+    near(t, 3.3e-7 + 6.12e-7);
+    op_class_time(m, &without, true, 1, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_UNARY);
+    near(t, 5.06e-7 + 1.006e-6);
+    /* ratio 0: a view, nothing allocated */
     loom_est_options_t o = {.batch = 2, .train = true, .optimizer = LOOM_EST_SGD, .device = &with};
     loom_est_result_t r;
-    run_ok(m, &o, &r);
-    /* 6 elements: fwd 3e-7 + 3e-8, bwd 6e-7 + 1.2e-8 */
-    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_DROPOUT);
-    near(r.ops[1].time_s, 3.3e-7 + 6.12e-7);
-    loom_est_result_free(&r);
-    o.device = &without;
-    run_ok(m, &o, &r);
-    assert_int_equal(r.ops[1].cls, LOOM_EST_CL_UNARY);
-    near(r.ops[1].time_s, 5.06e-7 + 1.006e-6);
-    loom_est_result_free(&r);
-    o.device = &with;
     run_ok(zero, &o, &r);
     assert_int_equal(r.ops[1].cls, LOOM_EST_CL_VIEW);
     assert_int_equal(r.ops[1].bytes, 0);
