@@ -14,11 +14,15 @@ the model zoo (workloads/export_onnx.py CALIBRATION: a 4-layer MLP, a
 of width 120 on sequences of 40), each at three batch sizes:
 
     factor = median over the 9 runs of
-             (measured step - estimated fixed - estimated page faults)
-             / (estimated step - estimated fixed - estimated page faults)
+             1 + (measured step - estimated step at factor 1)
+                 / (estimated step at factor 2 - estimated step at factor 1)
 
-where the estimate is `loom estimate ... --train` with in_step_factor 1 on
-the first DEVICE, and the measurement is bench/estimate_measure.py's (median
+i.e. the factor that makes the estimate meet the measurement: it scales the
+operators' work terms (FLOPs and elements; not their fixed overheads, since
+2026-12-03 21:10 UTC), the loss and the optimizer, and nothing else (the
+step's fixed cost, page faults), so the estimate is linear in it. The
+estimates are `loom estimate ... --train` on the first DEVICE with
+in_step_factor 1 and 2, and the measurement is bench/estimate_measure.py's (median
 process CPU time of 9 steps, one thread) run with the first DEVICE's
 malloc_tunables (use the retaining device first: its steps fault no pages,
 so the ratio is the operators' alone). The factor is written as
@@ -59,10 +63,12 @@ def main():
     a.cache = None
     dev = json.load(open(a.device[0]))
     tunables = dev.get("malloc_tunables", "")
-    dev["in_step_factor"] = 1.0
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(dev, f)
-        unscaled = f.name
+    scaled = {}
+    for k in (1.0, 2.0):
+        dev["in_step_factor"] = k
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(dev, f)
+            scaled[k] = f.name
     load_before = " ".join(open("/proc/loadavg").read().split()[:3])
     rows, ratios, refs = [], [], []
     try:
@@ -70,19 +76,19 @@ def main():
             for b in batches:
                 m = em.run_child(a, name, b, tunables)
                 refs.append(m.get("ref"))
-                j = json.loads(em.subprocess.run(
+                est = {k: json.loads(em.subprocess.run(
                     [os.path.join(a.build, "loom"), "estimate", os.path.join(a.onnx, name + ".onnx"),
-                     "--batch", str(b), "--train", "--optimizer", a.optimizer, "--device", unscaled,
-                     "--json"], capture_output=True, text=True, check=True).stdout)
-                rest = j["time_s"]["fixed"] + j["time_s"]["page_faults"]
-                est = j["time_s"]["step"]
-                r = (m["time"] - rest) / (est - rest)
+                     "--batch", str(b), "--train", "--optimizer", a.optimizer, "--device", path,
+                     "--json"], capture_output=True, text=True, check=True).stdout)["time_s"]["step"]
+                       for k, path in scaled.items()}
+                r = 1 + (m["time"] - est[1.0]) / (est[2.0] - est[1.0])
                 ratios.append(r)
-                rows.append(f"| {name} | {b} | {m['time'] * 1e3:.2f} | {est * 1e3:.2f} | "
-                            f"{rest * 1e3:.2f} | {r:.3f} |")
+                rows.append(f"| {name} | {b} | {m['time'] * 1e3:.2f} | {est[1.0] * 1e3:.2f} | "
+                            f"{(2 * est[1.0] - est[2.0]) * 1e3:.2f} | {r:.3f} |")
                 print(rows[-1], flush=True)
     finally:
-        os.unlink(unscaled)
+        for path in scaled.values():
+            os.unlink(path)
     factor = statistics.median(ratios)
     refs = [r for r in refs if r]
     for path in a.device:
@@ -105,11 +111,11 @@ def main():
             f"{a.optimizer}, median of {a.steps} steps in the median of {a.procs} processes, process CPU "
             "time, one thread. Workloads outside "
             "the zoo (workloads/export_onnx.py CALIBRATION).", "",
-            "| workload | batch | measured ms | estimated ms (factor 1) | fixed + faults ms | ratio |",
+            "| workload | batch | measured ms | estimated ms (factor 1) | not scaled ms (factor 0) | factor |",
             "|---|---|---|---|---|---|", *rows, "",
             (f"reference_step_s = {statistics.median(refs) * 1e3:.2f} ms (the machine's speed "
              "during this calibration, bench/estimate_measure.py reference_time). " if refs else "")
-            + f"**in_step_factor = {factor:.4f}** (median ratio), written to "
+            + f"**in_step_factor = {factor:.4f}** (median of the runs' factors), written to "
             f"{', '.join('`' + os.path.relpath(p, em.ROOT) + '`' for p in a.device)}.", ""]
         with open(a.report, "a") as f:
             f.write("\n".join(lines))

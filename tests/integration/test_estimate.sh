@@ -40,29 +40,35 @@ assert b["optimizer"] == j["params"] * 7 * 4, b
 assert b["step"] == b["forward"] + b["backward"] + b["optimizer"], b
 PY
 
-# the shipped retaining CPU device with its in_step_factor against a copy
-# set to 1: a training step's operator, loss and optimizer time scale by the
-# factor, the fixed and page-fault parts do not; inference is unscaled
+# the shipped retaining CPU device with its in_step_factor against copies
+# set to 1 and 2: a training step is linear in the factor (it scales the
+# operators' work terms, the loss and the optimizer: the optimizer's time by
+# the factor itself), the fixed and page-fault parts do not move, and the
+# factor is not 1 (where the work terms would not scale); inference is unscaled
 /usr/bin/python3 - "$loom" "$SRC/workloads/devices/cpu-local-retain.json" "$corpus/attn.onnx" "$tmp" <<'PY'
 import json, subprocess, sys
 loom, devpath, model, tmp = sys.argv[1:]
 dev = json.load(open(devpath))
 k = dev["in_step_factor"]
 assert 0.25 <= k <= 4 and k != 1, k
-dev["in_step_factor"] = 1
-one = tmp + "/one.json"
-json.dump(dev, open(one, "w"))
+paths = {}
+for f in (1, 2):
+    dev["in_step_factor"] = f
+    paths[f] = f"{tmp}/k{f}.json"
+    json.dump(dev, open(paths[f], "w"))
 def est(d, *extra):
     return json.loads(subprocess.run([loom, "estimate", model, "--batch", "2", "--device", d, "--json",
                                       *extra], check=True, capture_output=True, text=True).stdout)
 def rel(a, b):
-    return abs(a - b) <= 1e-6 * abs(b)
-for extra in (("--train", "--optimizer", "adam"), ()):
-    a, b = est(devpath, *extra)["time_s"], est(one, *extra)["time_s"]
-    f = k if extra else 1
-    assert rel(a["fixed"], b["fixed"]) and rel(a["page_faults"], b["page_faults"]), (a, b)
-    rest = a["fixed"] + a["page_faults"]
-    assert rel(a["step"] - rest, f * (b["step"] - rest)), (extra, a, b)
+    return abs(a - b) <= 1e-6 * abs(b) + 1e-12
+train = ("--train", "--optimizer", "adam")
+a, b, c = (est(p, *train)["time_s"] for p in (devpath, paths[1], paths[2]))
+for part in ("fixed", "page_faults"):
+    assert rel(a[part], b[part]) and rel(c[part], b[part]), (part, a, b, c)
+assert rel(a["optimizer"], k * b["optimizer"]), (a, b)
+assert c["step"] > b["step"] and rel(a["step"] - b["step"], (k - 1) * (c["step"] - b["step"])), (a, b, c)
+a, b = est(devpath)["time_s"], est(paths[1])["time_s"]
+assert rel(a["step"], b["step"]), (a, b)
 PY
 
 # exit codes: usage 2, not found 4, malformed 5
