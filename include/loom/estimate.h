@@ -148,9 +148,10 @@ typedef struct loom_est_device {
     loom_est_cost_fn_t cls[LOOM_EST_CL_N][2];
     loom_est_opt_cost_t opt[3]; /* by loom_est_optimizer_t */
     double step_overhead_s;     /* fixed cost of a training step */
-    /* operator (class), loss and optimizer time inside a training step over
-     * the same operators in isolation (1 = none; calibrated on whole steps
-     * of models outside the zoo) */
+    /* operator work terms (a class's FLOP and element terms, not its fixed
+     * ones), loss and optimizer time inside a training step over the same
+     * operators in isolation (1 = none; calibrated on whole steps of models
+     * outside the zoo) */
     double in_step_factor;
     double page_fault_s; /* per fresh 4 KiB page (malloc devices) */
     /* "malloc_tunables": the GLIBC_TUNABLES the runtime is measured and run
