@@ -352,6 +352,10 @@ SEQUENCE = {
     "tx_encoder_deep": lambda: _seq_model(_Encoder(96, 6, 4, 256), 40, 96),
     "gru_bi_deep": lambda: _seq_model(_RNN("GRU", 24, 56, 2, bidirectional=True), 36, 24),
     "lstm_wide_short": lambda: _seq_model(_RNN("LSTM", 128, 256, 1), 12, 128),
+    # held out (workloads/models/evaluation6.txt): added with that list, never
+    # measured before it
+    "tx_encoder_gelu_wide": lambda: _seq_model(_Encoder(256, 4, 2, 1024, act="gelu"), 24, 256),
+    "gru_wide": lambda: _seq_model(_RNN("GRU", 64, 192, 1), 30, 64),
 }
 
 
