@@ -19,7 +19,7 @@ of width 120 on sequences of 40), each at three batch sizes:
 
 i.e. the factor that makes the estimate meet the measurement: it scales the
 operators' work terms (FLOPs and elements; not their fixed overheads, since
-2026-12-03 21:10 UTC), the loss and the optimizer, and nothing else (the
+2026-12-03 22:00 UTC), the loss and the optimizer, and nothing else (the
 step's fixed cost, page faults), so the estimate is linear in it. The
 estimates are `loom estimate ... --train` on the first DEVICE with
 in_step_factor 1 and 2, and the measurement is bench/estimate_measure.py's (median
