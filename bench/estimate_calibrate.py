@@ -156,20 +156,23 @@ def eval_fn(f, flops, d, elems, steps=0.0, strided=False):
 
 
 def fit_flops(samples, steps=False):
-    """samples: (flops, d, elems, strided, t). Fits overhead, strided,
-    the saturating rate curve and a constant elem_s on three quarters of
-    the samples; returns (params, errors on those, errors on the quarter
-    held out). steps: the strided column is a step count and its
-    coefficient the cost per step (step_s)."""
+    """samples: (flops, d, elems, strided, t[, count]). Fits overhead,
+    strided, the saturating rate curve and a constant elem_s on three
+    quarters of the samples; returns (params, errors on those, errors on the
+    quarter held out). steps: the strided column is a step count and its
+    coefficient the cost per step (step_s). A sixth member, a count (the
+    depthwise classes' planes, batch x channels), gets a cost of its own,
+    step_s, beside the strided one."""
     samples = plausible(samples)
     held = samples[3::4]
     samples = [x for i, x in enumerate(samples) if i % 4 != 3]
-    fl, d, el, st, t = (np.array(c, dtype=float) for c in zip(*samples))
+    counted = len(samples[0]) == 6
+    fl, d, el, st, t, *cnt = (np.array(c, dtype=float) for c in zip(*samples))
     best = None
     for p in (0.5, 1.0, 2.0):
         for h in (1, 2, 4, 8, 16, 32, 64, 128, 256):
             eff = d ** p / (d ** p + h ** p)
-            cols = [np.ones_like(t), st, fl / eff, el]
+            cols = [np.ones_like(t), st, fl / eff, el] + cnt
             c = lsq_nonneg(cols, t)
             pred = sum(ci * col for ci, col in zip(c, cols))
             err = np.abs(pred - t) / t
@@ -182,9 +185,13 @@ def fit_flops(samples, steps=False):
         out["rate"] = {"peak": 1.0 / c[2], "half_dim": h, "power": p}
     if c[1] > 0:
         out["step_s" if steps else "strided_s"] = c[1]
-    herr = np.array([abs(eval_fn(out, f, dd, e, sd if steps else 0, bool(sd) and not steps) - tt) / tt
-                     for f, dd, e, sd, tt in held])
-    return out, err, herr
+    if counted and c[4] > 0:
+        out["step_s"] = c[4]
+    def held_eval(x):
+        f, dd, e, sd, tt = x[:5]
+        n = x[5] if counted else (sd if steps else 0)
+        return abs(eval_fn(out, f, dd, e, n, bool(sd) and not steps) - tt) / tt
+    return out, err, np.array([held_eval(x) for x in held])
 
 
 MIN_OP_S = 1e-6  # no PyTorch operator with autograd runs faster
@@ -193,7 +200,7 @@ MIN_OP_S = 1e-6  # no PyTorch operator with autograd runs faster
 def plausible(samples):
     """Drops failed measurements: a time under MIN_OP_S (a sample whose
     page faults, subtracted, outweighed it)."""
-    kept = [x for x in samples if x[-1] >= MIN_OP_S]
+    kept = [x for x in samples if x[4 if len(x) == 6 else -1] >= MIN_OP_S]  # fit_flops' count
     if len(kept) < len(samples):
         print(f"  ({len(samples) - len(kept)} of {len(samples)} samples under {MIN_OP_S * 1e6:.0f} us dropped)",
               flush=True)
@@ -324,10 +331,16 @@ def cal_dwconv(quick, kernels):
     # MnasNet, ConvNeXt. The time grows with the kernel, so each class has a
     # FLOP term (2 E k^2, d = 1); and PyTorch's CPU kernels differ by kernel
     # size (one fit over all three missed the backward by 41% median, one per
-    # kernel by 15-16%: 2026-12-03), so each kernel has its class
-    for b, c, hw, s, k in itertools.product((3, 12), (24, 72, 200, 480), (5, 9, 17, 33), (1, 2),
-                                            kernels):
-        if (quick and hw == 17) or (k == 7 and s == 2) or (k > 3 and hw == 33 and c > 72):
+    # kernel by 15-16%: 2026-12-03), so each kernel has its class. Maps of
+    # 2x2 and 3x3 (the last stages of a mobile network at 64x64) are in the
+    # grid: where the map is smaller than the kernel (3x3 over 2x2) the
+    # backward leaves oneDNN's depthwise kernel and costs 0.2-0.3 us a plane
+    # (batch x channels) whatever the work (960 channels at 2x2, batch 12:
+    # 2.4 ms; at 3x3 or 4x4, 0.4-0.6 ms), so such samples count their planes
+    for b, c, hw, s, k in itertools.product((3, 12), (24, 72, 200, 480), (2, 3, 5, 9, 17, 33),
+                                            (1, 2), kernels):
+        if ((quick and hw in (3, 17)) or (k == 7 and s == 2) or (k > 3 and hw == 33 and c > 72)
+                or (s == 2 and hw < 5)):
             continue
         def make(b=b, c=c, hw=hw, s=s, k=k):
             conv = nn.Conv2d(c, c, k, stride=s, padding=k // 2, groups=c, bias=False)
@@ -336,9 +349,10 @@ def cal_dwconv(quick, kernels):
         ho = (hw - 1) // s + 1
         el = b * c * (hw * hw + ho * ho)
         flops = 2 * b * c * ho * ho * k * k
-        fw.append((flops, 1, el, float(s > 1), tf))
-        bw.append((2 * flops, 1, el, float(s > 1), tb))
-    return fit_flops(fw), fit_flops(bw)  # overhead, strided, a FLOP rate and one elem_s
+        planes = float(b * c) if hw < k else 0.0  # src/estimate/cost.c op_features
+        fw.append((flops, 1, el, float(s > 1), tf, planes))
+        bw.append((2 * flops, 1, el, float(s > 1), tb, planes))
+    return fit_flops(fw), fit_flops(bw)  # overhead, strided, a FLOP rate, elem_s, per plane
 
 
 def cal_matmul(quick):

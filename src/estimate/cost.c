@@ -1700,10 +1700,19 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
     }
     case LOOM_EST_CL_DWCONV:
     case LOOM_EST_CL_DWCONV5:
-    case LOOM_EST_CL_DWCONV7:
+    case LOOM_EST_CL_DWCONV7: {
         f.el_f = f.el_b = X + E;
         f.strided = any_above_one(n, "strides");
+        /* a kernel larger than its input map (a mobile network's last
+         * stages: 3x3 over 2x2) leaves oneDNN's depthwise kernels for a path
+         * that costs per plane (batch x channels), whatever the work */
+        const est_tensor_t *xt = tin(c, n, 0), *wt = tin(c, n, 1);
+        bool small = xt && wt && xt->rank == 4 && wt->rank == 4 &&
+                     (xt->dims[2] < wt->dims[2] || xt->dims[3] < wt->dims[3]);
+        if (small && xt->dims[0] > 0 && xt->dims[1] > 0)
+            f.steps = (double)xt->dims[0] * (double)xt->dims[1];
         break;
+    }
     case LOOM_EST_CL_MATMUL:
     case LOOM_EST_CL_BMM: {
         double el = 0;

@@ -160,8 +160,8 @@ static void test_gru_class(void **state)
     loom_est_model_free(m);
 }
 
-/* x[N,4,8,8] -> depthwise Conv k x k (group 4, same padding) -> y */
-static loom_est_model_t *dwconv_k(int64_t k)
+/* x[N,4,hw,hw] -> depthwise Conv k x k (group 4, same padding) -> y */
+static loom_est_model_t *dwconv_k(int64_t k, int64_t hw)
 {
     pbw_t g = {0}, n;
     onnx_node_begin(&n, "Conv", "dw", "x,w", "y");
@@ -169,8 +169,8 @@ static loom_est_model_t *dwconv_k(int64_t k)
     attr_ints(&n, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
     onnx_node_end(&g, &n);
     onnx_init(&g, "w", 1, 4, (int64_t[]){4, 1, k, k}, NULL, 0);
-    onnx_value_info(&g, 11, "x", 1, 4, (int64_t[]){-1, 4, 8, 8});
-    onnx_value_info(&g, 12, "y", 1, 4, (int64_t[]){-1, 4, 8, 8});
+    onnx_value_info(&g, 11, "x", 1, 4, (int64_t[]){-1, 4, hw, hw});
+    onnx_value_info(&g, 12, "y", 1, 4, (int64_t[]){-1, 4, hw, hw});
     return build(&g);
 }
 
@@ -199,7 +199,7 @@ static void test_dwconv_by_kernel(void **state)
                  {7, LOOM_EST_CL_DWCONV7, LOOM_EST_CL_DWCONV5},
                  {9, LOOM_EST_CL_DWCONV7, LOOM_EST_CL_DWCONV5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        loom_est_model_t *m = dwconv_k(cases[i].k);
+        loom_est_model_t *m = dwconv_k(cases[i].k, 8);
         int cls;
         double t;
         op_class_time(m, &d3, false, 0, &cls, &t);
@@ -208,6 +208,32 @@ static void test_dwconv_by_kernel(void **state)
         assert_int_equal(cls, cases[i].with_two);
         loom_est_model_free(m);
     }
+}
+
+/* A depthwise kernel larger than its input map (3x3 over 2x2) pays its
+ * class's step_s per plane, batch x channels; over a map as large as the
+ * kernel or larger, nothing per plane. */
+static void test_dwconv_small_map(void **state)
+{
+    (void)state;
+    static const char *dev =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"op_classes\": {"
+        "  \"dwconv\": {\"fwd\": {\"overhead_s\": 1e-6, \"step_s\": 1e-7},"
+        "              \"bwd\": {\"overhead_s\": 2e-6, \"step_s\": 3e-7}}}}";
+    loom_est_device_t d;
+    load_device(dev, &d);
+    loom_est_model_t *small = dwconv_k(3, 2), *same = dwconv_k(3, 3);
+    int cls;
+    double t;
+    /* batch 2 x 4 channels = 8 planes: 1e-6 + 8e-7 forward, 2e-6 + 2.4e-6
+     * backward (the input is data: x needs no gradient, w does) */
+    op_class_time(small, &d, true, 0, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_DWCONV);
+    near(t, 1.8e-6 + 4.4e-6);
+    op_class_time(same, &d, true, 0, &cls, &t);
+    near(t, 1e-6 + 2e-6);
+    loom_est_model_free(small);
+    loom_est_model_free(same);
 }
 
 /* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Dropout(ratio) -> y[N,3] */
@@ -527,11 +553,17 @@ static void test_shipped_devices(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_curve_and_cost_fn), cmocka_unit_test(test_class_step_time),
-        cmocka_unit_test(test_in_step_factor),    cmocka_unit_test(test_rnn_projection),
-        cmocka_unit_test(test_dropout_class),     cmocka_unit_test(test_gru_class),
-        cmocka_unit_test(test_dwconv_by_kernel),  cmocka_unit_test(test_class_fallback_to_roofline),
-        cmocka_unit_test(test_fresh_pages),       cmocka_unit_test(test_device_classes_json),
+        cmocka_unit_test(test_curve_and_cost_fn),
+        cmocka_unit_test(test_class_step_time),
+        cmocka_unit_test(test_in_step_factor),
+        cmocka_unit_test(test_rnn_projection),
+        cmocka_unit_test(test_dropout_class),
+        cmocka_unit_test(test_gru_class),
+        cmocka_unit_test(test_dwconv_by_kernel),
+        cmocka_unit_test(test_dwconv_small_map),
+        cmocka_unit_test(test_class_fallback_to_roofline),
+        cmocka_unit_test(test_fresh_pages),
+        cmocka_unit_test(test_device_classes_json),
         cmocka_unit_test(test_shipped_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
