@@ -2,7 +2,7 @@
 # The estimator's honest protocol in one command (issue #24):
 #   development set = the zoo (workloads/export_onnx.py NAMES), on which the
 #   cost model was written; evaluation set = a held-out list (PLAN, default
-#   workloads/models/evaluation6.txt, the newest; every list before it has been
+#   workloads/models/evaluation7.txt, the newest; every list before it has been
 #   measured and is spent: a new round commits a fresh one before measuring
 #   it), architectures held out from it. Both are measured the same way
 #   (bench/estimate_measure.py: peak live heap of one Adam training step and
@@ -37,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 nice=()
 if [ "$(id -u)" -eq 0 ]; then nice=(nice -n "${NICE:--5}"); fi
 zoo=resnet18,resnet50,vgg16,mobilenet_v2,vit,bert,gpt2,lstm,dlrm
-plan=${PLAN:-workloads/models/evaluation6.txt}
+plan=${PLAN:-workloads/models/evaluation7.txt}
 [ -r "$plan" ] || { echo "bench/estimate_eval.sh: PLAN $plan: no such list" >&2; exit 1; }
 suffix=$(basename "$plan" .txt); suffix=${suffix#evaluation}
 held=$(sed 's/#.*//' "$plan" | awk 'NF == 2 {print $1}' | paste -sd,)

@@ -356,6 +356,10 @@ SEQUENCE = {
     # measured before it
     "tx_encoder_gelu_wide": lambda: _seq_model(_Encoder(256, 4, 2, 1024, act="gelu"), 24, 256),
     "gru_wide": lambda: _seq_model(_RNN("GRU", 64, 192, 1), 30, 64),
+    # held out (workloads/models/evaluation7.txt): added with that list, never
+    # measured before it
+    "lstm_bi_deep": lambda: _seq_model(_RNN("LSTM", 48, 80, 2, bidirectional=True), 24, 48),
+    "tx_decoder_mid": lambda: _decoder(128, 4, 2, 512, 32, 16),
 }
 
 
