@@ -15,7 +15,9 @@ aten::batch_norm, ...) and every autograd node of the backward
 (CLASS_OF below; "other" when unknown), and its CPU time (with its children)
 summed per class. The profiler adds a few microseconds per operator, so small
 classes read high; compare a class's ratio with the others' of the same run.
-Prints one table: class, measured ms per step, estimated ms, ratio.
+Prints one table: class, measured ms per step, estimated ms, ratio. Every
+convolution is one aten::conv2d to the profiler, so the estimator's conv,
+conv1x1 and dwconv classes are summed as "conv".
 """
 import argparse
 import json
@@ -100,6 +102,9 @@ def profile(a):
     return per, wall
 
 
+CONV_CLASSES = ("conv", "conv1x1", "dwconv", "dwconv5", "dwconv7")
+
+
 def estimate(a):
     out = subprocess.run([os.path.join(a.build, "loom"), "estimate", os.path.join(a.onnx, a.model + ".onnx"),
                           "--batch", str(a.batch), "--train", "--optimizer", a.optimizer,
@@ -107,7 +112,9 @@ def estimate(a):
     e = json.loads(out.stdout)
     per = {}
     for op in e["ops"]:
-        per[op["class"]] = per.get(op["class"], 0.0) + op["time_s"]
+        # the profiler sees one aten::conv2d for every kind of convolution
+        cls = "conv" if op["class"] in CONV_CLASSES else op["class"]
+        per[cls] = per.get(cls, 0.0) + op["time_s"]
     per["optimizer"] = e["time_s"]["optimizer"]
     return per, e["time_s"]["step"]
 
