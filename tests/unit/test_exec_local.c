@@ -411,7 +411,12 @@ static void lost_job_is_killed(void **state)
     char sj[LOOM_EXEC_PATH_MAX + 32];
     snprintf(sj, sizeof sj, "%s/shepherd.json", h.dir);
     json_t *pf = NULL;
-    assert_int_equal(loom_json_load_file(sj, &pf, NULL), LOOM_OK);
+    /* the shepherd writes it after its fork, so the job may run (and
+     * write escaped.pid) first on a busy machine */
+    int rc = LOOM_EIO;
+    for (int i = 0; i < 1000 && (rc = loom_json_load_file(sj, &pf, NULL)) != LOOM_OK; i++)
+        usleep(10000);
+    assert_int_equal(rc, LOOM_OK);
     pid_t job_pid = (pid_t)json_integer_value(json_object_get(pf, "job_pid"));
     json_decref(pf);
     assert_true(job_pid > 0);
