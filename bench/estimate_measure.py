@@ -10,11 +10,13 @@ For every model and three batch sizes:
             gradients, temporaries — what the estimator predicts), the
             median process CPU time of 9 steps after 2 warm-up steps, and
             the minor page faults of each step (ru_minflt); with --procs N
-            (default 3) in N child processes one after another, keeping the
-            one whose step time is the median: on this VM a whole process
-            at times runs in a slow mode (its steps 1.3-2.5x slower, its
-            own CPU time included), which the steps of one process cannot
-            outvote;
+            (default 3) in N child processes, keeping the one whose step
+            time is the median: on this VM a whole process at times runs in
+            a slow mode (its steps 1.3-2.5x slower, its own CPU time
+            included), which the steps of one process cannot outvote. The
+            processes are interleaved (every row's first, then every row's
+            second, ...; since 2026-12-04), so a slow phase of a few
+            minutes does not take all of one row's processes;
   estimated `loom estimate MODEL.onnx --batch N --train --optimizer OPT
             --device DEVICE --json`: memory.total, time_s.step and
             fresh_bytes (the fresh pages its glibc heap model predicts).
@@ -147,12 +149,46 @@ def run_child(args, name, batch, tunables=""):
         return {"peak": old["measured_bytes"], "time": old["measured_s"],
                 "proc_times": old.get("proc_times_s"), "faults": old.get("faults") or 0,
                 "ref": old.get("reference_s")}
-    procs = max(1, args.procs)
-    runs = sorted((run_one(args, name, batch, tunables, k) for k in range(procs)),
-                  key=lambda m: m["time"])
-    m = dict(runs[(procs - 1) // 2])
+    return median_process([run_one(args, name, batch, tunables, k) for k in range(max(1, args.procs))])
+
+
+def median_process(runs):
+    """The run of the median step time, with every run's time beside it."""
+    runs = sorted(runs, key=lambda m: m["time"])
+    m = dict(runs[(len(runs) - 1) // 2])
     m["proc_times"] = [r["time"] for r in runs]
     return m
+
+
+def measure_rows(args, pairs, tunables):
+    """Every (model, batch) of pairs measured: {pair: measurement or the
+    RuntimeError that stopped it}. The processes are interleaved: pass k
+    runs the k-th process of every row in turn, so the processes of one row
+    run minutes apart. A slow phase of this VM lasts minutes; run one after
+    another, a row's three processes could all fall in one (back-to-back
+    runs of the same step differed by 30% on 2026-12-04), and the median
+    process of three did not remove it."""
+    out, runs = {}, {p: [] for p in pairs}
+    for p in pairs:
+        if p in getattr(args, "reuse_rows", {}):
+            try:
+                out[p] = run_child(args, *p, tunables)
+            except RuntimeError as ex:
+                out[p] = ex
+    for k in range(max(1, args.procs)):
+        for p in pairs:
+            if p in out:  # reused, or a process of it failed
+                continue
+            try:
+                runs[p].append(run_one(args, *p, tunables, k))
+            except RuntimeError as ex:
+                out[p] = ex
+            print(f"  measured {p[0]} batch {p[1]}, process {k + 1} of {args.procs}",
+                  file=sys.stderr, flush=True)
+    for p, rs in runs.items():
+        if p not in out:
+            out[p] = median_process(rs)
+    return out
 
 
 def run_one(args, name, batch, tunables, k):
@@ -215,39 +251,39 @@ def measure_device(a, path):
     load_before = " ".join(open("/proc/loadavg").read().split()[:3])
     rows, mem_err, time_err, norm_err = [], [], [], []
     cal_ref = dev.get("reference_step_s")
-    for name in a.models.split(","):
-        for b in a.plan[name]:
-            try:
-                m = run_child(a, name, b, tunables)
-            except RuntimeError as ex:  # reported, and the run goes on: no row is lost
-                why = str(ex).strip().splitlines()[-1][:200].replace("|", "/")
-                a.rows.append({"set": a.set, "model": name, "batch": b, "device": dev["name"],
-                               "error": why})
-                rows.append(f"| {name} | {b} | not measured: {why} |" + " |" * 10)
-                print(rows[-1], flush=True)
-                continue
-            e = estimate(a, name, b, path)
-            me = (e["peak"] - m["peak"]) / m["peak"]
-            te = (e["time"] - m["time"]) / m["time"]
-            mem_err.append(abs(me))
-            time_err.append(abs(te))
-            # the machine's speed in this process against the calibration's
-            speed = m["ref"] / cal_ref if m.get("ref") and cal_ref else None
-            ne = (e["time"] - m["time"] / speed) / (m["time"] / speed) if speed else None
-            if ne is not None:
-                norm_err.append(abs(ne))
+    pairs = [(name, b) for name in a.models.split(",") for b in a.plan[name]]
+    measured = measure_rows(a, pairs, tunables)
+    for name, b in pairs:
+        m = measured[(name, b)]
+        if isinstance(m, RuntimeError):  # reported, and the run goes on: no row is lost
+            why = str(m).strip().splitlines()[-1][:200].replace("|", "/")
             a.rows.append({"set": a.set, "model": name, "batch": b, "device": dev["name"],
-                           "measured_bytes": m["peak"], "estimated_bytes": e["peak"],
-                           "measured_s": m["time"], "estimated_s": e["time"],
-                           "proc_times_s": m.get("proc_times"), "faults": m.get("faults"),
-                           "reference_s": m.get("ref"), "speed": speed})
-            rows.append(f"| {name} | {b} | {m['peak'] / 2**20:.1f} | {e['peak'] / 2**20:.1f} | "
-                        f"{100 * me:+.1f} | {m['time'] * 1e3:.1f} | {e['time'] * 1e3:.1f} | "
-                        f"{100 * te:+.1f} | "
-                        + (f"{speed:.3f} | {100 * ne:+.1f} | " if speed else "- | - | ")
-                        + f"{m.get('faults', 0):.0f} | {e['faults']:.0f} | "
-                        f"{e['fault_time'] * 1e3:.1f} |")
+                           "error": why})
+            rows.append(f"| {name} | {b} | not measured: {why} |" + " |" * 10)
             print(rows[-1], flush=True)
+            continue
+        e = estimate(a, name, b, path)
+        me = (e["peak"] - m["peak"]) / m["peak"]
+        te = (e["time"] - m["time"]) / m["time"]
+        mem_err.append(abs(me))
+        time_err.append(abs(te))
+        # the machine's speed in this process against the calibration's
+        speed = m["ref"] / cal_ref if m.get("ref") and cal_ref else None
+        ne = (e["time"] - m["time"] / speed) / (m["time"] / speed) if speed else None
+        if ne is not None:
+            norm_err.append(abs(ne))
+        a.rows.append({"set": a.set, "model": name, "batch": b, "device": dev["name"],
+                       "measured_bytes": m["peak"], "estimated_bytes": e["peak"],
+                       "measured_s": m["time"], "estimated_s": e["time"],
+                       "proc_times_s": m.get("proc_times"), "faults": m.get("faults"),
+                       "reference_s": m.get("ref"), "speed": speed})
+        rows.append(f"| {name} | {b} | {m['peak'] / 2**20:.1f} | {e['peak'] / 2**20:.1f} | "
+                    f"{100 * me:+.1f} | {m['time'] * 1e3:.1f} | {e['time'] * 1e3:.1f} | "
+                    f"{100 * te:+.1f} | "
+                    + (f"{speed:.3f} | {100 * ne:+.1f} | " if speed else "- | - | ")
+                    + f"{m.get('faults', 0):.0f} | {e['faults']:.0f} | "
+                    f"{e['fault_time'] * 1e3:.1f} |")
+        print(rows[-1], flush=True)
     load_after = " ".join(open("/proc/loadavg").read().split()[:3])
     malloc = (f"glibc malloc with `GLIBC_TUNABLES={tunables}` (the device's `malloc_tunables`; "
               "the measured child runs with it and the estimator's heap model follows it)"
@@ -358,8 +394,9 @@ def main():
         "not in the zoo, plus oneDNN's cached convolution primitives, 128 KiB per distinct "
         "convolution in training: docs/estimate.md). "
         f"Time: median process CPU time of {a.steps} steps after 2 warm-up steps, in the median "
-        f"of {a.procs} child processes run one after another (a process on this VM at times runs "
-        "all its steps in a slow mode), vs `time_s.step`. Speed: the same process then times two "
+        f"of {a.procs} child processes, interleaved (every row's first process, then every row's second, ...: "
+        "a process on this VM at times runs all its steps in a slow mode, and such a phase can last "
+        "minutes), vs `time_s.step`. Speed: the same process then times two "
         "fixed training steps outside the zoo (the calibration CNN and transformer blocks at batch 16, "
         "`reference_time`), and speed = their time / the same figure measured at the device's "
         "calibration (`reference_step_s`): 1.1 means the machine ran the same work 10% slower than "
