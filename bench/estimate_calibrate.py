@@ -279,18 +279,28 @@ def pointwise(b, k, s):
     return k == 1 and s == 1 and b < 16
 
 
+CONV_PAIRS = ((24, 40), (72, 120), (200, 320), (480, 600), (240, 1440), (1440, 240))
+
+
 def cal_conv(quick, point=False):
+    """The conv class (oneDNN) or, with point, conv1x1 (PyTorch's own
+    pointwise path: one GEMM per sample). The grid reaches a mobile
+    network's last stages at 64x64: maps of 1x1 (squeeze-and-excitation),
+    2x2 and 3x3 with up to 1440 channels; before they were in it (hw 5 and
+    up) the pointwise fit read those convolutions at half their time. The
+    pointwise samples count batch x weight elements where the map is larger
+    than 1x1: each per-sample GEMM packs the whole weight (src/estimate/cost.c
+    op_features)."""
     fw, bw = [], []
-    cfg = itertools.product((1, 3, 6, 12) if point else (3, 12, 18),
-                            ((24, 40), (72, 120), (200, 320), (480, 600)),
-                            (5, 9, 17, 33), (1, 3), (1, 2))
+    cfg = itertools.product((1, 3, 6, 12) if point else (3, 12, 18), CONV_PAIRS,
+                            (1, 2, 3, 5, 9, 17, 33), (1, 3), (1, 2))
     for b, (ci, co), hw, k, s in cfg:
-        if pointwise(b, k, s) != point:
+        if pointwise(b, k, s) != point or (hw == 1 and (k > 1 or s > 1)):
             continue
         ho = (hw + 2 * (k // 2) - k) // s + 1
         E = b * co * ho * ho
         flops = 2 * E * ci * k * k
-        if flops > 6e8 or (quick and (hw == 17 or b in (3, 6))):
+        if flops > 6e8 or (quick and (hw in (3, 17) or b in (3, 6) or max(ci, co) > 600)):
             continue
         def make(b=b, ci=ci, co=co, hw=hw, k=k, s=s):
             conv = nn.Conv2d(ci, co, k, stride=s, padding=k // 2, bias=False)
@@ -298,8 +308,9 @@ def cal_conv(quick, point=False):
         tf, tb = fwd_bwd(make)
         d = min(b * ho * ho, co, ci * k * k)
         el = b * ci * hw * hw + E + co * ci * k * k
-        fw.append((flops, d, el, float(s > 1), tf))
-        bw.append((2 * flops, d, el, float(s > 1), tb))
+        count = (float(b * co * ci) if ho > 1 else 0.0,) if point else ()
+        fw.append((flops, d, el, float(s > 1), tf) + count)
+        bw.append((2 * flops, d, el, float(s > 1), tb) + count)
     if not point:
         grouped(fw, bw, quick)
     return fit_flops(fw), fit_flops(bw)

@@ -1696,6 +1696,15 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         f.d = fmin(E / (cout > 0 ? cout : 1), fmin(cout / grp, k));
         f.el_f = f.el_b = X + E + nel(c, n->in[1]);
         f.strided = any_above_one(n, "strides");
+        /* the pointwise path runs one GEMM per sample, and each (but over a
+         * 1x1 map, a matrix-vector product) packs the whole weight: its
+         * class pays step_s per sample and weight element, which is what a
+         * large weight over a 2x2 map costs (1488 -> 248 channels at 2x2,
+         * batch 8: 2.7 ms where the FLOPs say 1.4; docs/estimate.md) */
+        const est_tensor_t *xt = tin(c, n, 0);
+        if (cls == LOOM_EST_CL_CONV1X1 && xt && xt->rank == 4 && xt->dims[0] > 0 &&
+            xt->dims[2] * xt->dims[3] > 1)
+            f.steps = (double)xt->dims[0] * cout * k;
         break;
     }
     case LOOM_EST_CL_DWCONV:

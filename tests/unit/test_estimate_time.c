@@ -236,6 +236,45 @@ static void test_dwconv_small_map(void **state)
     loom_est_model_free(same);
 }
 
+/* x[N,6,hw,hw] -> Conv 1x1 (6 -> 5 channels) -> y */
+static loom_est_model_t *conv1x1_map(int64_t hw)
+{
+    pbw_t g = {0};
+    onnx_node(&g, "Conv", "pw", "x,w", "y");
+    onnx_init(&g, "w", 1, 4, (int64_t[]){5, 6, 1, 1}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 4, (int64_t[]){-1, 6, hw, hw});
+    onnx_value_info(&g, 12, "y", 1, 4, (int64_t[]){-1, 5, hw, hw});
+    return build(&g);
+}
+
+/* PyTorch's pointwise path (conv1x1: batch under 16) runs one GEMM per
+ * sample and each packs the whole weight: step_s per sample and weight
+ * element; over a 1x1 map (a matrix-vector product) nothing. The oneDNN
+ * class (conv) has no such term. */
+static void test_conv1x1_weight_per_sample(void **state)
+{
+    (void)state;
+    static const char *dev =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"op_classes\": {"
+        "  \"conv1x1\": {\"fwd\": {\"overhead_s\": 1e-6, \"step_s\": 1e-8},"
+        "               \"bwd\": {\"overhead_s\": 2e-6, \"step_s\": 3e-8}}}}";
+    loom_est_device_t d;
+    load_device(dev, &d);
+    loom_est_model_t *map2 = conv1x1_map(2), *map1 = conv1x1_map(1);
+    int cls;
+    double t;
+    /* batch 2 x 5 x 6 weight elements = 60: 1e-6 + 6e-7 forward,
+     * 2e-6 + 1.8e-6 backward */
+    op_class_time(map2, &d, true, 0, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_CONV1X1);
+    near(t, 1.6e-6 + 3.8e-6);
+    op_class_time(map1, &d, true, 0, &cls, &t);
+    assert_int_equal(cls, LOOM_EST_CL_CONV1X1);
+    near(t, 1e-6 + 2e-6);
+    loom_est_model_free(map2);
+    loom_est_model_free(map1);
+}
+
 /* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Dropout(ratio) -> y[N,3] */
 static loom_est_model_t *gemm_dropout(float ratio)
 {
@@ -561,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_gru_class),
         cmocka_unit_test(test_dwconv_by_kernel),
         cmocka_unit_test(test_dwconv_small_map),
+        cmocka_unit_test(test_conv1x1_weight_per_sample),
         cmocka_unit_test(test_class_fallback_to_roofline),
         cmocka_unit_test(test_fresh_pages),
         cmocka_unit_test(test_device_classes_json),
