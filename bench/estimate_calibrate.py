@@ -444,10 +444,41 @@ def mk_binary(E):
 
 
 def mk_bn(E):
-    c = 40 if E >= 40 * 49 else 1
-    n = max(1, E // (c * 49))
+    """BatchNorm2d over about E elements, 8x8 maps of 40 channels: PyTorch's
+    CPU kernels vectorise a plane (one sample's channel) 8 floats at a time,
+    and a plane whose size is not a multiple of that pays a scalar tail
+    (cal_bn)."""
+    c = 40 if E >= 40 * 64 else 1
+    return bn_shape(max(1, E // (c * 64)), c, 8)
+
+
+def bn_shape(n, c, hw):
     m = nn.BatchNorm2d(c)
-    return m, (torch.randn(n, c, 7, 7, requires_grad=True),), m.parameters(), n * c * 49
+    return m, (torch.randn(n, c, hw, hw, requires_grad=True),), m.parameters(), n * c * hw * hw
+
+
+def cal_bn(quick):
+    """The bn class: the element curve over 8x8 maps (cal_elementwise), then
+    step_s, what a plane (one sample's channel) of fewer than 16 elements
+    costs beyond the curve: a 2x2 or 3x3 map, a mobile network's last stage
+    at 64x64. There the backward costs 75-100 ns a plane whatever its size:
+    480 channels at 2x2, batch 16, took 99.5 ns a plane against 24 at 4x4
+    with four times the elements (2026-12-04). Larger maps vary with their
+    shape (5x5 to 10x10 cost 50-110 ns a plane more than 8x8's rate, 14x14
+    less; not modelled). The estimator adds step_s per such plane
+    (src/estimate/cost.c op_features); a 1x1 map runs as channels-last,
+    without it."""
+    out = cal_elementwise(mk_bn, quick)
+    for side, (f, _, _) in enumerate(out):
+        per = []
+        for n, c, hw in itertools.product((4, 16), (96, 480), (2, 3)):
+            if quick and (n == 4 or hw == 3):
+                continue
+            tf, tb = fwd_bwd(lambda: bn_shape(n, c, hw)[:3])
+            t = (tf, tb)[side]
+            per.append((t - eval_fn(f, 0, 0, n * c * hw * hw)) / (n * c))
+        f["step_s"] = max(float(np.median(per)), 0.0)
+    return out
 
 
 def mk_ln(E):
@@ -601,7 +632,7 @@ CLASSES = (  # name, calibration(quick, the classes fitted so far); in this orde
     ("dwconv", lambda q, cl: cal_dwconv(q, (3,))),
     ("matmul", lambda q, cl: cal_matmul(q)),
     ("bmm", lambda q, cl: cal_bmm(q)),
-    ("bn", lambda q, cl: cal_elementwise(mk_bn, q)),
+    ("bn", lambda q, cl: cal_bn(q)),
     ("ln", lambda q, cl: cal_elementwise(mk_ln, q)),
     ("softmax", lambda q, cl: cal_elementwise(mk_softmax, q)),
     ("loss", lambda q, cl: cal_elementwise(mk_loss, q)),

@@ -1752,6 +1752,21 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         f.el_f = E;
         f.el_b = nel(c, n->in[0]) + E;
         break;
+    case LOOM_EST_CL_BN: {
+        /* PyTorch's CPU batch norm pays per plane (one sample's channel)
+         * where a plane has fewer than 16 elements (a 2x2 or 3x3 map):
+         * 75-100 ns a plane in backward here whatever its size, step_s in
+         * the class (bench/estimate_calibrate.py cal_bn). A 1x1 map runs as
+         * channels-last, without it. */
+        const est_tensor_t *xt = tin(c, n, 0);
+        f.el_f = f.el_b = E;
+        if (xt && xt->rank == 4 && xt->dims[0] > 0 && xt->dims[1] > 0) {
+            int64_t hw = xt->dims[2] * xt->dims[3];
+            if (hw > 1 && hw < 16)
+                f.steps = (double)xt->dims[0] * (double)xt->dims[1];
+        }
+        break;
+    }
     case LOOM_EST_CL_POOL: f.el_f = f.el_b = X + E; break;
     case LOOM_EST_CL_REDUCE: f.el_f = f.el_b = X; break;
     case LOOM_EST_CL_VIEW: break;
