@@ -365,6 +365,11 @@ SEQUENCE = {
     "lstm_mid": lambda: _seq_model(_RNN("LSTM", 64, 128, 2), 32, 64),
     "gru_mid": lambda: _seq_model(_RNN("GRU", 80, 112, 2), 28, 80),
     "tx_encoder_mid": lambda: _seq_model(_Encoder(160, 5, 3, 640), 36, 160),
+    # held out (workloads/models/evaluation9.txt): added with that list, never
+    # measured before it
+    "lstm_long": lambda: _seq_model(_RNN("LSTM", 32, 64, 1), 80, 32),
+    "gru_bi_wide": lambda: _seq_model(_RNN("GRU", 96, 144, 1, bidirectional=True), 24, 96),
+    "tx_decoder_wide": lambda: _decoder(192, 6, 2, 768, 24, 20),
 }
 
 
