@@ -370,6 +370,12 @@ SEQUENCE = {
     "lstm_long": lambda: _seq_model(_RNN("LSTM", 32, 64, 1), 80, 32),
     "gru_bi_wide": lambda: _seq_model(_RNN("GRU", 96, 144, 1, bidirectional=True), 24, 96),
     "tx_decoder_wide": lambda: _decoder(192, 6, 2, 768, 24, 20),
+    # held out (workloads/models/evaluation10.txt): added with that list, never
+    # measured before it
+    "gru_deep": lambda: _seq_model(_RNN("GRU", 48, 64, 3), 40, 48),
+    "lstm_bi_small": lambda: _seq_model(_RNN("LSTM", 32, 48, 1, bidirectional=True), 30, 32),
+    "tx_encoder_prenorm": lambda: _seq_model(_Encoder(128, 4, 4, 512, act="gelu", norm_first=True),
+                                             32, 128),
 }
 
 
