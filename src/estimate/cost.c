@@ -1703,7 +1703,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
          * batch 8: 2.7 ms where the FLOPs say 1.4; docs/estimate.md) */
         const est_tensor_t *xt = tin(c, n, 0);
         if (cls == LOOM_EST_CL_CONV1X1 && xt && xt->rank == 4 && xt->dims[0] > 0 &&
-            xt->dims[2] * xt->dims[3] > 1)
+            (double)xt->dims[2] * (double)xt->dims[3] > 1)
             f.steps = (double)xt->dims[0] * cout * k;
         break;
     }
@@ -1761,7 +1761,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         const est_tensor_t *xt = tin(c, n, 0);
         f.el_f = f.el_b = E;
         if (xt && xt->rank == 4 && xt->dims[0] > 0 && xt->dims[1] > 0) {
-            int64_t hw = xt->dims[2] * xt->dims[3];
+            double hw = (double)xt->dims[2] * (double)xt->dims[3]; /* no int64 overflow */
             if (hw > 1 && hw < 16)
                 f.steps = (double)xt->dims[0] * (double)xt->dims[1];
         }

@@ -275,6 +275,52 @@ static void test_conv1x1_weight_per_sample(void **state)
     loom_est_model_free(map1);
 }
 
+/* x[N,3,hw,hw] -> BatchNormalization -> y */
+static loom_est_model_t *bn_map(int64_t hw)
+{
+    static const char *params[] = {"s", "b", "m", "v"}; /* scale, bias, mean, variance */
+    pbw_t g = {0};
+    onnx_node(&g, "BatchNormalization", "bn", "x,s,b,m,v", "y");
+    for (size_t i = 0; i < sizeof params / sizeof *params; i++)
+        onnx_init(&g, params[i], 1, 1, (int64_t[]){3}, NULL, 0);
+    onnx_value_info(&g, 11, "x", 1, 4, (int64_t[]){-1, 3, hw, hw});
+    onnx_value_info(&g, 12, "y", 1, 4, (int64_t[]){-1, 3, hw, hw});
+    return build(&g);
+}
+
+/* Batch norm pays step_s per plane (batch x channels) where a plane has
+ * more than one and fewer than 16 elements (2x2, 3x3 maps); over 1x1 and
+ * 4x4 maps, nothing per plane. */
+static void test_bn_small_planes(void **state)
+{
+    (void)state;
+    static const char *dev =
+        "{\"name\": \"t\", \"flops_fp32\": 1e9, \"mem_bandwidth\": 1e9, \"op_classes\": {"
+        "  \"bn\": {\"fwd\": {\"overhead_s\": 1e-6, \"step_s\": 1e-8},"
+        "          \"bwd\": {\"overhead_s\": 2e-6, \"step_s\": 1e-7}}}}";
+    loom_est_device_t d;
+    load_device(dev, &d);
+    static const struct {
+        int64_t hw;
+        double t;
+    } cases[] = {
+        /* batch 2 x 3 channels = 6 planes: 1e-6 + 6e-8 forward, 2e-6 + 6e-7 backward */
+        {2, 1.06e-6 + 2.6e-6},
+        {3, 1.06e-6 + 2.6e-6},
+        {1, 1e-6 + 2e-6},
+        {4, 1e-6 + 2e-6},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        loom_est_model_t *m = bn_map(cases[i].hw);
+        int cls;
+        double t;
+        op_class_time(m, &d, true, 0, &cls, &t);
+        assert_int_equal(cls, LOOM_EST_CL_BN);
+        near(t, cases[i].t);
+        loom_est_model_free(m);
+    }
+}
+
 /* x[N,4] -> Gemm(w[3,4], b[3], transB) -> Dropout(ratio) -> y[N,3] */
 static loom_est_model_t *gemm_dropout(float ratio)
 {
@@ -601,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_dwconv_by_kernel),
         cmocka_unit_test(test_dwconv_small_map),
         cmocka_unit_test(test_conv1x1_weight_per_sample),
+        cmocka_unit_test(test_bn_small_planes),
         cmocka_unit_test(test_class_fallback_to_roofline),
         cmocka_unit_test(test_fresh_pages),
         cmocka_unit_test(test_device_classes_json),
