@@ -26,6 +26,10 @@
 
 #include "estimate/est.h"
 
+/* A device's memory and context in bytes: 1 EB, under UINT64_MAX (get_pos
+ * allows 1e20, which a cast to uint64_t cannot hold). */
+#define DEVICE_MAX_BYTES 1e18
+
 static int get_pos(const json_t *o, const char *key, const char *name, bool required, double *out,
                    loom_err_t *err)
 {
@@ -274,6 +278,10 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         (rc = get_pos(obj, "memory_bytes", name, false, &mem, err)) ||
         (rc = get_pos(obj, "context_bytes", name, false, &ctx, err)))
         return rc;
+    if (mem > DEVICE_MAX_BYTES || ctx > DEVICE_MAX_BYTES) /* both become uint64_t below */
+        return loom_err_set(err, LOOM_EINVAL, "device %s: /%s must be at most %g bytes", name,
+                            mem > DEVICE_MAX_BYTES ? "memory_bytes" : "context_bytes",
+                            DEVICE_MAX_BYTES);
     if (out->flops_fp32 <= 0 || out->flops_half <= 0 || out->flops_vector <= 0 ||
         out->flops_conv <= 0 || out->mem_bandwidth <= 0)
         return loom_err_set(err, LOOM_EINVAL,

@@ -596,6 +596,9 @@ static void test_device_classes_json(void **state)
         {"{\"malloc_tunables\": \"glibc.malloc.mmap_max=none\"}",
          "/malloc_tunables: glibc.malloc.mmap_max: value 'none'"},
         {"{\"malloc_tunables\": 0}", "malloc_tunables"},
+        /* more bytes than a uint64_t holds (fuzz.est_device, 2026-12-04) */
+        {"{\"memory_bytes\": 2.5e19}", "/memory_bytes must be at most 1e+18 bytes"},
+        {"{\"context_bytes\": 1e20}", "/context_bytes must be at most 1e+18 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_error_t je;
