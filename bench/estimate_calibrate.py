@@ -444,10 +444,9 @@ def mk_binary(E):
 
 
 def mk_bn(E):
-    """BatchNorm2d over about E elements, 8x8 maps of 40 channels: PyTorch's
-    CPU kernels vectorise a plane (one sample's channel) 8 floats at a time,
-    and a plane whose size is not a multiple of that pays a scalar tail
-    (cal_bn)."""
+    """BatchNorm2d over about E elements, 8x8 maps of 40 channels: planes
+    (one sample's channel) of 64 elements, past the small planes that cost
+    per plane (cal_bn)."""
     c = 40 if E >= 40 * 64 else 1
     return bn_shape(max(1, E // (c * 64)), c, 8)
 
@@ -461,22 +460,19 @@ def cal_bn(quick):
     """The bn class: the element curve over 8x8 maps (cal_elementwise), then
     step_s, what a plane (one sample's channel) of fewer than 16 elements
     costs beyond the curve: a 2x2 or 3x3 map, a mobile network's last stage
-    at 64x64. There the backward costs 75-100 ns a plane whatever its size:
-    480 channels at 2x2, batch 16, took 99.5 ns a plane against 24 at 4x4
-    with four times the elements (2026-12-04). Larger maps vary with their
-    shape (5x5 to 10x10 cost 50-110 ns a plane more than 8x8's rate, 14x14
-    less; not modelled). The estimator adds step_s per such plane
+    at 64x64. There the backward costs 75-100 ns a plane whatever its size
+    (in a scratch timing on 2026-12-04, 480 channels at 2x2 and batch 16
+    took 99.5 ns a plane against 24 at 4x4 with four times the elements;
+    5x5 to 10x10 maps cost 50-110 ns a plane more than 8x8's rate and 14x14
+    less, which is not modelled). The estimator adds step_s per such plane
     (src/estimate/cost.c op_features); a 1x1 map runs as channels-last,
     without it."""
     out = cal_elementwise(mk_bn, quick)
+    small = [(n * c, n * c * hw * hw, fwd_bwd(lambda: bn_shape(n, c, hw)[:3]))
+             for n, c, hw in itertools.product((4, 16), (96, 480), (2, 3))
+             if not (quick and (n == 4 or hw == 3))]
     for side, (f, _, _) in enumerate(out):
-        per = []
-        for n, c, hw in itertools.product((4, 16), (96, 480), (2, 3)):
-            if quick and (n == 4 or hw == 3):
-                continue
-            tf, tb = fwd_bwd(lambda: bn_shape(n, c, hw)[:3])
-            t = (tf, tb)[side]
-            per.append((t - eval_fn(f, 0, 0, n * c * hw * hw)) / (n * c))
+        per = [(t[side] - eval_fn(f, 0, 0, elems)) / planes for planes, elems, t in small]
         f["step_s"] = max(float(np.median(per)), 0.0)
     return out
 
