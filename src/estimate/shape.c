@@ -1531,8 +1531,9 @@ int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
                         n->op);
         if ((int)n->nin < ops[k].min_in)
             return fail(&c, "%zu inputs, expected at least %d", n->nin, ops[k].min_in);
-        if (ops[k].min_in > 0 && !in(&c, 0))
-            return fail(&c, "input 0 is missing");
+        for (int j = 0; j < ops[k].min_in; j++) /* required: not an empty name */
+            if (!in(&c, (size_t)j))
+                return fail(&c, "input %d is missing (an empty name; the operator needs it)", j);
         for (size_t j = 0; j < n->nin; j++) {
             est_tensor_t *t = in(&c, j);
             if (t && (!t->inferred || t->rank < 0))

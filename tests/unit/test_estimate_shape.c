@@ -295,6 +295,14 @@ static void test_broadcast_and_errors(void **state)
     m = build(&g);
     expect_run_error(m, 2, "more than 2^48 elements");
     loom_est_model_free(m);
+
+    g = (pbw_t){0}; /* a required input left empty (found by fuzz.onnx, 2026-12-04) */
+    onnx_node(&g, "MatMul", "mm", "a,,b", "y");
+    onnx_value_info(&g, 11, "a", 1, 2, (int64_t[]){-1, 3});
+    onnx_init(&g, "b", 1, 2, (int64_t[]){3, 5}, NULL, 0);
+    m = build(&g);
+    expect_run_error(m, 2, "node 'mm' (MatMul): input 1 is missing");
+    loom_est_model_free(m);
 }
 
 static void test_lstm_and_gather(void **state)
