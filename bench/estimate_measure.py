@@ -181,9 +181,10 @@ def measure_rows(args, pairs, tunables):
                 continue
             try:
                 runs[p].append(run_one(args, *p, tunables, k))
+                what = "measured"
             except RuntimeError as ex:
-                out[p] = ex
-            print(f"  measured {p[0]} batch {p[1]}, process {k + 1} of {args.procs}",
+                out[p], what = ex, "could not measure"
+            print(f"  {what} {p[0]} batch {p[1]}, process {k + 1} of {args.procs}",
                   file=sys.stderr, flush=True)
     for p, rs in runs.items():
         if p not in out:
