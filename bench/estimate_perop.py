@@ -65,11 +65,12 @@ def seen_modules(model, batch, kinds):
     """(module, input shape) of every module of kinds the forward pass runs, in order."""
     import torch
     seen = []
-    for mod in model.modules():
-        if isinstance(mod, kinds):
-            mod.register_forward_hook(lambda m, inp, out: seen.append((m, tuple(inp[0].shape))))
+    hooks = [mod.register_forward_hook(lambda m, inp, out: seen.append((m, tuple(inp[0].shape))))
+             for mod in model.modules() if isinstance(mod, kinds)]
     model.train()
     model(torch.randn(batch, 3, 64, 64))
+    for h in hooks:
+        h.remove()
     return seen
 
 
