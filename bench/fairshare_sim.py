@@ -1,7 +1,7 @@
 """bench/fairshare_sim: the fair queue policies side by side in the simulator
 (issue 19): fifo, tiresias, fairshare, fairshare by account,
 tiresias+fairshare and drf, on loaded multi-user workloads built from the
-Alibaba GPU trace 2023 (../shared/data/alibaba-gpu-2023), with
+Alibaba GPU trace 2023 (workloads/traces/alibaba-gpu-2023), with
 `loom sim --mode dynamic --users N --user-skew S [--accounts M]`.
 
 The trace's own cluster never queues (its arrivals span 150 days), so the
@@ -30,6 +30,7 @@ Writes DIR/fairshare_sim.md and DIR/fairshare_sim.json (default
 import argparse
 import csv
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -38,7 +39,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data", "alibaba-gpu-2023")
+DATA = os.path.join(HERE, "..", "workloads", "traces", "alibaba-gpu-2023")
 POLICIES = ["fifo", "tiresias", "fairshare:1h", "fairshare:1h,by=account",
             "tiresias+fairshare:1h", "drf"]
 CASES = [
@@ -50,7 +51,7 @@ CASES = [
 
 
 def write_nodes(path, k):
-    with open(os.path.join(DATA, "openb_node_list_gpu_node.csv")) as f:
+    with gzip.open(os.path.join(DATA, "openb_node_list_gpu_node.csv.gz"), "rt") as f:
         lines = f.read().splitlines()
     keep = [lines[0]] + [l for i, l in enumerate(lines[1:]) if i % k == 0]
     with open(path, "w") as f:
@@ -59,7 +60,7 @@ def write_nodes(path, k):
 
 
 def write_short(path):
-    with open(os.path.join(DATA, "openb_pod_list_default.csv"), newline="") as f:
+    with gzip.open(os.path.join(DATA, "openb_pod_list_default.csv.gz"), "rt", newline="") as f:
         rows = list(csv.reader(f))
     h = {k: i for i, k in enumerate(rows[0])}
     out = [rows[0]]
@@ -122,7 +123,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="loom-fairshare-sim.")
     short = os.path.join(tmp, "short.csv")
     nshort = write_short(short)
-    full = os.path.join(DATA, "openb_pod_list_default.csv")
+    full = "openb-default"  # loom sim finds the shipped trace by name
     md = ["# Fair queue policies in the simulator (issue 19)", "",
           "`python3 bench/fairshare_sim.py %s --out %s --seeds %s` on %s (%s, %d CPUs), "
           "%s UTC. Figures are means over the seeds (%s); the runs are deterministic "

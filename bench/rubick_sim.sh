@@ -9,7 +9,7 @@
 set -eu
 build=${1:-build}
 out=${2:-docs/bench}
-pods=${LOOM_SHARED_DIR:-../shared}/data/alibaba-gpu-2023/openb_pod_list_default.csv
+pods=openb-default # the shipped trace (workloads/traces/alibaba-gpu-2023)
 policies=rubick,elastic,synergy,fifo,tiresias,gandiva
 seeds="42 43 44 45 46"
 tmp=$(mktemp -d)

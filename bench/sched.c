@@ -3,7 +3,7 @@
  * the 10,000-job queue.
  *
  * Jobs are drawn from the Alibaba 2023 default pod list when it is found
- * (LOOM_SHARED_DIR or ../shared), else from a fixed synthetic mix. The
+ * (shipped in workloads/traces), else from a fixed synthetic mix. The
  * cluster starts half full; every decision is applied, and when the
  * cluster passes 90% GPU allocation (or a job fits nowhere) random running
  * jobs are freed, so FGD's caches see a realistic stream of changed nodes.

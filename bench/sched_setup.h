@@ -1,7 +1,8 @@
 /* bench/sched_setup.h: the cluster, job stream and machine line that
  * bench/sched and bench/sched_step share: nodes of 8 GPUs (96 CPUs,
- * 768 GiB), jobs from the Alibaba 2023 default pod list (LOOM_SHARED_DIR or
- * ../shared) or, when it is missing, from each benchmark's synthetic mix. */
+ * 768 GiB), jobs from the Alibaba 2023 default pod list loom ships
+ * (workloads/traces) or, when it is missing, from each benchmark's synthetic
+ * mix. */
 #ifndef LOOM_BENCH_SCHED_SETUP_H
 #define LOOM_BENCH_SCHED_SETUP_H
 
@@ -60,11 +61,7 @@ static inline void bench_sched_cluster(loom_sched_cluster_t *cl, int nnodes)
 static inline const char *bench_sched_trace(const loom_sched_cluster_t *cl, loom_sim_trace_t *trace,
                                             const loom_sched_req_t *mix, size_t nmix, size_t n)
 {
-    char path[4096];
-    const char *shared = getenv("LOOM_SHARED_DIR");
-    snprintf(path, sizeof path, "%s/data/alibaba-gpu-2023/openb_pod_list_default.csv",
-             shared ? shared : "../shared");
-    if (access(path, R_OK) == 0 && loom_sim_tasks_load(path, cl, trace, NULL) == LOOM_OK)
+    if (loom_sim_tasks_load("openb-default", cl, trace, NULL) == LOOM_OK)
         return "the Alibaba 2023 default pod list";
     loom_sim_trace_free(trace);
     trace->tasks = calloc(n, sizeof *trace->tasks);

@@ -2,7 +2,7 @@
  * pending jobs on 1,000 nodes (issue 17's target: at most 10 ms).
  *
  * Jobs are drawn from the Alibaba 2023 default pod list when it is found
- * (LOOM_SHARED_DIR or ../shared), else from a fixed synthetic mix. For each
+ * (shipped in workloads/traces), else from a fixed synthetic mix. For each
  * queue policy (with firstfit) and each placement policy (with fifo): the
  * runtime gets enough jobs to fill the cluster plus --jobs more, and a first
  * ("cold") step orders all of them and fills the cluster. Then, --reps

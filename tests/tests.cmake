@@ -8,7 +8,8 @@
 # Tests that start a Slurm (names containing "slurm") and all integration
 # tests hold the lock "slurm": Slurm's daemons listen on fixed ports.
 # Tests see LOOM_BUILD_DIR (this build), LOOM_PLAIN_BUILD_DIR (unsanitized
-# build for ctypes, may be empty), LOOM_SOURCE_DIR, LOOM_SHARED_DIR.
+# build for ctypes, may be empty), LOOM_SOURCE_DIR. Nothing reads outside the
+# repository but the optional conformance run (LOOM_MUSTACHE_SPEC).
 # Tests need cmocka, which `make test` installs (scripts/deps.sh test); a
 # plain build (`make`, `make run`) does without it and has no unit tests.
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
@@ -21,7 +22,6 @@ set(LOOM_TEST_ENV
     LOOM_BUILD_DIR=${CMAKE_BINARY_DIR}
     LOOM_PLAIN_BUILD_DIR=${LOOM_PLAIN_BUILD_DIR}
     LOOM_SOURCE_DIR=${CMAKE_SOURCE_DIR}
-    LOOM_SHARED_DIR=${LOOM_SHARED_DIR}
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
@@ -42,6 +42,18 @@ foreach(src ${unit_tests})
     # test's __wrap_ functions, which can fail the Nth one (tests/unit/test_alloc_fail.c)
     target_link_options(${name} PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
   endif()
+endforeach()
+
+# The official Mustache specification, where a copy is given: skipped (77)
+# with its reason where not.
+foreach(pair "mustache:test_template" "mustache_plans:test_template_plan")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 tname)
+  list(GET pair 1 prog)
+  add_test(NAME conformance.${tname} COMMAND ${prog} --spec WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(conformance.${tname} PROPERTIES
+                       ENVIRONMENT "${LOOM_TEST_ENV};LOOM_MUSTACHE_SPEC=${LOOM_MUSTACHE_SPEC}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
 
 # Helper of integration.runtime_agree: the simulator's starts, one a line.

@@ -140,6 +140,12 @@ int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err);
  * directory is LOOM_EINVAL, found without blocking: O_NONBLOCK), of at most
  * max bytes (LOOM_ELIMIT). Errors name the path. */
 int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
+/* Reads a data file (a trace, a table) that may be gzip-compressed: a file
+ * starting with gzip's magic bytes is inflated, any other is read as it is.
+ * A regular file only, at most max bytes read and at most max bytes once
+ * decompressed (LOOM_ELIMIT); a truncated or corrupt stream is LOOM_EINVAL.
+ * Errors name the path. */
+int loom_buf_read_data(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
 /* Writes data to path atomically: a temporary file in the same directory,
  * fsync, rename. Either the old or the new content survives a crash. */
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
@@ -295,6 +301,13 @@ int loom_json_pointer_append(loom_buf_t *ptr, const char *token);
  * datadir compiled in. LOOM_ENOTFOUND names what was tried; out then holds
  * the compiled-in location, so that a later "cannot open" names it too. */
 int loom_data_path(const char *sub, char *out, size_t outlen, loom_err_t *err);
+/* A trace argument as loom's commands take it (--nodes, --pods, --trace):
+ * a path to an existing file is kept as it is; a name finds a trace loom
+ * ships in traces/alibaba-gpu-2023 (README.md there): "openb" (the GPU
+ * node list), "openb-all" (every node), "openb-NAME" (pod list NAME:
+ * default, cpu050, gpushare40, multigpu20, ...) or a file's own name
+ * without .csv.gz. LOOM_ENOTFOUND names the argument and the names known. */
+int loom_data_trace(const char *arg, char *out, size_t outlen, loom_err_t *err);
 
 /* Strict integer parsing of a whole string (no trailing bytes). */
 int loom_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out, const char *what,

@@ -55,6 +55,8 @@ typedef struct loom_gen_trace {
 
 int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, const char *name,
                          const char *column, loom_gen_missing_t missing, loom_err_t *err);
+/* Reads a file (plain or gzip-compressed) or a shipped trace by name
+ * (loom_data_trace). */
 int loom_gen_trace_load(loom_gen_trace_t *t, const char *path, const char *column,
                         loom_gen_missing_t missing, loom_err_t *err);
 void loom_gen_trace_free(loom_gen_trace_t *t);

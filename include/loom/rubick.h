@@ -117,8 +117,9 @@ typedef struct loom_rubick_device {
 } loom_rubick_device_t;
 
 /* Reads flops_half (or flops_fp32), memory_bytes, link_bandwidth and
- * host_bandwidth from a device description. */
-int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err);
+ * host_bandwidth from a device description: a file (a path, or a name
+ * ending .json), or a bare name for a device loom ships ("h200"). */
+int loom_rubick_device_load(const char *name_or_path, loom_rubick_device_t *out, loom_err_t *err);
 /* The same from text; errors start with name. */
 int loom_rubick_device_parse(const char *text, size_t len, const char *name,
                              loom_rubick_device_t *out, loom_err_t *err);

@@ -52,7 +52,9 @@ typedef struct loom_sim_trace {
  * "NAME:LINE:COLUMN: ...". */
 int loom_sim_nodes_parse_csv(const char *text, size_t len, const char *name,
                              loom_sched_cluster_t *c, loom_err_t *err);
-int loom_sim_nodes_load(const char *path, loom_sched_cluster_t *c, loom_err_t *err);
+/* The *_load functions read a file (plain or gzip-compressed) or a trace
+ * loom ships, by name ("openb", "openb-default": loom_data_trace). */
+int loom_sim_nodes_load(const char *arg, loom_sched_cluster_t *c, loom_err_t *err);
 
 /* Pod list CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli required;
  * gpu_spec, creation_time, deletion_time, scheduled_time optional). GPU
@@ -63,7 +65,7 @@ int loom_sim_pods_parse_csv(const char *text, size_t len, const char *name,
 int loom_sim_jsonl_parse(const char *text, size_t len, const char *name,
                          const loom_sched_cluster_t *c, loom_sim_trace_t *t, loom_err_t *err);
 /* By content: a file whose first non-blank byte is '{' is JSONL, else CSV. */
-int loom_sim_tasks_load(const char *path, const loom_sched_cluster_t *c, loom_sim_trace_t *t,
+int loom_sim_tasks_load(const char *arg, const loom_sched_cluster_t *c, loom_sim_trace_t *t,
                         loom_err_t *err);
 void loom_sim_trace_free(loom_sim_trace_t *t);
 /* FGD's target workload learned from the trace's tasks: the most common

@@ -15,32 +15,33 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom sim --mode dynamic --pods FILE --policy rubick[,NAME...]\n"
-               "                [--count 300] [--load 1.0] [--seed 42] [--plans random|tuned]\n"
-               "                [--nodes-count 8] [--node-cpus 96] [--node-memory 1TiB]\n"
-               "                [--device FILE] [--reconf-cost 60] [--min-gain 0.05]\n"
-               "                [--period 300] [--timeslice 600] [--min-duration 120]\n"
-               "                [--max-duration 86400] [--out DIR]\n\n"
-               "Reconfigurable jobs (Rubick): jobs from the pod list's arrivals and run times\n"
-               "with zoo models and plans, on nodes of 8 GPUs described by --device.\n\n"
-               "  --pods FILE        Alibaba 2023 pod list CSV (whole-GPU tasks are used)\n"
-               "  --policy NAMES     rubick, elastic (Pollux/Sia-like), synergy (Synergy-like),\n"
-               "                     fixed, fifo, tiresias, gandiva (loomd's runtime)\n"
-               "  --count N          jobs: the first N in creation order (300)\n"
-               "  --load X           arrivals compressed to offered GPU time / capacity = X (1.0)\n"
-               "  --seed N           model, GPU count and plan draws (42)\n"
-               "  --plans M          asked plans uniform among those that fit (random) or the\n"
-               "                     best for the asked GPUs (tuned)\n"
-               "  --nodes-count N    nodes of 8 GPUs (8: 64 GPUs)\n"
-               "  --node-cpus N      CPUs per node (96)\n"
-               "  --node-memory SIZE host memory per node (1TiB)\n"
-               "  --device FILE      GPU description (workloads/devices/h200.json)\n"
-               "  --reconf-cost S    checkpoint + restart + warm-up of a reconfiguration (60)\n"
-               "  --min-gain X       a reconfiguration saves at least X of the time left (0.05)\n"
-               "  --period S         re-decide every S seconds besides events (300)\n"
-               "  --timeslice S      gandiva's quantum (600)\n"
-               "  --min-duration S, --max-duration S  run times clipped (120, 86400)\n"
-               "  --out DIR          table.md, jct.csv and figures (gnuplot)\n");
+    fprintf(f,
+            "usage: loom sim --mode dynamic --pods FILE --policy rubick[,NAME...]\n"
+            "                [--count 300] [--load 1.0] [--seed 42] [--plans random|tuned]\n"
+            "                [--nodes-count 8] [--node-cpus 96] [--node-memory 1TiB]\n"
+            "                [--device NAME] [--reconf-cost 60] [--min-gain 0.05]\n"
+            "                [--period 300] [--timeslice 600] [--min-duration 120]\n"
+            "                [--max-duration 86400] [--out DIR]\n\n"
+            "Reconfigurable jobs (Rubick): jobs from the pod list's arrivals and run times\n"
+            "with zoo models and plans, on nodes of 8 GPUs described by --device.\n\n"
+            "  --pods FILE|NAME   Alibaba 2023 pod list CSV, or a shipped one (openb-default)\n"
+            "  --policy NAMES     rubick, elastic (Pollux/Sia-like), synergy (Synergy-like),\n"
+            "                     fixed, fifo, tiresias, gandiva (loomd's runtime)\n"
+            "  --count N          jobs: the first N in creation order (300)\n"
+            "  --load X           arrivals compressed to offered GPU time / capacity = X (1.0)\n"
+            "  --seed N           model, GPU count and plan draws (42)\n"
+            "  --plans M          asked plans uniform among those that fit (random) or the\n"
+            "                     best for the asked GPUs (tuned)\n"
+            "  --nodes-count N    nodes of 8 GPUs (8: 64 GPUs)\n"
+            "  --node-cpus N      CPUs per node (96)\n"
+            "  --node-memory SIZE host memory per node (1TiB)\n"
+            "  --device NAME|FILE GPU description: a device loom ships (default h200) or a file\n"
+            "  --reconf-cost S    checkpoint + restart + warm-up of a reconfiguration (60)\n"
+            "  --min-gain X       a reconfiguration saves at least X of the time left (0.05)\n"
+            "  --period S         re-decide every S seconds besides events (300)\n"
+            "  --timeslice S      gandiva's quantum (600)\n"
+            "  --min-duration S, --max-duration S  run times clipped (120, 86400)\n"
+            "  --out DIR          table.md, jct.csv and figures (gnuplot)\n");
 }
 
 typedef struct args {
@@ -160,7 +161,7 @@ static int parse(int argc, char **argv, args_t *a)
 static void defaults(args_t *a)
 {
     memset(a, 0, sizeof *a);
-    a->device = "workloads/devices/h200.json";
+    a->device = "h200";
     a->wl = (loom_sim_rwl_opts_t){.count = 300,
                                   .load = 1.0,
                                   .seed = 42,

@@ -85,7 +85,8 @@ static bool sub_valid(const char *sub)
     if (!sub || !*sub || strstr(sub, ".."))
         return false;
     for (const char *p = sub; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || *p == '-' || *p == '_' || *p == '/'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+              *p == '/'))
             return false;
     return true;
 }
@@ -94,7 +95,7 @@ int loom_data_path(const char *sub, char *out, size_t outlen, loom_err_t *err)
 {
     if (!sub_valid(sub))
         return loom_err_set(err, LOOM_EINVAL,
-                            "data directory '%s': expected a name of a-z, '-', '_' and '/'",
+                            "data directory '%s': expected a name of a-z, 0-9, '-', '_' and '/'",
                             sub ? sub : "(null)");
     const char *env = getenv("LOOM_DATA_DIR");
     if (env && *env) {
@@ -122,4 +123,64 @@ int loom_data_path(const char *sub, char *out, size_t outlen, loom_err_t *err)
                         "not in %s; set LOOM_DATA_DIR to the folder holding devices/, "
                         "templates/ and catalogs/",
                         sub, LOOM_DATA_BIN_REL, sub, LOOM_DATA_INSTALL_DIR);
+}
+
+/* ------------------------------------------------------------ traces */
+
+#define TRACE_SUB "traces/alibaba-gpu-2023"
+
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool trace_name_valid(const char *s)
+{
+    if (!*s || strlen(s) > 64)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+            return false;
+    return true;
+}
+
+/* The file name (without .csv.gz) a trace name stands for. */
+static void trace_file_name(const char *name, char *out, size_t outlen)
+{
+    if (strcmp(name, "openb") == 0)
+        snprintf(out, outlen, "openb_node_list_gpu_node");
+    else if (strcmp(name, "openb-all") == 0)
+        snprintf(out, outlen, "openb_node_list_all_node");
+    else if (strncmp(name, "openb-", 6) == 0)
+        snprintf(out, outlen, "openb_pod_list_%s", name + 6);
+    else
+        snprintf(out, outlen, "%s", name);
+}
+
+int loom_data_trace(const char *arg, char *out, size_t outlen, loom_err_t *err)
+{
+    if (!arg || !*arg)
+        return loom_err_set(err, LOOM_EINVAL, "trace: expected a file or a trace name");
+    if (strchr(arg, '/') || is_file(arg) || !trace_name_valid(arg)) {
+        if ((size_t)snprintf(out, outlen, "%s", arg) >= outlen)
+            return loom_err_set(err, LOOM_EINVAL, "trace path too long: '%s'", arg);
+        return LOOM_OK;
+    }
+    char dir[PATH_MAX], file[128];
+    int rc = loom_data_path(TRACE_SUB, dir, sizeof dir, err);
+    if (rc != LOOM_OK)
+        return rc;
+    trace_file_name(arg, file, sizeof file);
+    static const char *const ext[] = {".csv.gz", ".csv"};
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+        int n = snprintf(out, outlen, "%s/%s%s", dir, file, ext[i]);
+        if (n > 0 && (size_t)n < outlen && is_file(out))
+            return LOOM_OK;
+    }
+    return loom_err_set(err, LOOM_ENOTFOUND,
+                        "trace '%s': no such file, and not a trace loom ships (openb, openb-all, "
+                        "openb-default, openb-cpu050, openb-gpushare40, openb-multigpu20, ...: "
+                        "see %s/README.md)",
+                        arg, dir);
 }

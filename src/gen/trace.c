@@ -151,10 +151,13 @@ int loom_gen_trace_load(loom_gen_trace_t *t, const char *path, const char *colum
                         loom_gen_missing_t missing, loom_err_t *err)
 {
     memset(t, 0, sizeof *t);
+    char file[4096];
     loom_buf_t b = LOOM_BUF_INIT;
-    int rc = loom_buf_read_file(&b, path, err);
+    int rc = loom_data_trace(path, file, sizeof file, err);
     if (rc == LOOM_OK)
-        rc = loom_gen_trace_parse(t, b.data ? b.data : "", b.len, path, column, missing, err);
+        rc = loom_buf_read_data(&b, file, (size_t)1 << 30, err);
+    if (rc == LOOM_OK)
+        rc = loom_gen_trace_parse(t, b.data ? b.data : "", b.len, file, column, missing, err);
     loom_buf_free(&b);
     return rc;
 }

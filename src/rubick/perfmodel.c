@@ -81,8 +81,24 @@ int loom_rubick_device_parse(const char *text, size_t len, const char *name,
     return rc;
 }
 
-int loom_rubick_device_load(const char *path, loom_rubick_device_t *out, loom_err_t *err)
+int loom_rubick_device_load(const char *name_or_path, loom_rubick_device_t *out, loom_err_t *err)
 {
+    /* A bare name ("h200") is a device loom ships (loom_data_path), so the
+     * simulator works from any directory; anything else is a path. */
+    char path[4096];
+    size_t n = strlen(name_or_path);
+    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".json") == 0)) {
+        if (n >= sizeof path)
+            return loom_err_set(err, LOOM_EINVAL, "device path too long: '%s'", name_or_path);
+        memcpy(path, name_or_path, n + 1);
+    } else {
+        char dir[4096];
+        int rc = loom_data_path("devices", dir, sizeof dir, err);
+        if (rc)
+            return rc;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path) >= sizeof path)
+            return loom_err_set(err, LOOM_EINVAL, "device name too long: '%s'", name_or_path);
+    }
     json_t *j;
     int rc = loom_json_load_file(path, &j, err);
     if (rc)

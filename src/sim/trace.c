@@ -13,7 +13,8 @@
 
 #include "loom/sim.h"
 
-#define CSV_MAX_FIELDS 64
+#define CSV_MAX_FIELDS  64
+#define TRACE_MAX_BYTES ((size_t)1 << 30) /* 1 GiB, compressed or not */
 
 /* Reads the header and finds the columns. */
 static int need_cols(loom_csv_t *c, const char *const *names, int *idx, size_t n, bool *required,
@@ -407,21 +408,31 @@ out:
     return rc;
 }
 
-int loom_sim_nodes_load(const char *path, loom_sched_cluster_t *c, loom_err_t *err)
+/* Reads a trace named as the commands take it (loom_data_trace: a file,
+ * plain or gzip-compressed, or the name of a shipped trace). */
+static int read_trace(const char *arg, char *path, size_t pathlen, loom_buf_t *b, loom_err_t *err)
 {
+    int rc = loom_data_trace(arg, path, pathlen, err);
+    return rc ? rc : loom_buf_read_data(b, path, TRACE_MAX_BYTES, err);
+}
+
+int loom_sim_nodes_load(const char *arg, loom_sched_cluster_t *c, loom_err_t *err)
+{
+    char path[4096];
     loom_buf_t b = LOOM_BUF_INIT;
-    int rc = loom_buf_read_file(&b, path, err);
+    int rc = read_trace(arg, path, sizeof path, &b, err);
     if (!rc)
         rc = loom_sim_nodes_parse_csv(b.data ? b.data : "", b.len, path, c, err);
     loom_buf_free(&b);
     return rc;
 }
 
-int loom_sim_tasks_load(const char *path, const loom_sched_cluster_t *c, loom_sim_trace_t *t,
+int loom_sim_tasks_load(const char *arg, const loom_sched_cluster_t *c, loom_sim_trace_t *t,
                         loom_err_t *err)
 {
+    char path[4096];
     loom_buf_t b = LOOM_BUF_INIT;
-    int rc = loom_buf_read_file(&b, path, err);
+    int rc = read_trace(arg, path, sizeof path, &b, err);
     if (rc)
         goto out;
     const char *s = b.data ? b.data : "";

@@ -10,7 +10,7 @@
 set -euo pipefail
 B=${LOOM_BUILD_DIR:-build}
 SRC=${LOOM_SOURCE_DIR:-.}
-SHARED=${LOOM_SHARED_DIR:-../shared}
+TRACES=$SRC/workloads/traces/alibaba-gpu-2023 # shipped, gzip-compressed
 LOOM=$B/loom
 PY=/usr/bin/python3
 CAT=$SRC/workloads/catalogs/demo.json
@@ -37,7 +37,7 @@ expect_rc 2 "on-backlog 'later'" -- "$LOOM" gen --catalog "$CAT" --rate 10/s --c
 printf '{"version": 1,\n "jobs": [{"name": "x", "executable": "/bin/true", "wieght": 2}]}\n' >"$T/bad.json"
 expect_rc 5 "bad.json:2:" -- "$LOOM" gen --catalog "$T/bad.json" --rate 10/s --count 3
 expect_rc 5 "no column 'creation_time'" -- "$LOOM" gen --catalog "$CAT" --process trace \
-  --trace "$SHARED/data/alibaba-gpu-2023/openb_pod_list_multigpu20.csv" --time-scale 0.001
+  --trace openb-multigpu20 --time-scale 0.001
 printf 't\n1\n\n2\nabc\n' >"$T/t.csv"
 expect_rc 5 "t.csv:5:1: 't' is 'abc'" -- "$LOOM" gen --catalog "$CAT" --process trace \
   --trace "$T/t.csv" --trace-column t --time-scale 0.001
@@ -150,11 +150,11 @@ EOF
 
 # trace replay: every row of an Alibaba pod list (149 days) compressed to 1.3 s
 "$LOOM" gen --catalog "$CAT" --process trace --time-scale 1e-7 --seed 1 --json \
-  --trace "$SHARED/data/alibaba-gpu-2023/openb_pod_list_cpu050.csv" >"$T/trace.json"
+  --trace "$TRACES/openb_pod_list_cpu050.csv.gz" >"$T/trace.json"
 $PY -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['count']==7439 and s['ok']==7439 and s['process']=='trace', s" "$T/trace.json"
 # pending pods have no scheduled_time: skipped with --trace-missing skip
 "$LOOM" gen --catalog "$CAT" --process trace --trace-column scheduled_time --trace-missing skip \
-  --rate 20000/s --seed 1 --json --trace "$SHARED/data/alibaba-gpu-2023/openb_pod_list_default.csv" \
+  --rate 20000/s --seed 1 --json --trace openb-default \
   >"$T/sched.json"
 $PY -c "import json,sys; s=json.load(open(sys.argv[1])); assert 0<s['count']<8152 and s['rate_target']==20000, s" "$T/sched.json"
 

@@ -5,13 +5,14 @@
 set -euo pipefail
 B=${LOOM_BUILD_DIR:?}
 SRC=${LOOM_SOURCE_DIR:-.}
-SHARED=${LOOM_SHARED_DIR:-$SRC/../shared}
-loom="$B/loom"
-pods="$SHARED/data/alibaba-gpu-2023/openb_pod_list_default.csv"
+loom="$(cd "$B" && pwd)/loom"
+pods=openb-default # the shipped trace, found by name
 tmp=$(mktemp -d /tmp/loom-rubick-it.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-cd "$SRC"
+# From another directory: the trace and the device (h200) are loom's data,
+# found from the program's location, never from the working directory.
+cd "$tmp"
 
 out=$("$loom" sim --mode dynamic --pods "$pods" --policy rubick,elastic,synergy,fifo,gandiva \
       --count 60 --nodes-count 2 --seed 3 --out "$tmp/r")

@@ -1,6 +1,6 @@
 /* Trace replay: the CSV reader (quotes, CRLF, BOM, blank lines, errors with
  * file:line:column), the missing-value policies, sorting of unsorted rows,
- * scaling, and the Alibaba 2023 pod lists in ../shared. */
+ * scaling, and the Alibaba 2023 pod lists loom ships (workloads/traces). */
 #include <math.h>
 #include <stdio.h>
 
@@ -107,7 +107,7 @@ static void alibaba_pod_lists(void **state)
     loom_gen_trace_t t;
     loom_err_t err;
     /* cpu050: 7,439 pods, 191 rows earlier than the row before. */
-    const char *path = loom_test_shared("data/alibaba-gpu-2023/openb_pod_list_cpu050.csv");
+    const char *path = "openb-cpu050";
     assert_int_equal(loom_gen_trace_load(&t, path, "creation_time", 0, &err), LOOM_OK);
     assert_int_equal(t.n, 7439);
     assert_int_equal(t.unsorted, 191);
@@ -128,9 +128,9 @@ static void alibaba_pod_lists(void **state)
     loom_gen_trace_free(&t);
 
     /* default: pending pods have no scheduled_time. */
-    path = loom_test_shared("data/alibaba-gpu-2023/openb_pod_list_default.csv");
+    path = "openb-default";
     assert_int_equal(loom_gen_trace_load(&t, path, "scheduled_time", 0, &err), LOOM_EINVAL);
-    assert_non_null(strstr(err.msg, "openb_pod_list_default.csv:"));
+    assert_non_null(strstr(err.msg, "openb_pod_list_default.csv.gz:"));
     assert_non_null(strstr(err.msg, "'scheduled_time' is empty"));
     assert_int_equal(loom_gen_trace_load(&t, path, "scheduled_time", LOOM_GEN_MISSING_SKIP, &err),
                      LOOM_OK);
@@ -139,7 +139,7 @@ static void alibaba_pod_lists(void **state)
     loom_gen_trace_free(&t);
 
     /* multigpu lists carry only the first five columns. */
-    path = loom_test_shared("data/alibaba-gpu-2023/openb_pod_list_multigpu20.csv");
+    path = "openb_pod_list_multigpu20";
     assert_int_equal(loom_gen_trace_load(&t, path, "creation_time", 0, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "no column 'creation_time'"));
     assert_non_null(strstr(err.msg, "gpu_milli"));

@@ -254,12 +254,10 @@ static void test_packing_real_trace_checked(void **state)
     loom_sched_cluster_t c;
     loom_sched_cluster_init(&c);
     loom_err_t err;
-    if (loom_sim_nodes_load(loom_test_shared("data/alibaba-gpu-2023/openb_node_list_gpu_node.csv"),
-                            &c, &err))
+    if (loom_sim_nodes_load("openb", &c, &err))
         fail_msg("%s", err.msg);
     loom_sim_trace_t t = {0};
-    if (loom_sim_tasks_load(loom_test_shared("data/alibaba-gpu-2023/openb_pod_list_gpuspec33.csv"),
-                            &c, &t, &err))
+    if (loom_sim_tasks_load("openb-gpuspec33", &c, &t, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(t.n, 8152);
     /* keep 120 nodes so that the checked run stays short */

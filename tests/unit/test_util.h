@@ -16,15 +16,6 @@
 
 #include "rmtree.h"
 
-/* Path under ../shared (LOOM_SHARED_DIR), in a static buffer. */
-static inline const char *loom_test_shared(const char *rel)
-{
-    static char path[4096];
-    const char *dir = getenv("LOOM_SHARED_DIR");
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : "../shared", rel);
-    return path;
-}
-
 static inline int64_t loom_test_mono_ms(void)
 {
     struct timespec ts;
