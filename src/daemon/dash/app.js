@@ -286,6 +286,7 @@ async function followLog() {
     if (S.job !== j) return;
     const pre = $('#log');
     $('#logpath').textContent = d.path || d.error || '';
+    if (d.reason && !j.text) pre.textContent = `No output: ${d.reason}`;
     if (d.data == null) return;
     if (d.offset !== j.offset && j.offset >= 0 && d.offset === 0) j.text = '';
     if (d.data.length) {
