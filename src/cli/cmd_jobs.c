@@ -213,22 +213,6 @@ static void print_cell(int width, const char *text, bool last)
 /* A column's width: its own, widened to the longest cell, except NAME,
  * which is cut to its column as squeue cuts it (NODE/GPUS and the rest
  * are never cut: a GPU list hidden by the column would say nothing). */
-static int column_width(const column_t *c, const json_t *jobs, double now)
-{
-    int w = c->width < 0 ? -c->width : c->width;
-    size_t i;
-    json_t *j;
-    if (strcmp(c->key, "name") != 0)
-        json_array_foreach(jobs, i, j)
-        {
-            char buf[256];
-            cell(c, j, now, buf, sizeof buf);
-            if ((int)strlen(buf) > w)
-                w = (int)strlen(buf);
-        }
-    return c->width < 0 ? -w : w;
-}
-
 /* An array's task (options.array_job_id): its array id and task id. */
 static bool array_task(const json_t *j, int64_t *aid, int64_t *task)
 {
@@ -283,6 +267,29 @@ static size_t array_run(const json_t *jobs, size_t i, char *out, size_t len)
     if (at < len)
         snprintf(out + at, len - at, "]");
     return n;
+}
+
+static int column_width(const column_t *c, const json_t *jobs, double now)
+{
+    int w = c->width < 0 ? -c->width : c->width;
+    size_t i;
+    json_t *j;
+    if (strcmp(c->key, "name") != 0)
+        json_array_foreach(jobs, i, j)
+        {
+            char buf[256];
+            cell(c, j, now, buf, sizeof buf);
+            if ((int)strlen(buf) > w)
+                w = (int)strlen(buf);
+        }
+    /* an array's tasks shown as one row: "51_[0-19]" */
+    for (size_t k = 0; strcmp(c->key, "id") == 0 && k < json_array_size(jobs);) {
+        char id[256] = "";
+        k += array_run(jobs, k, id, sizeof id);
+        if ((int)strlen(id) > w)
+            w = (int)strlen(id);
+    }
+    return c->width < 0 ? -w : w;
 }
 
 static void print_table(const json_t *jobs, const column_t *const *shown, size_t n)

@@ -59,6 +59,20 @@ static void array_env(const json_t *o, json_t *env)
         snprintf(buf, sizeof buf, "%s=%lld", vars[i].name, vars[i].v);
         json_array_append_new(env, json_string(buf));
     }
+    /* A Kubernetes Indexed Job's task (k8s.c put JOB_COMPLETION_INDEX=0
+     * in its env): its own index. */
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "env"), i, e)
+    {
+        if (strncmp(json_string_value(e), "JOB_COMPLETION_INDEX=", 21) == 0) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "JOB_COMPLETION_INDEX=%lld",
+                     (long long)json_integer_value(at));
+            json_array_append_new(env, json_string(buf));
+            break;
+        }
+    }
 }
 
 static void env_add(json_t *env, const char *name, const char *value)

@@ -275,6 +275,22 @@ class JobFiles(unittest.TestCase):
         self.assertEqual((rc, out), (1, ""), err)
         self.assertIn(want, err)
 
+    def test_kubernetes_indexed_job(self):
+        """completionMode: Indexed: each task's JOB_COMPLETION_INDEX."""
+        path = self.write("idx.yaml", "apiVersion: batch/v1\nkind: Job\n"
+                          "metadata: {name: idx, labels: {team: nlp}}\nspec:\n"
+                          "  completions: 3\n  completionMode: Indexed\n  template:\n"
+                          "    spec:\n      restartPolicy: Never\n      containers:\n"
+                          "      - name: main\n"
+                          "        command: [sh, -c, 'echo index=$JOB_COMPLETION_INDEX']\n")
+        jid, err = self.submit(path)
+        self.assertNotIn("retries", err)
+        self.assertEqual(self.job(jid)["labels"].get("team"), "nlp")
+        for k in range(3):
+            self.assertEqual(self.finished(jid + k)["state"], "COMPLETED")
+            with open(os.path.join(self.tmp, f"loom-{jid}_{k}.out")) as f:
+                self.assertEqual(f.read(), f"index={k}\n")
+
     def test_submit_command_line_habits(self):
         """--wrap, one-line option errors, an honest --help."""
         jid, _ = self.submit("--wrap", "echo wrapped $((6*7))")
@@ -315,6 +331,16 @@ class JobFiles(unittest.TestCase):
             self.assertIn(str(ids[0]), out, args)
         rc, out, err = self.loom("jobs", "-u", "nosuchuser", "--name", "lim")
         self.assertNotIn(str(ids[0]), out)
+        # an array's row id fits the ID column
+        rc, out, err = self.loom("submit", "--json", "--hold", "--array=0-19", "--name",
+                                 "arrcol", path)
+        aid = json.loads(out)["array"]["job_id"]
+        rc, out, err = self.loom("jobs", "--name", "arrcol")
+        lines = out.splitlines()
+        col = lines[0].index("NAME")
+        row = [l for l in lines if "arrcol" in l][0]
+        self.assertEqual((row[:col].rstrip(), row[col - 1], row[col:col + 6]),
+                         (f"{aid}_[0-19]", " ", "arrcol"), out)
 
 
 if __name__ == "__main__":

@@ -394,6 +394,44 @@ static void k8s_job(void **state)
     loom_jobspec_free(&s);
 }
 
+/* issue 31: metadata.labels kept (or warned), completionMode Indexed sets
+ * JOB_COMPLETION_INDEX, no retries warning without backoffLimit. */
+static void k8s_labels_indexed(void **state)
+{
+    (void)state;
+    const char *m = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: idx\n"
+                    "  labels: {app.kubernetes.io/name: bert, team: nlp,"
+                    " example.com/a-very-long-prefix-that-loom-cannot-hold/and-a-long-name: x}\n"
+                    "spec:\n  completions: 4\n  parallelism: 2\n  completionMode: Indexed\n"
+                    "  template:\n    spec:\n      containers:\n      - name: c\n"
+                    "        command: [sh, -c, 'echo $JOB_COMPLETION_INDEX']\n";
+    loom_jobspec_t s;
+    loom_err_t err;
+    loom_jobspec_init(&s);
+    if (loom_jobspec_parse_k8s(&s, m, strlen(m), "job.yaml", &err))
+        fail_msg("%s", err.msg);
+    json_t *p = json_object();
+    assert_int_equal(loom_jobspec_to_params(&s, p, &err), 0);
+    json_t *labels = json_object_get(p, "labels");
+    assert_string_equal(json_string_value(json_object_get(labels, "app.kubernetes.io/name")),
+                        "bert");
+    assert_string_equal(json_string_value(json_object_get(labels, "team")), "nlp");
+    assert_true(has_warning(&s, "metadata.labels example.com/a-very-long"));
+    assert_false(has_warning(&s, "retries"));
+    assert_string_equal(opt_str(p, "array"), "0-3%2");
+    json_t *env = json_object_get(json_object_get(p, "options"), "env");
+    assert_string_equal(json_string_value(json_array_get(env, 0)), "JOB_COMPLETION_INDEX=0");
+    json_decref(p);
+    loom_jobspec_free(&s);
+    const char *bad = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: b}\nspec:\n"
+                      "  completionMode: Sometimes\n  template: {spec: {containers: [{name: c,"
+                      " command: [true]}]}}\n";
+    loom_jobspec_init(&s);
+    assert_int_equal(loom_jobspec_parse_k8s(&s, bad, strlen(bad), "b.yaml", &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.completionMode: expected Indexed or NonIndexed"));
+    loom_jobspec_free(&s);
+}
+
 static void k8s_errors(void **state)
 {
     (void)state;
@@ -447,6 +485,7 @@ int main(void)
         cmocka_unit_test(dependencies),
         cmocka_unit_test(patterns),
         cmocka_unit_test(k8s_job),
+        cmocka_unit_test(k8s_labels_indexed),
         cmocka_unit_test(k8s_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
