@@ -402,6 +402,43 @@ static int64_t check_output(pid_t pid, spec_t *s, int64_t now, int64_t *kill_at,
     return now + LOOM_NS_PER_S;
 }
 
+/* envp's value of NAME= ("" if absent). */
+static const char *env_of(char **envp, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, prefix, n) == 0)
+            return *e + n;
+    return "";
+}
+
+/* Slurm's line at the end of a cancelled job's error output, "*** JOB 5 ON
+ * n1 CANCELLED AT 2026-12-05T09:40:00 ***" (and "... DUE TO TIME LIMIT"),
+ * so the output says why it stops there. Appended by a child that first
+ * becomes the job's owner (as the job's own files are opened), never
+ * following a symbolic link; best effort. */
+static void announce_end(const spec_t *s, const char *why)
+{
+    char when[32], line[256];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime_r(&now, &tm));
+    const char *node = env_of(s->envp, "SLURMD_NODENAME=");
+    int n = snprintf(line, sizeof line,
+                     "loom-shepherd: error: *** JOB %s ON %s CANCELLED AT %s%s ***\n",
+                     env_of(s->envp, "LOOM_JOB_ID="), *node ? node : "localhost", when, why);
+    pid_t p = fork();
+    if (p == 0) {
+        const char *what = "";
+        if (s->drop && loom_exec__become(s->uid, s->gid, s->groups, s->ngroups, &what) != 0)
+            _exit(1);
+        int fd = open(s->err_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        _exit(fd >= 0 && n > 0 && write(fd, line, (size_t)n) == n ? 0 : 1);
+    }
+    if (p > 0)
+        waitpid(p, NULL, 0);
+}
+
 /* Waits for the job, enforcing the time limit and cancel requests. */
 static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, struct rusage *ru,
                      bool *timed_out, bool *cancelled, int64_t *suspended_ns)
@@ -416,6 +453,7 @@ static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, str
                 check_output(pid, s, now, &kill_at, *timed_out || *cancelled, suspended_at != 0);
         if (limit_at && now >= limit_at && !*timed_out && !*cancelled && !suspended_at) {
             *timed_out = true;
+            announce_end(s, " DUE TO TIME LIMIT");
             kill_group(pid, s->cgroup, SIGTERM);
             kill_at = now + s->grace_ns;
         }
@@ -451,6 +489,7 @@ static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, str
         if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out &&
             !s->output_limited) {
             *cancelled = true;
+            announce_end(s, "");
             kill_group(pid, s->cgroup, SIGTERM);
             if (suspended_at) /* a stopped job cannot act on TERM */
                 kill_group(pid, s->cgroup, SIGCONT);

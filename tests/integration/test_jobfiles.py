@@ -291,6 +291,48 @@ class JobFiles(unittest.TestCase):
             with open(os.path.join(self.tmp, f"loom-{jid}_{k}.out")) as f:
                 self.assertEqual(f.read(), f"index={k}\n")
 
+    def test_dash_url_with_rpc_path(self):
+        """loom dash through http://HOST:PORT/rpc prints a login URL that
+        works (it 404ed: .../rpc/login?code=...)."""
+        import urllib.error
+        import urllib.request
+        e = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        e.update(LOOM_URL=self.d.url.rstrip("/") + "/rpc", LOOM_TOKEN=self.d.token)
+        p = subprocess.run([LOOM, "dash"], capture_output=True, text=True, env=e, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        url = [w for w in p.stdout.split() if w.startswith("http://")][0]
+        self.assertNotIn("/rpc/", url)
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):
+                return None
+        try:
+            status = urllib.request.build_opener(NoRedirect).open(url, timeout=10).status
+        except urllib.error.HTTPError as err:
+            status = err.code
+        self.assertIn(status, (200, 302, 303), url)
+
+    def test_cancelled_output_says_so(self):
+        """A cancelled (or timed out) job's output ends with Slurm's line."""
+        path = self.write("long.sh", "#!/bin/bash\necho started\nsleep 60\n")
+        jid, _ = self.submit(path)
+        out = os.path.join(self.tmp, f"loom-{jid}.out")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (os.path.exists(out) and open(out).read()):
+            time.sleep(0.1)
+        rc, _, err = self.loom("cancel", str(jid))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.finished(jid)["state"], "CANCELLED")
+        with open(out) as f:
+            text = f.read()
+        self.assertRegex(text, r"^started\nloom-shepherd: error: \*\*\* JOB %d ON n1 CANCELLED "
+                         r"AT \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \*\*\*\n$" % jid)
+        jid, _ = self.submit("--time", "1s", path)
+        self.assertEqual(self.finished(jid)["state"], "TIMEOUT")
+        with open(os.path.join(self.tmp, f"loom-{jid}.out")) as f:
+            self.assertRegex(f.read(), r"\*\*\* JOB %d ON n1 CANCELLED AT \S+ DUE TO TIME "
+                             r"LIMIT \*\*\*\n$" % jid)
+
     def test_submit_command_line_habits(self):
         """--wrap, one-line option errors, an honest --help."""
         jid, _ = self.submit("--wrap", "echo wrapped $((6*7))")
@@ -332,7 +374,7 @@ class JobFiles(unittest.TestCase):
         rc, out, err = self.loom("jobs", "-u", "nosuchuser", "--name", "lim")
         self.assertNotIn(str(ids[0]), out)
         # an array's row id fits the ID column
-        rc, out, err = self.loom("submit", "--json", "--hold", "--array=0-19", "--name",
+        rc, out, err = self.loom("submit", "--json", "--hold", "--array=0-9,100-101", "--name",
                                  "arrcol", path)
         aid = json.loads(out)["array"]["job_id"]
         rc, out, err = self.loom("jobs", "--name", "arrcol")
@@ -340,7 +382,7 @@ class JobFiles(unittest.TestCase):
         col = lines[0].index("NAME")
         row = [l for l in lines if "arrcol" in l][0]
         self.assertEqual((row[:col].rstrip(), row[col - 1], row[col:col + 6]),
-                         (f"{aid}_[0-19]", " ", "arrcol"), out)
+                         (f"{aid}_[0-9,100-101]", " ", "arrcol"), out)
 
 
 if __name__ == "__main__":
