@@ -11,11 +11,15 @@ target_compile_definitions(loomd_lib PRIVATE LOOMD_CONFIG_DEFAULT="${LOOMD_CONFI
 set_target_properties(loom_shared PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 
 install(TARGETS loom_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# loomd finds loom-shepherd beside itself, loom prof libloom_cupti.so
-# beside loom (src/exec/local.c, src/cli/cmd_prof.c).
+# loomd finds loom-shepherd beside itself (src/exec/local.c); loom prof
+# finds libloom_cupti.so beside loom (a build tree), else in the library
+# directory, LOOM_LIB_FROM_BIN away from loom (src/cli/cmd_prof.c).
 install(TARGETS loomd loom-shepherd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+file(RELATIVE_PATH LOOM_LIB_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/cli/cmd_prof.c APPEND PROPERTY COMPILE_DEFINITIONS
+             LOOM_LIB_FROM_BIN="${LOOM_LIB_FROM_BIN}")
 if(TARGET loom_cupti)
-  install(TARGETS loom_cupti LIBRARY DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS loom_cupti LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(TARGETS loom_alloctrack LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS loom_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -42,6 +46,10 @@ install(FILES ${CMAKE_SOURCE_DIR}/dist/completion/loom.bash
 # systemd looks in PREFIX/lib/systemd/system for /usr and /usr/local.
 configure_file(${CMAKE_SOURCE_DIR}/dist/systemd/loomd.service.in ${CMAKE_BINARY_DIR}/loomd.service @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/loomd.service DESTINATION lib/systemd/system)
+# The shared (multi-user) mode: loomd as root with --multi-user (docs/security.md).
+configure_file(${CMAKE_SOURCE_DIR}/dist/systemd/loomd-multiuser.service.in
+               ${CMAKE_BINARY_DIR}/loomd-multiuser.service @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/loomd-multiuser.service DESTINATION lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/dist/systemd/loom.sysusers.conf DESTINATION lib/sysusers.d
         RENAME loom.conf)
 

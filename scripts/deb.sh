@@ -77,9 +77,11 @@ install_from_build() {
   sed -e 's|@CMAKE_INSTALL_PREFIX@|/usr|' -e "s|@CMAKE_INSTALL_FULL_LIBDIR@|/usr/lib/$multiarch|" \
       -e 's|@CMAKE_INSTALL_FULL_INCLUDEDIR@|/usr/include|' -e 's|@LOOM_INSTALL_DATADIR@|/usr/share/loom|' \
       -e "s|@PROJECT_VERSION@|$version|" "$src/dist/loom.pc.in" > "$root/usr/lib/$multiarch/pkgconfig/loom.pc"
-  sed -e 's|@CMAKE_INSTALL_FULL_SBINDIR@|/usr/sbin|' -e 's|@LOOMD_CONFIG_DEFAULT@|/etc/loom/loomd.conf|' \
-      "$src/dist/systemd/loomd.service.in" > "$root/usr/lib/systemd/system/loomd.service"
-  if grep -rq '@[A-Z_]*@' "$root/usr/lib/$multiarch/pkgconfig/loom.pc" "$root/usr/lib/systemd/system/loomd.service"; then
+  for unit in loomd loomd-multiuser; do
+    sed -e 's|@CMAKE_INSTALL_FULL_SBINDIR@|/usr/sbin|' -e 's|@LOOMD_CONFIG_DEFAULT@|/etc/loom/loomd.conf|' \
+        "$src/dist/systemd/$unit.service.in" > "$root/usr/lib/systemd/system/$unit.service"
+  done
+  if grep -rq '@[A-Z_]*@' "$root/usr/lib/$multiarch/pkgconfig/loom.pc" "$root/usr/lib/systemd/system/"loomd*.service; then
     echo "deb.sh: a @VARIABLE@ of dist/loom.pc.in or loomd.service.in that --from-build does not fill" >&2
     exit 1
   fi

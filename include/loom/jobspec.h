@@ -34,6 +34,7 @@ extern "C" {
 #define LOOM_JOBSPEC_DIRECTIVES_MAX  1000    /* directive lines in one script */
 #define LOOM_JOBSPEC_WARNINGS_MAX    64      /* warnings kept (a last one says how many more) */
 #define LOOM_JOBSPEC_ENV_MAX         256     /* variables from --export or a manifest's env */
+#define LOOM_JOBSPEC_EXPORT_BYTES    65536   /* bytes of the environment --export=ALL passes */
 #define LOOM_JOBSPEC_ARRAY_INDEX_MAX 4000000 /* the largest array index (sbatch: MaxArraySize) */
 #define LOOM_JOBSPEC_ARRAY_TASKS_MAX 100000  /* tasks in one array */
 
@@ -69,6 +70,8 @@ typedef struct loom_jobspec {
     char *output;              /* -o pattern (%j %x %u %A %a %%) */
     char *error;               /* -e pattern; NULL: merged into output */
     char *export_mode;         /* "ALL", "NONE" or "NIL" (sbatch --export); NULL unset */
+    bool export_given;         /* an --export was given (else sbatch's default: ALL) */
+    json_t *export_names;      /* --export's bare NAMEs: taken from the environment */
     json_t *env;               /* array of "NAME=VALUE" (--export, a manifest's env) */
     char *array;               /* --array as given, checked (loom_jobspec_array_parse) */
     char *dependency;          /* --dependency as given, checked */
@@ -121,11 +124,23 @@ int loom_jobspec_parse_k8s(loom_jobspec_t *spec, const char *text, size_t len, c
  * earlier; here: a total beyond the limits). */
 int loom_jobspec_to_params(loom_jobspec_t *spec, json_t *params, loom_err_t *err);
 
+/* --export as sbatch applies it, against the submitter's environment envp
+ * (NULL-terminated "NAME=VALUE"): no --export or ALL passes all of it,
+ * a list of NAMEs passes those, NONE/NIL none; NAME=VALUE pairs given win
+ * over the environment's. LOOM_URL and LOOM_TOKEN (the client's own) and
+ * names that are not shell names are never passed. What does not fit the
+ * limits (LOOM_JOBSPEC_ENV_MAX variables, LOOM_JOBSPEC_VALUE_MAX bytes a
+ * value, LOOM_JOBSPEC_EXPORT_BYTES in all) is left out with a warning
+ * naming it, as is a listed NAME that is not set. */
+void loom_jobspec_export_env(loom_jobspec_t *spec, char *const *envp);
+
 /* ----------------------------------------------------------- value forms */
 
-/* Slurm's time formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S",
- * and "INFINITE"/"UNLIMITED" (0: no limit). Seconds, exact; an #SBATCH
- * --time is then rounded up to whole minutes, as Slurm stores it. */
+/* A time limit, the one reading for job files and the command line:
+ * Slurm's formats "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S" (a bare
+ * number is minutes), rounded up to whole minutes as Slurm keeps them, and
+ * "INFINITE"/"UNLIMITED" (0: no limit); or loom's durations with units
+ * ("1h30m", "90s"), exact to the second. Result in seconds. */
 int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err);
 /* Slurm's memory sizes: an integer with an optional K, M, G or T suffix
  * (powers of 1024); no suffix means megabytes (MiB). */

@@ -83,6 +83,9 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
 def _seconds(v, what):
     """A duration for the protocol: int seconds, a string loomd parses, or a timedelta."""
+    if isinstance(v, str) and v.strip().isdigit():
+        raise TypeError(f"{what}: {v!r} is ambiguous (seconds here, minutes to sbatch): give an "
+                        f"int of seconds or a unit, e.g. '{v.strip()}m' or '{v.strip()}s'")
     if v is None or isinstance(v, str):
         return v
     if isinstance(v, datetime.timedelta):
@@ -261,7 +264,13 @@ class Client:
         --array), dependency (sbatch's --dependency string, or job ids /
         SubmitResults meaning afterok on all of them), hold (bool), begin,
         workdir, output, error, env (a dict or "NAME=VALUE" strings), account,
-        comment; options: further members as a dict. extra: further job.submit
+        comment; options: further members as a dict. workdir defaults to the
+        current directory, as sbatch's: the job runs there and writes
+        loom-%j.out there (workdir=False sends none: a personal loomd then
+        runs the job in its job directory, a multi-user one in the owner's
+        home). time is seconds (an int or a timedelta) or a string with units
+        ("1h30m"); a bare number string is refused as ambiguous (sbatch
+        reads "30" as minutes). extra: further job.submit
         parameters. A random submit_id is set unless given, so the call is safe
         to repeat. Returns a loom.SubmitResult (with `array` for an array)."""
         if (script is None) == (file is None):
@@ -286,8 +295,10 @@ class Client:
             if v is not None:
                 params[k] = v
         opts = dict(options or {})
+        if workdir is None and "workdir" not in opts:
+            workdir = os.getcwd()
         for k, v in (("array", array), ("dependency", _dependency(dependency)), ("hold", hold),
-                     ("begin", begin), ("workdir", workdir), ("output", output),
+                     ("begin", begin), ("workdir", workdir or None), ("output", output),
                      ("error", error), ("env", _env(env)), ("account", account),
                      ("comment", comment)):
             if v is not None:

@@ -98,7 +98,13 @@ class Executor(concurrent.futures.Executor):
     labels); url/token/client pick loomd; folder holds the pickled tasks and
     results (removed as futures complete); python is the interpreter the job
     runs (default: this one); hold: the seconds loomd may hold one job.wait
-    call (1 to 30).
+    call (1 to 30). time is in seconds (int or a timedelta), as in
+    Client.submit, not sbatch's minutes.
+
+    workdir: the jobs' working directory (default: the current one, which
+    Client.submit sends); output/error: their output files, sbatch's
+    patterns (%j the job id; default: FOLDER/job-%j.out, where the job's
+    owner may write whatever user loomd runs as; docs/python.md).
 
     Futures are watched in batches of up to 100 jobs, each by a waiter
     thread holding one job.wait call (`any`) at a time; a batch takes in
@@ -108,7 +114,8 @@ class Executor(concurrent.futures.Executor):
 
     def __init__(self, gpus=None, time=None, cpus=None, memory=None, gpu_share=None,
                  gpu_memory=None, gpu_type=None, priority=None, labels=None, name=None,
-                 url=None, token=None, client=None, folder=None, python=None, hold=20):
+                 url=None, token=None, client=None, folder=None, python=None, hold=20,
+                 workdir=None, output=None, error=None):
         self._client = client or Client(url, token)
         self._resources = dict(gpus=gpus, time=time, cpus=cpus, memory=memory,
                                gpu_share=gpu_share, gpu_memory=gpu_memory, gpu_type=gpu_type,
@@ -118,6 +125,8 @@ class Executor(concurrent.futures.Executor):
         root = folder or os.path.join(os.path.expanduser("~"), ".cache", "loom", "executor")
         os.makedirs(root, mode=0o700, exist_ok=True)
         self._folder = tempfile.mkdtemp(prefix="ex-", dir=root)
+        self._io = dict(workdir=workdir or os.getcwd(),
+                        output=output or os.path.join(self._folder, "job-%j.out"), error=error)
         self._python = python or sys.executable or "/usr/bin/python3"
         if not 1 <= int(hold) <= 30:
             raise ValueError("hold: expected 1 to 30 seconds (job.wait's timeout)")
@@ -167,7 +176,7 @@ class Executor(concurrent.futures.Executor):
         labels.setdefault("loom.executor", "python")
         try:
             r = self._client.submit(self._script(task), name=name[:256], labels=labels,
-                                    **self._resources)
+                                    **self._io, **self._resources)
         except BaseException:
             _remove(task)
             raise

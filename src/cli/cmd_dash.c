@@ -28,9 +28,13 @@ static int print_url(const char *conn_url, json_t *r)
     const char *own = json_string_value(json_object_get(r, "url"));
     char url[4400];
     if (path && strncmp(conn_url, "http://", 7) == 0) {
+        /* http://HOST:PORT/rpc, as every command takes it, is the RPC
+         * endpoint; the dashboard is served beside it, at the root. */
         size_t n = strlen(conn_url);
         while (n && conn_url[n - 1] == '/')
             n--;
+        if (n >= 4 && strncmp(conn_url + n - 4, "/rpc", 4) == 0)
+            n -= 4;
         snprintf(url, sizeof url, "%.*s%s", (int)n, conn_url, path);
     } else if (own) {
         snprintf(url, sizeof url, "%s", own);

@@ -110,7 +110,9 @@ static void logs_usage(FILE *f)
             "  --stderr      the error file\n"
             "  --json        print {\"id\", \"stream\", \"data\", \"next_offset\", \"eof\",\n"
             "                \"state\", \"path\"} once all is read (with -f: once the job ended)\n"
-            "exit codes: 0 printed, 4 no such job, 3 cannot connect.\n");
+            "exit codes: 0 printed, 1 the job ended without an output file (the reason\n"
+            "is printed: e.g. its output could not be opened), 4 no such job, 3 cannot\n"
+            "connect.\n");
 }
 
 /* One job.logs call; prints its text, or with --json gathers it into
@@ -138,12 +140,24 @@ static int logs_once(loom_cli_conn_t *conn, json_t *params, bool follow, json_t 
         fwrite(json_string_value(data), 1, json_string_length(data), stdout);
         fflush(stdout);
     }
-    json_object_set(params, "offset", json_object_get(result, "next_offset"));
     bool eof = json_is_true(json_object_get(result, "eof"));
+    /* An ended job with no output file at all: say why (the file could not
+     * be opened, or the job never ran) rather than print nothing. */
+    if (!gathered && eof && json_integer_value(json_object_get(params, "offset")) == 0 &&
+        json_is_false(json_object_get(result, "exists"))) {
+        const char *path = json_string_value(json_object_get(result, "path"));
+        fprintf(stderr, "loom logs: job %lld (%s) has no output%s%s%s: %s\n",
+                (long long)json_integer_value(json_object_get(params, "id")),
+                json_string_value(json_object_get(result, "state")), path && *path ? " '" : "",
+                path && *path ? path : "", path && *path ? "'" : "",
+                json_string_value(json_object_get(result, "reason")));
+        rc = LOOM_EXIT_FAILURE;
+    }
+    json_object_set(params, "offset", json_object_get(result, "next_offset"));
     /* Without -f: stop at the end of what is written now. */
     *done = eof || (!follow && json_string_length(data) == 0);
     json_decref(result);
-    return LOOM_EXIT_OK;
+    return rc;
 }
 
 int loom_cmd_logs(int argc, char **argv)

@@ -4,6 +4,7 @@
  * Columns as squeue's (ID NAME USER STATE ELAPSED TIME_LIMIT NODE/GPUS
  * REASON), or chosen with --format; --watch redraws the table in place. */
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static void usage(FILE *f)
                "  --state S     only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
                "                CANCELLED, TIMEOUT (comma-separated, any case)\n"
                "  --name TEXT   only jobs whose name contains TEXT\n"
-               "  --user U      only jobs of user U (jobs that carry a user)\n"
+               "  -u, --user U  only jobs of user U (jobs that carry a user)\n"
+               "  --me          only your jobs (--user of the user running this)\n"
                "  --since T     only jobs submitted since T: a duration ago (1h30m) or a time\n"
                "                (2026-12-03, 2026-12-03T10:00:00, UTC)\n"
                "  --limit N     the first N jobs, with a cursor for more (0 = all)\n"
@@ -211,22 +213,6 @@ static void print_cell(int width, const char *text, bool last)
 /* A column's width: its own, widened to the longest cell, except NAME,
  * which is cut to its column as squeue cuts it (NODE/GPUS and the rest
  * are never cut: a GPU list hidden by the column would say nothing). */
-static int column_width(const column_t *c, const json_t *jobs, double now)
-{
-    int w = c->width < 0 ? -c->width : c->width;
-    size_t i;
-    json_t *j;
-    if (strcmp(c->key, "name") != 0)
-        json_array_foreach(jobs, i, j)
-        {
-            char buf[256];
-            cell(c, j, now, buf, sizeof buf);
-            if ((int)strlen(buf) > w)
-                w = (int)strlen(buf);
-        }
-    return c->width < 0 ? -w : w;
-}
-
 /* An array's task (options.array_job_id): its array id and task id. */
 static bool array_task(const json_t *j, int64_t *aid, int64_t *task)
 {
@@ -281,6 +267,29 @@ static size_t array_run(const json_t *jobs, size_t i, char *out, size_t len)
     if (at < len)
         snprintf(out + at, len - at, "]");
     return n;
+}
+
+static int column_width(const column_t *c, const json_t *jobs, double now)
+{
+    int w = c->width < 0 ? -c->width : c->width;
+    size_t i;
+    json_t *j;
+    if (strcmp(c->key, "name") != 0)
+        json_array_foreach(jobs, i, j)
+        {
+            char buf[256];
+            cell(c, j, now, buf, sizeof buf);
+            if ((int)strlen(buf) > w)
+                w = (int)strlen(buf);
+        }
+    /* an array's tasks shown as one row: "51_[0-19]" */
+    for (size_t k = 0; strcmp(c->key, "id") == 0 && k < json_array_size(jobs);) {
+        char id[256] = "";
+        k += array_run(jobs, k, id, sizeof id);
+        if ((int)strlen(id) > w)
+            w = (int)strlen(id);
+    }
+    return c->width < 0 ? -w : w;
 }
 
 static void print_table(const json_t *jobs, const column_t *const *shown, size_t n)
@@ -379,18 +388,33 @@ static size_t filter(const query_t *q, json_t *jobs, size_t newest)
     return drop;
 }
 
+/* With --since, --name or --user, --limit counts the jobs that pass them:
+ * every page is read, filtered, then cut to the first --limit. */
+static bool filtered(const query_t *q)
+{
+    return q->since >= 0 || q->name || q->user;
+}
+
 static int show_once(const query_t *q)
 {
     json_t *all = json_array(), *cursor = NULL;
-    int rc = fetch(q, all, &cursor);
+    query_t whole = *q;
+    if (filtered(q) && q->limit_given)
+        whole.limit = 0;
+    int rc = fetch(&whole, all, &cursor);
     size_t hidden = filter(q, all, q->all_states && !q->limit_given ? 100 : 0);
+    bool more = false; /* filtered jobs past --limit */
+    while (filtered(q) && q->limit && json_array_size(all) > (size_t)q->limit) {
+        json_array_remove(all, json_array_size(all) - 1);
+        more = true;
+    }
     if (rc == LOOM_EXIT_OK && q->as_json) {
         json_t *out = json_pack("{s:O, s:O}", "jobs", all, "next_cursor", cursor);
         loom_cli_print_json(out);
         json_decref(out);
     } else if (rc == LOOM_EXIT_OK) {
         print_table(all, q->shown, q->nshown);
-        if (!json_is_null(cursor))
+        if (!json_is_null(cursor) || more)
             printf("(more jobs; raise --limit, or --limit 0 for all)\n");
         if (hidden)
             printf("(%zu older jobs not shown; --limit 0 for all)\n", hidden);
@@ -418,26 +442,33 @@ static int parse_states(const char *text, json_t *states)
     return LOOM_EXIT_OK;
 }
 
+/* --me: squeue's, the jobs of the user running this. */
+static int me(query_t *q)
+{
+    struct passwd *pw = getpwuid(getuid());
+    if (!pw) {
+        fprintf(stderr, "loom jobs: --me: uid %u has no user name\n", (unsigned)getuid());
+        return LOOM_EXIT_FAILURE;
+    }
+    q->user = pw->pw_name;
+    return LOOM_EXIT_OK;
+}
+
 /* -1: --help was printed. */
 static int parse_args(int argc, char **argv, query_t *q)
 {
     static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'},
-        {"limit", required_argument, NULL, 'l'},
-        {"all", no_argument, NULL, 'a'},
-        {"name", required_argument, NULL, 'n'},
-        {"user", required_argument, NULL, 'u'},
-        {"since", required_argument, NULL, 'S'},
-        {"format", required_argument, NULL, 'f'},
-        {"watch", optional_argument, NULL, 'w'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"state", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'l'},
+        {"all", no_argument, NULL, 'a'},         {"name", required_argument, NULL, 'n'},
+        {"user", required_argument, NULL, 'u'},  {"me", no_argument, NULL, 'm'},
+        {"since", required_argument, NULL, 'S'}, {"format", required_argument, NULL, 'f'},
+        {"watch", optional_argument, NULL, 'w'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     int c, rc = parse_format(DEFAULT_COLS, q->shown, &q->nshown);
     loom_err_t err;
     int64_t v;
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "hu:", opts, NULL)) != -1) {
         switch (c) {
         case 's': rc = parse_states(optarg, q->states); break;
         case 'l':
@@ -448,6 +479,7 @@ static int parse_args(int argc, char **argv, query_t *q)
         case 'a': q->all_states = true; break;
         case 'n': q->name = optarg; break;
         case 'u': q->user = optarg; break;
+        case 'm': rc = me(q); break;
         case 'S':
             if (parse_since(optarg, &q->since, &err))
                 rc = LOOM_EXIT_USAGE;

@@ -63,6 +63,13 @@ static char *cupti_lib_path(void)
     *slash = '\0';
     loom_buf_t b = LOOM_BUF_INIT;
     loom_buf_appendf(&b, "%s/libloom_cupti.so", exe);
+#ifdef LOOM_LIB_FROM_BIN
+    /* installed: in the library directory (make install), not beside loom */
+    if (access(b.data, R_OK) != 0) {
+        loom_buf_reset(&b);
+        loom_buf_appendf(&b, "%s/%s/libloom_cupti.so", exe, LOOM_LIB_FROM_BIN);
+    }
+#endif
     return loom_buf_detach(&b);
 }
 

@@ -22,52 +22,62 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom submit FILE [options]\n\n"
-               "Submits FILE ('-' for stdin) as a job and prints its id. FILE's #SBATCH and\n"
-               "#LOOM directives, or a Kubernetes Job's fields, describe the job; options\n"
-               "given here override them (docs/jobfiles.md). sbatch's options are taken here\n"
-               "too (-J -c -n -t -o -e -D -a -d -A -G -H, --mem-per-cpu, --gres, ...).\n\n"
-               "  --name NAME         job name (default: the file's, else its base name)\n"
-               "  --format F          batch or yaml (default: yaml for *.yaml/*.yml, else batch)\n"
-               "  --cpus N            CPUs in all (default 1; sbatch: -c per task, -n tasks)\n"
-               "  --mem SIZE          memory, e.g. 16GiB\n"
-               "  --gpus N            whole GPUs ([TYPE:]N)\n"
-               "  --gpu-share X       a share of one GPU: 0.25, or milli-GPU as 250m\n"
-               "  --gpu-mem SIZE      GPU memory, e.g. 10GiB\n"
-               "  --gpu-type T        GPU model, e.g. A100\n"
-               "  --time DURATION     time limit, e.g. 1h30m or 01:30:00 (a bare number: seconds)\n"
-               "  --priority N        priority (higher first; default 0)\n"
-               "  --label K=V         a label (repeatable)\n"
-               "  -D, --chdir DIR     working directory (default: the current directory)\n"
-               "  -o, --output PAT    output file (default loom-%%j.out in the working directory;\n"
-               "                      %%j id, %%x name, %%u user, %%A %%a array, %%%% a %%)\n"
-               "  -e, --error PAT     error file (default: merged into the output)\n"
-               "  --export LIST       ALL, NONE, or NAME=VALUE,... set in the job's environment\n"
-               "  -a, --array R, -d, --dependency D, -b, --begin T, -H, --hold, --nice[=N],\n"
-               "  --retries N         stored with the job; not acted on yet (a warning says so)\n"
-               "  -A, --account A, --comment C  stored with the job\n"
-               "  --strict            an unsupported #SBATCH directive is an error, not a warning\n"
-               "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
-               "                      first job (default: a random key per invocation)\n"
-               "  --model FILE        the job's model (ONNX): without --gpu-mem, loomd requests\n"
-               "                      its estimated GPU memory plus a safety margin\n"
-               "  --batch N           batch size per GPU of --model (required with it)\n"
-               "  --train             estimate a training step (default: inference)\n"
-               "  --optimizer O       sgd, momentum or adam (default adam)\n"
-               "  --precision P       fp32, fp16, bf16 or mixed (default fp32)\n"
-               "  --device D          estimate for device D, a name or a device file\n"
-               "                      (default: loomd's --estimate-device)\n"
-               "  --warm-start        start from the most similar trained model of loomd's zoo\n"
-               "                      (zoo.warm on --model): exports LOOM_WARM_START=PATH in the\n"
-               "                      script and records the parent in labels zoo.* (docs/zoo.md)\n"
-               "  --warm-task TASK    match only stored models of TASK\n"
-               "  --json              print the job.submit result as JSON\n"
-               "  -h, --help          this help\n\n"
-               "A request no node can ever hold is refused, naming the resource; --hold\n"
-               "keeps it (for a cluster that will grow).\n\n"
-               "exit codes: 0 submitted, 1 refused or failed (also: the model cannot be\n"
-               "estimated), 2 usage, 3 cannot connect, 5 FILE unreadable, not UTF-8, or its\n"
-               "directives malformed.\n");
+    fprintf(f,
+            "usage: loom submit FILE [options]\n"
+            "       loom submit --wrap COMMAND [options]\n\n"
+            "Submits FILE ('-' for stdin) as a job and prints its id. FILE's #SBATCH and\n"
+            "#LOOM directives, or a Kubernetes Job's fields, describe the job; options\n"
+            "given here override them (docs/jobfiles.md). sbatch's options are taken here\n"
+            "too (-J -c -n -t -o -e -D -a -d -A -G -H, --mem-per-cpu, --gres, ...).\n\n"
+            "  --name NAME         job name (default: the file's, else its base name)\n"
+            "  --format F          batch or yaml (default: yaml for *.yaml/*.yml, else batch)\n"
+            "  --cpus N            CPUs in all (default 1; sbatch: -c per task, -n tasks)\n"
+            "  --mem SIZE          memory, e.g. 16GiB\n"
+            "  --gpus N            whole GPUs ([TYPE:]N)\n"
+            "  --gpu-share X       a share of one GPU: 0.25, or milli-GPU as 250m\n"
+            "  --gpu-mem SIZE      GPU memory, e.g. 10GiB\n"
+            "  --gpu-type T        GPU model, e.g. A100\n"
+            "  -t, --time T        time limit as sbatch's: a bare number is minutes; M:S,\n"
+            "                      H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED; or 1h30m, 90s\n"
+            "  --priority N        priority (higher first; default 0)\n"
+            "  --label K=V         a label (repeatable)\n"
+            "  -D, --chdir DIR     working directory (default: the current directory)\n"
+            "  -o, --output PAT    output file (default loom-%%j.out in the working directory;\n"
+            "                      %%j id, %%x name, %%u user, %%A %%a array, %%%% a %%)\n"
+            "  -e, --error PAT     error file (default: merged into the output)\n"
+            "  --export LIST       the job's environment, as sbatch: ALL (default: this\n"
+            "                      shell's, up to 256 variables / 64 KiB; not LOOM_URL,\n"
+            "                      LOOM_TOKEN), NONE, NAME,... (these), NAME=VALUE pairs\n"
+            "  -a, --array R       an array of jobs: 0-9, 1,3,5-7, 0-15:4, %%N at most N at once\n"
+            "  -d, --dependency D  afterok:ID[:ID...], afterany, afternotok, after, singleton\n"
+            "  -b, --begin T       not before T (now+1hour, 2026-12-03T10:00:00, ...)\n"
+            "  -H, --hold          pending until loom release\n"
+            "  --nice[=N], --retries N  stored with the job; not acted on yet (a warning\n"
+            "                      says so)\n"
+            "  --wrap COMMAND      the job is COMMAND in a sh script (instead of FILE)\n"
+            "  -A, --account A, --comment C  stored with the job\n"
+            "  --strict            an unsupported #SBATCH directive is an error, not a warning\n"
+            "  --submit-id ID      idempotency key: submitting the same ID again returns the\n"
+            "                      first job (default: a random key per invocation)\n"
+            "  --model FILE        the job's model (ONNX): without --gpu-mem, loomd requests\n"
+            "                      its estimated GPU memory plus a safety margin\n"
+            "  --batch N           batch size per GPU of --model (required with it)\n"
+            "  --train             estimate a training step (default: inference)\n"
+            "  --optimizer O       sgd, momentum or adam (default adam)\n"
+            "  --precision P       fp32, fp16, bf16 or mixed (default fp32)\n"
+            "  --device D          estimate for device D, a name or a device file\n"
+            "                      (default: loomd's --estimate-device)\n"
+            "  --warm-start        start from the most similar trained model of loomd's zoo\n"
+            "                      (zoo.warm on --model): exports LOOM_WARM_START=PATH in the\n"
+            "                      script and records the parent in labels zoo.* (docs/zoo.md)\n"
+            "  --warm-task TASK    match only stored models of TASK\n"
+            "  --json              print the job.submit result as JSON\n"
+            "  -h, --help          this help\n\n"
+            "A request no node can ever hold is refused, naming the resource; --hold\n"
+            "keeps it (for a cluster that will grow).\n\n"
+            "exit codes: 0 submitted, 1 refused or failed (also: the model cannot be\n"
+            "estimated), 2 usage, 3 cannot connect, 5 FILE unreadable, not UTF-8, or its\n"
+            "directives malformed.\n");
 }
 
 static int usage_error(const char *opt, const loom_err_t *err)
@@ -137,6 +147,7 @@ static bool ends_with(const char *s, const char *suffix)
 
 typedef struct submit_args {
     const char *format, *submit_id, *model, *file;
+    const char *wrap;      /* --wrap COMMAND: the script is "#!/bin/sh\nCOMMAND\n" */
     const char *warm_task; /* --warm-start [--warm-task]: cmd_zoo.c */
     int64_t batch;
     bool as_json, strict, warm;
@@ -157,6 +168,7 @@ static const struct option opts[] = {
     {"warm-task", required_argument, NULL, 'K'},
     {"json", no_argument, NULL, 'j'},
     {"strict", no_argument, NULL, 's'},
+    {"wrap", required_argument, NULL, 'w'},
     {"help", no_argument, NULL, 'h'},
     {"name", required_argument, NULL, FWD},
     {"job-name", required_argument, NULL, FWD},
@@ -234,12 +246,24 @@ static int model_option(submit_args_t *a, int c, loom_err_t *err)
     return LOOM_EXIT_OK;
 }
 
+/* An unknown option, or one without its value: one line and a hint, not
+ * the whole help. */
+static int bad_option(int c, const char *word)
+{
+    if (c == ':')
+        fprintf(stderr, "loom submit: option '%s' needs a value; try 'loom submit --help'\n", word);
+    else
+        fprintf(stderr, "loom submit: unknown option '%s'; try 'loom submit --help'\n", word);
+    return LOOM_EXIT_USAGE;
+}
+
 /* -1: --help was printed. */
 static int parse_args(int argc, char **argv, submit_args_t *a)
 {
     int rc = LOOM_EXIT_OK, c, idx;
     loom_err_t err;
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "h" SHORT_FWD, opts, &idx)) != -1) {
+    opterr = 0; /* errors are said here, as "loom submit: ..." */
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, ":h" SHORT_FWD, opts, &idx)) != -1) {
         char shortopt[3] = {'-', (char)c, 0};
         switch (c) {
         case FWD: rc = forward(a, opts[idx].name, optarg); break;
@@ -262,19 +286,22 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
         case 'O':
         case 'P':
         case 'V': rc = model_option(a, c, &err); break;
+        case 'w': a->wrap = optarg; break;
         case 'h': usage(stdout); return -1;
         case '?':
-        case ':': usage(stderr); return LOOM_EXIT_USAGE;
+        case ':': return bad_option(c, argv[optind - 1]);
         default: rc = forward(a, shortopt, optarg); break;
         }
     }
     if (rc)
         return rc;
-    if (optind != argc - 1) {
-        fprintf(stderr, "loom submit: expected exactly one FILE (see loom submit --help)\n");
+    if (optind != argc - (a->wrap ? 0 : 1)) {
+        fprintf(stderr, a->wrap ? "loom submit: --wrap takes no FILE; try 'loom submit --help'\n"
+                                : "loom submit: expected exactly one FILE; try 'loom submit "
+                                  "--help'\n");
         return LOOM_EXIT_USAGE;
     }
-    a->file = argv[optind];
+    a->file = a->wrap ? "wrap" : argv[optind];
     if (!a->model && (a->batch || json_object_size(a->setup))) {
         fprintf(stderr, "loom submit: --batch, --train, --optimizer, --precision and --device "
                         "describe --model FILE, which is missing\n");
@@ -283,10 +310,12 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
     return LOOM_EXIT_OK;
 }
 
-static int read_script(const char *file, loom_buf_t *script)
+static int read_script(const char *file, const char *wrap, loom_buf_t *script)
 {
     loom_err_t err;
-    if (strcmp(file, "-") == 0) {
+    if (wrap) {
+        loom_buf_appendf(script, "#!/bin/sh\n%s\n", wrap);
+    } else if (strcmp(file, "-") == 0) {
         char chunk[65536];
         size_t n;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
@@ -345,6 +374,10 @@ static int job_params(const submit_args_t *a, const loom_buf_t *script, const ch
     json_array_foreach(a->cli, i, pair)
         loom_jobspec_set(&spec, LOOM_JOBSPEC_LOOM, json_string_value(json_array_get(pair, 0)),
                          json_string_value(json_array_get(pair, 1)), "command line", NULL);
+    /* sbatch's --export (default ALL): the environment loom submit runs in
+     * (a Kubernetes Job has its own env and takes nothing from here). */
+    if (strcmp(format, "yaml") != 0)
+        loom_jobspec_export_env(&spec, environ);
     rc = absolute_workdir(&spec);
     if (rc == LOOM_EXIT_OK && loom_jobspec_to_params(&spec, params, &err)) {
         fprintf(stderr, "loom submit: %s\n", err.msg);
@@ -386,7 +419,7 @@ int loom_cmd_submit(int argc, char **argv)
             goto out;
         json_object_set_new(params, "model", ref);
     }
-    if ((rc = read_script(a.file, &script)))
+    if ((rc = read_script(a.file, a.wrap, &script)))
         goto out;
     const char *format = a.format                                                  ? a.format
                          : ends_with(a.file, ".yaml") || ends_with(a.file, ".yml") ? "yaml"

@@ -20,7 +20,8 @@
  *   GET  /api/session           {"csrf", "who", "expires"}
  *   POST /api/rpc               one JSON-RPC call of the read methods and
  *                               job.cancel, run by the dispatcher
- *   GET  /api/log?id=N&offset=K a job's output from byte K (K < 0: the tail)
+ *   GET  /api/log?id=N&offset=K a job's output from byte K (K < 0: the tail; an
+ *                               ended job without one: "error" and its "reason")
  *   GET  /events                Server-Sent Events (dash_feed.c)
  *   POST /logout                ends the session
  *
@@ -445,6 +446,9 @@ static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     const char *path = json_string_value(json_object_get(run, "stdout"));
     json_t *res = path ? read_log(s, &job, path, offset)
                        : json_pack("{s:n,s:s}", "path", "error", "the job has no output file yet");
+    /* Why an ended job has no output (e.g. it could not be opened). */
+    if (json_object_get(res, "error") && loom_job_state_terminal(job.state) && job.reason)
+        json_object_set_new(res, "reason", json_string(job.reason));
     json_decref(run);
     loom_job_free(&job);
     return reply_json(c, req, 200, res);

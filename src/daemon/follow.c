@@ -192,6 +192,7 @@ static json_t *text_value(const char *data, size_t len)
 typedef struct logs_req {
     int64_t id, offset, max_bytes, timeout;
     bool want_stderr;
+    bool present; /* set by logs_read: the file could be opened */
 } logs_req_t;
 
 static int logs_params(const json_t *params, logs_req_t *q, loom_err_t *err)
@@ -238,7 +239,7 @@ static int open_log(const loomd_methods_t *m, const loom_job_t *j, const char *p
  * Multi-user: only for the job's owner or an operator (else *denied, with
  * the job in *j), and the output file as open_log allows it (else
  * LOOM_EINVAL naming it). */
-static int logs_read(loomd_methods_t *m, loom_rpc_call_t *call, const logs_req_t *q, loom_job_t *j,
+static int logs_read(loomd_methods_t *m, loom_rpc_call_t *call, logs_req_t *q, loom_job_t *j,
                      bool *denied, loom_buf_t *data, char *path, size_t pathlen, loom_err_t *err)
 {
     int rc = loom_store_get(m->store, q->id, j, err);
@@ -254,9 +255,11 @@ static int logs_read(loomd_methods_t *m, loom_rpc_call_t *call, const logs_req_t
     snprintf(path, pathlen, "%s", p ? p : "");
     json_decref(run);
     loom_buf_reset(data);
+    q->present = false;
     if (!path[0])
         return LOOM_OK;
     int fd = open_log(m, j, path);
+    q->present = fd >= 0;
     if (fd < 0 && (errno == EACCES || errno == ELOOP) && loomd_identity_multi_user(m->ident)) {
         loom_job_free(j);
         return loom_err_set(err, LOOM_EINVAL,
@@ -312,10 +315,11 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
         sleep_tick();
     }
     bool ended = loom_job_state_terminal(j.state);
-    json_t *res = json_pack(
-        "{s:o, s:I, s:b, s:s, s:s}", "data", text_value(data.data ? data.data : "", data.len),
-        "next_offset", (json_int_t)(q.offset + (int64_t)data.len), "eof", ended && data.len == 0,
-        "state", loom_job_state_name(j.state), "path", path);
+    json_t *res = json_pack("{s:o, s:I, s:b, s:s, s:s, s:b, s:s}", "data",
+                            text_value(data.data ? data.data : "", data.len), "next_offset",
+                            (json_int_t)(q.offset + (int64_t)data.len), "eof",
+                            ended && data.len == 0, "state", loom_job_state_name(j.state), "path",
+                            path, "exists", q.present, "reason", j.reason ? j.reason : "");
     loom_job_free(&j);
     loom_buf_free(&data);
     loom_rpc_call_complete(call, res);

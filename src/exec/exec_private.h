@@ -19,8 +19,14 @@ void loom_exec__job_paths(const char *jobs_dir, loom_exec_handle_t *h);
 
 /* The job's working directory and output files from its options
  * (src/exec/jobio.c): cwd (cwdlen bytes) and h's stdout/stderr paths are
- * replaced when the options name a working directory; the options' env
- * ("NAME=VALUE") is appended to env. */
+ * replaced when the options name a working directory (a job run as its
+ * owner without one: the owner's home); the options' env ("NAME=VALUE")
+ * is appended to env. */
+/* Slurm's job variables (SLURM_JOB_ID, SLURM_CPUS_PER_TASK, ...) as sbatch
+ * sets them, appended to env: for the local executor (under Slurm, Slurm
+ * sets its own). */
+void loom_exec__slurm_env(const loom_exec_job_t *job, json_t *env);
+
 int loom_exec__job_io(const loom_exec_job_t *job, loom_exec_handle_t *h, char *cwd, size_t cwdlen,
                       json_t *env, loom_err_t *err);
 

@@ -285,19 +285,54 @@ static char **shepherd_env(void)
     return env;
 }
 
-/* The job's environment. getenv() takes the first match of a name, so the
- * job's own variables come first (they win), then loom's, then a few basics
- * inherited from loomd (PATH, HOME, ...). Nothing else of loomd's
- * environment leaks into jobs. */
+/* Puts NAME=VALUE into env: a variable of that name already there is
+ * replaced (replace) or kept (!replace), so each name is there once (bash
+ * takes the last of two, getenv the first: a job must see one value). */
+static void env_put(json_t *env, const char *kv, bool replace)
+{
+    const char *eq = strchr(kv, '=');
+    size_t n = eq ? (size_t)(eq - kv) + 1 : strlen(kv);
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        if (strncmp(json_string_value(e), kv, n) == 0) {
+            if (replace)
+                json_array_set_new(env, i, json_string(kv));
+            return;
+        }
+    }
+    json_array_append_new(env, json_string(kv));
+}
+
+static bool is_thread_var(const char *kv)
+{
+    return !strncmp(kv, "OMP_NUM_THREADS=", 16) || !strncmp(kv, "MKL_NUM_THREADS=", 16) ||
+           !strncmp(kv, "OPENBLAS_NUM_THREADS=", 21);
+}
+
+/* The job's environment, each name once: the job's own variables (its
+ * options' env: what --export passed), then loom's and Slurm's job
+ * variables over them (LOOM_JOB_ID, SLURM_JOB_ID, CUDA_VISIBLE_DEVICES:
+ * an exported shell's stale ones must not win), thread counts unless the
+ * job set them, then a few basics from loomd (PATH, HOME, ...) unless the
+ * job brought its own. Nothing else of loomd's environment leaks into
+ * jobs. */
 static json_t *build_env(const loom_exec_job_t *job, json_t *yaml_env)
 {
-    json_t *env = json_array();
+    json_t *env = json_array(), *ours = json_array();
     if (job->env)
         for (const char *const *e = job->env; *e; e++)
-            json_array_append_new(env, json_string(*e));
-    if (yaml_env)
-        json_array_extend(env, yaml_env);
-    loom_exec_job_env(job, env);
+            env_put(env, *e, true);
+    size_t i;
+    json_t *e;
+    /* jobio.c's: the options' env first, then the array's and Slurm's
+     * variables, which replace stale ones of the same name. */
+    json_array_foreach(yaml_env, i, e) env_put(env, json_string_value(e), true);
+    loom_exec_job_env(job, ours);
+    json_array_foreach(ours, i, e)
+        env_put(env, json_string_value(e), !is_thread_var(json_string_value(e)));
+    json_decref(ours);
     /* A job run as its owner gets the owner's HOME, USER and LOGNAME, not
      * loomd's; a uid without an entry gets none of them. */
     struct passwd pwbuf, *pw = NULL;
@@ -305,19 +340,19 @@ static json_t *build_env(const loom_exec_job_t *job, json_t *yaml_env)
     if (job->run_as_owner && getpwuid_r(job->uid, &pwbuf, pwtext, sizeof pwtext, &pw) != 0)
         pw = NULL;
     static const char *keep[] = {"PATH", "HOME", "LANG", "USER", "LOGNAME", "TMPDIR", "TZ"};
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        const char *v = getenv(keep[i]);
-        if (job->run_as_owner && i == 1)
+    for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
+        const char *v = getenv(keep[k]);
+        if (job->run_as_owner && k == 1)
             v = pw ? pw->pw_dir : NULL;
-        else if (job->run_as_owner && (i == 3 || i == 4))
+        else if (job->run_as_owner && (k == 3 || k == 4))
             v = pw ? pw->pw_name : NULL;
+        if (!v && strcmp(keep[k], "PATH") == 0)
+            v = "/usr/local/bin:/usr/bin:/bin";
         if (v) {
             loom_buf_t b = LOOM_BUF_INIT;
-            loom_buf_appendf(&b, "%s=%s", keep[i], v);
-            json_array_append_new(env, json_string(b.data));
+            loom_buf_appendf(&b, "%s=%s", keep[k], v);
+            env_put(env, b.data, false);
             loom_buf_free(&b);
-        } else if (strcmp(keep[i], "PATH") == 0) {
-            json_array_append_new(env, json_string("PATH=/usr/local/bin:/usr/bin:/bin"));
         }
     }
     return env;
@@ -403,6 +438,7 @@ int loom_exec_local_start(loom_exec_local_t *x, const loom_exec_job_t *job, loom
     int rc = loom_exec__job_io(job, h, cwd, sizeof cwd, yaml_env, err);
     if (rc != LOOM_OK)
         goto out;
+    loom_exec__slurm_env(job, yaml_env);
     const char *script = job->script ? job->script : "";
     if (job->format == LOOM_EXEC_YAML) {
         rc = loom_exec_yaml_command(script, strlen(script), argv, yaml_env, cwd, sizeof cwd, err);
@@ -512,6 +548,11 @@ static int read_status(const loom_exec_handle_t *h, loom_exec_outcome_t *out, lo
     } else if (out->exit_code == 0) {
         out->end = LOOM_EXEC_COMPLETED;
         snprintf(out->reason, sizeof out->reason, "exit code 0");
+    } else if (out->exit_code > 0 && json_is_string(json_object_get(st, "start_error"))) {
+        /* The job never ran: the shepherd's child says why (shepherd.c). */
+        out->end = LOOM_EXEC_FAILED;
+        snprintf(out->reason, sizeof out->reason, "exit code %d: %s", out->exit_code,
+                 json_string_value(json_object_get(st, "start_error")));
     } else if (out->exit_code > 0) {
         out->end = LOOM_EXEC_FAILED;
         snprintf(out->reason, sizeof out->reason, "exit code %d%s", out->exit_code,

@@ -67,6 +67,8 @@ typedef struct spec {
     gid_t groups[256];
     int ngroups;
     const char *script_fd3; /* opened as fd 3 before dropping, or NULL */
+    int report_fd;          /* the child's start errors to the shepherd (close-on-exec) */
+    char start_error[512];  /* what the child reported there, "" if it ran */
 } spec_t;
 
 static char **string_array(const json_t *arr)
@@ -142,6 +144,8 @@ static int write_str(const char *path, const char *s)
 /* Closes every descriptor from `first` up. */
 static void close_from(int first)
 {
+    if (first < 0)
+        return;
     if (close_range((unsigned)first, ~0U, 0) == 0)
         return;
     long max = sysconf(_SC_OPEN_MAX);
@@ -149,12 +153,31 @@ static void close_from(int first)
         close((int)fd);
 }
 
-/* "loom-shepherd: WHAT 'ARG': strerror(e)\n" to stderr (the job's). */
-static void child_error(const char *what, const char *arg, int e)
+/* Closes every descriptor from `first` up but `keep`. */
+static void close_from_but(int first, int keep)
+{
+    if (keep < first) {
+        close_from(first);
+        return;
+    }
+    for (int fd = first; fd < keep; fd++)
+        close(fd);
+    close_from(keep + 1);
+}
+
+/* "loom-shepherd: WHAT 'ARG': strerror(e)\n" to stderr (the job's), and
+ * "WHAT 'ARG': strerror(e)" to the shepherd, which puts it in status.json
+ * (start_error) so that the owner reads why the job never ran even when
+ * stderr is the very file that could not be opened. */
+static void child_error(const spec_t *s, const char *what, const char *arg, int e)
 {
     const char *parts[] = {"loom-shepherd: ", what, " '", arg, "': ", strerror(e), "\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    size_t n = sizeof parts / sizeof parts[0];
+    for (size_t i = 0; i < n; i++)
         if (write(2, parts[i], strlen(parts[i])) < 0)
+            break;
+    for (size_t i = 1; s->report_fd >= 0 && i < n - 1; i++)
+        if (write(s->report_fd, parts[i], strlen(parts[i])) < 0)
             return;
 }
 
@@ -166,14 +189,14 @@ static void become_owner(const spec_t *s)
     if (s->script_fd3) {
         int fd = open(s->script_fd3, O_RDONLY);
         if (fd < 0 || (fd != 3 && (dup2(fd, 3) < 0 || close(fd) != 0))) {
-            child_error("cannot open the job's script", s->script_fd3, errno);
+            child_error(s, "cannot open the job's script", s->script_fd3, errno);
             _exit(126);
         }
     }
     const char *what = "";
     int e = loom_exec__become(s->uid, s->gid, s->groups, s->ngroups, &what);
     if (e != 0) {
-        child_error("cannot become the job's owner", what, e);
+        child_error(s, "cannot become the job's owner", what, e);
         _exit(126);
     }
 }
@@ -197,20 +220,20 @@ static void run_child(const spec_t *s, const sigset_t *old_mask)
     int in = open("/dev/null", O_RDONLY);
     int out = open(s->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (out < 0)
-        child_error("cannot open the output file", s->out_path, errno);
+        child_error(s, "cannot open output", s->out_path, errno);
     int errfd = strcmp(s->out_path, s->err_path) == 0
                     ? out
                     : open(s->err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (errfd < 0)
-        child_error("cannot open the error file", s->err_path, errno);
+        child_error(s, "cannot open error output", s->err_path, errno);
     if (in < 0 || out < 0 || errfd < 0)
         _exit(126);
     dup2(in, 0);
     dup2(out, 1);
     dup2(errfd, 2);
-    close_from(s->script_fd3 ? 4 : 3);
+    close_from_but(s->script_fd3 ? 4 : 3, s->report_fd);
     if (chdir(s->cwd) != 0) {
-        child_error("cannot change to the working directory", s->cwd, errno);
+        child_error(s, "cannot change to the working directory", s->cwd, errno);
         _exit(126);
     }
     signal(SIGTERM, SIG_DFL);
@@ -222,8 +245,43 @@ static void run_child(const spec_t *s, const sigset_t *old_mask)
     /* as shells do: 127 when the command is not found, 126 otherwise (not
      * executable, arguments too long, ...), with the reason on stderr */
     int e = errno;
-    child_error("cannot execute the job's command", s->argv[0], e);
+    child_error(s, "cannot execute the job's command", s->argv[0], e);
     _exit(e == ENOENT ? 127 : 126);
+}
+
+/* A close-on-exec pipe for the child's start errors; its write end above
+ * the descriptors the child sets up (0-3), so its redirections leave it
+ * alone. Returns the write end, -1 if there is none (the job still runs;
+ * its start errors are then only on its stderr). */
+static int open_report(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -1;
+    int w = fcntl(p[1], F_DUPFD_CLOEXEC, 10);
+    close(p[1]);
+    p[1] = w;
+    if (w < 0) {
+        close(p[0]);
+        p[0] = -1;
+    }
+    return w;
+}
+
+/* Reads what the child reported until it execs (the pipe closes) or
+ * exits. Signals are blocked meanwhile, so a cancel waits for this. */
+static void read_report(int rfd, int wfd, char *out, size_t outlen)
+{
+    out[0] = 0;
+    if (rfd < 0)
+        return;
+    close(wfd);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < outlen &&
+           ((r = read(rfd, out + n, outlen - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+        n += r > 0 ? (size_t)r : 0;
+    out[n] = 0;
+    close(rfd);
 }
 
 static void kill_group(pid_t pgid, const char *cgroup, int sig)
@@ -286,6 +344,8 @@ static int write_status(const char *dir, const spec_t *s, int status, const stru
         json_integer((json_int_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec));
     json_object_set_new(st, "max_rss_kb", json_integer(ru->ru_maxrss));
     json_object_set_new(st, "suspended_ns", json_integer(suspended_ns));
+    if (s->start_error[0])
+        json_object_set_new(st, "start_error", json_string(s->start_error));
     if (cg_cpu_us >= 0)
         json_object_set_new(st, "cgroup_cpu_usage_us", json_integer(cg_cpu_us));
     loom_buf_t b = LOOM_BUF_INIT;
@@ -342,6 +402,43 @@ static int64_t check_output(pid_t pid, spec_t *s, int64_t now, int64_t *kill_at,
     return now + LOOM_NS_PER_S;
 }
 
+/* envp's value of NAME= ("" if absent). */
+static const char *env_of(char **envp, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, prefix, n) == 0)
+            return *e + n;
+    return "";
+}
+
+/* Slurm's line at the end of a cancelled job's error output, "*** JOB 5 ON
+ * n1 CANCELLED AT 2026-12-05T09:40:00 ***" (and "... DUE TO TIME LIMIT"),
+ * so the output says why it stops there. Appended by a child that first
+ * becomes the job's owner (as the job's own files are opened), never
+ * following a symbolic link; best effort. */
+static void announce_end(const spec_t *s, const char *why)
+{
+    char when[32], line[256];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime_r(&now, &tm));
+    const char *node = env_of(s->envp, "SLURMD_NODENAME=");
+    int n = snprintf(line, sizeof line,
+                     "loom-shepherd: error: *** JOB %s ON %s CANCELLED AT %s%s ***\n",
+                     env_of(s->envp, "LOOM_JOB_ID="), *node ? node : "localhost", when, why);
+    pid_t p = fork();
+    if (p == 0) {
+        const char *what = "";
+        if (s->drop && loom_exec__become(s->uid, s->gid, s->groups, s->ngroups, &what) != 0)
+            _exit(1);
+        int fd = open(s->err_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        _exit(fd >= 0 && n > 0 && write(fd, line, (size_t)n) == n ? 0 : 1);
+    }
+    if (p > 0)
+        waitpid(p, NULL, 0);
+}
+
 /* Waits for the job, enforcing the time limit and cancel requests. */
 static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, struct rusage *ru,
                      bool *timed_out, bool *cancelled, int64_t *suspended_ns)
@@ -356,6 +453,7 @@ static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, str
                 check_output(pid, s, now, &kill_at, *timed_out || *cancelled, suspended_at != 0);
         if (limit_at && now >= limit_at && !*timed_out && !*cancelled && !suspended_at) {
             *timed_out = true;
+            announce_end(s, " DUE TO TIME LIMIT");
             kill_group(pid, s->cgroup, SIGTERM);
             kill_at = now + s->grace_ns;
         }
@@ -391,6 +489,7 @@ static int supervise(pid_t pid, spec_t *s, const sigset_t *set, int *status, str
         if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !*cancelled && !*timed_out &&
             !s->output_limited) {
             *cancelled = true;
+            announce_end(s, "");
             kill_group(pid, s->cgroup, SIGTERM);
             if (suspended_at) /* a stopped job cannot act on TERM */
                 kill_group(pid, s->cgroup, SIGCONT);
@@ -460,6 +559,8 @@ int loom_exec_shepherd_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int64_t start_ns = loom_time_real_ns();
+    int report[2] = {-1, -1};
+    s.report_fd = open_report(report);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "loom-shepherd: fork: %s\n", strerror(errno));
@@ -469,6 +570,7 @@ int loom_exec_shepherd_main(int argc, char **argv)
         run_child(&s, &old);
     setpgid(pid, pid); /* also here, so killpg works before the child runs */
     write_pid_file(dir, getpid(), pid);
+    read_report(report[0], s.report_fd, s.start_error, sizeof s.start_error);
 
     int status = 0;
     struct rusage ru = {0};

@@ -445,8 +445,11 @@ int loom_exec_slurm_start(loom_exec_slurm_t *x, const loom_exec_job_t *job, loom
     char cwd[LOOM_EXEC_PATH_MAX];
     snprintf(cwd, sizeof cwd, "%s", h->dir);
     json_t *opt_env = json_array(); /* options.env, "NAME=VALUE" */
+    json_t *opts = job->options_json ? json_loads(job->options_json, 0, NULL) : NULL;
+    bool has_wd = json_is_string(json_object_get(opts, "workdir"));
+    json_decref(opts);
     rc = loom_exec__job_io(job, h, cwd, sizeof cwd, opt_env, err);
-    if (rc == LOOM_OK && job->run_as_owner && strcmp(cwd, h->dir) == 0)
+    if (rc == LOOM_OK && job->run_as_owner && !has_wd)
         rc = loom_err_set(err, LOOM_EINVAL,
                           "job %lld: a job run as its owner needs a working directory "
                           "(options.workdir; loom submit sends the directory it is run in): "

@@ -226,10 +226,45 @@ static int container(walk_t *w, yaml_node_t *pod)
     return LOOM_OK;
 }
 
+/* completionMode: Indexed gives each task JOB_COMPLETION_INDEX, its index
+ * (set here to 0, a single completion's; an array's task gets its own, as
+ * src/exec/jobio.c replaces it). */
+static int completion_mode(walk_t *w, yaml_node_t *spec)
+{
+    yaml_node_t *n = get(w, spec, "completionMode");
+    const char *mode = scalar(n);
+    if (!n || (mode && strcmp(mode, "NonIndexed") == 0))
+        return LOOM_OK;
+    if (!mode || strcmp(mode, "Indexed") != 0)
+        return fail(w, n, "spec.completionMode", "Indexed or NonIndexed");
+    return loom_jobspec__env_add(w->spec, "JOB_COMPLETION_INDEX", 20, "0", w->err);
+}
+
+/* metadata.labels become the job's labels; one loom cannot hold (a key
+ * longer than 63 characters, e.g. with a long prefix) is named in a
+ * warning. */
+static void labels(walk_t *w, yaml_node_t *meta)
+{
+    yaml_node_t *map = get(w, meta, "labels");
+    if (!map || map->type != YAML_MAPPING_NODE)
+        return;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        const char *k = scalar(yaml_document_get_node(w->doc, p->key));
+        const char *v = scalar(yaml_document_get_node(w->doc, p->value));
+        char kv[LOOM_JOBSPEC_VALUE_MAX + 1];
+        loom_err_t e;
+        if (!k || !v || snprintf(kv, sizeof kv, "%s=%s", k, v) >= (int)sizeof kv ||
+            loom_jobspec_set(w->spec, LOOM_JOBSPEC_LOOM, "--label", kv, w->file, &e))
+            loom_jobspec_warn(w->spec, "%s: metadata.labels %.64s: not a loom label; ignored",
+                              w->file, k ? k : "?");
+    }
+}
+
 /* activeDeadlineSeconds, backoffLimit, parallelism, completions. */
 static int job_fields(walk_t *w, yaml_node_t *spec)
 {
-    int64_t deadline = -1, backoff = 6, parallelism = -1, completions = -1;
+    int64_t deadline = -1, backoff = -1, parallelism = -1, completions = -1;
     if (get_int(w, spec, "activeDeadlineSeconds", "spec.activeDeadlineSeconds", 1,
                 366LL * 24 * 3600, &deadline) ||
         get_int(w, spec, "backoffLimit", "spec.backoffLimit", 0, 100, &backoff) ||
@@ -240,7 +275,12 @@ static int job_fields(walk_t *w, yaml_node_t *spec)
         return LOOM_EINVAL;
     if (deadline > 0)
         w->spec->time_limit_s = deadline;
-    w->spec->retries = backoff; /* Kubernetes' default is 6 */
+    /* Kubernetes retries 6 times by default; loom retries nothing, and a
+     * warning about it only when the file asks for retries. */
+    if (backoff >= 0)
+        w->spec->retries = backoff;
+    if (completion_mode(w, spec))
+        return LOOM_EINVAL;
     if (completions < 0 && parallelism > 1) {
         completions = parallelism;
         loom_jobspec_warn(w->spec,
@@ -287,6 +327,7 @@ static int walk(walk_t *w, yaml_node_t *root)
     if (!name)
         loom_jobspec_warn(w->spec, "%s: metadata.name missing: the job is named after the file",
                           w->file);
+    labels(w, meta);
     const char *ns = scalar(get(w, meta, "namespace"));
     if (ns)
         loom_jobspec_warn(w->spec, "%s: metadata.namespace %s: loom has no namespaces; ignored",

@@ -161,12 +161,18 @@ static int set_gres(loom_jobspec_t *s, const char *value, const char *where, loo
     return LOOM_OK;
 }
 
+/* sbatch's --export: ALL, NONE or NIL, NAME=VALUE pairs, bare NAMEs (taken
+ * from the submitter's environment by loom_jobspec_export_env). */
 static int set_export(loom_jobspec_t *s, const char *value, const char *where, loom_err_t *err)
 {
     char buf[LOOM_JOBSPEC_VALUE_MAX + 1];
     snprintf(buf, sizeof buf, "%s", value);
     char *save = NULL;
     json_array_clear(s->env);
+    json_array_clear(s->export_names);
+    free(s->export_mode);
+    s->export_mode = NULL;
+    s->export_given = true;
     for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         if (strcmp(item, "ALL") == 0 || strcmp(item, "NONE") == 0 || strcmp(item, "NIL") == 0) {
             if (replace(&s->export_mode, item, 8, "an export mode", err))
@@ -175,10 +181,11 @@ static int set_export(loom_jobspec_t *s, const char *value, const char *where, l
         }
         const char *eq = strchr(item, '=');
         if (!eq) {
-            loom_jobspec_warn(s,
-                              "%s: --export=%s: loom does not pass the submitting shell's "
-                              "variables; give %s=VALUE",
-                              where, item, item);
+            /* checked as a name now; its value is the environment's */
+            if (loom_jobspec__env_add(s, item, strlen(item), "", err))
+                return LOOM_EINVAL;
+            json_array_remove(s->env, json_array_size(s->env) - 1);
+            json_array_append_new(s->export_names, json_string(item));
             continue;
         }
         if (loom_jobspec__env_add(s, item, eq - item, eq + 1, err))
@@ -187,23 +194,11 @@ static int set_export(loom_jobspec_t *s, const char *value, const char *where, l
     return LOOM_OK;
 }
 
-/* A time: Slurm's forms; the loom dialect also takes loom's ("1h30m",
- * where a bare number is seconds, as loom submit has always read it). */
-static int set_time(loom_jobspec_t *s, loom_jobspec_dialect_t d, const char *v, loom_err_t *err)
+/* A time: the same reading for #SBATCH, #LOOM and the command line (a
+ * bare number is minutes, as sbatch reads it). */
+static int set_time(loom_jobspec_t *s, const char *v, loom_err_t *err)
 {
-    int64_t ns;
-    if (d == LOOM_JOBSPEC_LOOM && strcasecmp(v, "UNLIMITED") && strcasecmp(v, "INFINITE")) {
-        if (loom_parse_duration(v, &ns, err) || ns < 0)
-            return LOOM_EINVAL;
-        s->time_limit_s = ns / 1000000000 + (ns % 1000000000 ? 1 : 0);
-        return LOOM_OK;
-    }
-    /* Slurm keeps time limits in whole minutes: "7:30" is 8 minutes in
-     * scontrol show job, and so in loom. */
-    if (loom_jobspec_parse_time(v, &s->time_limit_s, err))
-        return LOOM_EINVAL;
-    s->time_limit_s = (s->time_limit_s + 59) / 60 * 60;
-    return LOOM_OK;
+    return loom_jobspec_parse_time(v, &s->time_limit_s, err);
 }
 
 static int set_mem(loom_jobspec_t *s, loom_jobspec_dialect_t d, int id, const char *v,
@@ -332,7 +327,7 @@ static int apply(loom_jobspec_t *s, loom_jobspec_dialect_t d, const loom_jobspec
         if (loom_parse_size(v, &s->gpu_memory_bytes, err))
             return LOOM_EINVAL;
         return LOOM_OK;
-    case O_TIME: return set_time(s, d, v, err);
+    case O_TIME: return set_time(s, v, err);
     case O_OUTPUT: return replace(&s->output, v, LOOM_JOBSPEC_PATH_MAX, "a path", err);
     case O_ERROR: return replace(&s->error, v, LOOM_JOBSPEC_PATH_MAX, "a path", err);
     case O_CHDIR: return replace(&s->workdir, v, LOOM_JOBSPEC_PATH_MAX, "a directory", err);

@@ -21,6 +21,7 @@ void loom_jobspec_init(loom_jobspec_t *s)
     s->nice = INT64_MIN;
     s->retries = -1;
     s->env = json_array();
+    s->export_names = json_array();
     s->labels = json_object();
     s->warnings = json_array();
 }
@@ -35,6 +36,7 @@ void loom_jobspec_free(loom_jobspec_t *s)
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         free(*strings[i]);
     json_decref(s->env);
+    json_decref(s->export_names);
     json_decref(s->labels);
     json_decref(s->warnings);
     memset(s, 0, sizeof *s);
@@ -207,4 +209,96 @@ int loom_jobspec_to_params(loom_jobspec_t *s, json_t *params, loom_err_t *err)
         json_object_del(params, "options");
     warn_carried(s);
     return LOOM_OK;
+}
+
+/* ---------------------------------------------------------------- export */
+
+/* envp's value of the name, NULL if it is not set. */
+static const char *env_value(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static bool env_has(const json_t *env, const char *name, size_t n)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        const char *t = json_string_value(e);
+        if (strncmp(t, name, n) == 0 && t[n] == '=')
+            return true;
+    }
+    return false;
+}
+
+typedef struct export_state {
+    json_t *out;     /* what is passed, before the pairs given */
+    size_t bytes;    /* of out */
+    loom_buf_t left; /* names left out */
+    size_t n_left;
+} export_state_t;
+
+static void export_one(loom_jobspec_t *s, export_state_t *x, const char *name, size_t n,
+                       const char *value)
+{
+    if (n == 0 || n > 128 || env_has(s->env, name, n) || env_has(x->out, name, n) ||
+        (n == 8 && strncmp(name, "LOOM_URL", 8) == 0) ||
+        (n == 10 && strncmp(name, "LOOM_TOKEN", 10) == 0))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (!(name[i] == '_' || (name[i] >= 'A' && name[i] <= 'Z') ||
+              (name[i] >= 'a' && name[i] <= 'z') || (i > 0 && name[i] >= '0' && name[i] <= '9')))
+            return; /* not a shell name (BASH_FUNC_f%%): no shell would pass it either */
+    size_t vlen = strlen(value);
+    if (vlen > LOOM_JOBSPEC_VALUE_MAX || x->bytes + n + vlen + 2 > LOOM_JOBSPEC_EXPORT_BYTES ||
+        json_array_size(x->out) + json_array_size(s->env) >= LOOM_JOBSPEC_ENV_MAX) {
+        if (x->n_left++ < 8)
+            loom_buf_appendf(&x->left, "%s%.*s", x->n_left > 1 ? ", " : "", (int)n, name);
+        return;
+    }
+    loom_buf_t b = LOOM_BUF_INIT;
+    loom_buf_appendf(&b, "%.*s=%s", (int)n, name, value);
+    json_array_append_new(x->out, json_string(b.data));
+    x->bytes += b.len + 1;
+    loom_buf_free(&b);
+}
+
+void loom_jobspec_export_env(loom_jobspec_t *s, char *const *envp)
+{
+    const char *mode = s->export_mode;
+    bool all = !s->export_given || (mode && strcmp(mode, "ALL") == 0);
+    export_state_t x = {.out = json_array(), .left = LOOM_BUF_INIT};
+    size_t i;
+    json_t *name;
+    json_array_foreach(s->export_names, i, name)
+    {
+        const char *v = env_value(envp, json_string_value(name));
+        if (!v)
+            loom_jobspec_warn(s, "--export=%s: not set in the environment; not passed",
+                              json_string_value(name));
+        else
+            export_one(s, &x, json_string_value(name), json_string_length(name), v);
+    }
+    for (char *const *e = envp; all && e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (eq)
+            export_one(s, &x, *e, (size_t)(eq - *e), eq + 1);
+    }
+    if (x.n_left)
+        loom_jobspec_warn(s,
+                          "--export: %zu variable%s of the environment not passed (%s%s): at "
+                          "most %d variables, %d bytes a value and %d bytes in all",
+                          x.n_left, x.n_left == 1 ? "" : "s", x.left.data,
+                          x.n_left > 8 ? ", ..." : "", LOOM_JOBSPEC_ENV_MAX, LOOM_JOBSPEC_VALUE_MAX,
+                          LOOM_JOBSPEC_EXPORT_BYTES);
+    /* the pairs given come last, so they stay whatever the environment has */
+    json_array_extend(x.out, s->env);
+    json_decref(s->env);
+    s->env = x.out;
+    loom_buf_free(&x.left);
 }

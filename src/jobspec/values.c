@@ -33,13 +33,9 @@ static bool read_uint(const char **p, int64_t *out)
 
 /* ------------------------------------------------------------------ time */
 
-int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err)
+/* Slurm's forms, in exact seconds. */
+static int slurm_time(const char *text, int64_t *seconds, loom_err_t *err)
 {
-    if (strcasecmp(text, "INFINITE") == 0 || strcasecmp(text, "UNLIMITED") == 0 ||
-        strcmp(text, "-1") == 0) {
-        *seconds = 0;
-        return LOOM_OK;
-    }
     /* Up to four numbers: days (before '-'), then up to three ':'-parts. */
     const char *p = text;
     int64_t days = -1, part[3];
@@ -86,9 +82,41 @@ int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err)
     return LOOM_OK;
 bad:
     return loom_err_set(err, LOOM_EINVAL,
-                        "time '%.40s': expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or "
-                        "UNLIMITED",
+                        "time '%.40s': expected minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, "
+                        "UNLIMITED or a duration with units such as 1h30m",
                         text);
+}
+
+/* One reading of a time limit for every place that takes one: #SBATCH,
+ * #LOOM, loom submit -t/--time, loom update --time. A bare number is
+ * minutes, as sbatch reads it; Slurm's forms are rounded up to whole
+ * minutes, the granularity Slurm keeps ("7:30" is 8 minutes). A value with
+ * unit letters ("1h30m", "90s") is loom's duration, kept to the second. */
+int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err)
+{
+    if (strcasecmp(text, "INFINITE") == 0 || strcasecmp(text, "UNLIMITED") == 0 ||
+        strcmp(text, "-1") == 0) {
+        *seconds = 0;
+        return LOOM_OK;
+    }
+    bool units = false;
+    for (const char *p = text; *p; p++)
+        units = units || isalpha((unsigned char)*p);
+    if (units) {
+        int64_t ns;
+        loom_err_t e;
+        if (loom_parse_duration(text, &ns, &e) || ns < 0)
+            return loom_err_set(err, LOOM_EINVAL, "time '%.40s': %s", text,
+                                ns < 0 ? "expected a duration >= 0" : e.msg);
+        if (ns / LOOM_NS_PER_S > 100000LL * 86400)
+            return loom_err_set(err, LOOM_EINVAL, "time '%.40s': too large", text);
+        *seconds = ns / LOOM_NS_PER_S + (ns % LOOM_NS_PER_S ? 1 : 0);
+        return LOOM_OK;
+    }
+    if (slurm_time(text, seconds, err))
+        return LOOM_EINVAL;
+    *seconds = (*seconds + 59) / 60 * 60;
+    return LOOM_OK;
 }
 
 /* ---------------------------------------------------------------- memory */

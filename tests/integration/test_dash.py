@@ -211,6 +211,16 @@ class Dashboard(unittest.TestCase):
         self.wait(lambda b: "quick" in self.text("#jobs") and "COMPLETED" in self.text("#jobs"),
                   "the short job completed")
         self.assertEqual(self.c.get(short)["state"], "COMPLETED")
+        # its end time names its zone (issue 31: a bare local time)
+        row = [l for l in self.text("#jobs").splitlines() if "quick" in l][0]
+        self.assertRegex(row, r"\b(UTC|GMT[+-]?[0-9:]*|[A-Z]{2,4}T)\b", row)
+
+        # a job that could not open its output: the page says why
+        nolog = self.c.submit("nolog", "#!/bin/sh\necho hi\n", resources={"cpus": 1},
+                              options={"workdir": self.work, "output": "no/such/dir/%j.out"})["id"]
+        self.go(f"#/job/{nolog}")
+        self.wait(lambda b: "cannot open output" in self.text("#log"), "the start error shown")
+        self.assertIn("No such file or directory", self.text("#log"))
 
         # a job's page: its state changes pushed, its output followed
         w2 = self.submit("later", "sleep 1; echo later-ok", gpus=1)

@@ -40,9 +40,15 @@ P="$D$prefix"
 for f in bin/loom sbin/loomd include/loom/core.h share/loom/devices/h200.json \
          share/loom/templates/local.sh.mustache share/loom/catalogs/demo.json \
          share/man/man1/loom.1 share/man/man8/loomd.8 share/bash-completion/completions/loom \
-         lib/systemd/system/loomd.service share/loom/prometheus/loom-rules.yml; do
+         lib/systemd/system/loomd.service lib/systemd/system/loomd-multiuser.service \
+         share/loom/prometheus/loom-rules.yml; do
   [ -e "$P/$f" ] || fail "not installed: $prefix/$f"
 done
+# libloom_cupti.so (built with CUDA only) goes to the library directory, not bin/
+if [ -e "$B/libloom_cupti.so" ]; then
+  [ ! -e "$P/bin/libloom_cupti.so" ] || fail "libloom_cupti.so installed in bin/"
+  [ -n "$(find "$P" -path '*/lib*/libloom_cupti.so')" ] || fail "libloom_cupti.so not in lib/"
+fi
 lib=$(find "$P" -name libloom.so | head -1)
 [ -n "$lib" ] || fail "no libloom.so installed"
 "$P/bin/loom" estimate "$model" --batch 2 > out.txt || fail "installed loom estimate"
@@ -113,9 +119,20 @@ LD_LIBRARY_PATH="$libdir" ./prog > prog.txt || fail "prog: $(cat prog.txt)"
 
 # the systemd unit verifies (ExecStart pointed at the installed loomd)
 # (systemd-analyze and man come from scripts/deps/test-surfaces.txt)
-sed "s|ExecStart=$prefix|ExecStart=$P|" "$P/lib/systemd/system/loomd.service" > loomd.service
-systemd-analyze verify --man=no loomd.service > verify.txt 2>&1 || fail "systemd-analyze verify: $(cat verify.txt)"
-[ ! -s verify.txt ] || fail "systemd-analyze verify warns: $(cat verify.txt)"
+for unit in loomd.service loomd-multiuser.service; do
+  sed "s|ExecStart=$prefix|ExecStart=$P|" "$P/lib/systemd/system/$unit" > "$unit"
+  systemd-analyze verify --man=no "$unit" > verify.txt 2>&1 || fail "systemd-analyze verify $unit: $(cat verify.txt)"
+  [ ! -s verify.txt ] || fail "systemd-analyze verify $unit warns: $(cat verify.txt)"
+done
+# the shared mode's unit: root, --multi-user, and no setting that forbids
+# becoming a job's owner (NoNewPrivileges would reach every job; an empty
+# capability bounding set forbids setuid)
+u=loomd-multiuser.service
+grep -q '^ExecStart=.*/loomd --multi-user ' $u || fail "$u: ExecStart without --multi-user"
+grep -q '^User=root$' $u || fail "$u: not run as root"
+! grep -Eq '^(NoNewPrivileges=yes|CapabilityBoundingSet=$|RestrictSUIDSGID=yes)' $u ||
+  fail "$u: hardening that forbids setuid to the jobs' owners"
+grep -q '^CapabilityBoundingSet=.*CAP_SETUID.*CAP_SETGID' $u || fail "$u: bounding set lacks setuid"
 
 # 3. loomd's configuration file: read, flags override it, errors name the line
 cat > loomd.conf <<CONF

@@ -189,6 +189,201 @@ class JobFiles(unittest.TestCase):
         jid, _ = self.submit(path, "--gpus", "4", "--gpu-type", "virtual", "--cpus", "16")
         self.assertEqual(self.finished(jid)["state"], "COMPLETED")
 
+    # ------------------------------------------------------ issue 31
+
+    def test_time_is_minutes_everywhere(self):
+        """`loom submit -t 30` is 30 minutes, as sbatch and as #SBATCH -t 30
+        (it was 30 seconds); an array's tasks get the same limit."""
+        path = self.write("t.sh", "#!/bin/bash\ntrue\n")
+        cases = [(["-t", "30"], 1800), (["--time=30"], 1800), (["--time", "30"], 1800),
+                 (["-t", "7:30"], 480), (["-t", "1-2"], 93600), (["-t", "2:00:00"], 7200),
+                 (["-t", "UNLIMITED"], 0), (["--time", "1h30m"], 5400), (["-t", "90s"], 90)]
+        for args, want in cases:
+            jid, _ = self.submit("--hold", *args, path)
+            self.assertEqual(self.job(jid)["time_limit"], want, args)
+        jid, _ = self.submit("--hold", self.write("t30.sh", "#!/bin/bash\n#SBATCH -t 30\ntrue\n"))
+        self.assertEqual(self.job(jid)["time_limit"], 1800)
+        rc, out, err = self.loom("submit", "--json", "--hold", "--array=0-19%4", "-t", "10", path)
+        self.assertEqual(rc, 0, err)
+        arr = json.loads(out)["array"]
+        self.assertEqual(arr["tasks"], 20)
+        for tid in range(arr["job_id"], arr["job_id"] + 20):
+            j = self.job(tid)
+            self.assertEqual((j["options"]["array_job_id"], j["time_limit"]),
+                             (arr["job_id"], 600))
+
+    def test_export_and_slurm_variables(self):
+        """--export as sbatch (default ALL: the submitter's environment, so
+        an activated venv's PATH reaches the job), and Slurm's job
+        variables set."""
+        path = self.write("env.sh", "#!/bin/bash\n#SBATCH -J envjob -c 3\n"
+                          "for v in MYVAR OTHER X PATH SLURM_JOB_ID SLURM_JOBID SLURM_CPUS_PER_TASK \\\n"
+                          "  SLURM_JOB_NAME \\\n"
+                          "  SLURM_NTASKS SLURM_SUBMIT_DIR SLURM_JOB_NUM_NODES SLURM_JOB_NODELIST \\\n"
+                          "  SLURM_GPUS LOOM_JOB_ID LOOM_URL LOOM_TOKEN; do echo \"$v=${!v-unset}\"; done\n")
+        venv = os.path.join(self.tmp, "venv", "bin")
+
+        def run(*args, env=None):
+            e = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+            e.update(env or {}, LOOM_STATE_DIR=self.d.state_dir, LOOM_TOKEN="not-for-jobs",
+                     MYVAR="hello", OTHER="o", PATH=venv + ":" + os.environ["PATH"],
+                     SLURM_JOB_ID="999999")  # a stale one (submitted from a job)
+            p = subprocess.run([LOOM, "submit", "--json"] + list(args) + [path],
+                               capture_output=True, text=True, env=e, cwd=self.tmp, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            jid = json.loads(p.stdout)["id"]
+            self.assertEqual(self.finished(jid)["state"], "COMPLETED")
+            with open(os.path.join(self.tmp, f"loom-{jid}.out")) as f:
+                return jid, dict(l.split("=", 1) for l in f.read().splitlines()), p.stderr
+
+        jid, v, _ = run()  # sbatch's default: ALL
+        self.assertEqual((v["MYVAR"], v["OTHER"], v["X"]), ("hello", "o", "unset"))
+        self.assertTrue(v["PATH"].startswith(venv + ":"), v["PATH"])
+        want = {"SLURM_JOB_ID": str(jid), "SLURM_JOBID": str(jid), "SLURM_CPUS_PER_TASK": "3",
+                "SLURM_JOB_NAME": "envjob", "SLURM_NTASKS": "1", "SLURM_SUBMIT_DIR": self.tmp,
+                "SLURM_JOB_NUM_NODES": "1", "SLURM_JOB_NODELIST": "n1", "SLURM_GPUS": "unset",
+                "LOOM_JOB_ID": str(jid), "LOOM_URL": "unset", "LOOM_TOKEN": "unset"}
+        self.assertEqual({k: v[k] for k in want}, want)
+        _, v, _ = run("--export=ALL")
+        self.assertEqual(v["MYVAR"], "hello")
+        _, v, _ = run("--export=NONE")
+        self.assertEqual((v["MYVAR"], v["OTHER"]), ("unset", "unset"))
+        self.assertFalse(v["PATH"].startswith(venv), v["PATH"])
+        _, v, err = run("--export=MYVAR,NOSUCH")
+        self.assertEqual((v["MYVAR"], v["OTHER"]), ("hello", "unset"))
+        self.assertIn("--export=NOSUCH: not set in the environment", err)
+        _, v, _ = run("--export=ALL,X=1,MYVAR=given")
+        self.assertEqual((v["MYVAR"], v["OTHER"], v["X"]), ("given", "o", "1"))
+        _, v, _ = run("--gpus", "2")
+        self.assertEqual(v["SLURM_GPUS"], "2")
+        _, _, err = run(env={"BIG%d" % i: "x" for i in range(300)})
+        self.assertIn("variables of the environment not passed", err)
+
+    def test_output_dir_missing_reason(self):
+        """No logs/ for --output=logs/%x-%j.out: FAILED with the reason in
+        loom show, and loom logs says it (exit 1), not an empty rc 0."""
+        path = self.write("nologs.sh", "#!/bin/bash\n#SBATCH -J x\n"
+                          "#SBATCH --output=logs/%x-%j.out\necho hi\n")
+        jid, _ = self.submit(path)
+        j = self.finished(jid)
+        want = f"cannot open output '{self.tmp}/logs/x-{jid}.out': No such file or directory"
+        self.assertEqual(j["state"], "FAILED")
+        self.assertIn(want, j["reason"])
+        rc, out, err = self.loom("show", str(jid))
+        self.assertIn(want, out)
+        rc, out, err = self.loom("logs", str(jid))
+        self.assertEqual((rc, out), (1, ""), err)
+        self.assertIn(want, err)
+
+    def test_kubernetes_indexed_job(self):
+        """completionMode: Indexed: each task's JOB_COMPLETION_INDEX."""
+        path = self.write("idx.yaml", "apiVersion: batch/v1\nkind: Job\n"
+                          "metadata: {name: idx, labels: {team: nlp}}\nspec:\n"
+                          "  completions: 3\n  completionMode: Indexed\n  template:\n"
+                          "    spec:\n      restartPolicy: Never\n      containers:\n"
+                          "      - name: main\n"
+                          "        command: [sh, -c, 'echo index=$JOB_COMPLETION_INDEX']\n")
+        jid, err = self.submit(path)
+        self.assertNotIn("retries", err)
+        self.assertEqual(self.job(jid)["labels"].get("team"), "nlp")
+        for k in range(3):
+            self.assertEqual(self.finished(jid + k)["state"], "COMPLETED")
+            with open(os.path.join(self.tmp, f"loom-{jid}_{k}.out")) as f:
+                self.assertEqual(f.read(), f"index={k}\n")
+
+    def test_dash_url_with_rpc_path(self):
+        """loom dash through http://HOST:PORT/rpc prints a login URL that
+        works (it 404ed: .../rpc/login?code=...)."""
+        import urllib.error
+        import urllib.request
+        e = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        e.update(LOOM_URL=self.d.url.rstrip("/") + "/rpc", LOOM_TOKEN=self.d.token)
+        p = subprocess.run([LOOM, "dash"], capture_output=True, text=True, env=e, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        url = [w for w in p.stdout.split() if w.startswith("http://")][0]
+        self.assertNotIn("/rpc/", url)
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):
+                return None
+        try:
+            status = urllib.request.build_opener(NoRedirect).open(url, timeout=10).status
+        except urllib.error.HTTPError as err:
+            status = err.code
+        self.assertIn(status, (200, 302, 303), url)
+
+    def test_cancelled_output_says_so(self):
+        """A cancelled (or timed out) job's output ends with Slurm's line."""
+        path = self.write("long.sh", "#!/bin/bash\necho started\nsleep 60\n")
+        jid, _ = self.submit(path)
+        out = os.path.join(self.tmp, f"loom-{jid}.out")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (os.path.exists(out) and open(out).read()):
+            time.sleep(0.1)
+        rc, _, err = self.loom("cancel", str(jid))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.finished(jid)["state"], "CANCELLED")
+        with open(out) as f:
+            text = f.read()
+        self.assertRegex(text, r"^started\nloom-shepherd: error: \*\*\* JOB %d ON n1 CANCELLED "
+                         r"AT \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \*\*\*\n$" % jid)
+        jid, _ = self.submit("--time", "1s", path)
+        self.assertEqual(self.finished(jid)["state"], "TIMEOUT")
+        with open(os.path.join(self.tmp, f"loom-{jid}.out")) as f:
+            self.assertRegex(f.read(), r"\*\*\* JOB %d ON n1 CANCELLED AT \S+ DUE TO TIME "
+                             r"LIMIT \*\*\*\n$" % jid)
+
+    def test_submit_command_line_habits(self):
+        """--wrap, one-line option errors, an honest --help."""
+        jid, _ = self.submit("--wrap", "echo wrapped $((6*7))")
+        j = self.finished(jid)
+        self.assertEqual((j["state"], j["name"]), ("COMPLETED", "wrap"))
+        with open(os.path.join(self.tmp, f"loom-{jid}.out")) as f:
+            self.assertEqual(f.read(), "wrapped 42\n")
+        rc, out, err = self.loom("submit", "--bogus", "x.sh")
+        self.assertEqual(rc, 2)
+        self.assertEqual(err, "loom submit: unknown option '--bogus'; try 'loom submit --help'\n")
+        rc, out, err = self.loom("submit", "x.sh", "--time")
+        self.assertEqual(rc, 2)
+        self.assertEqual(err, "loom submit: option '--time' needs a value; "
+                         "try 'loom submit --help'\n")
+        rc, out, err = self.loom("submit", "--help")
+        self.assertEqual(rc, 0)
+        for line in out.splitlines():
+            if "not acted on yet" in line:
+                for acted in ("--array", "--dependency", "--begin", "--hold"):
+                    self.assertNotIn(acted, line)
+        self.assertIn("a bare number is minutes", out)
+
+    def test_jobs_user_me_since_limit(self):
+        """loom jobs -u USER / --me, and --since before --limit."""
+        me = __import__("pwd").getpwuid(os.getuid()).pw_name
+        path = self.write("h.sh", "#!/bin/bash\ntrue\n")
+        ids = [self.submit("--hold", "--name", "lim", path)[0] for _ in range(3)]
+        rc, out, err = self.loom("jobs", "--all", "--name", "lim", "--limit", "2", "--json")
+        self.assertEqual(rc, 0, err)
+        got = [j["id"] for j in json.loads(out)["jobs"]]
+        self.assertEqual(got, ids[:2])  # the first 2 of those named lim, not of all jobs
+        rc, out, err = self.loom("jobs", "--all", "--since", "1h", "--limit", "1", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(json.loads(out)["jobs"]), 1)
+        for args in (["-u", me], ["--user", me], ["--me"]):
+            rc, out, err = self.loom("jobs", *args, "--name", "lim")
+            self.assertEqual(rc, 0, err)
+            self.assertIn(str(ids[0]), out, args)
+        rc, out, err = self.loom("jobs", "-u", "nosuchuser", "--name", "lim")
+        self.assertNotIn(str(ids[0]), out)
+        # an array's row id fits the ID column
+        rc, out, err = self.loom("submit", "--json", "--hold", "--array=0-9,100-101", "--name",
+                                 "arrcol", path)
+        aid = json.loads(out)["array"]["job_id"]
+        rc, out, err = self.loom("jobs", "--name", "arrcol")
+        lines = out.splitlines()
+        col = lines[0].index("NAME")
+        row = [l for l in lines if "arrcol" in l][0]
+        self.assertEqual((row[:col].rstrip(), row[col - 1], row[col:col + 6]),
+                         (f"{aid}_[0-9,100-101]", " ", "arrcol"), out)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

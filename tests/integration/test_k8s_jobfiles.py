@@ -71,7 +71,8 @@ CASES = [
     ("gpus", job("gpus", container=limits(nvidia_com_gpu="2", cpu="8", memory="32Gi")),
      {"resources.gpus": 2, "resources.cpus": 8, "resources.memory": 32 << 30}),
     ("deadline", job("deadline", spec_extra="  activeDeadlineSeconds: 100\n"),
-     {"time_limit": 100, "options.retries": 6}),
+     # no backoffLimit: no retries stored, so no "not acted on" warning (issue 31)
+     {"time_limit": 100, "options.retries": None}),
     ("backoff", job("backoff", spec_extra="  backoffLimit: 4\n"), {"options.retries": 4}),
     ("indexed", job("indexed", spec_extra="  completions: 5\n  parallelism: 2\n"
                     "  completionMode: Indexed\n"), {"options.array": "0-4%2"}),
@@ -84,8 +85,9 @@ CASES = [
 
 
 def get(obj, path):
+    """The member at path; None if it is absent."""
     for k in path.split("."):
-        obj = obj[k]
+        obj = obj.get(k) if isinstance(obj, dict) else None
     return obj
 
 

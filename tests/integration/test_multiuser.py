@@ -378,6 +378,71 @@ class MultiUser(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("is not a group of user", err)
 
+    # ---------------------------------------------- issue 31: first steps
+
+    def sdk(self, user, code, cwd=None):
+        """Python code run as user with the SDK (a world-readable copy)."""
+        return self.as_user(user, ["/usr/bin/python3", "-c",
+                                   "import sys; sys.path.insert(0, %r)\n" % self.sdk_dir + code,
+                                   "unix:" + self.sock], cwd=cwd)
+
+    @classmethod
+    def sdk_copy(cls):
+        cls.sdk_dir = os.path.join(cls.sockdir, "sdk")
+        if not os.path.isdir(cls.sdk_dir):
+            src = os.path.join(os.path.dirname(__file__), "..", "..", "python", "loom")
+            shutil.copytree(src, os.path.join(cls.sdk_dir, "loom"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            for root, dirs, files in os.walk(cls.sdk_dir):
+                for n in dirs + files:
+                    os.chmod(os.path.join(root, n), 0o755)
+
+    def test_sdk_without_workdir(self):
+        """Client.submit and loom.Executor without workdir= (issue 31: FAILED
+        126, the output path under root's state directory)."""
+        self.sdk_copy()
+        rc, out, err = self.sdk(USER1, "import loom; c = loom.Client(sys.argv[1]); "
+                                "print(c.submit('#!/bin/sh\\necho sdk-ok\\n').id)")
+        self.assertEqual(rc, 0, err)
+        jid = int(out)
+        j = self.finished(jid)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        with open(os.path.join(self.work[USER1], "loom-%d.out" % jid)) as f:
+            self.assertEqual(f.read(), "sdk-ok\n")
+        # A raw job.submit without options: the owner's home directory.
+        rc, out, err = self.sdk(USER1, "import loom; c = loom.Client(sys.argv[1]); "
+                                "print(c.submit('#!/bin/sh\\npwd\\n', workdir=False).id)")
+        self.assertEqual(rc, 0, err)
+        jid = int(out)
+        j = self.finished(jid)
+        self.assertEqual(j["state"], "COMPLETED", j["reason"])
+        home = self.pw[USER1].pw_dir
+        with open(os.path.join(home, "loom-%d.out" % jid)) as f:
+            self.assertEqual(f.read(), home + "\n")
+        rc, out, err = self.sdk(USER1, "import loom\nwith loom.Executor(url=sys.argv[1], time=60) "
+                                "as ex:\n    print(ex.submit(pow, 2, 10).result(timeout=60))")
+        self.assertEqual((rc, out.strip()), (0, "1024"), err)
+
+    def test_start_error_reaches_the_owner(self):
+        """#SBATCH --output=logs/%x-%j.out without logs/: the reason is in
+        the job (loom show) and loom logs says it with a non-zero status."""
+        with open(os.path.join(self.work[USER1], "nologs.sh"), "w") as f:
+            f.write("#!/bin/bash\n#SBATCH -J x\n#SBATCH --output=logs/%x-%j.out\necho hi\n")
+        rc, out, err = self.loom(USER1, "submit", "--json", "nologs.sh")
+        self.assertEqual(rc, 0, err)
+        jid = json.loads(out)["id"]
+        j = self.finished(jid)
+        want = "cannot open output '%s/logs/x-%d.out': No such file or directory" % (
+            self.work[USER1], jid)
+        self.assertEqual(j["state"], "FAILED")
+        self.assertIn(want, j["reason"])
+        rc, out, err = self.loom(USER1, "show", str(jid))
+        self.assertEqual(rc, 0, err)
+        self.assertIn(want, out)
+        rc, out, err = self.loom(USER1, "logs", str(jid))
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(want, err)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -71,7 +71,7 @@ def client_methods(d, tmp):
     # submit: a script with resources, a file; idempotency
     r = c.submit("#!/bin/sh\necho out-$LOOM_JOB_ID; echo err >&2\n", name="hello", cpus=1,
                  memory="64MiB", gpu_share=0.5, time=datetime.timedelta(minutes=5),
-                 priority=3, labels={"team": "sdk"})
+                 priority=3, labels={"team": "sdk"}, error="%x-%j.err")
     check(isinstance(r, loom.SubmitResult) and r.created and r.state == "PENDING",
           "submit: a SubmitResult")
     path = os.path.join(tmp, "job.sh")
@@ -362,6 +362,7 @@ def pip_install(d, tmp):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="loom-sdk-")
+    os.chdir(tmp)  # submit's default workdir: the jobs' loom-%j.out land here
     try:
         with Loomd(extra_args=["--executor", "local", "--gpus", "2", "--grace", "1s"]) as d:
             client_methods(d, tmp)

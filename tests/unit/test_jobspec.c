@@ -110,14 +110,14 @@ static void command_line_overrides(void **state)
                      0);
     assert_int_equal(loom_jobspec_set(&s, LOOM_JOBSPEC_LOOM, "name", "cli", "command line", &err),
                      0);
-    assert_int_equal(loom_jobspec_set(&s, LOOM_JOBSPEC_LOOM, "--time", "90", "command line", &err),
+    assert_int_equal(loom_jobspec_set(&s, LOOM_JOBSPEC_LOOM, "--time", "90s", "command line", &err),
                      0);
     json_t *p = json_object();
     assert_int_equal(loom_jobspec_to_params(&s, p, &err), 0);
     assert_int_equal(res_int(p, "cpus"), 3);
     assert_int_equal(res_int(p, "memory"), 1LL << 30);
     assert_string_equal(json_string_value(json_object_get(p, "name")), "cli");
-    assert_int_equal(json_integer_value(json_object_get(p, "time_limit")), 90); /* loom: seconds */
+    assert_int_equal(json_integer_value(json_object_get(p, "time_limit")), 90); /* units: exact */
     json_decref(p);
     assert_int_equal(loom_jobspec_set(&s, LOOM_JOBSPEC_LOOM, "--bogus", "1", "command line", &err),
                      LOOM_ENOTFOUND);
@@ -203,22 +203,65 @@ static void slurm_times(void **state)
     static const struct {
         const char *t;
         int64_t s;
-    } ok[] = {{"30", 1800},     {"5:30", 330},       {"01:00:00", 3600},
-              {"2-0", 172800},  {"1-12:30", 131400}, {"1-00:00:01", 86401},
-              {"UNLIMITED", 0}, {"infinite", 0},     {"0", 0}};
+    } ok[] = {{"30", 1800},     {"5:30", 360},       {"01:00:00", 3600},
+              {"2-0", 172800},  {"1-12:30", 131400}, {"1-00:00:01", 86460},
+              {"UNLIMITED", 0}, {"infinite", 0},     {"0", 0},
+              {"1h30m", 5400},  {"90s", 90},         {"1h", 3600}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int64_t s;
         loom_err_t err;
         assert_int_equal(loom_jobspec_parse_time(ok[i].t, &s, &err), 0);
         assert_int_equal(s, ok[i].s);
     }
-    static const char *const bad[] = {"", "1h", "-5", "1:2:3:4", "1-", "a-1", "1-2:3:4:5", ":5"};
+    static const char *const bad[] = {"", "1x", "-5", "1:2:3:4", "1-", "a-1", "1-2:3:4:5", ":5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t s;
         loom_err_t err;
         if (loom_jobspec_parse_time(bad[i], &s, &err) != LOOM_EINVAL)
             fail_msg("'%s' accepted", bad[i]);
     }
+}
+
+/* The time limit a spec ends with after one --time given one way. */
+static int64_t time_via(const char *how, const char *t)
+{
+    loom_jobspec_t s;
+    loom_err_t err;
+    char text[256];
+    loom_jobspec_init(&s);
+    int rc;
+    if (strncmp(how, "#", 1) == 0) {
+        snprintf(text, sizeof text, "#!/bin/sh\n%s%s\ntrue\n", how, t);
+        rc = loom_jobspec_parse_script(&s, text, strlen(text), "job.sh", 0, &err);
+    } else {
+        rc = loom_jobspec_set(&s, LOOM_JOBSPEC_LOOM, how, t, "command line", &err);
+    }
+    if (rc)
+        fail_msg("%s %s: %s", how, t, err.msg);
+    int64_t v = s.time_limit_s;
+    loom_jobspec_free(&s);
+    return v;
+}
+
+/* issue 31: `loom submit -t 30` is 30 minutes, as sbatch's and as the same
+ * #SBATCH line; every form reads the same from each place. */
+static void times_same_everywhere(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *t;
+        int64_t s;
+    } forms[] = {{"30", 1800},    {"10", 600},       {"7:30", 480},          {"03:02:01", 10980},
+                 {"2-5", 190800}, {"1-2:03", 93780}, {"3-04:05:06", 273960}, {"UNLIMITED", 0},
+                 {"infinite", 0}, {"1h30m", 5400}};
+    static const char *const hows[] = {
+        "#SBATCH --time=", "#SBATCH -t ", "#LOOM --time ", "#SBATCH --array=0-19%4 -t ",
+        "--time",          "-t",          "time"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        for (size_t h = 0; h < sizeof hows / sizeof hows[0]; h++)
+            if (time_via(hows[h], forms[i].t) != forms[i].s)
+                fail_msg("%s%s: %lld s, expected %lld", hows[h], forms[i].t,
+                         (long long)time_via(hows[h], forms[i].t), (long long)forms[i].s);
 }
 
 static void quantities(void **state)
@@ -351,6 +394,44 @@ static void k8s_job(void **state)
     loom_jobspec_free(&s);
 }
 
+/* issue 31: metadata.labels kept (or warned), completionMode Indexed sets
+ * JOB_COMPLETION_INDEX, no retries warning without backoffLimit. */
+static void k8s_labels_indexed(void **state)
+{
+    (void)state;
+    const char *m = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: idx\n"
+                    "  labels: {app.kubernetes.io/name: bert, team: nlp,"
+                    " example.com/a-very-long-prefix-that-loom-cannot-hold/and-a-long-name: x}\n"
+                    "spec:\n  completions: 4\n  parallelism: 2\n  completionMode: Indexed\n"
+                    "  template:\n    spec:\n      containers:\n      - name: c\n"
+                    "        command: [sh, -c, 'echo $JOB_COMPLETION_INDEX']\n";
+    loom_jobspec_t s;
+    loom_err_t err;
+    loom_jobspec_init(&s);
+    if (loom_jobspec_parse_k8s(&s, m, strlen(m), "job.yaml", &err))
+        fail_msg("%s", err.msg);
+    json_t *p = json_object();
+    assert_int_equal(loom_jobspec_to_params(&s, p, &err), 0);
+    json_t *labels = json_object_get(p, "labels");
+    assert_string_equal(json_string_value(json_object_get(labels, "app.kubernetes.io/name")),
+                        "bert");
+    assert_string_equal(json_string_value(json_object_get(labels, "team")), "nlp");
+    assert_true(has_warning(&s, "metadata.labels example.com/a-very-long"));
+    assert_false(has_warning(&s, "retries"));
+    assert_string_equal(opt_str(p, "array"), "0-3%2");
+    json_t *env = json_object_get(json_object_get(p, "options"), "env");
+    assert_string_equal(json_string_value(json_array_get(env, 0)), "JOB_COMPLETION_INDEX=0");
+    json_decref(p);
+    loom_jobspec_free(&s);
+    const char *bad = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: b}\nspec:\n"
+                      "  completionMode: Sometimes\n  template: {spec: {containers: [{name: c,"
+                      " command: [true]}]}}\n";
+    loom_jobspec_init(&s);
+    assert_int_equal(loom_jobspec_parse_k8s(&s, bad, strlen(bad), "b.yaml", &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.completionMode: expected Indexed or NonIndexed"));
+    loom_jobspec_free(&s);
+}
+
 static void k8s_errors(void **state)
 {
     (void)state;
@@ -398,11 +479,13 @@ int main(void)
         cmocka_unit_test(loom_directives_and_warnings),
         cmocka_unit_test(script_errors),
         cmocka_unit_test(slurm_times),
+        cmocka_unit_test(times_same_everywhere),
         cmocka_unit_test(quantities),
         cmocka_unit_test(arrays),
         cmocka_unit_test(dependencies),
         cmocka_unit_test(patterns),
         cmocka_unit_test(k8s_job),
+        cmocka_unit_test(k8s_labels_indexed),
         cmocka_unit_test(k8s_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,6 +109,11 @@ function utilization(snap) {
 
 // -------------------------------------------------------------------- queue
 
+// Times in the browser's zone, named (a bare "10:03:12" leaves the reader
+// guessing whether it is UTC, loomd's or theirs).
+const TZ = { timeZoneName: 'short' };
+function when(t) { return new Date(t).toLocaleString(undefined, TZ); }
+
 const TABS = {
   pending: { label: 'Pending', state: ['PENDING'] },
   running: { label: 'Running', state: ['RUNNING'] },
@@ -156,10 +161,10 @@ function jobRow(j, tab) {
   let col = '';
   if (tab === 'pending') col = j.reason ? esc(j.reason) : '<span class="muted">—</span>';
   else if (tab === 'running') col = `<span class="elapsed" data-start="${esc(j.start_time)}">${dur(since(j.start_time))}</span>`;
-  else col = esc(j.end_time ? new Date(j.end_time).toLocaleString() : '');
+  else col = esc(j.end_time ? when(j.end_time) : '');
   return `<tr data-id="${j.id}"><td><a href="#/job/${j.id}">${j.id}</a></td><td>${esc(j.name)}</td>
     <td class="st">${badge(j.state)}</td><td>${col}</td><td>${esc(owner(j))}</td><td>${esc(resources(j.resources || {}))}</td>
-    <td>${esc(j.run && j.run.node || '')}</td><td>${esc(new Date(j.submit_time).toLocaleTimeString())}</td></tr>`;
+    <td>${esc(j.run && j.run.node || '')}</td><td>${esc(new Date(j.submit_time).toLocaleTimeString(undefined, TZ))}</td></tr>`;
 }
 
 function owner(j) { return (j.owner && j.owner.user) || '—'; }
@@ -189,8 +194,8 @@ async function viewUsage() {
   const tabs = Object.entries(WINDOWS).map(([k, t]) =>
     `<button type="button" data-window="${k}" class="${k === S.usage ? 'active' : ''}">${t[0]}</button>`).join(' ');
   let h = `<div class="tabs">${tabs}</div>
-    <p class="muted">From ${esc(res.since ? new Date(res.since).toLocaleString() : 'the first job')} to
-    <span id="usage-until">${esc(new Date(res.until).toLocaleString())}</span>; running jobs count up to now.</p>
+    <p class="muted">From ${esc(res.since ? when(res.since) : 'the first job')} to
+    <span id="usage-until">${esc(when(res.until))}</span>; running jobs count up to now.</p>
     <table id="usage"><thead><tr><th>user</th><th>account</th><th>jobs</th><th>GPU time</th><th>share of GPU time</th>
     <th>CPU time</th><th>memory GiB-hours</th><th>run time</th></tr></thead><tbody>`;
   for (const r of rows) {
@@ -271,7 +276,7 @@ function timeline(events) {
     const gap = prev != null ? ` <span class="muted">+${dur((t - prev) / 1000)}</span>` : '';
     prev = t;
     return `<li>${ev.from ? badge(ev.from) + ' → ' : ''}${badge(ev.to)}${gap}<br>
-      <span class="muted">${esc(new Date(t).toLocaleString())}</span>${ev.reason ? ' · ' + esc(ev.reason) : ''}</li>`;
+      <span class="muted">${esc(when(t))}</span>${ev.reason ? ' · ' + esc(ev.reason) : ''}</li>`;
   }).join('');
 }
 
@@ -286,6 +291,7 @@ async function followLog() {
     if (S.job !== j) return;
     const pre = $('#log');
     $('#logpath').textContent = d.path || d.error || '';
+    if (d.reason && !j.text) pre.textContent = `No output: ${d.reason}`;
     if (d.data == null) return;
     if (d.offset !== j.offset && j.offset >= 0 && d.offset === 0) j.text = '';
     if (d.data.length) {
