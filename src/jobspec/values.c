@@ -103,7 +103,7 @@ int loom_jobspec_parse_time(const char *text, int64_t *seconds, loom_err_t *err)
     for (const char *p = text; *p; p++)
         units = units || isalpha((unsigned char)*p);
     if (units) {
-        int64_t ns;
+        int64_t ns = 0;
         loom_err_t e;
         if (loom_parse_duration(text, &ns, &e) || ns < 0)
             return loom_err_set(err, LOOM_EINVAL, "time '%.40s': %s", text,
