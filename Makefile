@@ -65,7 +65,12 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 # Every C file as the checked-in .clang-format has it (.ci/run runs this).
+# Pinned to Debian 12's clang-format 14: another version formats some
+# constructs differently, and the check would then fail on formatted code.
+CLANG_FORMAT_VERSION := 14
 format-check: deps-test
+	@clang-format --version | grep -q "version $(CLANG_FORMAT_VERSION)\." || \
+	  { echo "format-check: needs clang-format $(CLANG_FORMAT_VERSION) (Debian 12's), found: $$(clang-format --version)" >&2; exit 1; }
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
