@@ -59,6 +59,14 @@ static bool in_list(const char *const *list, const char *key)
     return false;
 }
 
+bool loomd_config_key_known(const char *key, bool *is_flag)
+{
+    bool flag = in_list(flag_keys, key);
+    if (is_flag)
+        *is_flag = flag;
+    return flag || in_list(value_keys, key);
+}
+
 static const char *trim(char *s, char **end)
 {
     while (*s == ' ' || *s == '\t')

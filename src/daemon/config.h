@@ -5,6 +5,7 @@
 #ifndef LOOMD_CONFIG_H
 #define LOOMD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "loom/core.h"
@@ -34,6 +35,9 @@ typedef struct loomd_conf {
 int loomd_config_parse(const char *text, size_t len, const char *path, loomd_conf_t *out,
                        loom_err_t *err);
 void loomd_config_free(loomd_conf_t *c);
+/* Whether key is one of loomd's options the file may set; *is_flag (if
+ * given) says whether it is a flag (no value) rather than a valued option. */
+bool loomd_config_key_known(const char *key, bool *is_flag);
 
 /* The arguments loomd parses: argv[0], then the configuration's options
  * that the command line does not give itself, then the command line less

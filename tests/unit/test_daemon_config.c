@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "daemon/config.c"
+#include "daemon/config.h"
 #include "test_util.h"
 
 static int parse(const char *text, loomd_conf_t *c, loom_err_t *err)

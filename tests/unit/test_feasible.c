@@ -1,6 +1,6 @@
 /* Submission-time feasibility (src/daemon/feasible.c): which requests no
  * node of a cluster could ever hold, and what the refusal says. */
-#include "daemon/feasible.c"
+#include "daemon/feasible.h"
 #include "test_util.h"
 
 static json_t *cluster(void)
