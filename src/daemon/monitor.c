@@ -1,7 +1,12 @@
 /* loomd's monitoring surfaces: monitor.snapshot and /metrics, read through
  * libloom's mon part at the moment they are asked for. One collector (it
  * keeps /proc and /sys files open) is shared under a mutex: a collector is
- * not thread-safe, and requests arrive on the server's threads. */
+ * not thread-safe, and requests arrive on the server's threads.
+ *
+ * Utilisations (CPU busy fractions, disk and network rates) need two
+ * readings: monitor.snapshot keeps its last reading and gives rates over the
+ * interval since it, so that a dashboard polling every few seconds sees the
+ * CPU busy, not a one-shot reading without rates (always "0%" before). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +32,14 @@ struct loomd_monitor {
     loomd_runner_t *runner;
     job_tree_t *trees; /* under mu */
     size_t ntrees, cap;
+    loom_mon_snapshot_t last; /* under mu: the reading rates are taken against */
+    bool have_last;
 };
+
+/* Readings closer together than this give no rates (CPU tick counters move
+ * every 10 ms; a short interval is mostly rounding) and do not replace the
+ * last one. */
+#define RATES_MIN_NS (1000LL * 1000 * 1000)
 
 int loomd_monitor_open(loom_store_t *store, loomd_runner_t *runner, loomd_monitor_t **out,
                        loom_err_t *err)
@@ -41,6 +53,7 @@ int loomd_monitor_open(loom_store_t *store, loomd_runner_t *runner, loomd_monito
         return loom_err_prefix(err, "monitoring");
     }
     pthread_mutex_init(&m->mu, NULL);
+    loom_mon_snapshot_init(&m->last);
     m->store = store;
     m->runner = runner;
     *out = m;
@@ -54,6 +67,7 @@ void loomd_monitor_close(loomd_monitor_t *m)
     for (size_t i = 0; i < m->ntrees; i++)
         loom_mon_tree_close(m->trees[i].tree);
     free(m->trees);
+    loom_mon_snapshot_free(&m->last);
     loom_mon_close(m->mon);
     pthread_mutex_destroy(&m->mu);
     free(m);
@@ -136,12 +150,27 @@ static loom_rpc_status_t m_snapshot(loom_rpc_call_t *call, json_t *params, void 
     }
     loom_mon_snapshot_t snap;
     loom_mon_snapshot_init(&snap);
+    loom_mon_rates_t rates;
+    loom_mon_rates_init(&rates);
+    bool have_rates = false;
     loom_buf_t b = LOOM_BUF_INIT;
     pthread_mutex_lock(&m->mu);
     int rc = loom_mon_read(m->mon, groups, &snap, &err);
+    if (rc == LOOM_OK && m->have_last && snap.mono_ns - m->last.mono_ns >= RATES_MIN_NS)
+        have_rates = loom_mon_rates(&m->last, &snap, &rates, &err) == LOOM_OK;
+    /* A reading of fewer groups (a caller asking for memory only) does not
+     * replace a fuller last one unless that is a minute old. */
+    int64_t age = m->have_last ? snap.mono_ns - m->last.mono_ns : 0;
+    if (rc == LOOM_OK && (!m->have_last || (age >= RATES_MIN_NS &&
+                                            ((snap.groups & m->last.groups) == m->last.groups ||
+                                             age >= 60 * RATES_MIN_NS))))
+        m->have_last = loom_mon_snapshot_copy(&m->last, &snap, &err) == LOOM_OK;
     pthread_mutex_unlock(&m->mu);
     if (rc == LOOM_OK)
-        rc = loom_mon_to_json(&snap, NULL, &b, &err);
+        rc = loom_mon_to_json(&snap, have_rates ? &rates : NULL, &b, &err);
+    if (rc == LOOM_OK && have_rates)
+        json_object_set_new(res, "rates_interval_seconds", json_real(rates.interval_seconds));
+    loom_mon_rates_free(&rates);
     loom_mon_snapshot_free(&snap);
     json_t *s = rc == LOOM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
     loom_buf_free(&b);

@@ -3,6 +3,7 @@ docs/protocol.md, over TCP (with the token) and the Unix socket; batches;
 clean shutdown on SIGTERM and the data after a restart."""
 
 import os
+import time
 import stat
 import sys
 import unittest
@@ -207,6 +208,23 @@ class Protocol(unittest.TestCase):
         u = self.d.client(unix=True)
         self.assertEqual(u.info()["name"], "loomd")
         u.close()
+
+    def test_monitor_rates(self):
+        """monitor.snapshot gives CPU utilisation over the interval since its
+        last reading (the dashboard's CPU bar read 0% from a one-shot
+        reading without rates)."""
+        first = self.c.call("monitor.snapshot", {"groups": "cpu"})
+        time.sleep(1.2)
+        second = self.c.call("monitor.snapshot", {"groups": "cpu,memory"})
+        cpu = second["snapshot"]["cpu"]
+        self.assertGreaterEqual(second["rates_interval_seconds"], 1.0)
+        self.assertTrue(0.0 <= cpu["busy_fraction"] <= 1.0, cpu.get("busy_fraction"))
+        self.assertTrue(all(0.0 <= c["busy_fraction"] <= 1.0 for c in cpu["cores"]))
+        # a reading right after: too close to measure, the same last kept
+        third = self.c.call("monitor.snapshot", {"groups": "cpu"})
+        if "rates_interval_seconds" in third:
+            self.assertGreaterEqual(third["rates_interval_seconds"], 1.0)
+        self.assertIn("snapshot", first)
 
     def test_metrics(self):
         self.c.submit("a", "")
