@@ -183,6 +183,15 @@ void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispat
  * dispatch; fn NULL removes it. */
 void loom_rpc_dispatcher_on_wait(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn, void *ctx);
 
+/* Called before every handler, once the call's params are shaped (an
+ * object or NULL), with the method's name: true lets the handler run;
+ * false means the guard has answered the call itself (a refusal). The one
+ * place a program checks who may call what (loomd's authorization table,
+ * docs/security.md). Set it before the first dispatch; fn NULL removes it. */
+typedef bool (*loom_rpc_guard_fn)(loom_rpc_call_t *call, const char *method, json_t *params,
+                                  void *ctx);
+void loom_rpc_dispatcher_set_guard(loom_rpc_dispatcher_t *d, loom_rpc_guard_fn fn, void *ctx);
+
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 

@@ -319,8 +319,10 @@ int loom_store_cancel(loom_store_t *store, int64_t id, const char *reason, loom_
 
 /* Reads (see committed data only). */
 int loom_store_get(loom_store_t *store, int64_t id, loom_job_t *job_out, loom_err_t *err);
-int loom_store_get_by_submit_id(loom_store_t *store, const char *submit_id, loom_job_t *job_out,
-                                loom_err_t *err);
+/* The job with submit_id among those of owner uid (-1: jobs without an
+ * owner): submit_id is one namespace per owner (docs/security.md). */
+int loom_store_get_by_submit_id(loom_store_t *store, int64_t uid, const char *submit_id,
+                                loom_job_t *job_out, loom_err_t *err);
 /* Events of a job, oldest first. Free with loom_store_events_free. */
 int loom_store_events(loom_store_t *store, int64_t id, loom_job_event_t **out, size_t *n,
                       loom_err_t *err);
@@ -366,6 +368,12 @@ int loom_job_options_validate(const json_t *options, loom_err_t *err);
 /* The text rule (loom_text_unsafe_at) for a field shown on terminals:
  * LOOM_EINVAL naming the field and the byte offset of the offender. */
 int loom_store_check_text(const char *field, const char *s, loom_err_t *err);
+
+/* A job's name, at job.submit and job.update alike: 1 to
+ * LOOM_STORE_NAME_MAX bytes of UTF-8 under the text rule, and neither a
+ * '/' nor "..": %x in an output pattern puts the name into a path, which
+ * must stay in the directory the pattern names (docs/security.md). */
+int loom_job_name_check(const char *name, loom_err_t *err);
 
 /* The protocol's job object. with_script adds "script". NULL if out of
  * memory. */

@@ -40,6 +40,7 @@
 
 #include <microhttpd.h>
 
+#include "daemon/authz.h"
 #include "daemon/dash.h"
 #include "daemon/identity.h"
 
@@ -412,7 +413,8 @@ static json_t *read_log(const dash_session_t *s, const loom_job_t *job, const ch
 static bool log_allowed(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http_req_t *req,
                         const dash_session_t *s, const loom_job_t *job, int *ret)
 {
-    if (!s->owner.bound || loomd_identity_may_act(dash->ident, &s->owner.id, job))
+    if (!s->owner.bound ||
+        loomd_authz_allows(dash->ident, loomd_authz_find("GET /api/log"), &s->owner.id, job))
         return true;
     char text[200];
     snprintf(text, sizeof text, "permission denied: job %lld belongs to another user (%s)\n",

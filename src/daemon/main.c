@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/authz.h"
 #include "daemon/config.h"
 #include "daemon/dash.h"
 #include "daemon/identity.h"
@@ -116,6 +117,7 @@ static void usage(FILE *f)
             "                       user); LIMITS any of pending=N,time=D (refuse submissions\n"
             "                       beyond), gpus=G,running=N (GPUs, e.g. 1.5, and jobs running\n"
             "                       at once: the rest wait PENDING, reason QuotaLimit)\n"
+            "  --print-authz-table  print who may call each method (docs/security.md), exit\n"
             "  --help, --version\n\n"
             "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
             "user refused): loom.db (SQLite), token, loomd.sock,\n"
@@ -159,6 +161,7 @@ static const struct option longopts[] = {
     {"log-level", required_argument, NULL, 'L'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
+    {"print-authz-table", no_argument, NULL, 'Z'},
     {"executor", required_argument, NULL, 'E'},
     {"queue-policy", required_argument, NULL, 'Q'},
     {"placement", required_argument, NULL, 'P'},
@@ -318,6 +321,12 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
         if (c == 'V') {
             printf("loomd %s\n", LOOM_VERSION);
             *exit_code = 0;
+            return -1;
+        }
+        if (c == 'Z') { /* docs/security.md's table, from authz.c */
+            loom_buf_t t = LOOM_BUF_INIT;
+            *exit_code = loomd_authz_table(&t) == LOOM_OK && fputs(t.data, stdout) >= 0 ? 0 : 1;
+            loom_buf_free(&t);
             return -1;
         }
         if (c == '?' || c == ':') {
@@ -535,7 +544,8 @@ static int add_methods(daemon_t *d)
         loomd_zoo_open(d->state_dir, d->store, &d->zoo, &err) ||
         loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
         loomd_dash_new(d->disp, d->store, &d->info, d->ident, &d->dash, &err) ||
-        loomd_usage_add_methods(d->disp, d->store, &err)) {
+        loomd_usage_add_methods(d->disp, d->store, &err) ||
+        loomd_authz_install(d->disp, &d->methods, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }

@@ -15,6 +15,7 @@
 #include "daemon/queue.h"
 #include "daemon/runner.h"
 #include "loom/exec.h"
+#include "loom/jobspec.h"
 #include "loom/rubick.h"
 
 #define LIST_LIMIT_MAX     1000
@@ -178,7 +179,8 @@ static void fail_estimate(loomd_methods_t *m, loom_rpc_call_t *call, const loom_
 {
     loom_job_t job;
     loom_err_t e2;
-    if (spec->submit_id && loom_store_get_by_submit_id(m->store, spec->submit_id, &job, &e2) == 0) {
+    if (spec->submit_id && loom_store_get_by_submit_id(m->store, spec->has_owner ? spec->uid : -1,
+                                                       spec->submit_id, &job, &e2) == 0) {
         submit_done(call, LOOM_OK, &job, false, NULL);
         loom_job_free(&job);
         return;
@@ -231,6 +233,19 @@ static int check_reconfig(const json_t *params, loom_job_spec_t *spec, char **te
     return rc;
 }
 
+/* The pending jobs a submission creates: an array's tasks (as
+ * options.array says; a malformed one is refused later, counted as 1). */
+static int64_t jobs_created(const loom_job_spec_t *spec)
+{
+    json_t *o = spec->options_json ? json_loads(spec->options_json, 0, NULL) : NULL;
+    const char *text = json_string_value(json_object_get(o, "array"));
+    loom_jobspec_array_t a;
+    int64_t n =
+        text && loom_jobspec_array_parse(text, &a, NULL) == LOOM_OK && a.count > 1 ? a.count : 1;
+    json_decref(o);
+    return n;
+}
+
 /* A submission beyond a quota is refused (-32009) before anything is
  * stored; true: the call was answered. */
 static bool quota_refused(loomd_methods_t *m, loom_rpc_call_t *call,
@@ -238,8 +253,8 @@ static bool quota_refused(loomd_methods_t *m, loom_rpc_call_t *call,
 {
     json_t *data = NULL;
     loom_err_t err;
-    int rc =
-        loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s, &data, &err);
+    int rc = loomd_quota_check(m->quotas, m->store, who, spec->account, spec->time_limit_s,
+                               jobs_created(spec), &data, &err);
     if (rc == LOOM_OK)
         return false;
     loom_rpc_call_fail(call, rc == LOOM_ELIMIT ? LOOMD_ERR_QUOTA : LOOMD_ERR_STORE, err.msg, data);
@@ -306,8 +321,9 @@ static loom_rpc_status_t m_job_submit(loom_rpc_call_t *call, json_t *params, voi
 
 /* ------------------------------------------------------------ job.cancel */
 
-/* Reads job id into *job (loom_job_free it) when the caller may act on it;
- * if not, or there is no such job, fails the call and returns false. */
+/* Reads job id into *job (loom_job_free it); if there is no such job,
+ * fails the call and returns false. Whether the caller may act on it was
+ * decided before the handler ran (authz.c). */
 static bool read_job_for(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id, loom_job_t *job)
 {
     loom_err_t err;
@@ -316,25 +332,6 @@ static bool read_job_for(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id, 
         fail_store(call, rc, &err, true, id);
         return false;
     }
-    loom_auth_identity_t local;
-    if (!loomd_identity_may_act(m->ident, loomd_caller(m->ident, call, &local), job)) {
-        loomd_identity_deny(call, id, job->user);
-        loom_job_free(job);
-        return false;
-    }
-    return true;
-}
-
-/* Whether the caller may act on job id; if not (or there is no such
- * job), the call has been failed. */
-static bool may_act(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id)
-{
-    if (!loomd_identity_multi_user(m->ident))
-        return true;
-    loom_job_t job;
-    if (!read_job_for(m, call, id, &job))
-        return false;
-    loom_job_free(&job);
     return true;
 }
 
@@ -377,8 +374,6 @@ static loom_rpc_status_t m_job_cancel(loom_rpc_call_t *call, json_t *params, voi
         fail_param(call, &err);
         return LOOM_RPC_DONE;
     }
-    if (!may_act(m, call, id))
-        return LOOM_RPC_DONE;
     cancel_ctx_t *c = malloc(sizeof *c);
     if (!c) {
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);

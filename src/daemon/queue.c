@@ -8,6 +8,7 @@
 
 #include "daemon/deps.h"
 #include "daemon/queue.h"
+#include "daemon/quota.h"
 #include "daemon/runner.h"
 #include "loom/jobspec.h"
 #include "loom/store.h"
@@ -93,8 +94,9 @@ static loom_rpc_status_t m_job_release(loom_rpc_call_t *call, json_t *params, vo
     return set_hold(call, params, ctx, false);
 }
 
-/* job.requeue: a running job is stopped and queued again; an ended one is
- * queued again (a new attempt). */
+/* job.requeue: a running job is stopped and queued again; one that ended
+ * without completing is queued again (a new attempt); a COMPLETED one is
+ * refused. */
 static loom_rpc_status_t m_job_requeue(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_methods_t *m = ctx;
@@ -106,7 +108,12 @@ static loom_rpc_status_t m_job_requeue(loom_rpc_call_t *call, json_t *params, vo
     loom_job_state_t st = job.state;
     loom_job_free(&job);
     int rc;
-    if (!m->runner)
+    if (st == LOOM_JOB_COMPLETED) /* its work is done: never run twice by a requeue */
+        rc = loom_err_set(&err, LOOM_ESTATE,
+                          "job %lld is COMPLETED: a completed job is not run again; submit it "
+                          "again (requeue takes running, FAILED, CANCELLED and TIMEOUT jobs)",
+                          (long long)id);
+    else if (!m->runner)
         rc = loom_err_set(&err, LOOM_EUNAVAIL, "job %lld: loomd runs no executor (--executor none)",
                           (long long)id);
     else if (st == LOOM_JOB_PENDING)
@@ -143,6 +150,30 @@ static int get_int(const json_t *params, const char *name, int64_t min, int64_t 
     return LOOM_OK;
 }
 
+/* A new time limit checked as job.submit checks one: against the quotas
+ * of the job's owner and account. true: refused, the call answered. */
+static bool update_quota_refused(loomd_methods_t *m, loom_rpc_call_t *call, int64_t id,
+                                 int64_t time_limit_s)
+{
+    loom_job_t job;
+    loom_err_t err;
+    int rc = loom_store_get(m->store, id, &job, &err);
+    if (rc) {
+        fail(call, rc, &err, id);
+        return true;
+    }
+    loom_auth_identity_t owner = {.uid = job.uid >= 0 ? (uid_t)job.uid : (uid_t)-1,
+                                  .gid = job.gid >= 0 ? (gid_t)job.gid : (gid_t)-1};
+    snprintf(owner.user, sizeof owner.user, "%s", job.user ? job.user : "");
+    json_t *data = NULL;
+    rc = loomd_quota_check(m->quotas, m->store, &owner, job.account, time_limit_s, 0, &data, &err);
+    loom_job_free(&job);
+    if (rc == LOOM_OK)
+        return false;
+    loom_rpc_call_fail(call, rc == LOOM_ELIMIT ? LOOMD_ERR_QUOTA : LOOMD_ERR_STORE, err.msg, data);
+    return true;
+}
+
 /* job.update: name, time_limit, priority of a pending job. */
 static loom_rpc_status_t m_job_update(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
@@ -157,16 +188,18 @@ static loom_rpc_status_t m_job_update(loom_rpc_call_t *call, json_t *params, voi
     if (rc == LOOM_OK)
         rc = get_int(params, "priority", LOOM_STORE_PRIORITY_MIN, LOOM_STORE_PRIORITY_MAX,
                      &prio_set, &prio, &err);
-    if (rc == LOOM_OK && name &&
-        (!json_is_string(name) || json_string_length(name) < 1 ||
-         json_string_length(name) > LOOM_STORE_NAME_MAX))
-        rc = loom_err_set(&err, LOOM_EINVAL, "name: expected text of 1 to %d bytes",
-                          LOOM_STORE_NAME_MAX);
+    if (rc == LOOM_OK && name && !json_is_string(name))
+        rc = loom_err_set(&err, LOOM_EINVAL, "name: expected a string, found %s",
+                          loom_json_type_name(name));
+    if (rc == LOOM_OK && name) /* as at job.submit (the store checks it again) */
+        rc = loom_job_name_check(json_string_value(name), &err);
     if (rc == LOOM_OK && !name && !tl_set && !prio_set)
         rc = loom_err_set(&err, LOOM_EINVAL,
                           "params: expected at least one of name, time_limit, priority");
     if (rc)
         return fail(call, rc, &err, id);
+    if (tl_set && update_quota_refused(m, call, id, tl))
+        return LOOM_RPC_DONE;
     loom_job_update_t u = {.name = name ? (char *)json_string_value(name) : NULL,
                            .time_limit_s = tl_set ? tl : -1,
                            .set_priority = prio_set,

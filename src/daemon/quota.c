@@ -119,7 +119,7 @@ static int refuse(const loomd_quota_t *q, const char *what, int64_t limit, int64
 
 int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                       const loom_auth_identity_t *who, const char *account, int64_t time_limit_s,
-                      json_t **data, loom_err_t *err)
+                      int64_t count, json_t **data, loom_err_t *err)
 {
     *data = NULL;
     for (size_t i = 0; qs && i < qs->n; i++) {
@@ -135,15 +135,15 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                                 time_limit_s ? "time limit too long" : "no time limit given",
                                 (long long)q->time_s);
         }
-        if (q->pending < 0)
+        if (q->pending < 0 || count < 1)
             continue;
         int64_t n;
         int rc = q->kind == 'a' ? loom_store_count_pending(store, -1, account, &n, err)
                                 : loom_store_count_pending(store, who->uid, NULL, &n, err);
         if (rc != LOOM_OK)
             return rc;
-        if (n + 1 > q->pending)
-            return refuse(q, "pending jobs", q->pending, n + 1, data, err);
+        if (n + count > q->pending)
+            return refuse(q, "pending jobs", q->pending, n + count, data, err);
     }
     return LOOM_OK;
 }

@@ -34,11 +34,13 @@ typedef struct loomd_quotas {
 int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err);
 
 /* Checks a submission of `who` charged to `account` with `time_limit_s`
- * (0: none) against every quota that applies. LOOM_OK, or LOOM_ELIMIT with
- * the message naming the quota, and *data (new) {quota, limit, used}. */
+ * (0: none) that creates `count` pending jobs (an array: its tasks; 0: a
+ * change of a job that exists, job.update, checked for its time limit
+ * only) against every quota that applies. LOOM_OK, or LOOM_ELIMIT with the
+ * message naming the quota, and *data (new) {quota, limit, used}. */
 int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                       const loom_auth_identity_t *who, const char *account, int64_t time_limit_s,
-                      json_t **data, loom_err_t *err);
+                      int64_t count, json_t **data, loom_err_t *err);
 
 /* Account names to the runtime's account numbers (loom_runtime_job_t's
  * account), one number per name, for running quotas and fair share by

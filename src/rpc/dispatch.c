@@ -67,6 +67,8 @@ struct loom_rpc_dispatcher {
     void *on_dispatched_ctx;
     loom_rpc_dispatched_fn on_wait;
     void *on_wait_ctx;
+    loom_rpc_guard_fn guard;
+    void *guard_ctx;
 };
 
 typedef struct request request_t;
@@ -290,6 +292,12 @@ void loom_rpc_dispatcher_on_wait(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_f
 {
     d->on_wait = fn;
     d->on_wait_ctx = ctx;
+}
+
+void loom_rpc_dispatcher_set_guard(loom_rpc_dispatcher_t *d, loom_rpc_guard_fn fn, void *ctx)
+{
+    d->guard = fn;
+    d->guard_ctx = ctx;
 }
 
 void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
@@ -792,6 +800,12 @@ static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *el
     }
     if (!shape_params(call, m))
         return;
+    if (d->guard && !d->guard(call, m->name, call->params, d->guard_ctx)) {
+        if (!atomic_load(&call->completed)) /* a guard that refuses answers */
+            loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, NULL,
+                               json_string("the call was refused without an answer"));
+        return;
+    }
     loom_rpc_status_t st = m->fn(call, call->params, m->ctx);
     if (st != LOOM_RPC_PENDING && !atomic_load(&call->completed)) {
         loom_log_error("rpc handler returned without completing its call", "method=\"%s\"",

@@ -165,12 +165,23 @@ int loom_job_labels_validate(const json_t *labels, loom_err_t *err)
     return LOOM_OK;
 }
 
+int loom_job_name_check(const char *name, loom_err_t *err)
+{
+    int rc = check_text("name", name, 1, LOOM_STORE_NAME_MAX, true, err);
+    if (rc == LOOM_OK && (strchr(name, '/') || strstr(name, "..")))
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "name: '%.64s' holds '%s', which is not allowed: the name becomes part "
+                          "of output paths (%%x); expected a name without '/' or '..'",
+                          name, strchr(name, '/') ? "/" : "..");
+    return rc;
+}
+
 int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
 {
     int rc;
     if (!s->name)
         return loom_err_set(err, LOOM_EINVAL, "name: required");
-    if ((rc = check_text("name", s->name, 1, LOOM_STORE_NAME_MAX, true, err)))
+    if ((rc = loom_job_name_check(s->name, err)))
         return rc;
     if (!s->script)
         return loom_err_set(err, LOOM_EINVAL, "script: required");

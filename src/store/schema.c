@@ -70,6 +70,43 @@ static const char *const migrations[] = {
      * "reconfig", docs/scheduling.md), as one JSON object; NULL for a black
      * box. */
     "ALTER TABLE jobs ADD COLUMN reconfig TEXT;",
+    /* 8: submit_id is one namespace per owner, not one for everyone
+     * (docs/security.md): the key is (owner, submit_id), jobs without an
+     * owner sharing uid -1. SQLite cannot drop a column's UNIQUE, so the
+     * table is rebuilt as SQLite's ALTER TABLE page says, with the same
+     * columns in the same order (foreign keys are off while migrating:
+     * loom_store_migrate), and its index made again. */
+    "CREATE TABLE jobs_new ("
+    "  id INTEGER PRIMARY KEY,"
+    "  submit_id TEXT,"
+    "  name TEXT NOT NULL,"
+    "  script TEXT NOT NULL,"
+    "  format TEXT NOT NULL CHECK (format IN ('batch','yaml')),"
+    "  cpus INTEGER NOT NULL,"
+    "  memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  gpus INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_share_milli INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  gpu_type TEXT,"
+    "  time_limit_s INTEGER NOT NULL DEFAULT 0,"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  labels TEXT NOT NULL DEFAULT '{}',"
+    "  state TEXT NOT NULL CHECK (state IN "
+    "    ('PENDING','RUNNING','COMPLETED','FAILED','CANCELLED','TIMEOUT')),"
+    "  reason TEXT,"
+    "  submit_time_ns INTEGER NOT NULL,"
+    "  start_time_ns INTEGER NOT NULL DEFAULT 0,"
+    "  end_time_ns INTEGER NOT NULL DEFAULT 0,"
+    "  update_time_ns INTEGER NOT NULL,"
+    "  run TEXT, estimate TEXT, options TEXT,"
+    "  uid INTEGER, gid INTEGER, user TEXT, grp TEXT, account TEXT,"
+    "  reconfig TEXT"
+    ");"
+    "INSERT INTO jobs_new SELECT * FROM jobs;"
+    "DROP TABLE jobs;"
+    "ALTER TABLE jobs_new RENAME TO jobs;"
+    "CREATE INDEX jobs_by_state ON jobs(state, id);"
+    "CREATE UNIQUE INDEX jobs_by_submit_id ON jobs(ifnull(uid, -1), submit_id);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -97,6 +134,36 @@ static int user_version(sqlite3 *db, int *out, loom_err_t *err)
     return LOOM_OK;
 }
 
+static int pragma_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Migration v + 1 with its user_version bump, in one transaction. */
+static int migrate_one(sqlite3 *db, int v, loom_err_t *err)
+{
+    char *msg = NULL;
+    char bump[64];
+    snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(db, bump, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+        loom_err_set(err, LOOM_EIO, "migration %d: %s", v + 1, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return LOOM_EIO;
+    }
+    return LOOM_OK;
+}
+
 int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err)
 {
     int target = upto > 0 && upto < NMIGRATIONS ? upto : NMIGRATIONS;
@@ -108,19 +175,15 @@ int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err)
                             "the database has schema version %d but this loom knows only up to %d "
                             "(written by a newer loom?)",
                             v, NMIGRATIONS);
-    for (; v < target; v++) {
-        char *msg = NULL;
-        char bump[64];
-        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-        if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
-            sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
-            sqlite3_exec(db, bump, NULL, NULL, &msg) != SQLITE_OK ||
-            sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-            loom_err_set(err, LOOM_EIO, "migration %d: %s", v + 1, msg ? msg : sqlite3_errmsg(db));
-            sqlite3_free(msg);
-            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-            return LOOM_EIO;
-        }
-    }
-    return LOOM_OK;
+    /* A migration that rebuilds a table needs foreign keys off, which
+     * only works outside a transaction; they are put back as they were. */
+    int fk = pragma_int(db, "PRAGMA foreign_keys");
+    if (v < target)
+        sqlite3_exec(db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
+    int rc = LOOM_OK;
+    for (; v < target && rc == LOOM_OK; v++)
+        rc = migrate_one(db, v, err);
+    if (fk == 1)
+        sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+    return rc;
 }

@@ -352,11 +352,13 @@ static int run_submit(loom_store_t *s, op_t *o, int64_t now)
     if (rc != SQLITE_DONE)
         return rc;
     if (sqlite3_changes(s->wdb) == 0) {
-        /* ON CONFLICT(submit_id) DO NOTHING: the key exists (committed, or
-         * earlier in this transaction); answer with that job. */
+        /* ON CONFLICT DO NOTHING: the key (owner, submit_id) exists
+         * (committed, or earlier in this transaction); answer with that
+         * job, which is the same owner's. */
         sqlite3_stmt *q = s->sel_submit_w;
         sqlite3_reset(q);
         sqlite3_bind_text(q, 1, j->submit_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, j->uid >= 0 ? j->uid : -1);
         rc = sqlite3_step(q);
         if (rc != SQLITE_ROW) {
             sqlite3_reset(q);
@@ -1249,6 +1251,9 @@ int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, l
 {
     if (id <= 0)
         return loom_err_set(err, LOOM_EINVAL, "update of job %lld: bad id", (long long)id);
+    int rc = u->name ? loom_job_name_check(u->name, err) : LOOM_OK;
+    if (rc != LOOM_OK)
+        return rc;
     op_t *o = calloc(1, sizeof *o);
     if (!o)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
@@ -1289,8 +1294,9 @@ void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ct
 
 /* ----------------------------------------------------------------- reads */
 
-static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text, loom_job_t *out,
-                   loom_err_t *err)
+/* One job by id, or by text (?1) and owner uid (?2, -1: none). */
+static int get_keyed(loom_store_t *s, const char *sql, int64_t id, const char *text, int64_t uid,
+                     loom_job_t *out, loom_err_t *err)
 {
     pthread_mutex_lock(&s->rmu);
     sqlite3_stmt *st;
@@ -1299,9 +1305,10 @@ static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *tex
         rc = loom_err_set(err, LOOM_EIO, "reading job: %s", sqlite3_errmsg(s->rdb));
         goto out;
     }
-    if (text)
+    if (text) {
         sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-    else
+        sqlite3_bind_int64(st, 2, uid);
+    } else
         sqlite3_bind_int64(st, 1, id);
     int r = sqlite3_step(st);
     if (r == SQLITE_ROW)
@@ -1317,16 +1324,23 @@ out:
     return rc;
 }
 
+static int get_one(loom_store_t *s, const char *sql, int64_t id, const char *text, loom_job_t *out,
+                   loom_err_t *err)
+{
+    return get_keyed(s, sql, id, text, -1, out, err);
+}
+
 int loom_store_get(loom_store_t *s, int64_t id, loom_job_t *out, loom_err_t *err)
 {
     return get_one(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1", id, NULL, out, err);
 }
 
-int loom_store_get_by_submit_id(loom_store_t *s, const char *submit_id, loom_job_t *out,
-                                loom_err_t *err)
+int loom_store_get_by_submit_id(loom_store_t *s, int64_t uid, const char *submit_id,
+                                loom_job_t *out, loom_err_t *err)
 {
-    return get_one(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1", 0, submit_id, out,
-                   err);
+    return get_keyed(
+        s, "SELECT " JOB_COLUMNS " FROM jobs WHERE ifnull(uid, -1) = ?2 AND submit_id = ?1", 0,
+        submit_id, uid >= 0 ? uid : -1, out, err);
 }
 
 int loom_store_events(loom_store_t *s, int64_t id, loom_job_event_t **out, size_t *n,
@@ -1608,14 +1622,15 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
                    "state, submit_time_ns, update_time_ns, estimate, options, uid, gid, user, grp, "
                    "account, reconfig) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
                    "'PENDING',?14,?14,?15,?16,?17,?18,?19,?20,?21,?22) "
-                   "ON CONFLICT(submit_id) DO NOTHING",
+                   "ON CONFLICT DO NOTHING",
                    &s->ins_job, err)) ||
         (rc = prep(s->wdb,
                    "INSERT INTO job_events (job_id, seq, time_ns, from_state, to_state, reason) "
                    "VALUES (?1, COALESCE((SELECT max(seq) + 1 FROM job_events WHERE job_id = ?1), "
                    "0), ?2, ?3, ?4, ?5)",
                    &s->ins_event, err)) ||
-        (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE submit_id = ?1",
+        (rc = prep(s->wdb,
+                   "SELECT " JOB_COLUMNS " FROM jobs WHERE ifnull(uid, -1) = ?2 AND submit_id = ?1",
                    &s->sel_submit_w, err)) ||
         (rc = prep(s->wdb, "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1", &s->sel_id_w, err)) ||
         (rc = prep(s->wdb,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "daemon/authz.h"
 #include "daemon/identity.h"
 #include "daemon/methods.h"
 #include "daemon/quota.h"
@@ -51,6 +52,7 @@ static int setup(void **state)
     f->m = (loomd_methods_t){.store = f->store, .info = &f->info, .ident = f->ident};
     assert_int_equal(loom_rpc_dispatcher_new(NULL, &f->disp, &err), LOOM_OK);
     assert_int_equal(loomd_methods_add(f->disp, &f->m, &err), LOOM_OK);
+    assert_int_equal(loomd_authz_install(f->disp, &f->m, &err), LOOM_OK); /* as loomd */
     /* uids that are neither root nor this process's */
     uid_t base = geteuid() == 0 ? 51000 : geteuid() + 51000;
     person(&f->ana, base + 1, base + 1, "ana", false);
@@ -235,6 +237,180 @@ static void test_quotas(void **state)
     json_decref(r);
 }
 
+static const char *error_message(json_t *resp)
+{
+    return json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+}
+
+static json_t *job_of(json_t *resp)
+{
+    return json_object_get(json_object_get(resp, "result"), "job");
+}
+
+/* Finding 2: job.update, job.hold, job.release and job.requeue refuse
+ * another user's job (-32008) and change nothing; the owner and an operator
+ * may; a refused call shows none of the job's options. */
+static void test_queue_methods_owner_only(void **state)
+{
+    fixture_t *f = *state;
+    int64_t id = submit_as(f, &f->ana, ",\"options\":{\"workdir\":\"/home/ana/private\"}");
+    char p[128];
+    snprintf(p, sizeof p, "{\"id\":%lld}", (long long)id);
+    char upd[160];
+    snprintf(upd, sizeof upd, "{\"id\":%lld,\"name\":\"x\",\"priority\":-1000,\"time_limit\":1}",
+             (long long)id);
+    const char *methods[] = {"job.update", "job.hold", "job.release", "job.requeue"};
+    for (int i = 0; i < 4; i++) {
+        json_t *r = call_as(f, &f->bo, methods[i], i == 0 ? upd : p);
+        assert_int_equal(error_code(r), -32008);
+        char *text = json_dumps(r, 0);
+        assert_null(strstr(text, "/home/ana")); /* leaked by nothing */
+        free(text);
+        json_decref(r);
+    }
+    json_t *r = call_as(f, &f->ana, "job.get", p);
+    json_t *j = job_of(r);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "j");
+    assert_int_equal(json_integer_value(json_object_get(j, "priority")), 0);
+    assert_null(json_object_get(json_object_get(j, "options"), "hold"));
+    json_decref(r);
+    /* the owner and an operator may */
+    r = call_as(f, &f->ana, "job.hold", p);
+    assert_int_equal(error_code(r), 0);
+    json_decref(r);
+    r = call_as(f, &f->op, "job.release", p);
+    assert_int_equal(error_code(r), 0);
+    json_decref(r);
+}
+
+/* Finding 2: a rename passes job.submit's name checks, so "%x" in an
+ * output pattern cannot leave its directory nor carry terminal controls. */
+static void test_update_name_checked(void **state)
+{
+    fixture_t *f = *state;
+    int64_t id = submit_as(f, &f->ana, NULL);
+    const char *bad[] = {"../private/x",      "a/b",        "..", "x\\u001b]0;pwned\\u0007",
+                         "evil\\u202etxt.sh", "bell\\u0007"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "{\"id\":%lld,\"name\":\"%s\"}", (long long)id, bad[i]);
+        json_t *r = call_as(f, &f->ana, "job.update", p);
+        assert_int_equal(error_code(r), -32602);
+        assert_non_null(strstr(error_message(r), "name: "));
+        json_decref(r);
+        /* and job.submit says the same */
+        snprintf(p, sizeof p, "{\"name\":\"%s\",\"script\":\"true\"}", bad[i]);
+        r = call_as(f, &f->ana, "job.submit", p);
+        assert_int_equal(error_code(r), -32602);
+        json_decref(r);
+    }
+    char p[96];
+    snprintf(p, sizeof p, "{\"id\":%lld,\"name\":\"train-2.v1\"}", (long long)id);
+    json_t *r = call_as(f, &f->ana, "job.update", p);
+    assert_int_equal(error_code(r), 0);
+    assert_string_equal(json_string_value(json_object_get(job_of(r), "name")), "train-2.v1");
+    json_decref(r);
+}
+
+/* Finding 2: requeue never runs a COMPLETED job again, whoever asks. */
+static void test_requeue_completed_refused(void **state)
+{
+    fixture_t *f = *state;
+    int64_t id = submit_as(f, &f->ana, NULL);
+    loom_err_t err;
+    assert_int_equal(loom_store_transition(f->store, id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, NULL,
+                                           NULL, NULL, &err),
+                     LOOM_OK);
+    assert_int_equal(loom_store_transition(f->store, id, LOOM_JOB_RUNNING, LOOM_JOB_COMPLETED, NULL,
+                                           NULL, NULL, &err),
+                     LOOM_OK);
+    char p[64];
+    snprintf(p, sizeof p, "{\"id\":%lld}", (long long)id);
+    const loom_auth_identity_t *who[] = {&f->ana, &f->op};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = call_as(f, who[i], "job.requeue", p);
+        assert_int_equal(error_code(r), -32002);
+        assert_non_null(strstr(error_message(r), "COMPLETED"));
+        json_decref(r);
+    }
+    json_t *r = call_as(f, &f->ana, "job.get", p);
+    assert_string_equal(json_string_value(json_object_get(job_of(r), "state")), "COMPLETED");
+    json_decref(r);
+}
+
+/* Finding 7: an array counts as its tasks against pending=N, and
+ * job.update's time limit passes the same quota as job.submit's. */
+static void test_quotas_count_what_is_created(void **state)
+{
+    fixture_t *f = *state;
+    loom_err_t err;
+    static loomd_quotas_t qs;
+    memset(&qs, 0, sizeof qs);
+    assert_int_equal(loomd_quota_parse("user:bo=pending=5", &qs, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_parse("account:ana=time=1h", &qs, &err), LOOM_OK);
+    f->m.quotas = &qs;
+    json_t *r = call_as(f, &f->bo, "job.submit",
+                        "{\"name\":\"a\",\"script\":\"x\",\"options\":{\"array\":\"0-99999\"}}");
+    assert_int_equal(error_code(r), -32009);
+    assert_non_null(strstr(error_message(r), "pending jobs 100000, the most allowed is 5"));
+    json_decref(r);
+    r = call_as(f, &f->bo, "job.submit",
+                "{\"name\":\"a\",\"script\":\"x\",\"options\":{\"array\":\"0-3\"}}");
+    assert_int_equal(error_code(r), 0);
+    json_decref(r);
+    r = call_as(f, &f->bo, "job.submit",
+                "{\"name\":\"a\",\"script\":\"x\",\"options\":{\"array\":\"0-1\"}}");
+    assert_int_equal(error_code(r), -32009);
+    json_decref(r);
+    int64_t n;
+    assert_int_equal(loom_store_count_pending(f->store, f->bo.uid, NULL, &n, &err), LOOM_OK);
+    assert_int_equal(n, 4);
+    /* ana's held job: a year's time limit is refused as at submit, 30 min is not */
+    int64_t id = submit_as(f, &f->ana, ",\"time_limit\":600,\"options\":{\"hold\":true}");
+    char p[96];
+    snprintf(p, sizeof p, "{\"id\":%lld,\"time_limit\":31622400}", (long long)id);
+    r = call_as(f, &f->ana, "job.update", p);
+    assert_int_equal(error_code(r), -32009);
+    assert_non_null(strstr(error_message(r), "time limit too long"));
+    json_decref(r);
+    snprintf(p, sizeof p, "{\"id\":%lld,\"time_limit\":1800}", (long long)id);
+    r = call_as(f, &f->ana, "job.update", p);
+    assert_int_equal(error_code(r), 0);
+    assert_int_equal(json_integer_value(json_object_get(job_of(r), "time_limit")), 1800);
+    json_decref(r);
+}
+
+/* Finding 8: submit_id is keyed by owner: ana's replay of bo's id makes
+ * her own job and reveals nothing of his; his replay still finds his. */
+static void test_submit_id_per_user(void **state)
+{
+    fixture_t *f = *state;
+    const char *p = "{\"name\":\"j\",\"script\":\"x\",\"submit_id\":\"bo-1\"}";
+    json_t *r = call_as(f, &f->bo, "job.submit", p);
+    int64_t bos = json_integer_value(json_object_get(json_object_get(r, "result"), "id"));
+    json_decref(r);
+    r = call_as(f, &f->ana, "job.submit", p);
+    json_t *res = json_object_get(r, "result");
+    int64_t anas = json_integer_value(json_object_get(res, "id"));
+    assert_true(json_is_true(json_object_get(res, "created")));
+    assert_true(anas != bos);
+    json_decref(r);
+    char g[64];
+    snprintf(g, sizeof g, "{\"id\":%lld}", (long long)anas);
+    r = call_as(f, &f->ana, "job.get", g);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(job_of(r), "owner"), "user")), "ana");
+    json_decref(r);
+    r = call_as(f, &f->bo, "job.submit", p);
+    res = json_object_get(r, "result");
+    assert_int_equal(json_integer_value(json_object_get(res, "id")), bos);
+    assert_true(json_is_false(json_object_get(res, "created")));
+    json_decref(r);
+    r = call_as(f, &f->ana, "job.submit", p);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "result"), "id")), anas);
+    json_decref(r);
+}
+
 static void test_options(void **state)
 {
     (void)state;
@@ -259,6 +435,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_owner_from_the_caller, setup, teardown),
         cmocka_unit_test_setup_teardown(test_others_cannot_act, setup, teardown),
         cmocka_unit_test_setup_teardown(test_root_and_accounts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_methods_owner_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_name_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_requeue_completed_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quotas_count_what_is_created, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_submit_id_per_user, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,7 +44,7 @@ static void test_parse_running(void **state)
     static loomd_quotas_t only;
     memset(&only, 0, sizeof only);
     assert_int_equal(loomd_quota_parse("*=gpus=1,running=1", &only, &err), LOOM_OK);
-    assert_int_equal(loomd_quota_check(&only, NULL, &who, "vision", 0, &data, &err), LOOM_OK);
+    assert_int_equal(loomd_quota_check(&only, NULL, &who, "vision", 0, 1, &data, &err), LOOM_OK);
     assert_null(data);
 }
 

@@ -673,7 +673,7 @@ static void reopen_and_close_drains(void **state)
     int64_t again = submit_named(s, "other name", "key-a");
     assert_int_equal(again, a);
     loom_job_t job;
-    assert_int_equal(loom_store_get_by_submit_id(s, "key-a", &job, &err), LOOM_OK);
+    assert_int_equal(loom_store_get_by_submit_id(s, -1, "key-a", &job, &err), LOOM_OK);
     assert_string_equal(job.name, "a");
     assert_int_equal(job.state, LOOM_JOB_CANCELLED);
     loom_job_free(&job);
