@@ -322,6 +322,14 @@ bool loom_utf8_valid(const char *s, size_t len);
  * (U+2028, U+2029). Returns the byte offset of the first offender, or len
  * when the text is fine; invalid UTF-8 gives the offset of the bad byte. */
 size_t loom_text_unsafe_at(const char *s, size_t len);
+/* The character at s[0..len) under that rule: 0 when it is safe (a tab
+ * is, here), else its length in bytes and *cp its code point (a byte that
+ * starts no valid character: 1, and the byte). */
+size_t loom_text_unsafe_char(const char *s, size_t len, unsigned *cp);
+/* Appends s[0..len) to out with every unsafe character shown escaped, a
+ * tab kept: C0 controls, DEL and stray bytes as \xHH ("\x1b"), others as
+ * \uXXXX ("\u202e"). For text a terminal shows (the CLI). */
+int loom_text_escape(loom_buf_t *out, const char *s, size_t len);
 
 #ifdef __cplusplus
 }

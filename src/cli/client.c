@@ -83,13 +83,75 @@ int loom_cli_exit_for_rpc(int rpc_code)
     }
 }
 
+static int cli_report(const char *cmd, const loom_cli_conn_t *conn,
+                      const loom_rpc_client_error_t *e, const char *msg);
+
+/* ------------------------------------------------- text for terminals */
+
+const char *loom_cli_safe(const char *s, loom_buf_t *out)
+{
+    loom_buf_reset(out);
+    if (!s || loom_text_escape(out, s, strlen(s)) != LOOM_OK || !out->data)
+        return "";
+    return out->data;
+}
+
+/* s escaped as a new JSON string, or NULL when nothing needs escaping. */
+static json_t *safe_string(const char *s, size_t len)
+{
+    if (loom_text_unsafe_at(s, len) == len)
+        return NULL;
+    loom_buf_t b = LOOM_BUF_INIT;
+    json_t *v = loom_text_escape(&b, s, len) == LOOM_OK && b.data ? json_string(b.data) : NULL;
+    loom_buf_free(&b);
+    return v ? v : json_string("?");
+}
+
+json_t *loom_cli_safe_tree(json_t *v)
+{
+    if (json_is_string(v)) {
+        json_t *s = safe_string(json_string_value(v), json_string_length(v));
+        if (!s)
+            return v;
+        json_decref(v);
+        return s;
+    }
+    if (json_is_array(v))
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_set_new(v, i, loom_cli_safe_tree(json_incref(json_array_get(v, i))));
+    if (json_is_object(v)) {
+        json_t *copy = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach(v, k, e)
+        {
+            json_t *key = safe_string(k, strlen(k));
+            json_object_set_new(copy, key ? json_string_value(key) : k,
+                                loom_cli_safe_tree(json_incref(e)));
+            json_decref(key);
+        }
+        json_decref(v);
+        return copy;
+    }
+    return v;
+}
+
 int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e)
+{
+    loom_buf_t b = LOOM_BUF_INIT; /* the server's message may carry a client's text */
+    int rc = cli_report(cmd, conn, e, loom_cli_safe(e->err.msg, &b));
+    loom_buf_free(&b);
+    return rc;
+}
+
+static int cli_report(const char *cmd, const loom_cli_conn_t *conn,
+                      const loom_rpc_client_error_t *e, const char *msg)
 {
     switch (e->kind) {
     case LOOM_RPC_FAIL_CONNECT:
     case LOOM_RPC_FAIL_TIMEOUT:
     case LOOM_RPC_FAIL_TRANSPORT:
-        fprintf(stderr, "loom %s: cannot reach loomd at %s: %s\n", cmd, conn->url, e->err.msg);
+        fprintf(stderr, "loom %s: cannot reach loomd at %s: %s\n", cmd, conn->url, msg);
         return LOOM_EXIT_CONNECT;
     case LOOM_RPC_FAIL_HTTP:
         if (e->http_status == 401 || e->http_status == 403) {
@@ -97,15 +159,15 @@ int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc
                     "loom %s: loomd at %s refused the request (%s): set LOOM_TOKEN or make "
                     "the token file $LOOM_STATE_DIR/token readable, or (a multi-user loomd) "
                     "check that munged runs here with the cluster's key\n",
-                    cmd, conn->url, e->err.msg);
+                    cmd, conn->url, msg);
             return LOOM_EXIT_CONNECT;
         }
-        fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
+        fprintf(stderr, "loom %s: %s\n", cmd, msg);
         return LOOM_EXIT_FAILURE;
     case LOOM_RPC_FAIL_RPC:
-        fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg);
+        fprintf(stderr, "loom %s: %s\n", cmd, msg);
         return loom_cli_exit_for_rpc(e->rpc_code);
-    default: fprintf(stderr, "loom %s: %s\n", cmd, e->err.msg); return LOOM_EXIT_FAILURE;
+    default: fprintf(stderr, "loom %s: %s\n", cmd, msg); return LOOM_EXIT_FAILURE;
     }
 }
 
@@ -233,14 +295,17 @@ int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(F
 
 /* A job's failure, without repeating its id when loomd's message already
  * starts with it ("job 999 not found", not "job 999: job 999 not found"). */
-static void report_failure(const char *cmd, int64_t id, const char *msg)
+static void report_failure(const char *cmd, int64_t id, const char *text)
 {
+    loom_buf_t b = LOOM_BUF_INIT; /* the message may carry a client's text */
+    const char *msg = loom_cli_safe(text, &b);
     char job[40];
     int n = snprintf(job, sizeof job, "job %lld", (long long)id);
     if (strncmp(msg, job, (size_t)n) == 0 && (msg[n] == ' ' || msg[n] == ':' || msg[n] == 0))
         fprintf(stderr, "loom %s: %s\n", cmd, msg);
     else
         fprintf(stderr, "loom %s: %s: %s\n", cmd, job, msg);
+    loom_buf_free(&b);
 }
 
 /* Sends one call per job in one batch (no retry: a repeat could turn a

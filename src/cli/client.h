@@ -39,6 +39,17 @@ int loom_cli_batch_per_job(const char *cmd, const char *method, const char *done
 /* Exit code and message for a failed call. */
 int loom_cli_report(const char *cmd, const loom_cli_conn_t *conn, const loom_rpc_client_error_t *e);
 
+/* Text from loomd, shown on a terminal (docs/security.md): s with every
+ * control, C1 and bidirectional-override character escaped ("\x1b",
+ * "\u202e"), in out (reset first); "" for NULL. */
+const char *loom_cli_safe(const char *s, loom_buf_t *out);
+/* A result about to be shown as text: every string and key in v escaped
+ * as loom_cli_safe does. Takes v's reference, returns the tree to use
+ * (v itself, or a copy for an object). Not for --json output (whose
+ * writer escapes the same characters as \uXXXX) nor for a job's own output
+ * (loom logs prints the job's bytes as they are). */
+json_t *loom_cli_safe_tree(json_t *v);
+
 /* Prints a JSON value, indented, with a newline. */
 void loom_cli_print_json(const json_t *v);
 /* Parses a command's --json and --help (getopt_long; optind then points at

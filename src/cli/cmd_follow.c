@@ -89,8 +89,11 @@ int loom_cmd_wait(int argc, char **argv)
         json_t *jobs = json_object_get(result, "jobs");
         if (as_json)
             loom_cli_print_json(jobs);
-        else
-            wait_print(jobs);
+        else {
+            json_t *safe = loom_cli_safe_tree(json_incref(jobs)); /* reasons escaped */
+            wait_print(safe);
+            json_decref(safe);
+        }
         rc = wait_status(jobs);
     }
     if (connected)

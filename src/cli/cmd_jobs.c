@@ -413,6 +413,7 @@ static int show_once(const query_t *q)
         loom_cli_print_json(out);
         json_decref(out);
     } else if (rc == LOOM_EXIT_OK) {
+        all = loom_cli_safe_tree(all); /* names, reasons, ... escaped (docs/security.md) */
         print_table(all, q->shown, q->nshown);
         if (!json_is_null(cursor) || more)
             printf("(more jobs; raise --limit, or --limit 0 for all)\n");

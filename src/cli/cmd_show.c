@@ -199,12 +199,17 @@ static void show(const json_t *j, const json_t *usage_now)
     }
     const char *script = json_string_value(json_object_get(j, "script"));
     printf("  script:\n");
+    loom_buf_t line = LOOM_BUF_INIT, safe = LOOM_BUF_INIT;
     for (const char *p = script ? script : ""; *p;) {
         const char *nl = strchr(p, '\n');
-        int n = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("    | %.*s\n", n, p);
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        loom_buf_reset(&line);
+        loom_buf_append(&line, p, n);
+        printf("    | %s\n", loom_cli_safe(line.data, &safe)); /* line by line, escaped */
         p += n + (nl ? 1 : 0);
     }
+    loom_buf_free(&line);
+    loom_buf_free(&safe);
 }
 
 int loom_cmd_show(int argc, char **argv)
@@ -250,8 +255,17 @@ int loom_cmd_show(int argc, char **argv)
         return rc;
     if (as_json)
         loom_cli_print_json(json_object_get(result, "job"));
-    else
-        show(json_object_get(result, "job"), usage);
+    else {
+        /* every text of the job shown escaped (docs/security.md); the
+         * script line by line, in show */
+        json_t *job = json_object_get(result, "job");
+        json_t *script = json_incref(json_object_get(job, "script"));
+        job = loom_cli_safe_tree(json_incref(job));
+        if (script)
+            json_object_set_new(job, "script", script);
+        show(job, usage);
+        json_decref(job);
+    }
     json_decref(usage);
     json_decref(result);
     return LOOM_EXIT_OK;

@@ -104,7 +104,7 @@ int loom_cmd_usage(int argc, char **argv)
         if (as_json)
             loom_cli_print_json(r);
         else
-            print_rows(r);
+            print_rows(r = loom_cli_safe_tree(r));
     }
     json_decref(r);
     json_decref(params);

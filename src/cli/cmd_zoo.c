@@ -183,6 +183,7 @@ static int do_list(loom_zoo_t *z, const zargs_t *a)
     if (a->json) {
         loom_cli_print_json(arr);
     } else {
+        arr = loom_cli_safe_tree(arr); /* names, tasks, metrics escaped (docs/security.md) */
         printf("%-5s %-24s %-12s %-10s %8s %6s %9s\n", "ID", "NAME", "TASK", "METRIC", "VALUE",
                "LAYERS", "PARAMS");
         size_t i;
@@ -220,6 +221,7 @@ static int do_show_rm(loom_zoo_t *z, const char *cmd, const char *arg, const zar
     if (e && a->json) {
         loom_cli_print_json(e);
     } else if (e) {
+        e = loom_cli_safe_tree(e);
         const char *k;
         json_t *v;
         json_object_foreach(e, k, v)
@@ -253,6 +255,7 @@ static int do_match(loom_zoo_t *z, const char *model, const zargs_t *a)
     if (a->json) {
         loom_cli_print_json(res);
     } else {
+        res = loom_cli_safe_tree(res);
         size_t i;
         json_t *e;
         printf("%-5s %-24s %-12s %10s %8s\n", "ID", "NAME", "TASK", "SIMILARITY", "METRIC");
@@ -294,6 +297,7 @@ static int do_warm(loom_zoo_t *z, const char *model, const zargs_t *a)
     if (a->json) {
         loom_cli_print_json(rep);
     } else {
+        rep = loom_cli_safe_tree(rep);
         printf("parent %lld (%s), similarity %.4f, %lld of %lld layers mapped, %lld tensors "
                "copied, %lld widened, %lld deepened; match %.3f s, transform %.3f s -> %s\n",
                (long long)json_integer_value(json_object_get(rep, "parent")),

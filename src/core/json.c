@@ -233,9 +233,19 @@ static int write_string(loom_buf_t *b, const char *s, size_t len)
         case '\n': rc = loom_buf_append_str(b, "\\n"); break;
         case '\t': rc = loom_buf_append_str(b, "\\t"); break;
         case '\r': rc = loom_buf_append_str(b, "\\r"); break;
-        default:
-            rc = c < 0x20 || c == 0x7f ? loom_buf_appendf(b, "\\u%04x", c)
-                                       : loom_buf_append_char(b, (char)c);
+        default: {
+            /* C1 and bidirectional controls as \uXXXX too: the same text,
+             * but nothing a terminal acts on (docs/security.md) */
+            unsigned cp;
+            size_t n = c >= 0x80 ? loom_text_unsafe_char(s + i, len - i, &cp) : 0;
+            if (n > 1) {
+                rc = loom_buf_appendf(b, "\\u%04x", cp);
+                i += n - 1;
+            } else {
+                rc = c < 0x20 || c == 0x7f ? loom_buf_appendf(b, "\\u%04x", c)
+                                           : loom_buf_append_char(b, (char)c);
+            }
+        }
         }
     }
     return rc ? rc : loom_buf_append_char(b, '"');

@@ -4,7 +4,9 @@
  * sequences), C1 (U+009B is a one-character CSI on many terminals, U+0085
  * a newline) and Unicode's bidirectional controls (U+202E reverses what
  * follows, "Trojan Source"). All are refused rather than escaped, so what
- * is stored is what is shown. */
+ * is stored is what is shown; what reaches a terminal anyway (text stored
+ * before the rule, fields outside it) is shown escaped by the CLI
+ * (loom_text_escape) and by JSON output (\uXXXX). */
 #include "loom/core.h"
 
 /* Decodes the UTF-8 sequence at s[i] (already known valid). */
@@ -55,4 +57,40 @@ size_t loom_text_unsafe_at(const char *s, size_t len)
             return i;
     }
     return len;
+}
+
+size_t loom_text_unsafe_char(const char *s, size_t len, unsigned *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (len == 0)
+        return 0;
+    size_t n = seq_len(u[0]);
+    if (n == 0 || n > len || !loom_utf8_valid(s, n)) {
+        *cp = u[0];
+        return 1; /* a byte that starts no character: shown as itself, escaped */
+    }
+    unsigned c = decode(u, 0, &n);
+    if (!unsafe(c) || c == '\t')
+        return 0;
+    *cp = c;
+    return n;
+}
+
+int loom_text_escape(loom_buf_t *out, const char *s, size_t len)
+{
+    int rc = LOOM_OK;
+    for (size_t i = 0; i < len && rc == LOOM_OK;) {
+        unsigned cp;
+        size_t n = loom_text_unsafe_char(s + i, len - i, &cp);
+        if (n == 0) { /* a safe character: copied whole */
+            size_t k = seq_len((unsigned char)s[i]);
+            rc = loom_buf_append(out, s + i, k);
+            i += k;
+            continue;
+        }
+        /* one byte: a C0 control, DEL or a stray byte; else a character */
+        rc = loom_buf_appendf(out, n == 1 ? "\\x%02x" : "\\u%04x", cp);
+        i += n;
+    }
+    return rc;
 }

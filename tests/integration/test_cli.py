@@ -108,6 +108,30 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 4)
         self.assertIn("not found", err)
 
+    def test_terminal_text_escaped(self):
+        """Issue 30 finding 10: text loomd hands back that a client set
+        (here options a job file may carry: comment, env, output) reaches
+        the terminal escaped in loom show, and --json escapes the same
+        characters as \\uXXXX; loom logs is left alone (the job's bytes)."""
+        c = self.d.client()
+        hostile = "x\x1b]0;pwned\x07 \u202eevil\x9b2J"
+        r = c.call("job.submit", {"name": "esc", "script": "true", "options": {
+            "comment": hostile, "env": ["A=" + hostile], "output": "/tmp/" + hostile}})
+        jid = r["id"]
+        raw = [b"\x1b", b"\x07", "\u202e".encode(), "\x9b".encode()]
+        p = subprocess.run([LOOM, "show", str(jid)], capture_output=True, timeout=60,
+                           env={"LOOM_STATE_DIR": self.d.state_dir, "PATH": os.environ["PATH"]})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for b in raw:
+            self.assertNotIn(b, p.stdout)
+        self.assertIn(b"x\\x1b]0;pwned\\x07 \\u202eevil\\u009b2J", p.stdout)
+        p = subprocess.run([LOOM, "show", str(jid), "--json"], capture_output=True, timeout=60,
+                           env={"LOOM_STATE_DIR": self.d.state_dir, "PATH": os.environ["PATH"]})
+        for b in raw:
+            self.assertNotIn(b, p.stdout)
+        self.assertEqual(json.loads(p.stdout)["options"]["comment"], hostile)  # the same text
+        c.call("job.cancel", {"id": jid})
+
     def test_info_and_transports(self):
         rc, out, err = self.loom("info")
         self.assertEqual(rc, 0, err)

@@ -257,8 +257,8 @@ static void test_doc_table(void **state)
     const char *begin = strstr(doc, "<!-- authz-table begin");
     const char *end = strstr(doc, "<!-- authz-table end -->");
     begin = begin ? strchr(begin, '\n') : NULL;
-    bool same = begin && end && (size_t)(end - begin - 1) == t.len &&
-                memcmp(begin + 1, t.data, t.len) == 0;
+    bool same =
+        begin && end && (size_t)(end - begin - 1) == t.len && memcmp(begin + 1, t.data, t.len) == 0;
     loom_buf_free(&t);
     if (!same)
         fail_msg("docs/security.md's table differs from authz.c's: put the output of "

@@ -4,9 +4,11 @@
  * window, a running job counted up to now, filters. */
 #include <math.h>
 #include <stdio.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "loom/store.h"
+#include "store/store_int.h"
 #include "store_fixture.h"
 
 static int64_t submit(loom_store_t *s, const char *user, const char *account, int64_t gpus,
@@ -129,11 +131,79 @@ static void test_usage(void **state)
     loom_store_close(s);
 }
 
+/* Finding 8 (issue 30): submit_id is keyed by owner. Schema 8 rebuilds
+ * the jobs table: a database of schema 7 keeps its jobs, their events and
+ * their submit_ids, and afterwards the same submit_id of two owners is two
+ * jobs, while the same owner's replay answers with the first. */
+static int64_t submit_keyed(loom_store_t *s, int64_t uid, const char *key, bool *created)
+{
+    loom_job_spec_t spec;
+    loom_job_spec_init(&spec);
+    spec.name = "k";
+    spec.script = "true";
+    spec.submit_id = key;
+    if (uid >= 0) {
+        spec.has_owner = true;
+        spec.uid = spec.gid = uid;
+        spec.user = spec.group = uid == 1000 ? "ana" : "bo";
+    }
+    loom_job_t j;
+    loom_err_t err;
+    if (loom_store_submit(s, &spec, &j, created, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    int64_t id = j.id;
+    loom_job_free(&j);
+    return id;
+}
+
+static void test_submit_id_per_owner(void **state)
+{
+    (void)state;
+    sqlite3 *db;
+    loom_err_t err;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(loom_store_migrate(db, 7, &err), LOOM_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO jobs (submit_id, name, script, format, cpus, state, "
+                                  "submit_time_ns, update_time_ns, uid, gid, user, grp) VALUES "
+                                  "('k1', 'old', 'true', 'batch', 1, 'PENDING', 1, 1, 1001, 1001, "
+                                  "'bo', 'bo');"
+                                  "INSERT INTO job_events VALUES (1, 0, 1, NULL, 'PENDING', NULL);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    loom_store_t *s = open_store();
+    assert_int_equal(loom_store_schema_version(s), loom_store_schema_latest());
+    loom_job_event_t *ev;
+    size_t nev;
+    assert_int_equal(loom_store_events(s, 1, &ev, &nev, &err), LOOM_OK);
+    assert_int_equal(nev, 1);
+    loom_store_events_free(ev, nev);
+    bool created;
+    assert_int_equal(submit_keyed(s, 1001, "k1", &created), 1); /* bo's replay: his job */
+    assert_false(created);
+    int64_t anas = submit_keyed(s, 1000, "k1", &created); /* ana's: her own */
+    assert_true(created);
+    assert_int_not_equal(anas, 1);
+    assert_int_equal(submit_keyed(s, 1000, "k1", &created), anas);
+    assert_false(created);
+    int64_t none = submit_keyed(s, -1, "k1", &created); /* no owner: a namespace too */
+    assert_true(created);
+    assert_int_equal(submit_keyed(s, -1, "k1", &created), none);
+    loom_job_t j;
+    assert_int_equal(loom_store_get_by_submit_id(s, 1000, "k1", &j, &err), LOOM_OK);
+    assert_int_equal(j.id, anas);
+    loom_job_free(&j);
+    assert_int_equal(loom_store_get_by_submit_id(s, 1002, "k1", &j, &err), LOOM_ENOTFOUND);
+    loom_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_owner_round_trip, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_submit_id_per_owner, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
