@@ -359,9 +359,10 @@ class Client:
         return self._job_call("job.release", job_id)
 
     def requeue(self, job_id):
-        """job.requeue: an ended job goes back to PENDING; a RUNNING one is
-        stopped first (the Job returned is still RUNNING then).
-        loom.InvalidState for a PENDING job."""
+        """job.requeue: a FAILED, CANCELLED or TIMEOUT job goes back to
+        PENDING; a RUNNING one is stopped first (the Job returned is still
+        RUNNING then). loom.InvalidState for a PENDING or COMPLETED job (a
+        completed job is never run again: submit it again)."""
         return self._job_call("job.requeue", job_id)
 
     def update(self, job_id, *, name=None, time=None, priority=None):

@@ -20,8 +20,9 @@ static const verb_t verbs[] = {
      "(sbatch --hold submits a job held)."},
     {"release", "job.release", "Released", "Releases held jobs: they are scheduled again."},
     {"requeue", "job.requeue", "Requeued",
-     "Puts jobs back in the queue: a running job is stopped and queued again, an ended\n"
-     "one is queued again (a new attempt). A pending job is an error."},
+     "Puts jobs back in the queue: a running job is stopped and queued again; a FAILED,\n"
+     "CANCELLED or TIMEOUT one is queued again (a new attempt). A pending or COMPLETED\n"
+     "job is an error (a completed job is never run twice: submit it again)."},
 };
 
 static void usage(FILE *f, const verb_t *v)

@@ -184,12 +184,21 @@ def queue_methods(c, tcp, tmp):
     check(job.state == "PENDING" and not job.raw["options"].get("hold"), "release: unheld")
     c.cancel(later.id)
 
-    # requeue an ended job: PENDING again, then it runs a second time
-    job = c.requeue(h.id)
-    check(job.state == "PENDING", "requeue: an ended job is PENDING again")
-    job = c.wait(h.id, timeout=60)
-    check(job.state == "COMPLETED" and [e.to for e in job.events].count("RUNNING") == 2,
-          "requeue: it ran a second time")
+    # requeue of a COMPLETED job is refused (its work is never run twice);
+    # a FAILED job is queued again and runs a second time
+    e = expect(loom.InvalidState, c.requeue, h.id)
+    check(e.code == -32002 and "COMPLETED" in str(e), f"requeue of a COMPLETED job: {e}")
+    job = c.get(h.id)
+    check(job.state == "COMPLETED" and [e.to for e in job.events].count("RUNNING") == 1,
+          "requeue refused: the completed job ran once and stays COMPLETED")
+    f = c.submit("#!/bin/sh\necho failed-ran\nexit 3\n", name="fails")
+    job = c.wait(f.id, timeout=60)
+    check(job.state == "FAILED", f"a job that exits 3: {job.state}")
+    job = c.requeue(f.id)
+    check(job.state == "PENDING", "requeue: a FAILED job is PENDING again")
+    job = c.wait(f.id, timeout=60)
+    check(job.state == "FAILED" and [e.to for e in job.events].count("RUNNING") == 2,
+          "requeue: the FAILED job ran a second time")
 
     # an array: one job per task
     a = c.submit("#!/bin/sh\necho task-$LOOM_ARRAY_TASK_ID\n", name="arr", array="0-3")

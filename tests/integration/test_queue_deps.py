@@ -213,6 +213,15 @@ class QueueDeps(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("PENDING", err)
         self.loom("cancel", str(b))
+        c = self.submit("echo done >> completed.txt")
+        self.assertEqual(self.ended(c)["state"], "COMPLETED")
+        rc, _, err = self.loom("requeue", str(c))  # a completed job never runs twice
+        self.assertEqual(rc, 1, err)
+        self.assertIn("COMPLETED", err)
+        time.sleep(0.5)
+        self.assertEqual(self.job(c)["state"], "COMPLETED")
+        with open(os.path.join(self.tmp, "completed.txt")) as f:
+            self.assertEqual(f.read(), "done\n")
 
     def test_array_throttle_env(self):
         out = os.path.join(self.tmp, "arr")
