@@ -178,7 +178,7 @@ static int run_baseline(const loom_gen_source_t *src, double rate, uint64_t coun
             break;
         loom_gen_job_t job = {.index = i};
         job.choice = loom_rng_weighted(&crng, src->weights, src->n);
-        loom_gen_submit_id(1, tag, i, job.submit_id);
+        loom_gen_submit_id(1, tag, 0, i, job.submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
         loom_err_t err;
@@ -533,7 +533,7 @@ int main(int argc, char **argv)
         int64_t r0 = loom_time_mono_ns();
         for (uint64_t i = 0; i < RENDER_N; i++) {
             loom_gen_job_t job = {.index = i, .choice = i % ms->n};
-            loom_gen_submit_id(1, NULL, i, job.submit_id);
+            loom_gen_submit_id(1, NULL, 0, i, job.submit_id);
             loom_rng_t rng;
             loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + i);
             if (ms->make(ms->ctx, &job, &rng, &err) != LOOM_OK) {

@@ -465,6 +465,7 @@ typedef struct loom_gen_config {
     loom_gen_arrivals_config_t arrivals;
     uint64_t seed;
     const char *run_tag; /* mixed into submit_id (NULL: none) */
+    uint64_t run_nonce;  /* mixed into submit_id; `loom gen` draws a random one per run */
     uint64_t count;      /* stop after this many arrivals (0: no limit) */
     int64_t duration_ns; /* stop at the first arrival due at or after (0: none) */
     unsigned window;     /* in-flight bound (0: 1024) */
@@ -518,9 +519,12 @@ typedef struct loom_gen_given {
  * hold, else what is wrong, in the options' words. */
 const char *loom_gen_check_options(const loom_gen_config_t *cfg, const loom_gen_given_t *given);
 
-/* submit_id of job index in a run: "g" + 16 hex digits of a hash of seed
- * and run_tag + "-" + index. Same inputs, same id, on any machine. */
-void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t index, char out[64]);
+/* submit_id of job index in a run: "g" + 16 hex digits of a hash of seed,
+ * run_tag and the run's nonce + "-" + index. Same inputs, same id, on any
+ * machine; a random nonce keeps the ids of a run unpredictable from seed,
+ * tag and index (another user could otherwise claim them first). */
+void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t nonce, uint64_t index,
+                        char out[64]);
 
 /* Runs the generator to the end (count, duration or end of trace). Fills
  * report (free it with loom_gen_report_free) even when it fails: a broken

@@ -35,6 +35,8 @@ static void usage(FILE *f)
         "  --count N             stop after N jobs\n"
         "  --seed S              seed of every random choice (default: random, printed)\n"
         "  --run-tag TAG         mixed into submit ids (runs with one seed stay apart)\n"
+        "  --run-nonce N         mixed into submit ids (default: random, printed); an earlier\n"
+        "                        run's nonce resends that run's ids\n"
         "jobs:\n"
         "  --template-kind K     slurm (default), k8s or local: the shipped template used\n"
         "                        for every job (default: the job's own, else slurm)\n"
@@ -84,6 +86,7 @@ enum {
     OPT_COUNT,
     OPT_SEED,
     OPT_RUN_TAG,
+    OPT_RUN_NONCE,
     OPT_KIND,
     OPT_TEMPLATE,
     OPT_TEMPLATES,
@@ -131,12 +134,12 @@ static void print_summary(FILE *f, const loom_gen_report_t *r, const loom_gen_so
                           const loom_gen_config_t *cfg)
 {
     fprintf(f,
-            "generated %llu jobs (%s, seed %llu) in %.3f s: sent %llu, ok %llu, failed %llu, "
-            "dropped %llu\n",
+            "generated %llu jobs (%s, seed %llu, run nonce %llu) in %.3f s: sent %llu, ok %llu, "
+            "failed %llu, dropped %llu\n",
             (unsigned long long)r->scheduled, loom_gen_process_name(cfg->arrivals.process),
-            (unsigned long long)cfg->seed, (double)r->elapsed_ns / 1e9, (unsigned long long)r->sent,
-            (unsigned long long)r->ok, (unsigned long long)r->failed,
-            (unsigned long long)r->dropped);
+            (unsigned long long)cfg->seed, (unsigned long long)cfg->run_nonce,
+            (double)r->elapsed_ns / 1e9, (unsigned long long)r->sent, (unsigned long long)r->ok,
+            (unsigned long long)r->failed, (unsigned long long)r->dropped);
     if (r->stopped)
         fprintf(f, "stopped early by a signal\n");
     fprintf(f, "pacer: %s",
@@ -219,6 +222,7 @@ static const struct option gen_opts[] = {
     {"count", required_argument, NULL, OPT_COUNT},
     {"seed", required_argument, NULL, OPT_SEED},
     {"run-tag", required_argument, NULL, OPT_RUN_TAG},
+    {"run-nonce", required_argument, NULL, OPT_RUN_NONCE},
     {"template-kind", required_argument, NULL, OPT_KIND},
     {"template", required_argument, NULL, OPT_TEMPLATE},
     {"templates", required_argument, NULL, OPT_TEMPLATES},
@@ -247,7 +251,7 @@ typedef struct gen_args {
     const char *catalog_path, *rate_text, *trace_path, *trace_column;
     const char *template_path, *templates_dir, *out_dir, *submit_url;
     double time_scale;
-    bool have_seed, have_kind, json_out;
+    bool have_seed, have_nonce, have_kind, json_out;
     int sinks, sink_kind;
     char *sbatch_args[33];
     size_t nsbatch_args;
@@ -311,6 +315,11 @@ static int arrival_opt(gen_args_t *a, int c, loom_err_t *err)
         if (parse_u64(optarg, "--seed", INT64_MAX, &cfg->seed))
             return LOOM_EXIT_USAGE;
         a->have_seed = true;
+        break;
+    case OPT_RUN_NONCE:
+        if (parse_u64(optarg, "--run-nonce", INT64_MAX, &cfg->run_nonce))
+            return LOOM_EXIT_USAGE;
+        a->have_nonce = true;
         break;
     default: cfg->run_tag = optarg; break; /* OPT_RUN_TAG */
     }
@@ -440,6 +449,15 @@ static int gen_parse(gen_args_t *a, int argc, char **argv)
         if (getrandom(&a->cfg.seed, sizeof a->cfg.seed, 0) != sizeof a->cfg.seed)
             a->cfg.seed = (uint64_t)loom_time_real_ns();
         a->cfg.seed &= INT64_MAX; /* printable in JSON as a non-negative integer */
+    }
+    /* Each run's own: submit ids another user cannot compute from seed,
+     * tag and index (and so cannot claim before this run sends them). */
+    if (!a->have_nonce) {
+        if (getrandom(&a->cfg.run_nonce, sizeof a->cfg.run_nonce, 0) != sizeof a->cfg.run_nonce) {
+            fprintf(stderr, "loom gen: cannot draw the run nonce: %s\n", strerror(errno));
+            return LOOM_EXIT_FAILURE;
+        }
+        a->cfg.run_nonce &= INT64_MAX;
     }
     return GEN_GO_ON;
 }

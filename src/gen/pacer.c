@@ -85,12 +85,13 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t index, char out[64])
+void loom_gen_submit_id(uint64_t seed, const char *run_tag, uint64_t nonce, uint64_t index,
+                        char out[64])
 {
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over the tag */
     for (const char *p = run_tag ? run_tag : ""; *p; p++)
         h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    h = mix64(mix64(seed + 0x9E3779B97F4A7C15ULL) ^ h);
+    h = mix64(mix64(seed + 0x9E3779B97F4A7C15ULL) ^ h ^ mix64(nonce)); /* mix64(0) is 0 */
     snprintf(out, 64, "g%016llx-%llu", (unsigned long long)h, (unsigned long long)index);
 }
 
@@ -167,7 +168,8 @@ static void process_batch(engine_t *e, loom_gen_job_t **jobs, size_t n)
             loom_gen_job_fail(job, &err);
             continue;
         }
-        loom_gen_submit_id(e->cfg->seed, e->cfg->run_tag, job->index, job->submit_id);
+        loom_gen_submit_id(e->cfg->seed, e->cfg->run_tag, e->cfg->run_nonce, job->index,
+                           job->submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, e->cfg->seed, LOOM_GEN_STREAM_JOB + job->index);
         int rc = e->src->make ? e->src->make(e->src->ctx, job, &rng, &err) : LOOM_OK;

@@ -32,6 +32,7 @@ json_t *loom_gen_report_json(const loom_gen_report_t *r, const loom_gen_source_t
         json_object_set_new(o, "process",
                             json_string(loom_gen_process_name(cfg->arrivals.process)));
         json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
+        json_object_set_new(o, "run_nonce", json_integer((json_int_t)cfg->run_nonce));
     }
     json_object_set_new(o, "realtime", json_boolean(r->realtime));
     if (r->wake.n > 0 || r->spin_ns > 0) {

@@ -42,10 +42,15 @@ printf 't\n1\n\n2\nabc\n' >"$T/t.csv"
 expect_rc 5 "t.csv:5:1: 't' is 'abc'" -- "$LOOM" gen --catalog "$CAT" --process trace \
   --trace "$T/t.csv" --trace-column t --time-scale 0.001
 
-# a seed reproduces the jobs exactly; another seed does not
+# a seed reproduces the jobs exactly; another seed does not. Each run's
+# submit ids carry its own random nonce (issue 30 finding 8: not predictable
+# from seed, tag and index); --run-nonce of an earlier run gives its ids.
 for d in a b; do
   "$LOOM" gen --catalog "$CAT" --rate 5000/s --count 60 --seed 7 --out "$T/$d" --json >"$T/$d.json"
 done
+nonce=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_nonce"])' "$T/a.json")
+"$LOOM" gen --catalog "$CAT" --rate 5000/s --count 60 --seed 7 --run-nonce "$nonce" --out "$T/n" \
+  >/dev/null
 "$LOOM" gen --catalog "$CAT" --rate 5000/s --count 60 --seed 8 --out "$T/c" >/dev/null
 diff -r -x manifest.jsonl "$T/a" "$T/b" >/dev/null || fail "same seed, different scripts"
 diff -r -x manifest.jsonl "$T/a" "$T/c" >/dev/null && fail "another seed, same scripts"
@@ -57,13 +62,17 @@ def load(d):
     rows = [json.loads(l) for l in open(f"{t}/{d}/manifest.jsonl")]
     rows.sort(key=lambda r: r["index"])
     return rows
-a, b = load("a"), load("b")
+a, b, n = load("a"), load("b"), load("n")
 assert [r["index"] for r in a] == list(range(60)), "every index once"
-for x, y in zip(a, b):
-    for k in ("due_s", "job", "resources", "submit_id", "file"):
-        assert x[k] == y[k], (k, x, y)
+for x, y, z in zip(a, b, n):
+    for k in ("due_s", "job", "resources", "file"):
+        assert x[k] == y[k] == z[k], (k, x, y)
+    assert x["submit_id"] != y["submit_id"], ("same seed, same submit_id", x, y)
+    assert x["submit_id"] == z["submit_id"], ("--run-nonce: another submit_id", x, z)
     assert x["send_s"] >= x["due_s"] - 1e-9
+assert len({r["submit_id"] for r in a + b}) == 120, "no submit_id twice"
 s = json.load(open(f"{t}/a.json"))
+assert s["run_nonce"] != json.load(open(f"{t}/b.json"))["run_nonce"], "one nonce per run"
 for k in ("count", "rate_target", "rate_achieved", "rate_error_pct", "lateness_us", "jobs",
           "chi_square"):
     assert k in s, k

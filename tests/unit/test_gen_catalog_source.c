@@ -22,7 +22,7 @@ static void make_job(const loom_gen_source_t *src, uint64_t seed, uint64_t i, si
     job->index = i;
     job->choice = choice;
     job->due_ns = (int64_t)(i * 1234567 + i % 3); /* due_s: short and long reals */
-    loom_gen_submit_id(seed, "t", i, job->submit_id);
+    loom_gen_submit_id(seed, "t", 0, i, job->submit_id);
     loom_rng_init(rng, seed, LOOM_GEN_STREAM_JOB + i);
     loom_err_t err;
     if (src->make(src->ctx, job, rng, &err) != LOOM_OK)
@@ -313,7 +313,7 @@ static void not_utf8(void **state)
         assert_int_equal(loom_gen_catalog_source_new(cat, &o, &cs, &err), LOOM_OK);
         const loom_gen_source_t *src = loom_gen_catalog_source_get(cs);
         loom_gen_job_t job = {.index = 5, .choice = 0};
-        loom_gen_submit_id(1, NULL, 5, job.submit_id);
+        loom_gen_submit_id(1, NULL, 0, 5, job.submit_id);
         loom_rng_t rng;
         loom_rng_init(&rng, 1, LOOM_GEN_STREAM_JOB + 5);
         assert_int_equal(src->make(src->ctx, &job, &rng, &err), LOOM_EINVAL);

@@ -504,7 +504,7 @@ static void dir_sink_manifest(void **state)
         assert_int_equal(stat(script, &st), 0);
         assert_true(st.st_size > 0);
         char id[64];
-        loom_gen_submit_id(8, NULL, (uint64_t)idx, id);
+        loom_gen_submit_id(8, NULL, 0, (uint64_t)idx, id);
         assert_string_equal(json_string_value(json_object_get(j, "submit_id")), id);
         json_decref(j);
     }
@@ -557,13 +557,16 @@ static void stop_request(void **state)
 
 static void submit_ids(void **state)
 {
-    char a[64], b[64], c[64], d[64];
-    loom_gen_submit_id(1, NULL, 5, a);
-    loom_gen_submit_id(1, "", 5, b);
-    loom_gen_submit_id(1, "run2", 5, c);
-    loom_gen_submit_id(2, NULL, 5, d);
+    char a[64], b[64], c[64], d[64], e[64], f[64];
+    loom_gen_submit_id(1, NULL, 0, 5, a);
+    loom_gen_submit_id(1, "", 0, 5, b);
+    loom_gen_submit_id(1, "run2", 0, 5, c);
+    loom_gen_submit_id(2, NULL, 0, 5, d);
+    loom_gen_submit_id(1, NULL, 77, 5, e); /* another run's nonce: another id */
+    loom_gen_submit_id(1, NULL, 77, 5, f);
     assert_string_equal(a, b);
-    assert_true(strcmp(a, c) != 0 && strcmp(a, d) != 0);
+    assert_string_equal(e, f);
+    assert_true(strcmp(a, c) != 0 && strcmp(a, d) != 0 && strcmp(a, e) != 0);
     assert_true(strlen(a) == 19 && a[0] == 'g' && strcmp(a + 17, "-5") == 0);
 }
 
