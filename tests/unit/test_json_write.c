@@ -41,11 +41,29 @@ static void indented_and_escaped(void **state)
     free(s);
 }
 
+/* Issue 30 finding 10: C1 controls (U+009B, a one-character CSI) and
+ * bidirectional controls (U+202E, U+2066) are written as \uXXXX, so JSON
+ * output a terminal shows carries nothing it acts on; other non-ASCII
+ * text (é) stays as it is, and jansson reads back the same string. */
+static void terminal_controls_escaped(void **state)
+{
+    (void)state;
+    char *s = written("[\"a\\u009b2J\\u202eb\\u2066c\u00e9\\u001b\"]", 0);
+    assert_string_equal(s, "[\"a\\u009b2J\\u202eb\\u2066c\u00e9\\u001b\"]");
+    json_t *back = json_loads(s, 0, NULL);
+    assert_non_null(back);
+    assert_string_equal(json_string_value(json_array_get(back, 0)),
+                        "a\xc2\x9b" /* U+009B */ "2J\u202eb\u2066c\u00e9\x1b");
+    json_decref(back);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shortest_reals),
         cmocka_unit_test(indented_and_escaped),
+        cmocka_unit_test(terminal_controls_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
