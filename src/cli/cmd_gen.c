@@ -85,8 +85,8 @@ enum {
     OPT_DURATION,
     OPT_COUNT,
     OPT_SEED,
-    OPT_RUN_TAG,
     OPT_RUN_NONCE,
+    OPT_RUN_TAG, /* the last of arrival_opt's (its default) */
     OPT_KIND,
     OPT_TEMPLATE,
     OPT_TEMPLATES,

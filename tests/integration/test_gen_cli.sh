@@ -52,7 +52,14 @@ nonce=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_nonce"]
 "$LOOM" gen --catalog "$CAT" --rate 5000/s --count 60 --seed 7 --run-nonce "$nonce" --out "$T/n" \
   >/dev/null
 "$LOOM" gen --catalog "$CAT" --rate 5000/s --count 60 --seed 8 --out "$T/c" >/dev/null
-diff -r -x manifest.jsonl "$T/a" "$T/b" >/dev/null || fail "same seed, different scripts"
+# the scripts differ only in the submit id the templates put in
+# (LOOM_SUBMIT_ID, the k8s label loom/submit-id); with the first run's nonce,
+# not at all
+diff -r -x manifest.jsonl -I '^export LOOM_SUBMIT_ID=' -I '^ *loom/submit-id: ' "$T/a" "$T/b" \
+  >/dev/null \
+  || fail "same seed, different scripts"
+diff -r -x manifest.jsonl "$T/a" "$T/b" >/dev/null && fail "another run, the same submit ids"
+diff -r -x manifest.jsonl "$T/a" "$T/n" >/dev/null || fail "same seed and nonce, different scripts"
 diff -r -x manifest.jsonl "$T/a" "$T/c" >/dev/null && fail "another seed, same scripts"
 [ "$(ls "$T/a" | grep -c '^job-')" = 60 ] || fail "60 scripts expected"
 $PY - "$T" <<'EOF'
