@@ -222,12 +222,18 @@ class MultiUser(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         row = [l.split() for l in out.splitlines() if l.split()[:1] == [str(jid)]]
         self.assertEqual(row[0][1:3], ["sleep.sh", USER1], out)
-        # Neither cancel nor read it.
-        for args in (("cancel", str(jid)), ("show", str(jid))):
+        # Neither cancel nor read it, nor hold, release, requeue or rename it
+        # (issue 30 finding 2: these four succeeded on another user's job).
+        for args in (("cancel", str(jid)), ("show", str(jid)), ("hold", str(jid)),
+                     ("release", str(jid)), ("requeue", str(jid)),
+                     ("update", str(jid), "--name", "bobs", "--priority", "-1000000")):
             rc, out, err = self.loom(USER2, *args)
             self.assertEqual(rc, 6, (args, out, err))
             self.assertIn("permission denied: job %d belongs to another user (%s)" %
                           (jid, USER1), err)
+        j = self.job(jid)
+        self.assertEqual((j["name"], j["priority"]), ("sleep.sh", 0), j)
+        self.assertNotIn("hold", j.get("options", {}))
         # Over the socket by hand: the documented error with its data.
         rc, out, err = self.as_user(USER2, ["/usr/bin/python3", "-c", (
             "import sys, json; sys.path.insert(0, %r)\n"
