@@ -194,9 +194,25 @@ static int exec_sql(sqlite3 *db, const char *sql, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* The database file made 0600 before SQLite opens it: SQLite creates it
+ * with 0644 (less the umask) and gives its -wal and -shm the database's
+ * mode, so all three would be readable by every local user. */
+static int create_private(const char *path, loom_err_t *err)
+{
+    if (path[0] == ':' || strncmp(path, "file:", 5) == 0)
+        return LOOM_OK; /* in memory, or a URI: not a plain path */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot open database", path);
+    close(fd);
+    return LOOM_OK;
+}
+
 static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_err_t *err)
 {
     sqlite3 *db = NULL;
+    if (create_private(path, err) != LOOM_OK)
+        return LOOM_EIO;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     /* The WAL-gathering shim (walbuf.c) unless LOOM_STORE_WALBUF=0 asks
      * for SQLite's default VFS (to compare the two). */
