@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fair share of loomd itself in multi-user mode (issue 30, findings 6, 9,
-11 and 12; docs/security.md#fair-share): two real accounts that the test
+11 and 12; docs/security.md#fair-share-of-loomd-itself): two real accounts that the test
 creates (useradd, removed at the end), the machine's munged, loomd as root
 with --multi-user.
 
@@ -125,9 +125,19 @@ class FairShare(unittest.TestCase):
         cmd = ["runuser", "-u", BOB, "--", "env", "-i", "PATH=/usr/bin:/bin"] + args + \
             (["--munge"] if munge else [])
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=self.work[BOB])
-        self.addCleanup(lambda: p.poll() is None and p.kill())
+                             cwd=self.work[BOB], start_new_session=True)
+        self.addCleanup(self.stop_attack, p)
         return p
+
+    @staticmethod
+    def stop_attack(p):
+        """Ends the attack's whole process group (runuser's python child
+        too: killing runuser alone left it holding its connections)."""
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
 
     def connections(self):
         c = self.d.client()
