@@ -87,7 +87,8 @@ struct loom_store {
     pthread_t committer;
     loom_store_stats_t stats;
 
-    pthread_mutex_t rmu; /* reader connection */
+    pthread_mutex_t rmu;  /* reader connection */
+    uint64_t jobs_listed; /* rows loom_store_list read (under rmu), for stats */
 
     pthread_t completer; /* runs the completions of committed groups */
     pthread_mutex_t dmu;
@@ -1460,6 +1461,7 @@ int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list
     sqlite3_finalize(st);
     if (rc == LOOM_OK && more)
         out->next_after_id = out->jobs[out->n - 1].id;
+    s->jobs_listed += out->n;
 out:
     pthread_mutex_unlock(&s->rmu);
     loom_buf_free(&sql);
@@ -1485,6 +1487,9 @@ int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
     out->wal_restarts = s->wal_restarts;
     out->wal_frames_max = s->wal_frames_max;
     pthread_mutex_unlock(&s->cmu);
+    pthread_mutex_lock(&s->rmu);
+    out->jobs_listed = s->jobs_listed;
+    pthread_mutex_unlock(&s->rmu);
     return LOOM_OK;
 }
 
