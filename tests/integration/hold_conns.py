@@ -3,7 +3,7 @@
 the attacking user): N connections, each holding a long-poll (`job.wait` on
 JOB with a 30 s timeout) for as long as it can, for SECONDS. Over TCP with
 --munge each connection shows its own MUNGE credential (made with `munge
--n`; --munge-payload puts a payload into it). Every answer that is not a
+-s loomd`; --munge-payload puts another payload into it). Every answer that is not a
 wait is counted by kind; a refused call is retried on the same connection
 after 0.2 s (so the connection stays held), a closed one is reopened.
 
@@ -24,7 +24,7 @@ from loomd_client import Client, HttpError, RpcError  # noqa: E402
 
 
 def credential(payload):
-    args = ["munge", "-n"] if payload is None else ["munge", "-s", payload]
+    args = ["munge", "-s", "loomd" if payload is None else payload]
     return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
 
 

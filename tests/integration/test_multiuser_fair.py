@@ -220,7 +220,7 @@ class FairShare(unittest.TestCase):
         st, _, body = http("GET", self.d.url + "/healthz")
         self.assertEqual((st, body), (200, b"ok\n"))
         n = self.alice_infos(repr(self.d.url),
-                             "'Munge ' + subprocess.run(['munge', '-n'], capture_output=True, "
+                             "'Munge ' + subprocess.run(['munge', '-s', 'loomd'], capture_output=True, "
                              "text=True).stdout.strip()", n=10)
         self.assertEqual(n, 10)
         counts = self.finish(p)
@@ -293,6 +293,30 @@ class Bounded(unittest.TestCase):
                 self.assertEqual(mode & 0o077, 0, "%s is %04o" % (name, mode))
         finally:
             os.umask(old)
+
+    def test_cancel_large_array(self):
+        """`loom cancel ARRAYID` of an array with more tasks than one batch
+        may hold (1000 calls, 1 MiB) failed as a whole (issue 30, finding
+        12: "HTTP 413" at 100k tasks); the CLI sends them in batches."""
+        n = 2500
+        work = tempfile.mkdtemp(prefix="loom-fair-arr-")
+        self.addCleanup(shutil.rmtree, work, True)
+        with open(os.path.join(work, "t.sh"), "w") as f:
+            f.write("#!/bin/bash\ntrue\n")
+        env = {"PATH": "/usr/bin:/bin", "LOOM_URL": self.d.url, "LOOM_TOKEN": self.d.token}
+        p = subprocess.run([LOOM, "submit", "--json", "--hold", "--array", "0-%d" % (n - 1),
+                            "t.sh"], capture_output=True, text=True, env=env, cwd=work,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        first = json.loads(p.stdout)["id"]
+        p = subprocess.run([LOOM, "cancel", str(first)], capture_output=True, text=True,
+                           env=env, cwd=work, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertEqual(p.stdout.count("Cancelled job "), n, p.stdout[-500:])
+        states = {}
+        for j in self.c.list_all():
+            states[j["state"]] = states.get(j["state"], 0) + 1
+        self.assertEqual(states, {"CANCELLED": n})
 
     def hostile_batch(self, jid, n=300):
         """n job.wait calls of 1 s each on a running job (about 25 KB)."""
