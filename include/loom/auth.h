@@ -8,7 +8,9 @@
  *  - MUNGE over TCP: the client sends `Authorization: Munge CRED`, a
  *    credential that the machine's munged made for the client's uid and gid;
  *    decoding it asks munged, which checks its seal and time to live and
- *    refuses a credential it has seen before (replay).
+ *    refuses a credential it has seen before (replay). Its payload names
+ *    its audience, LOOM_AUTH_MUNGE_AUDIENCE: a credential made for anything
+ *    else (`munge -n`, another service) is refused.
  *  - The operator token (`Authorization: Bearer TOKEN`, the 64 hex digits of
  *    STATE_DIR/token): whoever holds it acts as loomd's own user, an
  *    operator.
@@ -117,8 +119,14 @@ int loom_auth_group_id(const char *name, gid_t *out, loom_err_t *err);
 int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
                       loom_err_t *err);
 
-/* Client side: a new MUNGE credential for the calling process (empty
- * payload) in *cred (malloc'd; free it). socket NULL: libmunge's default. */
+/* The payload of a MUNGE credential made for loomd (`munge -s loomd`):
+ * loomd refuses one whose payload is anything else, so a credential a user
+ * made for another service cannot be replayed to loomd by that service. */
+#define LOOM_AUTH_MUNGE_AUDIENCE "loomd"
+
+/* Client side: a new MUNGE credential for the calling process, its payload
+ * LOOM_AUTH_MUNGE_AUDIENCE, in *cred (malloc'd; free it). socket NULL:
+ * libmunge's default. */
 int loom_auth_munge_encode(const char *socket, char **cred, loom_err_t *err);
 
 #ifdef __cplusplus

@@ -62,7 +62,13 @@ enum {
     LOOM_RPC_APP_ERROR_LAST = -32000,
     /* The dispatcher's own server error: this call's response would take
      * the request's response past loom_rpc_limits_t.max_response. */
-    LOOM_RPC_RESPONSE_TOO_LARGE = -32010
+    LOOM_RPC_RESPONSE_TOO_LARGE = -32010,
+    /* A per-user limit of the server's own capacity (connections, waiting
+     * calls): the caller holds its share; the message names the limit. */
+    LOOM_RPC_USER_LIMIT = -32015,
+    /* A call of a batch not run: its client left, or the server is stopping
+     * (the same code as loomd's "shutting down"). */
+    LOOM_RPC_ABANDONED = -32005
 };
 
 /* The specification's message for a standard code ("Parse error", ...), or
@@ -192,6 +198,15 @@ typedef bool (*loom_rpc_guard_fn)(loom_rpc_call_t *call, const char *method, jso
                                   void *ctx);
 void loom_rpc_dispatcher_set_guard(loom_rpc_dispatcher_t *d, loom_rpc_guard_fn fn, void *ctx);
 
+/* Whether a request's work should stop: its client left, or the server is
+ * stopping. Between the calls of a batch the dispatcher asks it, and a
+ * call not yet run is answered LOOM_RPC_ABANDONED instead; long-running
+ * handlers ask it through loom_rpc_call_abandoned. The HTTP server sets
+ * it (loom_rpc_server_start). fn NULL removes it. */
+typedef bool (*loom_rpc_abandoned_fn)(void *request_ctx, void *ctx);
+void loom_rpc_dispatcher_on_abandoned(loom_rpc_dispatcher_t *d, loom_rpc_abandoned_fn fn,
+                                      void *ctx);
+
 /* Calls in progress (dispatched, not yet completed), for metrics. */
 size_t loom_rpc_dispatcher_in_flight(const loom_rpc_dispatcher_t *d);
 
@@ -237,6 +252,9 @@ bool loom_rpc_call_waited_on(const loom_rpc_call_t *call);
  * result would exceed this, or fails with LOOM_RPC_RESPONSE_TOO_LARGE
  * before doing the work when not even a small result would fit. */
 size_t loom_rpc_call_budget(const loom_rpc_call_t *call);
+/* Whether the call's work should stop now (loom_rpc_dispatcher_on_abandoned):
+ * a handler that waits or loops asks it and answers with what it has. */
+bool loom_rpc_call_abandoned(const loom_rpc_call_t *call);
 
 /* Completes the call with a result. Takes the reference to result (NULL
  * means JSON null). Thread-safe; exactly once per call. After the last call
@@ -352,6 +370,14 @@ typedef struct loom_rpc_server_config {
      * token; a newcomer beyond it evicts the address's oldest such
      * connection (so do newcomers to a full listener). Default 32. */
     unsigned max_per_address;
+    /* Fair share (with the identity hook, multi-user): connections one
+     * unprivileged user may hold at once over both listeners (default 32;
+     * beyond it HTTP 429, JSON-RPC -32015), and connections per listener
+     * beyond max_connections kept for privileged callers (operators, the
+     * token holder) and TCP /healthz (default 16). Unprivileged users
+     * together hold at most max_connections per listener (beyond: 503). */
+    unsigned max_per_user;
+    unsigned reserved_connections;
     unsigned idle_timeout_s;    /* keep-alive idle; default 30 */
     unsigned request_timeout_s; /* to receive one whole request; default 10 */
     unsigned drain_timeout_s;   /* graceful stop waits this long; default 30 */
@@ -369,6 +395,10 @@ typedef struct loom_rpc_server_config {
         void *ctx;
         /* The WWW-Authenticate value of a 401, e.g. "Munge realm=\"loom\"". */
         const char *challenge;
+        /* Who an identity is, for the fair-share limits: its user key and
+         * name (for messages); true when it is privileged (never limited).
+         * NULL: no per-user limits. */
+        bool (*principal)(const void *identity, int64_t *user, char *name, size_t namelen);
     } identity;
 } loom_rpc_server_config_t;
 
@@ -416,6 +446,8 @@ typedef struct loom_rpc_transport {
      * NULL when the server has no hook (single-user: the token holder or
      * the socket's one user). */
     const void *identity;
+    bool has_fd; /* fd is the connection's socket (to see whether the client left) */
+    int fd;
 } loom_rpc_transport_t;
 
 /* Health for GET /healthz: returns NULL when healthy, else a short static

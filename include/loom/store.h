@@ -429,6 +429,7 @@ typedef struct loom_store_stats {
     uint64_t jobs_by_state[LOOM_JOB_NSTATES]; /* current job counts */
     uint64_t wal_restarts;                    /* times the WAL started over from its beginning */
     uint64_t wal_frames_max;                  /* the longest the WAL has been since open, frames */
+    uint64_t jobs_listed;                     /* jobs loom_store_list has read since open */
     bool write_failing;                       /* the last transaction failed (disk full, I/O) */
 } loom_store_stats_t;
 

@@ -188,7 +188,8 @@ int loom_auth_header(const loom_auth_t *a, const char *value, loom_auth_identity
     if (!value)
         return loom_err_set(err, LOOM_EINVAL,
                             "no credential: send 'Authorization: Munge CRED' "
-                            "(from munge -n) or the operator's bearer token");
+                            "(from munge -s " LOOM_AUTH_MUNGE_AUDIENCE
+                            ") or the operator's bearer token");
     while (*value == ' ')
         value++;
     if (strlen(value) > LOOM_AUTH_HEADER_MAX)

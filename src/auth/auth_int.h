@@ -14,7 +14,8 @@
 int loom_auth__munge_decode(const char *socket, const char *cred, uid_t *uid, gid_t *gid,
                             int64_t *expires_ns, loom_err_t *err);
 
-/* A new credential for this process (no payload); *cred is malloc'd. */
+/* A new credential for this process, its payload LOOM_AUTH_MUNGE_AUDIENCE;
+ * *cred is malloc'd. */
 int loom_auth__munge_encode(const char *socket, char **cred, loom_err_t *err);
 
 #endif

@@ -3,15 +3,20 @@
  * munged seals credentials with the key every host of the cluster shares,
  * gives each a time to live (300 s by default) and refuses one it has
  * decoded before, so a credential seen on the network cannot be used again.
+ * The payload names the credential's audience (LOOM_AUTH_MUNGE_AUDIENCE):
+ * munged seals it with the rest, so a credential made for another service
+ * (or with `munge -n`) cannot be used at loomd, as Slurm binds its own.
  *
  * A munge context is not thread-safe: each call makes its own (cheap: no
  * connection is opened until the call). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <munge.h>
 
 #include "auth/auth_int.h"
+#include "loom/auth.h"
 
 static int context(const char *socket, munge_ctx_t *out, loom_err_t *err)
 {
@@ -59,11 +64,20 @@ int loom_auth__munge_decode(const char *socket, const char *cred, uid_t *uid, gi
     void *payload = NULL;
     int len = 0;
     munge_err_t e = munge_decode(cred, ctx, &payload, &len, uid, gid);
+    bool ours = e == EMUNGE_SUCCESS && payload && (size_t)len == strlen(LOOM_AUTH_MUNGE_AUDIENCE) &&
+                memcmp(payload, LOOM_AUTH_MUNGE_AUDIENCE, (size_t)len) == 0;
     free(payload);
     if (e != EMUNGE_SUCCESS) {
         rc = refusal(e, ctx, err);
         munge_ctx_destroy(ctx);
         return rc;
+    }
+    if (!ours) { /* the payload is the client's: its length is said, never its bytes */
+        munge_ctx_destroy(ctx);
+        return loom_err_set(err, LOOM_EINVAL,
+                            "MUNGE credential not made for loomd: its payload (%d bytes) must be "
+                            "'%s' (make it with: munge -s %s)",
+                            len, LOOM_AUTH_MUNGE_AUDIENCE, LOOM_AUTH_MUNGE_AUDIENCE);
     }
     time_t encoded = 0;
     int ttl = 0;
@@ -80,7 +94,8 @@ int loom_auth__munge_encode(const char *socket, char **cred, loom_err_t *err)
     int rc = context(socket, &ctx, err);
     if (rc != LOOM_OK)
         return rc;
-    munge_err_t e = munge_encode(cred, ctx, NULL, 0);
+    munge_err_t e =
+        munge_encode(cred, ctx, LOOM_AUTH_MUNGE_AUDIENCE, (int)strlen(LOOM_AUTH_MUNGE_AUDIENCE));
     if (e != EMUNGE_SUCCESS) {
         rc = loom_err_set(err, e == EMUNGE_SOCKET ? LOOM_EUNAVAIL : LOOM_EIO,
                           "munge: cannot make a credential: %s (is munged running?)",

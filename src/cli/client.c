@@ -308,9 +308,14 @@ static void report_failure(const char *cmd, int64_t id, const char *text)
     loom_buf_free(&b);
 }
 
-/* Sends one call per job in one batch (no retry: a repeat could turn a
- * success into "already ..."), prints "DONE job ID" or the failure of each,
- * and returns the exit code, "not found" over other failures. */
+/* Calls per batch request: within loomd's 1000 calls and 1 MiB a request
+ * even with a 1024-byte reason each, so an array of 100k tasks is cancelled
+ * in requests of this many (it was one request, refused with HTTP 413). */
+#define PER_JOB_BATCH 256
+
+/* Sends one call per job in batches of PER_JOB_BATCH on one connection
+ * (no retry: a repeat could turn a success into "already ..."), prints "DONE job ID" or the failure
+ * of each, and returns the exit code, "not found" over other failures. */
 static int send_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t *items,
                         const int64_t *ids, size_t n, bool as_json)
 {
@@ -318,15 +323,21 @@ static int send_per_job(const char *cmd, const char *done, loom_rpc_batch_item_t
     int rc = loom_cli_connect(cmd, &conn);
     if (rc)
         return rc;
-    loom_rpc_client_error_t e;
-    loom_rpc_client_error_init(&e);
-    if (loom_rpc_client_batch(conn.client, items, n, 0, &e) != LOOM_OK) {
-        rc = loom_cli_report(cmd, &conn, &e);
+    for (size_t from = 0; from < n; from += PER_JOB_BATCH) {
+        loom_rpc_client_error_t e;
+        loom_rpc_client_error_init(&e);
+        size_t k = n - from < PER_JOB_BATCH ? n - from : PER_JOB_BATCH;
+        if (loom_rpc_client_batch(conn.client, items + from, k, 0, &e) != LOOM_OK) {
+            rc = loom_cli_report(cmd, &conn, &e);
+            loom_rpc_client_error_clear(&e);
+            loom_cli_disconnect(&conn);
+            if (from > 0)
+                fprintf(stderr, "loom %s: the first %zu of %zu jobs were sent before this\n", cmd,
+                        from, n);
+            return rc;
+        }
         loom_rpc_client_error_clear(&e);
-        loom_cli_disconnect(&conn);
-        return rc;
     }
-    loom_rpc_client_error_clear(&e);
     loom_cli_disconnect(&conn);
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++) {

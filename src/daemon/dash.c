@@ -25,8 +25,12 @@
  *   GET  /events                Server-Sent Events (dash_feed.c)
  *   POST /logout                ends the session
  *
- * Codes and sessions live in small fixed tables: a code or session beyond
- * them replaces the oldest, so memory is bounded whatever clients do. */
+ * Codes and sessions live in small fixed tables, so memory is bounded
+ * whatever clients do. In multi-user mode one user (not an operator) holds
+ * at most DASH_CODES_PER_USER live codes and DASH_SESSIONS_PER_USER
+ * sessions: a new one replaces that user's own oldest, never another
+ * user's; when the table is full of other users' live entries the new one
+ * is refused (-32015). Operators (and single-user mode) replace the oldest. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -44,13 +48,15 @@
 #include "daemon/dash.h"
 #include "daemon/identity.h"
 
-#define DASH_MAX_CODES     16
-#define DASH_MAX_SESSIONS  64
-#define DASH_CODE_TTL_S    60
-#define DASH_SESSION_TTL_S (8 * 3600)
-#define DASH_LOG_CHUNK     (64 * 1024)
-#define DASH_LOG_TAIL      (16 * 1024)
-#define SECRET_HEX         64
+#define DASH_MAX_CODES         64
+#define DASH_MAX_SESSIONS      256
+#define DASH_CODES_PER_USER    4
+#define DASH_SESSIONS_PER_USER 8
+#define DASH_CODE_TTL_S        60
+#define DASH_SESSION_TTL_S     (8 * 3600)
+#define DASH_LOG_CHUNK         (64 * 1024)
+#define DASH_LOG_TAIL          (16 * 1024)
+#define SECRET_HEX             64
 
 /* Who a code or session acts as: in multi-user mode (bound) the caller of
  * dash.login; else nobody in particular (loomd's own user). */
@@ -124,6 +130,57 @@ static void owner_name(const dash_owner_t *o, char *out, size_t len)
         snprintf(out, len, "uid %u%s", (unsigned)o->id.uid, o->id.is_operator ? ", operator" : "");
 }
 
+/* The slot for a new code or session of who in a table of n entries (their
+ * expiry times and owners), or -1 when the table is full of other users'
+ * live entries (see the top of the file). */
+static long pick_slot(size_t n, const int64_t *expires, const dash_owner_t *const *owners,
+                      const dash_owner_t *who, unsigned per_user, int64_t now)
+{
+    bool limited = who->bound && !who->id.is_operator;
+    unsigned mine = 0;
+    long my_oldest = -1, free_slot = -1, oldest = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (expires[i] <= now) {
+            free_slot = free_slot < 0 ? (long)i : free_slot;
+            continue;
+        }
+        if (oldest < 0 || expires[i] < expires[oldest])
+            oldest = (long)i;
+        if (limited && owners[i]->bound && owners[i]->id.uid == who->id.uid) {
+            mine++;
+            if (my_oldest < 0 || expires[i] < expires[my_oldest])
+                my_oldest = (long)i;
+        }
+    }
+    if (limited && mine >= per_user)
+        return my_oldest;
+    if (free_slot >= 0)
+        return free_slot;
+    return limited ? -1 : oldest;
+}
+
+static long pick_code_slot(loomd_dash_t *dash, const dash_owner_t *who, int64_t now)
+{
+    int64_t expires[DASH_MAX_CODES];
+    const dash_owner_t *owners[DASH_MAX_CODES];
+    for (size_t i = 0; i < DASH_MAX_CODES; i++) {
+        expires[i] = dash->codes[i].expires_ns;
+        owners[i] = &dash->codes[i].owner;
+    }
+    return pick_slot(DASH_MAX_CODES, expires, owners, who, DASH_CODES_PER_USER, now);
+}
+
+static long pick_session_slot(loomd_dash_t *dash, const dash_owner_t *who, int64_t now)
+{
+    int64_t expires[DASH_MAX_SESSIONS];
+    const dash_owner_t *owners[DASH_MAX_SESSIONS];
+    for (size_t i = 0; i < DASH_MAX_SESSIONS; i++) {
+        expires[i] = dash->sessions[i].expires_ns;
+        owners[i] = &dash->sessions[i].owner;
+    }
+    return pick_slot(DASH_MAX_SESSIONS, expires, owners, who, DASH_SESSIONS_PER_USER, now);
+}
+
 static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     (void)params;
@@ -138,14 +195,23 @@ static loom_rpc_status_t m_dash_login(loom_rpc_call_t *call, json_t *params, voi
     }
     int64_t now = loom_time_mono_ns();
     pthread_mutex_lock(&dash->mu);
-    size_t slot = 0;
-    for (size_t i = 0; i < DASH_MAX_CODES; i++) /* a free or expired slot, else the oldest */
-        if (dash->codes[i].expires_ns < dash->codes[slot].expires_ns)
-            slot = i;
-    memcpy(dash->codes[slot].code, code, sizeof code);
-    dash->codes[slot].expires_ns = now + (int64_t)dash->code_ttl_s * LOOM_NS_PER_S;
-    dash->codes[slot].owner = owner;
+    long slot = pick_code_slot(dash, &owner, now);
+    if (slot >= 0) {
+        memcpy(dash->codes[slot].code, code, sizeof code);
+        dash->codes[slot].expires_ns = now + (int64_t)dash->code_ttl_s * LOOM_NS_PER_S;
+        dash->codes[slot].owner = owner;
+    }
     pthread_mutex_unlock(&dash->mu);
+    if (slot < 0) {
+        explicit_bzero(code, sizeof code);
+        loom_rpc_call_failf(
+            call, LOOM_RPC_USER_LIMIT,
+            json_pack("{s:s,s:i}", "limit", "dashboard login codes", "allowed", DASH_MAX_CODES),
+            "dash.login: %d login codes of other users are outstanding, the most "
+            "loomd keeps; retry within %d s",
+            DASH_MAX_CODES, dash->code_ttl_s);
+        return LOOM_RPC_DONE;
+    }
     char path[100];
     snprintf(path, sizeof path, "/login?code=%s", code);
     json_t *url = json_null();
@@ -180,11 +246,9 @@ static bool exchange_code(loomd_dash_t *dash, const char *code, dash_session_t *
             ok = true;
         }
     }
+    long slot = ok ? pick_session_slot(dash, &owner, now) : -1;
+    ok = slot >= 0; /* full of other users' sessions: the code is used up */
     if (ok) {
-        size_t slot = 0;
-        for (size_t i = 0; i < DASH_MAX_SESSIONS; i++)
-            if (dash->sessions[i].expires_ns < dash->sessions[slot].expires_ns)
-                slot = i;
         dash_session_t *s = &dash->sessions[slot];
         if (random_hex(s->id) != LOOM_OK || random_hex(s->csrf) != LOOM_OK) {
             explicit_bzero(s, sizeof *s);
@@ -472,7 +536,8 @@ static int serve_events(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_h
     char *end = NULL;
     unsigned long long n = last ? strtoull(last, &end, 10) : 0;
     uint64_t from = last && end != last && *end == '\0' && n < UINT64_MAX ? n + 1 : 0;
-    return dash_feed_serve(dash->feed, c, from, s->expires_ns, &req->status);
+    int64_t user = s->owner.bound && !s->owner.id.is_operator ? (int64_t)s->owner.id.uid : -1;
+    return dash_feed_serve(dash->feed, c, from, s->expires_ns, user, &req->status);
 }
 
 /* GET /api/session: the CSRF token and who the session acts as. */

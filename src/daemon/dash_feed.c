@@ -16,6 +16,7 @@
  * `loom logs -f` or `loom wait` that reconnects. */
 #include <poll.h> /* POLLRDHUP: _GNU_SOURCE, set for the whole build */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,11 @@ struct dash_feed {
     fev_t *ring;
     uint64_t next_seq; /* the number the next event gets; from 1 */
     unsigned subs;
+    struct {
+        int64_t user; /* -1: free */
+        unsigned n;
+    } per_user[DASH_FEED_MAX_SUBS]; /* streams of users (not operators) */
+    unsigned user_subs;             /* their sum */
     /* the watcher's own state (its thread only) */
     uint64_t commits;
     jstate_t *active;
@@ -71,6 +77,7 @@ typedef struct sub {
     uint64_t cursor;    /* the next event to send */
     int64_t expires_ns; /* the session's end: the stream ends then too */
     int fd;             /* the connection's socket, to notice a reader gone */
+    int64_t user;       /* its session's uid; -1: an operator's */
     bool hello;
 } sub_t;
 
@@ -303,19 +310,68 @@ static void end_reader(void *cls)
     sub_t *s = cls;
     pthread_mutex_lock(&s->f->mu);
     s->f->subs--;
+    for (size_t i = 0; s->user >= 0 && i < DASH_FEED_MAX_SUBS; i++)
+        if (s->f->per_user[i].user == s->user && s->f->per_user[i].n > 0) {
+            if (--s->f->per_user[i].n == 0)
+                s->f->per_user[i].user = -1;
+            s->f->user_subs--;
+            break;
+        }
     pthread_mutex_unlock(&s->f->mu);
     free(s);
 }
 
-int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t from, int64_t expires_ns, unsigned *status)
+/* Counts a new stream of user (f->mu held): true when it may open, else
+ * false with the limit it would pass in why. */
+static bool feed_admit(dash_feed_t *f, int64_t user, char *why, size_t len)
+{
+    if (f->subs >= DASH_FEED_MAX_SUBS || f->stopping) {
+        snprintf(why, len, "too many event streams open on this loomd (%d); close a tab",
+                 DASH_FEED_MAX_SUBS);
+        return false;
+    }
+    if (user < 0)
+        return true;
+    size_t slot = DASH_FEED_MAX_SUBS, free_slot = DASH_FEED_MAX_SUBS;
+    for (size_t i = 0; i < DASH_FEED_MAX_SUBS; i++) {
+        if (f->per_user[i].user == user)
+            slot = i;
+        if (f->per_user[i].user < 0 && free_slot == DASH_FEED_MAX_SUBS)
+            free_slot = i;
+    }
+    if (slot < DASH_FEED_MAX_SUBS && f->per_user[slot].n >= DASH_FEED_SUBS_PER_USER) {
+        snprintf(why, len,
+                 "too many event streams: uid %lld has %d open, the most one user may have; "
+                 "close a dashboard tab",
+                 (long long)user, DASH_FEED_SUBS_PER_USER);
+        return false;
+    }
+    if (slot == DASH_FEED_MAX_SUBS)
+        slot = free_slot; /* there is one: fewer users than streams */
+    if (f->user_subs >= DASH_FEED_MAX_SUBS - DASH_FEED_SUBS_RESERVED ||
+        slot == DASH_FEED_MAX_SUBS) {
+        snprintf(why, len, "too many event streams open by users on this loomd (%d); retry later",
+                 DASH_FEED_MAX_SUBS - DASH_FEED_SUBS_RESERVED);
+        return false;
+    }
+    f->per_user[slot].user = user;
+    f->per_user[slot].n++;
+    f->user_subs++;
+    return true;
+}
+
+int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t from, int64_t expires_ns, int64_t user,
+                    unsigned *status)
 {
     struct MHD_Connection *c = conn;
     sub_t *s = calloc(1, sizeof *s);
     pthread_mutex_lock(&f->mu);
-    bool full = f->subs >= DASH_FEED_MAX_SUBS || f->stopping;
+    char why[160] = "out of memory";
+    bool full = !s || !feed_admit(f, user, why, sizeof why);
     if (s && !full) {
         f->subs++;
         s->f = f;
+        s->user = user;
         s->expires_ns = expires_ns;
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -327,9 +383,10 @@ int dash_feed_serve(dash_feed_t *f, void *conn, uint64_t from, int64_t expires_n
     pthread_mutex_unlock(&f->mu);
     if (!s || full) {
         free(s);
-        static const char busy[] = "too many event streams open; close a dashboard tab\n";
+        char busy[200];
+        int n = snprintf(busy, sizeof busy, "%s\n", why);
         struct MHD_Response *r =
-            MHD_create_response_from_buffer(sizeof busy - 1, (void *)busy, MHD_RESPMEM_PERSISTENT);
+            MHD_create_response_from_buffer((size_t)n, busy, MHD_RESPMEM_MUST_COPY);
         if (!r)
             return MHD_NO;
         MHD_add_response_header(r, "Retry-After", "10");
@@ -374,6 +431,8 @@ int dash_feed_start(loom_store_t *store, loom_rpc_dispatcher_t *d, dash_feed_t *
     f->store = store;
     f->d = d;
     f->next_seq = 1;
+    for (size_t i = 0; i < DASH_FEED_MAX_SUBS; i++)
+        f->per_user[i].user = -1;
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -6,9 +6,14 @@
  * store and at the size of the log file every FOLLOW_TICK_MS on the
  * request's own thread (libmicrohttpd serves each connection on its own
  * thread, so a waiting call holds only its connection). The contract is
- * docs/protocol.md. */
+ * docs/protocol.md.
+ *
+ * Each waiting call holds a thread and polls the store, so one user holds
+ * at most LOOMD_WAITS_PER_USER waiting calls at once (loomd_waits_t);
+ * operators are not counted, so they are always served. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +56,104 @@ static int64_t deadline_of(const loomd_methods_t *m, int64_t timeout_s)
     if (m->follow_max_ms < 0 || (m->follow_max_ms > 0 && m->follow_max_ms < ms))
         ms = m->follow_max_ms < 0 ? 0 : m->follow_max_ms;
     return loom_time_mono_ns() + ms * 1000000;
+}
+
+/* ------------------------------------------------- waiting calls per user */
+
+struct loomd_waits {
+    pthread_mutex_t mu;
+    unsigned limit;
+    size_t n, cap;
+    struct {
+        int64_t uid;
+        unsigned count;
+    } * users;
+};
+
+int loomd_waits_new(unsigned limit, loomd_waits_t **out, loom_err_t *err)
+{
+    loomd_waits_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    pthread_mutex_init(&w->mu, NULL);
+    w->limit = limit;
+    *out = w;
+    return LOOM_OK;
+}
+
+void loomd_waits_free(loomd_waits_t *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_destroy(&w->mu);
+    free(w->users);
+    free(w);
+}
+
+/* The slot of uid, added with count 0 (NULL: out of memory). w->mu held. */
+static unsigned *waits_slot(loomd_waits_t *w, int64_t uid)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->users[i].uid == uid)
+            return &w->users[i].count;
+    for (size_t i = 0; i < w->n; i++) /* reuse a slot at 0 */
+        if (w->users[i].count == 0) {
+            w->users[i].uid = uid;
+            return &w->users[i].count;
+        }
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        void *p = realloc(w->users, cap * sizeof *w->users);
+        if (!p)
+            return NULL;
+        w->users = p;
+        w->cap = cap;
+    }
+    w->users[w->n].uid = uid;
+    w->users[w->n].count = 0;
+    return &w->users[w->n++].count;
+}
+
+/* Takes a waiting slot for the caller of call (true), or fails the call
+ * with -32015 naming the limit (false). *held says whether to give it back
+ * with waits_put. A call that will not wait (timeout 0) takes none. */
+static bool waits_take(loomd_methods_t *m, loom_rpc_call_t *call, int64_t timeout, bool *held,
+                       int64_t *uid)
+{
+    *held = false;
+    loom_auth_identity_t local;
+    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
+    if (!m->waits || timeout <= 0 || who->is_operator)
+        return true;
+    *uid = who->uid;
+    pthread_mutex_lock(&m->waits->mu);
+    unsigned *count = waits_slot(m->waits, who->uid);
+    bool ok = count && *count < m->waits->limit;
+    if (ok)
+        ++*count;
+    pthread_mutex_unlock(&m->waits->mu);
+    if (!ok) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "too many waiting calls: user '%.40s' has %u job.wait/job.logs calls waiting, "
+                 "the most one user may have (%u); retry when one returns, or use timeout 0",
+                 who->user, m->waits->limit, m->waits->limit);
+        loom_rpc_call_fail(call, LOOM_RPC_USER_LIMIT, msg,
+                           json_pack("{s:s, s:i}", "limit", "waiting calls per user", "allowed",
+                                     (int)m->waits->limit));
+        return false;
+    }
+    *held = true;
+    return true;
+}
+
+static void waits_put(loomd_methods_t *m, int64_t uid)
+{
+    pthread_mutex_lock(&m->waits->mu);
+    unsigned *count = waits_slot(m->waits, uid);
+    if (count && *count > 0)
+        --*count;
+    pthread_mutex_unlock(&m->waits->mu);
 }
 
 /* ------------------------------------------------------------ job.wait */
@@ -116,17 +219,10 @@ static int wait_params(const json_t *params, int64_t *ids, size_t *n, int64_t *t
     return get_bounded(params, "timeout", 0, FOLLOW_TIMEOUT_MAX, timeout, err);
 }
 
-static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void *ctx)
+static void job_wait(loomd_methods_t *m, loom_rpc_call_t *call, const int64_t *ids, size_t n,
+                     int64_t timeout, bool any)
 {
-    loomd_methods_t *m = ctx;
-    int64_t ids[WAIT_IDS_MAX], timeout;
-    size_t n;
-    bool any;
     loom_err_t err;
-    if (wait_params(params, ids, &n, &timeout, &any, &err)) {
-        loom_rpc_call_fail_params(call, &err);
-        return LOOM_RPC_DONE;
-    }
     int64_t deadline = deadline_of(m, timeout);
     json_t *jobs;
     bool ended;
@@ -136,14 +232,32 @@ static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void 
             loom_rpc_call_fail(call,
                                rc == LOOM_ENOTFOUND ? LOOMD_ERR_JOB_NOT_FOUND : LOOMD_ERR_STORE,
                                err.msg, NULL);
-            return LOOM_RPC_DONE;
+            return;
         }
-        if (ended || loom_time_mono_ns() >= deadline)
-            break;
+        if (ended || loom_time_mono_ns() >= deadline || loom_rpc_call_abandoned(call))
+            break; /* abandoned: the client left, or loomd stops */
         json_decref(jobs);
         sleep_tick();
     }
     loom_rpc_call_complete(call, json_pack("{s:b, s:o}", "ended", ended, "jobs", jobs));
+}
+
+static loom_rpc_status_t m_job_wait(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    int64_t ids[WAIT_IDS_MAX], timeout, uid = 0;
+    size_t n;
+    bool any, held;
+    loom_err_t err;
+    if (wait_params(params, ids, &n, &timeout, &any, &err)) {
+        loom_rpc_call_fail_params(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    if (!waits_take(m, call, timeout, &held, &uid))
+        return LOOM_RPC_DONE;
+    job_wait(m, call, ids, n, timeout, any);
+    if (held)
+        waits_put(m, uid);
     return LOOM_RPC_DONE;
 }
 
@@ -278,15 +392,10 @@ static int logs_read(loomd_methods_t *m, loom_rpc_call_t *call, logs_req_t *q, l
     return LOOM_OK;
 }
 
-static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void *ctx)
+static void job_logs(loomd_methods_t *m, loom_rpc_call_t *call, const logs_req_t *qp)
 {
-    loomd_methods_t *m = ctx;
-    logs_req_t q;
+    logs_req_t q = *qp;
     loom_err_t err;
-    if (logs_params(params, &q, &err)) {
-        loom_rpc_call_fail_params(call, &err);
-        return LOOM_RPC_DONE;
-    }
     int64_t deadline = deadline_of(m, q.timeout);
     loom_buf_t data = LOOM_BUF_INIT;
     char path[LOOM_EXEC_PATH_MAX];
@@ -306,10 +415,11 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
                                    : rc == LOOM_EINVAL  ? LOOMD_ERR_PERMISSION
                                                         : LOOMD_ERR_STORE,
                                    err.msg, NULL);
-            return LOOM_RPC_DONE;
+            return;
         }
         bool ended = loom_job_state_terminal(j.state);
-        if (data.len > 0 || ended || loom_time_mono_ns() >= deadline)
+        if (data.len > 0 || ended || loom_time_mono_ns() >= deadline ||
+            loom_rpc_call_abandoned(call))
             break;
         loom_job_free(&j);
         sleep_tick();
@@ -323,6 +433,24 @@ static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void 
     loom_job_free(&j);
     loom_buf_free(&data);
     loom_rpc_call_complete(call, res);
+}
+
+static loom_rpc_status_t m_job_logs(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_methods_t *m = ctx;
+    logs_req_t q;
+    loom_err_t err;
+    int64_t uid = 0;
+    bool held;
+    if (logs_params(params, &q, &err)) {
+        loom_rpc_call_fail_params(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    if (!waits_take(m, call, q.timeout, &held, &uid))
+        return LOOM_RPC_DONE;
+    job_logs(m, call, &q);
+    if (held)
+        waits_put(m, uid);
     return LOOM_RPC_DONE;
 }
 

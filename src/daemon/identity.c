@@ -77,6 +77,19 @@ static int authenticate(const loom_rpc_auth_input_t *in, void **identity, int64_
     return LOOM_OK;
 }
 
+/* The server's fair-share key: the uid; operators (root, the token holder,
+ * --operators) are never limited. */
+static bool principal(const void *identity, int64_t *user, char *name, size_t namelen)
+{
+    const loom_auth_identity_t *id = identity;
+    *user = (int64_t)id->uid;
+    if (id->user[0])
+        snprintf(name, namelen, "%s", id->user);
+    else
+        snprintf(name, namelen, "uid %lld", (long long)id->uid);
+    return id->is_operator;
+}
+
 void loomd_identity_install(loomd_identity_t *ident, loom_rpc_server_config_t *cfg)
 {
     if (!ident || !ident->cfg.multi_user)
@@ -85,6 +98,7 @@ void loomd_identity_install(loomd_identity_t *ident, loom_rpc_server_config_t *c
     cfg->identity.identity_free = free;
     cfg->identity.ctx = ident;
     cfg->identity.challenge = "Munge realm=\"loom\", Bearer realm=\"loom\"";
+    cfg->identity.principal = principal;
 }
 
 const loom_auth_identity_t *loomd_caller(const loomd_identity_t *ident, const loom_rpc_call_t *call,

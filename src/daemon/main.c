@@ -19,6 +19,7 @@
 #include "daemon/authz.h"
 #include "daemon/config.h"
 #include "daemon/dash.h"
+#include "daemon/follow.h"
 #include "daemon/identity.h"
 #include "daemon/methods.h"
 #include "daemon/quota.h"
@@ -537,7 +538,8 @@ static int add_methods(daemon_t *d)
                                    .sizer = d->sizer,
                                    .ident = d->ident,
                                    .quotas = &d->o.quotas};
-    if (loomd_monitor_open(d->store, d->runner, &d->monitor, &err) ||
+    if (loomd_waits_new(LOOMD_WAITS_PER_USER, &d->methods.waits, &err) ||
+        loomd_monitor_open(d->store, d->runner, &d->monitor, &err) ||
         loom_rpc_dispatcher_new(NULL, &d->disp, &err) ||
         loomd_methods_add(d->disp, &d->methods, &err) ||
         loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
@@ -660,6 +662,7 @@ out_store:
     loom_store_close(d.store);
     json_decref(d.o.nodes);
     loom_rpc_dispatcher_free(d.disp);
+    loomd_waits_free(d.methods.waits);
     loomd_identity_free(d.ident);
     if (d.url_path[0])
         unlink(d.url_path);

@@ -23,6 +23,12 @@
 /* job.list: the result object around the jobs; below this budget, no work */
 #define LIST_OVERHEAD   64
 #define LIST_BUDGET_MIN 1024
+/* Work bounded by the budget before it is done: no job's JSON is shorter
+ * than LIST_JOB_MIN bytes, so no more jobs than budget / LIST_JOB_MIN are
+ * read; they are serialised LIST_CHUNK at a time, stopping at the first
+ * that does not fit. */
+#define LIST_JOB_MIN 128
+#define LIST_CHUNK   32
 
 static void fail_param(loom_rpc_call_t *call, loom_err_t *err)
 {
@@ -486,17 +492,13 @@ static void fail_list_budget(loom_rpc_call_t *call, size_t first_job)
                         left, first_job ? ", less than one job needs" : "");
 }
 
-/* The page's jobs as JSON, as many as fit the call's response budget: a
- * page cut short ends at the last job that fit and *next_after points past
- * it. NULL (the call failed) when not even the first job fits. */
-static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_job_list_t *list,
-                         int64_t *next_after)
+/* Jobs [from, to) of the list as JSON, with their reasons (NULL: out of
+ * memory). */
+static json_t *list_chunk(loomd_methods_t *m, const loom_auth_identity_t *who,
+                          const loom_job_list_t *list, size_t from, size_t to)
 {
-    size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
-    json_t *all = json_array(), *jobs = json_array();
-    loom_auth_identity_t local;
-    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
-    for (size_t i = 0; all && i < list->n; i++) {
+    json_t *all = json_array();
+    for (size_t i = from; all && i < to; i++) {
         json_t *j = loom_job_to_json(&list->jobs[i], false);
         if (j && !loomd_identity_may_act(m->ident, who, &list->jobs[i])) {
             /* another's job: as squeue shows it, without its environment,
@@ -510,31 +512,51 @@ static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_j
             all = NULL;
         }
     }
-    loomd_runner_reasons(m->runner, all); /* one lock of the runner for the page */
-    for (size_t i = 0; all && jobs && i < list->n; i++) {
-        json_t *j = json_array_get(all, i);
-        size_t size = json_dumpb(j, NULL, 0, JSON_COMPACT) + 1;
-        if (used + size > budget) {
-            if (i == 0) {
-                json_decref(all);
-                json_decref(jobs);
-                fail_list_budget(call, 1);
-                return NULL;
+    if (all)
+        loomd_runner_reasons(m->runner, all); /* one lock of the runner per chunk */
+    return all;
+}
+
+/* The page's jobs as JSON, as many as fit the call's response budget: a
+ * page cut short ends at the last job that fit and *next_after points past
+ * it. NULL (the call failed) when not even the first job fits. */
+static json_t *list_page(loomd_methods_t *m, loom_rpc_call_t *call, const loom_job_list_t *list,
+                         int64_t *next_after)
+{
+    size_t budget = loom_rpc_call_budget(call), used = LIST_OVERHEAD;
+    json_t *jobs = json_array();
+    loom_auth_identity_t local;
+    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
+    bool full = false;
+    for (size_t from = 0; jobs && !full && from < list->n; from += LIST_CHUNK) {
+        size_t to = from + LIST_CHUNK < list->n ? from + LIST_CHUNK : list->n;
+        json_t *all = list_chunk(m, who, list, from, to);
+        for (size_t i = from; all && jobs && i < to; i++) {
+            json_t *j = json_array_get(all, i - from);
+            size_t size = json_dumpb(j, NULL, 0, JSON_COMPACT) + 1;
+            if (used + size > budget) {
+                if (i == 0) {
+                    json_decref(all);
+                    json_decref(jobs);
+                    fail_list_budget(call, 1);
+                    return NULL;
+                }
+                *next_after = list->jobs[i - 1].id;
+                full = true;
+                break;
             }
-            *next_after = list->jobs[i - 1].id;
-            break;
+            used += size;
+            if (json_array_append(jobs, j) != 0) {
+                json_decref(jobs);
+                jobs = NULL;
+            }
         }
-        used += size;
-        if (json_array_append(jobs, j) != 0) {
+        if (!all) {
             json_decref(jobs);
             jobs = NULL;
         }
+        json_decref(all);
     }
-    if (!all) {
-        json_decref(jobs);
-        jobs = NULL;
-    }
-    json_decref(all);
     if (!jobs)
         loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
     return jobs;
@@ -567,10 +589,13 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
         return LOOM_RPC_DONE;
     }
     f.limit = (size_t)limit;
-    if (loom_rpc_call_budget(call) < LIST_BUDGET_MIN) { /* spent by earlier calls: no work */
+    size_t budget = loom_rpc_call_budget(call);
+    if (budget < LIST_BUDGET_MIN) { /* spent by earlier calls: no work */
         fail_list_budget(call, 0);
         return LOOM_RPC_DONE;
     }
+    if (f.limit > budget / LIST_JOB_MIN) /* no more than could fit */
+        f.limit = budget / LIST_JOB_MIN;
     loom_job_list_t list;
     if (loom_store_list(m->store, &f, &list, &err)) {
         fail_store(call, err.code, &err, true, 0);

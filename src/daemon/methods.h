@@ -51,6 +51,7 @@ typedef struct loomd_methods {
     int64_t follow_max_ms;
     const loomd_identity_t *ident; /* callers and owners; NULL: single-user */
     const loomd_quotas_t *quotas;  /* submission quotas; NULL: none */
+    struct loomd_waits *waits;     /* waiting calls per user (follow.c); NULL: no limit */
     /* Set by loomd_methods_add: server.info lists every method added to it
      * (these and the other parts' methods added after them). */
     const loom_rpc_dispatcher_t *disp;

@@ -4,50 +4,32 @@
  * needs a container runtime (an image's entrypoint, volumes, valueFrom) is
  * refused with a message that names the field.
  *
- * Hostile input. libyaml's scanner does work proportional to the flow
- * nesting depth for every token, so "a: [[[[..." costs time quadratic in
- * its length (100k levels: half a minute). A first pass over the events
- * stops at YAML_MAX_DEPTH levels (as JSON's 64) before anything is built;
- * below that depth parsing is linear. Values that the shell environment
- * cannot carry (a NUL, a name with '=') are refused, not cut. */
+ * Hostile input. A first pass over the events stops at
+ * LOOM_YAML_MAX_DEPTH levels (as JSON's 64) before anything is built
+ * (core/yaml_depth.c says why); below that depth parsing is linear. Values that the shell
+ * environment cannot carry (a NUL, a name with '=') are refused, not cut. */
 #include <string.h>
 #include <yaml.h>
 
+#include "core/yaml_depth.h"
 #include "loom/exec.h"
 
-#define YAML_MAX_DEPTH 64
-
-/* Walks the events of the manifest until the end, an error, or a nesting
- * deeper than YAML_MAX_DEPTH. */
+/* The manifest's nesting, bounded before anything is built. */
 static int check_depth(const char *manifest, size_t len, loom_err_t *err)
 {
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser))
-        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)manifest, len);
-    int rc = LOOM_OK;
-    size_t depth = 0;
-    for (bool end = false; !end && rc == LOOM_OK;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&parser, &ev)) {
-            rc = loom_err_set(err, LOOM_EINVAL, "manifest line %zu column %zu: %s",
-                              parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                              parser.problem ? parser.problem : "invalid YAML");
-            break;
-        }
-        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
-            if (++depth > YAML_MAX_DEPTH)
-                rc = loom_err_set(err, LOOM_EINVAL,
-                                  "manifest line %zu column %zu: nests deeper than %d levels",
-                                  ev.start_mark.line + 1, ev.start_mark.column + 1, YAML_MAX_DEPTH);
-        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
-            depth--;
-        }
-        end = ev.type == YAML_STREAM_END_EVENT;
-        yaml_event_delete(&ev);
+    size_t line = 0, column = 0;
+    const char *problem = NULL;
+    switch (loom_text_yaml_depth(manifest, len, LOOM_YAML_MAX_DEPTH, &line, &column, &problem)) {
+    case 0: return LOOM_OK;
+    case 1:
+        return loom_err_set(err, LOOM_EINVAL,
+                            "manifest line %zu column %zu: nests deeper than %d levels", line,
+                            column, LOOM_YAML_MAX_DEPTH);
+    case 2:
+        return loom_err_set(err, LOOM_EINVAL, "manifest line %zu column %zu: %s", line, column,
+                            problem);
+    default: return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
-    yaml_parser_delete(&parser);
-    return rc;
 }
 
 static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)

@@ -7,12 +7,14 @@
  * Kubernetes cluster (the image, volumes, node selectors, ...) is named in
  * a warning. A resource's limit is taken when given, else its request: loom
  * reserves and enforces one amount per resource, so it takes the most the
- * container may use. */
+ * container may use. A manifest nested deeper than LOOM_YAML_MAX_DEPTH is
+ * refused before libyaml builds it (core/yaml_depth.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "core/yaml_depth.h"
 #include "jobspec/jobspec_int.h"
 
 typedef struct walk {
@@ -346,6 +348,17 @@ static int walk(walk_t *w, yaml_node_t *root)
 int loom_jobspec_parse_k8s(loom_jobspec_t *spec, const char *text, size_t len, const char *file,
                            loom_err_t *err)
 {
+    size_t line = 0, column = 0;
+    const char *problem = NULL;
+    int depth = loom_text_yaml_depth(text, len, LOOM_YAML_MAX_DEPTH, &line, &column, &problem);
+    if (depth == 1)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s:%zu:%zu: nests deeper than %d levels (mappings and sequences), "
+                            "the most loom reads",
+                            file, line, column, LOOM_YAML_MAX_DEPTH);
+    if (depth < 0)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    /* a syntax error (2) is reported by the load below, as before */
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))

@@ -69,6 +69,8 @@ struct loom_rpc_dispatcher {
     void *on_wait_ctx;
     loom_rpc_guard_fn guard;
     void *guard_ctx;
+    loom_rpc_abandoned_fn on_abandoned;
+    void *on_abandoned_ctx;
 };
 
 typedef struct request request_t;
@@ -298,6 +300,18 @@ void loom_rpc_dispatcher_set_guard(loom_rpc_dispatcher_t *d, loom_rpc_guard_fn f
 {
     d->guard = fn;
     d->guard_ctx = ctx;
+}
+
+void loom_rpc_dispatcher_on_abandoned(loom_rpc_dispatcher_t *d, loom_rpc_abandoned_fn fn, void *ctx)
+{
+    d->on_abandoned = fn;
+    d->on_abandoned_ctx = ctx;
+}
+
+bool loom_rpc_call_abandoned(const loom_rpc_call_t *call)
+{
+    const loom_rpc_dispatcher_t *d = call->req->d;
+    return d->on_abandoned && d->on_abandoned(call->req->request_ctx, d->on_abandoned_ctx);
 }
 
 void loom_rpc_dispatcher_on_dispatched(loom_rpc_dispatcher_t *d, loom_rpc_dispatched_fn fn,
@@ -789,6 +803,12 @@ static void run_call(loom_rpc_dispatcher_t *d, loom_rpc_call_t *call, json_t *el
     call->m = m;
     call->start_ns = loom_time_mono_ns();
     atomic_fetch_add(&d->in_flight, 1);
+    if (call->index > 0 && loom_rpc_call_abandoned(call)) { /* nobody waits for the rest */
+        loom_rpc_call_fail(call, LOOM_RPC_ABANDONED,
+                           "not run: the client closed its connection or the server is stopping",
+                           NULL);
+        return;
+    }
     if (atomic_load(&call->req->spent)) { /* bounded work per batch, not only bytes */
         loom_rpc_call_failf(call, LOOM_RPC_RESPONSE_TOO_LARGE,
                             json_pack("{s:I}", "limit", (json_int_t)d->limits.max_response),

@@ -24,12 +24,23 @@
  * the end of the stream and cleans up. While the dispatcher works on a
  * request (BUSY) no limit applies: the delay is ours, not the client's.
  *
+ * Fair share (with the identity hook): a connection is claimed by the user
+ * its identity names (on the Unix socket at accept, from the peer's
+ * credentials; on TCP at its first authenticated request). One unprivileged
+ * user holds at most max_per_user connections; unprivileged users together
+ * at most max_connections per listener; MHD's own limit is higher by
+ * reserved_connections, room that only privileged callers (and TCP's
+ * unauthenticated /healthz) reach. A connection over a limit gets one
+ * answer naming the limit (429 or 503, JSON-RPC -32015) and is closed; one
+ * that arrives while the users' room is full is closed at once.
+ *
  * Graceful stop: quiesce (stop accepting), wait for requests in flight,
  * then stop MHD (which closes idle keep-alive connections). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,7 +58,7 @@
 
 enum { PATH_RPC, PATH_HEALTHZ, PATH_METRICS, PATH_OTHER, PATH_HOOK, PATH_N };
 static const char *const path_label[PATH_N] = {"/rpc", "/healthz", "/metrics", "other", "hook"};
-static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 500, 503};
+static const unsigned status_codes[] = {200, 204, 400, 401, 404, 405, 413, 415, 429, 500, 503};
 #define N_STATUS       (sizeof status_codes / sizeof status_codes[0])
 #define MAX_SOURCES    32
 #define EVICTION_SLACK 32
@@ -73,6 +84,11 @@ typedef struct conn {
     unsigned served; /* requests answered */
     bool proven;     /* showed the token (or needs none) */
     bool killed;
+    /* Fair share: the user that claimed the connection (see the top). */
+    bool claimed, privileged;
+    int64_t user;
+    unsigned over_status; /* 429/503: the answer to its next request */
+    char over_detail[200];
     /* The identity hook's last answer on this connection (auth_request):
      * reused while valid for requests with the same Authorization value. */
     void *identity;
@@ -90,6 +106,7 @@ typedef struct req {
     bool too_large;
     bool responded;
     unsigned early_status; /* an error found in the headers, sent after the body */
+    bool early_close;      /* and the connection closed after it */
     char early_detail[200];
     loom_buf_t body;
     loom_rpc_transport_t transport;
@@ -202,9 +219,12 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, req_t *r, unsigne
         int n = snprintf(text, sizeof text, "%s\n", detail);
         return respond(c, r, status, "text/plain; charset=utf-8", text, (size_t)n, close);
     }
-    json_t *body =
-        json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
-                  LOOM_RPC_INVALID_REQUEST, "message", "Invalid Request", "data", detail, "id");
+    /* 429 and 503 on /rpc are the fair-share limits: their message is the
+     * detail, which names the limit. */
+    bool limit = status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE;
+    json_t *body = json_pack("{s:s,s:{s:i,s:s,s:s},s:n}", "jsonrpc", "2.0", "error", "code",
+                             limit ? LOOM_RPC_USER_LIMIT : LOOM_RPC_INVALID_REQUEST, "message",
+                             limit ? detail : "Invalid Request", "data", detail, "id");
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     enum MHD_Result ret = respond(c, r, status, "application/json", text ? text : "{}",
@@ -243,6 +263,87 @@ static void conn_kill(conn_t *c)
     c->killed = true;
 }
 
+/* Counts, with s->mu held, the unprivileged claimed connections of user
+ * (over both listeners) and of listener l. */
+static void count_claims(loom_rpc_server_t *s, const listener_t *l, int64_t user, unsigned *mine,
+                         unsigned *users)
+{
+    *mine = *users = 0;
+    for (conn_t *c = s->conns.next; c != &s->conns; c = c->next) {
+        if (c->killed || !c->claimed || c->privileged)
+            continue;
+        *users += c->l == l;
+        *mine += c->user == user;
+    }
+}
+
+/* Fair share: conn is claimed by the user identity names, or marked over
+ * a limit (over_status, over_detail). Returns over_status (0: claimed). */
+static unsigned conn_claim(loom_rpc_server_t *s, conn_t *conn, const void *identity)
+{
+    if (!s->cfg.identity.principal || !identity)
+        return 0;
+    int64_t user = -1;
+    char name[64] = "";
+    bool priv = s->cfg.identity.principal(identity, &user, name, sizeof name);
+    pthread_mutex_lock(&s->mu);
+    if (conn->claimed && conn->user == user && conn->privileged == priv) {
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
+    conn->claimed = false; /* a new user on this connection: claim again */
+    unsigned mine, users;
+    count_claims(s, conn->l, user, &mine, &users);
+    conn->over_status = 0;
+    if (!priv && mine >= s->cfg.max_per_user) {
+        conn->over_status = MHD_HTTP_TOO_MANY_REQUESTS;
+        snprintf(conn->over_detail, sizeof conn->over_detail,
+                 "too many connections: user '%.40s' holds %u, the most one user may hold at "
+                 "once (max_connections_per_user %u); close one and retry",
+                 name, mine, s->cfg.max_per_user);
+    } else if (!priv && users >= s->cfg.max_connections) {
+        conn->over_status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        snprintf(conn->over_detail, sizeof conn->over_detail,
+                 "server busy: users hold %u connections, the most this listener serves "
+                 "(max_connections %u; the rest is kept for operators); retry later",
+                 users, s->cfg.max_connections);
+    } else {
+        conn->claimed = true;
+        conn->privileged = priv;
+        conn->user = user;
+    }
+    unsigned st = conn->over_status;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* The Unix socket's peer is known at accept: claim the connection at once,
+ * so that silent connections count too. Over a limit while the listener is
+ * into its reserve, it is closed at once; else it keeps its answer. */
+static void claim_unix(loom_rpc_server_t *s, conn_t *conn)
+{
+    if (!s->cfg.identity.principal || !s->cfg.identity.authenticate)
+        return;
+    loom_rpc_auth_input_t in = {true, conn->fd, NULL, "unix"};
+    void *id = NULL;
+    int64_t until = 0;
+    loom_err_t err;
+    if (s->cfg.identity.authenticate(&in, &id, &until, &err, s->cfg.identity.ctx) != LOOM_OK)
+        return; /* answered 401 at its first request */
+    conn->identity = id;
+    conn->identity_auth = strdup("");
+    conn->identity_until_ns = conn->identity_auth ? until : 0;
+    if (!conn_claim(s, conn, id))
+        return;
+    pthread_mutex_lock(&s->mu);
+    unsigned live = 0;
+    for (conn_t *c = s->conns.next; c != &s->conns; c = c->next)
+        live += c->l == conn->l && !c->killed;
+    if (live > s->cfg.max_connections)
+        conn_kill(conn);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* MHD's accept policy for the TCP listener (see the top of the file):
  * makes room by evicting the oldest unproven connection of the address, or
  * of the listener when it is full; refuses only when nothing can go. */
@@ -275,13 +376,11 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t
     if (mine >= s->cfg.max_per_address && oldest_mine) {
         conn_kill(oldest_mine);
         atomic_fetch_add(&s->evicted, 1);
-    } else if (live >= s->cfg.max_connections) {
-        if (oldest) {
-            conn_kill(oldest);
-            atomic_fetch_add(&s->evicted, 1);
-        } else {
-            ok = MHD_NO;
-        }
+    } else if (live >= s->cfg.max_connections && oldest) {
+        conn_kill(oldest);
+        atomic_fetch_add(&s->evicted, 1);
+    } else if (live >= s->cfg.max_connections + s->cfg.reserved_connections) {
+        ok = MHD_NO; /* the reserve too is taken by authenticated callers */
     }
     pthread_mutex_unlock(&s->mu);
     return ok;
@@ -315,6 +414,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         atomic_fetch_add(&s->connections, 1);
         atomic_fetch_add(&s->accepted, 1);
         *socket_context = conn;
+        if (l->is_unix)
+            claim_unix(s, conn);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         conn_t *conn = *socket_context;
         if (!conn)
@@ -399,6 +500,8 @@ static void *watchdog_main(void *arg)
                 limit = req_ns;
                 since = c->accepted_ns;
             }
+            if (c->over_status && c->phase == PHASE_IDLE) /* 1 s to hear why */
+                limit = LOOM_NS_PER_S < limit ? LOOM_NS_PER_S : limit;
             if (now - since > limit) {
                 loom_log_info("http connection timed out", "phase=%s after_s=%.1f",
                               c->served == 0           ? "first request"
@@ -582,9 +685,28 @@ static enum MHD_Result serve_hook(loom_rpc_server_t *s, struct MHD_Connection *c
     return ret ? MHD_YES : MHD_NO;
 }
 
+/* The dispatcher's abandon check (loom_rpc_dispatcher_on_abandoned): the
+ * server is stopping, or the client closed its end (a client waiting for
+ * its answer keeps it open; one that left shows a hang-up). */
+static bool request_abandoned(void *request_ctx, void *ctx)
+{
+    loom_rpc_server_t *s = ctx;
+    const loom_rpc_transport_t *t = request_ctx;
+    if (atomic_load(&s->draining))
+        return true;
+    if (!t || !t->has_fd || t->fd < 0)
+        return false;
+    struct pollfd p = {.fd = t->fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void describe_peer(listener_t *l, struct MHD_Connection *c, loom_rpc_transport_t *t)
 {
     t->unix_socket = l->is_unix;
+    const union MHD_ConnectionInfo *fi =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    t->has_fd = fi != NULL;
+    t->fd = fi ? fi->connect_fd : -1;
     if (l->is_unix) {
         snprintf(t->peer, sizeof t->peer, "unix");
         return;
@@ -628,11 +750,25 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+/* RFC 9110 8.6: Content-Length = 1*DIGIT. A sign ("-1", "+47"), a list
+ * ("47, 47"), a fraction ("1.5") or a value past 2^63 is read one way by
+ * one parser and another way by the next: refused the same way. */
+static bool bad_content_length(struct MHD_Connection *c)
+{
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return false;
+    size_t n = strspn(cl, "0123456789");
+    return n == 0 || n > 18 || cl[n] != '\0';
+}
+
 static bool bad_framing(struct MHD_Connection *c)
 {
     framing_t f = {0, 0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
-    return f.content_length > 1 || (f.content_length && f.transfer_encoding);
+    return f.content_length > 1 || (f.content_length && f.transfer_encoding) ||
+           bad_content_length(c);
 }
 
 /* Notes an error found in the headers. It is answered once the body (if
@@ -662,6 +798,7 @@ static bool auth_request(loom_rpc_server_t *s, listener_t *l, struct MHD_Connect
     if (conn->identity && conn->identity_auth && strcmp(conn->identity_auth, given) == 0 &&
         loom_time_mono_ns() < conn->identity_until_ns) {
         r->transport.identity = conn->identity;
+        conn_claim(s, conn, conn->identity);
         return true;
     }
     loom_rpc_auth_input_t in = {l->is_unix, conn->fd, h, r->transport.peer};
@@ -676,6 +813,7 @@ static bool auth_request(loom_rpc_server_t *s, listener_t *l, struct MHD_Connect
     conn->identity_auth = strdup(given);
     conn->identity_until_ns = conn->identity_auth ? until : 0;
     r->transport.identity = id;
+    conn_claim(s, conn, id);
     return true;
 }
 
@@ -700,8 +838,9 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
 
     if (bad_framing(c)) {
         *ret = respond_error(c, r, MHD_HTTP_BAD_REQUEST,
-                             "conflicting message framing: more than one Content-Length, or "
-                             "Content-Length with Transfer-Encoding",
+                             "bad message framing: more than one Content-Length, "
+                             "Content-Length with Transfer-Encoding, or a Content-Length that "
+                             "is not a decimal number of bytes",
                              true);
         return true;
     }
@@ -717,6 +856,10 @@ static bool first_call(listener_t *l, struct MHD_Connection *c, req_t *r, const 
         char detail[sizeof aerr.msg + 32];
         snprintf(detail, sizeof detail, "not authenticated: %s", aerr.msg);
         return defer_error(r, MHD_HTTP_UNAUTHORIZED, detail);
+    }
+    if (!exempt && r->conn && r->conn->over_status) { /* fair share: see the top */
+        r->early_close = true;
+        return defer_error(r, r->conn->over_status, r->conn->over_detail);
     }
     if (proven && r->conn) {
         pthread_mutex_lock(&s->mu);
@@ -823,7 +966,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->responded)
         return MHD_YES;
     if (r->early_status)
-        return respond_error(c, r, r->early_status, r->early_detail, false);
+        return respond_error(c, r, r->early_status, r->early_detail, r->early_close);
     if (r->path == PATH_RPC)
         return serve_rpc(s, c, r);
     if (r->path == PATH_HOOK)
@@ -948,7 +1091,8 @@ static int start_mhd(loom_rpc_server_t *s, listener_t *l, loom_err_t *err)
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     /* MHD's own limit leaves room for evicted connections still closing:
      * on TCP the accept policy keeps the count of live ones. */
-    unsigned limit = s->cfg.max_connections + (l->is_unix ? 0 : EVICTION_SLACK);
+    unsigned limit =
+        s->cfg.max_connections + s->cfg.reserved_connections + (l->is_unix ? 0 : EVICTION_SLACK);
     l->mhd = MHD_start_daemon(flags, 0, on_accept, l, on_request, l, MHD_OPTION_EXTERNAL_LOGGER,
                               mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
                               MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -971,6 +1115,8 @@ void loom_rpc_server_config_init(loom_rpc_server_config_t *cfg)
     cfg->max_body = 1u << 20;
     cfg->max_connections = 128;
     cfg->max_per_address = 32;
+    cfg->max_per_user = 32;
+    cfg->reserved_connections = 16;
     cfg->idle_timeout_s = 30;
     cfg->request_timeout_s = 10;
     cfg->drain_timeout_s = 30;
@@ -1012,6 +1158,8 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
         s->cfg.max_connections = def.max_connections;
     if (!s->cfg.max_per_address)
         s->cfg.max_per_address = def.max_per_address;
+    if (!s->cfg.max_per_user)
+        s->cfg.max_per_user = def.max_per_user;
     if (!s->cfg.idle_timeout_s)
         s->cfg.idle_timeout_s = def.idle_timeout_s;
     if (!s->cfg.request_timeout_s)
@@ -1049,6 +1197,7 @@ int loom_rpc_server_start(const loom_rpc_server_config_t *cfg, loom_rpc_dispatch
         goto fail;
     if (s->socket_copy && (rc = listen_unix(s->socket_copy, &s->unx.fd, err)) != LOOM_OK)
         goto fail_tcp;
+    loom_rpc_dispatcher_on_abandoned(d, request_abandoned, s);
     if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {
         rc = loom_err_set(err, LOOM_EIO, "rpc server: cannot start the watchdog thread");
         goto fail_unix;
@@ -1093,6 +1242,7 @@ fail_tcp:
     if (s->tcp.fd >= 0)
         close(s->tcp.fd);
 fail:
+    loom_rpc_dispatcher_on_abandoned(d, NULL, NULL);
     server_free(s);
     return rc;
 }
@@ -1156,6 +1306,7 @@ void loom_rpc_server_stop(loom_rpc_server_t *s)
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->watchdog, NULL);
+    loom_rpc_dispatcher_on_abandoned(s->d, NULL, NULL);
     loom_log_info("rpc server stopped", NULL);
     server_free(s);
 }

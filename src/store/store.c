@@ -87,7 +87,8 @@ struct loom_store {
     pthread_t committer;
     loom_store_stats_t stats;
 
-    pthread_mutex_t rmu; /* reader connection */
+    pthread_mutex_t rmu;  /* reader connection */
+    uint64_t jobs_listed; /* rows loom_store_list read (under rmu), for stats */
 
     pthread_t completer; /* runs the completions of committed groups */
     pthread_mutex_t dmu;
@@ -194,9 +195,25 @@ static int exec_sql(sqlite3 *db, const char *sql, loom_err_t *err)
     return LOOM_OK;
 }
 
+/* The database file made 0600 before SQLite opens it: SQLite creates it
+ * with 0644 (less the umask) and gives its -wal and -shm the database's
+ * mode, so all three would be readable by every local user. */
+static int create_private(const char *path, loom_err_t *err)
+{
+    if (path[0] == ':' || strncmp(path, "file:", 5) == 0)
+        return LOOM_OK; /* in memory, or a URI: not a plain path */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot open database", path);
+    close(fd);
+    return LOOM_OK;
+}
+
 static int open_conn(const char *path, loom_durability_t d, sqlite3 **out, loom_err_t *err)
 {
     sqlite3 *db = NULL;
+    if (create_private(path, err) != LOOM_OK)
+        return LOOM_EIO;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     /* The WAL-gathering shim (walbuf.c) unless LOOM_STORE_WALBUF=0 asks
      * for SQLite's default VFS (to compare the two). */
@@ -1458,6 +1475,7 @@ int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list
     sqlite3_finalize(st);
     if (rc == LOOM_OK && more)
         out->next_after_id = out->jobs[out->n - 1].id;
+    s->jobs_listed += out->n;
 out:
     pthread_mutex_unlock(&s->rmu);
     loom_buf_free(&sql);
@@ -1483,6 +1501,9 @@ int loom_store_stats(loom_store_t *s, loom_store_stats_t *out, loom_err_t *err)
     out->wal_restarts = s->wal_restarts;
     out->wal_frames_max = s->wal_frames_max;
     pthread_mutex_unlock(&s->cmu);
+    pthread_mutex_lock(&s->rmu);
+    out->jobs_listed = s->jobs_listed;
+    pthread_mutex_unlock(&s->rmu);
     return LOOM_OK;
 }
 

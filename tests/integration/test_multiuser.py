@@ -130,8 +130,9 @@ class MultiUser(unittest.TestCase):
     def loom(self, user, *args, url=None):
         return self.as_user(user, [LOOM] + list(args), url=url)
 
-    def credential(self, user, ttl=None):
-        args = ["munge", "-n"] + (["-t", str(ttl)] if ttl else [])
+    def credential(self, user, ttl=None, payload="loomd"):
+        args = ["munge"] + (["-s", payload] if payload else ["-n"]) + \
+            (["-t", str(ttl)] if ttl else [])
         rc, out, err = self.as_user(user, args)
         self.assertEqual(rc, 0, err)
         return out.strip()
@@ -290,12 +291,19 @@ class MultiUser(unittest.TestCase):
             cred[len(cred) // 2 + 1:]
         cases = {"replayed": "Munge " + cred, "forged": "Munge " + forged,
                  "expired": "Munge " + expired, "none": None,
-                 "wrong token": "Bearer " + "0" * 64}
+                 "wrong token": "Bearer " + "0" * 64,
+                 # issue 30, finding 12: a credential made for another
+                 # audience (munge -n, another service) was accepted
+                 "no audience": "Munge " + self.credential(USER1, payload=None),
+                 "another audience": "Munge " + self.credential(USER1, payload="slurmctld")}
         for what, auth in cases.items():
             c, h = self.tcp(auth)
             with self.assertRaises(HttpError, msg=what) as cm:
                 c.post(submit, headers=h, auth=False)
             self.assertEqual(cm.exception.status, 401, what)
+            if "audience" in what:
+                self.assertIn(b"not made for loomd", cm.exception.body, what)
+                self.assertNotIn(b"slurmctld", cm.exception.body, what)
             c.close()
         self.assertEqual(self.jobs_now(), before)
         status, headers, body = Client(self.d.url).request(

@@ -572,6 +572,59 @@ static void response_budget(void **state)
     loom_rpc_dispatcher_free(d);
 }
 
+/* Issue 30, finding 9: a job.list that cannot fit its response budget
+ * still read (and serialised) up to its limit of 1000 jobs before it failed
+ * -32010. Now it reads no more jobs than the budget could hold (one per
+ * 128 bytes): the store's count of jobs read says so, not a timing. */
+static void list_bounded_before_it_reads(void **state)
+{
+    fixture_t *f = *state;
+    char value[251];
+    memset(value, 'v', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    loom_buf_t labels = LOOM_BUF_INIT; /* about 3.2 KB of labels per job */
+    for (int k = 0; k < 12; k++)
+        loom_buf_appendf(&labels, "%s\"k%d\":\"%s\"", k ? "," : "", k, value);
+    loom_buf_t b = LOOM_BUF_INIT, out = LOOM_BUF_INIT;
+    for (int batch = 0; batch < 20; batch++) { /* 1000 jobs, 50 a batch */
+        loom_buf_reset(&b);
+        loom_buf_append_str(&b, "[");
+        for (int i = 0; i < 50; i++)
+            loom_buf_appendf(&b,
+                             "%s{\"jsonrpc\":\"2.0\",\"method\":\"job.submit\",\"params\":{"
+                             "\"name\":\"j\",\"script\":\"\",\"labels\":{%s}},\"id\":%d}",
+                             i ? "," : "", labels.data, i);
+        loom_buf_append_str(&b, "]");
+        loom_buf_reset(&out);
+        assert_int_equal(loom_rpc_handle(f->disp, b.data, b.len, NULL, &out), LOOM_OK);
+        assert_null(strstr(out.data, "\"error\""));
+    }
+    loom_rpc_dispatcher_t *d;
+    loom_err_t err;
+    loom_rpc_limits_t lim = {.max_response = 3072}; /* less than one job */
+    assert_int_equal(loom_rpc_dispatcher_new(&lim, &d, &err), LOOM_OK);
+    assert_int_equal(loomd_methods_add(d, &f->m, &err), LOOM_OK);
+    loom_store_stats_t before, after;
+    assert_int_equal(loom_store_stats(f->store, &before, &err), LOOM_OK);
+    const char *list = "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":1000},"
+                       "\"id\":1}";
+    loom_buf_reset(&out);
+    assert_int_equal(loom_rpc_handle(d, list, strlen(list), NULL, &out), LOOM_OK);
+    assert_int_equal(loom_store_stats(f->store, &after, &err), LOOM_OK);
+    json_t *resp = json_loads(out.data, 0, NULL);
+    json_t *e = json_object_get(resp, "error");
+    assert_int_equal(json_integer_value(json_object_get(e, "code")), LOOM_RPC_RESPONSE_TOO_LARGE);
+    uint64_t read = after.jobs_listed - before.jobs_listed;
+    if (read == 0 || read > 3072 / 128)
+        fail_msg("job.list read %llu jobs for a 3072-byte budget (the most that could fit: %d)",
+                 (unsigned long long)read, 3072 / 128);
+    json_decref(resp);
+    loom_buf_free(&labels);
+    loom_buf_free(&b);
+    loom_buf_free(&out);
+    loom_rpc_dispatcher_free(d);
+}
+
 /* A batch of 100 submissions while another connection holds SQLite's
  * write lock and the committer waits for it with one earlier write: every
  * handler of the batch queues its write and returns PENDING; once the lock
@@ -662,6 +715,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(submit_model_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(cancel_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(response_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(list_bounded_before_it_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_shares_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(server_info_lists_every_method, setup, teardown),
         cmocka_unit_test_setup_teardown(job_id_errors_agree, setup, teardown),

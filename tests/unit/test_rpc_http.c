@@ -904,6 +904,7 @@ static void connection_limit(void **state)
     cfg.listen = "127.0.0.1:0";
     cfg.token = F.token;
     cfg.max_connections = 3;
+    cfg.reserved_connections = 0; /* the hard limit alone */
     loom_rpc_server_t *s2;
     loom_err_t err;
     assert_int_equal(loom_rpc_server_start(&cfg, F.d, &s2, &err), LOOM_OK);
