@@ -106,11 +106,21 @@ static int batch_with_retries(submit_sink_t *s, loom_rpc_client_t **c, loom_rpc_
         loom_rpc_client_error_t e;
         loom_rpc_client_error_init(&e);
         int rc = loom_rpc_client_batch(*c, items, n, LOOM_RPC_CALL_RETRY, &e);
-        if (rc == LOOM_OK) {
+        /* Calls loomd did not run because it was stopping (LOOM_RPC_ABANDONED)
+         * go again with the whole batch: the submit_ids make the ones it did
+         * run answer with their job, not a second one. */
+        size_t abandoned = 0;
+        for (size_t i = 0; rc == LOOM_OK && i < n; i++)
+            abandoned += items[i].code == LOOM_RPC_ABANDONED;
+        bool in_time = loom_time_mono_ns() - start < s->retry_for_ns;
+        if (rc == LOOM_OK && (!abandoned || !in_time)) {
             loom_rpc_client_error_clear(&e);
             return LOOM_OK;
         }
-        bool again = loom_rpc_client_retryable(&e) && loom_time_mono_ns() - start < s->retry_for_ns;
+        if (rc == LOOM_OK)
+            loom_err_set(&e.err, LOOM_EUNAVAIL, "%zu of %zu calls not run (loomd stopping)",
+                         abandoned, n);
+        bool again = (rc == LOOM_OK || loom_rpc_client_retryable(&e)) && in_time;
         if (!again) {
             if (err) {
                 *err = e.err;

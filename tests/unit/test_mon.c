@@ -73,7 +73,11 @@ static void test_real_host(void **st)
             assert_true(s.fs.fs[i].size_bytes >= s.fs.fs[i].free_bytes);
             assert_true(s.fs.fs[i].size_bytes > 0);
         }
-    assert_true(root);
+    if (loom_test_in_chroot())
+        printf("in a chroot: the mount table names the host's mount points, so / need not be "
+               "one of them (its check skipped)\n");
+    else
+        assert_true(root);
     check_src(&s.cpu.freq_source);
     check_src(&s.cpu.load_source);
     check_src(&s.cpu.pressure.source);
