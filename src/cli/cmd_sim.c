@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "loom/runtime.h"
 #include "loom/sim.h"
 
 /* --users N (1..64), --accounts M (1..64) or --user-skew S (0..10); 0 when
@@ -39,6 +40,7 @@ static void sim_usage(FILE *f)
             "                [--queue fifo|sjf|priority|tiresias|drf|fairshare[:OPTS]|\n"
             "                 tiresias+fairshare[:OPTS]] [--compress X]\n"
             "                [--timeslice S] [--users N [--user-skew S] [--accounts M]]\n"
+            "                [--backfill greedy|easy|conservative] [--default-limit S]\n"
             "                [--out DIR]\n"
             "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
@@ -58,6 +60,11 @@ static void sim_usage(FILE *f)
             "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
             "  --timeslice S    dynamic mode: Gandiva's time-slicing with a quantum of S\n"
             "                   seconds (as loomd --timeslice; default off)\n"
+            "  --backfill B     dynamic mode: greedy (default: any job that fits starts),\n"
+            "                   easy (the first waiting job gets a reservation from the\n"
+            "                   running jobs' time limits) or conservative (every waiting\n"
+            "                   job gets one); as loomd --backfill\n"
+            "  --default-limit S  the time limit of a task without one (3600)\n"
             "  --users N        dynamic mode: the tasks get owners 1..N (Zipf, seeded; see\n"
             "                   --user-skew); reports each user's mean JCT and Jain's index\n"
             "  --user-skew S    the Zipf exponent of --users (default 1; 0: uniform);\n"
@@ -140,23 +147,37 @@ static bool wants_rubick(int argc, char **argv)
 }
 
 static const struct option sim_opts[] = {
-    {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
-    {"policy", required_argument, NULL, 'P'},   {"seeds", required_argument, NULL, 's'},
-    {"inflate", required_argument, NULL, 'i'},  {"mode", required_argument, NULL, 'm'},
-    {"queue", required_argument, NULL, 'q'},    {"out", required_argument, NULL, 'o'},
-    {"json", no_argument, NULL, 'j'},           {"plot", no_argument, NULL, 'g'},
-    {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
-    {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
-    {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
-    {"compress", required_argument, NULL, 'C'}, {"timeslice", required_argument, NULL, 'T'},
-    {"users", required_argument, NULL, 'u'},    {"user-skew", required_argument, NULL, 'k'},
-    {"accounts", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+    {"nodes", required_argument, NULL, 'n'},
+    {"pods", required_argument, NULL, 'p'},
+    {"policy", required_argument, NULL, 'P'},
+    {"seeds", required_argument, NULL, 's'},
+    {"inflate", required_argument, NULL, 'i'},
+    {"mode", required_argument, NULL, 'm'},
+    {"queue", required_argument, NULL, 'q'},
+    {"out", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"plot", no_argument, NULL, 'g'},
+    {"jobs", required_argument, NULL, 'J'},
+    {"exact-scores", no_argument, NULL, 'x'},
+    {"check", no_argument, NULL, 'c'},
+    {"workload", required_argument, NULL, 'W'},
+    {"help", no_argument, NULL, 'h'},
+    {"ties", required_argument, NULL, 't'},
+    {"compress", required_argument, NULL, 'C'},
+    {"timeslice", required_argument, NULL, 'T'},
+    {"users", required_argument, NULL, 'u'},
+    {"user-skew", required_argument, NULL, 'k'},
+    {"accounts", required_argument, NULL, 'A'},
+    {"backfill", required_argument, NULL, 'B'},
+    {"default-limit", required_argument, NULL, 'L'},
+    {NULL, 0, NULL, 0},
 };
 
 /* Everything loom sim's options say. */
 typedef struct sim_args {
     const char *nodes, *pods, *policy, *seeds_s, *mode, *queue, *out, *workload;
-    double inflate, compress, timeslice, skew;
+    double inflate, compress, timeslice, skew, default_limit;
+    loom_runtime_backfill_t backfill;
     int64_t users, accounts;
     bool json, plot, exact, check;
     loom_sched_ties_t ties;
@@ -196,6 +217,23 @@ static int sim_opt(sim_args_t *a, int c)
         a->timeslice = strtod(optarg, &end);
         if (*end || !(a->timeslice > 0 && a->timeslice <= 1e9)) {
             fprintf(stderr, "loom sim: --timeslice '%s': expected seconds > 0\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'B': {
+        loom_err_t err;
+        if (loom_runtime_backfill_parse(optarg, &a->backfill, &err) != LOOM_OK) {
+            fprintf(stderr, "loom sim: --%s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'L': {
+        char *end;
+        a->default_limit = strtod(optarg, &end);
+        if (*end || !(a->default_limit > 0 && a->default_limit <= 1e9)) {
+            fprintf(stderr, "loom sim: --default-limit '%s': expected seconds > 0\n", optarg);
             return LOOM_EXIT_USAGE;
         }
         break;
@@ -373,6 +411,8 @@ int loom_cmd_sim(int argc, char **argv)
     o.inflate = a.inflate;
     o.compress = a.compress;
     o.timeslice_s = a.timeslice;
+    o.backfill = (int)a.backfill;
+    o.default_limit_s = a.default_limit;
     o.users = (uint32_t)a.users;
     o.user_skew = a.skew;
     o.accounts = (uint32_t)a.accounts;

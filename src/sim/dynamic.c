@@ -3,7 +3,8 @@
  * Jobs arrive at their creation (due) time and run for their duration once
  * started. At every event time: departures first, then arrivals join the
  * runtime's queue, then one step of the runtime (libloom's runtime part, the
- * very step loomd takes): queue order, placement with greedy backfill,
+ * very step loomd takes): queue order, placement with backfill (greedy, or
+ * with reservations from the jobs' time limits),
  * Gandiva's time-slicing when a quantum is given. The simulator applies the
  * step's actions in virtual time: a start schedules the job's departure, a
  * suspend stops its remaining run time and a resume continues it. A job
@@ -231,7 +232,9 @@ static int new_runtime(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t
     loom_runtime_config_t cfg = {.queue = o->queue ? o->queue : "fifo",
                                  .placement = o->policy,
                                  .placer = {o->seed, wl, o->exact_scores, o->ties},
-                                 .timeslice_s = o->timeslice_s};
+                                 .timeslice_s = o->timeslice_s,
+                                 .backfill = (loom_runtime_backfill_t)o->backfill,
+                                 .default_limit_s = o->default_limit_s};
     rc = loom_runtime_new(&c, &cfg, rt, err);
     loom_sched_cluster_free(&c);
     return rc;

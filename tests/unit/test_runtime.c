@@ -2,7 +2,8 @@
  * and greedy backfill, every pending job considered, pending reasons, down
  * nodes, refused starts, rejects, time-slicing, packing introspection,
  * reconfiguration, the incremental queue order against a full sort, the
- * changes of pending reasons and running quotas. */
+ * changes of pending reasons and running quotas, backfill with
+ * reservations (EASY and conservative). */
 #include <math.h>
 
 #include "test_util.h"
@@ -664,6 +665,124 @@ static void test_quota(void **state)
     loom_runtime_free(rt);
 }
 
+/* The must-show case of backfill with reservations: one node of 4 GPUs
+ * kept busy by an endless stream of one-GPU jobs (one arrives every 25 s,
+ * each runs its whole 100 s time limit; the first four start at 0, 25, 50
+ * and 75). A whole-node job W arrives at 80. Greedy backfill gives each
+ * GPU that comes free to the next one-GPU job, so W never starts. EASY and
+ * conservative reserve the node for W at 175 (when the four running jobs'
+ * limits are up), hold back the one-GPU jobs that would still run then
+ * (reason Reservation), let a 20 s job that ends before 175 start at 130,
+ * and start W at 175, as its expected start said. */
+#define STREAM_END 1000
+#define W_ID       10000
+#define SHORT_ID   10001
+
+typedef struct stream {
+    double start[SHORT_ID + 1], run[SHORT_ID + 1];
+    double w_expected; /* W's expected start as reported at 80 */
+    loom_runtime_reason_t held_reason, w_reason;
+} stream_t;
+
+static void stream_submit(loom_runtime_t *rt, uint64_t id, int gpus, double t, double limit)
+{
+    loom_runtime_job_t j = {
+        .id = id,
+        .req = {.cpu_milli = 1000, .mem_mib = 1024, .num_gpus = gpus, .gpu_milli = 1000},
+        .submit_s = t,
+        .time_limit_s = limit};
+    loom_err_t err;
+    if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static void stream_run(loom_runtime_backfill_t bf, stream_t *s)
+{
+    loom_sched_cluster_t c;
+    cluster(&c, 1, 4);
+    loom_runtime_config_t cfg = {.placer = {.ties = LOOM_SCHED_TIES_FIRST}, .backfill = bf};
+    loom_runtime_t *rt;
+    loom_err_t err;
+    if (loom_runtime_new(&c, &cfg, &rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_sched_cluster_free(&c);
+    static log_t l;
+    memset(s, 0, sizeof *s);
+    uint64_t next = 1;
+    for (int t = 0; t <= STREAM_END; t += 5) {
+        for (uint64_t id = 1; id <= SHORT_ID; id++)
+            if (s->run[id] > 0 && s->start[id] >= 0 && s->start[id] + s->run[id] <= t &&
+                loom_runtime_remove(rt, id, t) == LOOM_OK)
+                s->run[id] = -1;
+        if (t % 25 == 0) {
+            s->start[next] = -1;
+            s->run[next] = 100;
+            stream_submit(rt, next++, 1, t, 100);
+        }
+        if (t == 80) {
+            s->start[W_ID] = -1;
+            s->run[W_ID] = 100;
+            stream_submit(rt, W_ID, 4, t, 100);
+        }
+        if (t == 130) {
+            s->start[SHORT_ID] = -1;
+            s->run[SHORT_ID] = 20;
+            stream_submit(rt, SHORT_ID, 1, t, 20);
+        }
+        l.n = 0;
+        loom_runtime_step(rt, t, record, &l);
+        for (size_t k = 0; k < l.n; k++)
+            if (l.a[k].kind == LOOM_RUNTIME_START)
+                s->start[l.a[k].id] = t;
+        if (t == 80) {
+            loom_runtime_info_t w = info(rt, W_ID);
+            s->w_expected = w.has_start ? w.expected_start_s : -1;
+        }
+        if (t == 100) {
+            s->w_reason = info(rt, W_ID).reason;
+            s->held_reason = info(rt, 5).state == LOOM_RUNTIME_PENDING ? info(rt, 5).reason : 0;
+        }
+        check(rt);
+    }
+    loom_runtime_free(rt);
+}
+
+static void test_backfill_reservation(void **state)
+{
+    (void)state;
+    static stream_t s;
+    stream_run(LOOM_RUNTIME_BACKFILL_GREEDY, &s);
+    assert_true(s.start[W_ID] < 0); /* starved for the whole stream */
+    assert_true(s.w_expected < 0);  /* and no expected start */
+    const loom_runtime_backfill_t bf[] = {LOOM_RUNTIME_BACKFILL_EASY,
+                                          LOOM_RUNTIME_BACKFILL_CONSERVATIVE};
+    for (size_t k = 0; k < 2; k++) {
+        stream_run(bf[k], &s);
+        assert_true(s.w_expected == 175);
+        assert_true(s.start[W_ID] == 175);
+        assert_true(s.start[SHORT_ID] == 130); /* ends by 175: backfilled */
+        assert_true(s.start[5] >= 275);        /* arrived at 100: after W */
+        assert_int_equal(s.w_reason, LOOM_RUNTIME_REASON_RESOURCES);
+        assert_int_equal(s.held_reason, LOOM_RUNTIME_REASON_RESERVATION);
+        assert_string_equal(loom_runtime_reason_name(s.held_reason), "Reservation");
+    }
+}
+
+/* The backfill option's names, and a bad one named in the error. */
+static void test_backfill_parse(void **state)
+{
+    (void)state;
+    loom_runtime_backfill_t b;
+    loom_err_t err;
+    assert_int_equal(loom_runtime_backfill_parse("easy", &b, &err), LOOM_OK);
+    assert_int_equal(b, LOOM_RUNTIME_BACKFILL_EASY);
+    assert_int_equal(loom_runtime_backfill_parse("conservative", &b, &err), LOOM_OK);
+    assert_string_equal(loom_runtime_backfill_name(b), "conservative");
+    assert_int_equal(loom_runtime_backfill_parse("greedy", &b, &err), LOOM_OK);
+    assert_int_equal(loom_runtime_backfill_parse("eazy", &b, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "'eazy'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -680,6 +799,8 @@ int main(void)
         cmocka_unit_test(test_dependencies),
         cmocka_unit_test(test_reason_changes),
         cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_backfill_reservation),
+        cmocka_unit_test(test_backfill_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
