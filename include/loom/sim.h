@@ -95,6 +95,9 @@ typedef struct loom_sim_opts {
      * backfill and default_limit_s; greedy: none). */
     int backfill; /* loom_runtime_backfill_t */
     double default_limit_s;
+    /* dynamic: what a preemption costs (seconds): each resumed job runs
+     * this much longer (restoring its state; 0: free, as SIGSTOP/SIGCONT) */
+    double preempt_cost_s;
     loom_sim_start_fn on_start; /* dynamic: NULL, or told of every start */
     void *on_start_ctx;
     /* dynamic: owners for the trace's tasks (docs/scheduling.md, "Users in

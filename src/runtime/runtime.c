@@ -156,6 +156,8 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
         free(rt);
         return rc;
     }
+    rt->tiresias = rt->queue.kind == LOOM_SCHED_QUEUE_TIRESIAS ||
+                   rt->queue.kind == LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE;
     if ((rc = loom_sched_cluster_copy(&rt->cluster, c, err)) != LOOM_OK) {
         free(rt);
         return rc;
@@ -479,7 +481,7 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     j->job.recorded = LOOM_RUNTIME_REASON_NONE; /* its record now says why it was requeued */
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
-    j->q.attained_gpu_s = j->attained_gpu_s;
+    j->q.attained_gpu_s = j->attained_gpu_s - j->promo_base;
     j->q.last_run_s = now_s > j->resumed_s ? now_s - j->resumed_s : 1e-9;
     j->ran_s = 0; /* started afresh: its time limit counts from its next start */
     j->fresh = true;
@@ -725,11 +727,11 @@ static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t 
 
 /* ------------------------------------------------------------ the step */
 
-typedef struct hidden {
+struct hidden {
     int64_t cpu, mem;
     int32_t gpu[LOOM_SCHED_MAX_GPUS];
     int64_t gmem[LOOM_SCHED_MAX_GPUS];
-} hidden_t;
+};
 
 /* One node shows nothing free to the placement policy (a policy may cache
  * per node: its version changes); h keeps what it had. */
@@ -758,7 +760,7 @@ static void unhide_node(loom_runtime_t *rt, size_t k, const hidden_t *h)
 
 /* Nodes that are down show nothing free to the placement policy while it
  * places. */
-static hidden_t *hide_down(loom_runtime_t *rt)
+hidden_t *rt__hide_down(loom_runtime_t *rt)
 {
     if (!rt->ndown)
         return NULL;
@@ -769,7 +771,7 @@ static hidden_t *hide_down(loom_runtime_t *rt)
     return h;
 }
 
-static void unhide_down(loom_runtime_t *rt, hidden_t *h)
+void rt__unhide_down(loom_runtime_t *rt, hidden_t *h)
 {
     for (size_t k = 0; h && k < rt->cluster.nnodes; k++)
         if (rt->down[k])
@@ -824,7 +826,7 @@ static bool clear_of_reservations(loom_runtime_t *rt, rjob_t *j, loom_sched_allo
 
 /* Places j and starts it: RT_STARTED, RT_GONE (its start was refused and
  * it was dropped) or RT_STAYS (no room). */
-static int try_start(loom_runtime_t *rt, rjob_t *j)
+int rt__try_start(loom_runtime_t *rt, rjob_t *j)
 {
     const loom_sched_req_t *req = &j->job.req;
     struct shape *sh = &rt->shapes[j->shape];
@@ -888,8 +890,8 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
     }
     /* Rubick's fields only when it is on: a field the step does not read
      * otherwise is a cache miss per pending job (bench/sched_step). */
-    if (rt->rb_on && e.j->state != LOOM_RUNTIME_PENDING)
-        return RT_GONE; /* started by Rubick's pass: leaves the queue */
+    if ((rt->rb_on || rt->tiresias) && e.j->state != LOOM_RUNTIME_PENDING)
+        return RT_GONE; /* started by Rubick's or Tiresias' pass: leaves the queue */
     loom_runtime_reason_t why = blocked(rt, e.j);
     if (why == LOOM_RUNTIME_REASON_NONE && rt->rb_on && e.j->rb && !e.j->reject)
         why = LOOM_RUNTIME_REASON_RESOURCES; /* Rubick's pass places its own jobs */
@@ -903,7 +905,7 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
         return RT_GONE;
     }
     bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
-    int what = skip ? RT_STAYS : try_start(rt, e.j);
+    int what = skip ? RT_STAYS : rt__try_start(rt, e.j);
     if (what != RT_GONE) /* (freed when gone) */
         e.j->held_back = what == RT_HELD_BACK;
     if (what == RT_HELD_BACK) {
@@ -929,7 +931,7 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
  * those that stay are compacted. */
 static void pending_pass(loom_runtime_t *rt)
 {
-    hidden_t *h = hide_down(rt);
+    hidden_t *h = rt__hide_down(rt);
     if (rt->ndown && !h)
         return; /* out of memory: place nothing rather than onto down nodes */
     const uint64_t ep = epoch(rt);
@@ -948,7 +950,7 @@ static void pending_pass(loom_runtime_t *rt)
         rt->npend = keep;
     }
     rt->ndead = 0;
-    unhide_down(rt, h);
+    rt__unhide_down(rt, h);
 }
 
 /* A running job asked to change its request: free the old, place the new;
@@ -996,9 +998,12 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     rt->nchanges = 0;
     if (rt->pack_check)
         rt__pack_pass(rt);
-    rt__resume_pass(rt);
+    if (!rt->tiresias)
+        rt__resume_pass(rt);
     reconf_pass(rt);
     if (order_queue(rt) == LOOM_OK) {
+        if (rt->tiresias)
+            rt__tiresias_pass(rt); /* resumes, preemptions and starts in Tiresias' order */
         rt__rubick_pass(rt);
         pending_pass(rt);
         rt__rubick_step_done(rt);
@@ -1011,6 +1016,10 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
 double loom_runtime_next_wakeup(const loom_runtime_t *rt)
 {
     double t = rt__rubick_wakeup(rt);
+    if (rt->tiresias) {
+        double w = rt__tiresias_wakeup(rt);
+        t = w < t ? w : t;
+    }
     if (rt->timeslice_s <= 0)
         return t;
     /* Running jobs' quanta matter only while someone waits. */

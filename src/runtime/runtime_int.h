@@ -1,6 +1,7 @@
 /* Private to runtime: the job record and the runtime's state, shared by
  * runtime.c (queue, placement, bookkeeping), gandiva.c (time-slicing and
- * packing introspection) and quota.c (running quotas). */
+ * packing introspection), tiresias.c (preemptive 2D-LAS), backfill.c,
+ * share.c, rubick.c and quota.c (running quotas). */
 #ifndef LOOM_RUNTIME_INT_H
 #define LOOM_RUNTIME_INT_H
 
@@ -42,6 +43,10 @@ typedef struct rjob {
     double suspended_s;
     double attained_gpu_s;
     double ran_s; /* seconds run before its current start or resume */
+    /* Tiresias: attained service at its last promotion (its queue counts
+     * the service since), and its level as of the last step. */
+    double promo_base;
+    int tlevel;
     /* Backfill: the reservation it got in step resv_step (0: none). */
     uint64_t resv_step;
     bool held_back; /* the last step held it back for a reservation (Reservation) */
@@ -95,6 +100,7 @@ struct loom_runtime {
     char queue_name[96], place_name[32];
     double timeslice_s;
     bool pack_check;
+    bool tiresias; /* queue tiresias or tiresias+fairshare: preemptive (tiresias.c) */
     bool *down;
     size_t ndown;
     uint64_t up_events; /* nodes that came back (resources grew) */
@@ -225,6 +231,17 @@ size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out);
 double rt__limit(const loom_runtime_t *rt, const rjob_t *j);
 bool rt__resv_conflict(const loom_runtime_t *rt, const loom_sched_alloc_t *a, double end_s);
 void rt__reserve(loom_runtime_t *rt, rjob_t *j);
+
+/* runtime.c: the step's pieces other passes use. */
+typedef struct hidden hidden_t;
+int rt__try_start(loom_runtime_t *rt, rjob_t *j);
+hidden_t *rt__hide_down(loom_runtime_t *rt);
+void rt__unhide_down(loom_runtime_t *rt, hidden_t *h);
+
+/* tiresias.c */
+void rt__tiresias_pass(loom_runtime_t *rt);
+double rt__tiresias_wakeup(const loom_runtime_t *rt);
+bool rt__resume(loom_runtime_t *rt, rjob_t *j);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

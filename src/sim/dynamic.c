@@ -144,7 +144,8 @@ typedef struct run {
     /* Per user: GPUs its running jobs hold, and GPUs its waiting jobs ask. */
     double user_gpus[LOOM_SIM_MAX_USERS];
     double user_waiting[LOOM_SIM_MAX_USERS];
-    double gpus; /* the cluster's */
+    double gpus;           /* the cluster's */
+    double preempt_cost_s; /* added to a resumed job's remaining run time */
 } run_t;
 
 /* GPUs a job asks for. */
@@ -202,7 +203,7 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         j->state = JOB_RUNNING;
         if (j->task->duration_s < 0)
             return LOOM_OK;
-        j->finish_s = r->now + j->remaining_s;
+        j->finish_s = r->now + j->remaining_s + r->preempt_cost_s;
         break;
     default: return LOOM_OK; /* reconfigure, note: nothing to change in virtual time */
     }
@@ -393,6 +394,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                .res = res,
                .on_start = o->on_start,
                .on_start_ctx = o->on_start_ctx,
+               .preempt_cost_s = o->preempt_cost_s > 0 ? o->preempt_cost_s : 0,
                .users = o->users,
                .accounts = o->accounts};
     job_t **order = calloc(t->n, sizeof *order);

@@ -372,12 +372,70 @@ static void test_tiresias_requeue(void **state)
     assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
     assert_int_equal(ids[0], 3);
     assert_int_equal(ids[1], 1);
-    loom_runtime_step(rt, 4000 + 2 * 4000 + 1, record, &l); /* waited 2 x its last run */
-    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
-    assert_int_equal(ids[0], 1);
-    assert_int_equal(ids[1], 3);
-    assert_int_equal(info(rt, 1).reason, LOOM_RUNTIME_REASON_RESOURCES);
-    assert_int_equal(info(rt, 3).reason, LOOM_RUNTIME_REASON_PRIORITY);
+    /* Waited 2 x its last run: 1 is promoted to queue 0, and 2 has
+     * attained 8000 GPU-seconds (queue 1): 1 preempts it. */
+    loom_runtime_step(rt, 4000 + 2 * 4000 + 1, record, &l);
+    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 1);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_RUNNING);
+    assert_int_equal(info(rt, 2).state, LOOM_RUNTIME_SUSPENDED);
+    assert_int_equal(info(rt, 3).reason, LOOM_RUNTIME_REASON_RESOURCES);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+static bool logged(const log_t *l, size_t from, loom_runtime_action_kind_t kind, uint64_t id)
+{
+    for (size_t k = from; k < l->n; k++)
+        if (l->a[k].kind == kind && l->a[k].id == id)
+            return true;
+    return false;
+}
+
+/* Tiresias as published (Gu et al., NSDI'19), one GPU, one threshold at
+ * 100 GPU-seconds, PROMOTEKNOB 2: a new job (queue 0) preempts one that has
+ * attained 150 (queue 1); once it has attained 100 itself both are in
+ * queue 1 and it keeps running (FIFO within a queue does not preempt);
+ * the suspended one, starved for 2 x its last run (300 s), is promoted
+ * and preempts it back; when it ends, the other resumes. */
+static void test_tiresias_preempt(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(1, 1, "tiresias:thresholds=100,knob=2", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, 1000, 0, 0);
+    assert_int_equal(loom_runtime_step(rt, 0, record, &l), 1);
+    assert_true(loom_runtime_next_wakeup(rt) == INFINITY); /* nobody waits */
+    submit(rt, 2, 1, 1000, 150, 0);
+    size_t from = l.n;
+    assert_int_equal(loom_runtime_step(rt, 150, record, &l), 2);
+    assert_true(logged(&l, from, LOOM_RUNTIME_SUSPEND, 1));
+    assert_true(logged(&l, from, LOOM_RUNTIME_START, 2));
+    assert_non_null(strstr(l.reason[from], "preempted by job 2"));
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_SUSPENDED);
+    assert_true(info(rt, 1).attained_gpu_s == 150);
+    /* 2 reaches the threshold at 250: a decision point */
+    double w = loom_runtime_next_wakeup(rt);
+    assert_true(w > 250 && w < 250.01);
+    from = l.n;
+    assert_int_equal(loom_runtime_step(rt, w, record, &l), 0); /* both in queue 1: no preemption */
+    /* 1 waited since 150 after a run of 150: promoted at 150 + 2 x 150 */
+    assert_true(loom_runtime_next_wakeup(rt) == 450);
+    assert_int_equal(loom_runtime_step(rt, 449, record, &l), 0);
+    assert_int_equal(loom_runtime_step(rt, 450, record, &l), 2);
+    assert_true(logged(&l, from, LOOM_RUNTIME_SUSPEND, 2));
+    assert_true(logged(&l, from, LOOM_RUNTIME_RESUME, 1));
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_RUNNING);
+    assert_int_equal(info(rt, 2).state, LOOM_RUNTIME_SUSPENDED);
+    /* promoted: its service counts afresh, so 2 (starved 2 x 300 since
+     * 450, at 1050) does not take the GPU back before 1 attains 100 more */
+    from = l.n;
+    assert_int_equal(loom_runtime_step(rt, 540, record, &l), 0);
+    assert_int_equal(loom_runtime_remove(rt, 1, 600), LOOM_OK);
+    assert_int_equal(loom_runtime_step(rt, 600, record, &l), 1);
+    assert_true(logged(&l, from, LOOM_RUNTIME_RESUME, 2));
+    assert_true(info(rt, 2).attained_gpu_s == 300);
     check(rt);
     loom_runtime_free(rt);
 }
@@ -795,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_reconfigure),
         cmocka_unit_test(test_tiresias_requeue),
+        cmocka_unit_test(test_tiresias_preempt),
         cmocka_unit_test(test_blocked),
         cmocka_unit_test(test_dependencies),
         cmocka_unit_test(test_reason_changes),

@@ -301,6 +301,51 @@ static void test_dynamic_backfill_reservation(void **state)
     loom_sched_cluster_free(&c);
 }
 
+static void on_start_s(void *ctx, size_t task, double t_s, const loom_sched_alloc_t *alloc)
+{
+    (void)alloc;
+    if (task == 1)
+        *(double *)ctx = t_s;
+}
+
+/* Tiresias against FIFO in the dynamic simulation (one GPU, a threshold at
+ * 100 GPU-seconds, a preemption costing 10 s): a short job S arriving at
+ * 200 behind a long one L (1000 s) waits until L ends under fifo (starts at
+ * 1000); under tiresias L has attained 200 (queue 1) and S (queue 0)
+ * preempts it at once, ends at 250, and L resumes and ends 10 s late. */
+static void test_dynamic_tiresias_preempts(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 0, 1, "G", 0, NULL, NULL), 0);
+    static const char jobs[] = "{\"id\":\"L\",\"due\":0,\"duration\":1000,\"gpus\":1}\n"
+                               "{\"id\":\"S\",\"due\":200,\"duration\":50,\"gpus\":1}\n";
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(jobs, sizeof jobs - 1, "ls.jsonl", &c, &t, &err), 0);
+    const char *queues[] = {"fifo", "tiresias:thresholds=100"};
+    const double s_start[] = {1000, 200}, jct[] = {(1000 + 850) / 2.0, (1060 + 50) / 2.0};
+    for (size_t k = 0; k < 2; k++) {
+        double start = -1;
+        loom_sim_opts_t o = {.policy = "firstfit",
+                             .queue = queues[k],
+                             .debug_check = true,
+                             .preempt_cost_s = 10,
+                             .on_start = on_start_s,
+                             .on_start_ctx = &start};
+        loom_sim_dynamic_result_t r;
+        if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(r.completed, 2);
+        assert_true(start == s_start[k]);
+        assert_true(fabs(r.mean_jct_s - jct[k]) < 1e-6);
+        loom_sim_dynamic_result_free(&r);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
 /* The real trace, a slice of it, with the debug check after every arrival
  * (no over-commit, conservation, incremental fragmentation = recount). */
 static void test_packing_real_trace_checked(void **state)
@@ -347,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_packing_small),
         cmocka_unit_test(test_dynamic_small),
         cmocka_unit_test(test_dynamic_backfill_reservation),
+        cmocka_unit_test(test_dynamic_tiresias_preempts),
         cmocka_unit_test(test_packing_real_trace_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
