@@ -182,15 +182,14 @@ static bool serve_pending(loom_runtime_t *rt, size_t k, int maxrun, rjob_t **vic
     return false;
 }
 
-/* The running and suspended jobs' queues; the suspended ones (by queue
- * order) and the running ones that may be preempted (lowest first). */
+/* The suspended jobs (by queue order) and the running ones that may be
+ * preempted (lowest first), their levels as worth_it set them. */
 static int gather(loom_runtime_t *rt, rjob_t **sus, size_t *ns, rjob_t **vic, size_t *nv)
 {
     int maxrun = -1;
     *ns = *nv = 0;
     for (size_t i = 0; i < rt->nact; i++) {
         rjob_t *j = rt->act[i];
-        j->tlevel = j->q.level = act_level(rt, j);
         if (j->rb)
             continue; /* Rubick's: its own pass decides */
         if (j->state == LOOM_RUNTIME_SUSPENDED && !j->no_pack && !j->probe_for)
@@ -207,9 +206,28 @@ static int gather(loom_runtime_t *rt, rjob_t **sus, size_t *ns, rjob_t **vic, si
     return maxrun;
 }
 
+/* Whether the pass has anything to do: a suspended job, or a pending job
+ * of a higher queue than some running job (the queue is sorted by level
+ * first, so the head has the highest). Brings the jobs' levels up to date. */
+static bool worth_it(loom_runtime_t *rt)
+{
+    int maxrun = -1;
+    bool suspended = false;
+    for (size_t i = 0; i < rt->nact; i++) {
+        rjob_t *j = rt->act[i];
+        j->tlevel = j->q.level = act_level(rt, j);
+        suspended |= j->state == LOOM_RUNTIME_SUSPENDED;
+        if (j->held && j->state == LOOM_RUNTIME_RUNNING && j->tlevel > maxrun)
+            maxrun = j->tlevel;
+    }
+    return suspended || (rt->npend > 0 && rt->pend[0].j->q.level < maxrun);
+}
+
 void rt__tiresias_pass(loom_runtime_t *rt)
 {
     rt->nresv = 0;
+    if (!worth_it(rt))
+        return;
     size_t cap = rt->nact + 1, ns, nv;
     rjob_t **sus = malloc(cap * sizeof *sus), **vic = malloc(cap * sizeof *vic),
            **tmp = malloc(cap * sizeof *tmp);
