@@ -67,7 +67,9 @@ done
     echo "whole-GPU pods of the Alibaba 2023 default pod list (first 300 with creation and run times),"
     echo "arrivals compressed to an offered load of 1.0, run times clipped to [120 s, 24 h];"
     echo "reconfiguration pause 60 s, min gain 5%, decisions every 300 s and on events; Gandiva's"
-    echo "quantum 600 s. JCTs and makespans in hours."
+    echo "quantum 600 s; Tiresias preemptive (suspend/resume on the same GPUs, free as Gandiva's;"
+    echo "K = 2, threshold 3200 GPU-s, PROMOTEKNOB 2). JCTs and makespans in hours. Before issue 32,"
+    echo "tiresias only ordered the queue and its rows equalled fifo's to the last digit."
     echo
     for plans in random tuned; do
         echo "## Asked plans: $plans"

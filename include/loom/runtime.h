@@ -64,6 +64,22 @@ typedef struct loom_runtime_rubick {
     bool hold_until_reconfigured;
 } loom_runtime_rubick_t;
 
+/* Backfill (docs/scheduling.md, "Backfill"): which pending jobs may start
+ * past one that waits for resources. */
+typedef enum loom_runtime_backfill {
+    LOOM_RUNTIME_BACKFILL_GREEDY = 0,  /* any job that fits starts (no reservation) */
+    LOOM_RUNTIME_BACKFILL_EASY,        /* the first job that waits gets a reservation */
+    LOOM_RUNTIME_BACKFILL_CONSERVATIVE /* every waiting job gets one (up to
+                                          LOOM_RUNTIME_MAX_RESERVATIONS a step) */
+} loom_runtime_backfill_t;
+
+#define LOOM_RUNTIME_MAX_RESERVATIONS 256
+#define LOOM_RUNTIME_DEFAULT_LIMIT_S  3600.0
+
+/* "greedy", "easy", "conservative" (LOOM_EINVAL naming the text otherwise). */
+int loom_runtime_backfill_parse(const char *text, loom_runtime_backfill_t *out, loom_err_t *err);
+const char *loom_runtime_backfill_name(loom_runtime_backfill_t b);
+
 typedef struct loom_runtime_config {
     const char *queue;     /* queue policy (loom_sched_queue_cfg_parse); NULL: fifo */
     const char *placement; /* placement policy (loom_sched_place_names); NULL: firstfit */
@@ -75,6 +91,11 @@ typedef struct loom_runtime_config {
     bool pack_check;
     /* Rubick's policy for reconfigurable jobs; NULL: off (copied). */
     const loom_runtime_rubick_t *rubick;
+    /* Backfill with reservations (greedy: none). Reservations are planned
+     * from the running jobs' time limits; a job without one is taken to
+     * run default_limit_s (<= 0: LOOM_RUNTIME_DEFAULT_LIMIT_S). */
+    loom_runtime_backfill_t backfill;
+    double default_limit_s;
 } loom_runtime_config_t;
 
 /* Why a pending job is still pending after the last step (as Slurm's
@@ -88,9 +109,13 @@ typedef enum loom_runtime_reason {
     LOOM_RUNTIME_REASON_DEPENDENCY,  /* its dependencies are not met yet (Dependency) */
     LOOM_RUNTIME_REASON_ARRAY_LIMIT, /* its array runs group_max tasks already (JobArrayTaskLimit)
                                       */
-    LOOM_RUNTIME_REASON_QUOTA        /* its start would exceed its user's or account's running
+    LOOM_RUNTIME_REASON_QUOTA,       /* its start would exceed its user's or account's running
                                         quota (loom_runtime_set_quota): QuotaLimit */
+    LOOM_RUNTIME_REASON_RESERVATION  /* it would fit now, but running until its time limit
+                                        would delay the reservation of a job ahead of it
+                                        (backfill easy, conservative): Reservation */
 } loom_runtime_reason_t;
+#define LOOM_RUNTIME_REASON_LAST LOOM_RUNTIME_REASON_RESERVATION
 
 /* A job as the runtime sees it. */
 typedef struct loom_runtime_job {
@@ -322,6 +347,12 @@ typedef struct loom_runtime_info {
     double samples_done;         /* its progress as the model counts it */
     double guarantee;            /* samples/s of the configuration it asked for */
     bool draining; /* holds what a reconfiguration gave up (hold_until_reconfigured) */
+    /* Pending, backfill easy or conservative: the reservation the last step
+     * gave it (squeue --start): its expected start on the runtime's clock,
+     * and the node. has_start false: none. */
+    bool has_start;
+    double expected_start_s;
+    int expected_node;
 } loom_runtime_info_t;
 
 /* LOOM_ENOTFOUND for an unknown id. */

@@ -288,8 +288,10 @@ typedef struct loom_sched_qjob {
 /* "fifo" | "sjf" | "priority" | "tiresias" | "drf" | "fairshare[:OPTS]" |
  * "tiresias+fairshare[:OPTS]", OPTS a comma-separated list of a half-life
  * (a duration: "30m", "1h"; also "half-life=1h") and "by=user|account".
+ * "tiresias:OPTS", OPTS a comma-separated list of "thresholds=T1/T2/..."
+ * (K - 1 ascending GPU-seconds) and "knob=X" (starve_factor, PROMOTEKNOB).
  * Tiresias defaults: K = 2, threshold 3200 GPU-seconds, starve_factor 2 (as
- * the Tiresias paper); fair share: half-life 7d, by user. */
+ * recorded from the Tiresias paper); fair share: half-life 7d, by user. */
 int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, loom_err_t *err);
 /* Tiresias queue of one job at time now (with the starvation guard). */
 int loom_sched_tiresias_level(const loom_sched_queue_cfg_t *cfg, const loom_sched_qjob_t *j,

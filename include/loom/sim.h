@@ -91,7 +91,14 @@ typedef struct loom_sim_opts {
     bool keep_points;                      /* keep the per-arrival records */
     const loom_sched_workload_t *workload; /* FGD's; NULL: learned from the trace */
     double timeslice_s;                    /* dynamic: Gandiva time-slicing quantum; 0: off */
-    loom_sim_start_fn on_start;            /* dynamic: NULL, or told of every start */
+    /* dynamic: backfill with reservations (loom_runtime_config_t's
+     * backfill and default_limit_s; greedy: none). */
+    int backfill; /* loom_runtime_backfill_t */
+    double default_limit_s;
+    /* dynamic: what a preemption costs (seconds): each resumed job runs
+     * this much longer (restoring its state; 0: free, as SIGSTOP/SIGCONT) */
+    double preempt_cost_s;
+    loom_sim_start_fn on_start; /* dynamic: NULL, or told of every start */
     void *on_start_ctx;
     /* dynamic: owners for the trace's tasks (docs/scheduling.md, "Users in
      * the simulator"): task i belongs to user k in 1..users with

@@ -20,7 +20,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: loom jobs [--all | --state S[,S...]] [--name TEXT] [--user U]\n"
-               "                 [--since T] [--limit N] [--format COLS] [--watch[=S]] [--json]\n\n"
+               "                 [--since T] [--limit N] [--format COLS] [--watch[=S]] [--json]\n"
+               "                 [--start]\n\n"
                "Lists the active jobs (PENDING and RUNNING), oldest first.\n\n"
                "  --all         jobs in every state; the newest 100 unless --limit says otherwise\n"
                "  --state S     only jobs in these states: PENDING, RUNNING, COMPLETED, FAILED,\n"
@@ -33,7 +34,11 @@ static void usage(FILE *f)
                "  --limit N     the first N jobs, with a cursor for more (0 = all)\n"
                "  --format COLS columns, comma-separated, from: id name user state elapsed\n"
                "                time_limit nodes reason cpus gpus mem priority submitted\n"
+               "                start_time sched_node\n"
                "  --watch[=S]   redraw every S seconds (default 2) until interrupted\n"
+               "  --start       pending jobs with their expected start and node (as squeue\n"
+               "                --start: known for jobs with a backfill reservation, loomd\n"
+               "                --backfill easy|conservative; N/A otherwise)\n"
                "  --json        print {\"jobs\": [...], \"next_cursor\": ...} as JSON\n"
                "  -h, --help    this help\n");
 }
@@ -120,10 +125,13 @@ static const column_t columns[] = {
     {"mem", "MEM", 8},
     {"priority", "PRIO", 6},
     {"submitted", "SUBMITTED", -19},
+    {"start_time", "START_TIME", -19},
+    {"sched_node", "SCHEDNODES", -10},
 };
 #define NCOLUMNS     (sizeof columns / sizeof columns[0])
 #define SHOWN_MAX    16
 #define DEFAULT_COLS "id,name,user,state,elapsed,time_limit,nodes,reason"
+#define START_COLS   "id,name,user,state,start_time,sched_node,reason"
 
 static int parse_format(const char *text, const column_t **shown, size_t *n)
 {
@@ -138,7 +146,7 @@ static int parse_format(const char *text, const column_t **shown, size_t *n)
             fprintf(stderr,
                     "loom jobs: --format: '%s': expected columns from id, name, user, "
                     "state, elapsed, time_limit, nodes, reason, cpus, gpus, mem, "
-                    "priority, submitted (at most %d)\n",
+                    "priority, submitted, start_time, sched_node (at most %d)\n",
                     t, SHOWN_MAX);
             return LOOM_EXIT_USAGE;
         }
@@ -171,6 +179,20 @@ static const char *job_user(const json_t *j)
     return json_string_value(json_object_get(json_object_get(j, "owner"), "user"));
 }
 
+/* A pending job's expected start (START_TIME) or node (SCHEDNODES), as
+ * loomd's backfill planned them; N/A and - when it has none. */
+static void expected_start(const json_t *j, const char *key, char *out, size_t len)
+{
+    const json_t *e = json_object_get(j, "expected_start");
+    if (!strcmp(key, "sched_node")) {
+        const char *node = json_string_value(json_object_get(e, "node"));
+        snprintf(out, len, "%s", node ? node : "-");
+    } else if (json_is_string(json_object_get(e, "time")))
+        loom_cli_fmt_time(json_object_get(e, "time"), out);
+    else
+        snprintf(out, len, "N/A");
+}
+
 static const char *cell(const column_t *c, const json_t *j, double now, char *out, size_t len)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -196,6 +218,8 @@ static const char *cell(const column_t *c, const json_t *j, double now, char *ou
         loom_cli_fmt_size(json_integer_value(json_object_get(r, "memory")), out);
     else if (!strcmp(k, "priority"))
         snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(j, "priority")));
+    else if (!strcmp(k, "start_time") || !strcmp(k, "sched_node"))
+        expected_start(j, k, out, len);
     else
         loom_cli_fmt_time(json_object_get(j, "submit_time"), out);
     return out;
@@ -325,7 +349,7 @@ static void print_table(const json_t *jobs, const column_t *const *shown, size_t
 typedef struct query {
     json_t *states;
     int64_t limit;
-    bool all_states, limit_given, as_json;
+    bool all_states, limit_given, as_json, start;
     const char *name, *user;
     double since; /* -1: none */
     const column_t *shown[SHOWN_MAX];
@@ -459,12 +483,19 @@ static int me(query_t *q)
 static int parse_args(int argc, char **argv, query_t *q)
 {
     static const struct option opts[] = {
-        {"state", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'l'},
-        {"all", no_argument, NULL, 'a'},         {"name", required_argument, NULL, 'n'},
-        {"user", required_argument, NULL, 'u'},  {"me", no_argument, NULL, 'm'},
-        {"since", required_argument, NULL, 'S'}, {"format", required_argument, NULL, 'f'},
-        {"watch", optional_argument, NULL, 'w'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"state", required_argument, NULL, 's'},
+        {"limit", required_argument, NULL, 'l'},
+        {"all", no_argument, NULL, 'a'},
+        {"name", required_argument, NULL, 'n'},
+        {"user", required_argument, NULL, 'u'},
+        {"me", no_argument, NULL, 'm'},
+        {"since", required_argument, NULL, 'S'},
+        {"format", required_argument, NULL, 'f'},
+        {"watch", optional_argument, NULL, 'w'},
+        {"json", no_argument, NULL, 'j'},
+        {"start", no_argument, NULL, 'X'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c, rc = parse_format(DEFAULT_COLS, q->shown, &q->nshown);
     loom_err_t err;
@@ -494,6 +525,10 @@ static int parse_args(int argc, char **argv, query_t *q)
                 q->watch_s = (int)v;
             break;
         case 'j': q->as_json = true; break;
+        case 'X':
+            q->start = true;
+            rc = parse_format(START_COLS, q->shown, &q->nshown);
+            break;
         case 'h': usage(stdout); return -1;
         default: usage(stderr); return LOOM_EXIT_USAGE;
         }
@@ -519,6 +554,13 @@ int loom_cmd_jobs(int argc, char **argv)
 {
     query_t q = {.states = json_array(), .since = -1};
     int rc = parse_args(argc, argv, &q);
+    if (rc == LOOM_EXIT_OK && q.start && (q.all_states || json_array_size(q.states) != 0)) {
+        fprintf(stderr, "loom jobs: --start lists pending jobs; it does not go with --all or "
+                        "--state\n");
+        rc = LOOM_EXIT_USAGE;
+    }
+    if (rc == LOOM_EXIT_OK && q.start)
+        json_array_append_new(q.states, json_string("PENDING"));
     if (rc == LOOM_EXIT_OK && !q.all_states && json_array_size(q.states) == 0) {
         json_array_append_new(q.states, json_string("PENDING"));
         json_array_append_new(q.states, json_string("RUNNING"));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "loom/runtime.h"
 #include "loom/sim.h"
 
 /* --users N (1..64), --accounts M (1..64) or --user-skew S (0..10); 0 when
@@ -36,10 +37,11 @@ static void sim_usage(FILE *f)
     fprintf(f,
             "usage: loom sim --nodes FILE --pods FILE[,FILE...] --policy NAME[,NAME...]\n"
             "                [--seeds 42-51] [--inflate 1.3] [--mode packing|dynamic]\n"
-            "                [--queue fifo|sjf|priority|tiresias|drf|fairshare[:OPTS]|\n"
+            "                [--queue fifo|sjf|priority|tiresias[:OPTS]|drf|fairshare[:OPTS]|\n"
             "                 tiresias+fairshare[:OPTS]] [--compress X]\n"
             "                [--timeslice S] [--users N [--user-skew S] [--accounts M]]\n"
-            "                [--out DIR]\n"
+            "                [--backfill greedy|easy|conservative] [--default-limit S]\n"
+            "                [--preempt-cost S] [--out DIR]\n"
             "                [--json] [--plot]\n"
             "                [--jobs N] [--ties order|first|random] [--exact-scores] [--check]\n"
             "                [--workload FILE]\n\n"
@@ -54,10 +56,19 @@ static void sim_usage(FILE *f)
             "  --inflate X      packing: stop when GPU request reaches X x capacity (1.3)\n"
             "  --mode M         packing (FGD paper's experiment) or dynamic (queue, departures)\n"
             "  --queue NAME     dynamic mode's queue order (fifo); fair share's OPTS: a\n"
-            "                   half-life and by=user|account (fairshare:1h,by=account)\n"
+            "                   half-life and by=user|account (fairshare:1h,by=account);\n"
+            "                   tiresias (preemptive): thresholds=T1/T2/... GPU-seconds and\n"
+            "                   knob=X (tiresias:thresholds=3200,knob=2, the defaults)\n"
             "  --compress X     dynamic mode: arrivals X times denser (durations unchanged)\n"
             "  --timeslice S    dynamic mode: Gandiva's time-slicing with a quantum of S\n"
             "                   seconds (as loomd --timeslice; default off)\n"
+            "  --backfill B     dynamic mode: greedy (default: any job that fits starts),\n"
+            "                   easy (the first waiting job gets a reservation from the\n"
+            "                   running jobs' time limits) or conservative (every waiting\n"
+            "                   job gets one); as loomd --backfill\n"
+            "  --default-limit S  the time limit of a task without one (3600)\n"
+            "  --preempt-cost S dynamic mode: seconds a suspended job loses when it resumes\n"
+            "                   (Tiresias' preemptions, time-slicing; default 0)\n"
             "  --users N        dynamic mode: the tasks get owners 1..N (Zipf, seeded; see\n"
             "                   --user-skew); reports each user's mean JCT and Jain's index\n"
             "  --user-skew S    the Zipf exponent of --users (default 1; 0: uniform);\n"
@@ -140,23 +151,38 @@ static bool wants_rubick(int argc, char **argv)
 }
 
 static const struct option sim_opts[] = {
-    {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
-    {"policy", required_argument, NULL, 'P'},   {"seeds", required_argument, NULL, 's'},
-    {"inflate", required_argument, NULL, 'i'},  {"mode", required_argument, NULL, 'm'},
-    {"queue", required_argument, NULL, 'q'},    {"out", required_argument, NULL, 'o'},
-    {"json", no_argument, NULL, 'j'},           {"plot", no_argument, NULL, 'g'},
-    {"jobs", required_argument, NULL, 'J'},     {"exact-scores", no_argument, NULL, 'x'},
-    {"check", no_argument, NULL, 'c'},          {"workload", required_argument, NULL, 'W'},
-    {"help", no_argument, NULL, 'h'},           {"ties", required_argument, NULL, 't'},
-    {"compress", required_argument, NULL, 'C'}, {"timeslice", required_argument, NULL, 'T'},
-    {"users", required_argument, NULL, 'u'},    {"user-skew", required_argument, NULL, 'k'},
-    {"accounts", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+    {"nodes", required_argument, NULL, 'n'},
+    {"pods", required_argument, NULL, 'p'},
+    {"policy", required_argument, NULL, 'P'},
+    {"seeds", required_argument, NULL, 's'},
+    {"inflate", required_argument, NULL, 'i'},
+    {"mode", required_argument, NULL, 'm'},
+    {"queue", required_argument, NULL, 'q'},
+    {"out", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"plot", no_argument, NULL, 'g'},
+    {"jobs", required_argument, NULL, 'J'},
+    {"exact-scores", no_argument, NULL, 'x'},
+    {"check", no_argument, NULL, 'c'},
+    {"workload", required_argument, NULL, 'W'},
+    {"help", no_argument, NULL, 'h'},
+    {"ties", required_argument, NULL, 't'},
+    {"compress", required_argument, NULL, 'C'},
+    {"timeslice", required_argument, NULL, 'T'},
+    {"users", required_argument, NULL, 'u'},
+    {"user-skew", required_argument, NULL, 'k'},
+    {"accounts", required_argument, NULL, 'A'},
+    {"backfill", required_argument, NULL, 'B'},
+    {"default-limit", required_argument, NULL, 'L'},
+    {"preempt-cost", required_argument, NULL, 'R'},
+    {NULL, 0, NULL, 0},
 };
 
 /* Everything loom sim's options say. */
 typedef struct sim_args {
     const char *nodes, *pods, *policy, *seeds_s, *mode, *queue, *out, *workload;
-    double inflate, compress, timeslice, skew;
+    double inflate, compress, timeslice, skew, default_limit, preempt_cost;
+    loom_runtime_backfill_t backfill;
     int64_t users, accounts;
     bool json, plot, exact, check;
     loom_sched_ties_t ties;
@@ -196,6 +222,32 @@ static int sim_opt(sim_args_t *a, int c)
         a->timeslice = strtod(optarg, &end);
         if (*end || !(a->timeslice > 0 && a->timeslice <= 1e9)) {
             fprintf(stderr, "loom sim: --timeslice '%s': expected seconds > 0\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'B': {
+        loom_err_t err;
+        if (loom_runtime_backfill_parse(optarg, &a->backfill, &err) != LOOM_OK) {
+            fprintf(stderr, "loom sim: --%s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'L': {
+        char *end;
+        a->default_limit = strtod(optarg, &end);
+        if (*end || !(a->default_limit > 0 && a->default_limit <= 1e9)) {
+            fprintf(stderr, "loom sim: --default-limit '%s': expected seconds > 0\n", optarg);
+            return LOOM_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'R': {
+        char *end;
+        a->preempt_cost = strtod(optarg, &end);
+        if (*end || !(a->preempt_cost >= 0 && a->preempt_cost <= 1e9)) {
+            fprintf(stderr, "loom sim: --preempt-cost '%s': expected seconds >= 0\n", optarg);
             return LOOM_EXIT_USAGE;
         }
         break;
@@ -373,6 +425,9 @@ int loom_cmd_sim(int argc, char **argv)
     o.inflate = a.inflate;
     o.compress = a.compress;
     o.timeslice_s = a.timeslice;
+    o.backfill = (int)a.backfill;
+    o.preempt_cost_s = a.preempt_cost;
+    o.default_limit_s = a.default_limit;
     o.users = (uint32_t)a.users;
     o.user_skew = a.skew;
     o.accounts = (uint32_t)a.accounts;

@@ -36,6 +36,8 @@ static const char *const value_keys[] = {
     "grace",
     "seed",
     "timeslice",
+    "backfill",
+    "default-time-limit",
     "estimate-margin",
     "estimate-device",
     "device-dir",

@@ -42,6 +42,7 @@ static void usage(FILE *f)
             "             [--queue-policy P] [--placement P]\n"
             "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
             "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
+            "             [--backfill greedy|easy|conservative] [--default-time-limit D]\n"
             "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
             "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
             "             [--job-output-max SIZE] [--rubick DEVICE [--rubick-cost D]]\n"
@@ -61,9 +62,10 @@ static void usage(FILE *f)
             "                       them on the Slurm partition's nodes and run them with\n"
             "                       sbatch (docs/slurm.md); none: only queue them\n"
             "  --slurm-partition P  the Slurm partition (default: Slurm's default)\n"
-            "  --queue-policy P     fifo, sjf, priority, tiresias, drf, fairshare[:OPTS],\n"
+            "  --queue-policy P     fifo, sjf, priority, tiresias[:OPTS], drf, fairshare[:OPTS],\n"
             "                       tiresias+fairshare[:OPTS]; OPTS: a half-life (7d) and\n"
-            "                       by=user|account, e.g. fairshare:1h,by=account\n"
+            "                       by=user|account, e.g. fairshare:1h,by=account;\n"
+            "                       tiresias (preemptive): thresholds=T1/T2/...,knob=X\n"
             "                       (default fifo; docs/scheduling.md)\n"
             "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
             "                       fgd, fgd-cpu (default firstfit)\n"
@@ -78,6 +80,13 @@ static void usage(FILE *f)
             "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
             "                       suspend jobs that have run D since they last started\n"
             "                       (default off)\n"
+            "  --backfill B         greedy: any job that fits starts (default); easy: the\n"
+            "                       first job that waits gets a reservation from the running\n"
+            "                       jobs' time limits and later jobs start only where they\n"
+            "                       do not delay it; conservative: every waiting job gets\n"
+            "                       one (docs/scheduling.md, \"Backfill\")\n"
+            "  --default-time-limit D  the time limit backfill plans with for a job without\n"
+            "                       one (default 1h)\n"
             "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
             "                       GPU when the jobs' step rates show it lowers throughput\n"
             "  --estimate-margin M  safety margin on a submission's model estimate: a\n"
@@ -143,6 +152,8 @@ typedef struct opts {
     int64_t grace_ns;
     int64_t seed;
     int64_t timeslice_ns;
+    loom_runtime_backfill_t backfill;
+    int64_t default_limit_ns;
     bool pack_check;
     bool move_orphaned_jobs;
     uint64_t store_reserve;
@@ -188,6 +199,8 @@ static const struct option longopts[] = {
     {"quota", required_argument, NULL, 'Z'},
     {"rubick", required_argument, NULL, 'b'},
     {"rubick-cost", required_argument, NULL, 'C'},
+    {"backfill", required_argument, NULL, 'B'},
+    {"default-time-limit", required_argument, NULL, 'I'},
     {NULL, 0, NULL, 0},
 };
 
@@ -224,11 +237,19 @@ static int set_number_opt(int c, const char *arg, opts_t *o)
     switch (c) {
     case 'q':
     case 'C':
-        if (loom_parse_duration(arg, c == 'q' ? &o->timeslice_ns : &o->rubick_cost_ns, &err)) {
-            fprintf(stderr, "loomd: %s: %s\n", c == 'q' ? "--timeslice" : "--rubick-cost", err.msg);
+    case 'I': {
+        int64_t *to = c == 'q'   ? &o->timeslice_ns
+                      : c == 'C' ? &o->rubick_cost_ns
+                                 : &o->default_limit_ns;
+        const char *name = c == 'q'   ? "--timeslice"
+                           : c == 'C' ? "--rubick-cost"
+                                      : "--default-time-limit";
+        if (loom_parse_duration(arg, to, &err)) {
+            fprintf(stderr, "loomd: %s: %s\n", name, err.msg);
             return -1;
         }
         return 0;
+    }
     case 'r':
     case 'o':
         if (loom_parse_size(arg, c == 'r' ? &o->store_reserve : &o->job_output_max, &err)) {
@@ -257,6 +278,12 @@ static int set_checked_opt(int c, const char *arg, opts_t *o)
 {
     loom_err_t err;
     switch (c) {
+    case 'B':
+        if (loom_runtime_backfill_parse(arg, &o->backfill, &err)) {
+            fprintf(stderr, "loomd: --%s\n", err.msg);
+            return -1;
+        }
+        return 0;
     case 'D':
         if (loom_durability_parse(arg, &o->durability, &err)) {
             fprintf(stderr, "loomd: --durability: %s\n", err.msg);
@@ -495,6 +522,8 @@ static int start_runner(daemon_t *d)
                                   .grace_ns = o->grace_ns,
                                   .seed = (uint64_t)o->seed,
                                   .timeslice_ns = o->timeslice_ns,
+                                  .backfill = o->backfill,
+                                  .default_limit_ns = o->default_limit_ns,
                                   .pack_check = o->pack_check,
                                   .nodes = o->nodes,
                                   .executor = o->executor,

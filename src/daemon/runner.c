@@ -208,7 +208,7 @@ static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req
 /* A stored reason's name back to the runtime's (NONE: not one of them). */
 static loom_runtime_reason_t reason_known(const char *text)
 {
-    for (int k = LOOM_RUNTIME_REASON_RESOURCES; text && k <= LOOM_RUNTIME_REASON_QUOTA; k++)
+    for (int k = LOOM_RUNTIME_REASON_RESOURCES; text && k <= LOOM_RUNTIME_REASON_LAST; k++)
         if (strcmp(text, loom_runtime_reason_name((loom_runtime_reason_t)k)) == 0)
             return (loom_runtime_reason_t)k;
     return LOOM_RUNTIME_REASON_NONE;
@@ -1002,7 +1002,9 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
         .placement = cfg->placement,
         .placer = {.seed = cfg->seed, .ties = LOOM_SCHED_TIES_FIRST, .workload = &w},
         .timeslice_s = (double)cfg->timeslice_ns / 1e9,
-        .pack_check = cfg->pack_check};
+        .pack_check = cfg->pack_check,
+        .backfill = cfg->backfill,
+        .default_limit_s = (double)cfg->default_limit_ns / 1e9};
     loom_runtime_rubick_t rb;
     if (rc == LOOM_OK && cfg->rubick_device && (rc = rubick_config(cfg, &rb, err)) == LOOM_OK)
         rcfg.rubick = &rb;
@@ -1213,6 +1215,20 @@ static void quota_of(loomd_runner_t *r, uint64_t id, json_t *j)
                                   (json_int_t)h.asks, "allowed", (json_int_t)h.allowed));
 }
 
+/* A job with a backfill reservation says when and where it is expected to
+ * start ("expected_start": {"time", "node"}; squeue --start). */
+static void expected_start_of(loomd_runner_t *r, const loom_runtime_info_t *info, json_t *j)
+{
+    const loom_sched_cluster_t *c = model(r);
+    if (!info->has_start || info->expected_node < 0 || (size_t)info->expected_node >= c->nnodes)
+        return;
+    char when[32];
+    loom_time_format_rfc3339((int64_t)(info->expected_start_s * 1e9) + r->real_minus_mono_ns, when);
+    json_object_set_new(
+        j, "expected_start",
+        json_pack("{s:s, s:s}", "time", when, "node", c->nodes[info->expected_node].name));
+}
+
 /* One job object: a PENDING one gets the runtime's reason (squeue's
  * names); one the runtime has not read yet keeps its stored reason (a
  * requeue's) or gets None. */
@@ -1227,6 +1243,7 @@ static void reason_of(loomd_runner_t *r, json_t *j)
         info.state == LOOM_RUNTIME_PENDING) {
         json_object_set_new(j, "reason", json_string(loom_runtime_reason_name(info.reason)));
         quota_of(r, (uint64_t)id, j);
+        expected_start_of(r, &info, j);
     } else if (!json_is_string(json_object_get(j, "reason")))
         json_object_set_new(j, "reason", json_string("None"));
 }

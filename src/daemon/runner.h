@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "loom/core.h"
+#include "loom/runtime.h"
 #include "loom/store.h"
 
 typedef struct loomd_runner loomd_runner_t;
@@ -21,8 +22,10 @@ typedef struct loomd_runner_config {
     uint64_t seed;         /* random placement and ties */
     int64_t timeslice_ns;  /* Gandiva time-slicing quantum; 0: off (local executor only) */
     bool pack_check;       /* Gandiva packing introspection (local executor only) */
-    const json_t *nodes;   /* array of node objects (docs/daemon.md); borrowed; local only */
-    const char *executor;  /* "local" (default) or "slurm" (docs/slurm.md) */
+    loom_runtime_backfill_t backfill; /* backfill with reservations (greedy: none) */
+    int64_t default_limit_ns;         /* backfill's limit of a job without one; 0: 1 h */
+    const json_t *nodes;         /* array of node objects (docs/daemon.md); borrowed; local only */
+    const char *executor;        /* "local" (default) or "slurm" (docs/slurm.md) */
     const char *slurm_partition; /* slurm: NULL = the default partition */
     int64_t node_refresh_ns;     /* slurm: how often the partition's nodes are re-read; 0: 5 s */
     uint64_t output_max;         /* local: stdout + stderr bytes per job; 0: no limit */

@@ -93,7 +93,7 @@ int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why)
     return LOOM_OK;
 }
 
-static bool resume(loom_runtime_t *rt, rjob_t *j)
+bool rt__resume(loom_runtime_t *rt, rjob_t *j)
 {
     loom_sched_alloc_t again;
     if (loom_sched_alloc(&rt->cluster, j->alloc.node, &j->alloc.req, j->alloc.gpus, j->alloc.ngpus,
@@ -163,7 +163,7 @@ static void take_turn(loom_runtime_t *rt, rjob_t *a)
         return;
     for (size_t k = 0; k < nv; k++)
         rt__suspend(rt, victims[k], "suspended for time-slicing");
-    resume(rt, a);
+    rt__resume(rt, a);
 }
 
 void rt__resume_pass(loom_runtime_t *rt)
@@ -177,16 +177,16 @@ void rt__resume_pass(loom_runtime_t *rt)
             const rjob_t *p = rt__find(rt, a->probe_for);
             if (p && p->solo_n < RT_MIN_STEPS && p->held)
                 continue;
-            if (resume(rt, a))
+            if (rt__resume(rt, a))
                 a->probe_for = 0;
             continue;
         }
         if (a->no_pack) { /* packing hurt it: only alone on its GPUs */
             if (alone_on_gpus(rt, a))
-                resume(rt, a);
+                rt__resume(rt, a);
             continue;
         }
-        if (resume(rt, a) || rt->timeslice_s <= 0 || rt->now - a->suspended_s < rt->timeslice_s)
+        if (rt__resume(rt, a) || rt->timeslice_s <= 0 || rt->now - a->suspended_s < rt->timeslice_s)
             continue;
         take_turn(rt, a);
     }

@@ -148,11 +148,16 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
              cfg->placement ? cfg->placement : "firstfit");
     rt->timeslice_s = cfg->timeslice_s > 0 ? cfg->timeslice_s : 0;
     rt->pack_check = cfg->pack_check;
+    rt->backfill = cfg->backfill;
+    rt->default_limit_s =
+        cfg->default_limit_s > 0 ? cfg->default_limit_s : LOOM_RUNTIME_DEFAULT_LIMIT_S;
     int rc = loom_sched_queue_cfg_parse(rt->queue_name, &rt->queue, err);
     if (rc != LOOM_OK) {
         free(rt);
         return rc;
     }
+    rt->tiresias = rt->queue.kind == LOOM_SCHED_QUEUE_TIRESIAS ||
+                   rt->queue.kind == LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE;
     if ((rc = loom_sched_cluster_copy(&rt->cluster, c, err)) != LOOM_OK) {
         free(rt);
         return rc;
@@ -205,6 +210,8 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->groups);
     rt__quota_free(rt);
     free(rt->changes);
+    free(rt->resv);
+    free(rt->ends);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
@@ -235,6 +242,7 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
     case LOOM_RUNTIME_REASON_DEPENDENCY: return "Dependency";
     case LOOM_RUNTIME_REASON_ARRAY_LIMIT: return "JobArrayTaskLimit";
     case LOOM_RUNTIME_REASON_QUOTA: return "QuotaLimit";
+    case LOOM_RUNTIME_REASON_RESERVATION: return "Reservation";
     default: return "None";
     }
 }
@@ -322,9 +330,11 @@ void rt__act_remove(loom_runtime_t *rt, rjob_t *j)
 
 void rt__account(rjob_t *j, double now)
 {
-    if (j->held && now > j->resumed_s)
+    if (j->held && now > j->resumed_s) {
         j->attained_gpu_s += (now - j->resumed_s) *
                              (double)loom_sched_req_gpu_total(&j->alloc.req) / LOOM_SCHED_MILLI;
+        j->ran_s += now - j->resumed_s;
+    }
 }
 
 int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
@@ -471,8 +481,9 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     j->job.recorded = LOOM_RUNTIME_REASON_NONE; /* its record now says why it was requeued */
     j->state = LOOM_RUNTIME_PENDING;
     j->q.wait_since_s = now_s;
-    j->q.attained_gpu_s = j->attained_gpu_s;
+    j->q.attained_gpu_s = j->attained_gpu_s - j->promo_base;
     j->q.last_run_s = now_s > j->resumed_s ? now_s - j->resumed_s : 1e-9;
+    j->ran_s = 0; /* started afresh: its time limit counts from its next start */
     j->fresh = true;
     rt->fresh[rt->nfresh++] = &j->q;
     return LOOM_OK;
@@ -716,47 +727,55 @@ static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t 
 
 /* ------------------------------------------------------------ the step */
 
-typedef struct hidden {
+struct hidden {
     int64_t cpu, mem;
     int32_t gpu[LOOM_SCHED_MAX_GPUS];
     int64_t gmem[LOOM_SCHED_MAX_GPUS];
-} hidden_t;
+};
+
+/* One node shows nothing free to the placement policy (a policy may cache
+ * per node: its version changes); h keeps what it had. */
+static void hide_node(loom_runtime_t *rt, size_t k, hidden_t *h)
+{
+    loom_sched_node_t *n = &rt->cluster.nodes[k];
+    h->cpu = n->cpu_free;
+    h->mem = n->mem_free;
+    memcpy(h->gpu, n->gpu_free, sizeof n->gpu_free);
+    memcpy(h->gmem, n->gpu_mem_free, sizeof n->gpu_mem_free);
+    n->cpu_free = n->mem_free = 0;
+    memset(n->gpu_free, 0, sizeof n->gpu_free);
+    memset(n->gpu_mem_free, 0, sizeof n->gpu_mem_free);
+    n->version++;
+}
+
+static void unhide_node(loom_runtime_t *rt, size_t k, const hidden_t *h)
+{
+    loom_sched_node_t *n = &rt->cluster.nodes[k];
+    n->cpu_free = h->cpu;
+    n->mem_free = h->mem;
+    memcpy(n->gpu_free, h->gpu, sizeof n->gpu_free);
+    memcpy(n->gpu_mem_free, h->gmem, sizeof n->gpu_mem_free);
+    n->version++;
+}
 
 /* Nodes that are down show nothing free to the placement policy while it
- * places (a policy may cache per node: their version changes). */
-static hidden_t *hide_down(loom_runtime_t *rt)
+ * places. */
+hidden_t *rt__hide_down(loom_runtime_t *rt)
 {
     if (!rt->ndown)
         return NULL;
     hidden_t *h = calloc(rt->cluster.nnodes, sizeof *h);
-    for (size_t k = 0; h && k < rt->cluster.nnodes; k++) {
-        loom_sched_node_t *n = &rt->cluster.nodes[k];
-        if (!rt->down[k])
-            continue;
-        h[k].cpu = n->cpu_free;
-        h[k].mem = n->mem_free;
-        memcpy(h[k].gpu, n->gpu_free, sizeof n->gpu_free);
-        memcpy(h[k].gmem, n->gpu_mem_free, sizeof n->gpu_mem_free);
-        n->cpu_free = n->mem_free = 0;
-        memset(n->gpu_free, 0, sizeof n->gpu_free);
-        memset(n->gpu_mem_free, 0, sizeof n->gpu_mem_free);
-        n->version++;
-    }
+    for (size_t k = 0; h && k < rt->cluster.nnodes; k++)
+        if (rt->down[k])
+            hide_node(rt, k, &h[k]);
     return h;
 }
 
-static void unhide_down(loom_runtime_t *rt, hidden_t *h)
+void rt__unhide_down(loom_runtime_t *rt, hidden_t *h)
 {
-    for (size_t k = 0; h && k < rt->cluster.nnodes; k++) {
-        loom_sched_node_t *n = &rt->cluster.nodes[k];
-        if (!rt->down[k])
-            continue;
-        n->cpu_free = h[k].cpu;
-        n->mem_free = h[k].mem;
-        memcpy(n->gpu_free, h[k].gpu, sizeof n->gpu_free);
-        memcpy(n->gpu_mem_free, h[k].gmem, sizeof n->gpu_mem_free);
-        n->version++;
-    }
+    for (size_t k = 0; h && k < rt->cluster.nnodes; k++)
+        if (rt->down[k])
+            unhide_node(rt, k, &h[k]);
     free(h);
 }
 
@@ -776,9 +795,38 @@ void rt__started(loom_runtime_t *rt, rjob_t *j)
     act_add(rt, j); /* cannot fail: the caller grew rt->act */
 }
 
+/* A placement for j that delays no reservation of this step: the
+ * placement policy's choice, else its choice with the nodes where that
+ * would delay one hidden from it (false: none). */
+static bool clear_of_reservations(loom_runtime_t *rt, rjob_t *j, loom_sched_alloc_t *place)
+{
+    double end = rt->now + rt__limit(rt, j);
+    hidden_t *h = NULL;
+    int *hid = NULL;
+    size_t nhid = 0;
+    bool ok = !rt__resv_conflict(rt, place, end);
+    while (!ok && nhid < rt->nresv) {
+        if (!h && (!(h = calloc(rt->nresv, sizeof *h)) || !(hid = calloc(rt->nresv, sizeof *hid))))
+            break; /* out of memory: it waits */
+        hide_node(rt, (size_t)place->node, &h[nhid]);
+        hid[nhid++] = place->node;
+        if (loom_sched_place(rt->placer, &rt->cluster, &j->job.req, place) != LOOM_OK ||
+            rt->down[place->node])
+            break;
+        ok = !rt__resv_conflict(rt, place, end);
+    }
+    while (nhid > 0) {
+        nhid--;
+        unhide_node(rt, (size_t)hid[nhid], &h[nhid]);
+    }
+    free(h);
+    free(hid);
+    return ok;
+}
+
 /* Places j and starts it: RT_STARTED, RT_GONE (its start was refused and
  * it was dropped) or RT_STAYS (no room). */
-static int try_start(loom_runtime_t *rt, rjob_t *j)
+int rt__try_start(loom_runtime_t *rt, rjob_t *j)
 {
     const loom_sched_req_t *req = &j->job.req;
     struct shape *sh = &rt->shapes[j->shape];
@@ -798,6 +846,8 @@ static int try_start(loom_runtime_t *rt, rjob_t *j)
         sh->fail_epoch = epoch(rt);
         return RT_STAYS;
     }
+    if (rt->nresv && !clear_of_reservations(rt, j, &place))
+        return RT_HELD_BACK;
     if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
         loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
             LOOM_OK)
@@ -840,8 +890,8 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
     }
     /* Rubick's fields only when it is on: a field the step does not read
      * otherwise is a cache miss per pending job (bench/sched_step). */
-    if (rt->rb_on && e.j->state != LOOM_RUNTIME_PENDING)
-        return RT_GONE; /* started by Rubick's pass: leaves the queue */
+    if ((rt->rb_on || rt->tiresias) && e.j->state != LOOM_RUNTIME_PENDING)
+        return RT_GONE; /* started by Rubick's or Tiresias' pass: leaves the queue */
     loom_runtime_reason_t why = blocked(rt, e.j);
     if (why == LOOM_RUNTIME_REASON_NONE && rt->rb_on && e.j->rb && !e.j->reject)
         why = LOOM_RUNTIME_REASON_RESOURCES; /* Rubick's pass places its own jobs */
@@ -855,10 +905,21 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
         return RT_GONE;
     }
     bool skip = cheap_skip && rt->shapes[e.shape].fail_epoch == ep;
-    int what = skip ? RT_STAYS : try_start(rt, e.j);
+    int what = skip ? RT_STAYS : rt__try_start(rt, e.j);
+    if (what != RT_GONE) /* (freed when gone) */
+        e.j->held_back = what == RT_HELD_BACK;
+    if (what == RT_HELD_BACK) {
+        if (rt->backfill == LOOM_RUNTIME_BACKFILL_CONSERVATIVE)
+            rt__reserve(rt, e.j);
+        say_reason(rt, e.j, LOOM_RUNTIME_REASON_RESERVATION);
+        return RT_STAYS;
+    }
     if (what == RT_STAYS) {
         if (!rt->first_blocked)
             rt->first_blocked = e.j->job.id;
+        if (rt->backfill == LOOM_RUNTIME_BACKFILL_CONSERVATIVE ||
+            (rt->backfill == LOOM_RUNTIME_BACKFILL_EASY && rt->first_blocked == e.j->job.id))
+            rt__reserve(rt, e.j);
         say_reason(rt, e.j,
                    rt->first_blocked == e.j->job.id ? LOOM_RUNTIME_REASON_RESOURCES
                                                     : LOOM_RUNTIME_REASON_PRIORITY);
@@ -870,12 +931,13 @@ int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip
  * those that stay are compacted. */
 static void pending_pass(loom_runtime_t *rt)
 {
-    hidden_t *h = hide_down(rt);
+    hidden_t *h = rt__hide_down(rt);
     if (rt->ndown && !h)
         return; /* out of memory: place nothing rather than onto down nodes */
     const uint64_t ep = epoch(rt);
     const bool cheap_skip = rt->timeslice_s <= 0;
     rt->first_blocked = 0;
+    rt->nresv = 0;
     if (rt->queue.kind == LOOM_SCHED_QUEUE_DRF)
         rt__drf_pass(rt, ep, cheap_skip);
     else {
@@ -888,7 +950,7 @@ static void pending_pass(loom_runtime_t *rt)
         rt->npend = keep;
     }
     rt->ndead = 0;
-    unhide_down(rt, h);
+    rt__unhide_down(rt, h);
 }
 
 /* A running job asked to change its request: free the old, place the new;
@@ -936,9 +998,12 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     rt->nchanges = 0;
     if (rt->pack_check)
         rt__pack_pass(rt);
-    rt__resume_pass(rt);
+    if (!rt->tiresias)
+        rt__resume_pass(rt);
     reconf_pass(rt);
     if (order_queue(rt) == LOOM_OK) {
+        if (rt->tiresias)
+            rt__tiresias_pass(rt); /* resumes, preemptions and starts in Tiresias' order */
         rt__rubick_pass(rt);
         pending_pass(rt);
         rt__rubick_step_done(rt);
@@ -951,6 +1016,10 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
 double loom_runtime_next_wakeup(const loom_runtime_t *rt)
 {
     double t = rt__rubick_wakeup(rt);
+    if (rt->tiresias) {
+        double w = rt__tiresias_wakeup(rt);
+        t = w < t ? w : t;
+    }
     if (rt->timeslice_s <= 0)
         return t;
     /* Running jobs' quanta matter only while someone waits. */
@@ -984,8 +1053,9 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
     if (j->state == LOOM_RUNTIME_PENDING && blocked(rt, j) != LOOM_RUNTIME_REASON_NONE)
         reason = blocked(rt, j);
     else if (j->state == LOOM_RUNTIME_PENDING && !j->fresh)
-        reason = j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
-                                                : LOOM_RUNTIME_REASON_PRIORITY;
+        reason = j->held_back                     ? LOOM_RUNTIME_REASON_RESERVATION
+                 : j->job.id == rt->first_blocked ? LOOM_RUNTIME_REASON_RESOURCES
+                                                  : LOOM_RUNTIME_REASON_PRIORITY;
     *out = (loom_runtime_info_t){.state = j->state,
                                  .reason = reason,
                                  .alloc = j->alloc,
@@ -1001,6 +1071,12 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
     }
     if (j->state == LOOM_RUNTIME_PENDING)
         memset(&out->alloc, 0, sizeof out->alloc);
+    if (j->state == LOOM_RUNTIME_PENDING && !j->fresh && j->resv_step == rt->steps &&
+        j->resv_step) {
+        out->has_start = true;
+        out->expected_start_s = j->resv_start_s;
+        out->expected_node = j->resv_node;
+    }
     return LOOM_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Private to runtime: the job record and the runtime's state, shared by
  * runtime.c (queue, placement, bookkeeping), gandiva.c (time-slicing and
- * packing introspection) and quota.c (running quotas). */
+ * packing introspection), tiresias.c (preemptive 2D-LAS), backfill.c,
+ * share.c, rubick.c and quota.c (running quotas). */
 #ifndef LOOM_RUNTIME_INT_H
 #define LOOM_RUNTIME_INT_H
 
@@ -41,6 +42,16 @@ typedef struct rjob {
     double resumed_s; /* start, or last resume */
     double suspended_s;
     double attained_gpu_s;
+    double ran_s; /* seconds run before its current start or resume */
+    /* Tiresias: attained service at its last promotion (its queue counts
+     * the service since), and its level as of the last step. */
+    double promo_base;
+    int tlevel;
+    /* Backfill: the reservation it got in step resv_step (0: none). */
+    uint64_t resv_step;
+    bool held_back; /* the last step held it back for a reservation (Reservation) */
+    double resv_start_s;
+    int resv_node;
     /* Reconfiguration asked (loom_runtime_reconfigure). */
     bool reconf;
     loom_sched_req_t reconf_req;
@@ -67,7 +78,20 @@ typedef struct rjob {
 enum { SHARE_USER, SHARE_ACCOUNT, SHARE_ASSOC };
 
 /* What became of a pending job the step considered. */
-enum { RT_STAYS, RT_STARTED, RT_GONE };
+enum { RT_STAYS, RT_STARTED, RT_GONE, RT_HELD_BACK /* fits, but would delay a reservation */ };
+
+/* A backfill reservation of this step: job id's alloc on alloc.node over
+ * [start_s, end_s). */
+typedef struct rt_resv {
+    uint64_t id;
+    double start_s, end_s;
+    loom_sched_alloc_t alloc;
+} rt_resv_t;
+
+typedef struct rt_end {
+    double end_s;
+    const loom_sched_alloc_t *alloc;
+} rt_end_t;
 
 struct loom_runtime {
     loom_sched_cluster_t cluster, empty;
@@ -76,6 +100,7 @@ struct loom_runtime {
     char queue_name[96], place_name[32];
     double timeslice_s;
     bool pack_check;
+    bool tiresias; /* queue tiresias or tiresias+fairshare: preemptive (tiresias.c) */
     bool *down;
     size_t ndown;
     uint64_t up_events; /* nodes that came back (resources grew) */
@@ -158,6 +183,13 @@ struct loom_runtime {
     double rb_next_s;    /* the next periodic decision */
     uint64_t rb_seen[3]; /* jobs and resources after the last decision: re-decide when they move */
     bool rb_decided;     /* in this step */
+    /* Backfill (backfill.c): the reservations of this step. */
+    loom_runtime_backfill_t backfill;
+    double default_limit_s;
+    rt_resv_t *resv;
+    size_t nresv, cap_resv;
+    rt_end_t *ends; /* scratch: running jobs by node and expected end */
+    size_t cap_ends;
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;
@@ -194,6 +226,22 @@ void rt__rubick_pass(loom_runtime_t *rt);
 void rt__rubick_step_done(loom_runtime_t *rt);
 void rt__rubick_release(loom_runtime_t *rt, rjob_t *j);
 size_t rt__rubick_drains(const loom_runtime_t *rt, loom_sched_alloc_t *out);
+
+/* backfill.c */
+double rt__limit(const loom_runtime_t *rt, const rjob_t *j);
+bool rt__resv_conflict(const loom_runtime_t *rt, const loom_sched_alloc_t *a, double end_s);
+void rt__reserve(loom_runtime_t *rt, rjob_t *j);
+
+/* runtime.c: the step's pieces other passes use. */
+typedef struct hidden hidden_t;
+int rt__try_start(loom_runtime_t *rt, rjob_t *j);
+hidden_t *rt__hide_down(loom_runtime_t *rt);
+void rt__unhide_down(loom_runtime_t *rt, hidden_t *h);
+
+/* tiresias.c */
+void rt__tiresias_pass(loom_runtime_t *rt);
+double rt__tiresias_wakeup(const loom_runtime_t *rt);
+bool rt__resume(loom_runtime_t *rt, rjob_t *j);
 
 /* gandiva.c */
 int rt__suspend(loom_runtime_t *rt, rjob_t *j, const char *why);

@@ -7,7 +7,11 @@
  * tiresias  discretized two-dimensional least-attained-service (Gu et al.,
  *           NSDI'19): attained service = GPUs x seconds run so far; K queues
  *           split by thresholds; lower queues first, FIFO within a queue; a
- *           job starved long enough is promoted to the highest queue.
+ *           job starved long enough is promoted to the highest queue. The
+ *           order is half of it: the runtime (runtime/tiresias.c) preempts
+ *           running jobs of lower queues for waiting jobs of higher ones.
+ *           "tiresias:thresholds=T1/T2/...,knob=X" sets K - 1 thresholds and
+ *           the starvation knob.
  *
  * fairshare Slurm's classic fair-share factor F = 2^(-U/S) of the job's user:
  *           U its decayed usage over all users' (GPU-seconds, halved every
@@ -26,6 +30,7 @@
  * Ties always fall back to submission time, then id, so the order is total
  * and deterministic. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +75,65 @@ bad:
                         name);
 }
 
+/* Tiresias' thresholds "T1/T2/...": GPU-seconds, ascending, > 0, at most
+ * LOOM_SCHED_TIRESIAS_MAXK - 1 of them. */
+static bool parse_thresholds(const char *text, loom_sched_queue_cfg_t *out)
+{
+    int n = 0;
+    while (*text) {
+        if (n == LOOM_SCHED_TIRESIAS_MAXK - 1)
+            return false;
+        char *end;
+        double t = strtod(text, &end);
+        if (end == text || !(t > 0 && t <= 1e15) || (n && t <= out->thresholds[n - 1]) ||
+            (*end && *end != '/') || (*end == '/' && !end[1]))
+            return false;
+        out->thresholds[n++] = t;
+        text = *end ? end + 1 : end;
+    }
+    out->k = n + 1;
+    return n > 0;
+}
+
+/* Tiresias' options after "tiresias": "" or ":" and a comma-separated list
+ * of "thresholds=T1/T2/..." (K - 1 of them) and "knob=X" (PROMOTEKNOB, 0:
+ * no promotion). */
+static int parse_tiresias(const char *name, const char *opts, loom_sched_queue_cfg_t *out,
+                          loom_err_t *err)
+{
+    if (*opts == ':' && opts[1])
+        opts++;
+    else if (*opts)
+        goto bad;
+    while (*opts) {
+        size_t len = strcspn(opts, ",");
+        char item[160], *end;
+        if (len == 0 || len >= sizeof item || (opts[len] == ',' && !opts[len + 1]))
+            goto bad;
+        memcpy(item, opts, len);
+        item[len] = '\0';
+        opts += len + (opts[len] == ',');
+        if (strncmp(item, "thresholds=", 11) == 0) {
+            if (!parse_thresholds(item + 11, out))
+                goto bad;
+        } else if (strncmp(item, "knob=", 5) == 0) {
+            double x = strtod(item + 5, &end);
+            if (end == item + 5 || *end || !(x >= 0 && x <= 1e6))
+                goto bad;
+            out->starve_factor = x;
+        } else
+            goto bad;
+    }
+    return LOOM_OK;
+bad:
+    return loom_err_set(err, LOOM_EINVAL,
+                        "queue policy '%s': expected tiresias[:OPTS] with OPTS a comma-separated "
+                        "list of thresholds=T1/T2/... (1 to %d ascending GPU-seconds > 0) and "
+                        "knob=X (the starvation knob, 0 to 1e6; 0: off), e.g. "
+                        "tiresias:thresholds=3200/25600,knob=2",
+                        name, LOOM_SCHED_TIRESIAS_MAXK - 1);
+}
+
 int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, loom_err_t *err)
 {
     memset(out, 0, sizeof *out);
@@ -80,11 +144,12 @@ int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, lo
         out->kind = LOOM_SCHED_QUEUE_SJF;
     else if (strcmp(name, "priority") == 0)
         out->kind = LOOM_SCHED_QUEUE_PRIORITY;
-    else if (strcmp(name, "tiresias") == 0) {
+    else if (strncmp(name, "tiresias", 8) == 0 && (name[8] == '\0' || name[8] == ':')) {
         out->kind = LOOM_SCHED_QUEUE_TIRESIAS;
         out->k = 2;
         out->thresholds[0] = 3200.0;
         out->starve_factor = 2.0;
+        return parse_tiresias(name, name + 8, out, err);
     } else if (strcmp(name, "drf") == 0)
         out->kind = LOOM_SCHED_QUEUE_DRF;
     else if (strncmp(name, "fairshare", 9) == 0 && (name[9] == '\0' || name[9] == ':')) {
@@ -92,14 +157,15 @@ int loom_sched_queue_cfg_parse(const char *name, loom_sched_queue_cfg_t *out, lo
         return parse_fairshare(name, name + 9, out, err);
     } else if (strncmp(name, "tiresias+fairshare", 18) == 0 &&
                (name[18] == '\0' || name[18] == ':')) {
-        int rc = loom_sched_queue_cfg_parse("tiresias", out, err);
+        int rc = loom_sched_queue_cfg_parse("tiresias", out, err); /* its defaults */
         out->kind = LOOM_SCHED_QUEUE_TIRESIAS_FAIRSHARE;
         return rc ? rc : parse_fairshare(name, name + 18, out, err);
     } else
-        return loom_err_set(err, LOOM_EINVAL,
-                            "queue policy '%s': expected fifo, sjf, priority, tiresias, drf, "
-                            "fairshare[:OPTS] or tiresias+fairshare[:OPTS]",
-                            name);
+        return loom_err_set(
+            err, LOOM_EINVAL,
+            "queue policy '%s': expected fifo, sjf, priority, tiresias[:OPTS], drf, "
+            "fairshare[:OPTS] or tiresias+fairshare[:OPTS]",
+            name);
     return LOOM_OK;
 }
 

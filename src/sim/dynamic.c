@@ -3,7 +3,8 @@
  * Jobs arrive at their creation (due) time and run for their duration once
  * started. At every event time: departures first, then arrivals join the
  * runtime's queue, then one step of the runtime (libloom's runtime part, the
- * very step loomd takes): queue order, placement with greedy backfill,
+ * very step loomd takes): queue order, placement with backfill (greedy, or
+ * with reservations from the jobs' time limits),
  * Gandiva's time-slicing when a quantum is given. The simulator applies the
  * step's actions in virtual time: a start schedules the job's departure, a
  * suspend stops its remaining run time and a resume continues it. A job
@@ -143,7 +144,8 @@ typedef struct run {
     /* Per user: GPUs its running jobs hold, and GPUs its waiting jobs ask. */
     double user_gpus[LOOM_SIM_MAX_USERS];
     double user_waiting[LOOM_SIM_MAX_USERS];
-    double gpus; /* the cluster's */
+    double gpus;           /* the cluster's */
+    double preempt_cost_s; /* added to a resumed job's remaining run time */
 } run_t;
 
 /* GPUs a job asks for. */
@@ -201,7 +203,7 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         j->state = JOB_RUNNING;
         if (j->task->duration_s < 0)
             return LOOM_OK;
-        j->finish_s = r->now + j->remaining_s;
+        j->finish_s = r->now + j->remaining_s + r->preempt_cost_s;
         break;
     default: return LOOM_OK; /* reconfigure, note: nothing to change in virtual time */
     }
@@ -231,7 +233,9 @@ static int new_runtime(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t
     loom_runtime_config_t cfg = {.queue = o->queue ? o->queue : "fifo",
                                  .placement = o->policy,
                                  .placer = {o->seed, wl, o->exact_scores, o->ties},
-                                 .timeslice_s = o->timeslice_s};
+                                 .timeslice_s = o->timeslice_s,
+                                 .backfill = (loom_runtime_backfill_t)o->backfill,
+                                 .default_limit_s = o->default_limit_s};
     rc = loom_runtime_new(&c, &cfg, rt, err);
     loom_sched_cluster_free(&c);
     return rc;
@@ -390,6 +394,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                .res = res,
                .on_start = o->on_start,
                .on_start_ctx = o->on_start_ctx,
+               .preempt_cost_s = o->preempt_cost_s > 0 ? o->preempt_cost_s : 0,
                .users = o->users,
                .accounts = o->accounts};
     job_t **order = calloc(t->n, sizeof *order);

@@ -2,7 +2,8 @@
  * and greedy backfill, every pending job considered, pending reasons, down
  * nodes, refused starts, rejects, time-slicing, packing introspection,
  * reconfiguration, the incremental queue order against a full sort, the
- * changes of pending reasons and running quotas. */
+ * changes of pending reasons and running quotas, backfill with
+ * reservations (EASY and conservative). */
 #include <math.h>
 
 #include "test_util.h"
@@ -371,12 +372,70 @@ static void test_tiresias_requeue(void **state)
     assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
     assert_int_equal(ids[0], 3);
     assert_int_equal(ids[1], 1);
-    loom_runtime_step(rt, 4000 + 2 * 4000 + 1, record, &l); /* waited 2 x its last run */
-    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 2);
-    assert_int_equal(ids[0], 1);
-    assert_int_equal(ids[1], 3);
-    assert_int_equal(info(rt, 1).reason, LOOM_RUNTIME_REASON_RESOURCES);
-    assert_int_equal(info(rt, 3).reason, LOOM_RUNTIME_REASON_PRIORITY);
+    /* Waited 2 x its last run: 1 is promoted to queue 0, and 2 has
+     * attained 8000 GPU-seconds (queue 1): 1 preempts it. */
+    loom_runtime_step(rt, 4000 + 2 * 4000 + 1, record, &l);
+    assert_int_equal(loom_runtime_pending_ids(rt, ids, 2), 1);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_RUNNING);
+    assert_int_equal(info(rt, 2).state, LOOM_RUNTIME_SUSPENDED);
+    assert_int_equal(info(rt, 3).reason, LOOM_RUNTIME_REASON_RESOURCES);
+    check(rt);
+    loom_runtime_free(rt);
+}
+
+static bool logged(const log_t *l, size_t from, loom_runtime_action_kind_t kind, uint64_t id)
+{
+    for (size_t k = from; k < l->n; k++)
+        if (l->a[k].kind == kind && l->a[k].id == id)
+            return true;
+    return false;
+}
+
+/* Tiresias as published (Gu et al., NSDI'19), one GPU, one threshold at
+ * 100 GPU-seconds, PROMOTEKNOB 2: a new job (queue 0) preempts one that has
+ * attained 150 (queue 1); once it has attained 100 itself both are in
+ * queue 1 and it keeps running (FIFO within a queue does not preempt);
+ * the suspended one, starved for 2 x its last run (300 s), is promoted
+ * and preempts it back; when it ends, the other resumes. */
+static void test_tiresias_preempt(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(1, 1, "tiresias:thresholds=100,knob=2", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    submit(rt, 1, 1, 1000, 0, 0);
+    assert_int_equal(loom_runtime_step(rt, 0, record, &l), 1);
+    assert_true(loom_runtime_next_wakeup(rt) == INFINITY); /* nobody waits */
+    submit(rt, 2, 1, 1000, 150, 0);
+    size_t from = l.n;
+    assert_int_equal(loom_runtime_step(rt, 150, record, &l), 2);
+    assert_true(logged(&l, from, LOOM_RUNTIME_SUSPEND, 1));
+    assert_true(logged(&l, from, LOOM_RUNTIME_START, 2));
+    assert_non_null(strstr(l.reason[from], "preempted by job 2"));
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_SUSPENDED);
+    assert_true(info(rt, 1).attained_gpu_s == 150);
+    /* 2 reaches the threshold at 250: a decision point */
+    double w = loom_runtime_next_wakeup(rt);
+    assert_true(w > 250 && w < 250.01);
+    from = l.n;
+    assert_int_equal(loom_runtime_step(rt, w, record, &l), 0); /* both in queue 1: no preemption */
+    /* 1 waited since 150 after a run of 150: promoted at 150 + 2 x 150 */
+    assert_true(loom_runtime_next_wakeup(rt) == 450);
+    assert_int_equal(loom_runtime_step(rt, 449, record, &l), 0);
+    assert_int_equal(loom_runtime_step(rt, 450, record, &l), 2);
+    assert_true(logged(&l, from, LOOM_RUNTIME_SUSPEND, 2));
+    assert_true(logged(&l, from, LOOM_RUNTIME_RESUME, 1));
+    assert_int_equal(info(rt, 1).state, LOOM_RUNTIME_RUNNING);
+    assert_int_equal(info(rt, 2).state, LOOM_RUNTIME_SUSPENDED);
+    /* promoted: its service counts afresh, so 2 (starved 2 x 300 since
+     * 450, at 1050) does not take the GPU back before 1 attains 100 more */
+    from = l.n;
+    assert_int_equal(loom_runtime_step(rt, 540, record, &l), 0);
+    assert_int_equal(loom_runtime_remove(rt, 1, 600), LOOM_OK);
+    assert_int_equal(loom_runtime_step(rt, 600, record, &l), 1);
+    assert_true(logged(&l, from, LOOM_RUNTIME_RESUME, 2));
+    assert_true(info(rt, 2).attained_gpu_s == 300);
     check(rt);
     loom_runtime_free(rt);
 }
@@ -664,6 +723,124 @@ static void test_quota(void **state)
     loom_runtime_free(rt);
 }
 
+/* The must-show case of backfill with reservations: one node of 4 GPUs
+ * kept busy by an endless stream of one-GPU jobs (one arrives every 25 s,
+ * each runs its whole 100 s time limit; the first four start at 0, 25, 50
+ * and 75). A whole-node job W arrives at 80. Greedy backfill gives each
+ * GPU that comes free to the next one-GPU job, so W never starts. EASY and
+ * conservative reserve the node for W at 175 (when the four running jobs'
+ * limits are up), hold back the one-GPU jobs that would still run then
+ * (reason Reservation), let a 20 s job that ends before 175 start at 130,
+ * and start W at 175, as its expected start said. */
+#define STREAM_END 1000
+#define W_ID       10000
+#define SHORT_ID   10001
+
+typedef struct stream {
+    double start[SHORT_ID + 1], run[SHORT_ID + 1];
+    double w_expected; /* W's expected start as reported at 80 */
+    loom_runtime_reason_t held_reason, w_reason;
+} stream_t;
+
+static void stream_submit(loom_runtime_t *rt, uint64_t id, int gpus, double t, double limit)
+{
+    loom_runtime_job_t j = {
+        .id = id,
+        .req = {.cpu_milli = 1000, .mem_mib = 1024, .num_gpus = gpus, .gpu_milli = 1000},
+        .submit_s = t,
+        .time_limit_s = limit};
+    loom_err_t err;
+    if (loom_runtime_submit(rt, &j, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static void stream_run(loom_runtime_backfill_t bf, stream_t *s)
+{
+    loom_sched_cluster_t c;
+    cluster(&c, 1, 4);
+    loom_runtime_config_t cfg = {.placer = {.ties = LOOM_SCHED_TIES_FIRST}, .backfill = bf};
+    loom_runtime_t *rt;
+    loom_err_t err;
+    if (loom_runtime_new(&c, &cfg, &rt, &err) != LOOM_OK)
+        fail_msg("%s", err.msg);
+    loom_sched_cluster_free(&c);
+    static log_t l;
+    memset(s, 0, sizeof *s);
+    uint64_t next = 1;
+    for (int t = 0; t <= STREAM_END; t += 5) {
+        for (uint64_t id = 1; id <= SHORT_ID; id++)
+            if (s->run[id] > 0 && s->start[id] >= 0 && s->start[id] + s->run[id] <= t &&
+                loom_runtime_remove(rt, id, t) == LOOM_OK)
+                s->run[id] = -1;
+        if (t % 25 == 0) {
+            s->start[next] = -1;
+            s->run[next] = 100;
+            stream_submit(rt, next++, 1, t, 100);
+        }
+        if (t == 80) {
+            s->start[W_ID] = -1;
+            s->run[W_ID] = 100;
+            stream_submit(rt, W_ID, 4, t, 100);
+        }
+        if (t == 130) {
+            s->start[SHORT_ID] = -1;
+            s->run[SHORT_ID] = 20;
+            stream_submit(rt, SHORT_ID, 1, t, 20);
+        }
+        l.n = 0;
+        loom_runtime_step(rt, t, record, &l);
+        for (size_t k = 0; k < l.n; k++)
+            if (l.a[k].kind == LOOM_RUNTIME_START)
+                s->start[l.a[k].id] = t;
+        if (t == 80) {
+            loom_runtime_info_t w = info(rt, W_ID);
+            s->w_expected = w.has_start ? w.expected_start_s : -1;
+        }
+        if (t == 100) {
+            s->w_reason = info(rt, W_ID).reason;
+            s->held_reason = info(rt, 5).state == LOOM_RUNTIME_PENDING ? info(rt, 5).reason : 0;
+        }
+        check(rt);
+    }
+    loom_runtime_free(rt);
+}
+
+static void test_backfill_reservation(void **state)
+{
+    (void)state;
+    static stream_t s;
+    stream_run(LOOM_RUNTIME_BACKFILL_GREEDY, &s);
+    assert_true(s.start[W_ID] < 0); /* starved for the whole stream */
+    assert_true(s.w_expected < 0);  /* and no expected start */
+    const loom_runtime_backfill_t bf[] = {LOOM_RUNTIME_BACKFILL_EASY,
+                                          LOOM_RUNTIME_BACKFILL_CONSERVATIVE};
+    for (size_t k = 0; k < 2; k++) {
+        stream_run(bf[k], &s);
+        assert_true(s.w_expected == 175);
+        assert_true(s.start[W_ID] == 175);
+        assert_true(s.start[SHORT_ID] == 130); /* ends by 175: backfilled */
+        assert_true(s.start[5] >= 275);        /* arrived at 100: after W */
+        assert_int_equal(s.w_reason, LOOM_RUNTIME_REASON_RESOURCES);
+        assert_int_equal(s.held_reason, LOOM_RUNTIME_REASON_RESERVATION);
+        assert_string_equal(loom_runtime_reason_name(s.held_reason), "Reservation");
+    }
+}
+
+/* The backfill option's names, and a bad one named in the error. */
+static void test_backfill_parse(void **state)
+{
+    (void)state;
+    loom_runtime_backfill_t b;
+    loom_err_t err;
+    assert_int_equal(loom_runtime_backfill_parse("easy", &b, &err), LOOM_OK);
+    assert_int_equal(b, LOOM_RUNTIME_BACKFILL_EASY);
+    assert_int_equal(loom_runtime_backfill_parse("conservative", &b, &err), LOOM_OK);
+    assert_string_equal(loom_runtime_backfill_name(b), "conservative");
+    assert_int_equal(loom_runtime_backfill_parse("greedy", &b, &err), LOOM_OK);
+    assert_int_equal(loom_runtime_backfill_parse("eazy", &b, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "'eazy'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,10 +853,13 @@ int main(void)
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_reconfigure),
         cmocka_unit_test(test_tiresias_requeue),
+        cmocka_unit_test(test_tiresias_preempt),
         cmocka_unit_test(test_blocked),
         cmocka_unit_test(test_dependencies),
         cmocka_unit_test(test_reason_changes),
         cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_backfill_reservation),
+        cmocka_unit_test(test_backfill_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,6 +86,39 @@ static void test_tiresias_levels(void **state)
     assert_int_equal(ids[2], 3);
 }
 
+/* tiresias[:OPTS]: K - 1 thresholds and the starvation knob; bad forms
+ * are errors naming the text. */
+static void test_tiresias_options(void **state)
+{
+    (void)state;
+    loom_sched_queue_cfg_t cfg;
+    loom_err_t err;
+    assert_int_equal(
+        loom_sched_queue_cfg_parse("tiresias:thresholds=100/1000/1e4,knob=0.5", &cfg, &err),
+        LOOM_OK);
+    assert_int_equal(cfg.k, 4);
+    assert_true(cfg.thresholds[0] == 100 && cfg.thresholds[1] == 1000 && cfg.thresholds[2] == 1e4);
+    assert_true(cfg.starve_factor == 0.5);
+    assert_int_equal(loom_sched_queue_cfg_parse("tiresias:knob=0", &cfg, &err), LOOM_OK);
+    assert_int_equal(cfg.k, 2);
+    assert_true(cfg.thresholds[0] == 3200 && cfg.starve_factor == 0);
+    static const char *bad[] = {"tiresias:",
+                                "tiresias:thresholds=",
+                                "tiresias:thresholds=100/50",
+                                "tiresias:knob=-1",
+                                "tiresias:thresholds=100/",
+                                "tiresias:thresholds=0",
+                                "tiresias:knob=2,",
+                                "tiresias:thresholds=1/2/3/4/5/6/7/8",
+                                "tiresias:what=1",
+                                "tiresiasx",
+                                "tiresias:knob=nan"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_int_equal(loom_sched_queue_cfg_parse(bad[k], &cfg, &err), LOOM_EINVAL);
+        assert_non_null(strstr(err.msg, bad[k]));
+    }
+}
+
 static void test_tiresias_starvation(void **state)
 {
     (void)state;
@@ -187,9 +220,10 @@ static void test_drf_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fifo_sjf_priority),    cmocka_unit_test(test_tiresias_levels),
-        cmocka_unit_test(test_tiresias_starvation),  cmocka_unit_test(test_tiresias_fairshare),
-        cmocka_unit_test(test_fairshare_by_account), cmocka_unit_test(test_drf_order),
+        cmocka_unit_test(test_fifo_sjf_priority),  cmocka_unit_test(test_tiresias_levels),
+        cmocka_unit_test(test_tiresias_options),   cmocka_unit_test(test_tiresias_starvation),
+        cmocka_unit_test(test_tiresias_fairshare), cmocka_unit_test(test_fairshare_by_account),
+        cmocka_unit_test(test_drf_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

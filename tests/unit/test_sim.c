@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 
+#include "loom/runtime.h"
 #include "loom/sim.h"
 
 #define S(x) x, strlen(x)
@@ -246,6 +247,105 @@ static void test_dynamic_small(void **state)
     loom_sched_cluster_free(&c);
 }
 
+/* The must-show case of backfill with reservations in the simulator (as
+ * test_backfill_reservation in test_runtime.c): one node of 4 GPUs, an
+ * endless stream of one-GPU jobs (one every 25 s from 0 to 2000, each runs
+ * its 100 s limit) and a whole-node job W at 80. Greedy backfill starts W
+ * only when the stream has dried up (after 2000); EASY and conservative
+ * start it at 175, when the four jobs running at 80 reach their limits. */
+static void on_start_w(void *ctx, size_t task, double t_s, const loom_sched_alloc_t *alloc)
+{
+    (void)alloc;
+    if (task == 0)
+        *(double *)ctx = t_s;
+}
+
+static void test_dynamic_backfill_reservation(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 0, 4, "G", 0, NULL, NULL), 0);
+    static char jobs[64 * 128];
+    size_t len = (size_t)snprintf(jobs, sizeof jobs,
+                                  "{\"id\":\"W\",\"due\":80,\"duration\":100,\"gpus\":4,"
+                                  "\"time_limit\":100}\n");
+    for (int t = 0; t <= 2000; t += 25)
+        len += (size_t)snprintf(jobs + len, sizeof jobs - len,
+                                "{\"id\":\"s%d\",\"due\":%d,\"duration\":100,\"gpus\":1,"
+                                "\"time_limit\":100}\n",
+                                t, t);
+    assert_true(len < sizeof jobs);
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(jobs, len, "stream.jsonl", &c, &t, &err), 0);
+    const int bf[] = {LOOM_RUNTIME_BACKFILL_GREEDY, LOOM_RUNTIME_BACKFILL_EASY,
+                      LOOM_RUNTIME_BACKFILL_CONSERVATIVE};
+    for (size_t k = 0; k < 3; k++) {
+        double w_start = -1;
+        loom_sim_opts_t o = {.policy = "firstfit", .queue = "fifo", .debug_check = true};
+        o.backfill = bf[k];
+        o.on_start = on_start_w;
+        o.on_start_ctx = &w_start;
+        loom_sim_dynamic_result_t r;
+        if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(r.completed, t.n);
+        if (k == 0)
+            assert_true(w_start > 2000); /* starved while the stream lasted */
+        else
+            assert_true(w_start == 175);
+        loom_sim_dynamic_result_free(&r);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
+static void on_start_s(void *ctx, size_t task, double t_s, const loom_sched_alloc_t *alloc)
+{
+    (void)alloc;
+    if (task == 1)
+        *(double *)ctx = t_s;
+}
+
+/* Tiresias against FIFO in the dynamic simulation (one GPU, a threshold at
+ * 100 GPU-seconds, a preemption costing 10 s): a short job S arriving at
+ * 200 behind a long one L (1000 s) waits until L ends under fifo (starts at
+ * 1000); under tiresias L has attained 200 (queue 1) and S (queue 0)
+ * preempts it at once, ends at 250, and L resumes and ends 10 s late. */
+static void test_dynamic_tiresias_preempts(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 0, 1, "G", 0, NULL, NULL), 0);
+    static const char jobs[] = "{\"id\":\"L\",\"due\":0,\"duration\":1000,\"gpus\":1}\n"
+                               "{\"id\":\"S\",\"due\":200,\"duration\":50,\"gpus\":1}\n";
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(jobs, sizeof jobs - 1, "ls.jsonl", &c, &t, &err), 0);
+    const char *queues[] = {"fifo", "tiresias:thresholds=100"};
+    const double s_start[] = {1000, 200}, jct[] = {(1000 + 850) / 2.0, (1060 + 50) / 2.0};
+    for (size_t k = 0; k < 2; k++) {
+        double start = -1;
+        loom_sim_opts_t o = {.policy = "firstfit",
+                             .queue = queues[k],
+                             .debug_check = true,
+                             .preempt_cost_s = 10,
+                             .on_start = on_start_s,
+                             .on_start_ctx = &start};
+        loom_sim_dynamic_result_t r;
+        if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(r.completed, 2);
+        assert_true(start == s_start[k]);
+        assert_true(fabs(r.mean_jct_s - jct[k]) < 1e-6);
+        loom_sim_dynamic_result_free(&r);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
 /* The real trace, a slice of it, with the debug check after every arrival
  * (no over-commit, conservation, incremental fragmentation = recount). */
 static void test_packing_real_trace_checked(void **state)
@@ -286,9 +386,14 @@ static void test_packing_real_trace_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nodes_csv),     cmocka_unit_test(test_pods_csv),
-        cmocka_unit_test(test_jsonl),         cmocka_unit_test(test_packing_small),
-        cmocka_unit_test(test_dynamic_small), cmocka_unit_test(test_packing_real_trace_checked),
+        cmocka_unit_test(test_nodes_csv),
+        cmocka_unit_test(test_pods_csv),
+        cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_packing_small),
+        cmocka_unit_test(test_dynamic_small),
+        cmocka_unit_test(test_dynamic_backfill_reservation),
+        cmocka_unit_test(test_dynamic_tiresias_preempts),
+        cmocka_unit_test(test_packing_real_trace_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
