@@ -224,6 +224,7 @@ static json_t *dns_label(const char *name)
     while (n > 0 && out[n - 1] == '-')
         n--;
     size_t s = 0;
+    // cppcheck-suppress uninitvar ; s < n, and out[0..n) is written above
     while (s < n && out[s] == '-')
         s++;
     if (s == n)

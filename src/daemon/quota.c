@@ -95,6 +95,7 @@ int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err)
         rc = loom_err_set(err, LOOM_EINVAL, "expected user:NAME=, account:NAME= or *=");
     }
     if (rc == LOOM_OK)
+        // cppcheck-suppress nullPointerArithmeticRedundantCheck ; rc is OK only where eq was found
         rc = parse_limits(eq + 1, q, err);
     if (rc != LOOM_OK)
         return loom_err_prefix(err, "--quota '%.100s'", spec);

@@ -581,6 +581,7 @@ static int op_transpose(ctx_t *c)
     for (size_t i = 0; i < o->nval; i++) {
         size_t rem = i, off = 0;
         for (int d = x->rank - 1; d >= 0; d--) {
+            // cppcheck-suppress uninitvar ; perm[d] < rank, checked above, and [0, rank) is set
             off += rem % (size_t)dims[d] * xstride[perm[d]];
             rem /= (size_t)dims[d];
         }

@@ -89,6 +89,7 @@ bool loom_jobspec_option(loom_jobspec_dialect_t dialect, const char *option, boo
 
 static int replace(char **field, const char *value, size_t max, const char *what, loom_err_t *err)
 {
+    // cppcheck-suppress ctunullpointer ; only hold (no value) and nice (own default) get NULL
     size_t len = strlen(value);
     if (len == 0 || len > max)
         return loom_err_set(err, LOOM_EINVAL, "expected %s of 1 to %zu bytes", what, max);

@@ -104,6 +104,7 @@ static void put_fields(json_t *o, const void *base, const jfield_t *f, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const char *at = (const char *)base + f[i].off;
+        // cppcheck-suppress invalidPointerCast ; base + off is a double member's address
         put(o, f[i].key, f[i].dbl ? jnum(*(const double *)at) : jint(*(const uint64_t *)at));
     }
 }
@@ -679,7 +680,11 @@ static const char *shortest(double v, char out[40])
     return out;
 }
 
-/* labels: NULL-terminated key, value pairs. Skips non-finite values. */
+/* The end of sample()'s labels: a null pointer of the type va_arg reads
+ * there (a bare NULL may be the int 0, which a variadic call passes as int). */
+#define END_LABELS ((const char *)NULL)
+
+/* labels: key, value pairs ended by END_LABELS. Skips non-finite values. */
 static void sample(prom_t *p, double v, ...)
 {
     char num[40];
@@ -712,16 +717,16 @@ static void sample(prom_t *p, double v, ...)
 
 static void src_up(prom_t *p, const char *source, const loom_mon_source_t *s)
 {
-    sample(p, s->status == LOOM_OK ? 1 : 0, "source", source, "reason", s->reason, NULL);
+    sample(p, s->status == LOOM_OK ? 1 : 0, "source", source, "reason", s->reason, END_LABELS);
 }
 
 static void prom_psi(prom_t *p, const char *res, const loom_mon_psi_t *psi)
 {
     if (psi->source.status != LOOM_OK)
         return;
-    sample(p, psi->some.total_seconds, "resource", res, "kind", "some", NULL);
+    sample(p, psi->some.total_seconds, "resource", res, "kind", "some", END_LABELS);
     if (psi->has_full)
-        sample(p, psi->full.total_seconds, "resource", res, "kind", "full", NULL);
+        sample(p, psi->full.total_seconds, "resource", res, "kind", "full", END_LABELS);
 }
 
 static void prom_cpu(prom_t *p, const loom_mon_snapshot_t *s)
@@ -735,34 +740,34 @@ static void prom_cpu(prom_t *p, const loom_mon_snapshot_t *s)
     for (size_t i = 0; i < c->n_cores; i++) {
         snprintf(id, sizeof id, "%d", c->cores[i].id);
         for (int k = 0; k < LOOM_MON_CPU_NMODES; k++)
-            sample(p, c->cores[i].seconds[k], "cpu", id, "mode", mode_names[k], NULL);
+            sample(p, c->cores[i].seconds[k], "cpu", id, "mode", mode_names[k], END_LABELS);
     }
     if (c->freq_source.status == LOOM_OK) {
         fam(p, "loom_cpu_frequency_hertz", "gauge", "Current CPU frequency (cpufreq).");
         for (size_t i = 0; i < c->n_cores; i++) {
             snprintf(id, sizeof id, "%d", c->cores[i].id);
-            sample(p, c->cores[i].freq_hz, "cpu", id, NULL);
+            sample(p, c->cores[i].freq_hz, "cpu", id, END_LABELS);
         }
     }
     fam(p, "loom_context_switches_total", "counter", "Context switches since boot.");
-    sample(p, (double)c->context_switches, NULL);
+    sample(p, (double)c->context_switches, END_LABELS);
     fam(p, "loom_interrupts_total", "counter", "Interrupts serviced since boot.");
-    sample(p, (double)c->interrupts, NULL);
+    sample(p, (double)c->interrupts, END_LABELS);
     fam(p, "loom_forks_total", "counter", "Processes and threads created since boot.");
-    sample(p, (double)c->forks, NULL);
+    sample(p, (double)c->forks, END_LABELS);
     fam(p, "loom_procs_running", "gauge", "Tasks in runnable state.");
-    sample(p, (double)c->procs_running, NULL);
+    sample(p, (double)c->procs_running, END_LABELS);
     fam(p, "loom_procs_blocked", "gauge", "Tasks blocked waiting for I/O.");
-    sample(p, (double)c->procs_blocked, NULL);
+    sample(p, (double)c->procs_blocked, END_LABELS);
     fam(p, "loom_boot_time_seconds", "gauge", "Boot time, seconds since the Unix epoch.");
-    sample(p, (double)c->boot_time_unix_s, NULL);
+    sample(p, (double)c->boot_time_unix_s, END_LABELS);
     if (c->load_source.status == LOOM_OK) {
         fam(p, "loom_load1", "gauge", "1-minute load average.");
-        sample(p, c->load1, NULL);
+        sample(p, c->load1, END_LABELS);
         fam(p, "loom_load5", "gauge", "5-minute load average.");
-        sample(p, c->load5, NULL);
+        sample(p, c->load5, END_LABELS);
         fam(p, "loom_load15", "gauge", "15-minute load average.");
-        sample(p, c->load15, NULL);
+        sample(p, c->load15, END_LABELS);
     }
 }
 
@@ -799,7 +804,7 @@ static void prom_memory(prom_t *p, const loom_mon_memory_t *m)
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         fam(p, f[i].name, "gauge", f[i].help);
-        sample(p, (double)*(const uint64_t *)((const char *)m + f[i].off), NULL);
+        sample(p, (double)*(const uint64_t *)((const char *)m + f[i].off), END_LABELS);
     }
 }
 
@@ -846,8 +851,9 @@ static void prom_disk(prom_t *p, const loom_mon_disks_t *d)
         fam(p, f[i].name, f[i].type, f[i].help);
         for (size_t k = 0; k < d->n; k++) {
             const char *base = (const char *)&d->disks[k] + f[i].off;
+            // cppcheck-suppress invalidPointerCast ; base + off is a double member's address
             double v = f[i].dbl ? *(const double *)base : (double)*(const uint64_t *)base;
-            sample(p, v, "device", d->disks[k].name, NULL);
+            sample(p, v, "device", d->disks[k].name, END_LABELS);
         }
     }
 }
@@ -884,7 +890,7 @@ static void prom_net(prom_t *p, const loom_mon_net_t *n)
         fam(p, f[i].name, "counter", f[i].help);
         for (size_t k = 0; k < n->n; k++)
             sample(p, (double)*(const uint64_t *)((const char *)&n->ifs[k] + f[i].off), "device",
-                   n->ifs[k].name, NULL);
+                   n->ifs[k].name, END_LABELS);
     }
 }
 
@@ -909,13 +915,13 @@ static void prom_fs(prom_t *p, const loom_mon_fss_t *fs)
             const loom_mon_fs_t *x = &fs->fs[k];
             if (x->source.status == LOOM_OK)
                 sample(p, (double)*(const uint64_t *)((const char *)x + f[i].off), "device",
-                       x->device, "mountpoint", x->mountpoint, "fstype", x->fstype, NULL);
+                       x->device, "mountpoint", x->mountpoint, "fstype", x->fstype, END_LABELS);
         }
     }
     fam(p, "loom_filesystem_readonly", "gauge", "1 if mounted read-only.");
     for (size_t k = 0; k < fs->n; k++)
         sample(p, fs->fs[k].readonly, "device", fs->fs[k].device, "mountpoint",
-               fs->fs[k].mountpoint, "fstype", fs->fs[k].fstype, NULL);
+               fs->fs[k].mountpoint, "fstype", fs->fs[k].fstype, END_LABELS);
 }
 
 static void prom_gpu(prom_t *p, const loom_mon_gpus_t *g)
@@ -928,13 +934,13 @@ static void prom_gpu(prom_t *p, const loom_mon_gpus_t *g)
         const loom_mon_gpu_t *d = &g->gpus[i];                                                     \
         snprintf(idx, sizeof idx, "%u", d->index);                                                 \
         if (d->field_status[field] == 0)                                                           \
-            sample(p, (expr), "gpu", idx, "uuid", d->uuid, NULL);                                  \
+            sample(p, (expr), "gpu", idx, "uuid", d->uuid, END_LABELS);                            \
     }
     fam(p, "loom_gpu_info", "gauge", "GPU identity (value 1).");
     for (size_t i = 0; i < g->n; i++) {
         snprintf(idx, sizeof idx, "%u", g->gpus[i].index);
         sample(p, 1, "gpu", idx, "uuid", g->gpus[i].uuid, "name", g->gpus[i].name, "driver",
-               g->driver_version, NULL);
+               g->driver_version, END_LABELS);
     }
     fam(p, "loom_gpu_utilization_ratio", "gauge", "Fraction of time a kernel was running.");
     EACH(LOOM_MON_GPU_F_UTIL, d->util_gpu_pct / 100.0)
@@ -980,7 +986,7 @@ static void prom_gpu(prom_t *p, const loom_mon_gpus_t *g)
             snprintf(idx, sizeof idx, "%u", g->gpus[i].index);
             snprintf(pid, sizeof pid, "%u", pr->pid);
             if (pr->memory_known)
-                sample(p, (double)pr->used_memory_bytes, "gpu", idx, "pid", pid, NULL);
+                sample(p, (double)pr->used_memory_bytes, "gpu", idx, "pid", pid, END_LABELS);
         }
     fam(p, "loom_gpu_process_sm_utilization_ratio", "gauge",
         "SM utilization of a process in its latest sample since the previous reading.");
@@ -991,7 +997,7 @@ static void prom_gpu(prom_t *p, const loom_mon_gpus_t *g)
             snprintf(idx, sizeof idx, "%u", g->gpus[i].index);
             snprintf(pid, sizeof pid, "%u", pr->pid);
             if (pr->util_valid)
-                sample(p, pr->sm_util_pct / 100.0, "gpu", idx, "pid", pid, NULL);
+                sample(p, pr->sm_util_pct / 100.0, "gpu", idx, "pid", pid, END_LABELS);
         }
 }
 
@@ -1025,7 +1031,7 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
         for (size_t i = 0; i < s->power.n; i++)
             if (s->power.zones[i].source.status == LOOM_OK)
                 sample(&p, s->power.zones[i].energy_joules, "zone", s->power.zones[i].id, "name",
-                       s->power.zones[i].name, NULL);
+                       s->power.zones[i].name, END_LABELS);
     }
     if (g & LOOM_MON_THERMAL) {
         fam(&p, "loom_temperature_celsius", "gauge",
@@ -1033,7 +1039,8 @@ int loom_mon_to_prom(const loom_mon_snapshot_t *s, loom_buf_t *out, loom_err_t *
         for (size_t i = 0; i < s->thermal.n; i++) {
             const loom_mon_temp_t *t = &s->thermal.temps[i];
             if (t->source.status == LOOM_OK)
-                sample(&p, t->celsius, "kind", t->kind, "chip", t->chip, "sensor", t->sensor, NULL);
+                sample(&p, t->celsius, "kind", t->kind, "chip", t->chip, "sensor", t->sensor,
+                       END_LABELS);
         }
     }
     if (g & LOOM_MON_GPU)
@@ -1136,16 +1143,17 @@ int loom_mon_cgroups_to_prom(const loom_mon_cgroup_t *cgs, const char *const *jo
                 for (int r = 0; r < 3; r++)
                     if (ps[r]->source.status == LOOM_OK)
                         sample(&p, ps[r]->some.total_seconds, "job_id", job, "resource", res[r],
-                               NULL);
+                               END_LABELS);
                 continue;
             }
             const char *base = (const char *)c;
             if (((const loom_mon_source_t *)(base + f[k].src))->status != LOOM_OK ||
                 (f[k].how == CG_LIMIT && !c->memory_limited))
                 continue;
+            // cppcheck-suppress invalidPointerCast ; base + off is a double member's address
             double v = f[k].dbl ? *(const double *)(base + f[k].off)
                                 : (double)*(const uint64_t *)(base + f[k].off);
-            sample(&p, v, "job_id", job, NULL);
+            sample(&p, v, "job_id", job, END_LABELS);
         }
     }
     if (p.rc)
@@ -1191,12 +1199,13 @@ int loom_mon_procs_to_prom(const loom_mon_proc_t *procs, const char *const *jobs
                 continue;
             double v;
             if (f[k].dbl)
+                // cppcheck-suppress invalidPointerCast ; base + off is a double member's address
                 v = *(const double *)base;
             else if (f[k].off == offsetof(loom_mon_proc_t, n_processes))
                 v = *(const uint32_t *)base;
             else
                 v = (double)*(const uint64_t *)base;
-            sample(&p, v, "job_id", jobs[i], NULL);
+            sample(&p, v, "job_id", jobs[i], END_LABELS);
         }
     }
     if (p.rc)

@@ -41,7 +41,7 @@ static const char *kernel_class(const char *name)
 {
     char low[256];
     size_t i = 0;
-    for (; name[i] && i < sizeof low - 1; i++)
+    for (; i < sizeof low - 1 && name[i]; i++)
         low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
     low[i] = '\0';
     for (size_t k = 0; k < sizeof kernel_classes / sizeof kernel_classes[0]; k++)

@@ -172,6 +172,7 @@ static double solve(const double (*x)[3], const double *t, size_t n, unsigned ma
                 r -= hold[i] * x[s][i];
         for (int i = 0; i < k; i++) {
             for (int j = 0; j < k; j++)
+                // cppcheck-suppress uninitvar ; i, j < k, and idx[0..k) is set above
                 a[i][j] += x[s][idx[i]] * x[s][idx[j]];
             a[i][k] += x[s][idx[i]] * r;
         }

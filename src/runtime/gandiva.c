@@ -208,9 +208,11 @@ bool rt__make_room(loom_runtime_t *rt, const loom_sched_req_t *req)
     for (size_t k = 0; k < rt->nact && nc < RT_MAX_MAKE_ROOM; k++)
         if (had_quantum(rt, rt->act[k]))
             cand[nc++] = rt->act[k];
+    if (!nc)
+        return false;
     qsort(cand, nc, sizeof *cand, by_resumed);
     loom_sched_cluster_t c;
-    if (!nc || loom_sched_cluster_copy(&c, &rt->cluster, NULL) != LOOM_OK)
+    if (loom_sched_cluster_copy(&c, &rt->cluster, NULL) != LOOM_OK)
         return false;
     size_t used = 0;
     bool fits = false;

@@ -314,6 +314,7 @@ static void assign_users(job_t *jobs, size_t n, const loom_sim_opts_t *o)
     for (size_t i = 0; i < n; i++) {
         double u = loom_rng_uniform(&rng) * sum;
         uint32_t k = 0;
+        // cppcheck-suppress uninitvar ; k < users - 1, and cdf[0..users) is set above
         while (k + 1 < o->users && cdf[k] <= u)
             k++;
         jobs[i].user = k + 1;
