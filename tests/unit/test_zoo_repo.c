@@ -127,11 +127,11 @@ static void test_add_list_remove(void **state)
     assert_int_equal(objects(f), 4); /* content-addressed: a's files once */
     json_t *arr;
     loom_err_t err;
-    assert_int_equal(loom_zoo_list(f->z, "digits", 0, &arr, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_list(f->z, "digits", NULL, 0, &arr, &err), LOOM_OK);
     assert_int_equal(json_array_size(arr), 2);
     json_decref(arr);
     json_t *e;
-    assert_int_equal(loom_zoo_get(f->z, b, &e, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_get(f->z, b, NULL, &e, &err), LOOM_OK);
     assert_string_equal(json_string_value(json_object_get(e, "task")), "other");
     assert_false(json_is_true(json_object_get(json_object_get(e, "metric"), "higher_better")));
     assert_int_equal(json_integer_value(json_object_get(e, "params")), 4 * 16 + 16 + 16 * 3 + 3);
@@ -144,7 +144,7 @@ static void test_add_list_remove(void **state)
     assert_int_equal(objects(f), 2);
     assert_int_equal(loom_zoo_remove(f->z, a2, &err), LOOM_ENOTFOUND);
     assert_non_null(strstr(err.msg, "no such entry"));
-    assert_int_equal(loom_zoo_get(f->z, 999, &e, &err), LOOM_ENOTFOUND);
+    assert_int_equal(loom_zoo_get(f->z, 999, NULL, &e, &err), LOOM_ENOTFOUND);
 }
 
 static void test_bad_input(void **state)
