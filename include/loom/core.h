@@ -200,6 +200,7 @@ int loom_write_file_atomic(const char *path, const void *data, size_t len, int m
 typedef struct loom_strset {
     const char **slot;
     size_t n, cap;
+    size_t compares; /* string comparisons made so far (tests bound it) */
 } loom_strset_t;
 
 /* 1: added, 0: already there, LOOM_ENOMEM. */

@@ -15,10 +15,12 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static const char **find(const char **slot, size_t cap, const char *key)
+/* The slot holding key, or the empty one where it goes; *compares counts
+ * the string comparisons made. */
+static const char **find(const char **slot, size_t cap, const char *key, size_t *compares)
 {
     size_t i = (size_t)fnv1a(key) & (cap - 1);
-    while (slot[i] && strcmp(slot[i], key) != 0)
+    while (slot[i] && (++*compares, strcmp(slot[i], key) != 0))
         i = (i + 1) & (cap - 1);
     return &slot[i];
 }
@@ -31,7 +33,7 @@ static int grow(loom_strset_t *s)
         return LOOM_ENOMEM;
     for (size_t i = 0; i < s->cap; i++)
         if (s->slot[i])
-            *find(slot, cap, s->slot[i]) = s->slot[i];
+            *find(slot, cap, s->slot[i], &s->compares) = s->slot[i];
     free(s->slot);
     s->slot = slot;
     s->cap = cap;
@@ -42,7 +44,7 @@ int loom_strset_add(loom_strset_t *s, const char *key)
 {
     if ((s->n + 1) * 2 > s->cap && grow(s) != LOOM_OK)
         return LOOM_ENOMEM;
-    const char **at = find(s->slot, s->cap, key);
+    const char **at = find(s->slot, s->cap, key, &s->compares);
     if (*at)
         return 0;
     *at = key;
