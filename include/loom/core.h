@@ -147,6 +147,7 @@ int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_
  * decompressed (LOOM_ELIMIT); a truncated or corrupt stream is LOOM_EINVAL.
  * Errors name the path. */
 int loom_buf_read_data(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
+
 /* ------------------------------------------------------------- client files
  *
  * A file a client named (a model, weights, a device file, a job's output):
@@ -317,10 +318,6 @@ int loom_json_parse(const char *text, size_t len, const char *name, size_t max_d
  * (may be NULL) gets the offset of the first bracket past max. */
 bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at);
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
-/* loom_json_load_file for a file a client named (loom_buf_read_regular's
- * rules); a parse error gives the line and column only, never the file's
- * bytes (issue 18: "/etc/shadow" as a device file). */
-int loom_json_load_client_file(const char *path, size_t max, json_t **out, loom_err_t *err);
 /* Serialises compactly into b (appends). */
 int loom_json_dump(loom_buf_t *b, const json_t *value);
 /* Serialises for people: indented by indent spaces per level (0: compact),
