@@ -523,8 +523,8 @@ static int client_model(const loom_auth_identity_t *who, const char *path, loom_
     int rc = read_client(who, path, LOOM_ZOO_MODEL_MAX, &b, err);
     if (!rc && (rc = loom_est_model_parse(b.data, b.len, path, m, err)) && rc != LOOM_ENOMEM)
         rc = loom_err_set(err, LOOM_EINVAL,
-                          "'%s': not an ONNX model loomd can read (messages about a file a "
-                          "client names do not quote it; `loom zoo match` on it shows the detail)",
+                          "'%s': not an ONNX model that can be read (errors about a client's "
+                          "file do not quote it; the CLI's `zoo match` on it gives the detail)",
                           path);
     loom_buf_free(&b);
     return rc;

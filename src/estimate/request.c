@@ -423,9 +423,9 @@ static int model_of(const loom_est_ref_t *r, const loom_est_files_t *fs, loom_es
     loom_buf_free(&b);
     if (rc && rc != LOOM_ENOMEM && fs->quiet && rc != LOOM_ELIMIT)
         rc = loom_err_set(err, LOOM_EINVAL,
-                          "'%s': not an ONNX model loomd can read (messages about a file a "
-                          "client names do not quote it; `loom estimate %s` shows the detail)",
-                          r->path, r->path);
+                          "'%s': not an ONNX model that can be read (errors about a client's "
+                          "file do not quote it; the CLI's `estimate` on it gives the detail)",
+                          r->path);
     return rc;
 }
 

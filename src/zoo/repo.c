@@ -327,8 +327,8 @@ static int quieted(int rc, const char *path, const char *what, loom_err_t *err)
 {
     if (rc == LOOM_EINVAL)
         return loom_err_set(err, LOOM_EINVAL,
-                            "'%s': not %s loom can read (messages about a file a client names "
-                            "do not quote it; `loom zoo add` on it shows the detail)",
+                            "'%s': not %s that can be read (errors about a client's file do "
+                            "not quote it; the CLI's `zoo add` on it gives the detail)",
                             path, what);
     return rc;
 }
