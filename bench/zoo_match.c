@@ -96,7 +96,7 @@ static double exhaustive(loom_zoo_t *z, const loom_zoo_sig_t *q, int models)
     char path[256];
     loom_err_t err;
     json_t *list;
-    if (!all || loom_zoo_list(z, NULL, 0, &list, &err))
+    if (!all || loom_zoo_list(z, NULL, NULL, 0, &list, &err))
         exit(1);
     size_t i;
     json_t *e;

@@ -119,6 +119,16 @@ int loom_auth_group_id(const char *name, gid_t *out, loom_err_t *err);
 int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
                       loom_err_t *err);
 
+/* Opens a file a client named, with the client's rights (id; NULL or
+ * loomd's own user: the process's), for loom_file_read and friends
+ * (core.h): O_NONBLOCK, a regular file only, at most max bytes, checked
+ * before any byte is read. A missing and an unreadable file give the same
+ * LOOM_ENOTFOUND naming the path as given; LOOM_EINVAL for a FIFO, device,
+ * directory (or, with LOOM_FILE_NOFOLLOW, a symbolic link); LOOM_ELIMIT
+ * over max. f->name points to path. */
+int loom_auth_file_open(const loom_auth_identity_t *id, const char *path, unsigned flags,
+                        size_t max, loom_file_t *f, loom_err_t *err);
+
 /* The payload of a MUNGE credential made for loomd (`munge -s loomd`):
  * loomd refuses one whose payload is anything else, so a credential a user
  * made for another service cannot be replayed to loomd by that service. */

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -146,10 +147,66 @@ int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_
  * decompressed (LOOM_ELIMIT); a truncated or corrupt stream is LOOM_EINVAL.
  * Errors name the path. */
 int loom_buf_read_data(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
+
+/* ------------------------------------------------------------- client files
+ *
+ * A file a client named (a model, weights, a device file, a job's output):
+ * opened without blocking (O_NONBLOCK: a FIFO never hangs), a regular file
+ * only, its size checked against the use's limit before a byte is read, and
+ * then read into memory loom owns (never mapped: a file its owner truncates
+ * under a mapping is SIGBUS). Errors name the path as the client gave it
+ * and never quote the file's bytes (file.c; auth's loom_auth_file_open opens
+ * one with a client's rights). */
+typedef struct loom_file {
+    int fd;           /* -1: closed */
+    const char *name; /* the path as the client gave it (not owned) */
+    size_t max;       /* the use's limit in bytes */
+    uint64_t dev, ino, size;
+    int64_t mtime_ns, ctime_ns; /* identity: a rewritten file differs */
+} loom_file_t;
+
+#define LOOM_FILE_INIT                                                                             \
+    {                                                                                              \
+        -1, NULL, 0, 0, 0, 0, 0, 0                                                                 \
+    }
+#define LOOM_FILE_NOFOLLOW 1u /* refuse a symbolic link as the last component */
+
+/* Takes fd over (closed on error): a regular file of at most max bytes, or
+ * LOOM_EINVAL ("not a regular file") / LOOM_ELIMIT. */
+int loom_file_adopt(loom_file_t *f, int fd, const char *name, size_t max, loom_err_t *err);
+/* Opens path with the process's own rights, then as loom_file_adopt. A
+ * missing and an unreadable file give the same error (LOOM_ENOTFOUND). */
+int loom_file_open(loom_file_t *f, const char *path, unsigned flags, size_t max, loom_err_t *err);
+/* The whole file, read into b (a private copy; at most f->max bytes: a file
+ * that grew past it is LOOM_ELIMIT, one that shrank is read as it is). */
+int loom_file_read(loom_file_t *f, loom_buf_t *b, loom_err_t *err);
+/* At most len bytes from offset into buf (a window, whatever the limit);
+ * the number read, or -1 with errno. Refreshes f->size. */
+ssize_t loom_file_read_at(loom_file_t *f, void *buf, size_t len, uint64_t offset);
+/* Whether f's identity (device, inode, size, times) is still what it was
+ * when opened (re-read with fstat). */
+bool loom_file_unchanged(const loom_file_t *f);
+void loom_file_close(loom_file_t *f);
+
 /* Writes data to path atomically: a temporary file in the same directory,
  * fsync, rename. Either the old or the new content survives a crash. */
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
                            loom_err_t *err);
+
+/* ----------------------------------------------------------------- strset */
+
+/* A set of strings (not copied: they must outlive the set), open
+ * addressing, FNV-1a: membership in time linear in the string's length,
+ * whatever the strings share (strset.c). */
+typedef struct loom_strset {
+    const char **slot;
+    size_t n, cap;
+    size_t compares; /* string comparisons made so far (tests bound it) */
+} loom_strset_t;
+
+/* 1: added, 0: already there, LOOM_ENOMEM. */
+int loom_strset_add(loom_strset_t *s, const char *key);
+void loom_strset_free(loom_strset_t *s);
 
 /* -------------------------------------------------------------------- vec */
 
@@ -261,10 +318,6 @@ int loom_json_parse(const char *text, size_t len, const char *name, size_t max_d
  * (may be NULL) gets the offset of the first bracket past max. */
 bool loom_json_too_deep(const char *text, size_t len, size_t max, size_t *at);
 int loom_json_load_file(const char *path, json_t **out, loom_err_t *err);
-/* loom_json_load_file for a file a client named (loom_buf_read_regular's
- * rules); a parse error gives the line and column only, never the file's
- * bytes (issue 18: "/etc/shadow" as a device file). */
-int loom_json_load_client_file(const char *path, size_t max, json_t **out, loom_err_t *err);
 /* Serialises compactly into b (appends). */
 int loom_json_dump(loom_buf_t *b, const json_t *value);
 /* Serialises for people: indented by indent spaces per level (0: compact),

@@ -33,7 +33,10 @@ typedef struct loom_est_model loom_est_model_t;
  * producers, no cycles. Weight data is not copied (only small constants). */
 int loom_est_model_parse(const void *data, size_t len, const char *name, loom_est_model_t **out,
                          loom_err_t *err);
-/* Maps the file and parses it. */
+/* The largest ONNX file read (protobuf's own limit for one message). */
+#define LOOM_EST_MODEL_MAX ((size_t)2 << 30)
+/* Reads the file (a private copy, never a mapping; a regular file of at most
+ * LOOM_EST_MODEL_MAX bytes) and parses it. */
 int loom_est_model_load(const char *path, loom_est_model_t **out, loom_err_t *err);
 void loom_est_model_free(loom_est_model_t *m);
 size_t loom_est_model_node_count(const loom_est_model_t *m);
@@ -165,6 +168,11 @@ typedef struct loom_est_device {
  * devices (loom_data_path("devices")). */
 int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_device_t *out,
                          loom_err_t *err);
+/* A device file's bytes as a client named it (at most LOOM_EST_DEVICE_MAX):
+ * errors name the file and never quote it. */
+#define LOOM_EST_DEVICE_MAX ((size_t)1 << 20)
+int loom_est_device_parse(const void *data, size_t len, const char *name, loom_est_device_t *out,
+                          loom_err_t *err);
 int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_device_t *out,
                               loom_err_t *err);
 
@@ -356,6 +364,20 @@ void loom_est_sizer_free(loom_est_sizer_t *s);
  * LOOM_EIO (file not readable); the message names the file. Thread-safe. */
 int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *ref, json_t **record,
                         uint64_t *request_bytes, loom_err_t *err);
+/* The same for files already opened (loomd opens them with the client's
+ * rights: auth's loom_auth_file_open): model is ref->path's file, device
+ * ref->device's when it is a path (else NULL: a name in the device
+ * directory). Each is read into memory (never mapped) only on a cache miss;
+ * the cache key is the opened file's identity. quiet: a parse error names
+ * the file only, never quoting it (a client's file). */
+typedef struct loom_est_files {
+    loom_file_t *model;
+    loom_file_t *device;
+    bool quiet;
+} loom_est_files_t;
+int loom_est_sizer_size_files(loom_est_sizer_t *s, const loom_est_ref_t *ref,
+                              const loom_est_files_t *files, json_t **record, uint64_t *request,
+                              loom_err_t *err);
 /* Cache hits and misses since creation. */
 void loom_est_sizer_stats(loom_est_sizer_t *s, uint64_t *hits, uint64_t *misses);
 

@@ -61,6 +61,9 @@ uint16_t loom_zoo_op_id(const char *op);
  * layers, no layer at all. */
 int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t *err);
 int loom_zoo_sig_load(const char *onnx_path, loom_zoo_sig_t *out, loom_err_t *err);
+/* The same from an ONNX file's bytes; errors name `name`. */
+int loom_zoo_sig_parse(const void *data, size_t len, const char *name, loom_zoo_sig_t *out,
+                       loom_err_t *err);
 void loom_zoo_sig_free(loom_zoo_sig_t *s);
 
 /* Compact binary form kept in the repository (docs/zoo.md). decode checks
@@ -108,6 +111,18 @@ void loom_zoo_close(loom_zoo_t *z);
 const char *loom_zoo_dir(const loom_zoo_t *z);
 
 #define LOOM_ZOO_MAX_TEXT 256 /* task, name, metric name: bytes at most */
+/* Files a client names (read into memory whole, checked before reading). */
+#define LOOM_ZOO_MODEL_MAX   ((size_t)2 << 30) /* an ONNX model (protobuf's limit) */
+#define LOOM_ZOO_WEIGHTS_MAX ((size_t)2 << 30) /* a weights file */
+#define LOOM_ZOO_METRICS_MAX ((size_t)1 << 20) /* a job's metrics.json */
+#define LOOM_ZOO_METRIC_ABS  1e12              /* |metric| at most */
+
+/* Who looks at the repository: entries are visible to their owner, to
+ * everyone when shared, and all of them to an operator (all). */
+typedef struct loom_zoo_viewer {
+    int64_t uid;
+    bool all;
+} loom_zoo_viewer_t;
 
 typedef struct loom_zoo_entry_in {
     const char *model_path;   /* ONNX file */
@@ -116,22 +131,61 @@ typedef struct loom_zoo_entry_in {
     const char *name;         /* NULL: the model file's base name */
     const char *metric_name;  /* e.g. "accuracy", "loss" */
     double metric;
-    int64_t job_id; /* the job that trained it, 0 none */
+    int64_t job_id;    /* the job that trained it, 0 none */
+    int64_t owner_uid; /* who added it (its owner) */
+    const char *owner; /* the owner's name, NULL none */
+    bool shared;       /* a warm-start candidate for every user, not only its owner */
 } loom_zoo_entry_in_t;
 
 /* True when larger values of the metric are better (names containing
  * "loss", "error", "perplexity" or "wer" are lower-better). */
 bool loom_zoo_metric_higher_better(const char *metric_name);
+/* A metric as docs/zoo.md allows it: finite, |value| <= LOOM_ZOO_METRIC_ABS,
+ * lower-better metrics >= 0, fractions (accuracy, precision, recall, f1,
+ * auc, iou, map, top1, top5) in [0, 1]. The error names the metric. */
+int loom_zoo_metric_check(const char *metric_name, double value, loom_err_t *err);
 
 /* Copies both files into the object store (named by SHA-256), reads the
- * model's signature and records the entry. The weights file is checked. */
+ * model's signature and records the entry. The weights file is checked.
+ * Reads the files with the process's own rights (the CLI); loomd reads a
+ * client's files itself and uses the steps below. */
 int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err);
+
+/* loom_zoo_add in steps, so that loomd holds its repository lock only for
+ * the database: prepare checks the entry and parses the files' bytes (the
+ * weights: every value finite), store writes the objects (no lock needed),
+ * commit records the row (under the caller's lock; drops the objects when
+ * it fails), abort drops what store wrote when store failed (under the
+ * lock). model and weights must outlive p. quiet: a file that does not
+ * parse is named only, its bytes never quoted (a client's file). */
+typedef struct loom_zoo_prepared {
+    loom_zoo_entry_in_t in;
+    const char *name;
+    const void *model, *weights;
+    size_t mlen, wlen;
+    loom_zoo_sig_t sig;
+    int64_t params;
+    char msha[65], wsha[65];
+    bool stored_m, stored_w;
+} loom_zoo_prepared_t;
+int loom_zoo_prepare(const loom_zoo_entry_in_t *in, const void *model, size_t mlen,
+                     const void *weights, size_t wlen, bool quiet, loom_zoo_prepared_t *p,
+                     loom_err_t *err);
+int loom_zoo_store(loom_zoo_t *z, loom_zoo_prepared_t *p, loom_err_t *err);
+int loom_zoo_commit(loom_zoo_t *z, loom_zoo_prepared_t *p, int64_t *id, loom_err_t *err);
+void loom_zoo_abort(loom_zoo_t *z, loom_zoo_prepared_t *p);
+void loom_zoo_prepared_free(loom_zoo_prepared_t *p);
+
 /* The entry registered for job_id, or 0 in *id when none. */
 int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *err);
-/* Entry as JSON (docs/zoo.md); LOOM_ENOTFOUND when absent. */
-int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err);
-/* Entries (task NULL: all), by id, at most limit (0: all). */
-int loom_zoo_list(loom_zoo_t *z, const char *task, size_t limit, json_t **out, loom_err_t *err);
+/* Entry as JSON (docs/zoo.md); LOOM_ENOTFOUND when absent or not visible
+ * to v (NULL: every entry). */
+int loom_zoo_get(loom_zoo_t *z, int64_t id, const loom_zoo_viewer_t *v, json_t **out,
+                 loom_err_t *err);
+/* Entries v may see (NULL: every entry; task NULL: all tasks), by id, at
+ * most limit (0: all). */
+int loom_zoo_list(loom_zoo_t *z, const char *task, const loom_zoo_viewer_t *v, size_t limit,
+                  json_t **out, loom_err_t *err);
 /* Removes the entry and the objects no other entry uses. */
 int loom_zoo_remove(loom_zoo_t *z, int64_t id, loom_err_t *err);
 /* Path of an object by its SHA-256 hex name. */
@@ -145,6 +199,10 @@ typedef struct loom_zoo_match_opts {
     double band;           /* parent rule's similarity band (< 0: 0.05) */
     double min_similarity; /* below it no parent is chosen (< 0: 0.5) */
     int64_t exclude_id;    /* an entry to leave out, 0 none */
+    /* Candidates: NULL every entry (the CLI's own repository); else those
+     * of viewer->uid and the shared ones (viewer->all is ignored: an
+     * operator's warm starts come from its own and shared entries too). */
+    const loom_zoo_viewer_t *viewer;
 } loom_zoo_match_opts_t;
 
 /* Ranks the repository against child:
@@ -219,6 +277,11 @@ int loom_zoo_transform(loom_est_model_t *m_c, const loom_zoo_sig_t *s_c, loom_es
 int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_opts_t *mopts,
                   const loom_zoo_transform_opts_t *topts, const char *out_path, json_t **report,
                   loom_err_t *err);
+/* The same for a child already parsed (loomd reads a client's ONNX file
+ * itself, outside its repository lock); child_name names it in messages. */
+int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *child, const char *child_name,
+                        const loom_zoo_match_opts_t *mopts, const loom_zoo_transform_opts_t *topts,
+                        const char *out_path, json_t **report, loom_err_t *err);
 
 /* Applies a zoo.warm result res ({"parent", "similarity", "layers_mapped",
  * "layers_child", "weights"}) to a batch submission: sets the labels

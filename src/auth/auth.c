@@ -274,36 +274,77 @@ static int receive_fd(int sock, int *fd, int *e)
     return 0;
 }
 
-int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
-                      loom_err_t *err)
+/* Runs open_child; *e: the errno the child met (0: *fd is open). -1 when
+ * the child itself failed (its message set in err). */
+static int open_as_raw(const loom_auth_identity_t *id, const char *path, int flags, int *fd, int *e,
+                       loom_err_t *err)
 {
     int sv[2];
+    *fd = -1;
+    *e = 0;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return loom_err_errno(err, LOOM_EIO, errno, "'%.200s': socketpair", path);
     pid_t pid = fork();
     if (pid < 0) {
-        int e = errno;
+        int fe = errno;
         close(sv[0]);
         close(sv[1]);
-        return loom_err_errno(err, LOOM_EIO, e, "'%.200s': fork", path);
+        return loom_err_errno(err, LOOM_EIO, fe, "'%.200s': fork", path);
     }
     if (pid == 0) {
         close(sv[0]);
         open_child(id, path, flags, sv[1]);
     }
     close(sv[1]);
-    int e = 0, got = -1;
-    int rc = receive_fd(sv[0], &got, &e);
+    int got = -1;
+    int rc = receive_fd(sv[0], &got, e);
     close(sv[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (rc != 0)
+    if (rc != 0) {
+        if (got >= 0)
+            close(got);
         return loom_err_set(err, LOOM_EIO, "'%.200s': the opening child failed", path);
+    }
+    if (got < 0 && !*e)
+        *e = EIO;
+    *fd = got;
+    return LOOM_OK;
+}
+
+int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flags, int *fd,
+                      loom_err_t *err)
+{
+    int e, got;
+    int rc = open_as_raw(id, path, flags, &got, &e, err);
+    if (rc)
+        return rc;
     if (got < 0)
-        return loom_err_errno(err, e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, e ? e : EIO,
+        return loom_err_errno(err, e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, e,
                               "'%.200s' (opened as user %s, uid %u)", path, id->user,
                               (unsigned)id->uid);
     *fd = got;
     return LOOM_OK;
+}
+
+int loom_auth_file_open(const loom_auth_identity_t *id, const char *path, unsigned flags,
+                        size_t max, loom_file_t *f, loom_err_t *err)
+{
+    *f = (loom_file_t)LOOM_FILE_INIT;
+    if (!id || id->uid == geteuid())
+        return loom_file_open(f, path, flags, max, err);
+    int oflags = O_RDONLY | O_NONBLOCK | O_NOCTTY | (flags & LOOM_FILE_NOFOLLOW ? O_NOFOLLOW : 0);
+    int e, fd;
+    int rc = open_as_raw(id, path, oflags, &fd, &e, err);
+    if (rc)
+        return rc;
+    if (fd < 0 && (e == ENOENT || e == EACCES || e == ENOTDIR || e == EPERM))
+        return loom_err_set(err, LOOM_ENOTFOUND, "'%s': no such file, or not readable by user %s",
+                            path, id->user);
+    if (fd < 0 && e == ELOOP)
+        return loom_err_set(err, LOOM_EINVAL, "'%s': a symbolic link; expected a file", path);
+    if (fd < 0)
+        return loom_err_errno(err, LOOM_EIO, e, "'%s': cannot open as user %s", path, id->user);
+    return loom_file_adopt(f, fd, path, max, err);
 }

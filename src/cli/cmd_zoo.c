@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -143,7 +144,8 @@ static int do_add(loom_zoo_t *z, const char *model, const zargs_t *a)
                               .name = a->name,
                               .metric_name = mname,
                               .metric = v,
-                              .job_id = a->job};
+                              .job_id = a->job,
+                              .owner_uid = (int64_t)getuid()};
     int64_t id;
     loom_err_t err;
     int rc = loom_zoo_add(z, &in, &id, &err);
@@ -175,7 +177,7 @@ static int do_list(loom_zoo_t *z, const zargs_t *a)
 {
     json_t *arr;
     loom_err_t err;
-    int rc = loom_zoo_list(z, a->task, 0, &arr, &err);
+    int rc = loom_zoo_list(z, a->task, NULL, 0, &arr, &err);
     if (rc) {
         fprintf(stderr, "loom zoo list: %s\n", err.msg);
         return exit_of(rc);
@@ -213,7 +215,7 @@ static int do_show_rm(loom_zoo_t *z, const char *cmd, const char *arg, const zar
         return rc;
     loom_err_t err;
     json_t *e = NULL;
-    rc = !strcmp(cmd, "rm") ? loom_zoo_remove(z, id, &err) : loom_zoo_get(z, id, &e, &err);
+    rc = !strcmp(cmd, "rm") ? loom_zoo_remove(z, id, &err) : loom_zoo_get(z, id, NULL, &e, &err);
     if (rc) {
         fprintf(stderr, "loom zoo %s: %s\n", cmd, err.msg);
         return exit_of(rc);

@@ -80,24 +80,6 @@ int loom_json_load_file(const char *path, json_t **out, loom_err_t *err)
     return rc;
 }
 
-int loom_json_load_client_file(const char *path, size_t max, json_t **out, loom_err_t *err)
-{
-    loom_buf_t b = LOOM_BUF_INIT;
-    int rc = loom_buf_read_regular(&b, path, max, err);
-    if (rc == LOOM_OK && loom_json_parse(b.data, b.len, path, 0, out, err) != LOOM_OK) {
-        /* jansson's text quotes the bytes near the error ("near 'root'") */
-        json_error_t je;
-        json_t *v = json_loadb(b.data, b.len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-        json_decref(v);
-        rc = loom_err_set(err, LOOM_EINVAL, "'%s': not valid JSON (line %d, column %d)", path,
-                          je.line, je.column);
-    }
-    if (b.data)
-        explicit_bzero(b.data, b.cap); /* it may have been anything */
-    loom_buf_free(&b);
-    return rc;
-}
-
 static int dump_cb(const char *buffer, size_t size, void *data)
 {
     return loom_buf_append(data, buffer, size) == LOOM_OK ? 0 : -1;

@@ -86,6 +86,7 @@ struct loomd_dash {
     const loomd_identity_t *ident;
     loom_rpc_http_hook_t hook;
     dash_feed_t *feed;
+    dash_logs_t *logs;
     int code_ttl_s, session_ttl_s;
     pthread_mutex_t mu;
     dash_code_t codes[DASH_MAX_CODES];
@@ -409,67 +410,18 @@ static int serve_rpc(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     return ret;
 }
 
-/* Opens job's output for the session: as its user when it is bound to one
- * that is neither loomd's nor an operator (the page reads only what that
- * user could); else as loomd, and in multi-user mode only a regular file
- * of the job's owner (as job.logs: no symbolic link, nor someone else's
- * file reached through one). Returns the descriptor, or -1 with a message
- * in msg. */
-static int open_log(const dash_session_t *s, const loom_job_t *job, const char *path, char *msg,
-                    size_t len)
+/* A window of job's output for the session: opened as its user when it is
+ * bound to one that is neither loomd's nor an operator (the page reads only
+ * what that user could); else as loomd, and in multi-user mode only a
+ * regular file of the job's owner (as job.logs: no symbolic link, nor
+ * someone else's file reached through one). dash_log.c. */
+static json_t *read_log(loomd_dash_t *dash, const dash_session_t *s, const loom_job_t *job,
+                        const char *path, long long offset)
 {
-    if (s->owner.bound && !s->owner.id.is_operator && s->owner.id.uid != geteuid()) {
-        int fd = -1;
-        loom_err_t err;
-        if (loom_auth_open_as(&s->owner.id, path, O_RDONLY | O_NOFOLLOW, &fd, &err) != LOOM_OK) {
-            snprintf(msg, len, "%s", err.msg);
-            return -1;
-        }
-        return fd;
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(msg, len, "%s", strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (s->owner.bound && job->uid >= 0 &&
-        (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)job->uid)) {
-        close(fd);
-        snprintf(msg, len, "not a regular file of the job's owner; refused");
-        return -1;
-    }
-    return fd;
-}
-
-/* Reads up to DASH_LOG_CHUNK bytes of path from offset (negative: the last
- * DASH_LOG_TAIL bytes) into a {"path","offset","next","size","data"} object. */
-static json_t *read_log(const dash_session_t *s, const loom_job_t *job, const char *path,
-                        long long offset)
-{
-    char msg[300];
-    int fd = open_log(s, job, path, msg, sizeof msg);
-    if (fd < 0)
-        return json_pack("{s:s,s:s}", "path", path, "error", msg);
-    struct stat st;
-    long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : 0;
-    if (offset < 0 || offset > size) /* the tail; or the file was truncated */
-        offset = size > DASH_LOG_TAIL ? size - DASH_LOG_TAIL : 0;
-    char *buf = malloc(DASH_LOG_CHUNK);
-    ssize_t n = buf ? pread(fd, buf, DASH_LOG_CHUNK, offset) : -1;
-    close(fd);
-    if (n < 0)
-        n = 0;
-    json_t *data = json_stringn(buf ? buf : "", (size_t)n);
-    if (!data) { /* not UTF-8 (or cut inside a character): show the bytes as '?' */
-        for (ssize_t i = 0; i < n; i++)
-            if ((unsigned char)buf[i] >= 0x80)
-                buf[i] = '?';
-        data = json_stringn(buf, (size_t)n);
-    }
-    free(buf);
-    return json_pack("{s:s,s:I,s:I,s:I,s:o}", "path", path, "offset", offset, "next",
-                     offset + (long long)n, "size", size, "data", data ? data : json_string(""));
+    bool as_user = s->owner.bound && !s->owner.id.is_operator && s->owner.id.uid != geteuid();
+    int64_t owner = s->owner.bound && job->uid >= 0 ? job->uid : -1;
+    return dash_logs_read(dash->logs, as_user ? &s->owner.id : NULL, owner, job->id, path, offset,
+                          DASH_LOG_CHUNK, DASH_LOG_TAIL);
 }
 
 /* Whether the session may read job's output (its owner or an operator, in
@@ -510,7 +462,7 @@ static int serve_log(loomd_dash_t *dash, struct MHD_Connection *c, loom_rpc_http
     }
     json_t *run = job.run_json ? json_loads(job.run_json, 0, NULL) : NULL;
     const char *path = json_string_value(json_object_get(run, "stdout"));
-    json_t *res = path ? read_log(s, &job, path, offset)
+    json_t *res = path ? read_log(dash, s, &job, path, offset)
                        : json_pack("{s:n,s:s}", "path", "error", "the job has no output file yet");
     /* Why an ended job has no output (e.g. it could not be opened). */
     if (json_object_get(res, "error") && loom_job_state_terminal(job.state) && job.reason)
@@ -642,8 +594,11 @@ int loomd_dash_new(loom_rpc_dispatcher_t *d, loom_store_t *store, const loomd_in
     int rc =
         loom_rpc_dispatcher_add(d, "dash.login", m_dash_login, dash, NULL, LOOM_RPC_NO_PARAMS, err);
     if (rc == LOOM_OK)
+        rc = dash_logs_new(&dash->logs, err);
+    if (rc == LOOM_OK)
         rc = dash_feed_start(store, d, &dash->feed, err);
     if (rc != LOOM_OK) {
+        dash_logs_free(dash->logs);
         pthread_mutex_destroy(&dash->mu);
         free(dash);
         return rc;
@@ -676,6 +631,7 @@ void loomd_dash_free(loomd_dash_t *dash)
     if (!dash)
         return;
     dash_feed_free(dash->feed);
+    dash_logs_free(dash->logs);
     explicit_bzero(dash->codes, sizeof dash->codes);
     explicit_bzero(dash->sessions, sizeof dash->sessions);
     pthread_mutex_destroy(&dash->mu);

@@ -29,6 +29,19 @@ void loomd_dash_stop(loomd_dash_t *dash);
 /* Frees it, after the server has stopped. NULL is fine. */
 void loomd_dash_free(loomd_dash_t *dash);
 
+/* ---------------------------------------- the log tail (dash_log.c) */
+
+typedef struct dash_logs dash_logs_t;
+int dash_logs_new(dash_logs_t **out, loom_err_t *err);
+void dash_logs_free(dash_logs_t *l);
+/* A window of job's output path: chunk bytes from offset (offset < 0 or past
+ * the end: the last `tail` bytes) as {"path","offset","next","size","data"},
+ * or {"path","error"}. Opened as `as` (NULL: loomd, then with owner_uid >= 0
+ * only a regular file of that owner); open files are reused for a few
+ * seconds per (opener, job, path). */
+json_t *dash_logs_read(dash_logs_t *l, const loom_auth_identity_t *as, int64_t owner_uid,
+                       int64_t job, const char *path, long long offset, size_t chunk, size_t tail);
+
 /* ------------------------------------------- the feed (dash_feed.c) */
 
 /* The feed: a ring of the last DASH_FEED_RING events, numbered from 1, that

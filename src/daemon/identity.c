@@ -224,45 +224,26 @@ int loomd_identity_open_socket(const loomd_identity_t *ident, const char *path, 
     return LOOM_OK;
 }
 
-static int ref_open_one(const loom_auth_identity_t *who, const char **path, loomd_ref_files_t *f,
-                        int i, loom_err_t *err)
-{
-    int rc = loom_auth_open_as(who, *path, O_RDONLY, &f->fd[i], err);
-    if (rc != LOOM_OK)
-        return rc;
-    f->given[i] = *path;
-    snprintf(f->path[i], sizeof f->path[i], "/proc/self/fd/%d", f->fd[i]);
-    *path = f->path[i];
-    return LOOM_OK;
-}
-
-int loomd_identity_ref_open(const loom_auth_identity_t *who, loom_est_ref_t *ref,
+int loomd_identity_ref_open(const loom_auth_identity_t *who, const loom_est_ref_t *ref,
                             loomd_ref_files_t *f, loom_err_t *err)
 {
-    memset(f, 0, sizeof *f);
-    f->fd[0] = f->fd[1] = -1;
-    if (who->uid == geteuid())
-        return LOOM_OK; /* loomd's own user: its own rights */
-    int rc = ref->path && ref->path[0] == '/' ? ref_open_one(who, &ref->path, f, 0, err) : LOOM_OK;
-    if (rc == LOOM_OK && ref->device && ref->device[0] == '/')
-        rc = ref_open_one(who, &ref->device, f, 1, err);
+    f->model = (loom_file_t)LOOM_FILE_INIT;
+    f->device = (loom_file_t)LOOM_FILE_INIT;
+    f->est = (loom_est_files_t){.model = &f->model, .quiet = true};
+    if (!ref->path || ref->path[0] != '/')
+        return loom_err_set(err, LOOM_EINVAL, "model.path: expected an absolute path");
+    int rc = loom_auth_file_open(who, ref->path, 0, LOOM_EST_MODEL_MAX, &f->model, err);
+    if (rc == LOOM_OK && ref->device && strchr(ref->device, '/')) {
+        rc = loom_auth_file_open(who, ref->device, 0, LOOM_EST_DEVICE_MAX, &f->device, err);
+        f->est.device = &f->device;
+    }
     if (rc != LOOM_OK)
-        loomd_identity_ref_close(f, ref, NULL);
+        loomd_identity_ref_close(f);
     return rc;
 }
 
-void loomd_identity_ref_close(loomd_ref_files_t *f, loom_est_ref_t *ref, json_t *record)
+void loomd_identity_ref_close(loomd_ref_files_t *f)
 {
-    static const char *const keys[2] = {"path", "device"};
-    const char **fields[2] = {&ref->path, &ref->device};
-    json_t *model = record ? json_object_get(record, "model") : NULL;
-    for (int i = 0; i < 2; i++) {
-        if (f->fd[i] < 0)
-            continue;
-        close(f->fd[i]);
-        f->fd[i] = -1;
-        *fields[i] = f->given[i];
-        if (json_is_object(model))
-            json_object_set_new(model, keys[i], json_string(f->given[i]));
-    }
+    loom_file_close(&f->model);
+    loom_file_close(&f->device);
 }

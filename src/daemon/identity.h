@@ -66,19 +66,17 @@ bool loomd_identity_may_act(const loomd_identity_t *ident, const loom_auth_ident
                             const loom_job_t *job);
 
 /* The files a model reference names (the model, a device file given as a
- * path), opened as the caller when the caller is not loomd's own user: ref's
- * paths are then replaced by /proc/self/fd/N of descriptors the caller
- * opened, so the estimator reads only what the caller may read. Undo with
- * loomd_identity_ref_close, which also puts the caller's paths back into an
- * estimate record (may be NULL). */
+ * path), opened with the caller's rights (loom_auth_file_open: a regular
+ * file, within the estimator's limits, never blocking) for
+ * loom_est_sizer_size_files; errors name the paths as given. Close with
+ * loomd_identity_ref_close. */
 typedef struct loomd_ref_files {
-    int fd[2];
-    char path[2][32];
-    const char *given[2];
+    loom_file_t model, device;
+    loom_est_files_t est;
 } loomd_ref_files_t;
-int loomd_identity_ref_open(const loom_auth_identity_t *who, loom_est_ref_t *ref,
+int loomd_identity_ref_open(const loom_auth_identity_t *who, const loom_est_ref_t *ref,
                             loomd_ref_files_t *f, loom_err_t *err);
-void loomd_identity_ref_close(loomd_ref_files_t *f, loom_est_ref_t *ref, json_t *record);
+void loomd_identity_ref_close(loomd_ref_files_t *f);
 
 /* server.info's "auth" member: the mode, the schemes accepted on TCP, and
  * the caller as loomd sees it (docs/protocol.md). */

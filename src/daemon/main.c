@@ -572,7 +572,7 @@ static int add_methods(daemon_t *d)
         loom_rpc_dispatcher_new(NULL, &d->disp, &err) ||
         loomd_methods_add(d->disp, &d->methods, &err) ||
         loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
-        loomd_zoo_open(d->state_dir, d->store, &d->zoo, &err) ||
+        loomd_zoo_open(d->state_dir, d->store, d->ident, &d->zoo, &err) ||
         loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
         loomd_dash_new(d->disp, d->store, &d->info, d->ident, &d->dash, &err) ||
         loomd_usage_add_methods(d->disp, d->store, &err) ||

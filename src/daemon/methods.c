@@ -161,8 +161,8 @@ static int size_from_model(loomd_methods_t *m, const loom_auth_identity_t *who,
     loomd_ref_files_t files; /* the files it names, opened as the caller */
     if (loomd_identity_ref_open(who, &ref, &files, err))
         return LOOM_ENOTFOUND;
-    int rc = loom_est_sizer_size(m->sizer, &ref, &rec, &request, err);
-    loomd_identity_ref_close(&files, &ref, rec);
+    int rc = loom_est_sizer_size_files(m->sizer, &ref, &files.est, &rec, &request, err);
+    loomd_identity_ref_close(&files);
     if (rc)
         return LOOM_ENOTFOUND;
     bool applied = spec->gpu_memory_bytes == 0;

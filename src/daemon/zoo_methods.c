@@ -5,7 +5,11 @@
  * each COMPLETED one's model, weights and metric (docs/zoo.md). The
  * repository's SQLite connection is shared by the RPC threads behind one
  * mutex; every call is short (a match against 10,000 entries takes about
- * 0.1 s, docs/bench/zoo_match.md). Warm-start weights are written
+ * 0.1 s, docs/bench/zoo_match.md). Files a client names are opened with
+ * the client's rights and copied into memory (loom_auth_file_open: regular
+ * files within the limits of include/loom/zoo.h) before the mutex is taken,
+ * so a FIFO or a slow file holds nobody else up. Entries belong to their
+ * submitter (docs/zoo.md, "Owners"). Warm-start weights are written
  * under STATE/zoo/warm/, never to a path the client names. */
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include "daemon/methods.h"
 #include "daemon/zoo_methods.h"
+#include "loom/auth.h"
 #include "loom/store.h"
 #include "loom/zoo.h"
 
@@ -24,6 +32,7 @@
 
 struct loomd_zoo {
     loom_zoo_t *repo;
+    const loomd_identity_t *ident;
     pthread_mutex_t mu;
     unsigned long warm_seq;
     /* the watcher */
@@ -39,20 +48,66 @@ struct loomd_zoo {
 
 static void *watch_main(void *arg);
 
-int loomd_zoo_open(const char *state_dir, loom_store_t *store, loomd_zoo_t **out, loom_err_t *err)
+/* One path of the repository: absent, or loomd's own (a directory where
+ * dir), no symbolic link in multi-user mode, writable by nobody else (group
+ * and other write bits of loomd's own file are removed, and logged). */
+static int check_own(const char *path, bool dir, bool multi, loom_err_t *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? LOOM_OK : loom_err_errno(err, LOOM_EIO, errno, "'%s'", path);
+    if (S_ISLNK(st.st_mode) && multi)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "'%s' is a symbolic link: in multi-user mode loomd (root) refuses one "
+                            "in its zoo, where it could lead root's writes anywhere; move it away",
+                            path);
+    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "'%s'", path);
+    if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+        return loom_err_set(err, LOOM_EINVAL, "'%s': expected a %s", path,
+                            dir ? "directory" : "regular file");
+    if (st.st_uid != geteuid())
+        return loom_err_set(err, LOOM_EINVAL,
+                            "'%s' belongs to uid %u, not to loomd's user (%u): another user "
+                            "could change the zoo; move it away or chown it",
+                            path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if ((st.st_mode & 022) && chmod(path, st.st_mode & 07755) == 0)
+        loom_log_warn("zoo.mode_repaired", "path=\"%s\" mode=%04o now=%04o", path,
+                      (unsigned)(st.st_mode & 07777), (unsigned)(st.st_mode & 07755));
+    return LOOM_OK;
+}
+
+static int check_repo(const char *dir, bool multi, loom_err_t *err)
+{
+    static const char *const files[] = {"zoo.db", "zoo.db-wal", "zoo.db-shm", "objects", "warm"};
+    int rc = check_own(dir, true, multi, err);
+    for (size_t i = 0; !rc && i < sizeof files / sizeof *files; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        rc = check_own(path, i >= 3, multi, err);
+    }
+    return rc;
+}
+
+int loomd_zoo_open(const char *state_dir, loom_store_t *store, const loomd_identity_t *ident,
+                   loomd_zoo_t **out, loom_err_t *err)
 {
     char path[4096];
     *out = NULL;
     if (snprintf(path, sizeof path, "%s/zoo", state_dir) >= (int)sizeof path)
         return loom_err_set(err, LOOM_EINVAL, "state dir: path too long");
+    int rc = check_repo(path, ident && loomd_identity_multi_user(ident), err);
+    if (rc)
+        return rc;
     loomd_zoo_t *z = calloc(1, sizeof *z);
     if (!z)
         return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
-    int rc = loom_zoo_open(path, &z->repo, err);
+    rc = loom_zoo_open(path, &z->repo, err);
     if (rc) {
         free(z);
         return rc;
     }
+    z->ident = ident;
     pthread_mutex_init(&z->mu, NULL);
     pthread_mutex_init(&z->wmu, NULL);
     pthread_condattr_t ca;
@@ -93,16 +148,73 @@ void loomd_zoo_close(loomd_zoo_t *z)
 
 /* ------------------------------------------------ registration of jobs */
 
+/* path read with who's rights (NULL: loomd's) into b: a private copy of a
+ * regular file of at most max bytes (loom_auth_file_open). */
+static int read_client(const loom_auth_identity_t *who, const char *path, size_t max, loom_buf_t *b,
+                       loom_err_t *err)
+{
+    loom_file_t f;
+    int rc = loom_auth_file_open(who, path, 0, max, &f, err);
+    if (!rc)
+        rc = loom_file_read(&f, b, err);
+    loom_file_close(&f);
+    return rc;
+}
+
+/* Adds in: the files read as who and parsed outside the mutex; only the
+ * row (and objects a concurrent remove dropped) under it. */
+static int add_entry(loomd_zoo_t *z, const loom_auth_identity_t *who, const loom_zoo_entry_in_t *in,
+                     int64_t job_id_unique, int64_t *id, loom_err_t *err)
+{
+    loom_buf_t m = LOOM_BUF_INIT, w = LOOM_BUF_INIT;
+    loom_zoo_prepared_t p;
+    int64_t have = 0;
+    int rc = read_client(who, in->weights_path, LOOM_ZOO_WEIGHTS_MAX, &w, err);
+    if (!rc)
+        rc = read_client(who, in->model_path, LOOM_ZOO_MODEL_MAX, &m, err);
+    if (!rc)
+        rc = loom_zoo_prepare(in, m.data, m.len, w.data, w.len, true, &p, err);
+    if (!rc) {
+        rc = loom_zoo_store(z->repo, &p, err);
+        pthread_mutex_lock(&z->mu);
+        if (!rc && job_id_unique)
+            rc = loom_zoo_find_job(z->repo, job_id_unique, &have, err);
+        if (rc || have)
+            loom_zoo_abort(z->repo, &p);
+        else
+            rc = loom_zoo_commit(z->repo, &p, id, err);
+        pthread_mutex_unlock(&z->mu);
+        loom_zoo_prepared_free(&p);
+    }
+    loom_buf_free(&m);
+    loom_buf_free(&w);
+    return rc;
+}
+
+/* The owner of a job, to read its files as: NULL (loomd's own rights) for a
+ * job without one or of loomd's own user. */
+static const loom_auth_identity_t *job_owner(const loom_job_t *job, loom_auth_identity_t *id)
+{
+    loom_err_t err;
+    if (job->uid < 0 || (uid_t)job->uid == geteuid() ||
+        loom_auth_user(NULL, (uid_t)job->uid, (gid_t)job->gid, LOOM_AUTH_LOCAL, id, &err))
+        return NULL;
+    id->is_operator = false;
+    return id;
+}
+
 /* Registers a COMPLETED job that declares zoo.output (a directory holding
  * model.onnx, weights.lw, metrics.json) and zoo.task; zoo.metric names the
- * metric in metrics.json (default "accuracy"). Problems are logged: the job
- * has ended, there is nobody to answer. */
+ * metric in metrics.json (default "accuracy"), zoo.shared "true" shares it.
+ * The files are read as the job's owner, who owns the entry. Problems are
+ * logged: the job has ended, there is nobody to answer. */
 static void register_job(loomd_zoo_t *z, const loom_job_t *job)
 {
     json_t *labels = json_loads(job->labels_json, 0, NULL), *metrics = NULL;
     const char *dir = json_string_value(json_object_get(labels, "zoo.output"));
     const char *task = json_string_value(json_object_get(labels, "zoo.task"));
     const char *mname = json_string_value(json_object_get(labels, "zoo.metric"));
+    const char *shared = json_string_value(json_object_get(labels, "zoo.shared"));
     if (!dir || !task) {
         json_decref(labels);
         return;
@@ -111,10 +223,16 @@ static void register_job(loomd_zoo_t *z, const loom_job_t *job)
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     snprintf(weights, sizeof weights, "%s/weights.lw", dir);
     snprintf(mpath, sizeof mpath, "%s/metrics.json", dir);
+    loom_auth_identity_t idbuf;
+    const loom_auth_identity_t *who = job_owner(job, &idbuf);
     loom_err_t err;
-    int64_t id = 0, have = 0;
-    int rc = dir[0] == '/' ? loom_json_load_file(mpath, &metrics, &err)
+    loom_buf_t mb = LOOM_BUF_INIT;
+    int64_t id = 0;
+    int rc = dir[0] == '/' ? read_client(who, mpath, LOOM_ZOO_METRICS_MAX, &mb, &err)
                            : loom_err_set(&err, LOOM_EINVAL, "zoo.output '%s': not absolute", dir);
+    if (!rc && loom_json_parse(mb.data, mb.len, mpath, 0, &metrics, &err))
+        rc = loom_err_set(&err, LOOM_EINVAL, "%s: not valid JSON", mpath);
+    loom_buf_free(&mb);
     const json_t *v = metrics ? json_object_get(metrics, mname ? mname : "accuracy") : NULL;
     if (!rc && !json_is_number(v))
         rc = loom_err_set(&err, LOOM_EINVAL, "%s: expected a number at \"%s\"", mpath,
@@ -126,12 +244,11 @@ static void register_job(loomd_zoo_t *z, const loom_job_t *job)
                                   .name = job->name,
                                   .metric_name = mname ? mname : "accuracy",
                                   .metric = json_number_value(v),
-                                  .job_id = job->id};
-        pthread_mutex_lock(&z->mu);
-        rc = loom_zoo_find_job(z->repo, job->id, &have, &err);
-        if (!rc && !have)
-            rc = loom_zoo_add(z->repo, &in, &id, &err);
-        pthread_mutex_unlock(&z->mu);
+                                  .job_id = job->id,
+                                  .owner_uid = job->uid >= 0 ? job->uid : (int64_t)geteuid(),
+                                  .owner = job->user,
+                                  .shared = shared && !strcmp(shared, "true")};
+        rc = add_entry(z, who, &in, job->id, &id, &err);
     }
     if (rc)
         loom_log_warn("zoo.register_failed", "job=%lld error=\"%s\"", (long long)job->id, err.msg);
@@ -219,7 +336,7 @@ static void fail(loom_rpc_call_t *call, int rc, const loom_err_t *err)
         loom_rpc_call_fail(call, LOOMD_ERR_ZOO, err->msg, NULL);
 }
 
-/* An absolute path parameter (loomd reads it as itself). */
+/* An absolute path parameter (read with the caller's rights). */
 static int get_path(const json_t *params, const char *key, const char **out, loom_err_t *err)
 {
     if (!json_is_object(params))
@@ -255,10 +372,23 @@ static int read_metric(const json_t *params, loom_zoo_entry_in_t *in, loom_err_t
     return LOOM_OK;
 }
 
+/* The caller, and what it may see: its own entries and shared ones; an
+ * operator every entry. */
+static const loom_auth_identity_t *caller(const loomd_zoo_t *z, const loom_rpc_call_t *call,
+                                          loom_auth_identity_t *local, loom_zoo_viewer_t *v)
+{
+    const loom_auth_identity_t *who = loomd_caller(z->ident, call, local);
+    *v = (loom_zoo_viewer_t){.uid = who->uid, .all = who->is_operator};
+    return who;
+}
+
 static loom_rpc_status_t m_add(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_zoo_t *z = ctx;
     loom_zoo_entry_in_t in = {0};
+    loom_auth_identity_t local;
+    loom_zoo_viewer_t v;
+    const loom_auth_identity_t *who = caller(z, call, &local, &v);
     loom_err_t err;
     int64_t id = 0;
     int rc = get_path(params, "model", &in.model_path, &err);
@@ -272,11 +402,12 @@ static loom_rpc_status_t m_add(loom_rpc_call_t *call, json_t *params, void *ctx)
         rc = read_metric(params, &in, &err);
     if (!rc)
         rc = get_opt_int(params, "job_id", 1, INT64_MAX, &in.job_id, &err);
-    if (!rc) {
-        pthread_mutex_lock(&z->mu);
-        rc = loom_zoo_add(z->repo, &in, &id, &err);
-        pthread_mutex_unlock(&z->mu);
-    }
+    if (!rc)
+        rc = loom_json_get_bool(params, "shared", false, "params", &in.shared, &err);
+    in.owner_uid = who->uid;
+    in.owner = who->user[0] ? who->user : NULL;
+    if (!rc)
+        rc = add_entry(z, who, &in, 0, &id, &err);
     if (rc)
         fail(call, rc, &err);
     else
@@ -284,21 +415,52 @@ static loom_rpc_status_t m_add(loom_rpc_call_t *call, json_t *params, void *ctx)
     return LOOM_RPC_DONE;
 }
 
+/* zoo.remove: the owner's, or an operator's; another's private entry is
+ * "no such entry" (its existence is not told). Under z->mu. */
+static int remove_entry(loomd_zoo_t *z, int64_t id, const loom_auth_identity_t *who,
+                        const loom_zoo_viewer_t *v, bool *denied, loom_err_t *err)
+{
+    json_t *row = NULL;
+    int rc = loom_zoo_get(z->repo, id, v, &row, err);
+    if (rc)
+        return rc;
+    const json_t *owner = json_object_get(row, "owner_uid");
+    if (!who->is_operator && !(json_is_integer(owner) && json_integer_value(owner) == who->uid)) {
+        const char *name = json_string_value(json_object_get(row, "owner"));
+        *denied = true;
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "permission denied: zoo entry %lld belongs to %s; only its owner or "
+                          "an operator may remove it",
+                          (long long)id, name ? name : "no user (added before entries had owners)");
+    } else {
+        rc = loom_zoo_remove(z->repo, id, err);
+    }
+    json_decref(row);
+    return rc;
+}
+
 static loom_rpc_status_t m_get_remove(loom_rpc_call_t *call, json_t *params, bool remove,
                                       loomd_zoo_t *z)
 {
     loom_err_t err;
+    loom_auth_identity_t local;
+    loom_zoo_viewer_t v;
+    const loom_auth_identity_t *who = caller(z, call, &local, &v);
     int64_t id = 0;
     json_t *e = NULL;
+    bool denied = false;
     int rc = get_opt_int(params, "id", 1, INT64_MAX, &id, &err);
     if (!rc && !id)
         rc = loom_err_set(&err, LOOM_EINVAL, "params.id: required");
     if (!rc) {
         pthread_mutex_lock(&z->mu);
-        rc = remove ? loom_zoo_remove(z->repo, id, &err) : loom_zoo_get(z->repo, id, &e, &err);
+        rc = remove ? remove_entry(z, id, who, &v, &denied, &err)
+                    : loom_zoo_get(z->repo, id, &v, &e, &err);
         pthread_mutex_unlock(&z->mu);
     }
-    if (rc)
+    if (denied)
+        loom_rpc_call_fail(call, LOOMD_ERR_PERMISSION, err.msg, NULL);
+    else if (rc)
         fail(call, rc, &err);
     else
         loom_rpc_call_complete(call, e ? e : json_pack("{s:I}", "id", (json_int_t)id));
@@ -319,6 +481,9 @@ static loom_rpc_status_t m_list(loom_rpc_call_t *call, json_t *params, void *ctx
 {
     loomd_zoo_t *z = ctx;
     loom_err_t err;
+    loom_auth_identity_t local;
+    loom_zoo_viewer_t v;
+    caller(z, call, &local, &v);
     const char *task = NULL;
     int64_t limit = 1000;
     json_t *arr = NULL;
@@ -327,7 +492,7 @@ static loom_rpc_status_t m_list(loom_rpc_call_t *call, json_t *params, void *ctx
         rc = get_opt_int(params, "limit", 1, 10000, &limit, &err);
     if (!rc) {
         pthread_mutex_lock(&z->mu);
-        rc = loom_zoo_list(z->repo, task, (size_t)limit, &arr, &err);
+        rc = loom_zoo_list(z->repo, task, &v, (size_t)limit, &arr, &err);
         pthread_mutex_unlock(&z->mu);
     }
     if (rc)
@@ -348,19 +513,44 @@ static int match_opts(const json_t *params, loom_zoo_match_opts_t *o, loom_err_t
     return rc;
 }
 
+/* The child model a client names, read as the client and parsed, outside
+ * the mutex; a parse error names the path only (never the file's bytes). */
+static int client_model(const loom_auth_identity_t *who, const char *path, loom_est_model_t **m,
+                        loom_err_t *err)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    *m = NULL;
+    int rc = read_client(who, path, LOOM_ZOO_MODEL_MAX, &b, err);
+    if (!rc && (rc = loom_est_model_parse(b.data, b.len, path, m, err)) && rc != LOOM_ENOMEM)
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "'%s': not an ONNX model that can be read (errors about a client's "
+                          "file do not quote it; the CLI's `zoo match` on it gives the detail)",
+                          path);
+    loom_buf_free(&b);
+    return rc;
+}
+
 static loom_rpc_status_t m_match(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_zoo_t *z = ctx;
     loom_err_t err;
+    loom_auth_identity_t local;
+    loom_zoo_viewer_t v;
+    const loom_auth_identity_t *who = caller(z, call, &local, &v);
     const char *model;
     loom_zoo_match_opts_t o;
     loom_zoo_sig_t sig = {0};
+    loom_est_model_t *m = NULL;
     json_t *res = NULL;
     int rc = get_path(params, "model", &model, &err);
     if (!rc)
         rc = match_opts(params, &o, &err);
+    o.viewer = &v;
     if (!rc)
-        rc = loom_zoo_sig_load(model, &sig, &err);
+        rc = client_model(who, model, &m, &err);
+    if (!rc)
+        rc = loom_zoo_sig_from_model(m, &sig, &err);
+    loom_est_model_free(m);
     if (!rc) {
         pthread_mutex_lock(&z->mu);
         rc = loom_zoo_match(z->repo, &sig, &o, &res, &err);
@@ -378,16 +568,23 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
 {
     loomd_zoo_t *z = ctx;
     loom_err_t err;
+    loom_auth_identity_t local;
+    loom_zoo_viewer_t v;
+    const loom_auth_identity_t *who = caller(z, call, &local, &v);
     const char *model;
     loom_zoo_match_opts_t o;
+    loom_est_model_t *m = NULL;
     int64_t seed = 0;
     char dir[4096], out[4200];
     json_t *rep = NULL;
     int rc = get_path(params, "model", &model, &err);
     if (!rc)
         rc = match_opts(params, &o, &err);
+    o.viewer = &v;
     if (!rc)
         rc = get_opt_int(params, "seed", 0, INT64_MAX, &seed, &err);
+    if (!rc)
+        rc = client_model(who, model, &m, &err);
     if (!rc) {
         pthread_mutex_lock(&z->mu);
         snprintf(dir, sizeof dir, "%s/warm", loom_zoo_dir(z->repo));
@@ -397,9 +594,10 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
             rc = loom_err_errno(&err, LOOM_EIO, errno, "%s: cannot create", dir);
         loom_zoo_transform_opts_t to = {.noise = -1, .seed = (uint64_t)seed};
         if (!rc)
-            rc = loom_zoo_warm(z->repo, model, &o, &to, out, &rep, &err);
+            rc = loom_zoo_warm_model(z->repo, m, model, &o, &to, out, &rep, &err);
         pthread_mutex_unlock(&z->mu);
     }
+    loom_est_model_free(m);
     if (rc)
         fail(call, rc, &err);
     else
@@ -409,8 +607,8 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
 
 int loomd_zoo_add_methods(loom_rpc_dispatcher_t *d, loomd_zoo_t *z, loom_err_t *err)
 {
-    static const char *const add_p[] = {"model", "weights", "task", "metric",
-                                        "name",  "job_id",  NULL};
+    static const char *const add_p[] = {"model", "weights", "task",   "metric",
+                                        "name",  "job_id",  "shared", NULL};
     static const char *const id_p[] = {"id", NULL};
     static const char *const list_p[] = {"task", "limit", NULL};
     static const char *const match_p[] = {"model", "task", "top", NULL};

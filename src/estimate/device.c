@@ -367,20 +367,42 @@ int loom_est_device_load(const char *name_or_path, const char *dir, loom_est_dev
         }
         snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
     }
+    if (strcmp(path, name_or_path) != 0) { /* loomd's own device directory */
+        json_t *j = NULL;
+        int rc = loom_json_load_file(path, &j, err);
+        if (rc)
+            return rc;
+        rc = loom_est_device_from_json(j, path, out, err);
+        json_decref(j);
+        return rc;
+    }
     /* A path may come from a client (loomd's model.device): a regular file
-     * of at most 1 MiB, and no error quotes its content (issue 18). */
-    bool named = strcmp(path, name_or_path) == 0;
-    json_t *j = NULL;
-    int rc = named ? loom_json_load_client_file(path, 1u << 20, &j, err)
-                   : loom_json_load_file(path, &j, err);
+     * of at most LOOM_EST_DEVICE_MAX, and no error quotes its content. */
+    loom_file_t f;
+    int rc = loom_file_open(&f, path, 0, LOOM_EST_DEVICE_MAX, err);
     if (rc)
         return rc;
-    rc = loom_est_device_from_json(j, path, out, err);
+    loom_buf_t b = LOOM_BUF_INIT;
+    rc = loom_file_read(&f, &b, err);
+    loom_file_close(&f);
+    if (!rc)
+        rc = loom_est_device_parse(b.data, b.len, path, out, err);
+    loom_buf_free(&b);
+    return rc;
+}
+
+int loom_est_device_parse(const void *data, size_t len, const char *name, loom_est_device_t *out,
+                          loom_err_t *err)
+{
+    json_t *j = NULL;
+    int rc = loom_json_parse(data, len, name, 0, &j, err);
+    if (!rc)
+        rc = loom_est_device_from_json(j, name, out, err);
     json_decref(j);
-    if (rc && named)
+    if (rc && rc != LOOM_ENOMEM) /* the parsers' messages may quote the bytes */
         rc = loom_err_set(err, LOOM_EINVAL,
                           "device file '%s': not a device description as docs/estimate.md gives "
                           "it (errors about a file named by path do not quote its content)",
-                          path);
+                          name);
     return rc;
 }

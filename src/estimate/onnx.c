@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1271,35 +1270,18 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
 int loom_est_model_load(const char *path, loom_est_model_t **out, loom_err_t *err)
 {
     *out = NULL;
-    /* O_NONBLOCK: a FIFO named as the model must not block (issue 18) */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
-                              "cannot open ONNX model %s", path);
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return loom_err_errno(err, LOOM_EIO, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return loom_err_set(err, LOOM_EINVAL, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)st.st_size;
-    void *p = NULL;
-    if (len) {
-        p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return loom_err_errno(err, LOOM_EIO, e, "cannot map %s", path);
-        }
-    }
-    close(fd);
-    int rc = loom_est_model_parse(p ? p : "", len, path, out, err);
-    if (p)
-        munmap(p, len);
+    /* Read, never mapped: a file truncated under a mapping is SIGBUS
+     * (issue 30); O_NONBLOCK and a regular file only (issue 18). */
+    loom_file_t f;
+    int rc = loom_file_open(&f, path, 0, LOOM_EST_MODEL_MAX, err);
+    if (rc)
+        return rc;
+    loom_buf_t b = LOOM_BUF_INIT;
+    rc = loom_file_read(&f, &b, err);
+    loom_file_close(&f);
+    if (!rc)
+        rc = loom_est_model_parse(b.data, b.len, path, out, err);
+    loom_buf_free(&b);
     return rc;
 }
 

@@ -246,6 +246,17 @@ static file_id_t file_id(const char *path)
     return f;
 }
 
+static file_id_t opened_id(const loom_file_t *f)
+{
+    file_id_t id = {.dev = (dev_t)f->dev,
+                    .ino = (ino_t)f->ino,
+                    .size = (off_t)f->size,
+                    .mtime_ns = f->mtime_ns,
+                    .ctime_ns = f->ctime_ns,
+                    .ok = true};
+    return id;
+}
+
 static bool same_file(const file_id_t *a, const file_id_t *b)
 {
     return a->ok && b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
@@ -386,16 +397,48 @@ static json_t *memory_json(const loom_est_memory_t *m)
                      (json_int_t)m->peak_reserved, "total", (json_int_t)m->total);
 }
 
+/* The device: loomd's own file for a name, else the opened file (a private
+ * copy, quiet about its bytes). */
+static int device_of(loom_est_sizer_t *s, const loom_est_ref_t *r, const char *dev,
+                     const loom_est_files_t *fs, loom_est_device_t *out, loom_err_t *err)
+{
+    if (!fs->device)
+        return loom_est_device_load(dev, s->device_dir, out, err);
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = loom_file_read(fs->device, &b, err);
+    if (!rc)
+        rc = loom_est_device_parse(b.data, b.len, fs->device->name, out, err);
+    loom_buf_free(&b);
+    (void)r;
+    return rc;
+}
+
+static int model_of(const loom_est_ref_t *r, const loom_est_files_t *fs, loom_est_model_t **m,
+                    loom_err_t *err)
+{
+    loom_buf_t b = LOOM_BUF_INIT;
+    int rc = loom_file_read(fs->model, &b, err);
+    if (!rc)
+        rc = loom_est_model_parse(b.data, b.len, r->path, m, err);
+    loom_buf_free(&b);
+    if (rc && rc != LOOM_ENOMEM && fs->quiet && rc != LOOM_ELIMIT)
+        rc = loom_err_set(err, LOOM_EINVAL,
+                          "'%s': not an ONNX model that can be read (errors about a client's "
+                          "file do not quote it; the CLI's `estimate` on it gives the detail)",
+                          r->path);
+    return rc;
+}
+
 /* Runs the estimator; the message of a failure names the model file. */
-static int estimate(loom_est_sizer_t *s, const loom_est_ref_t *r, const char *dev, json_t **record,
-                    uint64_t *request, loom_err_t *err)
+static int estimate(loom_est_sizer_t *s, const loom_est_ref_t *r, const char *dev,
+                    const loom_est_files_t *fs, json_t **record, uint64_t *request, loom_err_t *err)
 {
     loom_est_device_t device;
-    int rc = loom_est_device_load(dev, s->device_dir, &device, err);
+    int rc = device_of(s, r, dev, fs, &device, err);
     if (rc)
         return loom_err_prefix(err, "model %s: device '%s'", r->path, dev);
     loom_est_model_t *m = NULL;
-    if ((rc = loom_est_model_load(r->path, &m, err)))
+    if ((rc = model_of(r, fs, &m, err)))
         return rc; /* its messages name the file */
     loom_est_options_t o = {.batch = r->batch,
                             .train = r->train,
@@ -430,8 +473,9 @@ static int estimate(loom_est_sizer_t *s, const loom_est_ref_t *r, const char *de
     return LOOM_OK;
 }
 
-int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *r, json_t **record,
-                        uint64_t *request, loom_err_t *err)
+int loom_est_sizer_size_files(loom_est_sizer_t *s, const loom_est_ref_t *r,
+                              const loom_est_files_t *fs, json_t **record, uint64_t *request,
+                              loom_err_t *err)
 {
     *record = NULL;
     *request = 0;
@@ -442,7 +486,7 @@ int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *r, json_t **r
     const char *dev = r->device ? r->device : s->device;
     char dpath[PATH_MAX_BYTES + 80];
     device_file(s, dev, dpath, sizeof dpath);
-    file_id_t mid = file_id(r->path), did = file_id(dpath);
+    file_id_t mid = opened_id(fs->model), did = fs->device ? opened_id(fs->device) : file_id(dpath);
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->n; i++) {
         centry_t *e = &s->cache[i];
@@ -461,15 +505,39 @@ int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *r, json_t **r
     }
     s->misses++;
     pthread_mutex_unlock(&s->mu);
-    int rc = estimate(s, r, dev, record, request, err);
+    int rc = estimate(s, r, dev, fs, record, request, err);
     if (rc)
         return rc;
     /* Cache only if neither file changed while it was read. */
-    file_id_t mid2 = file_id(r->path), did2 = file_id(dpath);
-    if (same_file(&mid, &mid2) && same_file(&did, &did2)) {
+    file_id_t did2 = fs->device ? did : file_id(dpath);
+    if (loom_file_unchanged(fs->model) && (!fs->device || loom_file_unchanged(fs->device)) &&
+        same_file(&did, &did2)) {
         pthread_mutex_lock(&s->mu);
         cache_put(s, r, dev, &mid, &did, *record, *request);
         pthread_mutex_unlock(&s->mu);
     }
     return LOOM_OK;
+}
+
+int loom_est_sizer_size(loom_est_sizer_t *s, const loom_est_ref_t *r, json_t **record,
+                        uint64_t *request, loom_err_t *err)
+{
+    *record = NULL;
+    *request = 0;
+    if (!r->path || r->path[0] != '/')
+        return loom_est_sizer_size_files(s, r, NULL, record, request, err);
+    loom_file_t model, device = LOOM_FILE_INIT;
+    loom_est_files_t fs = {.model = &model};
+    int rc = loom_file_open(&model, r->path, 0, LOOM_EST_MODEL_MAX, err);
+    if (!rc && r->device && strchr(r->device, '/')) {
+        rc = loom_file_open(&device, r->device, 0, LOOM_EST_DEVICE_MAX, err);
+        fs.device = &device;
+        if (rc)
+            rc = loom_err_prefix(err, "model %s: device '%s'", r->path, r->device);
+    }
+    if (!rc)
+        rc = loom_est_sizer_size_files(s, r, &fs, record, request, err);
+    loom_file_close(&model);
+    loom_file_close(&device);
+    return rc;
 }

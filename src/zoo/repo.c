@@ -33,8 +33,19 @@ static const char *const schema =
     " weights_sha TEXT NOT NULL, weights_bytes INTEGER NOT NULL,"
     " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
     " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL, sig BLOB NOT NULL,"
-    " job_id INTEGER, added_ns INTEGER NOT NULL);"
+    " job_id INTEGER, added_ns INTEGER NOT NULL,"
+    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task);";
+
+/* zoo.db files from before entries had owners: their entries keep no owner
+ * and stay shared (every user could use them before); docs/zoo.md. */
+static const char *const migrate_owners =
+    "ALTER TABLE zoo ADD COLUMN owner_uid INTEGER;"
+    "ALTER TABLE zoo ADD COLUMN owner TEXT;"
+    "ALTER TABLE zoo ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;";
+
+/* Who may see a row: ?all, or a shared row, or the viewer's own. */
+#define VISIBLE "(?3 OR shared OR owner_uid IS ?4)"
 
 const char *loom_zoo_dir(const loom_zoo_t *z)
 {
@@ -60,6 +71,25 @@ static int make_dirs(const char *dir)
         *s = '/';
     }
     return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static bool has_column(loom_zoo_t *z, const char *name)
+{
+    sqlite3_stmt *st;
+    bool found = false;
+    if (sqlite3_prepare_v2(z->db, "SELECT 1 FROM pragma_table_info('zoo') WHERE name=?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+static void bind_viewer(sqlite3_stmt *st, const loom_zoo_viewer_t *v)
+{
+    sqlite3_bind_int(st, 3, !v || v->all);
+    sqlite3_bind_int64(st, 4, v ? v->uid : -1);
 }
 
 int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
@@ -94,6 +124,12 @@ int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
         loom_zoo_close(z);
         return rc;
     }
+    if (!has_column(z, "owner_uid") &&
+        sqlite3_exec(z->db, migrate_owners, NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(z, err, "adding the owner columns");
+        loom_zoo_close(z);
+        return rc;
+    }
     *out = z;
     return LOOM_OK;
 }
@@ -116,62 +152,44 @@ int loom_zoo_object_path(const loom_zoo_t *z, const char *sha, char *out, size_t
     return LOOM_OK;
 }
 
-/* Copies src into the object store, named by its SHA-256. */
-static int store_object(loom_zoo_t *z, const char *src, char sha[65], int64_t *bytes,
+static void sha_hex(const void *data, size_t len, char sha[65])
+{
+    zoo_sha256_t c;
+    zoo_sha256_init(&c);
+    zoo_sha256_update(&c, data, len);
+    zoo_sha256_hex(&c, sha);
+}
+
+/* Writes data into the object store as sha (a temporary file, fsync,
+ * rename: a reader never sees half an object). */
+static int store_object(loom_zoo_t *z, const void *data, size_t len, const char *sha,
                         loom_err_t *err)
 {
     char tmp[4096], final[4096];
     snprintf(tmp, sizeof tmp, "%s/objects/.incoming-XXXXXX", z->dir);
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
-                              "%s: cannot open", src);
     int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        close(in);
-        return loom_err_errno(err, LOOM_EIO, e, "%s: cannot create", tmp);
-    }
-    zoo_sha256_t c;
-    zoo_sha256_init(&c);
-    char buf[65536];
-    uint64_t total = 0;
+    if (fd < 0)
+        return loom_err_errno(err, LOOM_EIO, errno, "%s: cannot create", tmp);
     int rc = LOOM_OK;
-    for (;;) {
-        ssize_t r = read(in, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
+    for (size_t off = 0; off < len && !rc;) {
+        ssize_t w = write(fd, (const char *)data + off, len - off);
+        if (w < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            rc = loom_err_errno(err, LOOM_EIO, errno, "%s: read", src);
-            break;
-        }
-        if (r == 0)
-            break;
-        total += (uint64_t)r;
-        if (total > MAX_FILE) {
-            rc = loom_err_set(err, LOOM_ELIMIT, "%s: larger than %llu bytes", src,
-                              (unsigned long long)MAX_FILE);
-            break;
-        }
-        zoo_sha256_update(&c, buf, (size_t)r);
-        if (write(fd, buf, (size_t)r) != r) {
+        if (w < 0)
             rc = loom_err_errno(err, LOOM_EIO, errno, "%s: write", tmp);
-            break;
-        }
+        else
+            off += (size_t)w;
     }
-    close(in);
+    if (!rc && fchmod(fd, 0644))
+        rc = loom_err_errno(err, LOOM_EIO, errno, "%s: chmod", tmp);
     if (!rc && fsync(fd))
         rc = loom_err_errno(err, LOOM_EIO, errno, "%s: fsync", tmp);
     close(fd);
-    if (!rc) {
-        zoo_sha256_hex(&c, sha);
-        snprintf(final, sizeof final, "%s/objects/%s", z->dir, sha);
-        if (rename(tmp, final))
-            rc = loom_err_errno(err, LOOM_EIO, errno, "%s: rename", final);
-    }
+    snprintf(final, sizeof final, "%s/objects/%s", z->dir, sha);
+    if (!rc && rename(tmp, final))
+        rc = loom_err_errno(err, LOOM_EIO, errno, "%s: rename", final);
     if (rc)
         unlink(tmp);
-    *bytes = (int64_t)total;
     return rc;
 }
 
@@ -192,25 +210,48 @@ static int check_text(const char *what, const char *s, bool required, loom_err_t
     return LOOM_OK;
 }
 
+static bool is_fraction(const char *m)
+{
+    static const char *const names[] = {"acc", "precision", "recall", "f1",  "auc",
+                                        "iou", "map",       "top1",   "top5"};
+    if (strstr(m, "accuracy"))
+        return true;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(m, names[i]))
+            return true;
+    return false;
+}
+
+int loom_zoo_metric_check(const char *name, double v, loom_err_t *err)
+{
+    if (!isfinite(v) || fabs(v) > LOOM_ZOO_METRIC_ABS)
+        return loom_err_set(err, LOOM_EINVAL, "metric %s: expected a finite number of at most %g",
+                            name, LOOM_ZOO_METRIC_ABS);
+    if (is_fraction(name) && !(v >= 0 && v <= 1))
+        return loom_err_set(err, LOOM_EINVAL, "metric %s: %g; expected a fraction in [0, 1]", name,
+                            v);
+    if (!loom_zoo_metric_higher_better(name) && v < 0)
+        return loom_err_set(err, LOOM_EINVAL, "metric %s: %g; expected a value >= 0", name, v);
+    return LOOM_OK;
+}
+
 static int check_entry(const loom_zoo_entry_in_t *in, loom_err_t *err)
 {
     int rc;
     if ((rc = check_text("task", in->task, true, err)) ||
         (rc = check_text("name", in->name, false, err)) ||
-        (rc = check_text("metric name", in->metric_name, true, err)))
+        (rc = check_text("metric name", in->metric_name, true, err)) ||
+        (rc = loom_zoo_metric_check(in->metric_name, in->metric, err)))
         return rc;
-    if (!isfinite(in->metric))
-        return loom_err_set(err, LOOM_EINVAL, "metric %s: expected a finite number",
-                            in->metric_name);
     if (!in->model_path || !in->weights_path)
         return loom_err_set(err, LOOM_EINVAL, "model and weights files: required");
     return LOOM_OK;
 }
 
-static int insert_row(loom_zoo_t *z, const loom_zoo_entry_in_t *in, const char *name,
-                      const char msha[65], int64_t mbytes, const char wsha[65], int64_t wbytes,
-                      const loom_zoo_sig_t *sig, int64_t params, int64_t *id, loom_err_t *err)
+static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, loom_err_t *err)
 {
+    const loom_zoo_entry_in_t *in = &p->in;
+    const loom_zoo_sig_t *sig = &p->sig;
     loom_buf_t blob;
     loom_buf_init(&blob);
     uint8_t hist[2 * LOOM_ZOO_HIST];
@@ -223,27 +264,32 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_entry_in_t *in, const char *
     if (sqlite3_prepare_v2(z->db,
                            "INSERT INTO zoo(name,task,model_sha,model_bytes,weights_sha,"
                            "weights_bytes,metric_name,metric,higher_better,nlayers,params,hist,"
-                           "sig,job_id,added_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "sig,job_id,added_ns,owner_uid,owner,shared) "
+                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         loom_buf_free(&blob);
         return db_err(z, err, "insert");
     }
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, in->task, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, msha, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, mbytes);
-    sqlite3_bind_text(st, 5, wsha, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, wbytes);
+    sqlite3_bind_text(st, 3, p->msha, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (int64_t)p->mlen);
+    sqlite3_bind_text(st, 5, p->wsha, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (int64_t)p->wlen);
     sqlite3_bind_text(st, 7, in->metric_name, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 8, in->metric);
     sqlite3_bind_int(st, 9, loom_zoo_metric_higher_better(in->metric_name));
     sqlite3_bind_int64(st, 10, (int64_t)sig->n);
-    sqlite3_bind_int64(st, 11, params);
+    sqlite3_bind_int64(st, 11, p->params);
     sqlite3_bind_blob(st, 12, hist, sizeof hist, SQLITE_STATIC);
     sqlite3_bind_blob(st, 13, blob.data, (int)blob.len, SQLITE_STATIC);
     if (in->job_id > 0)
         sqlite3_bind_int64(st, 14, in->job_id);
     sqlite3_bind_int64(st, 15, loom_time_real_ns());
+    sqlite3_bind_int64(st, 16, in->owner_uid);
+    if (in->owner)
+        sqlite3_bind_text(st, 17, in->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 18, in->shared);
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = db_err(z, err, "insert");
     else
@@ -261,53 +307,148 @@ static const char *base_name(const char *path)
 
 static void drop_object(loom_zoo_t *z, const char *sha);
 
-int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err)
+/* Every value finite: NaN or infinite weights are no start for anyone. */
+static int check_weights(const loom_zoo_weights_t *w, const char *name, int64_t *params,
+                         loom_err_t *err)
 {
+    *params = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        for (size_t e = 0; e < w->t[i].numel; e++)
+            if (!isfinite(w->t[i].data[e]))
+                return loom_err_set(err, LOOM_EINVAL,
+                                    "%s: tensor %zu ('%.64s') value %zu is not finite", name, i,
+                                    w->t[i].name, e);
+        *params += (int64_t)w->t[i].numel;
+    }
+    return LOOM_OK;
+}
+
+static int quieted(int rc, const char *path, const char *what, loom_err_t *err)
+{
+    if (rc == LOOM_EINVAL)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "'%s': not %s that can be read (errors about a client's file do "
+                            "not quote it; the CLI's `zoo add` on it gives the detail)",
+                            path, what);
+    return rc;
+}
+
+int loom_zoo_prepare(const loom_zoo_entry_in_t *in, const void *model, size_t mlen,
+                     const void *weights, size_t wlen, bool quiet, loom_zoo_prepared_t *p,
+                     loom_err_t *err)
+{
+    memset(p, 0, sizeof *p);
     int rc = check_entry(in, err);
     if (rc)
         return rc;
+    p->in = *in;
+    p->model = model;
+    p->mlen = mlen;
+    p->weights = weights;
+    p->wlen = wlen;
+    p->name = in->name && *in->name ? in->name : base_name(in->model_path);
+    if ((rc = check_text("name", p->name, true, err)))
+        return rc;
     loom_zoo_weights_t w;
-    if ((rc = loom_zoo_weights_load(in->weights_path, &w, err)))
-        return rc;
-    int64_t params = 0;
-    for (size_t i = 0; i < w.n; i++)
-        params += (int64_t)w.t[i].numel;
+    rc = loom_zoo_weights_parse(weights, wlen, in->weights_path, &w, err);
+    if (rc)
+        return quiet ? quieted(rc, in->weights_path, "a weights file (docs/zoo.md)", err) : rc;
+    rc = check_weights(&w, in->weights_path, &p->params, err);
     loom_zoo_weights_free(&w);
-    loom_zoo_sig_t sig;
-    if ((rc = loom_zoo_sig_load(in->model_path, &sig, err)))
+    if (rc)
         return rc;
-    char msha[65], wsha[65];
-    int64_t mbytes, wbytes;
-    const char *name = in->name && *in->name ? in->name : base_name(in->model_path);
-    bool stored_m = false, stored_w = false;
-    if (!(rc = check_text("name", name, true, err)) &&
-        !(rc = store_object(z, in->model_path, msha, &mbytes, err)) && (stored_m = true) &&
-        !(rc = store_object(z, in->weights_path, wsha, &wbytes, err)) && (stored_w = true))
-        rc = insert_row(z, in, name, msha, mbytes, wsha, wbytes, &sig, params, id, err);
-    loom_zoo_sig_free(&sig);
+    loom_est_model_t *m;
+    if ((rc = loom_est_model_parse(model, mlen, in->model_path, &m, err)))
+        return quiet ? quieted(rc, in->model_path, "an ONNX model", err) : rc;
+    rc = loom_zoo_sig_from_model(m, &p->sig, err);
+    loom_est_model_free(m);
+    if (rc)
+        return rc;
+    sha_hex(model, mlen, p->msha);
+    sha_hex(weights, wlen, p->wsha);
+    return LOOM_OK;
+}
+
+int loom_zoo_store(loom_zoo_t *z, loom_zoo_prepared_t *p, loom_err_t *err)
+{
+    int rc = store_object(z, p->model, p->mlen, p->msha, err);
+    p->stored_m = rc == LOOM_OK;
+    if (!rc)
+        rc = store_object(z, p->weights, p->wlen, p->wsha, err);
+    p->stored_w = p->stored_m && rc == LOOM_OK;
+    return rc;
+}
+
+void loom_zoo_abort(loom_zoo_t *z, loom_zoo_prepared_t *p)
+{
+    if (p->stored_m)
+        drop_object(z, p->msha);
+    if (p->stored_w)
+        drop_object(z, p->wsha);
+    p->stored_m = p->stored_w = false;
+}
+
+/* Whether an object is there; written again from memory if a remove (here
+ * or in another process) dropped it between store and the row. */
+static int ensure_object(loom_zoo_t *z, const void *data, size_t len, const char *sha,
+                         loom_err_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, sha);
+    return access(path, F_OK) == 0 ? LOOM_OK : store_object(z, data, len, sha, err);
+}
+
+int loom_zoo_commit(loom_zoo_t *z, loom_zoo_prepared_t *p, int64_t *id, loom_err_t *err)
+{
+    int rc = insert_row(z, p, id, err);
     if (rc) { /* leave no object that no entry names */
-        if (stored_m)
-            drop_object(z, msha);
-        if (stored_w)
-            drop_object(z, wsha);
+        loom_zoo_abort(z, p);
         return rc;
     }
-    /* A concurrent remove (another process) may have dropped an object
-     * between our copy and our row: copy it again (same content, name). */
-    char path[4096], again[65];
-    int64_t n;
-    snprintf(path, sizeof path, "%s/objects/%s", z->dir, msha);
-    if (access(path, F_OK) && (rc = store_object(z, in->model_path, again, &n, err)))
-        return rc;
-    snprintf(path, sizeof path, "%s/objects/%s", z->dir, wsha);
-    if (access(path, F_OK) && (rc = store_object(z, in->weights_path, again, &n, err)))
-        return rc;
-    return LOOM_OK;
+    if ((rc = ensure_object(z, p->model, p->mlen, p->msha, err)) == LOOM_OK)
+        rc = ensure_object(z, p->weights, p->wlen, p->wsha, err);
+    return rc;
+}
+
+void loom_zoo_prepared_free(loom_zoo_prepared_t *p)
+{
+    loom_zoo_sig_free(&p->sig);
+}
+
+static int read_own(const char *path, size_t max, loom_buf_t *b, loom_err_t *err)
+{
+    loom_file_t f;
+    int rc = loom_file_open(&f, path, 0, max, err);
+    if (!rc)
+        rc = loom_file_read(&f, b, err);
+    loom_file_close(&f);
+    return rc;
+}
+
+int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom_err_t *err)
+{
+    loom_buf_t m = LOOM_BUF_INIT, w = LOOM_BUF_INIT;
+    loom_zoo_prepared_t p;
+    int rc = check_entry(in, err);
+    if (!rc)
+        rc = read_own(in->weights_path, LOOM_ZOO_WEIGHTS_MAX, &w, err);
+    if (!rc)
+        rc = read_own(in->model_path, LOOM_ZOO_MODEL_MAX, &m, err);
+    if (!rc && !(rc = loom_zoo_prepare(in, m.data, m.len, w.data, w.len, false, &p, err))) {
+        if ((rc = loom_zoo_store(z, &p, err)))
+            loom_zoo_abort(z, &p);
+        else
+            rc = loom_zoo_commit(z, &p, id, err);
+        loom_zoo_prepared_free(&p);
+    }
+    loom_buf_free(&m);
+    loom_buf_free(&w);
+    return rc;
 }
 
 #define ROW_COLS                                                                                   \
     "id,name,task,model_sha,model_bytes,weights_sha,weights_bytes,metric_name,metric,"             \
-    "higher_better,nlayers,params,job_id,added_ns"
+    "higher_better,nlayers,params,job_id,added_ns,owner_uid,owner,shared"
 
 static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
 {
@@ -331,6 +472,12 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
                         sqlite3_column_type(st, 12) == SQLITE_NULL
                             ? json_null()
                             : json_integer(sqlite3_column_int64(st, 12)));
+    bool owned = sqlite3_column_type(st, 14) != SQLITE_NULL;
+    const char *owner = (const char *)sqlite3_column_text(st, 15);
+    json_object_set_new(o, "owner_uid",
+                        owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
+    json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
+    json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
     json_object_set_new(o, "model_path", json_string(path));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
@@ -352,13 +499,16 @@ int loom_zoo_find_job(loom_zoo_t *z, int64_t job_id, int64_t *id, loom_err_t *er
     return s == SQLITE_ROW || s == SQLITE_DONE ? LOOM_OK : db_err(z, err, "select");
 }
 
-int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err)
+int loom_zoo_get(loom_zoo_t *z, int64_t id, const loom_zoo_viewer_t *v, json_t **out,
+                 loom_err_t *err)
 {
     sqlite3_stmt *st;
     *out = NULL;
-    if (sqlite3_prepare_v2(z->db, "SELECT " ROW_COLS " FROM zoo WHERE id=?", -1, &st, NULL))
+    if (sqlite3_prepare_v2(z->db, "SELECT " ROW_COLS " FROM zoo WHERE id=?1 AND " VISIBLE, -1, &st,
+                           NULL))
         return db_err(z, err, "select");
     sqlite3_bind_int64(st, 1, id);
+    bind_viewer(st, v);
     int s = sqlite3_step(st), rc = LOOM_OK;
     if (s == SQLITE_ROW)
         *out = row_json(z, st);
@@ -372,15 +522,17 @@ int loom_zoo_get(loom_zoo_t *z, int64_t id, json_t **out, loom_err_t *err)
     return rc;
 }
 
-int loom_zoo_list(loom_zoo_t *z, const char *task, size_t limit, json_t **out, loom_err_t *err)
+int loom_zoo_list(loom_zoo_t *z, const char *task, const loom_zoo_viewer_t *v, size_t limit,
+                  json_t **out, loom_err_t *err)
 {
     sqlite3_stmt *st;
     *out = NULL;
     if (sqlite3_prepare_v2(z->db,
-                           "SELECT " ROW_COLS " FROM zoo WHERE (?1 IS NULL OR task=?1) "
-                           "ORDER BY id LIMIT ?2",
+                           "SELECT " ROW_COLS " FROM zoo WHERE (?1 IS NULL OR task=?1) AND " VISIBLE
+                           " ORDER BY id LIMIT ?2",
                            -1, &st, NULL))
         return db_err(z, err, "select");
+    bind_viewer(st, v);
     if (task)
         sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
@@ -416,7 +568,7 @@ static void drop_object(loom_zoo_t *z, const char *sha)
 int loom_zoo_remove(loom_zoo_t *z, int64_t id, loom_err_t *err)
 {
     json_t *row;
-    int rc = loom_zoo_get(z, id, &row, err);
+    int rc = loom_zoo_get(z, id, NULL, &row, err);
     if (rc)
         return rc;
     sqlite3_stmt *st;
@@ -465,9 +617,11 @@ static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(z->db,
                            "SELECT id,nlayers,hist,metric,higher_better FROM zoo "
-                           "WHERE (?1 IS NULL OR task=?1) AND id<>?2",
+                           "WHERE (?1 IS NULL OR task=?1) AND id<>?2 AND " VISIBLE,
                            -1, &st, NULL))
         return db_err(z, err, "select");
+    loom_zoo_viewer_t mine = {.uid = o->viewer ? o->viewer->uid : -1, .all = false};
+    bind_viewer(st, o->viewer ? &mine : NULL);
     if (o->task)
         sqlite3_bind_text(st, 1, o->task, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, o->exclude_id);
@@ -536,7 +690,7 @@ static json_t *candidates_json(loom_zoo_t *z, const cand_t *c, size_t n, size_t 
     for (size_t i = 0; i < n && i < top && c[i].aligned; i++) {
         json_t *row;
         loom_err_t e;
-        if (loom_zoo_get(z, c[i].id, &row, &e))
+        if (loom_zoo_get(z, c[i].id, NULL, &row, &e))
             continue;
         json_object_set_new(row, "similarity", json_real(c[i].sim));
         json_array_append_new(arr, row);

@@ -224,6 +224,19 @@ int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t
     return LOOM_OK;
 }
 
+int loom_zoo_sig_parse(const void *data, size_t len, const char *name, loom_zoo_sig_t *out,
+                       loom_err_t *err)
+{
+    loom_est_model_t *m;
+    memset(out, 0, sizeof *out);
+    int rc = loom_est_model_parse(data, len, name, &m, err);
+    if (rc)
+        return rc;
+    rc = loom_zoo_sig_from_model(m, out, err);
+    loom_est_model_free(m);
+    return rc;
+}
+
 int loom_zoo_sig_load(const char *onnx_path, loom_zoo_sig_t *out, loom_err_t *err)
 {
     loom_est_model_t *m;

@@ -18,7 +18,7 @@ static double secs(int64_t t0)
 static int load_parent(loom_zoo_t *z, int64_t id, json_t **row, loom_est_model_t **m,
                        loom_zoo_sig_t *sig, loom_zoo_weights_t *w, loom_err_t *err)
 {
-    int rc = loom_zoo_get(z, id, row, err);
+    int rc = loom_zoo_get(z, id, NULL, row, err);
     if (rc)
         return rc;
     const char *mp = json_string_value(json_object_get(*row, "model_path"));
@@ -50,17 +50,29 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
                   const loom_zoo_transform_opts_t *topts, const char *out_path, json_t **report,
                   loom_err_t *err)
 {
+    loom_est_model_t *mc = NULL;
+    if (report)
+        *report = NULL;
+    int rc = loom_est_model_load(child_onnx, &mc, err);
+    if (!rc)
+        rc = loom_zoo_warm_model(z, mc, child_onnx, mopts, topts, out_path, report, err);
+    loom_est_model_free(mc);
+    return rc;
+}
+
+int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *mc, const char *child_onnx,
+                        const loom_zoo_match_opts_t *mopts, const loom_zoo_transform_opts_t *topts,
+                        const char *out_path, json_t **report, loom_err_t *err)
+{
     int64_t t0 = loom_time_mono_ns();
-    loom_est_model_t *mc = NULL, *mp = NULL;
+    loom_est_model_t *mp = NULL;
     loom_zoo_sig_t sc = {0}, sp = {0};
     loom_zoo_weights_t wp = {0}, wc = {0};
     loom_zoo_alignment_t al = {0};
     json_t *match = NULL, *row = NULL;
     if (report)
         *report = NULL;
-    int rc = loom_est_model_load(child_onnx, &mc, err);
-    if (!rc)
-        rc = loom_zoo_sig_from_model(mc, &sc, err);
+    int rc = loom_zoo_sig_from_model(mc, &sc, err);
     if (!rc)
         rc = loom_zoo_match(z, &sc, mopts, &match, err);
     if (!rc && json_is_null(json_object_get(match, "parent")))
@@ -104,7 +116,6 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
     loom_zoo_weights_free(&wp);
     loom_zoo_sig_free(&sc);
     loom_zoo_sig_free(&sp);
-    loom_est_model_free(mc);
     loom_est_model_free(mp);
     json_decref(match);
     json_decref(row);

@@ -120,21 +120,23 @@ int loom_zoo_weights_parse(const void *data, size_t len, const char *name, loom_
         loom_zoo_weights_free(out);
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
     }
-    for (size_t i = 0; i < n; i++) {
+    loom_strset_t names = {0}; /* linear, whatever prefix the names share */
+    for (size_t i = 0; i < n && !rc; i++) {
         rc = parse_tensor(json_array_get(tensors, i), i, p + 16 + h, len - 16 - (size_t)h, name,
                           &out->t[i], err);
         out->n = i + 1;
-        if (!rc && loom_zoo_weights_find(out, out->t[i].name) != &out->t[i])
-            rc = loom_err_set(err, LOOM_EINVAL, "%s: /tensors/%zu/name: '%s' appears twice", name,
-                              i, out->t[i].name);
-        if (rc) {
-            json_decref(root);
-            loom_zoo_weights_free(out);
-            return rc;
-        }
+        int added = rc ? 1 : loom_strset_add(&names, out->t[i].name);
+        if (added < 0)
+            rc = loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
+        else if (added == 0)
+            rc = loom_err_set(err, LOOM_EINVAL, "%s: /tensors/%zu/name: '%.64s' appears twice",
+                              name, i, out->t[i].name);
     }
+    loom_strset_free(&names);
     json_decref(root);
-    return LOOM_OK;
+    if (rc)
+        loom_zoo_weights_free(out);
+    return rc;
 }
 
 int loom_zoo_weights_load(const char *path, loom_zoo_weights_t *out, loom_err_t *err)
@@ -142,7 +144,11 @@ int loom_zoo_weights_load(const char *path, loom_zoo_weights_t *out, loom_err_t 
     loom_buf_t b;
     loom_buf_init(&b);
     memset(out, 0, sizeof *out);
-    int rc = loom_buf_read_file(&b, path, err);
+    loom_file_t f;
+    int rc = loom_file_open(&f, path, 0, LOOM_ZOO_WEIGHTS_MAX, err);
+    if (!rc)
+        rc = loom_file_read(&f, &b, err);
+    loom_file_close(&f);
     if (!rc)
         rc = loom_zoo_weights_parse(b.data, b.len, path, out, err);
     loom_buf_free(&b);

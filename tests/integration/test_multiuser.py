@@ -344,11 +344,15 @@ class MultiUser(unittest.TestCase):
         os.chmod(mine, 0o600)
         # Its owner's model: estimated, and the record keeps the path given.
         self.assertEqual(self.submit_model(USER1, mine), [0, mine])
-        # Another's, which loomd (root) could read but the caller cannot.
+        # Another's, which loomd (root) could read but the caller cannot: the
+        # same words as a missing file (no oracle), naming the path as given.
         code, msg = self.submit_model(USER2, mine)
         self.assertEqual(code, -32006, msg)
-        self.assertIn("Permission denied", msg)
-        self.assertIn(USER2, msg)
+        self.assertIn("'%s': no such file, or not readable by user %s" % (mine, USER2), msg)
+        missing = os.path.join(self.work[USER1], "absent.onnx")
+        code2, msg2 = self.submit_model(USER2, missing)
+        self.assertEqual((code2, msg2.replace(missing, mine)), (code, msg))
+        self.assertNotIn("/proc/self/fd", msg)
 
     def test_usage_survives_restart(self):
         with open(os.path.join(self.work[USER2], "gpu.sh"), "w") as f:

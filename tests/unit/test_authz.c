@@ -95,7 +95,7 @@ static int setup(void **state)
     if (loom_rpc_dispatcher_new(NULL, &f->disp, &err) || loomd_methods_add(f->disp, &f->m, &err) ||
         loomd_monitor_open(f->store, NULL, &f->mon, &err) ||
         loomd_monitor_add_methods(f->disp, f->mon, &err) ||
-        loomd_zoo_open(f->dir, f->store, &f->zoo, &err) ||
+        loomd_zoo_open(f->dir, f->store, f->ident, &f->zoo, &err) ||
         loomd_zoo_add_methods(f->disp, f->zoo, &err) ||
         loomd_dash_new(f->disp, f->store, &f->info, f->ident, &f->dash, &err) ||
         loomd_usage_add_methods(f->disp, f->store, &err) ||

@@ -118,7 +118,8 @@ static void server_info_lists_every_method(void **state)
     loom_err_t err;
     loomd_zoo_t *zoo = NULL;
     if (loomd_usage_add_methods(f->disp, f->store, &err) ||
-        loomd_zoo_open(f->dir, NULL, &zoo, &err) || loomd_zoo_add_methods(f->disp, zoo, &err) ||
+        loomd_zoo_open(f->dir, NULL, NULL, &zoo, &err) ||
+        loomd_zoo_add_methods(f->disp, zoo, &err) ||
         loom_rpc_dispatcher_add(f->disp, "test.late", m_late, NULL, NULL, LOOM_RPC_NO_PARAMS, &err))
         fail_msg("%s", err.msg);
     json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}");

@@ -3,13 +3,22 @@
  * task, matched (the most similar first; the parent rule prefers the better
  * metric within the band), removed with their objects; bad input is refused
  * with the field named; a warm start writes a weights file that names its
- * parent. Real SQLite and files in a temporary directory. */
+ * parent. Entries have owners: private ones are seen and matched by their
+ * owner (and operators) only, a zoo.db from before owners keeps its entries
+ * shared; metrics and weights are checked for range and finiteness, tensor
+ * names for duplicates in linear time; loomd refuses a zoo another user could
+ * change (issue 30, findings 3, 9, 12). Real SQLite and files in a
+ * temporary directory. */
 #include <dirent.h>
+#include <math.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_util.h"
 
+#include "daemon/identity.h"
+#include "daemon/zoo_methods.h"
 #include "estimate/est.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"
@@ -81,8 +90,8 @@ static int teardown(void **state)
     return 0;
 }
 
-static int64_t add(fixture_t *f, const char *name, const char *task, const char *metric,
-                   double value)
+static int64_t add_as(fixture_t *f, const char *name, const char *task, const char *metric,
+                      double value, int64_t owner_uid, bool shared)
 {
     char mp[256], wp[256];
     snprintf(mp, sizeof mp, "%s/%s.onnx", f->dir, name);
@@ -92,12 +101,20 @@ static int64_t add(fixture_t *f, const char *name, const char *task, const char 
                               .task = task,
                               .name = name,
                               .metric_name = metric,
-                              .metric = value};
+                              .metric = value,
+                              .owner_uid = owner_uid,
+                              .shared = shared};
     int64_t id = 0;
     loom_err_t err;
     if (loom_zoo_add(f->z, &in, &id, &err))
         fail_msg("%s", err.msg);
     return id;
+}
+
+static int64_t add(fixture_t *f, const char *name, const char *task, const char *metric,
+                   double value)
+{
+    return add_as(f, name, task, metric, value, 0, false);
 }
 
 static size_t objects(fixture_t *f)
@@ -127,11 +144,11 @@ static void test_add_list_remove(void **state)
     assert_int_equal(objects(f), 4); /* content-addressed: a's files once */
     json_t *arr;
     loom_err_t err;
-    assert_int_equal(loom_zoo_list(f->z, "digits", 0, &arr, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_list(f->z, "digits", NULL, 0, &arr, &err), LOOM_OK);
     assert_int_equal(json_array_size(arr), 2);
     json_decref(arr);
     json_t *e;
-    assert_int_equal(loom_zoo_get(f->z, b, &e, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_get(f->z, b, NULL, &e, &err), LOOM_OK);
     assert_string_equal(json_string_value(json_object_get(e, "task")), "other");
     assert_false(json_is_true(json_object_get(json_object_get(e, "metric"), "higher_better")));
     assert_int_equal(json_integer_value(json_object_get(e, "params")), 4 * 16 + 16 + 16 * 3 + 3);
@@ -144,7 +161,7 @@ static void test_add_list_remove(void **state)
     assert_int_equal(objects(f), 2);
     assert_int_equal(loom_zoo_remove(f->z, a2, &err), LOOM_ENOTFOUND);
     assert_non_null(strstr(err.msg, "no such entry"));
-    assert_int_equal(loom_zoo_get(f->z, 999, &e, &err), LOOM_ENOTFOUND);
+    assert_int_equal(loom_zoo_get(f->z, 999, NULL, &e, &err), LOOM_ENOTFOUND);
 }
 
 static void test_bad_input(void **state)
@@ -258,6 +275,251 @@ static void test_warm(void **state)
     assert_int_not_equal(access(out, F_OK), 0);
 }
 
+/* The ids in a list, as "1,3," */
+static void ids_of(json_t *arr, char *out, size_t n)
+{
+    out[0] = '\0';
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        size_t l = strlen(out);
+        snprintf(out + l, n - l, "%lld,", (long long)json_integer_value(json_object_get(e, "id")));
+    }
+}
+
+/* alice (1001) private, bob (1002) private, carol (1003) shared: each sees
+ * their own and the shared one, an operator all; match and warm candidates
+ * are the caller's own and the shared ones (finding 3). */
+static void test_owners(void **state)
+{
+    fixture_t *f = *state;
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "m", w, 3, 0.5f);
+    int64_t a = add_as(f, "m", "digits", "accuracy", 0.7, 1001, false);
+    int64_t b = add_as(f, "m", "digits", "accuracy", 0.9, 1002, false);
+    int64_t c = add_as(f, "m", "digits", "accuracy", 0.5, 1003, true);
+    loom_zoo_viewer_t alice = {.uid = 1001}, op = {.uid = 0, .all = true};
+    json_t *arr, *e;
+    loom_err_t err;
+    char ids[64], want[64];
+    assert_int_equal(loom_zoo_list(f->z, NULL, &alice, 0, &arr, &err), LOOM_OK);
+    ids_of(arr, ids, sizeof ids);
+    snprintf(want, sizeof want, "%lld,%lld,", (long long)a, (long long)c);
+    assert_string_equal(ids, want);
+    json_decref(arr);
+    assert_int_equal(loom_zoo_list(f->z, NULL, &op, 0, &arr, &err), LOOM_OK);
+    assert_int_equal(json_array_size(arr), 3);
+    json_decref(arr);
+    assert_int_equal(loom_zoo_get(f->z, b, &alice, &e, &err), LOOM_ENOTFOUND);
+    assert_int_equal(loom_zoo_get(f->z, a, &alice, &e, &err), LOOM_OK);
+    assert_int_equal(json_integer_value(json_object_get(e, "owner_uid")), 1001);
+    assert_false(json_is_true(json_object_get(e, "shared")));
+    json_decref(e);
+    /* bob's better private entry is never alice's parent */
+    loom_zoo_sig_t child;
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.onnx", f->dir);
+    assert_int_equal(loom_zoo_sig_load(path, &child, &err), LOOM_OK);
+    loom_zoo_match_opts_t o = {.task = "digits", .band = 1, .min_similarity = -1, .viewer = &alice};
+    assert_int_equal(loom_zoo_match(f->z, &child, &o, &e, &err), LOOM_OK);
+    assert_int_equal(json_array_size(json_object_get(e, "candidates")), 2);
+    assert_int_equal(json_integer_value(json_object_get(e, "parent")), a);
+    json_decref(e);
+    loom_zoo_sig_free(&child);
+}
+
+/* A zoo.db from before entries had owners: opened, its entries have no
+ * owner and stay shared (everyone could use them before). */
+static void test_migrates_an_old_db(void **state)
+{
+    fixture_t *f = *state;
+    char old[256], sql[1024];
+    snprintf(old, sizeof old, "%s/old", f->dir);
+    assert_int_equal(mkdir(old, 0700), 0);
+    snprintf(old, sizeof old, "%s/old/zoo", f->dir);
+    assert_int_equal(mkdir(old, 0700), 0);
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "m", w, 3, 0.5f);
+    add_as(f, "m", "digits", "loss", 0.25, 1001, false);
+    sqlite3 *db;
+    snprintf(sql, sizeof sql, "%s/zoo.db", old);
+    assert_int_equal(sqlite3_open(sql, &db), SQLITE_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE zoo(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,"
+             " task TEXT NOT NULL, model_sha TEXT NOT NULL, model_bytes INTEGER NOT NULL,"
+             " weights_sha TEXT NOT NULL, weights_bytes INTEGER NOT NULL,"
+             " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
+             " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL,"
+             " sig BLOB NOT NULL, job_id INTEGER, added_ns INTEGER NOT NULL);"
+             "ATTACH '%s/state/zoo/zoo.db' AS cur;"
+             "INSERT INTO zoo SELECT id,name,task,model_sha,model_bytes,weights_sha,"
+             "weights_bytes,metric_name,metric,higher_better,nlayers,params,hist,sig,job_id,"
+             "added_ns FROM cur.zoo;",
+             f->dir);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s", msg);
+    sqlite3_close(db);
+    loom_zoo_t *z;
+    loom_err_t err;
+    if (loom_zoo_open(old, &z, &err))
+        fail_msg("%s", err.msg);
+    loom_zoo_viewer_t bob = {.uid = 1002};
+    json_t *arr;
+    assert_int_equal(loom_zoo_list(z, NULL, &bob, 0, &arr, &err), LOOM_OK);
+    assert_int_equal(json_array_size(arr), 1);
+    json_t *e = json_array_get(arr, 0);
+    assert_true(json_is_null(json_object_get(e, "owner_uid")));
+    assert_true(json_is_null(json_object_get(e, "owner")));
+    assert_true(json_is_true(json_object_get(e, "shared")));
+    json_decref(arr);
+    loom_zoo_close(z);
+    assert_int_equal(loom_zoo_open(old, &z, &err), LOOM_OK); /* migrated once */
+    loom_zoo_close(z);
+}
+
+/* Metrics a warm start ranks by: finite, |v| <= 1e12, fractions in [0, 1],
+ * lower-better ones >= 0 (finding 3: accuracy 1e300 won every match). */
+static void test_metric_ranges(void **state)
+{
+    fixture_t *f = *state;
+    loom_err_t err;
+    assert_int_equal(loom_zoo_metric_check("accuracy", 0.9, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_metric_check("accuracy", 1e300, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "metric accuracy"));
+    assert_int_equal(loom_zoo_metric_check("accuracy", 1.5, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "[0, 1]"));
+    assert_int_equal(loom_zoo_metric_check("top1", -0.1, &err), LOOM_EINVAL);
+    assert_int_equal(loom_zoo_metric_check("loss", -1, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, ">= 0"));
+    assert_int_equal(loom_zoo_metric_check("loss", 1e12, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_metric_check("loss", 1.5e12, &err), LOOM_EINVAL);
+    assert_int_equal(loom_zoo_metric_check("bleu", INFINITY, &err), LOOM_EINVAL);
+    assert_int_equal(loom_zoo_metric_check("reward", -5, &err), LOOM_OK);
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "m", w, 3, 0.5f);
+    char mp[256], wp[256];
+    snprintf(mp, sizeof mp, "%s/m.onnx", f->dir);
+    snprintf(wp, sizeof wp, "%s/m.w", f->dir);
+    loom_zoo_entry_in_t in = {.model_path = mp,
+                              .weights_path = wp,
+                              .task = "t",
+                              .metric_name = "accuracy",
+                              .metric = 1e300};
+    int64_t id;
+    assert_int_equal(loom_zoo_add(f->z, &in, &id, &err), LOOM_EINVAL);
+    assert_int_equal(objects(f), 0);
+}
+
+/* NaN or infinite weights are refused (finding 3: NaN weights named
+ * "alice-good" became the parent of her warm start). */
+static void test_refuses_non_finite_weights(void **state)
+{
+    fixture_t *f = *state;
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "nan", w, 3, NAN);
+    make_model(f->dir, "inf", w, 3, INFINITY);
+    char mp[256], wp[256];
+    loom_err_t err;
+    int64_t id;
+    for (int i = 0; i < 2; i++) {
+        const char *n = i ? "inf" : "nan";
+        snprintf(mp, sizeof mp, "%s/%s.onnx", f->dir, n);
+        snprintf(wp, sizeof wp, "%s/%s.w", f->dir, n);
+        loom_zoo_entry_in_t in = {.model_path = mp,
+                                  .weights_path = wp,
+                                  .task = "t",
+                                  .metric_name = "accuracy",
+                                  .metric = 0.5};
+        assert_int_equal(loom_zoo_add(f->z, &in, &id, &err), LOOM_EINVAL);
+        assert_non_null(strstr(err.msg, wp));
+    }
+    assert_int_equal(objects(f), 0);
+}
+
+/* 65,536 tensors whose names share a 100-byte prefix, the last one a
+ * duplicate: found and named (the pairwise check this replaces compared
+ * ~2.1e9 pairs, 29 s; test_file.c bounds the set's comparisons). */
+static void test_many_tensor_names(void **state)
+{
+    fixture_t *f = *state;
+    enum { N = 65536 };
+    loom_zoo_weights_t w = {.meta = json_object(), .n = N};
+    w.t = calloc(N, sizeof *w.t);
+    for (size_t i = 0; i < N; i++) {
+        assert_true(asprintf(&w.t[i].name, "%0100d.%zu", 0, i < N - 1 ? i : 7) > 0);
+        w.t[i].rank = 1;
+        w.t[i].dims[0] = 1;
+        w.t[i].numel = 1;
+        w.t[i].data = calloc(1, sizeof(float));
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/many.w", f->dir);
+    loom_err_t err;
+    assert_int_equal(loom_zoo_weights_save(&w, path, &err), LOOM_OK);
+    loom_zoo_weights_t back;
+    assert_int_equal(loom_zoo_weights_load(path, &back, &err), LOOM_EINVAL);
+    if (!strstr(err.msg, "/tensors/65535/name"))
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(err.msg, "appears twice"));
+    free(w.t[N - 1].name);
+    assert_true(asprintf(&w.t[N - 1].name, "%0100d.%d", 0, N - 1) > 0);
+    assert_int_equal(loom_zoo_weights_save(&w, path, &err), LOOM_OK);
+    if (loom_zoo_weights_load(path, &back, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(back.n, N);
+    loom_zoo_weights_free(&back);
+    loom_zoo_weights_free(&w);
+}
+
+/* loomd's zoo in multi-user mode (root): a symlinked zoo or zoo.db and one
+ * owned by another user are refused; group/other write bits are removed
+ * (finding 12: a 0666 user-owned zoo.db and a symlinked zoo/ were used). */
+static void test_loomd_refuses_a_zoo_others_control(void **state)
+{
+    fixture_t *f = *state;
+    if (geteuid() != 0)
+        skip();
+    loomd_identity_config_t cfg = {.multi_user = true};
+    loomd_identity_t *ident;
+    loom_err_t err;
+    if (loomd_identity_new(&cfg, &ident, &err))
+        fail_msg("%s", err.msg);
+    char st[256], zoo[300], db[320], elsewhere[256];
+    snprintf(st, sizeof st, "%s/ls", f->dir);
+    snprintf(zoo, sizeof zoo, "%s/zoo", st);
+    snprintf(db, sizeof db, "%s/zoo.db", zoo);
+    snprintf(elsewhere, sizeof elsewhere, "%s/state/zoo", f->dir);
+    assert_int_equal(mkdir(st, 0700), 0);
+    assert_int_equal(symlink(elsewhere, zoo), 0);
+    loomd_zoo_t *z = NULL;
+    assert_int_equal(loomd_zoo_open(st, NULL, ident, &z, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    assert_int_equal(loomd_zoo_open(st, NULL, NULL, &z, &err), LOOM_OK); /* single-user */
+    loomd_zoo_close(z);
+    assert_int_equal(unlink(zoo), 0);
+    assert_int_equal(loomd_zoo_open(st, NULL, ident, &z, &err), LOOM_OK);
+    loomd_zoo_close(z);
+    struct stat sb;
+    assert_int_equal(chmod(db, 0666), 0);
+    assert_int_equal(loomd_zoo_open(st, NULL, ident, &z, &err), LOOM_OK);
+    loomd_zoo_close(z);
+    assert_int_equal(stat(db, &sb), 0);
+    assert_int_equal(sb.st_mode & 022, 0);
+    assert_int_equal(chown(db, 1001, 1001), 0);
+    assert_int_equal(loomd_zoo_open(st, NULL, ident, &z, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "belongs to uid 1001"));
+    assert_int_equal(chown(db, 0, 0), 0);
+    char real[320];
+    snprintf(real, sizeof real, "%s/real.db", zoo);
+    assert_int_equal(rename(db, real), 0);
+    assert_int_equal(symlink(real, db), 0);
+    assert_int_equal(loomd_zoo_open(st, NULL, ident, &z, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "zoo.db' is a symbolic link"));
+    loomd_identity_free(ident);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +527,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_match_and_parent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owners, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_an_old_db, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metric_ranges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_non_finite_weights, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_tensor_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loomd_refuses_a_zoo_others_control, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
