@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The plain-clone proof (issue 29): a new Debian 12 root made with
 # debootstrap, the repository cloned into it with nothing beside it (no
-# ../shared, no packages but the minimal base), then `make run` and
+# sibling folders, no packages but the minimal base), then `make run` and
 # `make test` there, as a new user would run them. Prints both results and
 # their times, and exits non-zero if either failed.
 #
@@ -14,7 +14,9 @@
 # The chroot shares the host's kernel. What that changes, and how it is
 # handled so that the result is green for the right reasons:
 # - mounts: the run happens in a private mount namespace (unshare -m), with
-#   /proc, /sys, /dev, /dev/pts, /dev/shm and /run mounted for the root, so
+#   the root bind-mounted on itself (so that "/" is a mount point inside, as
+#   on a machine: the monitor's file systems, Slurm's `mount --make-rslave /`)
+#   and /proc, /sys, /dev, /dev/pts, /dev/shm and /run mounted for it, so
 #   nothing it mounts (network namespaces under /run/netns, tmpfs) leaks to
 #   the host and everything is gone when it ends;
 # - host name lookup: the host's /etc/hosts and /etc/resolv.conf are copied
@@ -53,6 +55,7 @@ t1=$(date +%s)
 cat >"$work/inside.sh" <<'INSIDE'
 set -u
 root=$1
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"

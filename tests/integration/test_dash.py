@@ -198,10 +198,11 @@ class Dashboard(unittest.TestCase):
         self.assertIn("PENDING", self.text(row))
         self.click('[data-tab="running"]')
         self.wait(lambda b: "train-long" in self.text("#jobs"), "the running job")
+        # The elapsed time ticks: a later value within 15 s (a fixed 1.5 s
+        # wait failed on a loaded machine, the page's timer running late).
         e1 = self.text(f'#jobs tr[data-id="{long_id}"] .elapsed')
-        time.sleep(1.5)
-        e2 = self.text(f'#jobs tr[data-id="{long_id}"] .elapsed')
-        self.assertNotEqual(e1, e2, "the elapsed time ticks")
+        self.wait(lambda b: self.text(f'#jobs tr[data-id="{long_id}"] .elapsed') not in ("", e1),
+                  "the elapsed time to tick", timeout=15)
         # a job submitted now appears and completes without a reload
         short = self.submit("quick", "sleep 1; echo ok", cpus=1)
         self.wait(lambda b: f"quick" in self.text("#jobs"), "the new job on the running tab")
