@@ -42,13 +42,15 @@ dpkg-deb -f "$deb" Depends > "$tmp/depends"
 for d in libc6 libjansson4 libsqlite3-0 libcurl4 libmicrohttpd12 libyaml-0-2 python3; do
   grep -qE "(^|, )$d( |,|$)" "$tmp/depends" || fail "Depends lacks $d: $(cat "$tmp/depends")"
 done
-dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/loom/loomd.conf ||
+# grep without -q reads its whole input: with pipefail, grep -q leaving
+# early would fail the pipeline on tar's SIGPIPE, at random (seen under load).
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -x /etc/loom/loomd.conf >/dev/null ||
   fail "conffiles does not name /etc/loom/loomd.conf"
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/$ma/pkgconfig/loom.pc > "$tmp/loom.pc"
 grep -qx 'prefix=/usr' "$tmp/loom.pc" && grep -qx "libdir=/usr/lib/$ma" "$tmp/loom.pc" ||
   fail "loom.pc is not for /usr: $(cat "$tmp/loom.pc")"
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/loomd.service |
-  grep -qx 'ExecStart=/usr/sbin/loomd --config /etc/loom/loomd.conf --socket /run/loom/loomd.sock' ||
+  grep -x 'ExecStart=/usr/sbin/loomd --config /etc/loom/loomd.conf --socket /run/loom/loomd.sock' >/dev/null ||
   fail "loomd.service does not run /usr/sbin/loomd with /etc/loom/loomd.conf"
 echo "ok: the package's layout, control file, conffiles, loom.pc and loomd.service"
 
