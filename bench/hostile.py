@@ -220,7 +220,15 @@ def main():
     rows, opened, rss = lockout(a.build, a.seconds, a.hostile)
     size, qc_result, qc_s, start_s = quick_check(a.build, a.jobs)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "hostile.md"), "w") as f:
+    # The multi-user tables (issue 30) are kept by hand, from the tests that
+    # cover each finding: a new run keeps them, from "## Multi-user" on.
+    kept = ""
+    path = os.path.join(a.out, "hostile.md")
+    if os.path.exists(path):
+        old = open(path).read()
+        at = old.find("\n## Multi-user")
+        kept = old[at:] if at >= 0 else ""
+    with open(path, "w") as f:
         f.write(f"""# Hostile clients (issue 18)
 
 Measured by `python3 bench/hostile.py {a.build} --out {a.out} --seconds {a.seconds:g} \\
@@ -275,7 +283,8 @@ a foreign token, a removed lock file, job directories without their database, a 
 database, a full disk, a job's shepherd killed with -9. No crash in any of them (all run under
 ASan and UBSan in `make test`).
 """)
-    print(open(os.path.join(a.out, "hostile.md")).read())
+        f.write(kept)
+    print(open(path).read())
 
 
 if __name__ == "__main__":
