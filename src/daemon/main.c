@@ -165,6 +165,9 @@ typedef struct opts {
     loomd_quotas_t quotas;
 } opts_t;
 
+/* Long options without a letter of their own get codes past any char. */
+enum { OPT_PRINT_AUTHZ = 0x100 };
+
 static const struct option longopts[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -173,7 +176,7 @@ static const struct option longopts[] = {
     {"log-level", required_argument, NULL, 'L'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
-    {"print-authz-table", no_argument, NULL, 'Z'},
+    {"print-authz-table", no_argument, NULL, OPT_PRINT_AUTHZ},
     {"executor", required_argument, NULL, 'E'},
     {"queue-policy", required_argument, NULL, 'Q'},
     {"placement", required_argument, NULL, 'P'},
@@ -351,7 +354,7 @@ static int parse_args(int argc, char **argv, opts_t *o, int *exit_code)
             *exit_code = 0;
             return -1;
         }
-        if (c == 'Z') { /* docs/security.md's table, from authz.c */
+        if (c == OPT_PRINT_AUTHZ) { /* docs/security.md's table, from authz.c */
             loom_buf_t t = LOOM_BUF_INIT;
             *exit_code = loomd_authz_table(&t) == LOOM_OK && fputs(t.data, stdout) >= 0 ? 0 : 1;
             loom_buf_free(&t);

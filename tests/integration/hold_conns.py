@@ -14,6 +14,7 @@ import argparse
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -42,6 +43,8 @@ def hold(args, counts, lock, end):
             kind = "waited" if not err else "rpc %d" % err["code"]
         except HttpError as e:
             kind = "http %d" % e.status
+            with lock:  # the first body of each refusal, for the tests to read
+                counts.setdefault("body " + kind, e.body.decode(errors="replace")[:400])
             c.close()
             headers = None
         except (OSError, ValueError) as e:
@@ -64,8 +67,15 @@ def main():
     p.add_argument("--munge", action="store_true")
     p.add_argument("--munge-payload")
     args = p.parse_args()
-    counts, lock = collections.Counter(), threading.Lock()
+    counts, lock = collections.Counter(), threading.Lock()  # kinds -> n; "body KIND" -> text
     end = time.monotonic() + args.seconds
+    # SIGTERM ends the attack early, still printing what it saw (the tests
+    # stop it once their checks are done).
+    def stop(signum, frame):
+        with lock:
+            print(json.dumps(dict(counts)), flush=True)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, stop)
     threads = [threading.Thread(target=hold, args=(args, counts, lock, end), daemon=True)
                for _ in range(args.conns)]
     for t in threads:
