@@ -207,7 +207,8 @@ class FairShare(unittest.TestCase):
         err = json.loads(counts["body http 429"])["error"]
         self.assertEqual(err["code"], USER_LIMIT)
         self.assertIn("the most one user may hold", err["message"])
-        self.assertGreater(counts.get("waited", 0), 0, counts)
+        # (His waits within his share run their 30 s; the attack may be
+        # stopped before any ends, so "waited" is not counted here.)
         # waiting calls beyond the user's share: -32015, not a thread each
         self.assertGreater(counts.get("rpc %d" % USER_LIMIT, 0), 0, counts)
 
