@@ -137,10 +137,6 @@ int loom_buf_vappendf(loom_buf_t *b, const char *fmt, va_list ap);
 char *loom_buf_detach(loom_buf_t *b);
 /* Reads a whole file. Errors name the path. */
 int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err);
-/* Reads a file a client named: a regular file only (a FIFO, device or
- * directory is LOOM_EINVAL, found without blocking: O_NONBLOCK), of at most
- * max bytes (LOOM_ELIMIT). Errors name the path. */
-int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_t *err);
 /* Reads a data file (a trace, a table) that may be gzip-compressed: a file
  * starting with gzip's magic bytes is inflated, any other is read as it is.
  * A regular file only, at most max bytes read and at most max bytes once

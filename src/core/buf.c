@@ -143,32 +143,6 @@ int loom_buf_read_file(loom_buf_t *b, const char *path, loom_err_t *err)
     return read_fd(b, fd, path, SIZE_MAX - 1, err);
 }
 
-int loom_buf_read_regular(loom_buf_t *b, const char *path, size_t max, loom_err_t *err)
-{
-    /* O_NONBLOCK: open() of a FIFO with no writer would block for ever. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return loom_err_errno(err, errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO, errno,
-                              "cannot open '%s'", path);
-    struct stat st;
-    int rc = LOOM_OK;
-    if (fstat(fd, &st) != 0)
-        rc = loom_err_errno(err, LOOM_EIO, errno, "cannot stat '%s'", path);
-    else if (!S_ISREG(st.st_mode))
-        rc = loom_err_set(err, LOOM_EINVAL,
-                          "'%s': not a regular file (a FIFO, device, socket or directory); "
-                          "expected a file",
-                          path);
-    else if ((uint64_t)st.st_size > max)
-        rc = loom_err_set(err, LOOM_ELIMIT, "'%s': %lld bytes, more than the limit of %zu", path,
-                          (long long)st.st_size, max);
-    if (rc != LOOM_OK) {
-        close(fd);
-        return rc;
-    }
-    return read_fd(b, fd, path, max, err);
-}
-
 int loom_write_file_atomic(const char *path, const void *data, size_t len, int mode,
                            loom_err_t *err)
 {

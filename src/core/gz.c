@@ -78,7 +78,12 @@ static int inflate_all(const loom_buf_t *in, loom_buf_t *out, const char *path, 
 int loom_buf_read_data(loom_buf_t *b, const char *path, size_t max, loom_err_t *err)
 {
     loom_buf_t raw = LOOM_BUF_INIT;
-    int rc = loom_buf_read_regular(&raw, path, max, err);
+    loom_file_t f;
+    int rc = loom_file_open(&f, path, 0, max, err);
+    if (rc == LOOM_OK) {
+        rc = loom_file_read(&f, &raw, err);
+        loom_file_close(&f);
+    }
     if (rc != LOOM_OK || !is_gzip(&raw)) {
         if (rc == LOOM_OK) {
             loom_buf_free(b);
