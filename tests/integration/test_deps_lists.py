@@ -137,6 +137,21 @@ class DepsLists(unittest.TestCase):
             len(files), len(seen), ", ".join(sorted(seen))))
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
 
+    def test_openblas_wherever_torch(self):
+        """Every list that installs PyTorch installs OpenBLAS beside it
+        (issue 36): without it Debian's torch runs the reference BLAS, about
+        25x slower on a 512x512 matmul, a speed no user would have."""
+        d = os.path.join(SRC, "scripts", "deps")
+        missing = []
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".txt"):
+                continue
+            with open(os.path.join(d, name)) as f:
+                pkgs = set(w for line in f for w in line.split("#", 1)[0].split())
+            if "python3-torch" in pkgs and "libopenblas0" not in pkgs:
+                missing.append(name)
+        self.assertEqual(missing, [], "lists with python3-torch but not libopenblas0")
+
     def test_the_check_finds_a_missing_module(self):
         """The walk and the lookup can fail: an import of a module no
         package provides is reported."""
