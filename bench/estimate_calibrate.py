@@ -662,6 +662,9 @@ def parse_args():
                     "in_step_factor, malloc_tunables) and write a new one: `loom estimate calibrate`")
     ap.add_argument("--name", help="the new device's name (with --from; default: the file's stem)")
     ap.add_argument("--report", help="write the fit quality as Markdown to this file")
+    ap.add_argument("--host", metavar="JSON",
+                    help="the host being calibrated, as `loom estimate host` prints it; written "
+                    "as the device's \"host\" (loom estimate calibrate passes it)")
     ap.add_argument("--only", metavar="CLASS[,CLASS]",
                     help="measure only these operator classes again; every other figure of the "
                     "device file (--from's, else DEVICE's) is kept")
@@ -712,6 +715,10 @@ def main():
         dev["description"] = dev.get("description", "") + f"; {a.only} recalibrated {when}"
     else:
         opt_report = calibrate_fixed(a, dev, when)
+    if a.host:  # the host these figures hold on: loom estimate warns elsewhere
+        dev["host"] = json.loads(a.host)
+    elif not a.only:
+        dev.pop("host", None)  # the template's host is not this one
     tmp = a.device + ".tmp"  # whole or nothing: a failed run leaves no half-written file
     with open(tmp, "w") as f:
         json.dump(dev, f, indent=2, sort_keys=True)

@@ -125,6 +125,30 @@ void loom_est_malloc_cfg_default(loom_est_malloc_cfg_t *cfg);
 int loom_est_malloc_cfg_parse(const char *tunables, const char *where, loom_est_malloc_cfg_t *out,
                               loom_err_t *err);
 
+/* The host a CPU device file was calibrated on (its "host" object; see
+ * src/estimate/host.c): step times hold on that host and may be far off on
+ * another. */
+typedef struct loom_est_host {
+    bool set;            /* the device file records one */
+    char cpu_model[128]; /* /proc/cpuinfo's model name */
+    char isa[256];       /* vector extensions, space-separated, in a fixed order */
+    char blas[64];       /* libblas.so.3's provider: openblas-pthread, reference, ... */
+    int threads;         /* the threads the calibration ran with */
+} loom_est_host_t;
+
+/* This host: cpuinfo and blas_lib NULL read /proc/cpuinfo and Debian's
+ * libblas.so.3 (tests pass their own files). Never fails: what cannot be
+ * read is "unknown". */
+void loom_est_host_probe(const char *cpuinfo, const char *blas_lib, loom_est_host_t *out);
+/* A device file's /host (absent: out->set false). */
+int loom_est_host_from_json(const json_t *obj, const char *name, loom_est_host_t *out,
+                            loom_err_t *err);
+json_t *loom_est_host_to_json(const loom_est_host_t *h);
+/* True when the step times of a device calibrated on dev may not hold here;
+ * why says what differs (CPU model, instruction sets, BLAS). */
+bool loom_est_host_differs(const loom_est_host_t *dev, const loom_est_host_t *here, char *why,
+                           size_t len);
+
 typedef struct loom_est_device {
     char name[64];
     char description[160];
@@ -161,6 +185,7 @@ typedef struct loom_est_device {
      * with ("" = glibc's defaults) and what it sets */
     char malloc_tunables[256];
     loom_est_malloc_cfg_t malloc_cfg;
+    loom_est_host_t host; /* where it was calibrated (CPU devices) */
 } loom_est_device_t;
 
 /* name_or_path: a file path (contains '/' or ends in .json) or a name looked

@@ -32,8 +32,9 @@ static void usage(FILE *f)
             "                  loom's share/loom/devices) or a JSON file; default h200\n"
             "  --top K         operators listed (default 10)\n"
             "  --json          the whole estimate as JSON on stdout\n"
+            "A CPU device file calibrated on another host (or recording none) is warned about.\n"
             "loom estimate calibrate --out DEVICE.json: a device file for this host\n"
-            "(loom estimate calibrate --help).\n");
+            "(loom estimate calibrate --help); loom estimate host: this host as one records it.\n");
 }
 
 static void usage_calibrate(FILE *f)
@@ -116,11 +117,27 @@ static int calibrate_script(char *buf, size_t len)
     return access(buf, R_OK) == 0 ? 0 : -1;
 }
 
+/* This host as a device file's "host" object, compact JSON; NULL on ENOMEM. */
+static char *host_json(void)
+{
+    loom_est_host_t h;
+    loom_est_host_probe(NULL, NULL, &h);
+    json_t *j = loom_est_host_to_json(&h);
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(j);
+    return s;
+}
+
 static int run_calibration(const char *script, const char *out, const char *from, const char *name,
                            bool full)
 {
     const char *py = getenv("LOOM_PYTHON");
-    const char *argv[12];
+    const char *argv[14];
+    char *host = host_json();
+    if (!host) {
+        fprintf(stderr, "loom estimate calibrate: out of memory\n");
+        return LOOM_EXIT_FAILURE;
+    }
     int k = 0;
     argv[k++] = py && *py ? py : "/usr/bin/python3";
     argv[k++] = script;
@@ -133,11 +150,14 @@ static int run_calibration(const char *script, const char *out, const char *from
     }
     if (!full)
         argv[k++] = "--quick";
+    argv[k++] = "--host";
+    argv[k++] = host;
     argv[k] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "loom estimate calibrate: fork: %s\n", strerror(errno));
+        free(host);
         return LOOM_EXIT_FAILURE;
     }
     if (pid == 0) { /* one thread everywhere: the estimates model a single-threaded step */
@@ -148,6 +168,7 @@ static int run_calibration(const char *script, const char *out, const char *from
         fprintf(stderr, "loom estimate calibrate: %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    free(host);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
@@ -216,6 +237,52 @@ static int cmd_calibrate(int argc, char **argv)
     }
     printf("wrote %s (device '%s'): use loom estimate --device %s, loomd --estimate-device %s\n",
            out, dev.name, out, out);
+    return LOOM_EXIT_OK;
+}
+
+/* A CPU device's step times hold on the host it was calibrated on: say so
+ * when this is another one (issue 36: 43-49% off on another CPU). */
+static void warn_other_host(const char *device, const loom_est_device_t *dev)
+{
+    if (dev->allocator != LOOM_EST_ALLOC_MALLOC)
+        return; /* GPU devices: the data sheet's card, not this host */
+    loom_est_host_t here;
+    loom_est_host_probe(NULL, NULL, &here);
+    char why[600];
+    if (!dev->host.set)
+        snprintf(why, sizeof why, "it records no host (written before loom recorded them)");
+    else if (!loom_est_host_differs(&dev->host, &here, why, sizeof why))
+        return;
+    fprintf(stderr,
+            "loom estimate: warning: device '%s' was not calibrated on this host: %s; its step "
+            "times may be far off here (40-50%% on another CPU in one test). Calibrate this host "
+            "(up to 20 minutes): loom estimate calibrate --full --out this-host.json, then "
+            "--device this-host.json\n",
+            device, why);
+}
+
+/* loom estimate host: this host as a device file records it. */
+static int cmd_host(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: loom estimate host\n\nPrints this host as a CPU device file records it "
+               "(\"host\": CPU model, vector\ninstruction sets, BLAS library, threads); loom "
+               "estimate warns when a device's\nrecorded host differs from this one.\n");
+        return LOOM_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr,
+                "loom estimate host: unexpected argument '%s' (loom estimate host --help)\n",
+                argv[1]);
+        return LOOM_EXIT_USAGE;
+    }
+    char *s = host_json();
+    if (!s) {
+        fprintf(stderr, "loom estimate host: out of memory\n");
+        return LOOM_EXIT_FAILURE;
+    }
+    printf("%s\n", s);
+    free(s);
     return LOOM_EXIT_OK;
 }
 
@@ -320,6 +387,8 @@ int loom_cmd_estimate(int argc, char **argv)
     int c;
     if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
         return cmd_calibrate(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "host") == 0)
+        return cmd_host(argc - 1, argv + 1);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         int rc = LOOM_OK;
         switch (c) {
@@ -352,6 +421,7 @@ int loom_cmd_estimate(int argc, char **argv)
                                                                   : LOOM_EXIT_INPUT;
     }
     o.device = &dev;
+    warn_other_host(device, &dev);
     loom_est_model_t *m = NULL;
     if (loom_est_model_load(path, &m, &err)) {
         fprintf(stderr, "loom estimate: %s\n", err.msg);

@@ -15,7 +15,10 @@
  *    "op_classes": {"conv": {"fwd": FN, "bwd": FN}, ...},
  *    "optimizer": {"adam": {"tensor_s": 2e-5, "elem_s": CURVE}, ...},
  *    -- malloc devices: the glibc settings the runtime runs with (optional):
- *    "malloc_tunables": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=..."}
+ *    "malloc_tunables": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...",
+ *    -- CPU devices: the host calibrated on (src/estimate/host.c; optional):
+ *    "host": {"cpu_model": "...", "isa": "avx avx2 ...", "blas": "openblas-pthread",
+ *             "threads": 1}}
  *
  *   FN    = {"overhead_s": S, "step_s": S, "strided_s": S,
  *            "rate": {"peak": FLOP/s, "half_dim": D, "power": P},
@@ -313,6 +316,8 @@ int loom_est_device_from_json(const json_t *obj, const char *name, loom_est_devi
         out->ncurve = (int)json_array_size(curve);
     }
     if ((rc = parse_calibrated(obj, name, out, err)))
+        return rc;
+    if ((rc = loom_est_host_from_json(obj, name, &out->host, err)))
         return rc;
     out->memory_bytes = (uint64_t)mem;
     out->context_bytes = (uint64_t)ctx;

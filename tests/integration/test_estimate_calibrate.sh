@@ -55,4 +55,39 @@ grep -q "x.json not written" "$tmp/err" || fail "failed script: message $(cat "$
 [ ! -e "$tmp/x.json" ] || fail "failed script: file written"
 [ "$(rc env STANDIN=bad "$loom" estimate calibrate --out "$tmp/y.json")" = 1 ] || fail "bad file: not 1"
 grep -q "wrote a bad file" "$tmp/err" || fail "bad file: message $(cat "$tmp/err")"
+# the host (issue 36): the calibration is given this host as `loom estimate host` prints it,
+# and a CPU device calibrated elsewhere (or recording no host) is warned about, naming
+# what differs and the command that calibrates this host; the same host and a GPU device are not
+unset LOOM_PYTHON LOOM_CALIBRATE_SCRIPT
+host=$("$loom" estimate host) || fail "loom estimate host"
+echo "$host" | python3 -c 'import json, sys; h = json.load(sys.stdin); assert set(h) == {"cpu_model", "isa", "blas", "threads"}, h' ||
+  fail "loom estimate host: $host"
+grep -qF -- "--host $host" "$tmp/args" || fail "calibrate did not pass --host: $(cat "$tmp/args")"
+model="$SRC/tests/fuzz/corpus/onnx/cnn.onnx"
+mkdev() { # FILE HOST-JSON|none
+  python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d.pop("host", None)
+if sys.argv[3] != "none":
+    d["host"] = json.loads(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))' "$SRC/workloads/devices/cpu-local.json" "$1" "$2"
+}
+mkdev "$tmp/same.json" "$host"
+"$loom" estimate "$model" --batch 2 --device "$tmp/same.json" > /dev/null 2> "$tmp/err" || fail "same host: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "same host warned: $(cat "$tmp/err")"
+other=$(echo "$host" | python3 -c 'import json, sys; h = json.load(sys.stdin); h["cpu_model"] = "Intel(R) Xeon(R) Test"; h["blas"] = "reference"; print(json.dumps(h))')
+mkdev "$tmp/other.json" "$other"
+"$loom" estimate "$model" --batch 2 --device "$tmp/other.json" > /dev/null 2> "$tmp/err" || fail "other host: $(cat "$tmp/err")"
+grep -q "warning: device '$tmp/other.json' was not calibrated on this host: CPU 'Intel(R) Xeon(R) Test', this host" "$tmp/err" ||
+  fail "other host: no warning naming the CPU: $(cat "$tmp/err")"
+grep -q "BLAS reference, this host" "$tmp/err" || fail "other host: BLAS not named: $(cat "$tmp/err")"
+grep -q "loom estimate calibrate --full --out" "$tmp/err" || fail "other host: no command: $(cat "$tmp/err")"
+mkdev "$tmp/nohost.json" none
+"$loom" estimate "$model" --batch 2 --device "$tmp/nohost.json" --json > "$tmp/out" 2> "$tmp/err" || fail "no host: $(cat "$tmp/err")"
+grep -q "records no host" "$tmp/err" || fail "no host: no warning: $(cat "$tmp/err")"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/out" || fail "--json output spoiled by the warning"
+"$loom" estimate "$model" --batch 2 --device h200 > /dev/null 2> "$tmp/err" || fail "h200: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "a GPU device warned: $(cat "$tmp/err")"
+"$loom" estimate host --help | grep -q "instruction sets" || fail "loom estimate host --help"
+[ "$(rc "$loom" estimate host extra)" = 2 ] || fail "loom estimate host extra: not 2"
 echo ok
