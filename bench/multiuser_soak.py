@@ -14,9 +14,11 @@ job it acknowledged kept, and the honest users served.
 - The hostile user runs, on loop: tests/integration/hold_conns.py (140 Unix
   connections looping `job.wait`), batches of 300 `job.wait` calls whose
   connection is closed at once, batches of 50 `job.list` limit 1000, 20
-  `dash.login` calls. With --file-attacks also a FIFO and a file truncated
-  under loomd as `job.submit`'s model (issue 30, findings 1 and 5: fixed on
-  another branch; without that fix they hang or crash loomd).
+  `dash.login` calls. With --file-attacks a second hostile user names, on
+  loop, a FIFO and a 200 MiB file truncated under loomd as `job.submit`'s
+  model (issue 30, findings 1 and 5; before their fix they hung or crashed
+  loomd). A second user, because the first one's calls meet his own
+  connection limit nearly always (11,683 of 11,686 in one run).
 - Sampled every second: loomd's RSS (VmRSS) and whether it is alive.
 
 At the end: every acknowledged job must be in the store (read with the
@@ -180,7 +182,10 @@ class Soak:
     def __init__(self, args):
         self.args = args
         self.tag = "%d" % (os.getpid() % 100000)
-        self.users = ["loomsk%s%s" % (c, self.tag) for c in "abch"]
+        # a, b, c honest; h hostile; f a second hostile user for the file
+        # attacks (as h's, they would mostly meet h's own connection limit)
+        self.users = ["loomsk%s%s" % (c, self.tag)
+                      for c in ("abchf" if self.args.file_attacks else "abch")]
         self.procs = []
 
     def make_users(self):
@@ -275,8 +280,9 @@ class Soak:
                                            "seconds": seconds, "job": hjob})
         files = None
         if self.args.file_attacks:
-            files = self.as_user(h, FILES % {"itest": ITEST, "url": url, "seconds": seconds,
-                                             "work": self.work[h]})
+            f = self.users[4]  # not h: h's connections are at his limit all along
+            files = self.as_user(f, FILES % {"itest": ITEST, "url": url, "seconds": seconds,
+                                             "work": self.work[f]})
         results = []
         for p in honest:
             out, err = p.communicate(timeout=seconds + 300)
@@ -317,10 +323,17 @@ class Soak:
             for k, v in r["errors"].items():
                 errors[k] = errors.get(k, 0) + v
         rss = [s[2] for s in samples if s[1]]
+        t0 = samples[0][0] if samples else 0
+        by_minute = {}  # the largest RSS of each minute: growth or a plateau
+        for t, up, r in samples:
+            if up:
+                m = int((t - t0) // 60)
+                by_minute[m] = max(by_minute.get(m, 0), r)
         return {"minutes": self.args.minutes, "loomd_alive": alive,
                 "down_samples": sum(1 for s in samples if not s[1]),
                 "rss_kib": {"first": rss[0] if rss else None, "max": max(rss) if rss else None,
-                            "last": rss[-1] if rss else None},
+                            "last": rss[-1] if rss else None,
+                            "max_by_minute": [by_minute[m] for m in sorted(by_minute)]},
                 "acknowledged": len(acked), "kept": kept, "missing": missing,
                 "honest_latency": lat, "honest_errors": errors, "attack": attack,
                 "file_attacks": self.args.file_attacks}
