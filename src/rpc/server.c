@@ -82,6 +82,7 @@ typedef struct conn {
     int64_t accepted_ns;
     addr_key_t addr;
     unsigned served; /* requests answered */
+    bool handed;     /* a request went to the dispatcher */
     bool proven;     /* showed the token (or needs none) */
     bool killed;
     /* Fair share: the user that claimed the connection (see the top). */
@@ -240,6 +241,8 @@ static void set_phase(loom_rpc_server_t *s, conn_t *conn, phase_t p)
     pthread_mutex_lock(&s->mu);
     conn->phase = p;
     conn->since_ns = loom_time_mono_ns();
+    if (p == PHASE_BUSY)
+        conn->handed = true;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -496,7 +499,11 @@ static void *watchdog_main(void *arg)
                 continue;
             int64_t limit = c->phase == PHASE_IDLE ? idle_ns : req_ns;
             int64_t since = c->since_ns;
-            if (c->served == 0) { /* the first request: timed from accept */
+            /* the first request is timed from accept until it is handed
+             * over; its answer, like any, from the end of the call (a first
+             * call that ran past request_timeout_s was once cut off while
+             * its answer was being sent) */
+            if (c->served == 0 && !c->handed) {
                 limit = req_ns;
                 since = c->accepted_ns;
             }
