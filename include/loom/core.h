@@ -350,6 +350,10 @@ int loom_json_pointer_append(loom_buf_t *ptr, const char *token);
  * datadir compiled in. LOOM_ENOTFOUND names what was tried; out then holds
  * the compiled-in location, so that a later "cannot open" names it too. */
 int loom_data_path(const char *sub, char *out, size_t outlen, loom_err_t *err);
+/* The default state directory of a personal loomd (database, token,
+ * socket), which the CLI, loomd and the zoo agree on: $LOOM_STATE_DIR if set
+ * and non-empty, else $HOME/.local/state/loom. */
+int loom_default_state_dir(char *out, size_t outlen, loom_err_t *err);
 /* A trace argument as loom's commands take it (--nodes, --pods, --trace):
  * a path to an existing file is kept as it is; a name finds a trace loom
  * ships in traces/alibaba-gpu-2023 (README.md there): "openb" (the GPU

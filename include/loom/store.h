@@ -381,10 +381,6 @@ json_t *loom_job_to_json(const loom_job_t *job, bool with_script);
 /* A job event as {"time", "from", "to", "reason"}. */
 json_t *loom_job_event_to_json(const loom_job_event_t *event);
 
-/* The default state directory (database, token, socket): $LOOM_STATE_DIR
- * if set and non-empty, else $HOME/.local/state/loom. */
-int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err);
-
 /* Counters for monitoring. */
 /* Usage (accounting, docs/security.md#accounting): what the jobs that ran
  * in [since_ns, now_ns) held, per user and account, from the jobs table, so

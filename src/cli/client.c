@@ -8,7 +8,6 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "loom/auth.h"
-#include "loom/store.h"
 
 /* The system loomd's socket (the systemd unit's --socket); a user without a
  * loomd of their own talks to it. $LOOM_SYSTEM_SOCKET overrides. */
@@ -22,7 +21,7 @@ int loom_cli_url(const char *cmd, char *url, size_t len)
     char state_dir[4096] = "";
     if (loom_cli.url && *loom_cli.url) {
         snprintf(url, len, "%s", loom_cli.url);
-    } else if (loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK) {
+    } else if (loom_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK) {
         snprintf(url, len, "unix:%s/loomd.sock", state_dir);
         const char *sys = getenv("LOOM_SYSTEM_SOCKET");
         sys = sys && *sys ? sys : LOOM_SYSTEM_SOCKET;
@@ -41,7 +40,7 @@ int loom_cli_connect(const char *cmd, loom_cli_conn_t *conn)
     memset(conn, 0, sizeof *conn);
     loom_err_t err;
     char state_dir[4096] = "";
-    bool have_state = loom_store_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK;
+    bool have_state = loom_default_state_dir(state_dir, sizeof state_dir, &err) == LOOM_OK;
     int rc = loom_cli_url(cmd, conn->url, sizeof conn->url);
     if (rc != LOOM_EXIT_OK)
         return rc;

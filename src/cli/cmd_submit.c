@@ -18,7 +18,6 @@
 #include "cli/client.h"
 #include "loom/estimate.h"
 #include "loom/jobspec.h"
-#include "loom/store.h"
 
 static void usage(FILE *f)
 {

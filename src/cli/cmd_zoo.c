@@ -12,7 +12,6 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
-#include "loom/store.h"
 #include "loom/zoo.h"
 
 static void usage(FILE *f)
@@ -109,7 +108,7 @@ static int open_repo(const zargs_t *a, loom_zoo_t **z)
     loom_err_t err;
     if (a->state_dir)
         snprintf(dir, sizeof dir, "%s", a->state_dir);
-    else if (loom_store_default_state_dir(dir, sizeof dir, &err)) {
+    else if (loom_default_state_dir(dir, sizeof dir, &err)) {
         fprintf(stderr, "loom zoo: %s\n", err.msg);
         return LOOM_EXIT_FAILURE;
     }

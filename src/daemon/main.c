@@ -415,7 +415,7 @@ static int open_state_dir(daemon_t *d)
     loom_err_t err;
     if (d->o.state_dir)
         snprintf(d->state_dir, sizeof d->state_dir, "%s", d->o.state_dir);
-    else if (loom_store_default_state_dir(d->state_dir, sizeof d->state_dir, &err)) {
+    else if (loom_default_state_dir(d->state_dir, sizeof d->state_dir, &err)) {
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }

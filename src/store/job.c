@@ -365,21 +365,3 @@ void loom_store_events_free(loom_job_event_t *events, size_t n)
     free(events);
 }
 
-int loom_store_default_state_dir(char *out, size_t outlen, loom_err_t *err)
-{
-    const char *dir = getenv("LOOM_STATE_DIR");
-    int n;
-    if (dir && *dir)
-        n = snprintf(out, outlen, "%s", dir);
-    else {
-        const char *home = getenv("HOME");
-        if (!home || !*home)
-            return loom_err_set(err, LOOM_EINVAL,
-                                "cannot find the state directory: neither LOOM_STATE_DIR nor HOME "
-                                "is set");
-        n = snprintf(out, outlen, "%s/.local/state/loom", home);
-    }
-    if (n < 0 || (size_t)n >= outlen)
-        return loom_err_set(err, LOOM_EINVAL, "state directory path too long");
-    return LOOM_OK;
-}
