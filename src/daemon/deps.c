@@ -107,13 +107,13 @@ int loomd_parse_begin(const char *text, int64_t submit_ns, int64_t *out_ns, loom
 
 /* ------------------------------------------------- job options -> runtime */
 
-static void deps_add(loomd_runner_t *r, int64_t id, const char *text, const char *name, int64_t uid)
+static int deps_add(loomd_runner_t *r, int64_t id, const char *text, const char *name, int64_t uid)
 {
     if (r->ndeps == r->cap_deps) {
         size_t nc = r->cap_deps ? r->cap_deps * 2 : 16;
         loomd_dep_t *nd = realloc(r->deps, nc * sizeof *nd);
         if (!nd)
-            return;
+            return LOOM_ENOMEM;
         r->deps = nd;
         r->cap_deps = nc;
     }
@@ -125,17 +125,18 @@ static void deps_add(loomd_runner_t *r, int64_t id, const char *text, const char
     if (!d->text || !d->name) {
         free(d->text);
         free(d->name);
-        return;
+        return LOOM_ENOMEM;
     }
     r->ndeps++;
     r->deps_dirty = true;
+    return LOOM_OK;
 }
 
-void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj)
+int loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj)
 {
     json_t *o = j->options_json ? json_loads(j->options_json, 0, NULL) : NULL;
     if (!o)
-        return;
+        return j->options_json ? LOOM_ENOMEM : LOOM_OK; /* stored options always parse */
     rj->hold = json_is_true(json_object_get(o, "hold"));
     const char *begin = json_string_value(json_object_get(o, "begin"));
     int64_t at;
@@ -150,11 +151,13 @@ void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_
         rj->group_max = a.max_running > INT32_MAX ? INT32_MAX : (int)a.max_running;
     }
     const char *dep = json_string_value(json_object_get(o, "dependency"));
+    int rc = LOOM_OK;
     if (dep && *dep) {
         rj->dep_wait = true;
-        deps_add(r, j->id, dep, j->name, j->uid);
+        rc = deps_add(r, j->id, dep, j->name, j->uid);
     }
     json_decref(o);
+    return rc;
 }
 
 /* --------------------------------------------------------- judging them */

@@ -231,20 +231,25 @@ static bool accounts_grow(loomd_accounts_t *a)
     return true;
 }
 
-uint32_t loomd_account_id(loomd_accounts_t *a, const char *name)
+int loomd_account_id(loomd_accounts_t *a, const char *name, uint32_t *out)
 {
+    *out = 0;
     if (!a || !name || !*name)
-        return 0;
+        return LOOM_OK;
     size_t i = probe(a->slot, a->cap, name);
-    if (a->slot[i])
-        return a->id[i];
-    if (a->n >= UINT32_MAX - 1 || ((a->n + 1) * 2 > a->cap && !accounts_grow(a)))
-        return 0;
+    if (a->slot[i]) {
+        *out = a->id[i];
+        return LOOM_OK;
+    }
+    if (a->n >= UINT32_MAX - 1)
+        return LOOM_ELIMIT;
+    if ((a->n + 1) * 2 > a->cap && !accounts_grow(a))
+        return LOOM_ENOMEM;
     i = probe(a->slot, a->cap, name);
     if (!(a->slot[i] = strdup(name)))
-        return 0;
-    a->id[i] = (uint32_t)++a->n;
-    return a->id[i];
+        return LOOM_ENOMEM;
+    *out = a->id[i] = (uint32_t)++a->n;
+    return LOOM_OK;
 }
 
 void loomd_accounts_free(loomd_accounts_t *a)
@@ -291,10 +296,8 @@ int loomd_quota_apply(const loomd_quotas_t *qs, loomd_accounts_t *accounts, loom
         if (!is_running(q) || q->kind == '*')
             continue;
         if (q->kind == 'a') {
-            if (!(who = loomd_account_id(accounts, q->name))) {
-                rc = LOOM_ENOMEM;
+            if ((rc = loomd_account_id(accounts, q->name, &who)) != LOOM_OK)
                 break;
-            }
         } else if (!user_uid(q->name, &who)) {
             loom_log_warn("quota.unknown_user", "quota=\"%s\" note=\"no such user: not applied\"",
                           q->text);

@@ -49,8 +49,10 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
 typedef struct loomd_accounts loomd_accounts_t;
 int loomd_accounts_new(loomd_accounts_t **out, loom_err_t *err);
 /* The number of an account name, given it on first sight (1, 2, ...);
- * 0 for NULL or "" (no account), and when out of memory. */
-uint32_t loomd_account_id(loomd_accounts_t *a, const char *name);
+ * 0 for NULL or "" (no account) or a NULL table. LOOM_ENOMEM (or LOOM_ELIMIT past 2^32-2
+ * names) leaves *out 0 and the table as it was: the caller must not use a
+ * job without its account, which no account quota would hold. */
+int loomd_account_id(loomd_accounts_t *a, const char *name, uint32_t *out);
 void loomd_accounts_free(loomd_accounts_t *a);
 
 /* Running quotas into the runtime: every quota that applies holds (the

@@ -115,7 +115,8 @@ bool loomd__reconfig_of(const loom_job_t *j, loom_rubick_spec_t *s);
 
 /* Holds, begin times, dependencies (deps.c): a stored job's options onto
  * its runtime record (and the waiting list); the step's judging pass. */
-void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj);
+/* LOOM_ENOMEM: the job is not ready to hand over (try again later). */
+int loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj);
 void loomd__deps_pass(loomd_runner_t *r, double now);
 void loomd__deps_free(loomd_runner_t *r);
 

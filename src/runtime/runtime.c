@@ -162,12 +162,6 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
         free(rt);
         return rc;
     }
-    if ((rc = loom_sched_cluster_copy(&rt->empty, c, err)) != LOOM_OK) {
-        loom_sched_cluster_free(&rt->cluster);
-        free(rt);
-        return rc;
-    }
-    loom_sched_cluster_reset(&rt->empty);
     rt->down = calloc(c->nnodes + 1, sizeof *rt->down);
     if (!rt->down) {
         rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -215,7 +209,6 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
-    loom_sched_cluster_free(&rt->empty);
     free(rt);
 }
 
@@ -250,14 +243,6 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
 /* ------------------------------------------------------------ the jobs */
 
 static void running_track(loom_runtime_t *rt, rjob_t *j, int delta);
-
-static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
-{
-    for (size_t i = 0; i < rt->empty.nnodes; i++)
-        if (loom_sched_fits(&rt->empty.nodes[i], q))
-            return true;
-    return false;
-}
 
 static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err)
 {
@@ -296,12 +281,12 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
     rjob_t *j = job_new(rt, job, err);
     if (!j)
         return err ? err->code : LOOM_EINVAL;
-    loom_err_t verr = {0};
-    if (loom_sched_req_validate(&job->req, &verr) != LOOM_OK)
-        j->reject = strdup(verr.msg);
-    else if (!fits_empty(rt, &job->req))
-        j->reject = strdup("no node of this cluster can ever hold it");
-    if (shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
+    /* the same test as job.submit's refusal (loomd's methods) */
+    loom_err_t why = {0};
+    bool never = loom_sched_feasible(&rt->cluster, &job->req, NULL, &why) != LOOM_OK;
+    /* without its reason it would wait for ever: refused whole instead */
+    if ((never && !(j->reject = strdup(why.msg))) ||
+        shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
         map_del(rt, job->id);
         job_free(j);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");

@@ -94,7 +94,7 @@ typedef struct rt_end {
 } rt_end_t;
 
 struct loom_runtime {
-    loom_sched_cluster_t cluster, empty;
+    loom_sched_cluster_t cluster;
     loom_sched_placer_t *placer;
     loom_sched_queue_cfg_t queue;
     char queue_name[96], place_name[32];
