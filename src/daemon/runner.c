@@ -240,6 +240,7 @@ static int job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *ou
                              /* fair share and quotas: by owner (docs/security.md) */
                              .user = j->uid >= 0 ? (uint32_t)j->uid : 0,
                              .account = account,
+                             .name_key = loom_runtime_name_key(j->name), /* singleton */
                              .recorded = reason_known(j->reason)};
     /* a warm-started job is expected to finish sooner: sjf orders by its
      * time limit over the label zoo.speedup (docs/zoo.md) */
@@ -624,6 +625,15 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason, NULL,
                          NULL);
         return LOOM_OK;
+    case LOOM_RUNTIME_CANCEL: { /* refused (the store failed): judged again later */
+        loom_err_t err;
+        int rc = loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_CANCELLED,
+                                  act->reason, NULL, &err);
+        if (rc != LOOM_OK)
+            loom_log_error("runner.dependency_end_failed", "job=%lld error=\"%s\"",
+                           (long long)act->id, err.msg);
+        return rc;
+    }
     case LOOM_RUNTIME_RECONFIGURE: return loomd__reconf_apply(r, act);
     default: return loomd__gandiva_apply(r, act);
     }
@@ -763,7 +773,6 @@ static void step(loomd_runner_t *r)
     resync_pending(r);
     if (r->pack_check)
         loomd__gandiva_introspect(r);
-    loomd__deps_pass(r, rt_now());
     loomd__account(r);
     loom_runtime_step(r->rt, rt_now(), apply, r);
     store_reasons(r);
@@ -1042,8 +1051,10 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
         rc = loom_runtime_new(&c, &rcfg, &r->rt, err);
     loom_sched_workload_free(&w);
     loom_sched_cluster_free(&c);
-    if (rc == LOOM_OK)
+    if (rc == LOOM_OK) {
+        loom_runtime_set_outcomes(r->rt, loomd__dep_outcome, r); /* dependencies: the store */
         rc = loomd_quota_apply(cfg->quotas, r->accounts, r->rt, err);
+    }
     for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < model(r)->nnodes; k++)
         loom_runtime_set_down(
             r->rt, k, !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available")));
@@ -1135,7 +1146,7 @@ void loomd_runner_stop(loomd_runner_t *r)
     loom_exec_slurm_free(r->slurm);
     loom_runtime_free(r->rt);
     loomd_accounts_free(r->accounts);
-    loomd__deps_free(r);
+    free(r->dep_text);
     free(r->active);
     free(r);
 }

@@ -122,6 +122,7 @@ static void map_del(loom_runtime_t *rt, uint64_t id)
 static void job_free(rjob_t *j)
 {
     if (j) {
+        free(j->dep);
         free(j->rb);
         free(j->reject);
         free(j);
@@ -203,6 +204,7 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->shares);
     free(rt->groups);
     rt__quota_free(rt);
+    rt__deps_free(rt);
     free(rt->changes);
     free(rt->resv);
     free(rt->ends);
@@ -256,8 +258,10 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
         return NULL;
     }
     rjob_t *j = calloc(1, sizeof *j);
-    if (j)
+    if (j) {
         j->job = *job;
+        j->job.dependency = NULL; /* the caller's pointer is not kept (rt__deps_add copies) */
+    }
     if (!j || rt__quota_attach(rt, j) != LOOM_OK || map_put(rt, j) != LOOM_OK) {
         free(j);
         loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -286,7 +290,8 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
     bool never = loom_sched_feasible(&rt->cluster, &job->req, NULL, &why) != LOOM_OK;
     /* without its reason it would wait for ever: refused whole instead */
     if ((never && !(j->reject = strdup(why.msg))) ||
-        shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
+        shape_intern(rt, &job->req, &j->shape) != LOOM_OK ||
+        rt__deps_add(rt, j, job->dependency) != LOOM_OK) {
         map_del(rt, job->id);
         job_free(j);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -358,6 +363,8 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     if (!j)
         return LOOM_ENOTFOUND;
     map_del(rt, id);
+    rt->deps.events++; /* its dependents may be judged now */
+    rt__deps_forget(rt, j);
     if (j->state == LOOM_RUNTIME_PENDING) {
         j->dead = true; /* the queue arrays drop it at the next step */
         rt->ndead += !j->fresh;
@@ -443,6 +450,8 @@ int loom_runtime_set_dep_wait(loom_runtime_t *rt, uint64_t id, bool waiting)
 {
     int rc;
     rjob_t *j = pending_job(rt, id, &rc);
+    if (j && !waiting)
+        rt__deps_forget(rt, j); /* met, as its caller says */
     if (j)
         j->job.dep_wait = waiting;
     return rc;
@@ -520,6 +529,8 @@ int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
     int rc = rt->apply ? rt->apply(rt->ctx, &a) : LOOM_OK;
     if (rc == LOOM_OK)
         rt->applied++;
+    if (rc == LOOM_OK && kind == LOOM_RUNTIME_START)
+        rt->deps.events++; /* "after" is met once a job has begun */
     return rc;
 }
 
@@ -537,6 +548,7 @@ static void reject(loom_runtime_t *rt, rjob_t *j)
     char why[LOOM_ERR_MSG_MAX + 32];
     snprintf(why, sizeof why, "unschedulable: %s", j->reject);
     rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+    rt__deps_forget(rt, j);
     map_del(rt, j->job.id);
     job_free(j);
 }
@@ -986,6 +998,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     if (!rt->tiresias)
         rt__resume_pass(rt);
     reconf_pass(rt);
+    rt__deps_pass(rt);
     if (order_queue(rt) == LOOM_OK) {
         if (rt->tiresias)
             rt__tiresias_pass(rt); /* resumes, preemptions and starts in Tiresias' order */

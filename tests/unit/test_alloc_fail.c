@@ -377,22 +377,51 @@ static void runtime_quota_under_failures(void **state)
     assert_true(runs > 3);
 }
 
-/* A job that waits for job 1 (afterok): loomd's runner reads its options
- * onto its runtime record and the list of waiting jobs. Either both, or
- * LOOM_ENOMEM and it is handed over at a later step: a job the runtime
- * holds for a dependency that nobody will ever judge waits for ever. */
+/* Job 1 has ended well, as the caller's record says. */
+static loom_runtime_dep_job_t outcome(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    return id == 1 ? LOOM_RUNTIME_DEP_OK : LOOM_RUNTIME_DEP_UNKNOWN;
+}
+
+/* Job 2 waits for job 1 (afterok), its options read by loomd's glue and
+ * handed to the runtime, which judges it. Either it is handed over, or
+ * LOOM_ENOMEM and the runtime has not heard of it; handed over, it starts
+ * once job 1 has ended well, however the steps' allocations failed (a job
+ * held for a dependency that nobody judges would wait for ever). */
 static void runtime_deps_once(void *p)
 {
     (void)p;
+    loom_runtime_t *rt = runtime_new();
+    if (!rt)
+        return;
+    loom_runtime_set_outcomes(rt, outcome, NULL);
     loomd_runner_t r = {0};
+    loom_runtime_job_t first = rjob(1, 1), second = rjob(2, 1);
     loom_job_t job = {.id = 2, .name = "b", .options_json = "{\"dependency\":\"afterok:1\"}"};
-    loom_runtime_job_t rj = rjob(2, 1);
-    int rc = loomd__job_blocks(&r, &job, &rj);
+    bool has_first = submit_or_nomem(rt, &first), has_second = false;
+    int rc = loomd__job_blocks(&r, &job, &second);
     if (rc == LOOM_OK)
-        assert_int_equal(r.ndeps, 1);
+        has_second = submit_or_nomem(rt, &second);
     else
         assert_int_equal(rc, LOOM_ENOMEM);
-    loomd__deps_free(&r);
+    seen_t s = {0};
+    loom_runtime_step(rt, 10, record, &s);
+    wrap_on = false;
+    json_set_alloc_funcs(__real_malloc, free);
+    loom_runtime_step(rt, 11, record, &s);
+    if (has_first) { /* job 1 ends */
+        assert_true(in(s.started, s.nstarted, 1));
+        assert_false(in(s.started, s.nstarted, 2));
+        assert_int_equal(loom_runtime_remove(rt, 1, 12), LOOM_OK);
+    }
+    loom_runtime_step(rt, 13, record, &s);
+    assert_true(in(s.started, s.nstarted, 2) == has_second);
+    assert_int_equal(loom_runtime_dep_waiting(rt), 0);
+    check_rt(rt);
+    free(r.dep_text);
+    loom_runtime_free(rt);
+    json_set_alloc_funcs(failing_malloc, free);
 }
 
 static void runtime_deps_under_failures(void **state)
