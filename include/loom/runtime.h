@@ -306,6 +306,32 @@ typedef struct loom_runtime_limits {
 } loom_runtime_limits_t;
 int loom_runtime_set_quota(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who,
                            const loom_runtime_limits_t *limits);
+/* Quota rules as loomd's --quota and `loom sim --quota` give them:
+ * "user:NAME=LIMITS", "account:NAME=LIMITS" or "*=LIMITS" (every user),
+ * LIMITS "pending=N,time=D,gpus=G,running=N" (any of them; G in GPUs with
+ * up to three decimals). pending and time are submission quotas (loomd's
+ * job.submit checks them); gpus and running are running quotas, which
+ * loom_runtime_quota_apply hands to the runtime. */
+typedef struct loom_runtime_quota_rule {
+    char kind;         /* 'u' user, 'a' account, '*' every user */
+    char name[64];     /* user or account name */
+    int64_t pending;   /* -1: no limit */
+    int64_t time_s;    /* longest time limit, seconds; -1: no limit */
+    int64_t gpu_milli; /* running milli-GPU; -1: no limit */
+    int64_t running;   /* running jobs; -1: no limit */
+    char text[160];    /* as given */
+} loom_runtime_quota_rule_t;
+int loom_runtime_quota_parse(const char *spec, loom_runtime_quota_rule_t *out, loom_err_t *err);
+/* A rule's user or account name to its number (*who): LOOM_OK;
+ * LOOM_ENOTFOUND skips the rule (no such user); anything else stops. */
+typedef int (*loom_runtime_quota_resolve_fn)(void *ctx, loom_runtime_quota_kind_t kind,
+                                             const char *name, uint32_t *who);
+/* Every running quota that applies holds, the least of them: the rules
+ * for "*" make every user's default; each user's or account's own limits
+ * are the least of its rules (a user's with the default's). */
+int loom_runtime_quota_apply(loom_runtime_t *rt, const loom_runtime_quota_rule_t *rules, size_t n,
+                             loom_runtime_quota_resolve_fn resolve, void *ctx, loom_err_t *err);
+
 /* What who runs now (user or account), against the limits that apply. */
 typedef struct loom_runtime_usage {
     int64_t gpu_milli, jobs;

@@ -13,15 +13,7 @@
 
 #define LOOMD_QUOTA_MAX 64
 
-typedef struct loomd_quota {
-    char kind;         /* 'u' user, 'a' account, '*' every user */
-    char name[64];     /* user or account name */
-    int64_t pending;   /* -1: no limit */
-    int64_t time_s;    /* longest time limit, seconds; -1: no limit */
-    int64_t gpu_milli; /* running milli-GPU; -1: no limit */
-    int64_t running;   /* running jobs; -1: no limit */
-    char text[160];    /* as given */
-} loomd_quota_t;
+typedef loom_runtime_quota_rule_t loomd_quota_t;
 
 typedef struct loomd_quotas {
     loomd_quota_t q[LOOMD_QUOTA_MAX];
