@@ -38,9 +38,11 @@ foreach(src ${unit_tests})
     set_tests_properties(unit.${short} PROPERTIES RESOURCE_LOCK slurm) # one Slurm at a time
   endif()
   if(short STREQUAL "alloc_fail")
-    # loom's own malloc/calloc/realloc calls (in the static library's objects) go through the
-    # test's __wrap_ functions, which can fail the Nth one (tests/unit/test_alloc_fail.c)
-    target_link_options(${name} PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
+    # loom's own malloc/calloc/realloc/strdup/strndup calls (in the static library's objects) go
+    # through the test's __wrap_ functions, which can fail the Nth one
+    # (tests/unit/test_alloc_fail.c)
+    target_link_options(${name} PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+                        -Wl,--wrap=strdup -Wl,--wrap=strndup)
   endif()
 endforeach()
 

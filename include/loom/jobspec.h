@@ -150,6 +150,11 @@ int loom_jobspec_parse_slurm_mem(const char *text, uint64_t *bytes, loom_err_t *
  * integer. */
 int loom_jobspec_parse_quantity(const char *text, bool milli, uint64_t *out, loom_err_t *err);
 
+/* sbatch's --begin: now[+N[seconds|minutes|hours|days|weeks]],
+ * YYYY-MM-DD[THH:MM[:SS]] or HH:MM[:SS] (local time; a time of day alone is
+ * the next such moment after submit_ns). Out: wall-clock nanoseconds. */
+int loom_jobspec_parse_begin(const char *text, int64_t submit_ns, int64_t *out_ns, loom_err_t *err);
+
 /* sbatch's --array: "0-99", "0-15:4", "1,3,5-7", each with an optional
  * "%N" cap on tasks running at once. */
 typedef struct loom_jobspec_array {

@@ -145,6 +145,13 @@ typedef struct loom_runtime_job {
     /* What may change (copied; check_asked done). Under the rubick policy a
      * spec that names a model makes the job Rubick's; NULL: a black box. */
     const loom_rubick_spec_t *reconfig;
+    /* sbatch's --dependency (copied; NULL or "": none). The job waits with
+     * reason Dependency (dep_wait) until the runtime judges it met at a
+     * step, from the jobs it holds and, for those it does not, the
+     * caller's outcome function (loom_runtime_set_outcomes); one that can
+     * never be met leaves with LOOM_RUNTIME_CANCEL. */
+    const char *dependency;
+    uint64_t name_key; /* singleton: loom_runtime_name_key of its name */
 } loom_runtime_job_t;
 
 typedef enum loom_runtime_action_kind {
@@ -153,6 +160,9 @@ typedef enum loom_runtime_action_kind {
     LOOM_RUNTIME_RESUME,      /* continue it on the very alloc it had */
     LOOM_RUNTIME_RECONFIGURE, /* change a running job from old_alloc to alloc */
     LOOM_RUNTIME_REJECT,      /* a pending job no node can ever hold: drop it */
+    LOOM_RUNTIME_CANCEL,      /* a pending job whose dependencies can never be met: end it
+                                 (reason DependencyNeverSatisfied); refused, it is judged
+                                 again at a later step */
     LOOM_RUNTIME_NOTE         /* a decision that changes nothing (packing kept): record it */
 } loom_runtime_action_kind_t;
 
@@ -233,6 +243,20 @@ int loom_runtime_dep_eval(const char *text, loom_runtime_dep_job_t (*job)(void *
                           bool (*singleton)(void *ctx), void *ctx, loom_runtime_dep_t *out,
                           loom_err_t *err);
 
+/* What became of a job the runtime does not hold (ended, or not handed
+ * to it): LOOM_RUNTIME_DEP_OK or _NOTOK once ended, _PENDING or _RUNNING
+ * if the caller has it so, _UNKNOWN for no such job. The runtime answers
+ * for the jobs it holds itself. Without one, a job it does not hold is
+ * unknown (a dependency on it is never met). */
+typedef loom_runtime_dep_job_t (*loom_runtime_outcome_fn)(void *ctx, uint64_t id);
+void loom_runtime_set_outcomes(loom_runtime_t *rt, loom_runtime_outcome_fn fn, void *ctx);
+/* singleton's key of a job name (FNV-1a, 64 bits; NULL is ""): jobs of the
+ * same user and key have the same name. */
+uint64_t loom_runtime_name_key(const char *name);
+/* Jobs waiting for their dependencies to be judged (those with a dependency
+ * text not met yet). */
+size_t loom_runtime_dep_waiting(const loom_runtime_t *rt);
+
 /* Down nodes take no placement (their free resources are hidden from the
  * placement policy); their jobs stay until the caller removes them. */
 void loom_runtime_set_down(loom_runtime_t *rt, size_t node, bool down);
@@ -282,6 +306,32 @@ typedef struct loom_runtime_limits {
 } loom_runtime_limits_t;
 int loom_runtime_set_quota(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who,
                            const loom_runtime_limits_t *limits);
+/* Quota rules as loomd's --quota and `loom sim --quota` give them:
+ * "user:NAME=LIMITS", "account:NAME=LIMITS" or "*=LIMITS" (every user),
+ * LIMITS "pending=N,time=D,gpus=G,running=N" (any of them; G in GPUs with
+ * up to three decimals). pending and time are submission quotas (loomd's
+ * job.submit checks them); gpus and running are running quotas, which
+ * loom_runtime_quota_apply hands to the runtime. */
+typedef struct loom_runtime_quota_rule {
+    char kind;         /* 'u' user, 'a' account, '*' every user */
+    char name[64];     /* user or account name */
+    int64_t pending;   /* -1: no limit */
+    int64_t time_s;    /* longest time limit, seconds; -1: no limit */
+    int64_t gpu_milli; /* running milli-GPU; -1: no limit */
+    int64_t running;   /* running jobs; -1: no limit */
+    char text[160];    /* as given */
+} loom_runtime_quota_rule_t;
+int loom_runtime_quota_parse(const char *spec, loom_runtime_quota_rule_t *out, loom_err_t *err);
+/* A rule's user or account name to its number (*who): LOOM_OK;
+ * LOOM_ENOTFOUND skips the rule (no such user); anything else stops. */
+typedef int (*loom_runtime_quota_resolve_fn)(void *ctx, loom_runtime_quota_kind_t kind,
+                                             const char *name, uint32_t *who);
+/* Every running quota that applies holds, the least of them: the rules
+ * for "*" make every user's default; each user's or account's own limits
+ * are the least of its rules (a user's with the default's). */
+int loom_runtime_quota_apply(loom_runtime_t *rt, const loom_runtime_quota_rule_t *rules, size_t n,
+                             loom_runtime_quota_resolve_fn resolve, void *ctx, loom_err_t *err);
+
 /* What who runs now (user or account), against the limits that apply. */
 typedef struct loom_runtime_usage {
     int64_t gpu_milli, jobs;

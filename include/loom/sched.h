@@ -128,6 +128,36 @@ static inline int64_t loom_sched_req_gpu_total(const loom_sched_req_t *r)
 bool loom_sched_gpu_fits(const loom_sched_node_t *n, int g, const loom_sched_req_t *r);
 /* Does r fit on node n (CPU, memory, GPU type, enough GPUs)? */
 bool loom_sched_fits(const loom_sched_node_t *n, const loom_sched_req_t *r);
+/* What no node of a cluster could ever give a request (loom_sched_feasible). */
+typedef enum loom_sched_lack {
+    LOOM_SCHED_LACK_NONE = 0,
+    LOOM_SCHED_LACK_NODES,      /* the cluster has no node */
+    LOOM_SCHED_LACK_GPU_TYPE,   /* no node has GPUs of a type it allows */
+    LOOM_SCHED_LACK_GPUS,       /* GPUs */
+    LOOM_SCHED_LACK_CPUS,       /* milli-CPU */
+    LOOM_SCHED_LACK_MEMORY,     /* MiB */
+    LOOM_SCHED_LACK_GPU_MEMORY, /* MiB per GPU */
+    LOOM_SCHED_LACK_TOGETHER    /* each fits some node, not all of them one */
+} loom_sched_lack_t;
+typedef struct loom_sched_infeasible {
+    loom_sched_lack_t lack;
+    int64_t requested, largest; /* in lack's unit (above) */
+    int node;                   /* the node with the largest; -1: none */
+    char node_name[LOOM_SCHED_NAME_MAX];
+} loom_sched_infeasible_t;
+/* Whether some node of c could ever hold r: loom_sched_fits on the node
+ * with everything free (allocations and down nodes do not matter: they
+ * end, or come back). The one feasibility test of loom: job.submit's
+ * refusal and the runtime's rejection (LOOM_RUNTIME_REJECT) both ask it.
+ * LOOM_OK; LOOM_EINVAL for a malformed request (loom_sched_req_validate);
+ * LOOM_ELIMIT when no node could, err naming the resource, the request and
+ * the largest node's capacity, and *why (may be NULL) the same as fields. */
+int loom_sched_feasible(const loom_sched_cluster_t *c, const loom_sched_req_t *r,
+                        loom_sched_infeasible_t *why, loom_err_t *err);
+/* The resource's name in loom_sched_feasible's messages ("gpus", "cpus",
+ * "memory", "gpu_memory", "gpu_type"; "resources" for the others). */
+const char *loom_sched_lack_name(loom_sched_lack_t lack);
+
 /* Free milli-GPU on a node, and its number of fully free GPUs. */
 int64_t loom_sched_node_gpu_free(const loom_sched_node_t *n);
 int loom_sched_node_gpus_idle(const loom_sched_node_t *n);

@@ -26,6 +26,7 @@
 
 #include "loom/core.h"
 #include "loom/rubick.h"
+#include "loom/runtime.h"
 #include "loom/sched.h"
 
 #ifdef __cplusplus
@@ -40,6 +41,18 @@ typedef struct loom_sim_task {
     int priority;
     double estimate_s;
     double time_limit_s;
+    /* What decides when it may start besides resources (JSONL traces,
+     * docs/scheduling.md): sbatch's --dependency, where job N is the trace's
+     * Nth task ("": none); singleton's name (its "name", else its "id");
+     * held from arrival until release_s (0: for ever); not before begin_s
+     * (0: at once); its owner and account for the runtime's quotas and
+     * fair share (0: the simulator's own assignment, or none). Times are
+     * trace seconds, like create_s. */
+    char dependency[256];
+    uint64_t name_key;
+    bool hold;
+    double release_s, begin_s;
+    uint32_t user, account;
 } loom_sim_task_t;
 
 typedef struct loom_sim_trace {
@@ -110,6 +123,12 @@ typedef struct loom_sim_opts {
      * belongs to account 1 + (k - 1) % accounts; 0: every job's account
      * is 0. */
     uint32_t accounts;
+    /* dynamic: running quotas (loom_runtime_quota_rule_t, as `loom sim
+     * --quota`): users and accounts named by number ("user:3=running=1",
+     * "account:2=gpus=4"), the numbers of the trace's "user"/"account" or
+     * of --users/--accounts. */
+    const loom_runtime_quota_rule_t *quotas;
+    size_t nquotas;
 } loom_sim_opts_t;
 
 #define LOOM_SIM_MAX_USERS 64
@@ -147,6 +166,7 @@ typedef struct loom_sim_util_point {
 
 typedef struct loom_sim_dynamic_result {
     size_t jobs, completed, unfit, running_at_end;
+    size_t cancelled;     /* their dependencies could never be met (DependencyNeverSatisfied) */
     size_t never_started; /* still pending when nothing else could happen */
     double mean_jct_s, mean_wait_s, p99_wait_s, makespan_s, mean_util_pct;
     double p99_jct_s;

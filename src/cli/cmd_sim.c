@@ -40,6 +40,7 @@ static void sim_usage(FILE *f)
             "                [--queue fifo|sjf|priority|tiresias[:OPTS]|drf|fairshare[:OPTS]|\n"
             "                 tiresias+fairshare[:OPTS]] [--compress X]\n"
             "                [--timeslice S] [--users N [--user-skew S] [--accounts M]]\n"
+            "                [--quota RULE]...\n"
             "                [--backfill greedy|easy|conservative] [--default-limit S]\n"
             "                [--preempt-cost S] [--out DIR]\n"
             "                [--json] [--plot]\n"
@@ -76,6 +77,9 @@ static void sim_usage(FILE *f)
             "                   while every user has a job waiting\n"
             "  --accounts M     user k charges account 1 + (k - 1) %% M (fair share by\n"
             "                   account; default: one account)\n"
+            "  --quota RULE     dynamic mode: a running quota, as loomd's --quota, users and\n"
+            "                   accounts by number: user:3=running=1, account:2=gpus=4,\n"
+            "                   *=running=2 (repeatable; the least that applies holds)\n"
             "  --out DIR        per-run CSVs (per arrival, or utilization timeline)\n"
             "  --json           an object keyed by policy (by trace, then policy, for several)\n"
             "  --plot           allocation and fragmentation figures (SVG, PNG) into --out\n"
@@ -175,8 +179,11 @@ static const struct option sim_opts[] = {
     {"backfill", required_argument, NULL, 'B'},
     {"default-limit", required_argument, NULL, 'L'},
     {"preempt-cost", required_argument, NULL, 'R'},
+    {"quota", required_argument, NULL, 'Q'},
     {NULL, 0, NULL, 0},
 };
+
+#define SIM_QUOTA_MAX 64 /* --quota rules */
 
 /* Everything loom sim's options say. */
 typedef struct sim_args {
@@ -187,6 +194,8 @@ typedef struct sim_args {
     bool json, plot, exact, check;
     loom_sched_ties_t ties;
     int jobs;
+    loom_runtime_quota_rule_t quotas[SIM_QUOTA_MAX];
+    size_t nquotas;
 } sim_args_t;
 
 #define SIM_GO_ON (-1) /* an option read: go on (else an exit code) */
@@ -250,6 +259,19 @@ static int sim_opt(sim_args_t *a, int c)
             fprintf(stderr, "loom sim: --preempt-cost '%s': expected seconds >= 0\n", optarg);
             return LOOM_EXIT_USAGE;
         }
+        break;
+    }
+    case 'Q': {
+        loom_err_t err;
+        if (a->nquotas == SIM_QUOTA_MAX) {
+            fprintf(stderr, "loom sim: --quota: at most %d\n", SIM_QUOTA_MAX);
+            return LOOM_EXIT_USAGE;
+        }
+        if (loom_runtime_quota_parse(optarg, &a->quotas[a->nquotas], &err) != LOOM_OK) {
+            fprintf(stderr, "loom sim: %s\n", err.msg);
+            return LOOM_EXIT_USAGE;
+        }
+        a->nquotas++;
         break;
     }
     case 'u':
@@ -431,6 +453,8 @@ int loom_cmd_sim(int argc, char **argv)
     o.users = (uint32_t)a.users;
     o.user_skew = a.skew;
     o.accounts = (uint32_t)a.accounts;
+    o.quotas = a.quotas;
+    o.nquotas = a.nquotas;
     o.exact_scores = a.exact;
     o.ties = a.ties;
     o.debug_check = a.check;

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/feasible.h"
 #include "daemon/follow.h"
 #include "daemon/identity.h"
 #include "daemon/quota.h"
@@ -209,13 +208,33 @@ static bool refuse_infeasible(loomd_methods_t *m, loom_rpc_call_t *call,
     json_decref(opts);
     if (hold)
         return false;
-    json_t *nodes = loomd_runner_nodes(m->runner), *data = NULL;
+    loom_sched_infeasible_t why;
     loom_err_t err;
-    int rc = loomd_feasible(nodes, spec, &err, &data);
-    json_decref(nodes);
-    if (rc == LOOM_OK)
+    if (loomd_runner_feasible(m->runner, spec, &why, &err) == LOOM_OK)
         return false;
-    loom_rpc_call_fail(call, LOOMD_ERR_INFEASIBLE, err.msg, data);
+    char msg[LOOM_ERR_MSG_MAX + 16];
+    json_t *data;
+    if (why.lack == LOOM_SCHED_LACK_GPU_TYPE) {
+        snprintf(msg, sizeof msg, "resources.gpu_type: no node has GPUs of type '%.64s'",
+                 spec->gpu_type ? spec->gpu_type : "");
+        data =
+            json_pack("{s:s, s:s?}", "resource", "resources.gpu_type", "requested", spec->gpu_type);
+    } else if (why.node < 0) { /* all of it together, no node at all, a malformed request */
+        snprintf(msg, sizeof msg, "resources: %s", err.msg);
+        data = json_pack("{s:s}", "resource", "resources");
+    } else {
+        snprintf(msg, sizeof msg, "resources.%s", err.msg);
+        /* requested/largest in the message's unit (CPUs, not milli-CPU) */
+        int64_t unit =
+            why.lack == LOOM_SCHED_LACK_CPUS && !(why.requested % 1000) && !(why.largest % 1000)
+                ? 1000
+                : 1;
+        data = json_pack("{s:s+, s:I, s:I, s:s}", "resource", "resources.",
+                         loom_sched_lack_name(why.lack), "requested",
+                         (json_int_t)(why.requested / unit), "largest",
+                         (json_int_t)(why.largest / unit), "node", why.node_name);
+    }
+    loom_rpc_call_fail(call, LOOMD_ERR_INFEASIBLE, msg, data);
     return true;
 }
 

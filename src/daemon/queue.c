@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/deps.h"
 #include "daemon/queue.h"
 #include "daemon/quota.h"
 #include "daemon/runner.h"
@@ -235,7 +234,7 @@ int loomd_queue_check_options(const char *options_json, loom_err_t *err)
     int64_t at;
     int rc = LOOM_OK;
     if (begin)
-        rc = loomd_parse_begin(begin, loom_time_real_ns(), &at, err);
+        rc = loom_jobspec_parse_begin(begin, loom_time_real_ns(), &at, err);
     if (rc == LOOM_OK && dep && loom_jobspec_dependency_check(dep, err) != LOOM_OK) {
         char msg[LOOM_ERR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", err->msg);

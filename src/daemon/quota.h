@@ -13,15 +13,7 @@
 
 #define LOOMD_QUOTA_MAX 64
 
-typedef struct loomd_quota {
-    char kind;         /* 'u' user, 'a' account, '*' every user */
-    char name[64];     /* user or account name */
-    int64_t pending;   /* -1: no limit */
-    int64_t time_s;    /* longest time limit, seconds; -1: no limit */
-    int64_t gpu_milli; /* running milli-GPU; -1: no limit */
-    int64_t running;   /* running jobs; -1: no limit */
-    char text[160];    /* as given */
-} loomd_quota_t;
+typedef loom_runtime_quota_rule_t loomd_quota_t;
 
 typedef struct loomd_quotas {
     loomd_quota_t q[LOOMD_QUOTA_MAX];
@@ -49,8 +41,10 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
 typedef struct loomd_accounts loomd_accounts_t;
 int loomd_accounts_new(loomd_accounts_t **out, loom_err_t *err);
 /* The number of an account name, given it on first sight (1, 2, ...);
- * 0 for NULL or "" (no account), and when out of memory. */
-uint32_t loomd_account_id(loomd_accounts_t *a, const char *name);
+ * 0 for NULL or "" (no account) or a NULL table. LOOM_ENOMEM (or LOOM_ELIMIT past 2^32-2
+ * names) leaves *out 0 and the table as it was: the caller must not use a
+ * job without its account, which no account quota would hold. */
+int loomd_account_id(loomd_accounts_t *a, const char *name, uint32_t *out);
 void loomd_accounts_free(loomd_accounts_t *a);
 
 /* Running quotas into the runtime: every quota that applies holds (the

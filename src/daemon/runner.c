@@ -187,22 +187,34 @@ static double rt_now(void)
 
 /* ---------------------------------------------------------- job -> request */
 
-static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req_t *q)
+/* A stored job's or a submission's resources (the same members) as a
+ * request: MiB rounded up, a GPU share whole under Slurm. */
+#define REQ_OF(r, j, q)                                                                            \
+    req_of(r, (j)->cpus, (j)->memory_bytes, (j)->gpus, (j)->gpu_share_milli,                       \
+           (j)->gpu_memory_bytes, (j)->gpu_type, q)
+
+static void req_of(const loomd_runner_t *r, int64_t cpus, uint64_t mem, int64_t gpus, int64_t share,
+                   uint64_t gpu_mem, const char *type, loom_sched_req_t *q)
 {
     memset(q, 0, sizeof *q);
-    q->cpu_milli = j->cpus * 1000;
-    q->mem_mib = (int64_t)((j->memory_bytes + (1u << 20) - 1) >> 20);
-    if (j->gpu_share_milli > 0 && j->gpus <= 1) {
+    q->cpu_milli = cpus * 1000;
+    q->mem_mib = (int64_t)((mem + (1u << 20) - 1) >> 20);
+    if (share > 0 && gpus <= 1) {
         /* Slurm has no fractional GPU: a share holds a whole one there. */
         q->num_gpus = 1;
-        q->gpu_milli = r->slurm ? LOOM_SCHED_MILLI : (int32_t)j->gpu_share_milli;
-    } else if (j->gpus > 0) {
-        q->num_gpus = (int)j->gpus;
+        q->gpu_milli = r->slurm ? LOOM_SCHED_MILLI : (int32_t)share;
+    } else if (gpus > 0) {
+        q->num_gpus = gpus > INT32_MAX ? INT32_MAX : (int)gpus;
         q->gpu_milli = LOOM_SCHED_MILLI;
     }
     if (q->num_gpus)
-        q->gpu_mem_mib = (int64_t)((j->gpu_memory_bytes + (1u << 20) - 1) >> 20);
-    q->gpu_types = j->gpu_type ? loom_sched_cluster_type_mask(model(r), j->gpu_type) : 0;
+        q->gpu_mem_mib = (int64_t)((gpu_mem + (1u << 20) - 1) >> 20);
+    q->gpu_types = type ? loom_sched_cluster_type_mask(model(r), type) : 0;
+}
+
+static void job_req(const loomd_runner_t *r, const loom_job_t *j, loom_sched_req_t *q)
+{
+    REQ_OF(r, j, q);
 }
 
 /* A stored reason's name back to the runtime's (NONE: not one of them). */
@@ -214,9 +226,12 @@ static loom_runtime_reason_t reason_known(const char *text)
     return LOOM_RUNTIME_REASON_NONE;
 }
 
-/* A stored job as the runtime sees it (times on its clock). */
-static void job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
+/* A stored job as the runtime sees it (times on its clock). LOOM_ENOMEM
+ * when its account could not be numbered: not to be handed over so. */
+static int job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *out)
 {
+    uint32_t account;
+    int rc = loomd_account_id(r->accounts, j->account, &account);
     *out =
         (loom_runtime_job_t){.id = (uint64_t)j->id,
                              .submit_s = (double)(j->submit_time_ns - r->real_minus_mono_ns) / 1e9,
@@ -224,7 +239,8 @@ static void job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *o
                              .time_limit_s = (double)j->time_limit_s,
                              /* fair share and quotas: by owner (docs/security.md) */
                              .user = j->uid >= 0 ? (uint32_t)j->uid : 0,
-                             .account = loomd_account_id(r->accounts, j->account),
+                             .account = account,
+                             .name_key = loom_runtime_name_key(j->name), /* singleton */
                              .recorded = reason_known(j->reason)};
     /* a warm-started job is expected to finish sooner: sjf orders by its
      * time limit over the label zoo.speedup (docs/zoo.md) */
@@ -237,6 +253,7 @@ static void job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *o
     /* the runtime copies the spec: one scratch serves every call */
     if (loomd__reconfig_of(j, &r->rb_spec))
         out->reconfig = &r->rb_spec;
+    return rc;
 }
 
 /* ------------------------------------------------------------- bookkeeping */
@@ -608,6 +625,15 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_FAILED, act->reason, NULL,
                          NULL);
         return LOOM_OK;
+    case LOOM_RUNTIME_CANCEL: { /* refused (the store failed): judged again later */
+        loom_err_t err;
+        int rc = loomd__store_run(r, (int64_t)act->id, LOOM_JOB_PENDING, LOOM_JOB_CANCELLED,
+                                  act->reason, NULL, &err);
+        if (rc != LOOM_OK)
+            loom_log_error("runner.dependency_end_failed", "job=%lld error=\"%s\"",
+                           (long long)act->id, err.msg);
+        return rc;
+    }
     case LOOM_RUNTIME_RECONFIGURE: return loomd__reconf_apply(r, act);
     default: return loomd__gandiva_apply(r, act);
     }
@@ -627,18 +653,30 @@ static void read_pending(loomd_runner_t *r)
             loom_log_error("runner.list_failed", "error=\"%s\"", err.msg);
             return;
         }
-        for (size_t i = 0; i < list.n; i++) {
+        bool again = false; /* out of memory: this job and the rest at the next step */
+        for (size_t i = 0; i < list.n && !again; i++) {
             loom_runtime_job_t rj;
-            job_rt(r, &list.jobs[i], &rj);
-            loomd__job_blocks(r, &list.jobs[i], &rj);
-            if (loom_runtime_submit(r->rt, &rj, &err) != LOOM_OK && err.code != LOOM_EEXIST)
+            int rc = job_rt(r, &list.jobs[i], &rj);
+            if (rc == LOOM_OK)
+                rc = loomd__job_blocks(r, &list.jobs[i], &rj);
+            if (rc == LOOM_OK && loom_runtime_submit(r->rt, &rj, &err) != LOOM_OK)
+                rc = err.code == LOOM_EEXIST ? LOOM_OK : err.code;
+            if (rc == LOOM_ENOMEM) {
+                loom_log_error("runner.queue_failed",
+                               "job=%lld error=\"out of memory\" "
+                               "note=\"tried again at the next step\"",
+                               (long long)list.jobs[i].id);
+                again = true;
+                break;
+            }
+            if (rc != LOOM_OK)
                 loom_log_error("runner.queue_failed", "job=%lld error=\"%s\"",
                                (long long)list.jobs[i].id, err.msg);
             r->seen_id = list.jobs[i].id > r->seen_id ? list.jobs[i].id : r->seen_id;
         }
         f.after_id = list.next_after_id;
         loom_job_list_free(&list);
-        if (!f.after_id)
+        if (!f.after_id || again)
             break;
     }
 }
@@ -735,7 +773,6 @@ static void step(loomd_runner_t *r)
     resync_pending(r);
     if (r->pack_check)
         loomd__gandiva_introspect(r);
-    loomd__deps_pass(r, rt_now());
     loomd__account(r);
     loom_runtime_step(r->rt, rt_now(), apply, r);
     store_reasons(r);
@@ -787,7 +824,9 @@ static void recover_one(loomd_runner_t *r, loom_job_t *j)
         if (strcmp(model(r)->nodes[k].name, node) == 0)
             idx = (int)k;
     loom_runtime_job_t rj;
-    job_rt(r, j, &rj);
+    if (job_rt(r, j, &rj) != LOOM_OK) /* it runs: adopted, though its account's quota misses it */
+        loom_log_warn("runner.recover_account", "job=%lld error=\"out of memory\"",
+                      (long long)j->id);
     loomd__plan_req(run, &rj.req); /* a reconfigured job holds its plan's resources */
     loom_sched_alloc_t place = {.node = idx < 0 ? 0 : idx, .req = rj.req};
     json_t *g;
@@ -1012,8 +1051,10 @@ static int open_runtime(loomd_runner_t *r, const loomd_runner_config_t *cfg, con
         rc = loom_runtime_new(&c, &rcfg, &r->rt, err);
     loom_sched_workload_free(&w);
     loom_sched_cluster_free(&c);
-    if (rc == LOOM_OK)
+    if (rc == LOOM_OK) {
+        loom_runtime_set_outcomes(r->rt, loomd__dep_outcome, r); /* dependencies: the store */
         rc = loomd_quota_apply(cfg->quotas, r->accounts, r->rt, err);
+    }
     for (size_t k = 0; rc == LOOM_OK && slurm_nodes && k < model(r)->nnodes; k++)
         loom_runtime_set_down(
             r->rt, k, !json_is_true(json_object_get(json_array_get(slurm_nodes, k), "available")));
@@ -1105,9 +1146,20 @@ void loomd_runner_stop(loomd_runner_t *r)
     loom_exec_slurm_free(r->slurm);
     loom_runtime_free(r->rt);
     loomd_accounts_free(r->accounts);
-    loomd__deps_free(r);
+    free(r->dep_text);
     free(r->active);
     free(r);
+}
+
+int loomd_runner_feasible(loomd_runner_t *r, const loom_job_spec_t *spec,
+                          loom_sched_infeasible_t *why, loom_err_t *err)
+{
+    pthread_mutex_lock(&r->mu);
+    loom_sched_req_t q;
+    REQ_OF(r, spec, &q);
+    int rc = loom_sched_feasible(model(r), &q, why, err);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
 }
 
 json_t *loomd_runner_nodes(loomd_runner_t *r)
@@ -1283,10 +1335,15 @@ static int resubmit(loomd_runner_t *r, int64_t id, loom_err_t *err)
         return rc;
     if (j.state == LOOM_JOB_PENDING) {
         loom_runtime_job_t rj;
-        job_rt(r, &j, &rj);
-        loomd__job_blocks(r, &j, &rj);
-        loom_runtime_remove(r->rt, (uint64_t)id, rt_now()); /* pending: forgotten */
-        rc = loom_runtime_submit(r->rt, &rj, err);
+        rc = job_rt(r, &j, &rj);
+        if (rc == LOOM_OK)
+            rc = loomd__job_blocks(r, &j, &rj);
+        if (rc == LOOM_OK) {
+            loom_runtime_remove(r->rt, (uint64_t)id, rt_now()); /* pending: forgotten */
+            rc = loom_runtime_submit(r->rt, &rj, err);
+        } else {
+            loom_err_set(err, rc, "job %lld: out of memory", (long long)id);
+        }
     }
     loom_job_free(&j);
     return rc;

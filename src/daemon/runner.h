@@ -48,6 +48,11 @@ void loomd_runner_wake(loomd_runner_t *r);
 /* Stops the thread. Running jobs go on (their shepherds keep them) and are
  * adopted by the next loomd. NULL is a no-op. */
 void loomd_runner_stop(loomd_runner_t *r);
+/* Whether some node of the cluster could ever hold spec's resources, by
+ * the runtime's own test (loom_sched_feasible on its model, the request
+ * made as for the runtime): job.submit's refusal. */
+int loomd_runner_feasible(loomd_runner_t *r, const loom_job_spec_t *spec,
+                          loom_sched_infeasible_t *why, loom_err_t *err);
 /* node.list: the nodes with capacity, free resources and running jobs. */
 json_t *loomd_runner_nodes(loomd_runner_t *r);
 /* Counters for server.info and /metrics: jobs started/ended, GPU

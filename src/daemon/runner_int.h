@@ -38,14 +38,6 @@ typedef struct active {
     char reconf_why[LOOMD_NOTE_MAX];
 } active_t;
 
-/* A pending job waiting for its dependencies (deps.c). */
-typedef struct loomd_dep {
-    int64_t id;
-    char *text;  /* options.dependency */
-    char *name;  /* for singleton: same name and same owner, as Slurm's */
-    int64_t uid; /* the owner (-1: none) */
-} loomd_dep_t;
-
 struct loomd_runner {
     loom_store_t *store;
     const loom_exec_ops_t *ops; /* the executor: local or Slurm */
@@ -77,13 +69,7 @@ struct loomd_runner {
     int64_t last_account_ns;
     int64_t since_ns;
 
-    /* Dependencies (deps.c): judged again when a job ended, one arrived, or
-     * a second passed. */
-    loomd_dep_t *deps;
-    size_t ndeps, cap_deps;
-    bool deps_dirty;
-    uint64_t deps_ended;
-    int64_t deps_next_ns;
+    char *dep_text; /* loomd__job_blocks' scratch: the runtime copies it */
 };
 
 void loomd__account(loomd_runner_t *r);
@@ -114,10 +100,13 @@ bool loomd__reconf_ended(loomd_runner_t *r, size_t i, loom_exec_outcome_t *o);
 bool loomd__reconfig_of(const loom_job_t *j, loom_rubick_spec_t *s);
 
 /* Holds, begin times, dependencies (deps.c): a stored job's options onto
- * its runtime record (and the waiting list); the step's judging pass. */
-void loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj);
-void loomd__deps_pass(loomd_runner_t *r, double now);
-void loomd__deps_free(loomd_runner_t *r);
+ * its runtime record (rj->dependency points into r's scratch until the
+ * next call). LOOM_ENOMEM: the job is not ready to hand over (try again
+ * later). */
+int loomd__job_blocks(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *rj);
+/* The runtime's outcome function: where a job it does not hold stands, by
+ * the store (ctx: the runner). */
+loom_runtime_dep_job_t loomd__dep_outcome(void *ctx, uint64_t id);
 
 /* Gandiva's mechanisms on loomd's side (gandiva.c): the runtime decides,
  * these carry the decisions out and feed it the step markers. */

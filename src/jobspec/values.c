@@ -1,5 +1,5 @@
 /* The value formats of job files: Slurm's times and memory sizes, sbatch's
- * --array and --dependency, Kubernetes quantities, and the %-patterns of
+ * --array, --dependency and --begin, Kubernetes quantities, and the %-patterns of
  * output file names. Each parser takes the whole text or refuses it with a
  * message that quotes it and says what was expected. */
 #include <ctype.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "loom/jobspec.h"
 
@@ -478,5 +479,95 @@ int loom_jobspec_expand(const char *pattern, const loom_jobspec_ids_t *ids, cons
                                 "expanded",
                                 pattern, outlen - 1);
     }
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------------- --begin */
+
+static bool read_num(const char **p, long long *out, int digits)
+{
+    char *end;
+    long long v = strtoll(*p, &end, 10);
+    if (end == *p || *p[0] == '-' || *p[0] == '+' || (digits && end - *p != digits))
+        return false;
+    *p = end;
+    *out = v;
+    return true;
+}
+
+/* now+N[seconds|minutes|hours|days|weeks] */
+static int begin_relative(const char *p, int64_t submit_ns, int64_t *out)
+{
+    long long n = 0;
+    if (*p == '+' && (p++, !read_num(&p, &n, 0)))
+        return LOOM_EINVAL;
+    static const struct {
+        const char *unit;
+        long long s;
+    } units[] = {{"", 1},         {"s", 1},        {"second", 1},    {"seconds", 1},
+                 {"m", 60},       {"minute", 60},  {"minutes", 60},  {"h", 3600},
+                 {"hour", 3600},  {"hours", 3600}, {"d", 86400},     {"day", 86400},
+                 {"days", 86400}, {"w", 604800},   {"week", 604800}, {"weeks", 604800}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(p, units[i].unit)) {
+            if (n > 10LL * 366 * 86400 / units[i].s)
+                return LOOM_EINVAL;
+            *out = submit_ns + (int64_t)(n * units[i].s) * LOOM_NS_PER_S;
+            return LOOM_OK;
+        }
+    return LOOM_EINVAL;
+}
+
+/* [YYYY-MM-DD[T]][HH:MM[:SS]] in local time; a time of day alone is today's,
+ * or tomorrow's once it has passed (as sbatch). */
+static int begin_absolute(const char *p, int64_t submit_ns, int64_t *out)
+{
+    time_t now = (time_t)(submit_ns / LOOM_NS_PER_S);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    tm.tm_sec = 0;
+    long long y, mo, d, h = 0, mi = 0, s = 0;
+    bool date = strchr(p, '-') != NULL, tod = strchr(p, ':') != NULL;
+    if (date) {
+        if (!read_num(&p, &y, 4) || *p++ != '-' || !read_num(&p, &mo, 2) || *p++ != '-' ||
+            !read_num(&p, &d, 2) || y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31)
+            return LOOM_EINVAL;
+        tm.tm_year = (int)y - 1900;
+        tm.tm_mon = (int)mo - 1;
+        tm.tm_mday = (int)d;
+        tm.tm_hour = tm.tm_min = 0;
+        if (*p == 'T')
+            p++;
+    }
+    if (tod) {
+        if (!read_num(&p, &h, 2) || *p++ != ':' || !read_num(&p, &mi, 2) || h > 23 || mi > 59)
+            return LOOM_EINVAL;
+        if (*p == ':' && (p++, !read_num(&p, &s, 2) || s > 59))
+            return LOOM_EINVAL;
+        tm.tm_hour = (int)h;
+        tm.tm_min = (int)mi;
+        tm.tm_sec = (int)s;
+    }
+    if (*p || (!date && !tod))
+        return LOOM_EINVAL;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1 || t < 0 || t > INT64_MAX / LOOM_NS_PER_S - 86400)
+        return LOOM_EINVAL;
+    if (!date && t < now)
+        t += 86400;
+    *out = (int64_t)t * LOOM_NS_PER_S;
+    return LOOM_OK;
+}
+
+int loom_jobspec_parse_begin(const char *text, int64_t submit_ns, int64_t *out_ns, loom_err_t *err)
+{
+    int rc = !strncmp(text, "now", 3) ? begin_relative(text + 3, submit_ns, out_ns)
+                                      : begin_absolute(text, submit_ns, out_ns);
+    if (rc)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "options.begin: expected now[+N[seconds|minutes|hours|days|weeks]], "
+                            "YYYY-MM-DD[THH:MM[:SS]] or HH:MM[:SS], found '%.64s'",
+                            text);
     return LOOM_OK;
 }

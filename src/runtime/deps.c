@@ -1,10 +1,19 @@
-/* sbatch's job dependencies judged for the runtime's callers (loomd's
- * runner, and any simulator that tracks job outcomes): a dependency list
- * is met, still waited for, or can never be met. */
+/* runtime/deps.c — sbatch's job dependencies.
+ *
+ * A dependency list ("afterok:12:13,afterany:14", "singleton") is met,
+ * still waited for, or can never be met (loom_runtime_dep_eval). The
+ * runtime keeps the jobs that wait for theirs (a job handed over with a
+ * dependency text waits with reason Dependency) and judges them at a step
+ * when something that could change the verdict happened: a job started or
+ * left the runtime, a waiting one arrived, or a second passed (for what
+ * the caller's outcome function may know that the runtime does not). The
+ * jobs it holds are pending or running; for the others it asks the caller
+ * (loomd: its store; the simulator: how its jobs ended). So loomd and
+ * `loom sim` judge dependencies with the same code. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "loom/runtime.h"
+#include "runtime/runtime_int.h"
 
 #define DEP_TEXT_MAX 4096
 
@@ -125,4 +134,137 @@ int loom_runtime_dep_eval(const char *text, loom_runtime_dep_job_t (*job)(void *
                : any_wait ? LOOM_RUNTIME_DEP_WAIT
                           : LOOM_RUNTIME_DEP_MET;
     return LOOM_OK;
+}
+
+/* ------------------------------------------------- the waiting jobs */
+
+#define DEPS_RECHECK_S 1.0
+
+int rt__deps_add(loom_runtime_t *rt, rjob_t *j, const char *text)
+{
+    if (!text || !*text)
+        return LOOM_OK;
+    if (rt__grow((void **)&rt->deps.wait, &rt->deps.cap, rt->deps.n + 1, sizeof *rt->deps.wait) ||
+        !(j->dep = strdup(text)))
+        return LOOM_ENOMEM;
+    rt->deps.wait[rt->deps.n++] = j;
+    j->job.dep_wait = true;
+    rt->deps.dirty = true;
+    return LOOM_OK;
+}
+
+void rt__deps_forget(loom_runtime_t *rt, rjob_t *j)
+{
+    if (!j->dep)
+        return;
+    for (size_t i = 0; i < rt->deps.n; i++)
+        if (rt->deps.wait[i] == j) {
+            rt->deps.wait[i] = rt->deps.wait[--rt->deps.n];
+            break;
+        }
+    free(j->dep);
+    j->dep = NULL;
+}
+
+void rt__deps_free(loom_runtime_t *rt)
+{
+    free(rt->deps.wait);
+}
+
+void loom_runtime_set_outcomes(loom_runtime_t *rt, loom_runtime_outcome_fn fn, void *ctx)
+{
+    rt->deps.outcome = fn;
+    rt->deps.ctx = ctx;
+    rt->deps.dirty = true;
+}
+
+size_t loom_runtime_dep_waiting(const loom_runtime_t *rt)
+{
+    return rt->deps.n;
+}
+
+uint64_t loom_runtime_name_key(const char *name)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++)
+        h = (h ^ *p) * UINT64_C(1099511628211);
+    return h;
+}
+
+typedef struct judge_ctx {
+    loom_runtime_t *rt;
+    const rjob_t *j;
+} judge_ctx_t;
+
+static loom_runtime_dep_job_t job_of(void *ctx, uint64_t id)
+{
+    const judge_ctx_t *c = ctx;
+    const rjob_t *o = rt__find(c->rt, id);
+    if (o)
+        return o->state == LOOM_RUNTIME_PENDING ? LOOM_RUNTIME_DEP_PENDING
+                                                : LOOM_RUNTIME_DEP_RUNNING;
+    return c->rt->deps.outcome ? c->rt->deps.outcome(c->rt->deps.ctx, id)
+                               : LOOM_RUNTIME_DEP_UNKNOWN;
+}
+
+static bool same_name_before(const rjob_t *o, const rjob_t *j)
+{
+    return o != j && !o->dead && o->job.id < j->job.id && o->job.user == j->job.user &&
+           o->job.name_key == j->job.name_key;
+}
+
+/* Whether an earlier job of the same name and user (as Slurm's singleton)
+ * is pending or running in the runtime. */
+static bool singleton_of(void *ctx)
+{
+    const judge_ctx_t *c = ctx;
+    const loom_runtime_t *rt = c->rt;
+    for (size_t k = 0; k < rt->npend; k++)
+        if (same_name_before(rt->pend[k].j, c->j))
+            return true;
+    for (size_t k = 0; k < rt->nfresh; k++)
+        if (same_name_before(rt->fresh[k]->user, c->j))
+            return true;
+    for (size_t k = 0; k < rt->nact; k++)
+        if (same_name_before(rt->act[k], c->j))
+            return true;
+    return false;
+}
+
+/* One waiting job: true when it leaves the list. */
+static bool judge_job(loom_runtime_t *rt, rjob_t *j)
+{
+    judge_ctx_t c = {rt, j};
+    loom_runtime_dep_t v;
+    if (loom_runtime_dep_eval(j->dep, job_of, singleton_of, &c, &v, NULL) != LOOM_OK)
+        v = LOOM_RUNTIME_DEP_NEVER;
+    if (v == LOOM_RUNTIME_DEP_WAIT)
+        return false;
+    if (v == LOOM_RUNTIME_DEP_NEVER &&
+        rt__emit(rt, LOOM_RUNTIME_CANCEL, j, NULL, NULL, "DependencyNeverSatisfied") != LOOM_OK)
+        return false; /* refused: judged again later */
+    free(j->dep);
+    j->dep = NULL;
+    if (v == LOOM_RUNTIME_DEP_NEVER)
+        loom_runtime_remove(rt, j->job.id, rt->now);
+    else
+        j->job.dep_wait = false;
+    return true;
+}
+
+void rt__deps_pass(loom_runtime_t *rt)
+{
+    struct rt_deps *d = &rt->deps;
+    if (!d->n || (!d->dirty && d->events == d->seen && rt->now < d->next_s))
+        return;
+    d->dirty = false;
+    d->seen = d->events;
+    d->next_s = rt->now + DEPS_RECHECK_S;
+    size_t keep = 0, n = d->n;
+    for (size_t i = 0; i < n; i++)
+        if (!judge_job(rt, d->wait[i]))
+            d->wait[keep++] = d->wait[i];
+    /* a job it released may end others' waits once it runs */
+    d->dirty = keep < n;
+    d->n = keep;
 }

@@ -11,7 +11,9 @@
  * Each job finds its entries once, when it is made (an entry is kept for
  * as long as the runtime lives: there are as many as users and accounts),
  * so the step's test is two array reads. Nothing here reads a clock. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/runtime_int.h"
 
@@ -187,4 +189,149 @@ void loom_runtime_quota_usage(const loom_runtime_t *rt, loom_runtime_quota_kind_
         out->jobs = q->jobs;
         out->limits = *limits_of(rt, q, k);
     }
+}
+
+/* ------------------------------------------------------------- rules */
+
+#define QUOTA_GPUS_MAX 1000000 /* GPUs a running quota may name */
+
+/* "1.5" GPUs -> 1500 milli-GPU: a plain decimal, at most three decimals. */
+static int parse_gpus(const char *v, int64_t *milli, loom_err_t *err)
+{
+    int64_t whole = 0, frac = 0;
+    int digits = 0, decimals = 0;
+    const char *c = v;
+    for (; *c >= '0' && *c <= '9' && whole <= QUOTA_GPUS_MAX; c++, digits++)
+        whole = whole * 10 + (*c - '0');
+    bool point = *c == '.';
+    if (point)
+        for (c++; *c >= '0' && *c <= '9' && decimals < 4; c++, decimals++)
+            frac = frac * 10 + (*c - '0');
+    if (!digits || *c || (point && !decimals) || decimals > 3 || whole > QUOTA_GPUS_MAX)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "gpus '%s': expected GPUs from 0 to %d with at most three decimals "
+                            "(1.5 = 1500 milli-GPU)",
+                            v, QUOTA_GPUS_MAX);
+    for (; decimals < 3; decimals++)
+        frac *= 10;
+    *milli = whole * 1000 + frac;
+    return LOOM_OK;
+}
+
+static int parse_limits(const char *text, loom_runtime_quota_rule_t *q, loom_err_t *err)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *save = NULL;
+    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "'%s': expected pending=N, time=D, gpus=G or running=N", kv);
+        *eq = '\0';
+        if (strcmp(kv, "pending") == 0) {
+            if (loom_parse_i64(eq + 1, 0, 1000000000, &q->pending, "pending", err))
+                return LOOM_EINVAL;
+        } else if (strcmp(kv, "time") == 0) {
+            int64_t ns;
+            if (loom_parse_duration(eq + 1, &ns, err))
+                return LOOM_EINVAL;
+            q->time_s = ns / LOOM_NS_PER_S;
+        } else if (strcmp(kv, "gpus") == 0) {
+            if (parse_gpus(eq + 1, &q->gpu_milli, err))
+                return LOOM_EINVAL;
+        } else if (strcmp(kv, "running") == 0) {
+            if (loom_parse_i64(eq + 1, 0, 1000000000, &q->running, "running", err))
+                return LOOM_EINVAL;
+        } else {
+            return loom_err_set(err, LOOM_EINVAL,
+                                "'%s': unknown limit (expected pending, time, gpus, running)", kv);
+        }
+    }
+    return q->pending < 0 && q->time_s < 0 && q->gpu_milli < 0 && q->running < 0
+               ? loom_err_set(err, LOOM_EINVAL,
+                              "expected one or more of pending=N, time=D, gpus=G, running=N")
+               : LOOM_OK;
+}
+
+int loom_runtime_quota_parse(const char *spec, loom_runtime_quota_rule_t *q, loom_err_t *err)
+{
+    memset(q, 0, sizeof *q);
+    q->pending = q->time_s = q->gpu_milli = q->running = -1;
+    snprintf(q->text, sizeof q->text, "%s", spec);
+    const char *eq = strchr(spec, '=');
+    size_t wlen = eq ? (size_t)(eq - spec) : 0;
+    int rc = LOOM_OK;
+    if (eq && wlen == 1 && spec[0] == '*') {
+        q->kind = '*';
+    } else if (eq && wlen > 5 && wlen - 5 < sizeof q->name && strncmp(spec, "user:", 5) == 0) {
+        q->kind = 'u';
+        memcpy(q->name, spec + 5, wlen - 5);
+    } else if (eq && wlen > 8 && wlen - 8 < sizeof q->name && strncmp(spec, "account:", 8) == 0) {
+        q->kind = 'a';
+        memcpy(q->name, spec + 8, wlen - 8);
+    } else {
+        rc = loom_err_set(err, LOOM_EINVAL, "expected user:NAME=, account:NAME= or *=");
+    }
+    if (rc == LOOM_OK)
+        // cppcheck-suppress nullPointerArithmeticRedundantCheck ; rc is OK only where eq was found
+        rc = parse_limits(eq + 1, q, err);
+    if (rc != LOOM_OK)
+        return loom_err_prefix(err, "--quota '%.100s'", spec);
+    return LOOM_OK;
+}
+
+static int64_t least(int64_t a, int64_t b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+static void tighten(loom_runtime_limits_t *l, const loom_runtime_quota_rule_t *q)
+{
+    l->gpu_milli = least(l->gpu_milli, q->gpu_milli);
+    l->jobs = least(l->jobs, q->running);
+}
+
+static bool is_running(const loom_runtime_quota_rule_t *q)
+{
+    return q->gpu_milli >= 0 || q->running >= 0;
+}
+
+int loom_runtime_quota_apply(loom_runtime_t *rt, const loom_runtime_quota_rule_t *rules, size_t n,
+                             loom_runtime_quota_resolve_fn resolve, void *ctx, loom_err_t *err)
+{
+    loom_runtime_limits_t every = {-1, -1};
+    for (size_t i = 0; i < n; i++)
+        if (rules[i].kind == '*')
+            tighten(&every, &rules[i]);
+    int rc = loom_runtime_set_quota(rt, LOOM_RUNTIME_QUOTA_EVERY_USER, 0, &every);
+    for (size_t i = 0; rc == LOOM_OK && i < n; i++) {
+        const loom_runtime_quota_rule_t *q = &rules[i];
+        if (!is_running(q) || q->kind == '*')
+            continue;
+        loom_runtime_quota_kind_t kind =
+            q->kind == 'a' ? LOOM_RUNTIME_QUOTA_ACCOUNT : LOOM_RUNTIME_QUOTA_USER;
+        uint32_t who = 0;
+        rc = resolve(ctx, kind, q->name, &who);
+        if (rc == LOOM_ENOTFOUND) { /* the caller said why */
+            rc = LOOM_OK;
+            continue;
+        }
+        if (rc != LOOM_OK)
+            break;
+        /* a user's own limits replace the default: keep both */
+        loom_runtime_limits_t l =
+            kind == LOOM_RUNTIME_QUOTA_USER ? every : (loom_runtime_limits_t){-1, -1};
+        for (size_t k = 0; k < n; k++) { /* every rule naming the same one */
+            uint32_t other = 0;
+            if (rules[k].kind == q->kind && is_running(&rules[k]) &&
+                (k == i || resolve(ctx, kind, rules[k].name, &other) == LOOM_OK) &&
+                (k == i || other == who))
+                tighten(&l, &rules[k]);
+        }
+        rc = loom_runtime_set_quota(rt, kind, who, &l);
+    }
+    return rc == LOOM_OK ? LOOM_OK
+                         : loom_err_set(err, rc, "running quotas: %s",
+                                        rc == LOOM_ENOMEM ? "out of memory" : "cannot apply");
 }

@@ -122,6 +122,7 @@ static void map_del(loom_runtime_t *rt, uint64_t id)
 static void job_free(rjob_t *j)
 {
     if (j) {
+        free(j->dep);
         free(j->rb);
         free(j->reject);
         free(j);
@@ -162,12 +163,6 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
         free(rt);
         return rc;
     }
-    if ((rc = loom_sched_cluster_copy(&rt->empty, c, err)) != LOOM_OK) {
-        loom_sched_cluster_free(&rt->cluster);
-        free(rt);
-        return rc;
-    }
-    loom_sched_cluster_reset(&rt->empty);
     rt->down = calloc(c->nnodes + 1, sizeof *rt->down);
     if (!rt->down) {
         rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -209,13 +204,13 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->shares);
     free(rt->groups);
     rt__quota_free(rt);
+    rt__deps_free(rt);
     free(rt->changes);
     free(rt->resv);
     free(rt->ends);
     free(rt->down);
     loom_sched_placer_free(rt->placer);
     loom_sched_cluster_free(&rt->cluster);
-    loom_sched_cluster_free(&rt->empty);
     free(rt);
 }
 
@@ -251,14 +246,6 @@ const char *loom_runtime_reason_name(loom_runtime_reason_t r)
 
 static void running_track(loom_runtime_t *rt, rjob_t *j, int delta);
 
-static bool fits_empty(const loom_runtime_t *rt, const loom_sched_req_t *q)
-{
-    for (size_t i = 0; i < rt->empty.nnodes; i++)
-        if (loom_sched_fits(&rt->empty.nodes[i], q))
-            return true;
-    return false;
-}
-
 static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err)
 {
     if (job->id == 0) {
@@ -271,8 +258,10 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
         return NULL;
     }
     rjob_t *j = calloc(1, sizeof *j);
-    if (j)
+    if (j) {
         j->job = *job;
+        j->job.dependency = NULL; /* the caller's pointer is not kept (rt__deps_add copies) */
+    }
     if (!j || rt__quota_attach(rt, j) != LOOM_OK || map_put(rt, j) != LOOM_OK) {
         free(j);
         loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -296,12 +285,13 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
     rjob_t *j = job_new(rt, job, err);
     if (!j)
         return err ? err->code : LOOM_EINVAL;
-    loom_err_t verr = {0};
-    if (loom_sched_req_validate(&job->req, &verr) != LOOM_OK)
-        j->reject = strdup(verr.msg);
-    else if (!fits_empty(rt, &job->req))
-        j->reject = strdup("no node of this cluster can ever hold it");
-    if (shape_intern(rt, &job->req, &j->shape) != LOOM_OK) {
+    /* the same test as job.submit's refusal (loomd's methods) */
+    loom_err_t why = {0};
+    bool never = loom_sched_feasible(&rt->cluster, &job->req, NULL, &why) != LOOM_OK;
+    /* without its reason it would wait for ever: refused whole instead */
+    if ((never && !(j->reject = strdup(why.msg))) ||
+        shape_intern(rt, &job->req, &j->shape) != LOOM_OK ||
+        rt__deps_add(rt, j, job->dependency) != LOOM_OK) {
         map_del(rt, job->id);
         job_free(j);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -373,6 +363,8 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     if (!j)
         return LOOM_ENOTFOUND;
     map_del(rt, id);
+    rt->deps.events++; /* its dependents may be judged now */
+    rt__deps_forget(rt, j);
     if (j->state == LOOM_RUNTIME_PENDING) {
         j->dead = true; /* the queue arrays drop it at the next step */
         rt->ndead += !j->fresh;
@@ -458,6 +450,8 @@ int loom_runtime_set_dep_wait(loom_runtime_t *rt, uint64_t id, bool waiting)
 {
     int rc;
     rjob_t *j = pending_job(rt, id, &rc);
+    if (j && !waiting)
+        rt__deps_forget(rt, j); /* met, as its caller says */
     if (j)
         j->job.dep_wait = waiting;
     return rc;
@@ -535,6 +529,8 @@ int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,
     int rc = rt->apply ? rt->apply(rt->ctx, &a) : LOOM_OK;
     if (rc == LOOM_OK)
         rt->applied++;
+    if (rc == LOOM_OK && kind == LOOM_RUNTIME_START)
+        rt->deps.events++; /* "after" is met once a job has begun */
     return rc;
 }
 
@@ -552,6 +548,7 @@ static void reject(loom_runtime_t *rt, rjob_t *j)
     char why[LOOM_ERR_MSG_MAX + 32];
     snprintf(why, sizeof why, "unschedulable: %s", j->reject);
     rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
+    rt__deps_forget(rt, j);
     map_del(rt, j->job.id);
     job_free(j);
 }
@@ -1001,6 +998,7 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
     if (!rt->tiresias)
         rt__resume_pass(rt);
     reconf_pass(rt);
+    rt__deps_pass(rt);
     if (order_queue(rt) == LOOM_OK) {
         if (rt->tiresias)
             rt__tiresias_pass(rt); /* resumes, preemptions and starts in Tiresias' order */

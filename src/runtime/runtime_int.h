@@ -73,6 +73,7 @@ typedef struct rjob {
      * looked up): user, account, (account, user). */
     uint32_t ix_user, ix_acct, ix_assoc;
     rt_rubick_t *rb; /* Rubick's job; NULL: a black box */
+    char *dep;       /* its dependency text while it waits (deps.c) */
 } rjob_t;
 
 enum { SHARE_USER, SHARE_ACCOUNT, SHARE_ASSOC };
@@ -94,7 +95,7 @@ typedef struct rt_end {
 } rt_end_t;
 
 struct loom_runtime {
-    loom_sched_cluster_t cluster, empty;
+    loom_sched_cluster_t cluster;
     loom_sched_placer_t *placer;
     loom_sched_queue_cfg_t queue;
     char queue_name[96], place_name[32];
@@ -190,6 +191,18 @@ struct loom_runtime {
     size_t nresv, cap_resv;
     rt_end_t *ends; /* scratch: running jobs by node and expected end */
     size_t cap_ends;
+    /* Dependencies (deps.c): the jobs whose dependency text is not met yet,
+     * judged at a step when a job started or left (events moved) or a
+     * second passed; outcomes of jobs it does not hold come from the caller. */
+    struct rt_deps {
+        rjob_t **wait;
+        size_t n, cap;
+        uint64_t events, seen; /* starts and removals; as of the last judging */
+        bool dirty;            /* a job arrived, or the last judging released one */
+        double next_s;
+        loom_runtime_outcome_fn outcome;
+        void *ctx;
+    } deps;
     /* The step's callback. */
     loom_runtime_apply_fn apply;
     void *ctx;
@@ -210,6 +223,12 @@ void rt__quota_track(loom_runtime_t *rt, rjob_t *j, int delta);
 bool rt__quota_blocks(const loom_runtime_t *rt, const rjob_t *j);
 void rt__quota_free(loom_runtime_t *rt);
 int rt__consider(loom_runtime_t *rt, struct pent e, uint64_t ep, bool cheap_skip);
+
+/* deps.c */
+int rt__deps_add(loom_runtime_t *rt, rjob_t *j, const char *text);
+void rt__deps_forget(loom_runtime_t *rt, rjob_t *j);
+void rt__deps_pass(loom_runtime_t *rt);
+void rt__deps_free(loom_runtime_t *rt);
 
 /* share.c */
 int rt__share_update(loom_runtime_t *rt, size_t nf);

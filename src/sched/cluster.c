@@ -5,6 +5,7 @@
  * conservation is exact: what allocations hold plus what is free is always
  * the capacity, which loom_sched_cluster_check verifies. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,6 +239,130 @@ bool loom_sched_fits(const loom_sched_node_t *n, const loom_sched_req_t *r)
     for (int g = 0; g < n->ngpus && ok < r->num_gpus; g++)
         ok += loom_sched_gpu_fits(n, g, r);
     return ok >= r->num_gpus;
+}
+
+/* ---------------------------------------------------------- feasibility */
+
+/* n as it is with nothing allocated. */
+static void emptied(const loom_sched_node_t *n, loom_sched_node_t *e)
+{
+    *e = *n;
+    e->cpu_free = n->cpu_milli;
+    e->mem_free = n->mem_mib;
+    for (int g = 0; g < n->ngpus; g++) {
+        e->gpu_free[g] = LOOM_SCHED_MILLI;
+        e->gpu_mem_free[g] = n->gpu_mem_mib;
+    }
+}
+
+/* Node n's capacity of one resource; INT64_MAX where it does not limit
+ * (GPU memory not tracked). */
+static int64_t capacity(const loom_sched_node_t *n, loom_sched_lack_t k)
+{
+    switch (k) {
+    case LOOM_SCHED_LACK_GPUS: return n->ngpus;
+    case LOOM_SCHED_LACK_CPUS: return n->cpu_milli;
+    case LOOM_SCHED_LACK_MEMORY: return n->mem_mib;
+    default: return n->gpu_mem_mib > 0 ? n->gpu_mem_mib : INT64_MAX;
+    }
+}
+
+const char *loom_sched_lack_name(loom_sched_lack_t lack)
+{
+    switch (lack) {
+    case LOOM_SCHED_LACK_GPU_TYPE: return "gpu_type";
+    case LOOM_SCHED_LACK_GPUS: return "gpus";
+    case LOOM_SCHED_LACK_CPUS: return "cpus";
+    case LOOM_SCHED_LACK_MEMORY: return "memory";
+    case LOOM_SCHED_LACK_GPU_MEMORY: return "gpu_memory";
+    default: return "resources";
+    }
+}
+
+static int lacks(const loom_sched_cluster_t *c, loom_sched_infeasible_t *w, loom_err_t *err)
+{
+    const char *what = loom_sched_lack_name(w->lack);
+    switch (w->lack) {
+    case LOOM_SCHED_LACK_NODES: return loom_err_set(err, LOOM_ELIMIT, "the cluster has no node");
+    case LOOM_SCHED_LACK_GPU_TYPE:
+        return loom_err_set(err, LOOM_ELIMIT, "gpu_type: no node has GPUs of the type asked");
+    case LOOM_SCHED_LACK_TOGETHER:
+        return loom_err_set(err, LOOM_ELIMIT,
+                            "no node has all the CPUs, memory and GPUs asked together, though "
+                            "each fits some node");
+    default: break;
+    }
+    const char *node = c->nodes[w->node].name;
+    snprintf(w->node_name, sizeof w->node_name, "%s", node);
+    if (w->lack == LOOM_SCHED_LACK_CPUS && (w->requested % 1000 || w->largest % 1000))
+        return loom_err_set(err, LOOM_ELIMIT,
+                            "cpus: %lld milli-CPU requested, but the largest node (%s) has %lld",
+                            (long long)w->requested, node, (long long)w->largest);
+    if (w->lack == LOOM_SCHED_LACK_CPUS)
+        return loom_err_set(err, LOOM_ELIMIT,
+                            "cpus: %lld CPUs requested, but the largest node (%s) has %lld",
+                            (long long)(w->requested / 1000), node, (long long)(w->largest / 1000));
+    const char *unit = w->lack == LOOM_SCHED_LACK_GPUS     ? "GPUs"
+                       : w->lack == LOOM_SCHED_LACK_MEMORY ? "MiB"
+                                                           : "MiB per GPU";
+    return loom_err_set(err, LOOM_ELIMIT,
+                        "%s: %lld %s requested, but the largest node (%s) has %lld", what,
+                        (long long)w->requested, unit, node, (long long)w->largest);
+}
+
+int loom_sched_feasible(const loom_sched_cluster_t *c, const loom_sched_req_t *r,
+                        loom_sched_infeasible_t *why, loom_err_t *err)
+{
+    loom_sched_infeasible_t w = {.lack = LOOM_SCHED_LACK_NONE, .node = -1, .node_name = ""};
+    if (why)
+        *why = w;
+    /* more GPUs than a node can have: said as such below */
+    int rc = r->num_gpus > LOOM_SCHED_MAX_GPUS && r->gpu_milli == LOOM_SCHED_MILLI
+                 ? LOOM_OK
+                 : loom_sched_req_validate(r, err);
+    if (rc != LOOM_OK)
+        return rc;
+    bool typed = false; /* some node has GPUs of an allowed type */
+    for (size_t i = 0; i < c->nnodes; i++) {
+        loom_sched_node_t e;
+        emptied(&c->nodes[i], &e);
+        if (loom_sched_fits(&e, r))
+            return LOOM_OK;
+        typed |= type_ok(&c->nodes[i], r) && c->nodes[i].ngpus > 0;
+    }
+    if (!c->nnodes) {
+        w.lack = LOOM_SCHED_LACK_NODES;
+    } else if (r->num_gpus > 0 && !typed && r->gpu_types) {
+        w.lack = LOOM_SCHED_LACK_GPU_TYPE;
+    } else if (r->num_gpus > 0 && !typed) {
+        w = (loom_sched_infeasible_t){LOOM_SCHED_LACK_GPUS, r->num_gpus, 0, 0, ""};
+    } else {
+        /* the first resource that even the largest node of an allowed type lacks */
+        const struct {
+            loom_sched_lack_t k;
+            int64_t asked;
+        } need[] = {{LOOM_SCHED_LACK_GPUS, r->num_gpus},
+                    {LOOM_SCHED_LACK_CPUS, r->cpu_milli},
+                    {LOOM_SCHED_LACK_MEMORY, r->mem_mib},
+                    {LOOM_SCHED_LACK_GPU_MEMORY, r->num_gpus ? r->gpu_mem_mib : 0}};
+        w.lack = LOOM_SCHED_LACK_TOGETHER;
+        for (size_t k = 0; k < sizeof need / sizeof need[0] && w.lack == LOOM_SCHED_LACK_TOGETHER;
+             k++) {
+            int big = -1;
+            for (size_t i = 0; i < c->nnodes; i++)
+                if ((!r->num_gpus || (type_ok(&c->nodes[i], r) && c->nodes[i].ngpus > 0)) &&
+                    (big < 0 ||
+                     capacity(&c->nodes[i], need[k].k) > capacity(&c->nodes[big], need[k].k)))
+                    big = (int)i;
+            if (big >= 0 && need[k].asked > capacity(&c->nodes[big], need[k].k))
+                w = (loom_sched_infeasible_t){need[k].k, need[k].asked,
+                                              capacity(&c->nodes[big], need[k].k), big, ""};
+        }
+    }
+    rc = lacks(c, &w, err);
+    if (why)
+        *why = w;
+    return rc;
 }
 
 int64_t loom_sched_node_gpu_free(const loom_sched_node_t *n)

@@ -17,6 +17,7 @@
  * With users, each user's GPU-seconds are kept in all and over the
  * contended time (every user has a backlog), where fair share shows. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r)
     r->njcts = 0;
 }
 
-enum { JOB_FUTURE, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_UNFIT, JOB_SUSPENDED };
+enum { JOB_FUTURE, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_UNFIT, JOB_SUSPENDED, JOB_CANCELLED };
 
 typedef struct job {
     const loom_sim_task_t *task;
@@ -131,6 +132,8 @@ static int cmp_double(const void *x, const void *y)
 /* The state of one run, which the runtime's actions change. */
 typedef struct run {
     job_t *jobs;
+    size_t njobs;
+    double compress; /* trace seconds per simulated second */
     heap_t heap;
     double now;
     double *waits;
@@ -146,6 +149,12 @@ typedef struct run {
     double user_waiting[LOOM_SIM_MAX_USERS];
     double gpus;           /* the cluster's */
     double preempt_cost_s; /* added to a resumed job's remaining run time */
+    /* Held jobs by release time, and begin times, ascending: steps are due
+     * then (the next of each at *_next). */
+    job_t **held;
+    size_t nheld, held_next;
+    double *begins;
+    size_t nbegins, begins_next;
 } run_t;
 
 /* GPUs a job asks for. */
@@ -186,6 +195,12 @@ static int apply(void *ctx, const loom_runtime_action_t *act)
         }
         j->finish_s = r->now + j->task->duration_s;
         break;
+    case LOOM_RUNTIME_CANCEL:
+        j->state = JOB_CANCELLED;
+        r->res->cancelled++;
+        if (j->user)
+            r->user_waiting[j->user - 1] -= asks(j);
+        return LOOM_OK;
     case LOOM_RUNTIME_REJECT:
         j->state = JOB_UNFIT;
         r->res->unfit++;
@@ -241,6 +256,107 @@ static int new_runtime(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t
     return rc;
 }
 
+/* A quota rule's user or account: its number, as the trace gives it. */
+static int resolve_number(void *ctx, loom_runtime_quota_kind_t kind, const char *name,
+                          uint32_t *who)
+{
+    (void)ctx;
+    (void)kind;
+    char *end;
+    unsigned long n = strtoul(name, &end, 10);
+    if (!*name || *end || name[0] == '-' || n == 0 || n > INT32_MAX)
+        return LOOM_EINVAL;
+    *who = (uint32_t)n;
+    return LOOM_OK;
+}
+
+static int apply_quotas(loom_runtime_t *rt, const loom_sim_opts_t *o, loom_err_t *err)
+{
+    for (size_t i = 0; i < o->nquotas; i++) {
+        uint32_t who;
+        if (o->quotas[i].kind != '*' &&
+            resolve_number(NULL, LOOM_RUNTIME_QUOTA_USER, o->quotas[i].name, &who) != LOOM_OK)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "quota '%s': expected a user or account number from 1 to %d "
+                                "(the trace's \"user\"/\"account\", or --users/--accounts)",
+                                o->quotas[i].text, INT32_MAX);
+    }
+    return o->nquotas
+               ? loom_runtime_quota_apply(rt, o->quotas, o->nquotas, resolve_number, NULL, err)
+               : LOOM_OK;
+}
+
+/* Where a job the runtime no longer holds stands (its dependents ask):
+ * a trace's jobs that ended ran to completion; dropped ones did not; one
+ * not arrived yet is to come. */
+static loom_runtime_dep_job_t outcome(void *ctx, uint64_t id)
+{
+    const run_t *r = ctx;
+    if (id == 0 || id > r->njobs)
+        return LOOM_RUNTIME_DEP_UNKNOWN;
+    switch (r->jobs[id - 1].state) {
+    case JOB_FUTURE: return LOOM_RUNTIME_DEP_PENDING;
+    case JOB_DONE: return LOOM_RUNTIME_DEP_OK;
+    case JOB_UNFIT:
+    case JOB_CANCELLED: return LOOM_RUNTIME_DEP_NOTOK;
+    default: return LOOM_RUNTIME_DEP_RUNNING;
+    }
+}
+
+static int cmp_release(const void *a, const void *b)
+{
+    double x = (*(job_t *const *)a)->task->release_s, y = (*(job_t *const *)b)->task->release_s;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The trace's holds with a release time and its begin times, as events. */
+static int timed_events(run_t *r, size_t n)
+{
+    r->held = calloc(n, sizeof *r->held);
+    r->begins = calloc(n, sizeof *r->begins);
+    if (!r->held || !r->begins)
+        return LOOM_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const loom_sim_task_t *tk = r->jobs[i].task;
+        if (tk->hold && tk->release_s > 0)
+            r->held[r->nheld++] = &r->jobs[i];
+        if (tk->begin_s > 0)
+            r->begins[r->nbegins++] = tk->begin_s / r->compress;
+    }
+    qsort(r->held, r->nheld, sizeof *r->held, cmp_release);
+    qsort(r->begins, r->nbegins, sizeof *r->begins, cmp_time);
+    return LOOM_OK;
+}
+
+/* The next hold release or begin time after now (INFINITY: none). */
+static double next_timed(run_t *r)
+{
+    while (r->begins_next < r->nbegins && r->begins[r->begins_next] <= r->now)
+        r->begins_next++;
+    double t = r->begins_next < r->nbegins ? r->begins[r->begins_next] : INFINITY;
+    if (r->held_next < r->nheld) {
+        double rel = r->held[r->held_next]->task->release_s / r->compress;
+        t = rel < t ? rel : t;
+    }
+    return t;
+}
+
+/* Holds whose release time has come (a job not arrived yet keeps its
+ * release for its arrival: released then). */
+static void release_due(run_t *r, loom_runtime_t *rt)
+{
+    for (;
+         r->held_next < r->nheld && r->held[r->held_next]->task->release_s / r->compress <= r->now;
+         r->held_next++)
+        loom_runtime_hold(rt, (uint64_t)(r->held[r->held_next] - r->jobs) + 1, false);
+}
+
 /* Departures due by now, then arrivals due by now. */
 static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t *next,
                    double *jct_sum, double *last_end, loom_err_t *err)
@@ -272,8 +388,16 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
                           : tk->duration_s >= 0 ? tk->duration_s
                                                 : 0,
             .time_limit_s = tk->time_limit_s,
-            .user = j->user,
-            .account = j->user && r->accounts ? 1 + (j->user - 1) % r->accounts : 0};
+            .user = tk->user ? tk->user : j->user,
+            .account = tk->account              ? tk->account
+                       : j->user && r->accounts ? 1 + (j->user - 1) % r->accounts
+                                                : 0,
+            .dependency = tk->dependency,
+            .name_key = tk->name_key,
+            .hold = tk->hold,
+            .begin_s = tk->begin_s > 0 ? tk->begin_s / r->compress : 0};
+        /* released before it arrived: it comes free */
+        rj.hold = rj.hold && !(tk->release_s > 0 && tk->release_s / r->compress <= r->now);
         int rc = loom_runtime_submit(rt, &rj, err);
         if (rc)
             return rc;
@@ -391,6 +515,8 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     loom_sched_workload_t learned = {0};
     loom_runtime_t *rt = NULL;
     run_t r = {.jobs = calloc(t->n, sizeof *r.jobs),
+               .njobs = t->n,
+               .compress = o->compress > 0 ? o->compress : 1.0,
                .waits = calloc(t->n, sizeof *r.waits),
                .res = res,
                .on_start = o->on_start,
@@ -408,11 +534,17 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     }
     if ((rc = new_runtime(c0, t, o, &learned, &rt, err)))
         goto out;
-    const double compress = o->compress > 0 ? o->compress : 1.0;
+    loom_runtime_set_outcomes(rt, outcome, &r);
+    if ((rc = apply_quotas(rt, o, err)))
+        goto out;
     for (size_t i = 0; i < t->n; i++) {
         r.jobs[i].task = &t->tasks[i];
-        r.jobs[i].submit_s = t->tasks[i].create_s / compress;
+        r.jobs[i].submit_s = t->tasks[i].create_s / r.compress;
         order[i] = &r.jobs[i];
+    }
+    if (timed_events(&r, t->n)) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+        goto out;
     }
     if (o->users)
         assign_users(r.jobs, t->n, o);
@@ -427,7 +559,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
     for (;;) {
         double ta = next < t->n ? order[next]->submit_s : INFINITY;
         double tf = heap_next(&r.heap);
-        double tw = loom_runtime_next_wakeup(rt);
+        double tw = fmin(loom_runtime_next_wakeup(rt), next_timed(&r));
         double tnext = fmin(ta, fmin(tf, tw));
         if (!isfinite(tnext))
             break;
@@ -436,6 +568,7 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
         last_t = r.now = tnext;
         if ((rc = advance(&r, rt, order, t->n, &next, &jct_sum, &last_end, err)))
             goto out;
+        release_due(&r, rt);
         loom_runtime_step(rt, r.now, apply, &r);
         if ((rc = r.rc)) {
             rc = loom_err_set(err, rc, "out of memory");
@@ -460,6 +593,8 @@ out:
     if (rc)
         loom_sim_dynamic_result_free(res);
     free(r.waits);
+    free(r.held);
+    free(r.begins);
     free(r.heap.a);
     free(order);
     free(r.jobs);

@@ -22,7 +22,7 @@ typedef struct group {
     const char *trace, *policy;
     size_t n;
     double alloc, alloc_sq, alloc_min, alloc_max, failed, frag, frag_pct, unalloc, final, secs;
-    double jct, wait, p99, makespan, util, completed, unfit, never;
+    double jct, wait, p99, makespan, util, completed, unfit, never, cancelled;
     uint32_t users;
     double jain, user_jct[LOOM_SIM_MAX_USERS];
     double p99_jct, backlog_s;
@@ -93,6 +93,7 @@ static size_t build_groups(const loom_sim_run_t *runs, size_t n, group_t *g, boo
         x->completed += (double)d->completed;
         x->unfit += (double)d->unfit;
         x->never += (double)d->never_started;
+        x->cancelled += (double)d->cancelled;
         x->users = d->users;
         x->jain += d->jain_jct;
         x->p99_jct += d->p99_jct_s;
@@ -197,8 +198,10 @@ int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, 
                           g[k].makespan / m, "mean_util_pct", g[k].util / m, "unfit",
                           g[k].unfit / m, "never_started", g[k].never / m, "seeds",
                           (json_int_t)g[k].n, "seconds", g[k].secs);
-            if (o)
+            if (o) {
                 json_object_set_new(o, "p99_jct_s", json_real(g[k].p99_jct / m));
+                json_object_set_new(o, "cancelled", json_real(g[k].cancelled / m));
+            }
             if (o && g[k].users) {
                 json_t *uj = json_array(), *ug = json_array(), *ub = json_array();
                 for (uint32_t u = 0; u < g[k].users; u++) {

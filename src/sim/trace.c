@@ -8,9 +8,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/jobspec.h"
+#include "loom/runtime.h"
 #include "loom/sim.h"
 
 #define CSV_MAX_FIELDS  64
@@ -264,6 +267,46 @@ static int json_size_mib(json_t *o, const char *key, const char *where, int64_t 
     return LOOM_OK;
 }
 
+/* A JSONL task's owner, dependency, hold and begin time. */
+static int jsonl_blocks(json_t *root, const char *where, loom_sim_task_t *task, loom_err_t *err)
+{
+    static const char *const owners[] = {"user", "account"};
+    for (int k = 0; k < 2; k++) {
+        json_t *v = json_object_get(root, owners[k]);
+        if (v &&
+            (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX))
+            return loom_err_set(err, LOOM_EINVAL, "%s/%s: expected an integer from 1 to %d", where,
+                                owners[k], INT32_MAX);
+        *(k ? &task->account : &task->user) = v ? (uint32_t)json_integer_value(v) : 0;
+    }
+    json_t *dep = json_object_get(root, "dependency");
+    if (dep) {
+        loom_err_t e;
+        if (!json_is_string(dep) || json_string_length(dep) >= sizeof task->dependency)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s/dependency: expected a string of at most %zu bytes", where,
+                                sizeof task->dependency - 1);
+        if (loom_jobspec_dependency_check(json_string_value(dep), &e))
+            return loom_err_set(err, LOOM_EINVAL, "%s/dependency: %s", where, e.msg);
+        snprintf(task->dependency, sizeof task->dependency, "%s", json_string_value(dep));
+    }
+    json_t *name = json_object_get(root, "name");
+    if (name && !json_is_string(name))
+        return loom_err_set(err, LOOM_EINVAL, "%s/name: expected a string", where);
+    task->name_key = loom_runtime_name_key(name ? json_string_value(name) : task->name);
+    json_t *hold = json_object_get(root, "hold");
+    if (hold && !json_is_boolean(hold))
+        return loom_err_set(err, LOOM_EINVAL, "%s/hold: expected true or false", where);
+    task->hold = json_is_true(hold);
+    int rc;
+    if ((rc = json_dur(root, "release", where, &task->release_s, NULL, err)) ||
+        (rc = json_dur(root, "begin", where, &task->begin_s, NULL, err)))
+        return rc;
+    if (task->release_s > 0 && !task->hold)
+        return loom_err_set(err, LOOM_EINVAL, "%s/release: given without \"hold\": true", where);
+    return LOOM_OK;
+}
+
 static int jsonl_task(json_t *root, const char *where, const loom_sched_cluster_t *cl,
                       loom_sim_task_t *task, loom_err_t *err)
 {
@@ -288,6 +331,8 @@ static int jsonl_task(json_t *root, const char *where, const loom_sched_cluster_
         (rc = json_dur(root, "duration", where, &task->duration_s, NULL, err)) ||
         (rc = json_dur(root, "estimate_s", where, &task->estimate_s, NULL, err)) ||
         (rc = json_dur(root, "time_limit", where, &task->time_limit_s, NULL, err)))
+        return rc;
+    if ((rc = jsonl_blocks(root, where, task, err)))
         return rc;
     json_t *prio = json_object_get(root, "priority");
     if (prio) {

@@ -1,9 +1,9 @@
 /* Fuzz the queue's text forms: sbatch dependency lists as the runtime
  * judges them (loom_runtime_dep_eval) and --begin times as loomd reads them
- * (loomd_parse_begin). */
+ * (loom_jobspec_parse_begin). */
 #include <string.h>
 
-#include "daemon/deps.h"
+#include "loom/jobspec.h"
 #include "loom/runtime.h"
 
 static loom_runtime_dep_job_t job_state(void *ctx, uint64_t id)
@@ -28,6 +28,6 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     loom_runtime_dep_t v;
     loom_runtime_dep_eval(text, job_state, busy, NULL, &v, NULL);
     int64_t at;
-    loomd_parse_begin(text, 1764763200LL * 1000000000LL, &at, NULL);
+    loom_jobspec_parse_begin(text, 1764763200LL * 1000000000LL, &at, NULL);
     return 0;
 }

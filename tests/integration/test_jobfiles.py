@@ -188,6 +188,16 @@ class JobFiles(unittest.TestCase):
         # What fits is accepted.
         jid, _ = self.submit(path, "--gpus", "4", "--gpu-type", "virtual", "--cpus", "16")
         self.assertEqual(self.finished(jid)["state"], "COMPLETED")
+        # job.submit asks the runtime's own test (loom_sched_feasible): one of
+        # two types runs (loomd's former check refused it), and 1 KiB more than
+        # the node's memory is refused (it was accepted, rounded down, then
+        # rejected by the runtime, which rounds up).
+        jid, _ = self.submit(path, "--gpus", "1", "--gpu-type", "A100|virtual")
+        self.assertEqual(self.finished(jid)["state"], "COMPLETED")
+        rc, out, err = self.loom("submit", path, "--mem", "16777217KiB")
+        self.assertEqual(rc, 1, (out, err))
+        self.assertIn("loom submit: resources.memory: 16385 MiB requested, but the largest node "
+                      "(n1) has 16384", err)
 
     # ------------------------------------------------------ issue 31
 

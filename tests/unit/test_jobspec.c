@@ -503,6 +503,34 @@ static void k8s_deep_nesting(void **state)
     free(m);
 }
 
+/* sbatch's --begin, one parser for job files, the command line, loomd
+ * and loom sim's traces (loom_jobspec_parse_begin). */
+static void begin_forms(void **state)
+{
+    (void)state;
+    const int64_t t0 = 1764763200LL * LOOM_NS_PER_S; /* 2025-12-03 12:00 UTC */
+    int64_t at;
+    loom_err_t err;
+    assert_int_equal(loom_jobspec_parse_begin("now", t0, &at, &err), LOOM_OK);
+    assert_true(at == t0);
+    assert_int_equal(loom_jobspec_parse_begin("now+90", t0, &at, &err), LOOM_OK);
+    assert_true(at == t0 + 90 * LOOM_NS_PER_S);
+    assert_int_equal(loom_jobspec_parse_begin("now+2hours", t0, &at, &err), LOOM_OK);
+    assert_true(at == t0 + 7200 * LOOM_NS_PER_S);
+    assert_int_equal(loom_jobspec_parse_begin("now+1w", t0, &at, &err), LOOM_OK);
+    assert_true(at == t0 + 604800 * LOOM_NS_PER_S);
+    assert_int_equal(loom_jobspec_parse_begin("2030-01-02T03:04:05", t0, &at, &err), LOOM_OK);
+    assert_true(at > t0);
+    assert_int_equal(loom_jobspec_parse_begin("12:30", t0, &at, &err), LOOM_OK);
+    assert_true(at > t0 && at <= t0 + 86400 * LOOM_NS_PER_S); /* the next 12:30 */
+    static const char *const bad[] = {"now+",       "now+-3", "now+3fortnights",  "tomorrow",
+                                      "2030-13-01", "25:00",  "now+99999999days", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(loom_jobspec_parse_begin(bad[i], t0, &at, &err), LOOM_EINVAL);
+        assert_non_null(strstr(err.msg, "options.begin: expected now[+N"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +549,7 @@ int main(void)
         cmocka_unit_test(k8s_labels_indexed),
         cmocka_unit_test(k8s_errors),
         cmocka_unit_test(k8s_deep_nesting),
+        cmocka_unit_test(begin_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,14 @@
 #include "daemon/quota.h"
 #include "loom/runtime.h"
 
+/* An account's number (LOOM_OK asserted). */
+static uint32_t account_no(loomd_accounts_t *acc, const char *name)
+{
+    uint32_t id;
+    assert_int_equal(loomd_account_id(acc, name, &id), LOOM_OK);
+    return id;
+}
+
 static void test_parse_running(void **state)
 {
     (void)state;
@@ -80,7 +88,7 @@ static void test_apply(void **state)
     assert_int_equal(loomd_accounts_new(&acc, &err), LOOM_OK);
     loom_runtime_t *rt = runtime();
     assert_int_equal(loomd_quota_apply(&qs, acc, rt, &err), LOOM_OK);
-    uint32_t vision = loomd_account_id(acc, "vision"); /* numbered by apply, first */
+    uint32_t vision = account_no(acc, "vision"); /* numbered by apply, first */
     assert_int_equal(vision, 1);
     loom_runtime_usage_t u;
     loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_USER, 4242, &u);
@@ -92,7 +100,7 @@ static void test_apply(void **state)
     loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, vision, &u);
     assert_int_equal(u.limits.gpu_milli, 4000);
     assert_int_equal(u.limits.jobs, 2);
-    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, loomd_account_id(acc, "nlp"), &u);
+    loom_runtime_quota_usage(rt, LOOM_RUNTIME_QUOTA_ACCOUNT, account_no(acc, "nlp"), &u);
     assert_int_equal(u.limits.gpu_milli, -1);
     assert_int_equal(u.limits.jobs, -1);
     loom_runtime_free(rt);
@@ -113,17 +121,17 @@ static void test_account_ids(void **state)
     loomd_accounts_t *acc;
     loom_err_t err;
     assert_int_equal(loomd_accounts_new(&acc, &err), LOOM_OK);
-    assert_int_equal(loomd_account_id(acc, NULL), 0);
-    assert_int_equal(loomd_account_id(acc, ""), 0);
-    assert_int_equal(loomd_account_id(NULL, "x"), 0);
+    assert_int_equal(account_no(acc, NULL), 0);
+    assert_int_equal(account_no(acc, ""), 0);
+    assert_int_equal(account_no(NULL, "x"), 0);
     char name[32];
     for (int i = 0; i < 1000; i++) {
         snprintf(name, sizeof name, "acct%d", i);
-        assert_int_equal(loomd_account_id(acc, name), (uint32_t)i + 1);
+        assert_int_equal(account_no(acc, name), (uint32_t)i + 1);
     }
     for (int i = 999; i >= 0; i--) {
         snprintf(name, sizeof name, "acct%d", i);
-        assert_int_equal(loomd_account_id(acc, name), (uint32_t)i + 1);
+        assert_int_equal(account_no(acc, name), (uint32_t)i + 1);
     }
     loomd_accounts_free(acc);
     loomd_accounts_free(NULL);

@@ -490,6 +490,80 @@ static void test_blocked(void **state)
     loom_runtime_free(rt);
 }
 
+/* Jobs that ended, as a caller records them: 1 and 100 well, 101
+ * otherwise (the runtime asks only about jobs it does not hold). */
+static loom_runtime_dep_job_t ended(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    return id == 100 || id == 1 ? LOOM_RUNTIME_DEP_OK
+           : id == 101          ? LOOM_RUNTIME_DEP_NOTOK
+                                : LOOM_RUNTIME_DEP_UNKNOWN;
+}
+
+static loom_runtime_job_t dep_job(uint64_t id, const char *text, const char *name)
+{
+    return (loom_runtime_job_t){.id = id,
+                                .submit_s = (double)id,
+                                .req = {.cpu_milli = 1000, .mem_mib = 1},
+                                .dependency = text,
+                                .name_key = loom_runtime_name_key(name)};
+}
+
+/* The runtime keeps and judges dependencies itself: afterok on a job it
+ * holds waits until that job leaves well (the caller's record says so),
+ * "after" once it began, afternotok of a job that ended well is never met
+ * (CANCEL, DependencyNeverSatisfied), singleton waits for the earlier job
+ * of the same name and user. */
+static void test_runtime_dependencies(void **state)
+{
+    (void)state;
+    loom_runtime_t *rt = runtime(1, 4, "fifo", "firstfit", 0, false);
+    static log_t l;
+    memset(&l, 0, sizeof l);
+    loom_err_t err;
+    loom_runtime_set_outcomes(rt, ended, NULL);
+    loom_runtime_job_t jobs[] = {
+        dep_job(1, NULL, "a"),
+        dep_job(2, "afterok:1", "b"),
+        dep_job(3, "after:1", "c"),
+        dep_job(4, "afternotok:100", "d"),
+        dep_job(5, "afterok:100?afterok:101", "e"),
+        dep_job(6, "singleton", "a"),
+        dep_job(7, "afterok:999", "f"),
+    };
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
+        assert_int_equal(loom_runtime_submit(rt, &jobs[i], &err), LOOM_OK);
+    assert_int_equal(loom_runtime_dep_waiting(rt), 6);
+    loom_runtime_step(rt, 10, record, &l);
+    /* 1 and 5 (any of: 100 ended well) start; 4 and 7 can never */
+    size_t started = 0, cancelled = 0;
+    for (size_t k = 0; k < l.n; k++) {
+        if (l.a[k].kind == LOOM_RUNTIME_START)
+            assert_true(l.a[k].id == 1 || l.a[k].id == 5), started++;
+        if (l.a[k].kind == LOOM_RUNTIME_CANCEL) {
+            assert_true(l.a[k].id == 4 || l.a[k].id == 7);
+            assert_string_equal(l.a[k].reason, "DependencyNeverSatisfied");
+            cancelled++;
+        }
+    }
+    assert_int_equal(cancelled, 2);
+    assert_int_equal(started, 2);
+    assert_int_equal(loom_runtime_get(rt, 4, &(loom_runtime_info_t){0}), LOOM_ENOTFOUND);
+    l.n = 0;
+    loom_runtime_step(rt, 11, record, &l); /* 1 began: "after:1" is met */
+    assert_true(info(rt, 3).state == LOOM_RUNTIME_RUNNING);
+    assert_string_equal(loom_runtime_reason_name(info(rt, 2).reason), "Dependency");
+    assert_string_equal(loom_runtime_reason_name(info(rt, 6).reason), "Dependency");
+    assert_int_equal(loom_runtime_remove(rt, 1, 12), LOOM_OK); /* it leaves, well */
+    l.n = 0;
+    loom_runtime_step(rt, 13, record, &l);
+    assert_true(info(rt, 2).state == LOOM_RUNTIME_RUNNING);
+    assert_int_equal(loom_runtime_dep_waiting(rt), 0);
+    assert_true(info(rt, 6).state == LOOM_RUNTIME_RUNNING); /* the other "a" has left */
+    check(rt);
+    loom_runtime_free(rt);
+}
+
 /* Jobs 1..5: 1 pending, 2 running, 3 completed, 4 failed; 5 unknown. */
 static loom_runtime_dep_job_t dep_states(void *ctx, uint64_t id)
 {
@@ -856,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_tiresias_preempt),
         cmocka_unit_test(test_blocked),
         cmocka_unit_test(test_dependencies),
+        cmocka_unit_test(test_runtime_dependencies),
         cmocka_unit_test(test_reason_changes),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_backfill_reservation),

@@ -247,6 +247,94 @@ static void test_dynamic_small(void **state)
     loom_sched_cluster_free(&c);
 }
 
+/* loom sim replays dependencies, holds, begin times and quotas through the
+ * runtime (docs/scheduling.md, loom JSONL): one node of 4 GPUs, 1-GPU
+ * jobs. Without them FIFO starts a b c d e f at once (4 GPUs: a b f c at
+ * 0, d at 2 ...). With them: b shares account 1 with a (running=1) and c
+ * waits for a (afterok), so both start only when a ends at 10; e is held
+ * until 4, f may not begin before 7; g (afternotok:1) is cancelled when a
+ * ends well. Start order: a d e f b c. */
+typedef struct starts {
+    size_t task[16];
+    double at[16];
+    size_t n;
+} starts_t;
+
+static void on_start_log(void *ctx, size_t task, double t_s, const loom_sched_alloc_t *alloc)
+{
+    (void)alloc;
+    starts_t *s = ctx;
+    if (s->n < 16) {
+        s->task[s->n] = task;
+        s->at[s->n++] = t_s;
+    }
+}
+
+static void test_dynamic_deps_holds_quotas(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 0, 4, "G", 0, NULL, NULL), 0);
+    const char *jobs =
+        "{\"id\":\"a\",\"due\":0,\"duration\":10,\"gpus\":1,\"user\":1,\"account\":1}\n"
+        "{\"id\":\"b\",\"due\":0,\"duration\":10,\"gpus\":1,\"user\":2,\"account\":1}\n"
+        "{\"id\":\"c\",\"due\":1,\"duration\":5,\"gpus\":1,\"dependency\":\"afterok:1\"}\n"
+        "{\"id\":\"d\",\"due\":2,\"duration\":5,\"gpus\":1,\"user\":3}\n"
+        "{\"id\":\"e\",\"due\":3,\"duration\":1,\"gpus\":1,\"hold\":true,\"release\":4}\n"
+        "{\"id\":\"f\",\"due\":0,\"duration\":1,\"gpus\":1,\"begin\":7}\n"
+        "{\"id\":\"g\",\"due\":0,\"duration\":1,\"gpus\":1,\"dependency\":\"afternotok:1\"}\n";
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(S(jobs), "j.jsonl", &c, &t, &err), 0);
+    loom_runtime_quota_rule_t q;
+    assert_int_equal(loom_runtime_quota_parse("account:1=running=1", &q, &err), LOOM_OK);
+    starts_t st = {0};
+    loom_sim_opts_t o = {.policy = "firstfit", .queue = "fifo", .debug_check = true};
+    o.on_start = on_start_log;
+    o.on_start_ctx = &st;
+    o.quotas = &q;
+    o.nquotas = 1;
+    loom_sim_dynamic_result_t r;
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    static const size_t order[] = {0, 3, 4, 5, 1, 2};
+    static const double at[] = {0, 2, 4, 7, 10, 10};
+    assert_int_equal(st.n, 6);
+    for (size_t k = 0; k < 6; k++)
+        if (st.task[k] != order[k] || st.at[k] != at[k])
+            fail_msg("start %zu: task %zu at %g, expected task %zu at %g", k, st.task[k], st.at[k],
+                     order[k], at[k]);
+    assert_int_equal(r.completed, 6);
+    assert_int_equal(r.cancelled, 1);
+    loom_sim_dynamic_result_free(&r);
+    /* the same trace, no quota: b runs at once */
+    st.n = 0;
+    o.nquotas = 0;
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(st.task[1], 1);
+    assert_true(st.at[1] == 0);
+    loom_sim_dynamic_result_free(&r);
+    /* bad fields are refused, naming them */
+    static const char *const bad[] = {
+        "{\"due\":0,\"gpus\":1,\"dependency\":\"afterok:x\"}",
+        "{\"due\":0,\"gpus\":1,\"user\":0}",
+        "{\"due\":0,\"gpus\":1,\"release\":4}",
+        "{\"due\":0,\"gpus\":1,\"hold\":1}",
+    };
+    static const char *const said[] = {"1/dependency", "1/user", "1/release", "1/hold"};
+    for (size_t i = 0; i < 4; i++) {
+        loom_sim_trace_t b = {0};
+        assert_int_equal(loom_sim_jsonl_parse(S(bad[i]), "b.jsonl", &c, &b, &err), LOOM_EINVAL);
+        if (!strstr(err.msg, said[i]))
+            fail_msg("%s: %s", bad[i], err.msg);
+        loom_sim_trace_free(&b);
+    }
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
 /* The must-show case of backfill with reservations in the simulator (as
  * test_backfill_reservation in test_runtime.c): one node of 4 GPUs, an
  * endless stream of one-GPU jobs (one every 25 s from 0 to 2000, each runs
@@ -392,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_packing_small),
         cmocka_unit_test(test_dynamic_small),
         cmocka_unit_test(test_dynamic_backfill_reservation),
+        cmocka_unit_test(test_dynamic_deps_holds_quotas),
         cmocka_unit_test(test_dynamic_tiresias_preempts),
         cmocka_unit_test(test_packing_real_trace_checked),
     };
