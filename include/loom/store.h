@@ -275,14 +275,16 @@ int loom_store_transition(loom_store_t *store, int64_t id, int expect, int to, c
 /* A change to a pending job (job.update, job.hold, job.release): each
  * member set replaces the stored one; LOOM_ESTATE once the job is no longer
  * PENDING, LOOM_ENOTFOUND for an unknown id. Waits for the commit; job_out
- * (may be NULL) receives the job as changed. No event is added (the state
- * does not change). */
+ * (may be NULL) receives the job as changed. An event PENDING -> PENDING
+ * is added, in the same transaction, when event names one (a hold or a
+ * release: "held by ana"); else none (the state does not change). */
 typedef struct loom_job_update {
     char *name;           /* NULL: keep */
     int64_t time_limit_s; /* < 0: keep; 0: none */
     bool set_priority;
     int64_t priority;
     char *options_json; /* the whole options object; NULL: keep */
+    char *event;        /* the event's reason; NULL: no event */
 } loom_job_update_t;
 /* A job array (sbatch --array): one PENDING job per task index, all in one
  * transaction (all or none). The first task's id is the array's id; every
@@ -328,11 +330,13 @@ int loom_store_events(loom_store_t *store, int64_t id, loom_job_event_t **out, s
                       loom_err_t *err);
 void loom_store_events_free(loom_job_event_t *events, size_t n);
 
-/* Keyset pagination over jobs in ascending id order. */
+/* Keyset pagination over jobs in ascending id order (newest_first:
+ * descending, the cursor then the last id seen of the previous page). */
 typedef struct loom_store_filter {
     unsigned state_mask; /* bit (1u << state); 0 = every state */
-    int64_t after_id;    /* the cursor: only ids > after_id; 0 = from the start */
+    int64_t after_id;    /* the cursor: only ids past it; 0 = from the start */
     size_t limit;        /* 1..10000; 0 = 100 */
+    bool newest_first;   /* descending id order */
 } loom_store_filter_t;
 
 typedef struct loom_job_list {

@@ -279,6 +279,21 @@ static int do_match(loom_zoo_t *z, const char *model, const zargs_t *a)
     return LOOM_EXIT_OK;
 }
 
+/* A warm start's "warnings" (few layers mapped, and why), one line each
+ * on stderr. */
+static void print_warnings(const char *who, const json_t *rep)
+{
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(rep, "warnings"), i, w)
+    {
+        loom_buf_t safe = LOOM_BUF_INIT;
+        const char *s = json_string_value(w);
+        fprintf(stderr, "%s: warning: %s\n", who, s ? loom_cli_safe(s, &safe) : "");
+        loom_buf_free(&safe);
+    }
+}
+
 static int do_warm(loom_zoo_t *z, const char *model, const zargs_t *a)
 {
     if (!a->out) {
@@ -295,6 +310,7 @@ static int do_warm(loom_zoo_t *z, const char *model, const zargs_t *a)
         fprintf(stderr, "loom zoo warm: %s\n", err.msg);
         return exit_of(rc);
     }
+    print_warnings("loom zoo warm", rep);
     if (a->json) {
         loom_cli_print_json(rep);
     } else {
@@ -401,6 +417,7 @@ int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, lo
             json_string_value(json_object_get(labels, "zoo.parent")),
             json_string_value(json_object_get(labels, "zoo.similarity")),
             json_string_value(json_object_get(labels, "zoo.layers_mapped")));
+    print_warnings("loom submit", res);
     json_decref(res);
     return LOOM_EXIT_OK;
 }

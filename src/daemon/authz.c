@@ -17,7 +17,7 @@ static const loomd_authz_rule_t rules[] = {
     {"job.submit", LOOMD_AUTHZ_ANYONE, NULL, false,
      "a new job, owned by the caller (never by the request)"},
     {"job.list", LOOMD_AUTHZ_ANYONE, NULL, false,
-     "every job; another's without options, run and estimate"},
+     "every job; another's without estimate, options and run but its array, node and GPUs"},
     {"job.get", LOOMD_AUTHZ_OWNER, "id", false, "the job, with its options and events"},
     {"job.cancel", LOOMD_AUTHZ_OWNER, "id", false, "the job"},
     {"job.wait", LOOMD_AUTHZ_OWNER, "ids", false, "every job of ids"},

@@ -511,6 +511,35 @@ static void fail_list_budget(loom_rpc_call_t *call, size_t first_job)
                         left, first_job ? ", less than one job needs" : "");
 }
 
+/* Keeps of obj's member name only the members listed (public ones); the
+ * member goes when none of them is there. */
+static void keep_only(json_t *obj, const char *name, const char *const *keep)
+{
+    const json_t *v = json_object_get(obj, name);
+    json_t *kept = json_is_object(v) ? json_object() : NULL;
+    for (size_t i = 0; kept && keep[i]; i++)
+        if (json_object_get(v, keep[i]))
+            json_object_set(kept, keep[i], json_object_get(v, keep[i]));
+    if (kept && json_object_size(kept))
+        json_object_set_new(obj, name, kept);
+    else {
+        json_decref(kept);
+        json_object_del(obj, name);
+    }
+}
+
+/* Another's job as squeue shows it (docs/security.md): where it runs (the
+ * node, its GPUs) and which array it is a task of stay; its environment,
+ * paths, handle, outcome and estimate go. */
+static void public_view(json_t *j)
+{
+    static const char *const run[] = {"node", "gpus", "gpu_share", NULL};
+    static const char *const options[] = {"array_job_id", "array_task_id", NULL};
+    keep_only(j, "run", run);
+    keep_only(j, "options", options);
+    json_object_del(j, "estimate");
+}
+
 /* Jobs [from, to) of the list as JSON, with their reasons (NULL: out of
  * memory). */
 static json_t *list_chunk(loomd_methods_t *m, const loom_auth_identity_t *who,
@@ -519,13 +548,8 @@ static json_t *list_chunk(loomd_methods_t *m, const loom_auth_identity_t *who,
     json_t *all = json_array();
     for (size_t i = from; all && i < to; i++) {
         json_t *j = loom_job_to_json(&list->jobs[i], false);
-        if (j && !loomd_identity_may_act(m->ident, who, &list->jobs[i])) {
-            /* another's job: as squeue shows it, without its environment,
-             * paths and run details (docs/security.md) */
-            json_object_del(j, "options");
-            json_object_del(j, "run");
-            json_object_del(j, "estimate");
-        }
+        if (j && !loomd_identity_may_act(m->ident, who, &list->jobs[i]))
+            public_view(j);
         if (json_array_append_new(all, j) != 0) {
             json_decref(all);
             all = NULL;
@@ -602,11 +626,17 @@ static loom_rpc_status_t m_job_list(loom_rpc_call_t *call, json_t *params, void 
         }
         limit = json_integer_value(lim);
     }
-    if (parse_states(params ? json_object_get(params, "state") : NULL, &f.state_mask, &err) ||
+    const json_t *newest = params ? json_object_get(params, "newest_first") : NULL;
+    if (newest && !json_is_null(newest) && !json_is_boolean(newest))
+        loom_err_set(&err, LOOM_EINVAL, "newest_first: expected true or false, found %s",
+                     loom_json_type_name(newest));
+    if ((newest && !json_is_null(newest) && !json_is_boolean(newest)) ||
+        parse_states(params ? json_object_get(params, "state") : NULL, &f.state_mask, &err) ||
         parse_cursor(params ? json_object_get(params, "cursor") : NULL, &f.after_id, &err)) {
         fail_param(call, &err);
         return LOOM_RPC_DONE;
     }
+    f.newest_first = json_is_true(newest);
     f.limit = (size_t)limit;
     size_t budget = loom_rpc_call_budget(call);
     if (budget < LIST_BUDGET_MIN) { /* spent by earlier calls: no work */
@@ -800,7 +830,7 @@ int loomd_methods_add(loom_rpc_dispatcher_t *d, loomd_methods_t *m, loom_err_t *
                                                 "model",      "options",  "reconfig", NULL};
     static const char *const id_params[] = {"id", NULL};
     static const char *const cancel_params[] = {"id", "reason", NULL};
-    static const char *const list_params[] = {"state", "limit", "cursor", NULL};
+    static const char *const list_params[] = {"state", "limit", "cursor", "newest_first", NULL};
     int rc;
     m->disp = d;
     if ((rc = loom_rpc_dispatcher_add(d, "server.info", m_server_info, m, NULL, LOOM_RPC_NO_PARAMS,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/identity.h"
 #include "daemon/queue.h"
 #include "daemon/quota.h"
 #include "daemon/runner.h"
@@ -55,7 +56,10 @@ static loom_rpc_status_t updated(loomd_methods_t *m, loom_rpc_call_t *call, loom
     return LOOM_RPC_DONE;
 }
 
-/* job.hold / job.release: options.hold set or removed. */
+/* job.hold / job.release: options.hold set or removed. A change is an
+ * event in the job's history ("held by ana", "released by ana"), as its
+ * submission and start are; holding a held job or releasing a free one is
+ * not. */
 static loom_rpc_status_t set_hold(loom_rpc_call_t *call, json_t *params, loomd_methods_t *m,
                                   bool hold)
 {
@@ -68,13 +72,23 @@ static loom_rpc_status_t set_hold(loom_rpc_call_t *call, json_t *params, loomd_m
     loom_job_free(&job);
     if (!o)
         o = json_object();
+    bool was = json_is_true(json_object_get(o, "hold"));
     if (hold)
         json_object_set_new(o, "hold", json_true());
     else
         json_object_del(o, "hold");
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    loom_job_update_t u = {.time_limit_s = -1, .options_json = text};
+    loom_auth_identity_t local;
+    const loom_auth_identity_t *who = loomd_caller(m->ident, call, &local);
+    char event[LOOM_AUTH_NAME_MAX + 32];
+    if (who->user[0])
+        snprintf(event, sizeof event, "%s by %s", hold ? "held" : "released", who->user);
+    else
+        snprintf(event, sizeof event, "%s by uid %u", hold ? "held" : "released",
+                 (unsigned)who->uid);
+    loom_job_update_t u = {
+        .time_limit_s = -1, .options_json = text, .event = was != hold ? event : NULL};
     int rc = text ? loom_store_update(m->store, id, &u, &job, &err)
                   : loom_err_set(&err, LOOM_ENOMEM, "out of memory");
     free(text);

@@ -42,6 +42,10 @@ typedef struct est_tensor {
     size_t nval;
     int64_t *ival;
     double *fval;
+    /* An initializer's raw_data: its place in the bytes the model was
+     * parsed from (raw_len 0: none, or stored elsewhere), so that a reader
+     * that keeps those bytes (the zoo's warm start) can take its values. */
+    size_t raw_off, raw_len;
     /* Declared shape of a graph input (before the batch override). */
     int decl_rank;
     int64_t decl_dims[EST_MAX_RANK];

@@ -492,6 +492,10 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
                      (long long)numel, est_dtype_name(t->dtype), (unsigned long long)numel * es);
         goto out;
     }
+    if (has_raw && es && !external) {
+        t->raw_off = raw_s;
+        t->raw_len = raw_l;
+    }
     if (numel <= EST_MAX_FOLD && !external) {
         if (has_raw && es) {
             raw_to_values(t, r->p + raw_s, (size_t)numel);

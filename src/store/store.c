@@ -607,7 +607,10 @@ static int run_update(loom_store_t *s, op_t *o, int64_t now)
     sqlite3_bind_int64(st, 6, o->id);
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    rc = rc != SQLITE_DONE ? rc
+         : u->event        ? add_event(s, o->id, now, LOOM_JOB_PENDING, LOOM_JOB_PENDING, u->event)
+                           : SQLITE_OK;
+    if (rc != SQLITE_OK) {
         loom_job_free(&cur);
         return rc;
     }
@@ -703,6 +706,7 @@ static void free_op(op_t *o)
 {
     free(o->upd.name);
     free(o->upd.options_json);
+    free(o->upd.event);
     loom_job_free(&o->job);
     free(o->reason);
     free(o->run);
@@ -1277,9 +1281,10 @@ int loom_store_update(loom_store_t *s, int64_t id, const loom_job_update_t *u, l
     o->kind = OP_UPDATE;
     o->id = id;
     o->upd = *u;
-    o->upd.name = o->upd.options_json = NULL;
+    o->upd.name = o->upd.options_json = o->upd.event = NULL;
     if ((u->name && !(o->upd.name = strdup(u->name))) ||
-        (u->options_json && !(o->upd.options_json = strdup(u->options_json)))) {
+        (u->options_json && !(o->upd.options_json = strdup(u->options_json))) ||
+        (u->event && !(o->upd.event = strdup(u->event)))) {
         free_op(o);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing an update");
     }
@@ -1425,7 +1430,8 @@ int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list
         return loom_err_set(err, LOOM_EINVAL, "state: unknown state bit in mask 0x%x",
                             f->state_mask);
     loom_buf_t sql = LOOM_BUF_INIT;
-    loom_buf_append_str(&sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE id > ?1");
+    loom_buf_append_str(&sql, "SELECT " JOB_COLUMNS " FROM jobs WHERE ");
+    loom_buf_append_str(&sql, f->newest_first ? "id < ?1" : "id > ?1");
     if (f->state_mask && f->state_mask != all) {
         loom_buf_append_str(&sql, " AND state IN (");
         const char *sep = "";
@@ -1438,7 +1444,8 @@ int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list
         loom_buf_append_char(&sql, ')');
     }
     /* One row more than asked tells whether another page exists. */
-    loom_buf_append_str(&sql, " ORDER BY id LIMIT ?2");
+    loom_buf_append_str(&sql,
+                        f->newest_first ? " ORDER BY id DESC LIMIT ?2" : " ORDER BY id LIMIT ?2");
     if (!sql.data)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
 
@@ -1449,7 +1456,7 @@ int loom_store_list(loom_store_t *s, const loom_store_filter_t *f, loom_job_list
         rc = loom_err_set(err, LOOM_EIO, "listing jobs: %s", sqlite3_errmsg(s->rdb));
         goto out;
     }
-    sqlite3_bind_int64(st, 1, f->after_id);
+    sqlite3_bind_int64(st, 1, f->newest_first && !f->after_id ? INT64_MAX : f->after_id);
     sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
     out->jobs = calloc(limit, sizeof *out->jobs);
     if (!out->jobs) {

@@ -225,8 +225,15 @@ class Dashboard(unittest.TestCase):
 
         # a job's page: its state changes pushed, its output followed
         w2 = self.submit("later", "sleep 1; echo later-ok", gpus=1)
+        # held and released while it waits: both in its events (issue 31)
+        self.c.call("job.hold", {"id": w2})
+        self.c.call("job.release", {"id": w2})
         self.go(f"#/job/{w2}")
         self.wait(lambda b: "PENDING" in self.text("h2"), "the pending job's page")
+        self.wait(lambda b: "released by" in self.text("#timeline"), "the hold and release")
+        who = pwd.getpwuid(os.geteuid()).pw_name
+        self.assertIn("held by " + who, self.text("#timeline"))
+        self.assertIn("released by " + who, self.text("#timeline"))
         self.go(f"#/job/{long_id}")
         self.wait(lambda b: "step 5 " in self.text("#log"), "the output")
         n1 = self.text("#log").count("\n")
@@ -246,6 +253,21 @@ class Dashboard(unittest.TestCase):
         self.wait(lambda b: "COMPLETED" in self.text("h2"), "the waiting job completing")
         self.wait(lambda b: "later-ok" in self.text("#log"), "its output")
         self.still_same_page()
+
+        # the Finished tab: newest first, the job that just ended on top
+        # (issue 31: oldest first)
+        self.go("#/queue")
+        self.click('[data-tab="finished"]')
+        rows = "return [...document.querySelectorAll('#jobs tbody tr[data-id]')]" \
+               ".map((r) => Number(r.dataset.id))"
+
+        def ended():
+            return sorted((j["id"] for j in self.c.list_all(
+                state=["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"])), reverse=True)
+        self.wait(lambda b: b.execute_script(rows) == ended(), "the finished jobs newest first")
+        shown = self.b.execute_script(rows)
+        self.assertGreaterEqual(len(shown), 4)
+        self.assertEqual(shown[0], w2)
 
         # usage per user (usage.report), re-read without a reload when a job starts or ends
         self.go("#/usage")

@@ -218,7 +218,8 @@ class MultiUser(unittest.TestCase):
         self.assertEqual(len(seen), 1, out)
         self.assertEqual(seen[0]["owner"]["user"], USER1)
         self.assertNotIn("options", seen[0])
-        self.assertNotIn("run", seen[0])
+        # where it runs, as squeue shows it; nothing of its handle or files
+        self.assertLessEqual(set(seen[0].get("run", {})), {"node", "gpus", "gpu_share"}, out)
         rc, out, err = self.loom(USER2, "jobs")
         self.assertEqual(rc, 0, err)
         row = [l.split() for l in out.splitlines() if l.split()[:1] == [str(jid)]]
@@ -440,6 +441,50 @@ class MultiUser(unittest.TestCase):
         rc, out, err = self.sdk(USER1, "import loom\nwith loom.Executor(url=sys.argv[1], time=60) "
                                 "as ex:\n    print(ex.submit(pow, 2, 10).result(timeout=60))")
         self.assertEqual((rc, out.strip()), (0, "1024"), err)
+
+    def test_others_jobs_as_squeue_shows_them(self):
+        """Issue 31: another user's running job showed NODE/GPUS '-' in loom
+        jobs --all, and another's array one row per task; squeue shows the
+        node and groups the array for everyone. Its paths and environment
+        stay private."""
+        rc, out, err = self.loom(USER1, "submit", "--json", "--gres=gpu:1", "-J", "runs",
+                                 "--export", "SECRET_VAR=hush", "sleep.sh")
+        self.assertEqual(rc, 0, err)
+        run = json.loads(out)["id"]
+        rc, out, err = self.loom(USER1, "submit", "--json", "--hold", "--array=0-3", "-J",
+                                 "arr", "true.sh")
+        self.assertEqual(rc, 0, err)
+        arr = json.loads(out)["id"]
+        deadline = time.monotonic() + 30
+        while self.job(run)["state"] == "PENDING" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        mine = self.job(run)
+        self.assertEqual(mine["state"], "RUNNING", mine)
+        where = "%s:%s" % (mine["run"]["node"], ",".join(str(g) for g in mine["run"]["gpus"]))
+        try:
+            views = {}
+            for user in (USER1, USER2):
+                rc, out, err = self.loom(user, "jobs", "--all")
+                self.assertEqual(rc, 0, err)
+                rows = {l.split()[0]: l.split() for l in out.splitlines()[1:] if l.strip()}
+                self.assertIn(str(run), rows, out)
+                self.assertIn(where, rows[str(run)], (user, out))
+                self.assertIn("%d_[0-3]" % arr, rows, (user, out))
+                self.assertFalse([k for k in rows if k.startswith("%d_" % arr) and
+                                  k != "%d_[0-3]" % arr], (user, out))
+                # the same rows for the owner and the other user (but the
+                # elapsed time, which ticks)
+                rc, views[user], err = self.loom(user, "jobs", "--all", "--format",
+                                                 "id,name,user,state,nodes,gpus,reason")
+                self.assertEqual(rc, 0, err)
+            self.assertEqual(views[USER1], views[USER2])
+            rc, out, err = self.loom(USER2, "jobs", "--all", "--json")
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("hush", out)
+            self.assertNotIn(self.work[USER1], out)
+            self.assertNotIn(self.d.state_dir, out)
+        finally:
+            self.loom(USER1, "cancel", str(run), *[str(arr + k) for k in range(4)])
 
     def test_start_error_reaches_the_owner(self):
         """#SBATCH --output=logs/%x-%j.out without logs/: the reason is in

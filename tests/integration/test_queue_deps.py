@@ -7,6 +7,7 @@ hold/release/requeue/update."""
 import datetime
 import json
 import os
+import pwd
 import subprocess
 import sys
 import tempfile
@@ -159,9 +160,23 @@ class QueueDeps(unittest.TestCase):
         rc, _, err = self.loom("hold", str(a))
         self.assertEqual(rc, 0, err)
         self.reason_is(a, "JobHeld")
+        self.loom("hold", str(a))  # held already: no second event
         self.loom("release", str(a))
         self.reason_is(a, "BeginTime")
+        # both in the job's events, as its submission and end are (issue 31)
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        events = [(e["from"], e["to"], e["reason"])
+                  for e in self.c.call("job.get", {"id": a})["job"]["events"]]
+        self.assertEqual(events, [(None, "PENDING", None),
+                                  ("PENDING", "PENDING", "held by " + me),
+                                  ("PENDING", "PENDING", "released by " + me)])
         self.loom("cancel", str(a))
+        rc, out, err = self.loom("show", str(a))
+        self.assertEqual(rc, 0, err)
+        shown = [l.split(None, 2)[2] for l in out.splitlines() if " -> " in l]
+        self.assertEqual(shown[1:], ["PENDING -> PENDING  held by " + me,
+                                     "PENDING -> PENDING  released by " + me,
+                                     "PENDING -> CANCELLED  cancelled by request"], out)
         # errors: not pending, not found, bad usage
         rc, _, err = self.loom("hold", str(held))
         self.assertEqual(rc, 1)

@@ -486,6 +486,38 @@ static void cancel_and_list(void **state)
                  "\"id\":1}",
                  -32602, "cursor");
 
+    /* Newest first (the dashboard's Finished tab, issue 31): pages of 5
+     * over the 12 jobs, 12 down to 1, each once. */
+    int64_t want = 12;
+    cursor = NULL;
+    pages = 0;
+    do {
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"limit\":5,"
+                 "\"newest_first\":true,\"cursor\":%s%s%s},\"id\":1}",
+                 cursor ? "\"" : "", cursor ? cursor : "null", cursor ? "\"" : "");
+        resp = rpc(f, body);
+        json_t *r = result_of(resp);
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(r, "jobs"), i, j)
+            assert_int_equal(json_integer_value(json_object_get(j, "id")), want--);
+        json_t *next = json_object_get(r, "next_cursor");
+        cursor = NULL;
+        if (json_is_string(next)) {
+            snprintf(cur, sizeof cur, "%s", json_string_value(next));
+            cursor = cur;
+        }
+        pages++;
+        json_decref(resp);
+    } while (cursor);
+    assert_int_equal(want, 0);
+    assert_int_equal(pages, 3);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"job.list\",\"params\":{\"newest_first\":"
+                 "1},\"id\":1}",
+                 -32602, "newest_first");
+
     loom_buf_t m = LOOM_BUF_INIT;
     assert_int_equal(loomd_methods_metrics(&m, &f->m), LOOM_OK);
     assert_non_null(strstr(m.data, "loom_jobs{state=\"PENDING\"} 11\n"));

@@ -169,6 +169,50 @@ static void test_others_cannot_act(void **state)
     json_decref(r);
 }
 
+/* Issue 31: another's running job shows its node and GPUs, and an array's
+ * tasks their array, as squeue shows them; its paths, handle, environment
+ * and estimate stay the owner's. */
+static void test_others_see_where_it_runs(void **state)
+{
+    fixture_t *f = *state;
+    int64_t id = submit_as(f, &f->ana, ",\"options\":{\"env\":[\"SECRET=1\"],\"array\":\"0-1\"}");
+    loom_err_t err;
+    const char *run = "{\"node\":\"n1\",\"gpus\":[0,1],\"gpu_share\":1000,\"executor\":\"local\","
+                      "\"dir\":\"/secret/jobs/1\",\"stdout\":\"/home/ana/out\",\"shepherd_pid\":7}";
+    assert_int_equal(loom_store_transition(f->store, id, LOOM_JOB_PENDING, LOOM_JOB_RUNNING, NULL,
+                                           run, NULL, &err),
+                     LOOM_OK);
+    json_t *r = call_as(f, &f->bo, "job.list", "{}");
+    json_t *jobs = json_object_get(json_object_get(r, "result"), "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    json_t *j = json_array_get(jobs, 0), *o = json_object_get(j, "options");
+    char *text = json_dumps(json_object_get(j, "run"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(text);
+    assert_string_equal(text, "{\"gpu_share\":1000,\"gpus\":[0,1],\"node\":\"n1\"}");
+    free(text);
+    assert_int_equal(json_object_size(o), 2);
+    assert_int_equal(json_integer_value(json_object_get(o, "array_job_id")), id);
+    assert_int_equal(json_integer_value(json_object_get(o, "array_task_id")), 0);
+    assert_null(json_object_get(j, "estimate"));
+    /* the pending task: its array, no run */
+    j = json_array_get(jobs, 1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "options"), "array_task_id")), 1);
+    assert_null(json_object_get(j, "run"));
+    text = json_dumps(r, JSON_COMPACT);
+    assert_non_null(text);
+    assert_null(strstr(text, "SECRET"));
+    assert_null(strstr(text, "/secret"));
+    free(text);
+    json_decref(r);
+    /* the owner sees it whole */
+    r = call_as(f, &f->ana, "job.list", "{}");
+    j = json_array_get(json_object_get(json_object_get(r, "result"), "jobs"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "run"), "dir")),
+                        "/secret/jobs/1");
+    json_decref(r);
+}
+
 static void test_root_and_accounts(void **state)
 {
     fixture_t *f = *state;
@@ -434,6 +478,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quotas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_from_the_caller, setup, teardown),
         cmocka_unit_test_setup_teardown(test_others_cannot_act, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_others_see_where_it_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_root_and_accounts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_methods_owner_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_name_checked, setup, teardown),

@@ -989,6 +989,21 @@ static void array_and_update(void **state)
     assert_int_equal(loom_store_update(s, before, &keep, &job, &err), LOOM_OK);
     assert_int_equal(job.time_limit_s, 60);
     loom_job_free(&job);
+    /* an update with an event (a hold, a release): PENDING -> PENDING in
+     * its history; one without adds none */
+    loom_job_event_t *ev;
+    size_t nev;
+    assert_int_equal(loom_store_events(s, before, &ev, &nev, &err), LOOM_OK);
+    assert_int_equal(nev, 1);
+    loom_store_events_free(ev, nev);
+    loom_job_update_t held = {.time_limit_s = -1, .event = "held by ana"};
+    assert_int_equal(loom_store_update(s, before, &held, NULL, &err), LOOM_OK);
+    assert_int_equal(loom_store_events(s, before, &ev, &nev, &err), LOOM_OK);
+    assert_int_equal(nev, 2);
+    assert_int_equal(ev[1].from, LOOM_JOB_PENDING);
+    assert_int_equal(ev[1].to, LOOM_JOB_PENDING);
+    assert_string_equal(ev[1].reason, "held by ana");
+    loom_store_events_free(ev, nev);
     assert_int_equal(loom_store_cancel(s, before, NULL, NULL, &err), LOOM_OK);
     assert_int_equal(loom_store_update(s, before, &u, NULL, &err), LOOM_ESTATE);
     assert_int_equal(loom_store_update(s, 999, &u, NULL, &err), LOOM_ENOTFOUND);

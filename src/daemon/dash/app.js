@@ -114,17 +114,19 @@ function utilization(snap) {
 const TZ = { timeZoneName: 'short' };
 function when(t) { return new Date(t).toLocaleString(undefined, TZ); }
 
+// Pending and running in queue order (oldest first); finished newest
+// first, the jobs that just ended on the first page.
 const TABS = {
-  pending: { label: 'Pending', state: ['PENDING'] },
-  running: { label: 'Running', state: ['RUNNING'] },
-  finished: { label: 'Finished', state: TERMINAL },
+  pending: { label: 'Pending', state: ['PENDING'], newest: false },
+  running: { label: 'Running', state: ['RUNNING'], newest: false },
+  finished: { label: 'Finished', state: TERMINAL, newest: true },
 };
 
 async function viewQueue() {
   if (!S.queue) S.queue = { tab: 'pending', cursors: [null], page: 0 };
   const q = S.queue;
   const [res, info] = await Promise.all([
-    api('job.list', { state: TABS[q.tab].state, limit: PAGE, cursor: q.cursors[q.page] }),
+    api('job.list', { state: TABS[q.tab].state, limit: PAGE, cursor: q.cursors[q.page], newest_first: TABS[q.tab].newest }),
     api('server.info')]);
   const total = TABS[q.tab].state.reduce((n, st) => n + ((info.jobs || {})[st] || 0), 0);
   if (S.view !== 'queue') return;
