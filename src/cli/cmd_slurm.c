@@ -207,6 +207,31 @@ void loom_slurm_split(const char *text, json_t *into)
     }
 }
 
+int loom_slurm_parse_users(const char *cmd, const char *text, json_t *names)
+{
+    json_t *words = json_array();
+    loom_slurm_split(text, words);
+    size_t i;
+    json_t *w;
+    int rc = LOOM_EXIT_OK;
+    json_array_foreach(words, i, w)
+    {
+        const char *u = json_string_value(w);
+        struct passwd *pw = getpwnam(u);
+        int64_t uid;
+        if (!pw && loom_parse_i64(u, 0, UINT32_MAX, &uid, "uid", NULL) == LOOM_OK)
+            pw = getpwuid((uid_t)uid);
+        if (!pw) {
+            fprintf(stderr, "loom %s: error: Invalid user: %s\n", cmd, u);
+            rc = LOOM_EXIT_FAILURE;
+            break;
+        }
+        json_array_append_new(names, json_string(pw->pw_name));
+    }
+    json_decref(words);
+    return rc;
+}
+
 bool loom_slurm_has(const json_t *strings, const char *s)
 {
     size_t i;

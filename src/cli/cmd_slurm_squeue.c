@@ -113,6 +113,11 @@ static bool pending(const json_t *j)
     return strcmp(str_of(j, "state"), "PENDING") == 0;
 }
 
+static bool started(const json_t *j)
+{
+    return json_is_string(json_object_get(j, "start_time"));
+}
+
 /* A time limit as Slurm keeps it: whole minutes, rounded up. */
 static int64_t limit_s(const json_t *j)
 {
@@ -312,18 +317,20 @@ static const char *throttle(const json_t *j)
     return p ? p : "";
 }
 
-/* How many rows from i on are pending tasks of one array with one reason,
- * shown as one row "12_[3-5,9%2]" (as squeue shows an array's pending
- * tasks); the id text in out. */
+/* How many rows from i on are tasks of one array that never started, in
+ * one state with one reason, shown as one row "12_[3-5,9%2]" (as squeue
+ * shows an array's pending tasks, or all of them cancelled before they
+ * started); the id text in out. */
 static size_t group(json_t *const *rows, size_t n, size_t i, bool per_task, char *out, size_t len)
 {
     const json_t *j = rows[i];
     int64_t aid, t, a2, t2;
     loom_slurm_job_id(j, out);
-    if (per_task || !pending(j) || !loom_slurm_task(j, &aid, &t))
+    if (per_task || started(j) || !loom_slurm_task(j, &aid, &t))
         return 1;
     size_t k = i + 1;
-    while (k < n && pending(rows[k]) && loom_slurm_task(rows[k], &a2, &t2) && a2 == aid &&
+    while (k < n && !started(rows[k]) && loom_slurm_task(rows[k], &a2, &t2) && a2 == aid &&
+           strcmp(str_of(rows[k], "state"), str_of(j, "state")) == 0 &&
            strcmp(reason(rows[k]), reason(j)) == 0)
         k++;
     size_t at = (size_t)snprintf(out, len, "%lld_[", (long long)aid);
@@ -416,7 +423,7 @@ static int parse_args(int argc, char **argv, squeue_args_t *a)
     while (rc == LOOM_EXIT_OK &&
            (c = getopt_long(argc, argv, ":u:j:t:n:p:o:lrha", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': rc = list_opt("squeue", optarg, a->users); break;
+        case 'u': rc = loom_slurm_parse_users("squeue", optarg, a->users); break;
         case 'M': {
             const char *me = loom_slurm_me("squeue");
             if (!me)

@@ -336,22 +336,21 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
     }
     if (rc)
         return rc;
-    if (a->sbatch && !a->wrap && optind == argc) {
-        a->file = "-"; /* sbatch reads the script from stdin */
-        return LOOM_EXIT_OK;
-    }
     if (a->sbatch && optind + (a->wrap ? 0 : 1) < argc) {
         fprintf(stderr, "loom sbatch: '%s': arguments to the script are not supported\n",
                 argv[optind + (a->wrap ? 0 : 1)]);
         return LOOM_EXIT_USAGE;
     }
-    if (optind != argc - (a->wrap ? 0 : 1)) {
+    if (a->sbatch && !a->wrap && optind == argc) {
+        a->file = "-"; /* sbatch reads the script from stdin */
+    } else if (optind != argc - (a->wrap ? 0 : 1)) {
         fprintf(stderr, a->wrap ? "loom submit: --wrap takes no FILE; try 'loom submit --help'\n"
                                 : "loom submit: expected exactly one FILE; try 'loom submit "
                                   "--help'\n");
         return LOOM_EXIT_USAGE;
+    } else {
+        a->file = a->wrap ? "wrap" : argv[optind];
     }
-    a->file = a->wrap ? "wrap" : argv[optind];
     if (!a->model && (a->batch || json_object_size(a->setup))) {
         fprintf(stderr, "loom submit: --batch, --train, --optimizer, --precision and --device "
                         "describe --model FILE, which is missing\n");

@@ -36,6 +36,10 @@ int64_t loom_slurm_elapsed(const json_t *job, double now);
  * exit code (message printed). */
 int loom_slurm_parse_ids(const char *cmd, const char *text, json_t *ids);
 bool loom_slurm_id_match(const json_t *ids, const json_t *job);
+/* -u USER[,...]: user names or uids, each a user of this machine (as
+ * Slurm's commands check), into names. Returns an exit code (message
+ * printed: "Invalid user: X", exit 1 as Slurm's). */
+int loom_slurm_parse_users(const char *cmd, const char *text, json_t *names);
 /* A comma-separated list into strings; empty items skipped. */
 void loom_slurm_split(const char *text, json_t *into);
 bool loom_slurm_has(const json_t *strings, const char *s);
