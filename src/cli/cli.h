@@ -63,6 +63,29 @@ int loom_cmd_estimate(int argc, char **argv);
 int loom_cmd_dash(int argc, char **argv);
 int loom_cmd_zoo(int argc, char **argv);
 
+/* The Slurm-compatible front (cmd_slurm_*.c, docs/slurm.md): sbatch,
+ * squeue, scancel, sacct, sinfo with Slurm 22.05's options and output. */
+int loom_cmd_sbatch(int argc, char **argv);
+int loom_cmd_squeue(int argc, char **argv);
+int loom_cmd_scancel(int argc, char **argv);
+int loom_cmd_sacct(int argc, char **argv);
+int loom_cmd_sinfo(int argc, char **argv);
+int loom_cmd_slurm_links(int argc, char **argv);
+/* The Slurm command that argv0 (a path) names, or NULL: loom run as
+ * "sbatch" through a link of loom slurm-links. */
+loom_cli_fn loom_cli_slurm_by_name(const char *argv0);
+
+/* loom's one partition, as squeue, sinfo and sacct name it. */
+#define LOOM_CLI_PARTITION "loom"
+
+/* loom sbatch: loom submit's parsing and submission (cmd_submit.c), with
+ * sbatch's own options; *result is job.submit's result. Returns an exit
+ * code, -1 for --help (not printed). */
+typedef struct loom_cli_sbatch {
+    bool parsable, wait, quiet;
+} loom_cli_sbatch_t;
+int loom_cli_sbatch_submit(int argc, char **argv, loom_cli_sbatch_t *out, json_t **result);
+
 /* loom submit --warm-start (cmd_zoo.c): zoo.warm for params' model, the
  * parent recorded in labels, LOOM_WARM_START exported by the script. */
 int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script);

@@ -142,16 +142,21 @@ static bool ends_with(const char *s, const char *suffix)
 
 /* Options handed to the job spec (loom_jobspec_set, loom's dialect), in
  * the order given, after the file's own directives. */
-#define FWD 1000
+#define FWD         1000
+#define SB_PARSABLE 1001
 
 typedef struct submit_args {
+    const char *cmd; /* "submit", or "sbatch" (loom_cli_submit) */
+    bool sbatch;     /* options end at the script; none reads stdin */
     const char *format, *submit_id, *model, *file;
     const char *wrap;      /* --wrap COMMAND: the script is "#!/bin/sh\nCOMMAND\n" */
     const char *warm_task; /* --warm-start [--warm-task]: cmd_zoo.c */
     int64_t batch;
     bool as_json, strict, warm;
-    json_t *setup; /* --train, --optimizer, ... of --model */
-    json_t *cli;   /* [[option, value or null], ...] */
+    bool parsable, wait, quiet; /* sbatch's --parsable, --wait, --quiet */
+    char sid[40];               /* the random submit_id made when none was given */
+    json_t *setup;              /* --train, --optimizer, ... of --model */
+    json_t *cli;                /* [[option, value or null], ...] */
 } submit_args_t;
 
 static const struct option opts[] = {
@@ -163,7 +168,7 @@ static const struct option opts[] = {
     {"optimizer", required_argument, NULL, 'O'},
     {"precision", required_argument, NULL, 'P'},
     {"device", required_argument, NULL, 'V'},
-    {"warm-start", no_argument, NULL, 'W'},
+    {"warm-start", no_argument, NULL, 'Y'},
     {"warm-task", required_argument, NULL, 'K'},
     {"json", no_argument, NULL, 'j'},
     {"strict", no_argument, NULL, 's'},
@@ -201,6 +206,11 @@ static const struct option opts[] = {
     {"nice", optional_argument, NULL, FWD},
     {"account", required_argument, NULL, FWD},
     {"comment", required_argument, NULL, FWD},
+    /* sbatch's own (loom sbatch only) */
+    {"parsable", no_argument, NULL, SB_PARSABLE},
+    {"wait", no_argument, NULL, 'W'},
+    {"quiet", no_argument, NULL, 'Q'},
+    {"partition", required_argument, NULL, 'p'},
     {NULL, 0, NULL, 0},
 };
 
@@ -217,7 +227,7 @@ static int forward(submit_args_t *a, const char *opt, const char *value)
     int rc = loom_jobspec_set(&scratch, LOOM_JOBSPEC_LOOM, opt, value, "command line", &err);
     loom_jobspec_free(&scratch);
     if (rc) {
-        fprintf(stderr, "loom submit: %s\n", err.msg);
+        fprintf(stderr, "loom %s: %s\n", a->cmd, err.msg);
         return LOOM_EXIT_USAGE;
     }
     json_array_append_new(a->cli,
@@ -247,22 +257,42 @@ static int model_option(submit_args_t *a, int c, loom_err_t *err)
 
 /* An unknown option, or one without its value: one line and a hint, not
  * the whole help. */
-static int bad_option(int c, const char *word)
+static int bad_option(const char *cmd, int c, const char *word)
 {
     if (c == ':')
-        fprintf(stderr, "loom submit: option '%s' needs a value; try 'loom submit --help'\n", word);
+        fprintf(stderr, "loom %s: option '%s' needs a value; try 'loom %s --help'\n", cmd, word,
+                cmd);
     else
-        fprintf(stderr, "loom submit: unknown option '%s'; try 'loom submit --help'\n", word);
+        fprintf(stderr, "loom %s: unknown option '%s'; try 'loom %s --help'\n", cmd, word, cmd);
     return LOOM_EXIT_USAGE;
 }
 
-/* -1: --help was printed. */
+/* sbatch's options that are not the job's: how to answer, and the
+ * partition (loom has one; another name is ignored with a warning). */
+static int sbatch_option(submit_args_t *a, int c, const char *value)
+{
+    if (c == SB_PARSABLE)
+        a->parsable = true;
+    else if (c == 'W')
+        a->wait = true;
+    else if (c == 'Q')
+        a->quiet = true;
+    else if (strcmp(value, LOOM_CLI_PARTITION) != 0)
+        fprintf(stderr,
+                "loom sbatch: warning: --partition %s: loom has one partition, '%s'; ignored\n",
+                value, LOOM_CLI_PARTITION);
+    return LOOM_EXIT_OK;
+}
+
+/* -1: --help was printed (loom sbatch: to be printed). */
 static int parse_args(int argc, char **argv, submit_args_t *a)
 {
     int rc = LOOM_EXIT_OK, c, idx;
     loom_err_t err;
     opterr = 0; /* errors are said here, as "loom submit: ..." */
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, ":h" SHORT_FWD, opts, &idx)) != -1) {
+    /* sbatch: options end at the script ('+'); what follows is the script's */
+    const char *optstring = a->sbatch ? "+:hWQp:" SHORT_FWD : ":h" SHORT_FWD;
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, optstring, opts, &idx)) != -1) {
         char shortopt[3] = {'-', (char)c, 0};
         switch (c) {
         case FWD: rc = forward(a, opts[idx].name, optarg); break;
@@ -277,7 +307,7 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
         case 'i': a->submit_id = optarg; break;
         case 'j': a->as_json = true; break;
         case 's': a->strict = true; break;
-        case 'W': a->warm = true; break;
+        case 'Y': a->warm = true; break;
         case 'K': a->warm_task = optarg; break;
         case 'm':
         case 'B':
@@ -286,21 +316,40 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
         case 'P':
         case 'V': rc = model_option(a, c, &err); break;
         case 'w': a->wrap = optarg; break;
-        case 'h': usage(stdout); return -1;
+        case SB_PARSABLE:
+        case 'W':
+        case 'Q':
+        case 'p':
+            if (!a->sbatch)
+                return bad_option(a->cmd, '?', argv[optind - 1]);
+            rc = sbatch_option(a, c, optarg);
+            break;
+        case 'h':
+            if (!a->sbatch)
+                usage(stdout);
+            return -1;
         case '?':
-        case ':': return bad_option(c, argv[optind - 1]);
+        case ':': return bad_option(a->cmd, c, argv[optind - 1]);
         default: rc = forward(a, shortopt, optarg); break;
         }
     }
     if (rc)
         return rc;
-    if (optind != argc - (a->wrap ? 0 : 1)) {
+    if (a->sbatch && optind + (a->wrap ? 0 : 1) < argc) {
+        fprintf(stderr, "loom sbatch: '%s': arguments to the script are not supported\n",
+                argv[optind + (a->wrap ? 0 : 1)]);
+        return LOOM_EXIT_USAGE;
+    }
+    if (a->sbatch && !a->wrap && optind == argc) {
+        a->file = "-"; /* sbatch reads the script from stdin */
+    } else if (optind != argc - (a->wrap ? 0 : 1)) {
         fprintf(stderr, a->wrap ? "loom submit: --wrap takes no FILE; try 'loom submit --help'\n"
                                 : "loom submit: expected exactly one FILE; try 'loom submit "
                                   "--help'\n");
         return LOOM_EXIT_USAGE;
+    } else {
+        a->file = a->wrap ? "wrap" : argv[optind];
     }
-    a->file = a->wrap ? "wrap" : argv[optind];
     if (!a->model && (a->batch || json_object_size(a->setup))) {
         fprintf(stderr, "loom submit: --batch, --train, --optimizer, --precision and --device "
                         "describe --model FILE, which is missing\n");
@@ -309,7 +358,7 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
     return LOOM_EXIT_OK;
 }
 
-static int read_script(const char *file, const char *wrap, loom_buf_t *script)
+static int read_script(const char *cmd, const char *file, const char *wrap, loom_buf_t *script)
 {
     loom_err_t err;
     if (wrap) {
@@ -322,11 +371,11 @@ static int read_script(const char *file, const char *wrap, loom_buf_t *script)
         if (!script->data)
             loom_buf_append_str(script, "");
     } else if (loom_buf_read_file(script, file, &err)) {
-        fprintf(stderr, "loom submit: %s\n", err.msg);
+        fprintf(stderr, "loom %s: %s\n", cmd, err.msg);
         return LOOM_EXIT_INPUT;
     }
     if (!loom_utf8_valid(script->data, script->len) || strlen(script->data) != script->len) {
-        fprintf(stderr, "loom submit: %s: not UTF-8 text (a job script must be text)\n", file);
+        fprintf(stderr, "loom %s: %s: not UTF-8 text (a job script must be text)\n", cmd, file);
         return LOOM_EXIT_INPUT;
     }
     return LOOM_EXIT_OK;
@@ -364,7 +413,7 @@ static int job_params(const submit_args_t *a, const loom_buf_t *script, const ch
                  : loom_jobspec_parse_script(&spec, script->data, script->len, shown,
                                              a->strict ? LOOM_JOBSPEC_STRICT : 0, &err);
     if (rc) {
-        fprintf(stderr, "loom submit: %s\n", err.msg);
+        fprintf(stderr, "loom %s: %s\n", a->cmd, err.msg);
         loom_jobspec_free(&spec);
         return LOOM_EXIT_INPUT;
     }
@@ -379,12 +428,12 @@ static int job_params(const submit_args_t *a, const loom_buf_t *script, const ch
         loom_jobspec_export_env(&spec, environ);
     rc = absolute_workdir(&spec);
     if (rc == LOOM_EXIT_OK && loom_jobspec_to_params(&spec, params, &err)) {
-        fprintf(stderr, "loom submit: %s\n", err.msg);
+        fprintf(stderr, "loom %s: %s\n", a->cmd, err.msg);
         rc = LOOM_EXIT_USAGE;
     }
     json_t *w;
     json_array_foreach(spec.warnings, i, w)
-        fprintf(stderr, "loom submit: warning: %s\n", json_string_value(w));
+        fprintf(stderr, "loom %s: warning: %s\n", a->cmd, json_string_value(w));
     loom_jobspec_free(&spec);
     if (!json_object_get(params, "name"))
         json_object_set_new(params, "name",
@@ -404,57 +453,77 @@ static void print_result(const submit_args_t *a, json_t *result)
                (long long)id, a->submit_id, json_string_value(json_object_get(result, "state")));
 }
 
-int loom_cmd_submit(int argc, char **argv)
+/* What loom submit and loom sbatch share: parse, read, submit. On success
+ * *result is job.submit's result. */
+static int submit(submit_args_t *a, int argc, char **argv, json_t **result)
 {
-    submit_args_t a = {.setup = json_object(), .cli = json_array()};
     json_t *params = json_object();
     loom_buf_t script = LOOM_BUF_INIT;
-    int rc = parse_args(argc, argv, &a);
+    int rc = parse_args(argc, argv, a);
     if (rc)
         goto out;
-    if (a.model) {
+    if (a->model) {
         json_t *ref = NULL;
-        if ((rc = model_ref(a.model, a.batch, a.setup, &ref)))
+        if ((rc = model_ref(a->model, a->batch, a->setup, &ref)))
             goto out;
         json_object_set_new(params, "model", ref);
     }
-    if ((rc = read_script(a.file, a.wrap, &script)))
+    if ((rc = read_script(a->cmd, a->file, a->wrap, &script)))
         goto out;
-    const char *format = a.format                                                  ? a.format
-                         : ends_with(a.file, ".yaml") || ends_with(a.file, ".yml") ? "yaml"
-                                                                                   : "batch";
-    if ((rc = job_params(&a, &script, format, params)))
+    const char *format = a->format                                                   ? a->format
+                         : ends_with(a->file, ".yaml") || ends_with(a->file, ".yml") ? "yaml"
+                                                                                     : "batch";
+    if ((rc = job_params(a, &script, format, params)))
         goto out;
-    char sid[40];
-    if (!a.submit_id) {
-        random_submit_id(sid);
-        a.submit_id = sid;
+    if (!a->submit_id) {
+        random_submit_id(a->sid);
+        a->submit_id = a->sid;
     }
     json_object_set_new(params, "format", json_string(format));
-    if (a.warm) {
+    if (a->warm) {
         json_t *labels = json_object_get(params, "labels");
         if (!labels) {
             labels = json_object();
             json_object_set_new(params, "labels", labels);
         }
-        if ((rc = loom_cli_zoo_warm_start(params, labels, a.warm_task, &script)))
+        if ((rc = loom_cli_zoo_warm_start(params, labels, a->warm_task, &script)))
             goto out;
     }
     json_object_set_new(params, "script", json_stringn(script.data, script.len));
-    json_object_set_new(params, "submit_id", json_string(a.submit_id));
+    json_object_set_new(params, "submit_id", json_string(a->submit_id));
     loom_cli_conn_t conn;
-    if ((rc = loom_cli_connect("submit", &conn)))
+    if ((rc = loom_cli_connect(a->cmd, &conn)))
         goto out;
-    json_t *result = NULL;
-    rc = loom_cli_call("submit", &conn, "job.submit", params, LOOM_RPC_CALL_RETRY, &result);
+    rc = loom_cli_call(a->cmd, &conn, "job.submit", params, LOOM_RPC_CALL_RETRY, result);
     loom_cli_disconnect(&conn);
-    if (rc == LOOM_EXIT_OK)
-        print_result(&a, result);
-    json_decref(result);
 out:
     loom_buf_free(&script);
     json_decref(params);
+    return rc;
+}
+
+int loom_cmd_submit(int argc, char **argv)
+{
+    submit_args_t a = {.cmd = "submit", .setup = json_object(), .cli = json_array()};
+    json_t *result = NULL;
+    int rc = submit(&a, argc, argv, &result);
+    if (rc == LOOM_EXIT_OK)
+        print_result(&a, result);
+    json_decref(result);
     json_decref(a.setup);
     json_decref(a.cli);
     return rc < 0 ? LOOM_EXIT_OK : rc;
+}
+
+int loom_cli_sbatch_submit(int argc, char **argv, loom_cli_sbatch_t *out, json_t **result)
+{
+    submit_args_t a = {
+        .cmd = "sbatch", .sbatch = true, .setup = json_object(), .cli = json_array()};
+    int rc = submit(&a, argc, argv, result);
+    out->parsable = a.parsable;
+    out->wait = a.wait;
+    out->quiet = a.quiet;
+    json_decref(a.setup);
+    json_decref(a.cli);
+    return rc;
 }

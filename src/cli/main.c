@@ -38,6 +38,12 @@ static const struct {
     {"catalog", loom_cmd_catalog, "check a job catalog, or print sampled jobs"},
     {"estimate", loom_cmd_estimate, "predict a model's memory, FLOPs and step time (ONNX)"},
     {"zoo", loom_cmd_zoo, "model repository for warm starts: add, list, show, rm, match, warm"},
+    {"sbatch", loom_cmd_sbatch, "submit a batch script as Slurm's sbatch (docs/slurm.md)"},
+    {"squeue", loom_cmd_squeue, "list jobs as Slurm's squeue prints them"},
+    {"scancel", loom_cmd_scancel, "cancel jobs as Slurm's scancel (ids, -u, -n, -t)"},
+    {"sacct", loom_cmd_sacct, "finished and active jobs as Slurm's sacct prints them"},
+    {"sinfo", loom_cmd_sinfo, "the partition and nodes as Slurm's sinfo prints them"},
+    {"slurm-links", loom_cmd_slurm_links, "make sbatch, squeue, ... links to loom in a directory"},
 };
 
 static void usage(FILE *f)
@@ -46,7 +52,7 @@ static void usage(FILE *f)
                "loom talks to loomd, the resource manager for deep-learning jobs, and runs\n"
                "its tools locally.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions:\n"
                "  --url URL   loomd address: http://HOST:PORT or unix:PATH (default $LOOM_URL,\n"
                "              else unix:$LOOM_STATE_DIR/loomd.sock; without LOOM_STATE_DIR\n"
@@ -87,6 +93,10 @@ int main(int argc, char **argv)
     };
     loom_cli.url = getenv("LOOM_URL");
     loom_cli.token = getenv("LOOM_TOKEN");
+    /* run as sbatch, squeue, ... (a link of loom slurm-links): that command */
+    loom_cli_fn slurm = argc > 0 ? loom_cli_slurm_by_name(argv[0]) : NULL;
+    if (slurm)
+        return slurm(argc, argv);
     int c;
     /* '+' stops at the first non-option: the command name. */
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
