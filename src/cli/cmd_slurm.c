@@ -207,7 +207,7 @@ void loom_slurm_split(const char *text, json_t *into)
     }
 }
 
-int loom_slurm_parse_users(const char *cmd, const char *text, json_t *names)
+int loom_slurm_parse_users(const char *cmd, const char *text, bool strict, json_t *names)
 {
     json_t *words = json_array();
     loom_slurm_split(text, words);
@@ -222,7 +222,13 @@ int loom_slurm_parse_users(const char *cmd, const char *text, json_t *names)
         if (!pw && loom_parse_i64(u, 0, UINT32_MAX, &uid, "uid", NULL) == LOOM_OK)
             pw = getpwuid((uid_t)uid);
         if (!pw) {
-            fprintf(stderr, "loom %s: error: Invalid user: %s\n", cmd, u);
+            /* each command's own words, as Slurm 22.05's */
+            const char *what = strcmp(cmd, "scancel") == 0 ? "Invalid user name"
+                               : strcmp(cmd, "sacct") == 0 ? "Invalid user id"
+                                                           : "Invalid user";
+            fprintf(stderr, "loom %s: error: %s: %s\n", cmd, what, u);
+            if (!strict)
+                continue;
             rc = LOOM_EXIT_FAILURE;
             break;
         }

@@ -411,7 +411,7 @@ static int parse_args(int argc, char **argv, sacct_args_t *a)
            (c = getopt_long(argc, argv, ":j:u:aS:E:s:o:PpnbXeh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': rc = loom_slurm_parse_ids("sacct", optarg, a->ids); break;
-        case 'u': rc = loom_slurm_parse_users("sacct", optarg, a->users); break;
+        case 'u': rc = loom_slurm_parse_users("sacct", optarg, true, a->users); break;
         case 'a': a->all_users = true; break;
         case 'S': rc = time_opt("--starttime", optarg, a->now, &a->start); break;
         case 'E': rc = time_opt("--endtime", optarg, a->now, &a->end); break;

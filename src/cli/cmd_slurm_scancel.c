@@ -131,7 +131,7 @@ static int parse_args(int argc, char **argv, scancel_args_t *a)
     opterr = 0;
     while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, ":u:n:t:p:Qh", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': rc = loom_slurm_parse_users("scancel", optarg, a->users); break;
+        case 'u': rc = loom_slurm_parse_users("scancel", optarg, true, a->users); break;
         case 'M': {
             const char *me = loom_slurm_me("scancel");
             if (!me)

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 typedef struct squeue_args {
     json_t *users, *ids, *states, *names;
     const char *format, *partition;
-    bool start, noheader, per_task, states_given;
+    bool start, noheader, per_task, states_given, users_given;
     double now;
 } squeue_args_t;
 
@@ -290,7 +290,7 @@ static int by_start(const void *x, const void *y)
 
 static bool keep(const squeue_args_t *a, const json_t *j)
 {
-    if (json_array_size(a->users) && !loom_slurm_has(a->users, loom_slurm_user(j)))
+    if (a->users_given && !loom_slurm_has(a->users, loom_slurm_user(j)))
         return false;
     if (json_array_size(a->names) && !loom_slurm_has(a->names, str_of(j, "name")))
         return false;
@@ -423,12 +423,16 @@ static int parse_args(int argc, char **argv, squeue_args_t *a)
     while (rc == LOOM_EXIT_OK &&
            (c = getopt_long(argc, argv, ":u:j:t:n:p:o:lrha", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': rc = loom_slurm_parse_users("squeue", optarg, a->users); break;
+        case 'u':
+            a->users_given = true; /* an unknown user matches no job */
+            rc = loom_slurm_parse_users("squeue", optarg, false, a->users);
+            break;
         case 'M': {
             const char *me = loom_slurm_me("squeue");
             if (!me)
                 return LOOM_EXIT_FAILURE;
             json_array_append_new(a->users, json_string(me));
+            a->users_given = true;
             break;
         }
         case 'j': rc = loom_slurm_parse_ids("squeue", optarg, a->ids); break;

@@ -37,9 +37,11 @@ int64_t loom_slurm_elapsed(const json_t *job, double now);
 int loom_slurm_parse_ids(const char *cmd, const char *text, json_t *ids);
 bool loom_slurm_id_match(const json_t *ids, const json_t *job);
 /* -u USER[,...]: user names or uids, each a user of this machine (as
- * Slurm's commands check), into names. Returns an exit code (message
- * printed: "Invalid user: X", exit 1 as Slurm's). */
-int loom_slurm_parse_users(const char *cmd, const char *text, json_t *names);
+ * Slurm's commands check), into names. An unknown user prints "Invalid
+ * user: X" (scancel: "Invalid user name", sacct: "Invalid user id");
+ * strict: exit 1 (sacct, scancel), else it is left out and the others go
+ * on (squeue 22.05 does so and exits 0). Returns an exit code. */
+int loom_slurm_parse_users(const char *cmd, const char *text, bool strict, json_t *names);
 /* A comma-separated list into strings; empty items skipped. */
 void loom_slurm_split(const char *text, json_t *into);
 bool loom_slurm_has(const json_t *strings, const char *s);

@@ -234,8 +234,8 @@ int loom_slurmfmt_sacct_header(loom_buf_t *out, const loom_slurmfmt_cols_t *cols
                                const char *const *names, loom_slurmfmt_mode_t mode)
 {
     int rc = LOOM_OK;
-    /* titles are right-justified and cut without a '+', whatever the
-     * column's own justification */
+    /* titles are justified as the column's values (JobID's default and a
+     * %-N width: left) and cut without a '+' (as sacct 22.05 printed) */
     for (size_t i = 0; i < cols->n && rc == LOOM_OK; i++) {
         const char *name = names[cols->cols[i].field];
         int len = cols->cols[i].len;
@@ -243,7 +243,7 @@ int loom_slurmfmt_sacct_header(loom_buf_t *out, const loom_slurmfmt_cols_t *cols
             rc = loom_slurmfmt_sacct_cell(out, name, len, mode, i + 1 == cols->n);
             continue;
         }
-        rc = loom_slurmfmt_cell(out, name, len < 0 ? -len : len, true);
+        rc = loom_slurmfmt_cell(out, name, len < 0 ? -len : len, len >= 0);
         if (rc == LOOM_OK)
             rc = loom_buf_append_char(out, ' ');
     }

@@ -130,11 +130,12 @@ static char *sacct(const char *list, loom_slurmfmt_mode_t mode, const char *cons
 
 static void sacct_fields(void **state)
 {
-    /* as sacct 22.05 printed them: the header right-justified, JobID's
-     * values left, a cut value ending in '+', a blank after every column */
+    /* as sacct 22.05 printed them: titles justified as their values
+     * (JobID's default and %-N left, as a real sacct's JobID title is),
+     * a cut value ending in '+', a blank after every column */
     const char *row[] = {"4", "big", "CANCELLED"};
     char *s = sacct("JobID%20,JobName%-20,State%5", LOOM_SLURMFMT_COLUMNS, row);
-    assert_string_equal(s, "               JobID              JobName State \n"
+    assert_string_equal(s, "               JobID JobName              State \n"
                            "-------------------- -------------------- ----- \n"
                            "                   4 big                  CANC+ ");
     free(s);
@@ -147,7 +148,7 @@ static void sacct_fields(void **state)
     free(s);
     const char *row3[] = {"7", NULL, "2026-12-05T18:24:25"};
     s = sacct("jobid,jobn,st", LOOM_SLURMFMT_COLUMNS, row3); /* "st": Start, as sacct */
-    assert_string_equal(s, "       JobID    JobName               Start \n"
+    assert_string_equal(s, "JobID           JobName               Start \n"
                            "------------ ---------- ------------------- \n"
                            "7                       2026-12-05T18:24:25 ");
     free(s);
