@@ -364,4 +364,3 @@ void loom_store_events_free(loom_job_event_t *events, size_t n)
         free(events[i].reason);
     free(events);
 }
-
