@@ -42,6 +42,107 @@ void loom_est_model_free(loom_est_model_t *m);
 size_t loom_est_model_node_count(const loom_est_model_t *m);
 int64_t loom_est_model_opset(const loom_est_model_t *m); /* default domain */
 
+/* ------------------------------------------------------------------ graph
+ * A parsed model's tensors and nodes, for the parts that read a model's
+ * structure besides the estimator (the zoo's signature, matcher and warm
+ * start). The estimator fills them; other parts only read them. */
+
+#define LOOM_EST_MAX_RANK 8
+
+/* ONNX TensorProto.DataType */
+enum {
+    LOOM_EST_T_UNDEF = 0,
+    LOOM_EST_T_FLOAT = 1,
+    LOOM_EST_T_UINT8 = 2,
+    LOOM_EST_T_INT8 = 3,
+    LOOM_EST_T_UINT16 = 4,
+    LOOM_EST_T_INT16 = 5,
+    LOOM_EST_T_INT32 = 6,
+    LOOM_EST_T_INT64 = 7,
+    LOOM_EST_T_STRING = 8,
+    LOOM_EST_T_BOOL = 9,
+    LOOM_EST_T_FLOAT16 = 10,
+    LOOM_EST_T_DOUBLE = 11,
+    LOOM_EST_T_UINT32 = 12,
+    LOOM_EST_T_UINT64 = 13,
+    LOOM_EST_T_COMPLEX64 = 14,
+    LOOM_EST_T_COMPLEX128 = 15,
+    LOOM_EST_T_BFLOAT16 = 16
+};
+
+typedef struct loom_est_tensor {
+    char *name;
+    int dtype;                       /* LOOM_EST_T_*, 0 unknown */
+    int rank;                        /* -1 unknown */
+    int64_t dims[LOOM_EST_MAX_RANK]; /* -1: symbolic / unknown */
+    int producer;                    /* node index, -1 none */
+    bool is_init, is_input, is_output;
+    /* Values of small constants (initializers, Constant nodes, folded
+     * shape arithmetic); ints for integer/bool types, reals for floats. */
+    bool has_val;
+    size_t nval;
+    int64_t *ival;
+    double *fval;
+    /* An initializer's raw_data: its place in the bytes the model was
+     * parsed from (raw_len 0: none, or stored elsewhere), so that a reader
+     * that keeps those bytes (the zoo's warm start) can take its values. */
+    size_t raw_off, raw_len;
+    /* Declared shape of a graph input (before the batch override). */
+    int decl_rank;
+    int64_t decl_dims[LOOM_EST_MAX_RANK];
+    /* Set by shape inference / costing. */
+    bool inferred;
+    bool requires_grad;
+    int view_of; /* tensor whose storage this aliases, -1 */
+} loom_est_tensor_t;
+
+typedef struct loom_est_attr {
+    char *name;
+    int type; /* AttributeProto.AttributeType */
+    int64_t i;
+    double f;
+    char *s;
+    int64_t *ints;
+    size_t nints;
+    double *floats;
+    size_t nfloats;
+    loom_est_tensor_t *t; /* TENSOR attribute (Constant value) */
+    bool has_i, has_f;
+} loom_est_attr_t;
+
+typedef struct loom_est_node {
+    char *name, *op, *domain;
+    int *in; /* tensor indices; -1 = omitted optional input */
+    size_t nin;
+    int *out;
+    size_t nout;
+    loom_est_attr_t *attrs;
+    size_t nattrs;
+    uint64_t offset; /* byte offset of the NodeProto in the file */
+    bool folded;     /* every output is a known constant */
+} loom_est_node_t;
+
+struct loom_est_model {
+    char *source;
+    int64_t ir_version, opset;
+    loom_est_tensor_t *t;
+    size_t nt, capt;
+    loom_est_node_t *n;
+    size_t nn, capn;
+    int *order; /* topological order of nodes */
+    /* name -> tensor index, open addressing */
+    int *hash;
+    size_t hcap;
+    int *graph_outputs;
+    size_t nouts;
+};
+
+const loom_est_attr_t *loom_est_attr(const loom_est_node_t *n, const char *name);
+int64_t loom_est_numel(const loom_est_tensor_t *t); /* -1 if unknown */
+/* Infers every tensor's shape in topological order, folding constant shape
+ * arithmetic. Errors name the node and operator. */
+int loom_est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err);
+
 /* ------------------------------------------------------------------ device */
 
 typedef enum loom_est_alloc_kind {

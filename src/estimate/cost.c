@@ -82,7 +82,8 @@ typedef struct cost {
 
 static bool is_float(int d)
 {
-    return d == EST_T_FLOAT || d == EST_T_DOUBLE || d == EST_T_FLOAT16 || d == EST_T_BFLOAT16;
+    return d == LOOM_EST_T_FLOAT || d == LOOM_EST_T_DOUBLE || d == LOOM_EST_T_FLOAT16 ||
+           d == LOOM_EST_T_BFLOAT16;
 }
 
 /* The host heap an RNN layer's autograd graph takes per time step and
@@ -94,27 +95,27 @@ static bool is_float(int d)
  * only. */
 #define RNN_STEP_GRAPH_BYTES 13800
 
-static int64_t attr_int(const est_node_t *n, const char *name, int64_t def);
+static int64_t attr_int(const loom_est_node_t *n, const char *name, int64_t def);
 
-static bool op_is(const est_node_t *n, const char *op)
+static bool op_is(const loom_est_node_t *n, const char *op)
 {
     return strcmp(n->op, op) == 0;
 }
 
-static bool is_rnn(const est_node_t *n)
+static bool is_rnn(const loom_est_node_t *n)
 {
     return op_is(n, "LSTM") || op_is(n, "GRU");
 }
 
-static bool matmul_class(const est_node_t *n)
+static bool matmul_class(const loom_est_node_t *n)
 {
     return op_is(n, "Conv") || op_is(n, "ConvTranspose") || op_is(n, "Gemm") ||
            op_is(n, "MatMul") || op_is(n, "Einsum") || is_rnn(n);
 }
 
-static int64_t numel(const est_tensor_t *t)
+static int64_t numel(const loom_est_tensor_t *t)
 {
-    int64_t n = est_numel(t);
+    int64_t n = loom_est_numel(t);
     return n < 0 ? 0 : n;
 }
 
@@ -125,14 +126,14 @@ static int64_t numel(const est_tensor_t *t)
 static bool cpu_dropout_mask(const cost_t *c, int t)
 {
     int p = c->m->t[t].producer;
-    const est_node_t *n = p >= 0 ? &c->m->n[p] : NULL;
+    const loom_est_node_t *n = p >= 0 ? &c->m->n[p] : NULL;
     return c->cpu && n && op_is(n, "Dropout") && n->nout > 1 && n->out[1] == t && n->nin > 0 &&
            n->in[0] >= 0 && is_float(c->m->t[n->in[0]].dtype);
 }
 
 static uint64_t esize(const cost_t *c, int t)
 {
-    const est_tensor_t *x = &c->m->t[t];
+    const loom_est_tensor_t *x = &c->m->t[t];
     if (cpu_dropout_mask(c, t))
         return esize(c, c->m->n[x->producer].in[0]);
     if (!is_float(x->dtype))
@@ -150,7 +151,7 @@ static uint64_t tbytes(const cost_t *c, int t)
     return (uint64_t)numel(&c->m->t[t]) * esize(c, t);
 }
 
-static est_tensor_t *tin(const cost_t *c, const est_node_t *n, size_t i)
+static loom_est_tensor_t *tin(const cost_t *c, const loom_est_node_t *n, size_t i)
 {
     return i < n->nin && n->in[i] >= 0 ? &c->m->t[n->in[i]] : NULL;
 }
@@ -289,7 +290,7 @@ static int consumers(const cost_t *c, int t, int *out, int max)
 {
     int k = 0;
     for (size_t i = 0; i < c->norder; i++) {
-        const est_node_t *n = &c->m->n[c->order[i]];
+        const loom_est_node_t *n = &c->m->n[c->order[i]];
         for (size_t j = 0; j < n->nin; j++)
             if (n->in[j] == t) {
                 if (k < max)
@@ -309,7 +310,7 @@ static int only_consumer(const cost_t *c, int t, const char *op)
     return op_is(&c->m->n[who[0]], op) ? who[0] : -1;
 }
 
-static int other_input(const est_node_t *n, int t)
+static int other_input(const loom_est_node_t *n, int t)
 {
     return n->nin == 2 ? (n->in[0] == t ? n->in[1] : n->in[0]) : -1;
 }
@@ -330,7 +331,7 @@ static void fuse(cost_t *c)
     loom_est_model_t *m = c->m;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
-        est_node_t *n = &m->n[ni];
+        loom_est_node_t *n = &m->n[ni];
         if (c->leader[ni] != ni)
             continue;
         if (op_is(n, "ReduceMean")) { /* LN: mean -> sub -> pow -> mean -> add -> sqrt -> div */
@@ -402,7 +403,7 @@ static void fuse(cost_t *c)
  * or a Constant's output (Slice bounds, Concat axes, Unsqueeze axes). */
 static bool graph_constant(const cost_t *c, int t)
 {
-    const est_tensor_t *x = &c->m->t[t];
+    const loom_est_tensor_t *x = &c->m->t[t];
     int p = x->producer;
     return (x->is_init && !c->param[t]) || x->has_val ||
            (p >= 0 && (op_is(&c->m->n[p], "Constant") || c->m->n[p].folded));
@@ -412,7 +413,7 @@ static bool graph_constant(const cost_t *c, int t)
  * is it such a layout node itself)? */
 static bool feeds_rnn_weights(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     for (size_t k = 0; k < n->nout; k++) {
         int t = n->out[k];
         if (t < 0)
@@ -421,7 +422,7 @@ static bool feeds_rnn_weights(const cost_t *c, int ni)
             return false;
         for (size_t q = 0; q < c->norder; q++) {
             int j = c->order[q];
-            const est_node_t *u = &c->m->n[j];
+            const loom_est_node_t *u = &c->m->n[j];
             for (size_t a = 0; a < u->nin; a++)
                 if (u->in[a] == t &&
                     !(c->gkind[j] == G_RNN_WEIGHT || (is_rnn(u) && a >= 1 && a <= 3)))
@@ -449,7 +450,7 @@ static void rnn_weight_layout(cost_t *c)
     int *cand = calloc(c->norder, sizeof *cand);
     size_t ncand = 0;
     for (size_t i = 0; cand && i < c->norder; i++) {
-        const est_node_t *n = &m->n[c->order[i]];
+        const loom_est_node_t *n = &m->n[c->order[i]];
         bool any = false, ok = !is_rnn(n) && !op_is(n, "Constant") && n->nout > 0;
         for (size_t k = 0; ok && k < n->nin; k++) {
             int t = n->in[k];
@@ -480,7 +481,7 @@ static bool laid_weight(const cost_t *c, int t)
     return p >= 0 && c->gkind[p] == G_RNN_WEIGHT;
 }
 
-static bool differentiable(const est_node_t *n)
+static bool differentiable(const loom_est_node_t *n)
 {
     static const char *no[] = {"Shape", "Equal",           "Mod",   "Less",    "Greater",
                                "Not",   "ConstantOfShape", "Range", "Constant"};
@@ -496,25 +497,25 @@ static bool differentiable(const est_node_t *n)
  * its input, in training too, allocating and saving nothing (torchvision's
  * ViT and Swin export their p=0 dropouts). Opset 12 on: the ratio is input 1
  * (default 0.5); before that the "ratio" attribute. */
-static bool dropout_identity(const cost_t *c, const est_node_t *n)
+static bool dropout_identity(const cost_t *c, const loom_est_node_t *n)
 {
     if (!op_is(n, "Dropout"))
         return false;
     if (n->nin > 1 && n->in[1] >= 0) {
-        const est_tensor_t *r = &c->m->t[n->in[1]];
+        const loom_est_tensor_t *r = &c->m->t[n->in[1]];
         return r->has_val && r->nval == 1 && r->fval && r->fval[0] == 0;
     }
-    const est_attr_t *a = est_attr(n, "ratio");
+    const loom_est_attr_t *a = loom_est_attr(n, "ratio");
     return a && a->has_f && a->f == 0;
 }
 
 /* Does this view-op output alias its input in PyTorch? */
-static bool is_alias(cost_t *c, const est_node_t *n)
+static bool is_alias(cost_t *c, const loom_est_node_t *n)
 {
     if (c->gkind[n - c->m->n] == G_RNN_WEIGHT)
         return true;
     if (op_is(n, "Gather")) { /* x[:, 0] on an activation is a select view */
-        const est_tensor_t *d = tin(c, n, 0), *i = tin(c, n, 1);
+        const loom_est_tensor_t *d = tin(c, n, 0), *i = tin(c, n, 1);
         return !c->param[n->in[0]] && !d->is_init && i->rank == 0;
     }
     if (op_is(n, "Dropout"))
@@ -526,11 +527,11 @@ static bool is_alias(cost_t *c, const est_node_t *n)
     return true;
 }
 
-static bool makes_noncontig(cost_t *c, const est_node_t *n)
+static bool makes_noncontig(cost_t *c, const loom_est_node_t *n)
 {
-    const est_tensor_t *x = tin(c, n, 0);
+    const loom_est_tensor_t *x = tin(c, n, 0);
     if (op_is(n, "Transpose")) {
-        const est_attr_t *p = est_attr(n, "perm");
+        const loom_est_attr_t *p = loom_est_attr(n, "perm");
         int last = -1;
         for (int i = 0; p && i < (int)p->nints; i++) { /* moving size-1 dims keeps it contiguous */
             int64_t d = p->ints[i];
@@ -545,7 +546,7 @@ static bool makes_noncontig(cost_t *c, const est_node_t *n)
     if (op_is(n, "Expand"))
         return true;
     if (op_is(n, "Slice") || op_is(n, "Split") || op_is(n, "Gather")) {
-        const est_tensor_t *o = &c->m->t[n->out[0]];
+        const loom_est_tensor_t *o = &c->m->t[n->out[0]];
         int lead = 0; /* slicing after leading size-1 dims only: still contiguous */
         while (lead < x->rank && o->dims[lead] == 1 && x->dims[lead] == 1)
             lead++;
@@ -560,7 +561,7 @@ static bool makes_noncontig(cost_t *c, const est_node_t *n)
 /* The MatMul member of the Linear group led by NI, -1 if none. */
 static int linear_matmul(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     for (size_t j = 0; j < n->nin; j++) {
         int mm = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
         if (mm >= 0 && c->leader[mm] == ni && op_is(&c->m->n[mm], "MatMul"))
@@ -586,7 +587,7 @@ static bool linear_copies_input(const cost_t *c, int ni)
 /* What the node's backward keeps (tensor ids, roots resolved later). */
 static int saved_of(cost_t *c, int ni, int *s)
 {
-    est_node_t *n = &c->m->n[ni];
+    loom_est_node_t *n = &c->m->n[ni];
     int k = 0, x = n->in[0];
     switch (c->gkind[ni]) {
     case G_LAYERNORM:
@@ -657,10 +658,10 @@ typedef struct rnn_proj {
     double out; /* elements of one direction's projection: rows x gates x H */
 } rnn_proj_t;
 
-static rnn_proj_t rnn_projection(const cost_t *c, const est_node_t *n)
+static rnn_proj_t rnn_projection(const cost_t *c, const loom_est_node_t *n)
 {
     rnn_proj_t p = {0};
-    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    const loom_est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
     if (!x || x->rank != 3 || !w || w->rank != 3)
         return p;
     double dirs = (double)w->dims[0], gh = (double)w->dims[1], in = (double)w->dims[2];
@@ -679,8 +680,8 @@ static rnn_proj_t rnn_projection(const cost_t *c, const est_node_t *n)
  * of a non-contiguous input: linear_copies_input). */
 static uint64_t extra_bytes(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
-    const est_tensor_t *o = &c->m->t[n->out[0]];
+    const loom_est_node_t *n = &c->m->n[ni];
+    const loom_est_tensor_t *o = &c->m->t[n->out[0]];
     if (linear_copies_input(c, ni))
         return tbytes(c, c->m->n[linear_matmul(c, ni)].in[0]);
     if (op_is(n, "MaxPool") && (n->nout < 2 || n->out[1] < 0))
@@ -695,7 +696,7 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
          * tensor headers, RNN_STEP_GRAPH_BYTES per time step and direction
          * (a layer of some 30 autograd nodes per step). */
         uint64_t b = (uint64_t)numel(o) * 8 * esize(c, n->out[0]);
-        const est_tensor_t *w = tin(c, n, 1), *x = tin(c, n, 0);
+        const loom_est_tensor_t *w = tin(c, n, 1), *x = tin(c, n, 0);
         if (c->cpu && c->opt->train && w && w->rank == 3 && x && x->rank == 3) {
             bool bf = attr_int(n, "layout", 0) == 1;
             b += (uint64_t)(w->dims[0] * x->dims[bf ? 1 : 0]) * RNN_STEP_GRAPH_BYTES;
@@ -714,10 +715,10 @@ static uint64_t extra_bytes(const cost_t *c, int ni)
 
 /* ------------------------------------------------------------ FLOPs */
 
-static double fwd_flops(const cost_t *c, const est_node_t *n)
+static double fwd_flops(const cost_t *c, const loom_est_node_t *n)
 {
-    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
-    const est_tensor_t *o = n->nout && n->out[0] >= 0 ? &c->m->t[n->out[0]] : NULL;
+    const loom_est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    const loom_est_tensor_t *o = n->nout && n->out[0] >= 0 ? &c->m->t[n->out[0]] : NULL;
     double E = o ? (double)numel(o) : 0;
     if (op_is(n, "Conv")) {
         double k = 1;
@@ -733,7 +734,7 @@ static double fwd_flops(const cost_t *c, const est_node_t *n)
     }
     if (op_is(n, "Gemm")) {
         bool ta = false;
-        const est_attr_t *a = est_attr(n, "transA");
+        const loom_est_attr_t *a = loom_est_attr(n, "transA");
         if (a && a->i)
             ta = true;
         double K = (double)(ta ? x->dims[0] : x->dims[1]);
@@ -761,7 +762,7 @@ static double fwd_flops(const cost_t *c, const est_node_t *n)
     if (op_is(n, "Softmax") || op_is(n, "LogSoftmax"))
         return 5 * E;
     if (op_is(n, "MaxPool") || op_is(n, "AveragePool")) {
-        const est_attr_t *k = est_attr(n, "kernel_shape");
+        const loom_est_attr_t *k = loom_est_attr(n, "kernel_shape");
         double kk = 1;
         for (size_t i = 0; k && i < k->nints; i++)
             kk *= (double)k->ints[i];
@@ -847,7 +848,7 @@ static void classify(cost_t *c)
         c->buffer[i] = m->t[i].is_init && !c->param[i];
     }
     for (size_t i = 0; i < m->nn; i++) {
-        est_node_t *n = &m->n[i];
+        loom_est_node_t *n = &m->n[i];
         c->leader[i] = (int)i;
         c->gin[i] = -1;
         c->pos[i] = -1;
@@ -879,7 +880,7 @@ static void propagate(cost_t *c)
 {
     loom_est_model_t *m = c->m;
     for (size_t i = 0; i < c->norder; i++) {
-        est_node_t *n = &m->n[c->order[i]];
+        loom_est_node_t *n = &m->n[c->order[i]];
         bool any_req = false, all_half = true, any_float = false;
         for (size_t k = 0; k < n->nin; k++) {
             int t = n->in[k];
@@ -932,7 +933,7 @@ static void lifetimes(cost_t *c)
     loom_est_model_t *m = c->m;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
-        est_node_t *n = &m->n[ni];
+        loom_est_node_t *n = &m->n[ni];
         int p = leader_pos(c, ni);
         for (size_t k = 0; k < n->nin; k++)
             if (n->in[k] >= 0) {
@@ -986,7 +987,7 @@ static void free_after(cost_t *c, size_t i)
         int ni = c->order[q];
         if (c->leader[ni] != lead)
             continue;
-        const est_node_t *n = &c->m->n[ni];
+        const loom_est_node_t *n = &c->m->n[ni];
         for (size_t k = 0; k < n->nin; k++)
             if (n->in[k] >= 0)
                 maybe_free_fwd(c, n->in[k], p);
@@ -996,15 +997,15 @@ static void free_after(cost_t *c, size_t i)
     }
 }
 
-static int64_t attr_int(const est_node_t *n, const char *name, int64_t def)
+static int64_t attr_int(const loom_est_node_t *n, const char *name, int64_t def)
 {
-    const est_attr_t *a = est_attr(n, name);
+    const loom_est_attr_t *a = loom_est_attr(n, name);
     return a && a->has_i ? a->i : def;
 }
 
-static bool any_above_one(const est_node_t *n, const char *name)
+static bool any_above_one(const loom_est_node_t *n, const char *name)
 {
-    const est_attr_t *a = est_attr(n, name);
+    const loom_est_attr_t *a = loom_est_attr(n, name);
     for (size_t i = 0; a && i < a->nints; i++)
         if (a->ints[i] > 1)
             return true;
@@ -1015,18 +1016,18 @@ static bool any_above_one(const est_node_t *n, const char *name)
  * oneDNN: Convolution.cpp's use_mkldnn() declines a 1x1, stride-1,
  * undilated, ungrouped convolution of a batch under 16 (it goes to the
  * im2col/GEMM path). */
-static bool conv_pointwise(const cost_t *c, const est_node_t *n)
+static bool conv_pointwise(const cost_t *c, const loom_est_node_t *n)
 {
-    const est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
+    const loom_est_tensor_t *x = tin(c, n, 0), *w = tin(c, n, 1);
     if (!op_is(n, "Conv") || !x || !w || w->rank != 4 || x->rank != 4)
         return false;
     return w->dims[2] == 1 && w->dims[3] == 1 && !any_above_one(n, "strides") &&
            !any_above_one(n, "dilations") && attr_int(n, "group", 1) == 1 && x->dims[0] < 16;
 }
 
-static bool conv_depthwise(const cost_t *c, const est_node_t *n)
+static bool conv_depthwise(const cost_t *c, const loom_est_node_t *n)
 {
-    const est_tensor_t *w = tin(c, n, 1);
+    const loom_est_tensor_t *w = tin(c, n, 1);
     return op_is(n, "Conv") && w && w->rank >= 2 && attr_int(n, "group", 1) > 1 && w->dims[1] == 1;
 }
 
@@ -1034,9 +1035,9 @@ static bool conv_depthwise(const cost_t *c, const est_node_t *n)
  * differ with the kernel size (on this host 3x3's backward runs at about 7
  * GFLOP/s, 5x5's at 4: bench/estimate_calibrate.py fits each apart); a
  * device without the larger classes uses the next smaller one. */
-static int dwconv_class(const cost_t *c, const est_node_t *n)
+static int dwconv_class(const cost_t *c, const loom_est_node_t *n)
 {
-    const est_tensor_t *w = tin(c, n, 1);
+    const loom_est_tensor_t *w = tin(c, n, 1);
     int64_t k = 1;
     for (int i = 2; w && i < w->rank; i++)
         k = w->dims[i] > k ? w->dims[i] : k;
@@ -1054,7 +1055,7 @@ static int dwconv_class(const cost_t *c, const est_node_t *n)
  * copy into PyTorch's layout (seen with an allocation tracer on PyTorch
  * 1.13). The heap model gets them; the memory model does not (they die
  * within the operator). */
-static bool conv_onednn(const cost_t *c, const est_node_t *n)
+static bool conv_onednn(const cost_t *c, const loom_est_node_t *n)
 {
     return (op_is(n, "Conv") || op_is(n, "ConvTranspose")) && !conv_pointwise(c, n);
 }
@@ -1069,9 +1070,9 @@ static bool conv_onednn(const cost_t *c, const est_node_t *n)
 #define ONEDNN_FWD_BYTES (52u << 10)
 #define ONEDNN_BWD_BYTES (76u << 10)
 
-static bool attr_same(const est_node_t *a, const est_node_t *b, const char *name)
+static bool attr_same(const loom_est_node_t *a, const loom_est_node_t *b, const char *name)
 {
-    const est_attr_t *x = est_attr(a, name), *y = est_attr(b, name);
+    const loom_est_attr_t *x = loom_est_attr(a, name), *y = loom_est_attr(b, name);
     if (!x || !y)
         return !x && !y;
     if (x->nints != y->nints || x->has_i != y->has_i || (x->has_i && x->i != y->i))
@@ -1079,13 +1080,13 @@ static bool attr_same(const est_node_t *a, const est_node_t *b, const char *name
     return !x->nints || !memcmp(x->ints, y->ints, x->nints * sizeof *x->ints);
 }
 
-static bool same_conv(const cost_t *c, const est_node_t *a, const est_node_t *b)
+static bool same_conv(const cost_t *c, const loom_est_node_t *a, const loom_est_node_t *b)
 {
     static const char *attrs[] = {"strides", "pads", "dilations", "group", "auto_pad"};
     if (strcmp(a->op, b->op) != 0)
         return false;
     for (size_t k = 0; k < 2; k++) {
-        const est_tensor_t *x = tin(c, a, k), *y = tin(c, b, k);
+        const loom_est_tensor_t *x = tin(c, a, k), *y = tin(c, b, k);
         if (!x || !y || x->rank != y->rank || memcmp(x->dims, y->dims, sizeof x->dims) != 0)
             return false;
     }
@@ -1101,7 +1102,7 @@ static uint64_t onednn_cache_bytes(const cost_t *c)
     if (!c->cpu)
         return 0;
     for (size_t i = 0; i < c->norder; i++) {
-        const est_node_t *n = &c->m->n[c->order[i]];
+        const loom_est_node_t *n = &c->m->n[c->order[i]];
         if (!conv_onednn(c, n))
             continue;
         bool seen = false;
@@ -1158,7 +1159,7 @@ static void walk_forward(cost_t *c, uint64_t *persist, uint64_t *extra_handles)
     c->cur_phase = PH_FWD;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
-        est_node_t *n = &m->n[ni];
+        loom_est_node_t *n = &m->n[ni];
         bool alias = is_alias(c, n);
         bool internal = c->leader[ni] != ni;
         c->cur_node = c->leader[ni];
@@ -1245,7 +1246,7 @@ static int group_inputs(const cost_t *c, int ni, int ins[64])
 {
     int nin = 0;
     for (size_t q = 0; q < c->norder; q++) {
-        const est_node_t *mn = &c->m->n[c->order[q]];
+        const loom_est_node_t *mn = &c->m->n[c->order[q]];
         if (c->leader[c->order[q]] != ni)
             continue;
         for (size_t k = 0; k < mn->nin && nin < 64; k++) {
@@ -1262,7 +1263,7 @@ static int group_inputs(const cost_t *c, int ni, int ins[64])
 /* The gradients of the inputs of the group led by NI (internal ones
  * skipped); true if the first output's gradient was passed on to an
  * input (a view's). */
-static bool input_grads(cost_t *c, int ni, const est_node_t *n)
+static bool input_grads(cost_t *c, int ni, const loom_est_node_t *n)
 {
     loom_est_model_t *m = c->m;
     bool alias = is_alias(c, n) || op_is(n, "Concat");
@@ -1307,7 +1308,7 @@ static bool input_grads(cost_t *c, int ni, const est_node_t *n)
 static void walk_backward_node(cost_t *c, int ni, uint64_t *extra_handles)
 {
     loom_est_model_t *m = c->m;
-    est_node_t *n = &m->n[ni];
+    loom_est_node_t *n = &m->n[ni];
     c->cur_node = ni;
     bool out_req = false;
     for (size_t k = 0; k < n->nout; k++)
@@ -1410,7 +1411,7 @@ static int cost_walk(cost_t *c, loom_est_result_t *res, uint64_t *extra_handles)
 
 static double node_bytes(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     double b = 0;
     if (c->gin[ni] >= 0)
         b += (double)tbytes(c, c->gin[ni]);
@@ -1427,14 +1428,14 @@ static double node_bytes(const cost_t *c, int ni)
 /* Smallest of M, N, K of a matrix product node (0 for anything else). */
 static double product_min_dim(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     if (c->gkind[ni] == G_LINEAR)
         for (size_t j = 0; j < n->nin; j++) {
             int p = n->in[j] >= 0 ? c->m->t[n->in[j]].producer : -1;
             if (p >= 0 && p != ni && c->leader[p] == ni)
                 return product_min_dim(c, p);
         }
-    const est_tensor_t *a = tin(c, n, 0), *b = tin(c, n, 1);
+    const loom_est_tensor_t *a = tin(c, n, 0), *b = tin(c, n, 1);
     if (!a || !b || a->rank < 1 || b->rank < 1)
         return 0;
     double M, K, N;
@@ -1451,7 +1452,7 @@ static double product_min_dim(const cost_t *c, int ni)
                            : 1;
         N = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
     } else if (op_is(n, "Gemm") && a->rank == 2 && b->rank == 2) {
-        const est_attr_t *ta = est_attr(n, "transA"), *tb = est_attr(n, "transB");
+        const loom_est_attr_t *ta = loom_est_attr(n, "transA"), *tb = loom_est_attr(n, "transB");
         M = (double)(ta && ta->i ? a->dims[1] : a->dims[0]);
         K = (double)(ta && ta->i ? a->dims[0] : a->dims[1]);
         N = (double)(tb && tb->i ? b->dims[0] : b->dims[1]);
@@ -1607,7 +1608,7 @@ out:
 
 static int op_class(cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     switch (c->gkind[ni]) {
     case G_LAYERNORM: return LOOM_EST_CL_LN;
     case G_GELU: return LOOM_EST_CL_GELU;
@@ -1626,7 +1627,7 @@ static int op_class(cost_t *c, int ni)
     if (op_is(n, "Gemm"))
         return LOOM_EST_CL_MATMUL;
     if (op_is(n, "MatMul")) {
-        const est_tensor_t *b = tin(c, n, 1);
+        const loom_est_tensor_t *b = tin(c, n, 1);
         return b && b->rank <= 2 ? LOOM_EST_CL_MATMUL : LOOM_EST_CL_BMM;
     }
     if (op_is(n, "Einsum"))
@@ -1680,14 +1681,14 @@ static double nel(const cost_t *c, int t)
 /* The element counts etc. each class's cost function takes (docs/estimate.md). */
 static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     int x = c->gin[ni] >= 0 ? c->gin[ni] : n->nin ? n->in[0] : -1;
     double E = n->nout ? nel(c, n->out[0]) : 0, X = nel(c, x);
     feat_t f = {.d = min_dim};
     switch (cls) {
     case LOOM_EST_CL_CONV:
     case LOOM_EST_CL_CONV1X1: {
-        const est_tensor_t *w = tin(c, n, 1);
+        const loom_est_tensor_t *w = tin(c, n, 1);
         double k = 1;
         for (int i = 1; w && i < w->rank; i++)
             k *= (double)w->dims[i]; /* Cin/group x kernel */
@@ -1701,7 +1702,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
          * class pays step_s per sample and weight element, which is what a
          * large weight over a 2x2 map costs (1488 -> 248 channels at 2x2,
          * batch 8: 2.7 ms where the FLOPs say 1.4; docs/estimate.md) */
-        const est_tensor_t *xt = tin(c, n, 0);
+        const loom_est_tensor_t *xt = tin(c, n, 0);
         if (cls == LOOM_EST_CL_CONV1X1 && xt && xt->rank == 4 && xt->dims[0] > 0 &&
             (double)xt->dims[2] * (double)xt->dims[3] > 1)
             f.steps = (double)xt->dims[0] * cout * k;
@@ -1715,7 +1716,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
         /* a kernel larger than its input map (a mobile network's last
          * stages: 3x3 over 2x2) leaves oneDNN's depthwise kernels for a path
          * that costs per plane (batch x channels), whatever the work */
-        const est_tensor_t *xt = tin(c, n, 0), *wt = tin(c, n, 1);
+        const loom_est_tensor_t *xt = tin(c, n, 0), *wt = tin(c, n, 1);
         bool small = xt && wt && xt->rank == 4 && wt->rank == 4 &&
                      (xt->dims[2] < wt->dims[2] || xt->dims[3] < wt->dims[3]);
         if (small && xt->dims[0] > 0 && xt->dims[1] > 0)
@@ -1739,9 +1740,9 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
     }
     case LOOM_EST_CL_LSTM:
     case LOOM_EST_CL_GRU: {
-        const est_tensor_t *xt = tin(c, n, 0);
+        const loom_est_tensor_t *xt = tin(c, n, 0);
         bool bf = attr_int(n, "layout", 0) == 1;
-        const est_tensor_t *wt = tin(c, n, 1);
+        const loom_est_tensor_t *wt = tin(c, n, 1);
         double dirs = wt && wt->rank == 3 ? (double)wt->dims[0] : 1; /* run one after the other */
         f.steps = (xt && xt->rank == 3 ? (double)xt->dims[bf ? 1 : 0] : 1) * dirs;
         f.d = xt && xt->rank == 3 ? (double)xt->dims[bf ? 0 : 1] : 1;
@@ -1758,7 +1759,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
          * 75-100 ns a plane in backward here whatever its size, step_s in
          * the class (bench/estimate_calibrate.py cal_bn). A 1x1 map runs as
          * channels-last, without it. */
-        const est_tensor_t *xt = tin(c, n, 0);
+        const loom_est_tensor_t *xt = tin(c, n, 0);
         f.el_f = f.el_b = E;
         if (xt && xt->rank == 4 && xt->dims[0] > 0 && xt->dims[1] > 0) {
             double hw = (double)xt->dims[2] * (double)xt->dims[3]; /* no int64 overflow */
@@ -1779,7 +1780,7 @@ static feat_t op_features(cost_t *c, int ni, int cls, double min_dim)
 
 static double n_esize(const cost_t *c, int ni)
 {
-    const est_node_t *n = &c->m->n[ni];
+    const loom_est_node_t *n = &c->m->n[ni];
     return n->nout && n->out[0] >= 0 ? (double)esize(c, n->out[0]) : 4;
 }
 
@@ -1816,7 +1817,7 @@ static void flops_pass(cost_t *c, loom_est_result_t *res, int *opnode, bool *opr
     size_t k = 0;
     for (size_t i = 0; i < c->norder; i++) {
         int ni = c->order[i];
-        est_node_t *n = &m->n[ni];
+        loom_est_node_t *n = &m->n[ni];
         int lead = c->leader[ni];
         double f = fwd_flops(c, n);
         bool any_req = false;
@@ -2074,7 +2075,7 @@ int loom_est_run(loom_est_model_t *m, const loom_est_options_t *opt, loom_est_re
     if (opt->batch < 0 || opt->batch > ((int64_t)1 << 24))
         return loom_err_set(err, LOOM_EINVAL, "batch %lld is out of range [1, 2^24]",
                             (long long)opt->batch);
-    int rc = est_infer_shapes(m, opt->batch, err);
+    int rc = loom_est_infer_shapes(m, opt->batch, err);
     if (rc)
         return rc;
     cost_t c = {.m = m, .opt = opt, .err = err};

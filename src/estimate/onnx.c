@@ -297,21 +297,21 @@ static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **va
 size_t est_dtype_size(int dtype)
 {
     switch (dtype) {
-    case EST_T_FLOAT:
-    case EST_T_INT32:
-    case EST_T_UINT32: return 4;
-    case EST_T_UINT8:
-    case EST_T_INT8:
-    case EST_T_BOOL: return 1;
-    case EST_T_UINT16:
-    case EST_T_INT16:
-    case EST_T_FLOAT16:
-    case EST_T_BFLOAT16: return 2;
-    case EST_T_INT64:
-    case EST_T_DOUBLE:
-    case EST_T_UINT64:
-    case EST_T_COMPLEX64: return 8;
-    case EST_T_COMPLEX128: return 16;
+    case LOOM_EST_T_FLOAT:
+    case LOOM_EST_T_INT32:
+    case LOOM_EST_T_UINT32: return 4;
+    case LOOM_EST_T_UINT8:
+    case LOOM_EST_T_INT8:
+    case LOOM_EST_T_BOOL: return 1;
+    case LOOM_EST_T_UINT16:
+    case LOOM_EST_T_INT16:
+    case LOOM_EST_T_FLOAT16:
+    case LOOM_EST_T_BFLOAT16: return 2;
+    case LOOM_EST_T_INT64:
+    case LOOM_EST_T_DOUBLE:
+    case LOOM_EST_T_UINT64:
+    case LOOM_EST_T_COMPLEX64: return 8;
+    case LOOM_EST_T_COMPLEX128: return 16;
     default: return 0;
     }
 }
@@ -327,12 +327,12 @@ const char *est_dtype_name(int dtype)
 
 static bool dtype_is_int(int d)
 {
-    return d == EST_T_INT64 || d == EST_T_INT32 || d == EST_T_BOOL || d == EST_T_INT8 ||
-           d == EST_T_UINT8 || d == EST_T_INT16 || d == EST_T_UINT16 || d == EST_T_UINT32 ||
-           d == EST_T_UINT64;
+    return d == LOOM_EST_T_INT64 || d == LOOM_EST_T_INT32 || d == LOOM_EST_T_BOOL ||
+           d == LOOM_EST_T_INT8 || d == LOOM_EST_T_UINT8 || d == LOOM_EST_T_INT16 ||
+           d == LOOM_EST_T_UINT16 || d == LOOM_EST_T_UINT32 || d == LOOM_EST_T_UINT64;
 }
 
-int64_t est_numel(const est_tensor_t *t)
+int64_t loom_est_numel(const loom_est_tensor_t *t)
 {
     if (t->rank < 0)
         return -1;
@@ -345,7 +345,7 @@ int64_t est_numel(const est_tensor_t *t)
     return n;
 }
 
-static void tensor_clear(est_tensor_t *t)
+static void tensor_clear(loom_est_tensor_t *t)
 {
     free(t->name);
     free(t->ival);
@@ -363,20 +363,20 @@ static int64_t raw_int(const uint8_t *p, int dtype)
         return (int64_t)x_;                                                                        \
     } while (0)
     switch (dtype) {
-    case EST_T_INT64:
-    case EST_T_UINT64: LOAD(int64_t);
-    case EST_T_INT32: LOAD(int32_t);
-    case EST_T_UINT32: LOAD(uint32_t);
-    case EST_T_INT16: LOAD(int16_t);
-    case EST_T_UINT16: LOAD(uint16_t);
-    case EST_T_INT8: return (int8_t)p[0];
+    case LOOM_EST_T_INT64:
+    case LOOM_EST_T_UINT64: LOAD(int64_t);
+    case LOOM_EST_T_INT32: LOAD(int32_t);
+    case LOOM_EST_T_UINT32: LOAD(uint32_t);
+    case LOOM_EST_T_INT16: LOAD(int16_t);
+    case LOOM_EST_T_UINT16: LOAD(uint16_t);
+    case LOOM_EST_T_INT8: return (int8_t)p[0];
     default: return p[0];
     }
 #undef LOAD
 }
 
 /* Converts raw little-endian bytes of a small constant into values. */
-static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
+static void raw_to_values(loom_est_tensor_t *t, const uint8_t *raw, size_t n)
 {
     size_t es = est_dtype_size(t->dtype);
     if (dtype_is_int(t->dtype)) {
@@ -385,12 +385,12 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
             return;
         for (size_t i = 0; i < n; i++)
             t->ival[i] = raw_int(raw + i * es, t->dtype);
-    } else if (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE) {
+    } else if (t->dtype == LOOM_EST_T_FLOAT || t->dtype == LOOM_EST_T_DOUBLE) {
         t->fval = calloc(n ? n : 1, sizeof *t->fval);
         if (!t->fval)
             return;
         for (size_t i = 0; i < n; i++) {
-            if (t->dtype == EST_T_FLOAT) {
+            if (t->dtype == LOOM_EST_T_FLOAT) {
                 float f;
                 memcpy(&f, raw + i * 4, 4);
                 t->fval[i] = f;
@@ -407,18 +407,18 @@ static void raw_to_values(est_tensor_t *t, const uint8_t *raw, size_t n)
 
 /* The messages an embedded field holds, parsed by pb_message. */
 typedef enum {
-    MSG_TENSOR,      /* TensorProto, est_tensor_t */
-    MSG_DIM,         /* TensorShapeProto.Dimension idx, est_tensor_t */
-    MSG_TENSOR_TYPE, /* TypeProto.Tensor, est_tensor_t */
-    MSG_VALUE_INFO,  /* ValueInfoProto, est_tensor_t */
-    MSG_ATTR,        /* AttributeProto, est_attr_t */
+    MSG_TENSOR,      /* TensorProto, loom_est_tensor_t */
+    MSG_DIM,         /* TensorShapeProto.Dimension idx, loom_est_tensor_t */
+    MSG_TENSOR_TYPE, /* TypeProto.Tensor, loom_est_tensor_t */
+    MSG_VALUE_INFO,  /* ValueInfoProto, loom_est_tensor_t */
+    MSG_ATTR,        /* AttributeProto, loom_est_attr_t */
     MSG_NODE,        /* NodeProto, raw_node_t */
     MSG_GRAPH,       /* GraphProto, raw_graph_t */
 } msg_kind_t;
 
 static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void *msg);
 
-static int parse_tensor(pb_t *r, est_tensor_t *t)
+static int parse_tensor(pb_t *r, loom_est_tensor_t *t)
 {
     int64_t *dims = NULL, *ints = NULL;
     double *reals = NULL;
@@ -466,8 +466,9 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
         rc = pb_fail(r, msg_start, "data_type %lld is not an ONNX type", (long long)dtype);
         goto out;
     }
-    if (ndims > EST_MAX_RANK) {
-        rc = pb_fail(r, msg_start, "%zu dimensions; at most %d are supported", ndims, EST_MAX_RANK);
+    if (ndims > LOOM_EST_MAX_RANK) {
+        rc = pb_fail(r, msg_start, "%zu dimensions; at most %d are supported", ndims,
+                     LOOM_EST_MAX_RANK);
         goto out;
     }
     t->dtype = (int)dtype;
@@ -505,7 +506,7 @@ static int parse_tensor(pb_t *r, est_tensor_t *t)
             t->nval = nints;
             t->has_val = true;
         } else if (nreals == (size_t)numel &&
-                   (t->dtype == EST_T_FLOAT || t->dtype == EST_T_DOUBLE)) {
+                   (t->dtype == LOOM_EST_T_FLOAT || t->dtype == LOOM_EST_T_DOUBLE)) {
             t->fval = reals;
             reals = NULL;
             t->nval = nreals;
@@ -521,7 +522,7 @@ out:
 
 /* ------------------------------------------------------------ value infos */
 
-static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
+static int parse_dim(pb_t *r, loom_est_tensor_t *t, int idx)
 {
     int64_t val = -1;
     int rc = LOOM_OK;
@@ -547,12 +548,12 @@ static int parse_dim(pb_t *r, est_tensor_t *t, int idx)
             rc = pb_skip(r, wt, f);
         }
     }
-    if (idx < EST_MAX_RANK)
+    if (idx < LOOM_EST_MAX_RANK)
         t->decl_dims[idx] = val;
     return rc;
 }
 
-static int parse_tensor_type(pb_t *r, est_tensor_t *t)
+static int parse_tensor_type(pb_t *r, loom_est_tensor_t *t)
 {
     int rc = LOOM_OK;
     uint32_t f;
@@ -583,8 +584,8 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
                 }
                 if ((rc = pb_expect(r, off, f, "dim", wt, 2)))
                     break;
-                if (t->decl_rank >= EST_MAX_RANK) {
-                    rc = pb_fail(r, off, "more than %d dimensions", EST_MAX_RANK);
+                if (t->decl_rank >= LOOM_EST_MAX_RANK) {
+                    rc = pb_fail(r, off, "more than %d dimensions", LOOM_EST_MAX_RANK);
                     break;
                 }
                 rc = pb_message(r, "dim", t->decl_rank, MSG_DIM, t);
@@ -600,7 +601,7 @@ static int parse_tensor_type(pb_t *r, est_tensor_t *t)
 }
 
 /* ValueInfoProto -> name, dtype, declared shape. */
-static int parse_value_info(pb_t *r, est_tensor_t *t)
+static int parse_value_info(pb_t *r, loom_est_tensor_t *t)
 {
     int rc = LOOM_OK;
     t->decl_rank = -1;
@@ -661,7 +662,7 @@ static void strv_free(strv_t *s)
     free(s->v);
 }
 
-static void attr_clear(est_attr_t *a)
+static void attr_clear(loom_est_attr_t *a)
 {
     free(a->name);
     free(a->s);
@@ -673,7 +674,7 @@ static void attr_clear(est_attr_t *a)
     }
 }
 
-static int parse_attr(pb_t *r, est_attr_t *a)
+static int parse_attr(pb_t *r, loom_est_attr_t *a)
 {
     int rc = LOOM_OK;
     uint32_t f;
@@ -745,7 +746,7 @@ static int parse_attr(pb_t *r, est_attr_t *a)
 typedef struct raw_node {
     strv_t in, out;
     char *name, *op, *domain;
-    est_attr_t *attrs;
+    loom_est_attr_t *attrs;
     size_t nattrs;
     size_t offset;
 } raw_node_t;
@@ -784,7 +785,7 @@ static int parse_node(pb_t *r, raw_node_t *n)
         case 5: {
             if ((rc = pb_expect(r, off, f, "attribute", wt, 2)))
                 break;
-            est_attr_t *na = realloc(n->attrs, (n->nattrs + 1) * sizeof *na);
+            loom_est_attr_t *na = realloc(n->attrs, (n->nattrs + 1) * sizeof *na);
             if (!na) {
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
@@ -806,7 +807,7 @@ static int parse_node(pb_t *r, raw_node_t *n)
 typedef struct raw_graph {
     raw_node_t *nodes;
     size_t nnodes;
-    est_tensor_t *inits, *inputs, *outputs;
+    loom_est_tensor_t *inits, *inputs, *outputs;
     size_t ninits, ninputs, noutputs;
 } raw_graph_t;
 
@@ -863,7 +864,7 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
         case 11:
         case 12: {
             bool in = f == 11;
-            est_tensor_t **arr = in ? &g->inputs : &g->outputs;
+            loom_est_tensor_t **arr = in ? &g->inputs : &g->outputs;
             size_t *n = in ? &g->ninputs : &g->noutputs;
             const char *what = in ? "input" : "output";
             if ((rc = pb_expect(r, off, f, what, wt, 2)) ||
@@ -945,7 +946,7 @@ static int rehash(loom_est_model_t *m, size_t cap)
 
 /* Adds a tensor (taking ownership of src's contents) or returns the index
  * of the existing one with that name; *is_new tells which. */
-static int tensor_intern(loom_est_model_t *m, est_tensor_t *src, bool *is_new, loom_err_t *err)
+static int tensor_intern(loom_est_model_t *m, loom_est_tensor_t *src, bool *is_new, loom_err_t *err)
 {
     int idx = est_tensor_find(m, src->name);
     if (idx >= 0) {
@@ -956,7 +957,7 @@ static int tensor_intern(loom_est_model_t *m, est_tensor_t *src, bool *is_new, l
         return loom_err_set(err, LOOM_ELIMIT, "%s: too many tensors", m->source);
     if (m->nt == m->capt) {
         size_t cap = m->capt ? 2 * m->capt : 64;
-        est_tensor_t *nt = realloc(m->t, cap * sizeof *nt);
+        loom_est_tensor_t *nt = realloc(m->t, cap * sizeof *nt);
         if (!nt)
             return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
         m->t = nt;
@@ -982,7 +983,7 @@ static int tensor_intern(loom_est_model_t *m, est_tensor_t *src, bool *is_new, l
 
 static int intern_name(loom_est_model_t *m, const char *name, loom_err_t *err)
 {
-    est_tensor_t t = {0};
+    loom_est_tensor_t t = {0};
     t.rank = -1;
     t.decl_rank = -1;
     t.name = strdup(name);
@@ -995,7 +996,7 @@ static int intern_name(loom_est_model_t *m, const char *name, loom_err_t *err)
     return idx;
 }
 
-static const char *node_label(const est_node_t *n, char *buf, size_t len)
+static const char *node_label(const loom_est_node_t *n, char *buf, size_t len)
 {
     snprintf(buf, len, "'%s' (%s)", n->name && *n->name ? n->name : "(unnamed)", n->op);
     return buf;
@@ -1045,7 +1046,7 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
     m->nn = g->nnodes;
     for (size_t i = 0; i < g->nnodes; i++) {
         raw_node_t *rn = &g->nodes[i];
-        est_node_t *n = &m->n[i];
+        loom_est_node_t *n = &m->n[i];
         n->offset = rn->offset;
         n->name = rn->name ? rn->name : strdup("");
         n->op = rn->op;
@@ -1075,7 +1076,7 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
             int idx = intern_name(m, rn->out.v[k], err);
             if (idx < 0)
                 return idx;
-            est_tensor_t *t = &m->t[idx];
+            loom_est_tensor_t *t = &m->t[idx];
             if (t->is_init || t->is_input)
                 return loom_err_set(
                     err, LOOM_EINVAL, "%s: node %s output '%s' overwrites a graph %s", m->source,
@@ -1094,7 +1095,7 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
     }
     for (size_t i = 0; i < m->nn; i++) {
         raw_node_t *rn = &g->nodes[i];
-        est_node_t *n = &m->n[i];
+        loom_est_node_t *n = &m->n[i];
         for (size_t k = 0; k < rn->in.n; k++) {
             if (!*rn->in.v[k]) {
                 n->in[k] = -1;
@@ -1163,7 +1164,7 @@ static int link_graph(loom_est_model_t *m, raw_graph_t *g, loom_err_t *err)
         if (indeg[i] == 0)
             m->order[tail++] = (int)i;
     while (head < tail) {
-        const est_node_t *n = &m->n[m->order[head++]];
+        const loom_est_node_t *n = &m->n[m->order[head++]];
         for (size_t k = 0; k < n->nout; k++) {
             int t = n->out[k];
             if (t < 0)
@@ -1296,7 +1297,7 @@ void loom_est_model_free(loom_est_model_t *m)
     for (size_t i = 0; i < m->nt; i++)
         tensor_clear(&m->t[i]);
     for (size_t i = 0; i < m->nn; i++) {
-        est_node_t *n = &m->n[i];
+        loom_est_node_t *n = &m->n[i];
         free(n->name);
         free(n->op);
         free(n->domain);
@@ -1324,7 +1325,7 @@ int64_t loom_est_model_opset(const loom_est_model_t *m)
     return m->opset;
 }
 
-const est_attr_t *est_attr(const est_node_t *n, const char *name)
+const loom_est_attr_t *loom_est_attr(const loom_est_node_t *n, const char *name)
 {
     for (size_t i = 0; i < n->nattrs; i++)
         if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0)

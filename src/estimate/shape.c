@@ -18,7 +18,7 @@
 
 typedef struct ctx {
     loom_est_model_t *m;
-    est_node_t *n;
+    loom_est_node_t *n;
     loom_err_t *err;
 } ctx_t;
 
@@ -34,33 +34,33 @@ static int fail(ctx_t *c, const char *fmt, ...)
                         *c->n->name ? c->n->name : "(unnamed)", c->n->op, what);
 }
 
-static est_tensor_t *in(ctx_t *c, size_t i)
+static loom_est_tensor_t *in(ctx_t *c, size_t i)
 {
     if (i >= c->n->nin || c->n->in[i] < 0)
         return NULL;
     return &c->m->t[c->n->in[i]];
 }
 
-static est_tensor_t *out(ctx_t *c, size_t i)
+static loom_est_tensor_t *out(ctx_t *c, size_t i)
 {
     if (i >= c->n->nout || c->n->out[i] < 0)
         return NULL;
     return &c->m->t[c->n->out[i]];
 }
 
-static int64_t attr_i(const est_node_t *n, const char *name, int64_t def)
+static int64_t attr_i(const loom_est_node_t *n, const char *name, int64_t def)
 {
-    const est_attr_t *a = est_attr(n, name);
+    const loom_est_attr_t *a = loom_est_attr(n, name);
     return a && a->has_i ? a->i : def;
 }
 
 static bool is_int_type(int d)
 {
-    return d != EST_T_FLOAT && d != EST_T_DOUBLE && d != EST_T_FLOAT16 && d != EST_T_BFLOAT16 &&
-           d != EST_T_UNDEF;
+    return d != LOOM_EST_T_FLOAT && d != LOOM_EST_T_DOUBLE && d != LOOM_EST_T_FLOAT16 &&
+           d != LOOM_EST_T_BFLOAT16 && d != LOOM_EST_T_UNDEF;
 }
 
-static double val(const est_tensor_t *t, size_t i)
+static double val(const loom_est_tensor_t *t, size_t i)
 {
     if (t->nval == 0 || (t->nval > 1 && i >= t->nval))
         return 0; /* callers check counts; an empty constant reads as 0 */
@@ -82,12 +82,13 @@ static int64_t to_i64(double v)
     return (int64_t)v;
 }
 
-static int set_shape(ctx_t *c, est_tensor_t *t, int rank, const int64_t *dims, int dtype)
+static int set_shape(ctx_t *c, loom_est_tensor_t *t, int rank, const int64_t *dims, int dtype)
 {
     if (!t)
         return LOOM_OK;
-    if (rank < 0 || rank > EST_MAX_RANK)
-        return fail(c, "output '%s' would have rank %d (at most %d)", t->name, rank, EST_MAX_RANK);
+    if (rank < 0 || rank > LOOM_EST_MAX_RANK)
+        return fail(c, "output '%s' would have rank %d (at most %d)", t->name, rank,
+                    LOOM_EST_MAX_RANK);
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0)
@@ -104,15 +105,15 @@ static int set_shape(ctx_t *c, est_tensor_t *t, int rank, const int64_t *dims, i
     return LOOM_OK;
 }
 
-static int same_as(ctx_t *c, est_tensor_t *o, const est_tensor_t *x)
+static int same_as(ctx_t *c, loom_est_tensor_t *o, const loom_est_tensor_t *x)
 {
     return set_shape(c, o, x->rank, x->dims, x->dtype);
 }
 
 /* Allocates value storage for a folded output. */
-static int alloc_vals(ctx_t *c, est_tensor_t *o)
+static int alloc_vals(ctx_t *c, loom_est_tensor_t *o)
 {
-    int64_t n = est_numel(o);
+    int64_t n = loom_est_numel(o);
     if (n < 0 || n > EST_MAX_FOLD)
         return LOOM_OK; /* too big to fold: fine, just not constant */
     free(o->ival);
@@ -130,7 +131,7 @@ static int alloc_vals(ctx_t *c, est_tensor_t *o)
     return LOOM_OK;
 }
 
-static void put(est_tensor_t *o, size_t i, double v)
+static void put(loom_est_tensor_t *o, size_t i, double v)
 {
     if (o->ival)
         o->ival[i] = to_i64(v);
@@ -141,7 +142,7 @@ static void put(est_tensor_t *o, size_t i, double v)
 static bool all_const(ctx_t *c)
 {
     for (size_t i = 0; i < c->n->nin; i++) {
-        est_tensor_t *t = in(c, i);
+        loom_est_tensor_t *t = in(c, i);
         if (t && !t->has_val)
             return false;
     }
@@ -149,7 +150,8 @@ static bool all_const(ctx_t *c)
 }
 
 /* numpy broadcasting of a and b into out (rank returned). */
-static int broadcast(ctx_t *c, const est_tensor_t *a, const est_tensor_t *b, int64_t *dims)
+static int broadcast(ctx_t *c, const loom_est_tensor_t *a, const loom_est_tensor_t *b,
+                     int64_t *dims)
 {
     int r = a->rank > b->rank ? a->rank : b->rank;
     for (int i = 0; i < r; i++) {
@@ -174,7 +176,7 @@ static int broadcast(ctx_t *c, const est_tensor_t *a, const est_tensor_t *b, int
 }
 
 /* Flat index into t for output position idx of shape (r, dims). */
-static size_t bindex(const est_tensor_t *t, int r, const int64_t *dims, size_t idx)
+static size_t bindex(const loom_est_tensor_t *t, int r, const int64_t *dims, size_t idx)
 {
     size_t off = 0, stride = 1;
     for (int i = r - 1; i >= 0; i--) {
@@ -211,9 +213,9 @@ static int int_list(ctx_t *c, const char *attr, size_t input, int64_t *vals, int
 {
     *found = false;
     *n = 0;
-    const est_attr_t *a = est_attr(c->n, attr);
+    const loom_est_attr_t *a = loom_est_attr(c->n, attr);
     if (a && a->nints) {
-        if (a->nints > EST_MAX_RANK * 2)
+        if (a->nints > LOOM_EST_MAX_RANK * 2)
             return fail(c, "attribute %s has %zu values", attr, a->nints);
         for (size_t i = 0; i < a->nints; i++)
             vals[i] = a->ints[i];
@@ -221,13 +223,13 @@ static int int_list(ctx_t *c, const char *attr, size_t input, int64_t *vals, int
         *found = true;
         return LOOM_OK;
     }
-    est_tensor_t *t = in(c, input);
+    loom_est_tensor_t *t = in(c, input);
     if (!t)
         return LOOM_OK;
     if (!t->has_val)
         return fail(c, "input %zu ('%s', %s) must be a constant the estimator can fold", input,
                     t->name, attr);
-    if (t->nval > EST_MAX_RANK * 2)
+    if (t->nval > LOOM_EST_MAX_RANK * 2)
         return fail(c, "input '%s' has %zu values", t->name, t->nval);
     for (size_t i = 0; i < t->nval; i++)
         vals[i] = to_i64(val(t, i));
@@ -264,18 +266,18 @@ static int window_lists(ctx_t *c, int sp, int64_t *s, int *ns, int64_t *d, int *
 
 static int op_elementwise(ctx_t *c, int out_dtype)
 {
-    est_tensor_t *a = in(c, 0);
-    int64_t dims[EST_MAX_RANK];
+    loom_est_tensor_t *a = in(c, 0);
+    int64_t dims[LOOM_EST_MAX_RANK];
     int r = a->rank;
     memcpy(dims, a->dims, sizeof dims);
-    est_tensor_t tmp = *a;
+    loom_est_tensor_t tmp = *a;
     for (size_t i = 1; i < c->n->nin; i++) {
-        est_tensor_t *b = in(c, i);
+        loom_est_tensor_t *b = in(c, i);
         if (!b)
             continue;
         tmp.rank = r;
         memcpy(tmp.dims, dims, sizeof dims);
-        int64_t nd[EST_MAX_RANK];
+        int64_t nd[LOOM_EST_MAX_RANK];
         int nr = broadcast(c, &tmp, b, nd);
         if (nr < 0)
             return nr;
@@ -285,7 +287,7 @@ static int op_elementwise(ctx_t *c, int out_dtype)
     int dt = out_dtype ? out_dtype : a->dtype;
     if (strcmp(c->n->op, "Where") == 0)
         dt = in(c, 1)->dtype;
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     int rc = set_shape(c, o, r, dims, dt);
     if (rc || !all_const(c))
         return rc;
@@ -361,7 +363,7 @@ static int op_elementwise(ctx_t *c, int out_dtype)
 
 static int op_conv(ctx_t *c, bool transpose)
 {
-    est_tensor_t *x = in(c, 0), *w = in(c, 1);
+    loom_est_tensor_t *x = in(c, 0), *w = in(c, 1);
     if (!w)
         return fail(c, "missing weight input");
     if (x->rank < 3 || w->rank != x->rank)
@@ -376,8 +378,8 @@ static int op_conv(ctx_t *c, bool transpose)
     if (transpose && x->dims[1] != w->dims[0])
         return fail(c, "input has %lld channels, weight expects %lld", (long long)x->dims[1],
                     (long long)w->dims[0]);
-    int64_t k[EST_MAX_RANK], s[EST_MAX_RANK], d[EST_MAX_RANK], p[2 * EST_MAX_RANK],
-        op_[EST_MAX_RANK];
+    int64_t k[LOOM_EST_MAX_RANK], s[LOOM_EST_MAX_RANK], d[LOOM_EST_MAX_RANK],
+        p[2 * LOOM_EST_MAX_RANK], op_[LOOM_EST_MAX_RANK];
     int nk, ns, nd, np, nop;
     bool f;
     int rc;
@@ -393,9 +395,9 @@ static int op_conv(ctx_t *c, bool transpose)
         return rc;
     if (nk != sp || (ns && ns != sp) || (nd && nd != sp) || (np && np != 2 * sp))
         return fail(c, "kernel_shape/strides/dilations/pads do not match %d spatial dims", sp);
-    const est_attr_t *ap = est_attr(c->n, "auto_pad");
+    const loom_est_attr_t *ap = loom_est_attr(c->n, "auto_pad");
     const char *auto_pad = ap && ap->s ? ap->s : "NOTSET";
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     dims[0] = x->dims[0];
     dims[1] = transpose ? w->dims[1] * group : w->dims[0];
     for (int i = 0; i < sp; i++) {
@@ -426,11 +428,12 @@ static int op_conv(ctx_t *c, bool transpose)
 
 static int op_pool(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     if (x->rank < 3)
         return fail(c, "input rank %d < 3", x->rank);
     int sp = x->rank - 2;
-    int64_t k[EST_MAX_RANK], s[EST_MAX_RANK], d[EST_MAX_RANK], p[2 * EST_MAX_RANK];
+    int64_t k[LOOM_EST_MAX_RANK], s[LOOM_EST_MAX_RANK], d[LOOM_EST_MAX_RANK],
+        p[2 * LOOM_EST_MAX_RANK];
     int nk, ns, nd, np;
     bool f;
     int rc;
@@ -441,7 +444,7 @@ static int op_pool(ctx_t *c)
     if ((rc = window_lists(c, sp, s, &ns, d, &nd, p, &np)))
         return rc;
     int64_t ceil_mode = attr_i(c->n, "ceil_mode", 0);
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int i = 0; i < sp; i++) {
@@ -458,21 +461,21 @@ static int op_pool(ctx_t *c)
     }
     if ((rc = set_shape(c, out(c, 0), x->rank, dims, x->dtype)))
         return rc;
-    return set_shape(c, out(c, 1), x->rank, dims, EST_T_INT64);
+    return set_shape(c, out(c, 1), x->rank, dims, LOOM_EST_T_INT64);
 }
 
 static int op_matmul(ctx_t *c)
 {
-    est_tensor_t *a = in(c, 0), *b = in(c, 1);
+    loom_est_tensor_t *a = in(c, 0), *b = in(c, 1);
     if (a->rank < 1 || b->rank < 1)
         return fail(c, "MatMul of a scalar");
     int64_t ka = a->dims[a->rank - 1], kb = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
     if (ka != kb)
         return fail(c, "inner dimensions differ: %lld and %lld", (long long)ka, (long long)kb);
-    est_tensor_t ba = *a, bb = *b; /* batch parts */
+    loom_est_tensor_t ba = *a, bb = *b; /* batch parts */
     ba.rank = a->rank > 2 ? a->rank - 2 : 0;
     bb.rank = b->rank > 2 ? b->rank - 2 : 0;
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     int r = broadcast(c, &ba, &bb, dims);
     if (r < 0)
         return r;
@@ -485,7 +488,7 @@ static int op_matmul(ctx_t *c)
 
 static int op_gemm(ctx_t *c)
 {
-    est_tensor_t *a = in(c, 0), *b = in(c, 1);
+    loom_est_tensor_t *a = in(c, 0), *b = in(c, 1);
     if (a->rank != 2 || b->rank != 2)
         return fail(c, "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
     bool ta = attr_i(c->n, "transA", 0), tb = attr_i(c->n, "transB", 0);
@@ -499,12 +502,12 @@ static int op_gemm(ctx_t *c)
 
 static int op_reshape(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0), *s = in(c, 1);
+    loom_est_tensor_t *x = in(c, 0), *s = in(c, 1);
     if (!s || !s->has_val)
         return fail(c, "the target shape must be a constant the estimator can fold");
-    if (s->nval > EST_MAX_RANK)
+    if (s->nval > LOOM_EST_MAX_RANK)
         return fail(c, "target shape has %zu dimensions", s->nval);
-    int64_t dims[EST_MAX_RANK], known = 1, total = est_numel(x);
+    int64_t dims[LOOM_EST_MAX_RANK], known = 1, total = loom_est_numel(x);
     int neg = -1;
     bool allowzero = attr_i(c->n, "allowzero", 0);
     for (size_t i = 0; i < s->nval; i++) {
@@ -539,7 +542,7 @@ static int op_reshape(ctx_t *c)
     }
     int rc = set_shape(c, out(c, 0), (int)s->nval, dims, x->dtype);
     if (!rc && x->has_val) {
-        est_tensor_t *o = out(c, 0);
+        loom_est_tensor_t *o = out(c, 0);
         if (!(rc = alloc_vals(c, o)) && o->has_val)
             for (size_t i = 0; i < o->nval; i++)
                 put(o, i, val(x, i));
@@ -549,8 +552,8 @@ static int op_reshape(ctx_t *c)
 
 static int op_transpose(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t perm[2 * EST_MAX_RANK], dims[EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t perm[2 * LOOM_EST_MAX_RANK], dims[LOOM_EST_MAX_RANK];
     int np;
     bool f;
     int rc = int_list(c, "perm", 99, perm, &np, &f);
@@ -570,12 +573,12 @@ static int op_transpose(ctx_t *c)
         seen |= 1u << perm[i];
         dims[i] = x->dims[perm[i]];
     }
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, x->rank, dims, x->dtype)) || !x->has_val)
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
         return rc;
-    size_t xstride[EST_MAX_RANK]; /* fold a constant (shape arithmetic: pads reversed) */
+    size_t xstride[LOOM_EST_MAX_RANK]; /* fold a constant (shape arithmetic: pads reversed) */
     for (int d = x->rank - 1, st = 1; d >= 0; st *= (int)x->dims[d], d--)
         xstride[d] = (size_t)st;
     for (size_t i = 0; i < o->nval; i++) {
@@ -592,15 +595,15 @@ static int op_transpose(ctx_t *c)
 
 static int op_concat(ctx_t *c)
 {
-    est_tensor_t *a = in(c, 0);
-    int64_t axis = attr_i(c->n, "axis", 0), dims[EST_MAX_RANK];
+    loom_est_tensor_t *a = in(c, 0);
+    int64_t axis = attr_i(c->n, "axis", 0), dims[LOOM_EST_MAX_RANK];
     int rc = check_axis(c, &axis, a->rank, false);
     if (rc)
         return rc;
     memcpy(dims, a->dims, sizeof dims);
     dims[axis] = 0;
     for (size_t i = 0; i < c->n->nin; i++) {
-        est_tensor_t *t = in(c, i);
+        loom_est_tensor_t *t = in(c, i);
         if (!t)
             continue;
         if (t->rank != a->rank)
@@ -611,7 +614,7 @@ static int op_concat(ctx_t *c)
                             (long long)t->dims[k], (long long)a->dims[k]);
         dims[axis] += t->dims[axis];
     }
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, a->rank, dims, a->dtype)) || !all_const(c))
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
@@ -624,7 +627,7 @@ static int op_concat(ctx_t *c)
         inner *= (size_t)dims[k];
     for (size_t o_ = 0; o_ < outer; o_++)
         for (size_t i = 0; i < c->n->nin; i++) {
-            est_tensor_t *t = in(c, i);
+            loom_est_tensor_t *t = in(c, i);
             if (!t)
                 continue;
             size_t blk = (size_t)t->dims[axis] * inner;
@@ -636,26 +639,26 @@ static int op_concat(ctx_t *c)
 
 static int op_gather(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0), *idx = in(c, 1);
-    int64_t axis = attr_i(c->n, "axis", 0), dims[EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0), *idx = in(c, 1);
+    int64_t axis = attr_i(c->n, "axis", 0), dims[LOOM_EST_MAX_RANK];
     int rc = check_axis(c, &axis, x->rank, false);
     if (rc)
         return rc;
     int r = 0;
     for (int i = 0; i < axis; i++)
         dims[r++] = x->dims[i];
-    if (x->rank - 1 + idx->rank > EST_MAX_RANK)
-        return fail(c, "result rank exceeds %d", EST_MAX_RANK);
+    if (x->rank - 1 + idx->rank > LOOM_EST_MAX_RANK)
+        return fail(c, "result rank exceeds %d", LOOM_EST_MAX_RANK);
     for (int i = 0; i < idx->rank; i++)
         dims[r++] = idx->dims[i];
     for (int i = (int)axis + 1; i < x->rank; i++)
         dims[r++] = x->dims[i];
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, r, dims, x->dtype)) || !all_const(c))
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
         return rc;
-    size_t outer = 1, inner = 1, ni = (size_t)est_numel(idx);
+    size_t outer = 1, inner = 1, ni = (size_t)loom_est_numel(idx);
     for (int k = 0; k < axis; k++)
         outer *= (size_t)x->dims[k];
     for (int k = (int)axis + 1; k < x->rank; k++)
@@ -677,8 +680,8 @@ static int op_gather(ctx_t *c)
 
 static int op_unsqueeze(ctx_t *c, bool squeeze)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t axes[2 * EST_MAX_RANK], dims[EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t axes[2 * LOOM_EST_MAX_RANK], dims[LOOM_EST_MAX_RANK];
     int na;
     bool f;
     int rc = int_list(c, "axes", 1, axes, &na, &f);
@@ -708,8 +711,8 @@ static int op_unsqueeze(ctx_t *c, bool squeeze)
         if (!f)
             return fail(c, "missing axes");
         r = x->rank + na;
-        if (r > EST_MAX_RANK)
-            return fail(c, "result rank %d exceeds %d", r, EST_MAX_RANK);
+        if (r > LOOM_EST_MAX_RANK)
+            return fail(c, "result rank %d exceeds %d", r, LOOM_EST_MAX_RANK);
         unsigned add = 0;
         for (int i = 0; i < na; i++) {
             int64_t a = norm_axis(axes[i], r);
@@ -720,7 +723,7 @@ static int op_unsqueeze(ctx_t *c, bool squeeze)
         for (int i = 0, k = 0; i < r; i++)
             dims[i] = (add & (1u << i)) ? 1 : x->dims[k++];
     }
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, r, dims, x->dtype)) || !x->has_val)
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
@@ -732,8 +735,9 @@ static int op_unsqueeze(ctx_t *c, bool squeeze)
 
 static int op_slice(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t st[2 * EST_MAX_RANK], en[2 * EST_MAX_RANK], ax[2 * EST_MAX_RANK], sp[2 * EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t st[2 * LOOM_EST_MAX_RANK], en[2 * LOOM_EST_MAX_RANK], ax[2 * LOOM_EST_MAX_RANK],
+        sp[2 * LOOM_EST_MAX_RANK];
     int ns, ne, na, np;
     bool f;
     int rc;
@@ -755,7 +759,7 @@ static int op_slice(ctx_t *c)
     }
     if (ns != ne || na != ns || np != ns)
         return fail(c, "starts, ends, axes and steps differ in length");
-    int64_t dims[EST_MAX_RANK], first[EST_MAX_RANK], step[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK], first[LOOM_EST_MAX_RANK], step[LOOM_EST_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     for (int i = 0; i < x->rank; i++) {
         first[i] = 0;
@@ -784,7 +788,7 @@ static int op_slice(ctx_t *c)
         first[a] = s;
         step[a] = k;
     }
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, x->rank, dims, x->dtype)) || !x->has_val)
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
@@ -804,8 +808,8 @@ static int op_slice(ctx_t *c)
 
 static int op_split(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t axis = attr_i(c->n, "axis", 0), parts[2 * EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t axis = attr_i(c->n, "axis", 0), parts[2 * LOOM_EST_MAX_RANK];
     int rc = check_axis(c, &axis, x->rank, false);
     if (rc)
         return rc;
@@ -813,8 +817,8 @@ static int op_split(ctx_t *c)
     int64_t *sizes = calloc(nout ? nout : 1, sizeof *sizes);
     if (!sizes)
         return loom_err_set(c->err, LOOM_ENOMEM, "out of memory");
-    const est_attr_t *a = est_attr(c->n, "split");
-    est_tensor_t *s = in(c, 1);
+    const loom_est_attr_t *a = loom_est_attr(c->n, "split");
+    loom_est_tensor_t *s = in(c, 1);
     if (a && a->nints) {
         if (a->nints != nout) {
             free(sizes);
@@ -847,7 +851,7 @@ static int op_split(ctx_t *c)
                         (long long)x->dims[axis]);
         }
     for (size_t i = 0; i < nout && !rc; i++) {
-        int64_t dims[EST_MAX_RANK];
+        int64_t dims[LOOM_EST_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
         dims[axis] = sizes[i];
         sum += sizes[i];
@@ -862,8 +866,8 @@ static int op_split(ctx_t *c)
 
 static int op_reduce(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t axes[2 * EST_MAX_RANK], dims[EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t axes[2 * LOOM_EST_MAX_RANK], dims[LOOM_EST_MAX_RANK];
     int na;
     bool f;
     int rc = int_list(c, "axes", 1, axes, &na, &f);
@@ -895,7 +899,7 @@ static int op_reduce(ctx_t *c)
 
 static int op_lstm(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0), *w = in(c, 1);
+    loom_est_tensor_t *x = in(c, 0), *w = in(c, 1);
     int64_t h = attr_i(c->n, "hidden_size", -1);
     if (x->rank != 3 || !w || w->rank != 3)
         return fail(c, "X and W must have rank 3");
@@ -921,7 +925,7 @@ static int op_lstm(ctx_t *c)
 /* GRU (opset 7-14): W is [dirs, 3H, I]; outputs as the LSTM's first two. */
 static int op_gru(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0), *w = in(c, 1);
+    loom_est_tensor_t *x = in(c, 0), *w = in(c, 1);
     int64_t h = attr_i(c->n, "hidden_size", -1);
     if (x->rank != 3 || !w || w->rank != 3)
         return fail(c, "X and W must have rank 3");
@@ -944,8 +948,8 @@ static int op_gru(ctx_t *c)
  * grows by its begin and end pads (negative pads crop). */
 static int op_pad(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    int64_t p[2 * EST_MAX_RANK], dims[EST_MAX_RANK];
+    loom_est_tensor_t *x = in(c, 0);
+    int64_t p[2 * LOOM_EST_MAX_RANK], dims[LOOM_EST_MAX_RANK];
     int np;
     bool f;
     int rc = int_list(c, "pads", 1, p, &np, &f);
@@ -968,11 +972,11 @@ static int op_pad(ctx_t *c)
  * scales): the output size from `sizes` when given, else floor(dim x scale). */
 static int op_resize(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
-    est_tensor_t *sc = c->n->nin > 2 ? in(c, 2) : c->n->nin == 2 ? in(c, 1) : NULL;
-    est_tensor_t *sz = c->n->nin > 3 ? in(c, 3) : NULL;
-    int64_t dims[EST_MAX_RANK];
-    if (sz && est_numel(sz) > 0) {
+    loom_est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *sc = c->n->nin > 2 ? in(c, 2) : c->n->nin == 2 ? in(c, 1) : NULL;
+    loom_est_tensor_t *sz = c->n->nin > 3 ? in(c, 3) : NULL;
+    int64_t dims[LOOM_EST_MAX_RANK];
+    if (sz && loom_est_numel(sz) > 0) {
         if (!sz->has_val || (int)sz->nval != x->rank)
             return fail(c, "sizes ('%s') must be a constant of %d values", sz->name, x->rank);
         for (int i = 0; i < x->rank; i++) {
@@ -981,7 +985,7 @@ static int op_resize(ctx_t *c)
                 return fail(c, "sizes[%d] = %lld is out of range", i, (long long)v);
             dims[i] = v;
         }
-    } else if (sc && est_numel(sc) > 0) {
+    } else if (sc && loom_est_numel(sc) > 0) {
         if (!sc->has_val || (int)sc->nval != x->rank)
             return fail(c, "scales ('%s') must be a constant of %d values", sc->name, x->rank);
         for (int i = 0; i < x->rank; i++) {
@@ -1000,7 +1004,7 @@ static int op_resize(ctx_t *c)
  * spaces ignored; ellipsis not supported). Returns false if malformed. */
 typedef struct einsum {
     int nin;
-    char in[2][EST_MAX_RANK + 1], out[EST_MAX_RANK + 1];
+    char in[2][LOOM_EST_MAX_RANK + 1], out[LOOM_EST_MAX_RANK + 1];
 } einsum_t;
 
 static bool einsum_parse(const char *eq, einsum_t *e)
@@ -1018,7 +1022,7 @@ static bool einsum_parse(const char *eq, einsum_t *e)
             arrow = true, len = 0, p++;
         } else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
             char *dst = arrow ? e->out : e->in[part];
-            if (len >= EST_MAX_RANK)
+            if (len >= LOOM_EST_MAX_RANK)
                 return false;
             dst[len++] = ch;
         } else {
@@ -1032,7 +1036,7 @@ static bool einsum_parse(const char *eq, einsum_t *e)
             int uses = 0;
             for (int i = 0; i < e->nin; i++)
                 uses += strchr(e->in[i], ch) != NULL;
-            if (uses == 1 && k < EST_MAX_RANK && ((ch >= 'a') || (ch <= 'Z')))
+            if (uses == 1 && k < LOOM_EST_MAX_RANK && ((ch >= 'a') || (ch <= 'Z')))
                 e->out[k++] = ch;
         }
     }
@@ -1043,10 +1047,10 @@ static bool einsum_parse(const char *eq, einsum_t *e)
  * letter's size (the multiply-adds), and M, N, K as a matrix product sees
  * them (letters only in the first operand and the output; only in the
  * second and the output; in both operands and not the output). */
-bool est_einsum_sizes(const loom_est_model_t *m, const est_node_t *n, double *total, double *mm,
-                      double *nn, double *kk)
+bool est_einsum_sizes(const loom_est_model_t *m, const loom_est_node_t *n, double *total,
+                      double *mm, double *nn, double *kk)
 {
-    const est_attr_t *a = est_attr(n, "equation");
+    const loom_est_attr_t *a = loom_est_attr(n, "equation");
     einsum_t e;
     if (!a || !a->s || !einsum_parse(a->s, &e) || (int)n->nin != e.nin)
         return false;
@@ -1078,13 +1082,13 @@ bool est_einsum_sizes(const loom_est_model_t *m, const est_node_t *n, double *to
 
 static int op_einsum(ctx_t *c)
 {
-    const est_attr_t *a = est_attr(c->n, "equation");
+    const loom_est_attr_t *a = loom_est_attr(c->n, "equation");
     einsum_t e;
     if (!a || !a->s || !einsum_parse(a->s, &e))
         return fail(c,
                     "equation '%s' is not of the form 'ab,bc->ac' (letters, at most %d "
                     "per operand, no ellipsis)",
-                    a && a->s ? a->s : "", EST_MAX_RANK);
+                    a && a->s ? a->s : "", LOOM_EST_MAX_RANK);
     if ((int)c->n->nin != e.nin || e.nin > 2)
         return fail(c, "%zu inputs for an equation of %d operands (at most 2 supported)", c->n->nin,
                     e.nin);
@@ -1092,7 +1096,7 @@ static int op_einsum(ctx_t *c)
     for (int i = 0; i < 128; i++)
         size[i] = -1;
     for (int i = 0; i < e.nin; i++) {
-        est_tensor_t *x = in(c, (size_t)i);
+        loom_est_tensor_t *x = in(c, (size_t)i);
         if (!x || (int)strlen(e.in[i]) != x->rank)
             return fail(c, "operand %d has rank %d, the equation gives it %zu letters", i,
                         x ? x->rank : -1, strlen(e.in[i]));
@@ -1105,7 +1109,7 @@ static int op_einsum(ctx_t *c)
                 size[ch] = x->dims[j];
         }
     }
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     int r = (int)strlen(e.out);
     for (int j = 0; j < r; j++) {
         int ch = (unsigned char)e.out[j];
@@ -1122,7 +1126,7 @@ static int op_scatter(ctx_t *c)
     return same_as(c, out(c, 0), in(c, 0));
 }
 
-static int copy_const(ctx_t *c, est_tensor_t *o, const est_tensor_t *src)
+static int copy_const(ctx_t *c, loom_est_tensor_t *o, const loom_est_tensor_t *src)
 {
     int rc = set_shape(c, o, src->rank, src->dims, src->dtype);
     if (rc || !src->has_val)
@@ -1136,34 +1140,34 @@ static int copy_const(ctx_t *c, est_tensor_t *o, const est_tensor_t *src)
 
 static int op_constant(ctx_t *c)
 {
-    est_tensor_t *o = out(c, 0);
-    const est_attr_t *a;
-    if ((a = est_attr(c->n, "value")) && a->t)
+    loom_est_tensor_t *o = out(c, 0);
+    const loom_est_attr_t *a;
+    if ((a = loom_est_attr(c->n, "value")) && a->t)
         return copy_const(c, o, a->t);
-    est_tensor_t tmp = {0};
+    loom_est_tensor_t tmp = {0};
     int64_t one[1];
-    if ((a = est_attr(c->n, "value_int")) && a->has_i) {
-        tmp.dtype = EST_T_INT64;
+    if ((a = loom_est_attr(c->n, "value_int")) && a->has_i) {
+        tmp.dtype = LOOM_EST_T_INT64;
         tmp.rank = 0;
         one[0] = a->i;
         tmp.ival = one;
         tmp.nval = 1;
-    } else if ((a = est_attr(c->n, "value_float")) && a->has_f) {
+    } else if ((a = loom_est_attr(c->n, "value_float")) && a->has_f) {
         double d = a->f;
-        tmp.dtype = EST_T_FLOAT;
+        tmp.dtype = LOOM_EST_T_FLOAT;
         tmp.rank = 0;
         tmp.fval = &d;
         tmp.nval = 1;
         tmp.has_val = true;
         return copy_const(c, o, &tmp);
-    } else if ((a = est_attr(c->n, "value_ints"))) {
-        tmp.dtype = EST_T_INT64;
+    } else if ((a = loom_est_attr(c->n, "value_ints"))) {
+        tmp.dtype = LOOM_EST_T_INT64;
         tmp.rank = 1;
         tmp.dims[0] = (int64_t)a->nints;
         tmp.ival = a->ints;
         tmp.nval = a->nints;
-    } else if ((a = est_attr(c->n, "value_floats"))) {
-        tmp.dtype = EST_T_FLOAT;
+    } else if ((a = loom_est_attr(c->n, "value_floats"))) {
+        tmp.dtype = LOOM_EST_T_FLOAT;
         tmp.rank = 1;
         tmp.dims[0] = (int64_t)a->nfloats;
         tmp.fval = a->floats;
@@ -1176,12 +1180,12 @@ static int op_constant(ctx_t *c)
     return copy_const(c, o, &tmp);
 }
 
-static int shape_from_value(ctx_t *c, const est_tensor_t *s, int64_t *dims, int *rank)
+static int shape_from_value(ctx_t *c, const loom_est_tensor_t *s, int64_t *dims, int *rank)
 {
     if (!s || !s->has_val)
         return fail(c, "the shape input must be a constant the estimator can fold");
-    if (s->nval > EST_MAX_RANK)
-        return fail(c, "shape has %zu dimensions (at most %d)", s->nval, EST_MAX_RANK);
+    if (s->nval > LOOM_EST_MAX_RANK)
+        return fail(c, "shape has %zu dimensions (at most %d)", s->nval, LOOM_EST_MAX_RANK);
     for (size_t i = 0; i < s->nval; i++)
         dims[i] = to_i64(val(s, i));
     *rank = (int)s->nval;
@@ -1190,14 +1194,14 @@ static int shape_from_value(ctx_t *c, const est_tensor_t *s, int64_t *dims, int 
 
 static int op_constant_of_shape(ctx_t *c)
 {
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     int r, rc;
     if ((rc = shape_from_value(c, in(c, 0), dims, &r)))
         return rc;
-    const est_attr_t *a = est_attr(c->n, "value");
-    int dt = a && a->t ? a->t->dtype : EST_T_FLOAT;
+    const loom_est_attr_t *a = loom_est_attr(c->n, "value");
+    int dt = a && a->t ? a->t->dtype : LOOM_EST_T_FLOAT;
     double v = a && a->t && a->t->has_val && a->t->nval ? val(a->t, 0) : 0;
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, r, dims, dt)) || (rc = alloc_vals(c, o)) || !o->has_val)
         return rc;
     for (size_t i = 0; i < o->nval; i++)
@@ -1207,18 +1211,18 @@ static int op_constant_of_shape(ctx_t *c)
 
 static int op_expand(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0), s = {0};
+    loom_est_tensor_t *x = in(c, 0), s = {0};
     int rc = shape_from_value(c, in(c, 1), s.dims, &s.rank);
     if (rc)
         return rc;
     for (int i = 0; i < s.rank; i++)
         if (s.dims[i] < 0)
             return fail(c, "shape[%d] = %lld", i, (long long)s.dims[i]);
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     int r = broadcast(c, x, &s, dims);
     if (r < 0)
         return r;
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     if ((rc = set_shape(c, o, r, dims, x->dtype)) || !x->has_val)
         return rc;
     if ((rc = alloc_vals(c, o)) || !o->has_val)
@@ -1230,7 +1234,7 @@ static int op_expand(ctx_t *c)
 
 static int op_range(ctx_t *c)
 {
-    est_tensor_t *s = in(c, 0), *l = in(c, 1), *d = in(c, 2);
+    loom_est_tensor_t *s = in(c, 0), *l = in(c, 1), *d = in(c, 2);
     if (!s || !l || !d || !s->has_val || !l->has_val || !d->has_val || s->nval != 1 ||
         l->nval != 1 || d->nval != 1)
         return fail(c, "start, limit and delta must be scalar constants the estimator can fold");
@@ -1245,7 +1249,7 @@ static int op_range(ctx_t *c)
     if (n > (double)((int64_t)1 << 40))
         return fail(c, "range of %g elements", n);
     int64_t dims[1] = {(int64_t)n};
-    est_tensor_t *o = out(c, 0);
+    loom_est_tensor_t *o = out(c, 0);
     int rc = set_shape(c, o, 1, dims, s->dtype);
     if (rc || (rc = alloc_vals(c, o)) || !o->has_val)
         return rc;
@@ -1256,7 +1260,7 @@ static int op_range(ctx_t *c)
 
 static int op_shape(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     int64_t start = attr_i(c->n, "start", 0), end = attr_i(c->n, "end", x->rank);
     if (start < 0)
         start += x->rank;
@@ -1265,8 +1269,8 @@ static int op_shape(ctx_t *c)
     start = start < 0 ? 0 : start > x->rank ? x->rank : start;
     end = end < start ? start : end > x->rank ? x->rank : end;
     int64_t dims[1] = {end - start};
-    est_tensor_t *o = out(c, 0);
-    int rc = set_shape(c, o, 1, dims, EST_T_INT64);
+    loom_est_tensor_t *o = out(c, 0);
+    int rc = set_shape(c, o, 1, dims, LOOM_EST_T_INT64);
     if (rc || (rc = alloc_vals(c, o)) || !o->has_val)
         return rc;
     for (int64_t i = start; i < end; i++)
@@ -1276,7 +1280,7 @@ static int op_shape(ctx_t *c)
 
 static int op_flatten(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     int64_t axis = attr_i(c->n, "axis", 1);
     int rc = check_axis(c, &axis, x->rank, true);
     if (rc)
@@ -1289,18 +1293,18 @@ static int op_flatten(ctx_t *c)
 
 static int op_norm(ctx_t *c, bool layer)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     int rc = same_as(c, out(c, 0), x);
     if (rc)
         return rc;
     if (layer) {
-        int64_t axis = attr_i(c->n, "axis", -1), dims[EST_MAX_RANK];
+        int64_t axis = attr_i(c->n, "axis", -1), dims[LOOM_EST_MAX_RANK];
         if ((rc = check_axis(c, &axis, x->rank, false)))
             return rc;
         for (int i = 0; i < x->rank; i++)
             dims[i] = i < axis ? x->dims[i] : 1;
         for (size_t k = 1; k < c->n->nout && !rc; k++)
-            rc = set_shape(c, out(c, k), x->rank, dims, EST_T_FLOAT);
+            rc = set_shape(c, out(c, k), x->rank, dims, LOOM_EST_T_FLOAT);
         return rc;
     }
     if (x->rank < 2)
@@ -1313,19 +1317,19 @@ static int op_norm(ctx_t *c, bool layer)
 
 static int op_dropout(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     int rc = same_as(c, out(c, 0), x);
     if (!rc)
-        rc = set_shape(c, out(c, 1), x->rank, x->dims, EST_T_BOOL);
+        rc = set_shape(c, out(c, 1), x->rank, x->dims, LOOM_EST_T_BOOL);
     return rc;
 }
 
 static int op_global_pool(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     if (x->rank < 3)
         return fail(c, "input rank %d < 3", x->rank);
-    int64_t dims[EST_MAX_RANK];
+    int64_t dims[LOOM_EST_MAX_RANK];
     for (int i = 0; i < x->rank; i++)
         dims[i] = i < 2 ? x->dims[i] : 1;
     return set_shape(c, out(c, 0), x->rank, dims, x->dtype);
@@ -1333,7 +1337,7 @@ static int op_global_pool(ctx_t *c)
 
 static int op_softmax(ctx_t *c)
 {
-    est_tensor_t *x = in(c, 0);
+    loom_est_tensor_t *x = in(c, 0);
     int64_t axis = attr_i(c->n, "axis", -1);
     int rc = check_axis(c, &axis, x->rank, false);
     return rc ? rc : same_as(c, out(c, 0), x);
@@ -1354,7 +1358,7 @@ static int op_unary(ctx_t *c)
 }
 static int op_compare(ctx_t *c)
 {
-    return op_elementwise(c, EST_T_BOOL);
+    return op_elementwise(c, LOOM_EST_T_BOOL);
 }
 static int op_conv_(ctx_t *c)
 {
@@ -1468,7 +1472,7 @@ bool est_op_is_view(const char *op)
 static int set_inputs(loom_est_model_t *m, int64_t batch, loom_err_t *err)
 {
     for (size_t i = 0; i < m->nt; i++) {
-        est_tensor_t *t = &m->t[i];
+        loom_est_tensor_t *t = &m->t[i];
         t->inferred = false;
         if (!t->is_input)
             continue;
@@ -1492,11 +1496,11 @@ static int set_inputs(loom_est_model_t *m, int64_t batch, loom_err_t *err)
     return LOOM_OK;
 }
 
-int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
+int loom_est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
 {
     /* Values folded in an earlier run (another batch) must not leak. */
     for (size_t i = 0; i < m->nt; i++) {
-        est_tensor_t *t = &m->t[i];
+        loom_est_tensor_t *t = &m->t[i];
         if (t->producer >= 0) {
             free(t->ival);
             free(t->fval);
@@ -1516,7 +1520,7 @@ int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
         if (m->t[i].is_init)
             m->t[i].inferred = true;
     for (size_t oi = 0; oi < m->nn; oi++) {
-        est_node_t *n = &m->n[m->order[oi]];
+        loom_est_node_t *n = &m->n[m->order[oi]];
         ctx_t c = {m, n, err};
         if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
             return fail(&c, "operator domain '%s' is not supported (only the default ONNX domain)",
@@ -1536,7 +1540,7 @@ int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
             if (!in(&c, (size_t)j))
                 return fail(&c, "input %d is missing (an empty name; the operator needs it)", j);
         for (size_t j = 0; j < n->nin; j++) {
-            est_tensor_t *t = in(&c, j);
+            loom_est_tensor_t *t = in(&c, j);
             if (t && (!t->inferred || t->rank < 0))
                 return fail(&c, "input '%s' has no known shape", t->name);
         }
@@ -1546,7 +1550,7 @@ int est_infer_shapes(loom_est_model_t *m, int64_t batch, loom_err_t *err)
             return rc;
         n->folded = true;
         for (size_t j = 0; j < n->nout; j++) {
-            est_tensor_t *t = out(&c, j);
+            loom_est_tensor_t *t = out(&c, j);
             if (t && !t->inferred)
                 return fail(&c, "output %zu ('%s') got no shape", j, t->name);
             if (t && !t->has_val)

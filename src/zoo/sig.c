@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimate/est.h"
 #include "loom/zoo.h"
 #include "zoo/zoo_int.h"
 
@@ -91,11 +90,11 @@ uint16_t loom_zoo_op_id(const char *op)
     return (uint16_t)(256 + h % (65536 - 256));
 }
 
-static bool is_2d_transpose(const loom_est_model_t *m, const est_node_t *n)
+static bool is_2d_transpose(const loom_est_model_t *m, const loom_est_node_t *n)
 {
     if (strcmp(n->op, "Transpose") || n->nin < 1 || n->in[0] < 0 || m->t[n->in[0]].rank != 2)
         return false;
-    const est_attr_t *perm = est_attr(n, "perm");
+    const loom_est_attr_t *perm = loom_est_attr(n, "perm");
     return !perm || (perm->nints == 2 && perm->ints[0] == 1 && perm->ints[1] == 0);
 }
 
@@ -111,7 +110,7 @@ int zoo_weight_of(const loom_est_model_t *m, int ti, int *name_ti, bool *transpo
         ti = *name_ti = m->n[p].in[0];
     }
     for (int hops = 0; ti >= 0 && hops < 4; hops++) {
-        const est_tensor_t *t = &m->t[ti];
+        const loom_est_tensor_t *t = &m->t[ti];
         if (t->is_init)
             return ti;
         if (t->producer < 0 || strcmp(m->n[t->producer].op, "Identity") ||
@@ -124,7 +123,7 @@ int zoo_weight_of(const loom_est_model_t *m, int ti, int *name_ti, bool *transpo
 
 /* Nodes that carry no architecture: constants, plumbing, and the
  * Transpose of a weight (part of the MatMul that uses it). */
-static bool skipped(const loom_est_model_t *m, const est_node_t *n)
+static bool skipped(const loom_est_model_t *m, const loom_est_node_t *n)
 {
     if (n->folded || !strcmp(n->op, "Constant") || !strcmp(n->op, "Identity") ||
         !strcmp(n->op, "Shape"))
@@ -161,14 +160,14 @@ static uint8_t put_dims(int rank, const int64_t *dims, int32_t out[LOOM_ZOO_DIMS
 
 static void fill_layer(const loom_est_model_t *m, int ni, const int *layer_of, loom_zoo_layer_t *l)
 {
-    const est_node_t *n = &m->n[ni];
+    const loom_est_node_t *n = &m->n[ni];
     memset(l, 0, sizeof *l);
     l->op = loom_zoo_op_id(n->op);
     l->node = ni;
     for (size_t k = 0; k < n->nin; k++) {
         if (n->in[k] < 0)
             continue;
-        const est_tensor_t *t = &m->t[n->in[k]];
+        const loom_est_tensor_t *t = &m->t[n->in[k]];
         int name_ti;
         bool tr;
         int wi = zoo_weight_of(m, n->in[k], &name_ti, &tr);
@@ -180,7 +179,7 @@ static void fill_layer(const loom_est_model_t *m, int ni, const int *layer_of, l
         }
     }
     if (n->nout && n->out[0] >= 0) {
-        const est_tensor_t *t = &m->t[n->out[0]];
+        const loom_est_tensor_t *t = &m->t[n->out[0]];
         l->orank = put_dims(t->rank, t->dims, l->odims);
     }
 }
@@ -191,7 +190,7 @@ int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t
     loom_err_t ignored;
     /* Shapes make the score finer; a graph the estimator cannot infer is
      * still matched by operators and weight shapes. */
-    (void)est_infer_shapes(m, 1, &ignored);
+    (void)loom_est_infer_shapes(m, 1, &ignored);
     int *layer_of = malloc((m->nn ? m->nn : 1) * sizeof *layer_of);
     if (!layer_of)
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimate/est.h"
 #include "loom/zoo.h"
 #include "zoo/zoo_int.h"
 
@@ -42,15 +41,15 @@ typedef struct roles {
 /* The role of each dim of the tensor at input k of node ni (child graph). */
 static roles_t tensor_roles(const loom_est_model_t *m, int ni, size_t k, int rank)
 {
-    const est_node_t *n = &m->n[ni];
+    const loom_est_node_t *n = &m->n[ni];
     roles_t r = {-1, -1, 8};
     if (!strcmp(n->op, "Gemm") && k == 1) {
-        const est_attr_t *a = est_attr(n, "transB");
+        const loom_est_attr_t *a = loom_est_attr(n, "transB");
         r.in_dim = a && a->i ? 1 : 0;
     } else if (!strcmp(n->op, "MatMul") && k == 1 && rank >= 2) {
         r.in_dim = rank - 2;
     } else if ((!strcmp(n->op, "Conv") || !strcmp(n->op, "ConvTranspose")) && k == 1) {
-        const est_attr_t *g = est_attr(n, "group");
+        const loom_est_attr_t *g = loom_est_attr(n, "group");
         if (!g || g->i <= 1)
             r.in_dim = !strcmp(n->op, "Conv") ? 1 : 0;
         r.spatial_from = 2;
@@ -169,7 +168,7 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
                     const loom_zoo_weights_t *parent, double noise, loom_rng_t *rng,
                     loom_zoo_weights_t *out, loom_zoo_transform_stats_t *st, int *mapped)
 {
-    const est_node_t *a = &mc->n[nc], *b = &mp->n[np];
+    const loom_est_node_t *a = &mc->n[nc], *b = &mp->n[np];
     *mapped = 0;
     for (size_t k = 0; k < a->nin && k < b->nin; k++) {
         if (a->in[k] < 0 || b->in[k] < 0)
@@ -182,8 +181,8 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
         int wp = zoo_weight_of(mp, b->in[k], &np_ti, &trp);
         if (wc < 0 || wp < 0 || trc != trp)
             continue;
-        const est_tensor_t *uc = &mc->t[nc_ti], *up = &mp->t[np_ti];
-        const est_tensor_t *tc = &mc->t[wc], *tp = &mp->t[wp];
+        const loom_est_tensor_t *uc = &mc->t[nc_ti], *up = &mp->t[np_ti];
+        const loom_est_tensor_t *tc = &mc->t[wc], *tp = &mp->t[wp];
         if (tc->rank != tp->rank || tc->rank <= 0 || have(out, uc->name))
             continue;
         const loom_zoo_tensor_t *from = loom_zoo_weights_find(parent, up->name);
@@ -218,7 +217,7 @@ static int map_pair(loom_est_model_t *mc, int nc, loom_est_model_t *mp, int np,
  * -1 when none. */
 static int consumer(const loom_est_model_t *m, int ni, size_t *slot)
 {
-    const est_node_t *n = &m->n[ni];
+    const loom_est_node_t *n = &m->n[ni];
     if (!n->nout || n->out[0] < 0)
         return -1;
     for (size_t i = 0; i < m->nn; i++)
@@ -238,7 +237,7 @@ static bool feeds_relu(const loom_est_model_t *m, int ni)
 }
 
 /* A zero tensor of t's shape named `name` (the graph's name for it). */
-static int push_zero(loom_zoo_weights_t *out, const est_tensor_t *t, const char *name,
+static int push_zero(loom_zoo_weights_t *out, const loom_est_tensor_t *t, const char *name,
                      loom_zoo_transform_stats_t *st)
 {
     size_t numel = 1;
@@ -266,7 +265,7 @@ static int push_zero(loom_zoo_weights_t *out, const est_tensor_t *t, const char 
 static int zero_residual(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
                          loom_zoo_transform_stats_t *st)
 {
-    const est_node_t *n = &mc->n[nc];
+    const loom_est_node_t *n = &mc->n[nc];
     int w = -1, name_ti = -1, proj = nc;
     bool tr;
     if ((strcmp(n->op, "Gemm") && strcmp(n->op, "MatMul")) || n->nin < 2 ||
@@ -298,12 +297,12 @@ static int zero_residual(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
 static int deepen(loom_est_model_t *mc, int nc, loom_zoo_weights_t *out,
                   loom_zoo_transform_stats_t *st)
 {
-    const est_node_t *n = &mc->n[nc];
+    const loom_est_node_t *n = &mc->n[nc];
     bool gemm = !strcmp(n->op, "Gemm"), conv = !strcmp(n->op, "Conv");
     if ((!gemm && !conv) || n->nin < 2 || n->in[1] < 0 || !feeds_relu(mc, nc))
         return zero_residual(mc, nc, out, st);
-    const est_tensor_t *w = &mc->t[n->in[1]];
-    const est_attr_t *g = est_attr(n, "group");
+    const loom_est_tensor_t *w = &mc->t[n->in[1]];
+    const loom_est_attr_t *g = loom_est_attr(n, "group");
     if (!w->is_init || have(out, w->name) || w->dims[0] != w->dims[1] || w->dims[0] <= 0 ||
         (gemm && w->rank != 2) || (conv && (w->rank < 3 || (g && g->i > 1))))
         return LOOM_OK;

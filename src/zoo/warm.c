@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimate/est.h"
 #include "loom/zoo.h"
 #include "zoo/zoo_int.h"
 
@@ -77,17 +76,17 @@ static int fill_folded(const loom_est_model_t *m, const loom_buf_t *bytes, loom_
 {
     *added = 0;
     for (size_t i = 0; i < m->nn; i++) {
-        const est_node_t *n = &m->n[i];
+        const loom_est_node_t *n = &m->n[i];
         for (size_t k = 1; is_weighted_op(n->op) && k < n->nin; k++) {
             int name_ti;
             bool tr;
             int ti = zoo_weight_of(m, n->in[k], &name_ti, &tr);
             if (ti < 0)
                 continue;
-            const est_tensor_t *t = &m->t[ti];
-            int64_t numel = est_numel(t);
-            if (!exporter_name(m->t[name_ti].name) || t->dtype != EST_T_FLOAT || t->rank <= 0 ||
-                t->rank > 8 || numel <= 0 || t->raw_len != (size_t)numel * 4 ||
+            const loom_est_tensor_t *t = &m->t[ti];
+            int64_t numel = loom_est_numel(t);
+            if (!exporter_name(m->t[name_ti].name) || t->dtype != LOOM_EST_T_FLOAT ||
+                t->rank <= 0 || t->rank > 8 || numel <= 0 || t->raw_len != (size_t)numel * 4 ||
                 t->raw_off + t->raw_len > bytes->len || loom_zoo_weights_find(w, t->name) ||
                 w->n >= LOOM_ZOO_MAX_TENSORS)
                 continue;
@@ -127,7 +126,7 @@ static graph_facts_t facts_of(const loom_est_model_t *m, const loom_zoo_sig_t *s
         int ni = sig->layers[l].node;
         if (ni < 0 || (size_t)ni >= m->nn)
             continue;
-        const est_node_t *n = &m->n[ni];
+        const loom_est_node_t *n = &m->n[ni];
         bool weighted = false, unnamed = false;
         for (size_t k = 0; k < n->nin; k++) {
             int name_ti;
@@ -163,7 +162,7 @@ static size_t weights_missing(const loom_zoo_alignment_t *al, const loom_zoo_sig
                      : -1;
         if (ni < 0 || (size_t)ni >= mp->nn)
             continue;
-        const est_node_t *nd = &mp->n[ni];
+        const loom_est_node_t *nd = &mp->n[ni];
         bool weighted = false, found = false;
         const char *name = NULL;
         for (size_t k = 1; k < nd->nin; k++) {

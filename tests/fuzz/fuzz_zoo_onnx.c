@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimate/est.h"
 #include "loom/zoo.h"
 
 static void fake_weights(const loom_est_model_t *m, loom_zoo_weights_t *w)
@@ -16,7 +15,7 @@ static void fake_weights(const loom_est_model_t *m, loom_zoo_weights_t *w)
     w->meta = json_object();
     w->t = calloc(m->nt ? m->nt : 1, sizeof *w->t);
     for (size_t i = 0; w->t && i < m->nt; i++) {
-        const est_tensor_t *t = &m->t[i];
+        const loom_est_tensor_t *t = &m->t[i];
         if (!t->is_init || t->rank <= 0 || t->rank > 8 || loom_zoo_weights_find(w, t->name))
             continue;
         loom_zoo_tensor_t *o = &w->t[w->n];

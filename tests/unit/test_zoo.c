@@ -10,7 +10,6 @@
 
 #include "test_util.h"
 
-#include "estimate/est.h"
 #include "loom/sched.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"

@@ -19,7 +19,6 @@
 
 #include "daemon/identity.h"
 #include "daemon/zoo_methods.h"
-#include "estimate/est.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"
 
