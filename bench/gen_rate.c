@@ -90,7 +90,7 @@ static int run_gen(const loom_gen_source_t *src, double rate, uint64_t count, bo
 {
     loom_gen_sink_t sink;
     loom_err_t err;
-    int src_rc = url ? loom_gen_sink_submit(&sink, url, NULL, 30 * LOOM_NS_PER_S, &err)
+    int src_rc = url ? loom_gen_sink_submit(&sink, url, NULL, 30 * LOOM_NS_PER_S, NULL, &err)
                      : loom_gen_sink_dry_run(&sink, &err);
     if (src_rc != LOOM_OK) {
         fprintf(stderr, "gen_rate: %s\n", err.msg);

@@ -299,9 +299,15 @@ int loom_gen_sink_dir(loom_gen_sink_t *out, const char *dir, const char *ext, lo
  * with its job's spec (submit_id included). Batches that may not have
  * arrived (connect, timeout, transport failures, HTTP 502-504) are sent
  * again with the same submit_ids for up to retry_for_ns (0: 30 s), so
- * loomd can restart during a run without duplicates or losses. */
+ * loomd can restart during a run without duplicates or losses.
+ * A spec's "warm_start" is asked of the same loomd (zoo.warm) and its
+ * answer applied to the spec's labels and script by warm (the zoo's
+ * loom_zoo_warm_apply; gen itself does not link the zoo). warm NULL: such
+ * a job fails alone, saying so. */
+typedef int (*loom_gen_warm_apply_fn)(const json_t *res, json_t *labels, loom_buf_t *script,
+                                      loom_err_t *err);
 int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *token,
-                         int64_t retry_for_ns, loom_err_t *err);
+                         int64_t retry_for_ns, loom_gen_warm_apply_fn warm, loom_err_t *err);
 /* sbatch --parsable EXTRA_ARGS... with the script on standard input;
  * sbatch is the program to run (NULL: "sbatch" from PATH); extra_args a
  * NULL-terminated list (may be NULL), e.g. {"--hold", "-p", "gpu", NULL}.

@@ -16,6 +16,7 @@
 #include "loom/catalog.h"
 #include "loom/gen.h"
 #include "loom/rpc.h"
+#include "loom/zoo.h"
 
 static void usage(FILE *f)
 {
@@ -482,7 +483,7 @@ static int gen_sink(gen_args_t *a, loom_gen_sink_t *sink, loom_err_t *err)
         const char *tok = loom_cli.token;
         if (!tok && loom_rpc_token_resolve(getenv("LOOM_STATE_DIR"), token, NULL) == LOOM_OK)
             tok = token;
-        return loom_gen_sink_submit(sink, url, tok, a->retry_for, err);
+        return loom_gen_sink_submit(sink, url, tok, a->retry_for, loom_zoo_warm_apply, err);
     }
     case OPT_SLURM:
         a->sbatch_args[a->nsbatch_args] = NULL;

@@ -20,8 +20,10 @@
  *
  * A job whose spec carries "warm_start" (a catalog entry's warm start,
  * docs/zoo.md) first gets zoo.warm from the same loomd; the result goes into
- * its labels and script (loom_zoo_warm_apply) and "warm_start" leaves the
- * spec. A failed warm start fails that job alone (it is not submitted cold).
+ * its labels and script (the caller's warm function, the zoo's
+ * loom_zoo_warm_apply: gen reaches the zoo only through loomd and that
+ * callback) and "warm_start" leaves the spec. A failed warm start fails that job alone (it is not
+ * submitted cold).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,12 +31,12 @@
 
 #include "loom/gen.h"
 #include "loom/rpc.h"
-#include "loom/zoo.h"
 
 typedef struct submit_sink {
     loom_rpc_client_config_t cfg;
     char *url, *token;
     int64_t retry_for_ns;
+    loom_gen_warm_apply_fn warm;
     pthread_mutex_t mu;
     loom_rpc_client_t *free_clients[64];
     size_t nfree;
@@ -63,8 +65,11 @@ static void give_client(submit_sink_t *s, loom_rpc_client_t *c)
 
 /* zoo.warm for one submission's "warm_start" (a job's or a pipeline
  * stage's), applied to its spec. */
-static int warm_spec(loom_rpc_client_t *c, json_t *spec, loom_err_t *err)
+static int warm_spec(const submit_sink_t *s, loom_rpc_client_t *c, json_t *spec, loom_err_t *err)
 {
+    if (!s->warm)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "warm start: this submit sink cannot apply one (no warm function)");
     json_t *res = NULL;
     loom_rpc_client_error_t e;
     loom_rpc_client_error_init(&e);
@@ -82,7 +87,7 @@ static int warm_spec(loom_rpc_client_t *c, json_t *spec, loom_err_t *err)
     loom_buf_t script = LOOM_BUF_INIT;
     const char *text = json_string_value(json_object_get(spec, "script"));
     rc = labels && loom_buf_append_str(&script, text ? text : "") == 0
-             ? loom_zoo_warm_apply(res, labels, &script, err)
+             ? s->warm(res, labels, &script, err)
              : loom_err_set(err, LOOM_ENOMEM, "out of memory");
     if (rc == LOOM_OK &&
         (json_object_set_new(spec, "labels", labels) ||
@@ -186,7 +191,7 @@ static int submit_stages(submit_sink_t *s, loom_rpc_client_t **c, loom_gen_job_t
             break;
         }
         loom_err_t we;
-        if (json_object_get(st, "warm_start") && warm_spec(*c, st, &we) != LOOM_OK) {
+        if (json_object_get(st, "warm_start") && warm_spec(s, *c, st, &we) != LOOM_OK) {
             loom_gen_job_fail(job, &we);
             break;
         }
@@ -241,7 +246,7 @@ static int submit_send(void *ctx, loom_gen_job_t **jobs, size_t n, loom_err_t *e
     for (size_t i = 0; i < all; i++) {
         loom_err_t we;
         if (json_object_get(jobs[i]->spec, "warm_start") &&
-            warm_spec(c, jobs[i]->spec, &we) != LOOM_OK) {
+            warm_spec(s, c, jobs[i]->spec, &we) != LOOM_OK) {
             loom_gen_job_fail(jobs[i], &we); /* no parent: not submitted cold */
             continue;
         }
@@ -293,7 +298,7 @@ static void submit_destroy(void *ctx)
 }
 
 int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *token,
-                         int64_t retry_for_ns, loom_err_t *err)
+                         int64_t retry_for_ns, loom_gen_warm_apply_fn warm, loom_err_t *err)
 {
     submit_sink_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -305,6 +310,7 @@ int loom_gen_sink_submit(loom_gen_sink_t *out, const char *url, const char *toke
     s->cfg.url = s->url;
     s->cfg.token = s->token;
     s->retry_for_ns = retry_for_ns > 0 ? retry_for_ns : 30 * LOOM_NS_PER_S;
+    s->warm = warm;
     /* Check the address now, so that a typo fails before the run starts. */
     loom_rpc_client_t *c;
     int rc = loom_rpc_client_new(&s->cfg, &c, err);

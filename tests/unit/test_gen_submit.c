@@ -121,7 +121,8 @@ static void exactly_once_across_a_restart(void **state)
     snprintf(url, sizeof url, "http://%s", listen);
 
     loom_gen_sink_t sink;
-    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 60 * LOOM_NS_PER_S, &err), LOOM_OK);
+    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 60 * LOOM_NS_PER_S, NULL, &err),
+                     LOOM_OK);
     loom_gen_vclock_t vc = {0};
     loom_gen_clock_t clock = loom_gen_clock_virtual(&vc);
     loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_POISSON, .rate = 1000},
@@ -176,7 +177,7 @@ static void rpc_error_fails_one_job(void **state)
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", loom_rpc_server_port(srv));
     loom_gen_sink_t sink;
-    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 0, &err), LOOM_OK);
+    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 0, NULL, &err), LOOM_OK);
     loom_gen_vclock_t vc = {0};
     loom_gen_clock_t clock = loom_gen_clock_virtual(&vc);
     loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT, .rate = 100},
@@ -210,7 +211,8 @@ static void unreachable_breaks_the_sink(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%u", loom_rpc_server_port(srv));
     loom_rpc_server_stop(srv);
     loom_gen_sink_t sink;
-    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 500 * LOOM_NS_PER_MS, &err), LOOM_OK);
+    assert_int_equal(loom_gen_sink_submit(&sink, url, NULL, 500 * LOOM_NS_PER_MS, NULL, &err),
+                     LOOM_OK);
     loom_gen_vclock_t vc = {0};
     loom_gen_clock_t clock = loom_gen_clock_virtual(&vc);
     loom_gen_config_t cfg = {.arrivals = {.process = LOOM_GEN_CONSTANT, .rate = 100},
