@@ -384,6 +384,27 @@ size_t loom_text_unsafe_char(const char *s, size_t len, unsigned *cp);
  * \uXXXX ("\u202e"). For text a terminal shows (the CLI). */
 int loom_text_escape(loom_buf_t *out, const char *s, size_t len);
 
+/* ------------------------------------------------------------ job states
+ * A job's states, shared by the store, the daemon and the commands. */
+
+typedef enum loom_job_state {
+    LOOM_JOB_PENDING = 0,
+    LOOM_JOB_RUNNING = 1,
+    LOOM_JOB_COMPLETED = 2,
+    LOOM_JOB_FAILED = 3,
+    LOOM_JOB_CANCELLED = 4,
+    LOOM_JOB_TIMEOUT = 5
+} loom_job_state_t;
+
+#define LOOM_JOB_NSTATES 6
+
+/* "PENDING", ... ; NULL for a value out of range. */
+const char *loom_job_state_name(loom_job_state_t state);
+/* Case-insensitive; the error names the text and lists the states. */
+int loom_job_state_parse(const char *text, loom_job_state_t *out, loom_err_t *err);
+/* COMPLETED, FAILED, CANCELLED, TIMEOUT. */
+bool loom_job_state_terminal(loom_job_state_t state);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,23 +30,7 @@
 extern "C" {
 #endif
 
-typedef enum loom_job_state {
-    LOOM_JOB_PENDING = 0,
-    LOOM_JOB_RUNNING = 1,
-    LOOM_JOB_COMPLETED = 2,
-    LOOM_JOB_FAILED = 3,
-    LOOM_JOB_CANCELLED = 4,
-    LOOM_JOB_TIMEOUT = 5
-} loom_job_state_t;
-
-#define LOOM_JOB_NSTATES 6
-
-/* "PENDING", ... ; NULL for a value out of range. */
-const char *loom_job_state_name(loom_job_state_t state);
-/* Case-insensitive; the error names the text and lists the states. */
-int loom_job_state_parse(const char *text, loom_job_state_t *out, loom_err_t *err);
-/* COMPLETED, FAILED, CANCELLED, TIMEOUT. */
-bool loom_job_state_terminal(loom_job_state_t state);
+/* The job states (loom_job_state_t, their names) are core's: loom/core.h. */
 
 typedef enum loom_job_format {
     LOOM_JOB_FORMAT_BATCH = 0, /* a shell batch script (#!/bin/bash ...) */

@@ -13,7 +13,6 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
-#include "loom/store.h"
 
 #define WATCH_DEFAULT_S 2
 
