@@ -1,5 +1,5 @@
-"""What the walk of issue 31's first day (docs: notes/walk31.md of the
-closing note) still found wrong, against a real loomd and the real `loom`:
+"""What the walk of issue 31's first day (its closing note) still found
+wrong on main 54450d4, against a real loomd and the real `loom`:
 
 - `loom sacct` printed ExitCode `-1:15` for a job cancelled while it ran and
   `-1:0` for one cancelled while pending; sacct prints `0:15` and `0:0`
