@@ -90,4 +90,11 @@ int loom_cli_sbatch_submit(int argc, char **argv, loom_cli_sbatch_t *out, json_t
  * parent recorded in labels, LOOM_WARM_START exported by the script. */
 int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script);
 
+/* getopt_long's '?' (an unknown option) or ':' (one without its value; the
+ * optstring starts with ':', after a '+' if any, so that getopt itself says
+ * nothing) in one line, "loom CMD: unknown option '--x'; try 'loom CMD
+ * --help'", not the whole help (client.c). word is argv[optind - 1].
+ * Returns LOOM_EXIT_USAGE. */
+int loom_cli_bad_option(const char *cmd, int c, const char *word);
+
 #endif

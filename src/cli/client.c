@@ -76,6 +76,7 @@ int loom_cli_exit_for_rpc(int rpc_code)
 {
     switch (rpc_code) {
     case -32001: return LOOM_EXIT_NOTFOUND;
+    case -32020: return LOOM_EXIT_NOTFOUND;   /* no zoo entry, no parent: docs/zoo.md */
     case -32008: return LOOM_EXIT_PERMISSION; /* another user's job */
     case LOOM_RPC_INVALID_PARAMS: return LOOM_EXIT_USAGE;
     default: return LOOM_EXIT_FAILURE;
@@ -254,15 +255,32 @@ const char *loom_cli_fmt_time(const json_t *t, char *out)
     return out;
 }
 
-int loom_cli_json_opts(int argc, char **argv, bool *as_json)
+int loom_cli_bad_option(const char *cmd, int c, const char *word)
+{
+    if (c == ':')
+        fprintf(stderr, "loom %s: option '%s' needs a value; try 'loom %s --help'\n", cmd, word,
+                cmd);
+    else if (optopt > 0 && optopt < 256 && word[0] == '-' && word[1] != '-' &&
+             strchr(word + 1, optopt)) /* -x, or x of a cluster -jx */
+        fprintf(stderr, "loom %s: unknown option '-%c'; try 'loom %s --help'\n", cmd, optopt, cmd);
+    else
+        fprintf(stderr, "loom %s: unknown option '%s'; try 'loom %s --help'\n", cmd, word, cmd);
+    return LOOM_EXIT_USAGE;
+}
+
+int loom_cli_json_opts(const char *cmd, int argc, char **argv, bool *as_json)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *as_json = false;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c != 'j')
-            return c == 'h' ? 'h' : '?';
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == 'h')
+            return 'h';
+        if (c != 'j') {
+            loom_cli_bad_option(cmd, c, argv[optind - 1]);
+            return '?';
+        }
         *as_json = true;
     }
     return 0;
@@ -273,11 +291,11 @@ int loom_cli_simple_call(int argc, char **argv, const char *cmd, void (*usage)(F
                          size_t urllen)
 {
     *result = NULL;
-    int c = loom_cli_json_opts(argc, argv, as_json);
-    if (c) {
-        usage(c == 'h' ? stdout : stderr);
+    int c = loom_cli_json_opts(cmd, argc, argv, as_json);
+    if (c == 'h')
+        usage(stdout);
+    if (c)
         return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
-    }
     if (optind != argc) {
         fprintf(stderr, "loom %s: unexpected argument '%s'\n", cmd, argv[optind]);
         return LOOM_EXIT_USAGE;

@@ -53,9 +53,9 @@ json_t *loom_cli_safe_tree(json_t *v);
 /* Prints a JSON value, indented, with a newline. */
 void loom_cli_print_json(const json_t *v);
 /* Parses a command's --json and --help (getopt_long; optind then points at
- * the first operand). Returns 0 to go on, 'h' for --help, '?' for a bad
- * option: the caller prints its usage to stdout or stderr. */
-int loom_cli_json_opts(int argc, char **argv, bool *as_json);
+ * the first operand). Returns 0 to go on, 'h' for --help (the caller prints
+ * its usage), '?' for a bad option (said here, loom_cli_bad_option). */
+int loom_cli_json_opts(const char *cmd, int argc, char **argv, bool *as_json);
 /* The whole of a command that takes only [--json] and calls one method
  * without params: parses the options (--help prints usage and returns 0
  * with *result NULL), connects, calls. On success *result is the method's

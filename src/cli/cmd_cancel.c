@@ -28,12 +28,12 @@ int loom_cmd_cancel(int argc, char **argv)
     const char *reason = NULL;
     bool as_json = false;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'r': reason = optarg; break;
         case 'j': as_json = true; break;
         case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("cancel", c, argv[optind - 1]);
         }
     }
     if (argc - optind == 0) {

@@ -52,7 +52,7 @@ int loom_cmd_catalog(int argc, char **argv)
     const char *job = NULL;
     loom_err_t err;
     int c;
-    while ((c = getopt_long(argc, argv, "s:n:j:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:n:j:h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (loom_parse_i64(optarg, INT64_MIN, INT64_MAX, &seed, "--seed", &err)) {
@@ -68,7 +68,7 @@ int loom_cmd_catalog(int argc, char **argv)
             break;
         case 'j': job = optarg; break;
         case 'h': catalog_usage(stdout); return LOOM_EXIT_OK;
-        default: catalog_usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("catalog", c, argv[optind - 1]);
         }
     }
     if (optind + 2 != argc ||

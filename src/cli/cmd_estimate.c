@@ -194,14 +194,14 @@ static int cmd_calibrate(int argc, char **argv)
     bool full = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'f': from = optarg; break;
         case 'n': name = optarg; break;
         case 'F': full = true; break;
         case 'h': usage_calibrate(stdout); return LOOM_EXIT_OK;
-        default: usage_calibrate(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("estimate calibrate", c, argv[optind - 1]);
         }
     }
     if (!out || optind != argc) {
@@ -389,7 +389,7 @@ int loom_cmd_estimate(int argc, char **argv)
         return cmd_calibrate(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "host") == 0)
         return cmd_host(argc - 1, argv + 1);
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         int rc = LOOM_OK;
         switch (c) {
         case 'b': rc = loom_parse_i64(optarg, 1, 1 << 24, &o.batch, "--batch", &err); break;
@@ -400,7 +400,7 @@ int loom_cmd_estimate(int argc, char **argv)
         case 'k': rc = loom_parse_i64(optarg, 0, 100000, &top, "--top", &err); break;
         case 'j': json = true; break;
         case 'h': usage(stdout); return LOOM_EXIT_OK;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("estimate", c, argv[optind - 1]);
         }
         if (rc) {
             fprintf(stderr, "loom estimate: %s\n", err.msg);

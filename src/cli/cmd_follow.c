@@ -52,11 +52,11 @@ static void wait_print(const json_t *jobs)
 int loom_cmd_wait(int argc, char **argv)
 {
     bool as_json;
-    int c = loom_cli_json_opts(argc, argv, &as_json);
-    if (c) {
-        wait_usage(c == 'h' ? stdout : stderr);
+    int c = loom_cli_json_opts("wait", argc, argv, &as_json);
+    if (c == 'h')
+        wait_usage(stdout);
+    if (c)
         return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
-    }
     int n = argc - optind;
     if (n < 1 || n > WAIT_IDS_MAX) {
         fprintf(stderr, "loom wait: expected 1 to %d job IDs (see loom wait --help)\n",
@@ -172,13 +172,13 @@ int loom_cmd_logs(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     bool follow = false, want_stderr = false, as_json = false;
     int c;
-    while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
         switch (c) {
         case 'f': follow = true; break;
         case 'e': want_stderr = true; break;
         case 'j': as_json = true; break;
         case 'h': logs_usage(stdout); return LOOM_EXIT_OK;
-        default: logs_usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("logs", c, argv[optind - 1]);
         }
     }
     int64_t id;

@@ -425,8 +425,10 @@ static int gen_parse(gen_args_t *a, int argc, char **argv)
 {
     loom_err_t err;
     int c, rc;
-    while ((c = getopt_long(argc, argv, "h", gen_opts, NULL)) != -1)
-        if ((rc = gen_opt(a, c, &err)) != GEN_GO_ON)
+    while ((c = getopt_long(argc, argv, ":h", gen_opts, NULL)) != -1)
+        if (c == '?' || c == ':')
+            return loom_cli_bad_option("gen", c, argv[optind - 1]);
+        else if ((rc = gen_opt(a, c, &err)) != GEN_GO_ON)
             return rc;
     if (optind < argc) {
         fprintf(stderr, "loom gen: unexpected argument '%s'\n", argv[optind]);

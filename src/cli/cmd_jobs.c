@@ -499,7 +499,7 @@ static int parse_args(int argc, char **argv, query_t *q)
     int c, rc = parse_format(DEFAULT_COLS, q->shown, &q->nshown);
     loom_err_t err;
     int64_t v;
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "hu:", opts, NULL)) != -1) {
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, ":hu:", opts, NULL)) != -1) {
         switch (c) {
         case 's': rc = parse_states(optarg, q->states); break;
         case 'l':
@@ -529,7 +529,7 @@ static int parse_args(int argc, char **argv, query_t *q)
             rc = parse_format(START_COLS, q->shown, &q->nshown);
             break;
         case 'h': usage(stdout); return -1;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("jobs", c, argv[optind - 1]);
         }
         if (rc && (c == 'l' || c == 'S' || c == 'w'))
             fprintf(stderr, "loom jobs: --%s: %s\n",

@@ -134,7 +134,7 @@ int loom_cmd_mon(int argc, char **argv)
     loom_err_t e = {0};
     int64_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': o.out = OUT_JSON; break;
         case 'P': o.out = OUT_PROM; break;
@@ -168,7 +168,7 @@ int loom_cmd_mon(int argc, char **argv)
         case 't': o.tree = true; break;
         case 'c': o.cgroup = optarg; break;
         case 'h': mon_usage(stdout); return LOOM_EXIT_OK;
-        default: mon_usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("mon", c, argv[optind - 1]);
         }
     }
     const char *bad = NULL;

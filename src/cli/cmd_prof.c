@@ -297,8 +297,10 @@ int loom_cmd_prof(int argc, char **argv)
     loom_err_t err;
     loom_err_clear(&err);
     int c, rc;
-    while ((c = getopt_long(argc, argv, "+h", prof_opts, NULL)) != -1)
-        if ((rc = prof_opt(&a, c, &err)) != PROF_GO_ON)
+    while ((c = getopt_long(argc, argv, "+:h", prof_opts, NULL)) != -1)
+        if (c == '?' || c == ':')
+            return loom_cli_bad_option("prof", c, argv[optind - 1]);
+        else if ((rc = prof_opt(&a, c, &err)) != PROF_GO_ON)
             return rc;
     loom_prof_opts_t o = a.o;
     if (optind >= argc) {

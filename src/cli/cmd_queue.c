@@ -65,11 +65,11 @@ static int run_ids(const char *cmd, const char *method, const char *done, int ar
 static int ids_command(const verb_t *v, int argc, char **argv)
 {
     bool as_json;
-    int c = loom_cli_json_opts(argc, argv, &as_json);
-    if (c) {
-        usage(c == 'h' ? stdout : stderr, v);
+    int c = loom_cli_json_opts(v->cmd, argc, argv, &as_json);
+    if (c == 'h')
+        usage(stdout, v);
+    if (c)
         return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
-    }
     return run_ids(v->cmd, v->method, v->done, argc, argv, optind, NULL, as_json);
 }
 
@@ -108,7 +108,7 @@ int loom_cmd_update(int argc, char **argv)
     bool as_json = false;
     int c, rc = LOOM_EXIT_OK;
     loom_err_t err;
-    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, "ht:n:", opts, NULL)) != -1) {
+    while (rc == LOOM_EXIT_OK && (c = getopt_long(argc, argv, ":ht:n:", opts, NULL)) != -1) {
         int64_t v;
         switch (c) {
         case 't':
@@ -131,7 +131,7 @@ int loom_cmd_update(int argc, char **argv)
             update_usage(stdout);
             json_decref(p);
             return LOOM_EXIT_OK;
-        default: update_usage(stderr); rc = LOOM_EXIT_USAGE;
+        default: rc = loom_cli_bad_option("update", c, argv[optind - 1]);
         }
     }
     if (rc == LOOM_EXIT_OK && json_object_size(p) == 0) {

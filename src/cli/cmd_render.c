@@ -44,14 +44,14 @@ int loom_cmd_render(int argc, char **argv)
     const char *data_path = NULL, *pdir = NULL, *esc_name = NULL;
     bool strict = false;
     int c;
-    while ((c = getopt_long(argc, argv, "d:p:e:sh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:p:e:sh", opts, NULL)) != -1) {
         switch (c) {
         case 'd': data_path = optarg; break;
         case 'p': pdir = optarg; break;
         case 'e': esc_name = optarg; break;
         case 's': strict = true; break;
         case 'h': render_usage(stdout); return LOOM_EXIT_OK;
-        default: render_usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("render", c, argv[optind - 1]);
         }
     }
     if (optind != argc - 1) {

@@ -215,11 +215,11 @@ static void show(const json_t *j, const json_t *usage_now)
 int loom_cmd_show(int argc, char **argv)
 {
     bool as_json;
-    int c = loom_cli_json_opts(argc, argv, &as_json);
-    if (c) {
-        usage(c == 'h' ? stdout : stderr);
+    int c = loom_cli_json_opts("show", argc, argv, &as_json);
+    if (c == 'h')
+        usage(stdout);
+    if (c)
         return c == 'h' ? LOOM_EXIT_OK : LOOM_EXIT_USAGE;
-    }
     if (optind != argc - 1) {
         fprintf(stderr, "loom show: expected exactly one job ID (see loom show --help)\n");
         return LOOM_EXIT_USAGE;

@@ -311,8 +311,10 @@ static int sim_opt(sim_args_t *a, int c)
 static int sim_parse(sim_args_t *a, int argc, char **argv)
 {
     int c, rc;
-    while ((c = getopt_long(argc, argv, "h", sim_opts, NULL)) != -1)
-        if ((rc = sim_opt(a, c)) != SIM_GO_ON)
+    while ((c = getopt_long(argc, argv, ":h", sim_opts, NULL)) != -1)
+        if (c == '?' || c == ':')
+            return loom_cli_bad_option("sim", c, argv[optind - 1]);
+        else if ((rc = sim_opt(a, c)) != SIM_GO_ON)
             return rc;
     bool dynamic = strcmp(a->mode, "dynamic") == 0;
     if (!a->nodes || !a->pods || !a->policy || (!dynamic && strcmp(a->mode, "packing") != 0) ||

@@ -92,7 +92,7 @@ static int parse(int argc, char **argv, args_t *a)
     double v;
     int c, bad = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1 && !bad) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1 && !bad) {
         switch (c) {
         case 'p': a->pods = optarg; break;
         case 'P': a->policy = optarg; break;
@@ -146,7 +146,7 @@ static int parse(int argc, char **argv, args_t *a)
         case 'x': bad = num("max-duration", optarg, 1, 1e9, &a->wl.max_s); break;
         case 'o': a->out = optarg; break;
         case 'h': usage(stdout); return 1;
-        default: usage(stderr); return -1;
+        default: loom_cli_bad_option("sim", c, argv[optind - 1]); return -1;
         }
     }
     if (bad)

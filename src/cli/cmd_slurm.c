@@ -320,12 +320,5 @@ int loom_slurm_parse_states(const char *cmd, const char *text, json_t *states)
 
 int loom_slurm_bad_option(const char *cmd, int c, const char *word)
 {
-    if (c == ':')
-        fprintf(stderr, "loom %s: option '%s' needs a value; try 'loom %s --help'\n", cmd, word,
-                cmd);
-    else if (optopt && optopt < 256 && word[0] == '-' && word[1] != '-')
-        fprintf(stderr, "loom %s: unknown option '-%c'; try 'loom %s --help'\n", cmd, optopt, cmd);
-    else
-        fprintf(stderr, "loom %s: unknown option '%s'; try 'loom %s --help'\n", cmd, word, cmd);
-    return LOOM_EXIT_USAGE;
+    return loom_cli_bad_option(cmd, c, word);
 }

@@ -199,10 +199,14 @@ static void tres(const json_t *j, char *out, size_t len)
         snprintf(out + at, len - at, ",node=1");
 }
 
+/* sacct's EXIT:SIGNAL. loom's exit_code is -1 for a job killed by a
+ * signal or that never ran (cancelled while pending); sacct says 0 there
+ * ("0:15", "0:0"), which wrappers that split the field expect. */
 static void exit_code(const json_t *j, char *out, size_t len)
 {
     const json_t *o = json_object_get(json_object_get(j, "run"), "outcome");
-    snprintf(out, len, "%lld:%lld", (long long)json_integer_value(json_object_get(o, "exit_code")),
+    json_int_t code = json_integer_value(json_object_get(o, "exit_code"));
+    snprintf(out, len, "%lld:%lld", (long long)(code > 0 ? code : 0),
              (long long)json_integer_value(json_object_get(o, "signal")));
 }
 

@@ -255,18 +255,6 @@ static int model_option(submit_args_t *a, int c, loom_err_t *err)
     return LOOM_EXIT_OK;
 }
 
-/* An unknown option, or one without its value: one line and a hint, not
- * the whole help. */
-static int bad_option(const char *cmd, int c, const char *word)
-{
-    if (c == ':')
-        fprintf(stderr, "loom %s: option '%s' needs a value; try 'loom %s --help'\n", cmd, word,
-                cmd);
-    else
-        fprintf(stderr, "loom %s: unknown option '%s'; try 'loom %s --help'\n", cmd, word, cmd);
-    return LOOM_EXIT_USAGE;
-}
-
 /* sbatch's options that are not the job's: how to answer, and the
  * partition (loom has one; another name is ignored with a warning). */
 static int sbatch_option(submit_args_t *a, int c, const char *value)
@@ -321,7 +309,7 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
         case 'Q':
         case 'p':
             if (!a->sbatch)
-                return bad_option(a->cmd, '?', argv[optind - 1]);
+                return loom_cli_bad_option(a->cmd, '?', argv[optind - 1]);
             rc = sbatch_option(a, c, optarg);
             break;
         case 'h':
@@ -329,7 +317,7 @@ static int parse_args(int argc, char **argv, submit_args_t *a)
                 usage(stdout);
             return -1;
         case '?':
-        case ':': return bad_option(a->cmd, c, argv[optind - 1]);
+        case ':': return loom_cli_bad_option(a->cmd, c, argv[optind - 1]);
         default: rc = forward(a, shortopt, optarg); break;
         }
     }

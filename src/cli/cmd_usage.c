@@ -66,7 +66,7 @@ int loom_cmd_usage(int argc, char **argv)
     char since[32];
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "u:A:s:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":u:A:s:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'u': json_object_set_new(params, "user", json_string(optarg)); break;
         case 'A': json_object_set_new(params, "account", json_string(optarg)); break;
@@ -84,10 +84,7 @@ int loom_cmd_usage(int argc, char **argv)
             usage(stdout);
             json_decref(params);
             return LOOM_EXIT_OK;
-        default:
-            usage(stderr);
-            json_decref(params);
-            return LOOM_EXIT_USAGE;
+        default: json_decref(params); return loom_cli_bad_option("usage", c, argv[optind - 1]);
         }
     }
     if (optind < argc) {

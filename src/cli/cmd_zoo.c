@@ -70,7 +70,7 @@ static int parse(int argc, char **argv, zargs_t *a)
     *a = (zargs_t){.noise = -1};
     loom_err_t err;
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         int rc = 0;
         switch (c) {
         case 'w': a->weights = optarg; break;
@@ -92,7 +92,7 @@ static int parse(int argc, char **argv, zargs_t *a)
             break;
         }
         case 'h': usage(stdout); return -1;
-        default: usage(stderr); return LOOM_EXIT_USAGE;
+        default: return loom_cli_bad_option("zoo", c, argv[optind - 1]);
         }
         if (rc) {
             fprintf(stderr, "loom zoo: %s\n", err.msg);

@@ -25,8 +25,10 @@ static int out_path(const char *pattern, const loom_jobspec_ids_t *ids, const ch
     char expanded[LOOM_EXEC_PATH_MAX];
     if (loom_jobspec_expand(pattern, ids, node, expanded, sizeof expanded, err))
         return loom_err_prefix(err, "job %lld: %s", (long long)ids->job_id, what);
+    size_t wl = strlen(workdir);
+    const char *sep = wl > 0 && workdir[wl - 1] == '/' ? "" : "/"; /* "/" + x: "/x" */
     int n = expanded[0] == '/' ? snprintf(out, outlen, "%s", expanded)
-                               : snprintf(out, outlen, "%s/%s", workdir, expanded);
+                               : snprintf(out, outlen, "%s%s%s", workdir, sep, expanded);
     if (n < 0 || (size_t)n >= outlen)
         return loom_err_set(err, LOOM_ELIMIT, "job %lld: %s '%.80s': longer than %zu bytes",
                             (long long)ids->job_id, what, expanded, outlen - 1);

@@ -217,17 +217,25 @@ static void run_child(const spec_t *s, const sigset_t *old_mask)
     }
     if (s->drop)
         become_owner(s);
+    /* The first file that cannot be opened is the job's reason, said once
+     * (an error output that is the output is not reported again). */
     int in = open("/dev/null", O_RDONLY);
+    if (in < 0) {
+        child_error(s, "cannot open", "/dev/null", errno);
+        _exit(126);
+    }
     int out = open(s->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out < 0)
+    if (out < 0) {
         child_error(s, "cannot open output", s->out_path, errno);
+        _exit(126);
+    }
     int errfd = strcmp(s->out_path, s->err_path) == 0
                     ? out
                     : open(s->err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (errfd < 0)
+    if (errfd < 0) {
         child_error(s, "cannot open error output", s->err_path, errno);
-    if (in < 0 || out < 0 || errfd < 0)
         _exit(126);
+    }
     dup2(in, 0);
     dup2(out, 1);
     dup2(errfd, 2);

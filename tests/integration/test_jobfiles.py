@@ -278,7 +278,7 @@ class JobFiles(unittest.TestCase):
         j = self.finished(jid)
         want = f"cannot open output '{self.tmp}/logs/x-{jid}.out': No such file or directory"
         self.assertEqual(j["state"], "FAILED")
-        self.assertIn(want, j["reason"])
+        self.assertEqual(j["reason"], "exit code 126: " + want)  # said once (walk of issue 31)
         rc, out, err = self.loom("show", str(jid))
         self.assertIn(want, out)
         rc, out, err = self.loom("logs", str(jid))

@@ -498,7 +498,7 @@ class MultiUser(unittest.TestCase):
         want = "cannot open output '%s/logs/x-%d.out': No such file or directory" % (
             self.work[USER1], jid)
         self.assertEqual(j["state"], "FAILED")
-        self.assertIn(want, j["reason"])
+        self.assertEqual(j["reason"], "exit code 126: " + want)  # said once (walk of issue 31)
         rc, out, err = self.loom(USER1, "show", str(jid))
         self.assertEqual(rc, 0, err)
         self.assertIn(want, out)

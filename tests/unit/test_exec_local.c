@@ -519,6 +519,47 @@ static void long_jobs_dir(void **state)
     loom_exec_local_free(x);
 }
 
+/* Issue 31's walk: an output whose directory is missing, the error output
+ * being the same file, was reported twice and run together ("...: No such
+ * file or directorycannot open error output '...': ..."); a working
+ * directory "/" made "//loom-3.out". Now the reason names the file once,
+ * and a working directory ending in '/' gets no second one. */
+static void start_error_said_once(void **state)
+{
+    loom_exec_local_t *x = executor("once", 0);
+    loom_exec_handle_t h;
+    loom_err_t err;
+    char opts[256], want[512];
+    snprintf(opts, sizeof opts, "{\"workdir\": \"%s\", \"output\": \"nologs/%%j.out\"}", root);
+    loom_exec_job_t job = {.id = 1, .name = "once", .script = "echo hi\n", .options_json = opts};
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    loom_exec_outcome_t out = wait_end(x, &h);
+    assert_int_equal(out.end, LOOM_EXEC_FAILED);
+    snprintf(want, sizeof want,
+             "exit code 126: cannot open output '%s/nologs/1.out': No such file or directory",
+             root);
+    assert_string_equal(out.reason, want);
+
+    /* a separate error file that cannot be opened: that one, once */
+    snprintf(opts, sizeof opts, "{\"workdir\": \"%s\", \"error\": \"nologs/%%j.err\"}", root);
+    job.id = 2;
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    out = wait_end(x, &h);
+    snprintf(want, sizeof want,
+             "exit code 126: cannot open error output '%s/nologs/2.err': No such file or "
+             "directory",
+             root);
+    assert_string_equal(out.reason, want);
+
+    snprintf(opts, sizeof opts, "{\"workdir\": \"%s/\"}", root);
+    job.id = 3;
+    assert_int_equal(loom_exec_local_start(x, &job, &h, &err), LOOM_OK);
+    assert_int_equal(wait_end(x, &h).end, LOOM_EXEC_COMPLETED);
+    snprintf(want, sizeof want, "%s/loom-3.out", root);
+    assert_string_equal(h.stdout_path, want);
+    loom_exec_local_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +575,7 @@ int main(void)
         cmocka_unit_test(output_limit),
         cmocka_unit_test(cgroup_is_reported),
         cmocka_unit_test(long_jobs_dir),
+        cmocka_unit_test(start_error_said_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
