@@ -24,7 +24,30 @@ gpus=${4:-4}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/conf-common.sh"
 
+# The cluster's jobs outlive slurmd: a job's slurmstepd would, when the job
+# ends, report to whatever controller then listens on these ports, the next
+# test's, and end that cluster's job of the same id (a running job cut off,
+# a failed one recorded COMPLETED). So each job step of this cluster (the
+# parent of a job script under its spool directory) and the script's
+# process group are killed with it.
+kill_jobs() {
+  local me pid ppid pgid
+  me=$(ps -o pgid= -p $$ | tr -d ' ')
+  for pid in $(pgrep -f "$dir/state/slurmd-" || true); do
+    ppid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')
+    pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')
+    if [ -n "$ppid" ] && [ "$(ps -o comm= -p "$ppid" 2>/dev/null)" = slurmstepd ]; then
+      kill -9 "$ppid" 2>/dev/null || true
+    fi
+    if [ -n "$pgid" ] && [ "$pgid" != "$me" ] && [ "$pgid" != 1 ]; then
+      kill -9 -- "-$pgid" 2>/dev/null || true
+    fi
+    kill -9 "$pid" 2>/dev/null || true
+  done
+}
+
 down() {
+  kill_jobs
   for f in "$dir"/run/*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
