@@ -3,7 +3,7 @@
  * - errors as values (loom_err_t): a code and a message that names the input,
  *   the place and what was expected;
  * - key=value logging to stderr;
- * - monotonic and wall-clock time;
+ * - monotonic and wall-clock time, RFC 3339 times written and read;
  * - one growable byte buffer (loom_buf_t), always NUL-terminated;
  * - parsers for sizes, durations and rates as users write them;
  * - a seeded 64-bit RNG with independent streams;
@@ -108,6 +108,32 @@ void loom_time_sleep_until_ns(int64_t deadline_ns);
 /* RFC 3339 UTC with microseconds: "2026-12-02T08:26:15.123456Z". out must
  * hold 32 bytes. */
 void loom_time_format_rfc3339(int64_t real_ns, char out[32]);
+/* Parses an RFC 3339 date-time into ns since the Unix epoch:
+ *   2026-12-05T18:24:25Z, 2026-12-05T18:24:25.123456Z, 2026-12-05T19:24:25+01:00
+ * Fixed-width fields (4-digit year, 2-digit month, day, hour, minute,
+ * second); 'T', 't' or a space between date and time (RFC 3339 section 5.6
+ * allows the space); 'Z', 'z' or +HH:MM/-HH:MM after it (-00:00 is UTC).
+ * Fractions of any length, truncated to the nanosecond. Fields are checked:
+ * month 01-12, day within its month (leap years included), hour < 24,
+ * minute < 60, second <= 60; a leap second (:60, which RFC 3339 allows)
+ * reads as the first second of the next minute, as POSIX time has no leap
+ * seconds. Times outside int64 ns (before 1677-09-21, after 2262-04-11) are
+ * refused. Everything loom_time_format_rfc3339 writes parses back to its
+ * input truncated (towards zero) to the microsecond. The error names the text, the byte
+ * offset and what was expected there. */
+int loom_time_parse_rfc3339(const char *text, int64_t *ns, loom_err_t *err);
+
+/* Forms beyond RFC 3339 that some callers take (loom_time_parse_datetime). */
+enum {
+    LOOM_TIME_DATE_ONLY = 1 << 0,      /* "2026-12-05": that day's 00:00:00 */
+    LOOM_TIME_NO_SECONDS = 1 << 1,     /* "2026-12-05T18:24": seconds may be left out */
+    LOOM_TIME_ZONELESS_UTC = 1 << 2,   /* no Z or offset: the time is UTC */
+    LOOM_TIME_ZONELESS_LOCAL = 1 << 3, /* no Z or offset: local time (mktime) */
+};
+/* loom_time_parse_rfc3339 that also takes the forms in flags (LOOM_TIME_*);
+ * with flags 0 it is loom_time_parse_rfc3339. A date alone is midnight UTC,
+ * or local midnight with LOOM_TIME_ZONELESS_LOCAL. */
+int loom_time_parse_datetime(const char *text, unsigned flags, int64_t *ns, loom_err_t *err);
 
 /* ------------------------------------------------------------------ buffer */
 
