@@ -4,6 +4,7 @@
  *   the place and what was expected;
  * - key=value logging to stderr;
  * - monotonic and wall-clock time, RFC 3339 times written and read;
+ * - small statistics: sorting doubles, quantiles, mean and its 95% CI;
  * - one growable byte buffer (loom_buf_t), always NUL-terminated;
  * - parsers for sizes, durations and rates as users write them;
  * - a seeded 64-bit RNG with independent streams;
@@ -134,6 +135,33 @@ enum {
  * with flags 0 it is loom_time_parse_rfc3339. A date alone is midnight UTC,
  * or local midnight with LOOM_TIME_ZONELESS_LOCAL. */
 int loom_time_parse_datetime(const char *text, unsigned flags, int64_t *ns, loom_err_t *err);
+
+/* ------------------------------------------------------------------- stats */
+
+/* qsort's comparator for doubles, ascending. NaNs compare equal to
+ * everything, so keep them out of what is sorted. */
+int loom_stats_cmp_double(const void *a, const void *b);
+/* Sorts x[0..n) ascending (qsort with loom_stats_cmp_double). */
+void loom_stats_sort(double *x, size_t n);
+/* Quantile q of sorted[0..n), interpolated linearly between the two closest
+ * ranks: position q*(n-1) (Hyndman and Fan's type 7, numpy's default): the
+ * median of 1..4 is 2.5. For reports of measurements. */
+double loom_stats_quantile(const double *sorted, size_t n, double q);
+/* Quantile q of sorted[0..n) as the sample's own value at the lower of the
+ * two closest ranks, sorted[floor(q*(n-1))]: the p99 of 1..100 is 99. For
+ * the simulators' p99 wait and JCT. */
+double loom_stats_quantile_lower(const double *sorted, size_t n, double q);
+/* Both quantiles: q <= 0 gives the minimum, q >= 1 the maximum, n == 0 NAN. */
+
+/* Mean of x[0..n); 0 when n == 0. */
+double loom_stats_mean(const double *x, size_t n);
+/* Two-sided 95% Student t quantile for df degrees of freedom (INFINITY for
+ * df 0; tabled to 30, interpolated to 120, 1.960 beyond). */
+double loom_stats_t95(size_t df);
+/* Mean of x[0..n) and the half-width of its 95% confidence interval
+ * (t95(n-1) times the standard error, sample deviation); INFINITY when
+ * n < 2. */
+void loom_stats_mean_ci95(const double *x, size_t n, double *mean, double *half);
 
 /* ------------------------------------------------------------------ buffer */
 
