@@ -1,8 +1,8 @@
 /* Clocks and RFC 3339 times. Schedules in loom are absolute: callers compute
  * each deadline from a fixed start and sleep until it, so sleeps never
- * accumulate error. The parser is written out by hand (no strptime/timegm):
- * strptime takes unpadded fields and leading blanks, timegm depends on
- * time_t and normalises 02-31 into March; here every field is checked. */
+ * accumulate error. The parser is written by hand: libc's takes unpadded
+ * fields and leading blanks, and its UTC conversion rolls 02-31 into March;
+ * here every field is checked. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
