@@ -204,15 +204,9 @@ static slice_t sampler_slice(loom_mon_t *m, const samp_cfg_t *c, int hz, double 
     return r;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    loom_stats_sort(v, (size_t)n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

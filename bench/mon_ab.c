@@ -51,12 +51,6 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int load(lib_t *l, const char *path)
 {
     void *h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
@@ -162,7 +156,7 @@ int main(int argc, char **argv)
                 lib[v].sclose(sp);
             }
         for (int v = 0; v < 2; v++)
-            qsort(pct[v], SR, sizeof pct[v][0], cmp_dbl);
+            loom_stats_sort(pct[v], SR);
         printf("| %s | %.2f | %.2f | %.2f |\n", snames[g], pct[0][SR / 2], pct[1][SR / 2],
                pct[1][SR / 2] / pct[0][SR / 2]);
     }

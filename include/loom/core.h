@@ -3,7 +3,8 @@
  * - errors as values (loom_err_t): a code and a message that names the input,
  *   the place and what was expected;
  * - key=value logging to stderr;
- * - monotonic and wall-clock time;
+ * - monotonic and wall-clock time, RFC 3339 times written and read;
+ * - small statistics: sorting doubles, quantiles, mean and its 95% CI;
  * - one growable byte buffer (loom_buf_t), always NUL-terminated;
  * - parsers for sizes, durations and rates as users write them;
  * - a seeded 64-bit RNG with independent streams;
@@ -108,6 +109,59 @@ void loom_time_sleep_until_ns(int64_t deadline_ns);
 /* RFC 3339 UTC with microseconds: "2026-12-02T08:26:15.123456Z". out must
  * hold 32 bytes. */
 void loom_time_format_rfc3339(int64_t real_ns, char out[32]);
+/* Parses an RFC 3339 date-time into ns since the Unix epoch:
+ *   2026-12-05T18:24:25Z, 2026-12-05T18:24:25.123456Z, 2026-12-05T19:24:25+01:00
+ * Fixed-width fields (4-digit year, 2-digit month, day, hour, minute,
+ * second); 'T', 't' or a space between date and time (RFC 3339 section 5.6
+ * allows the space); 'Z', 'z' or +HH:MM/-HH:MM after it (-00:00 is UTC).
+ * Fractions of any length, truncated to the nanosecond. Fields are checked:
+ * month 01-12, day within its month (leap years included), hour < 24,
+ * minute < 60, second <= 60; a leap second (:60, which RFC 3339 allows)
+ * reads as the first second of the next minute, as POSIX time has no leap
+ * seconds. Times outside int64 ns (before 1677-09-21, after 2262-04-11) are
+ * refused. Everything loom_time_format_rfc3339 writes parses back to its
+ * input truncated (towards zero) to the microsecond. The error names the text, the byte
+ * offset and what was expected there. */
+int loom_time_parse_rfc3339(const char *text, int64_t *ns, loom_err_t *err);
+
+/* Forms beyond RFC 3339 that some callers take (loom_time_parse_datetime). */
+enum {
+    LOOM_TIME_DATE_ONLY = 1 << 0,      /* "2026-12-05": that day's 00:00:00 */
+    LOOM_TIME_NO_SECONDS = 1 << 1,     /* "2026-12-05T18:24": seconds may be left out */
+    LOOM_TIME_ZONELESS_UTC = 1 << 2,   /* no Z or offset: the time is UTC */
+    LOOM_TIME_ZONELESS_LOCAL = 1 << 3, /* no Z or offset: local time (mktime) */
+};
+/* loom_time_parse_rfc3339 that also takes the forms in flags (LOOM_TIME_*);
+ * with flags 0 it is loom_time_parse_rfc3339. A date alone is midnight UTC,
+ * or local midnight with LOOM_TIME_ZONELESS_LOCAL. */
+int loom_time_parse_datetime(const char *text, unsigned flags, int64_t *ns, loom_err_t *err);
+
+/* ------------------------------------------------------------------- stats */
+
+/* qsort's comparator for doubles, ascending. NaNs compare equal to
+ * everything, so keep them out of what is sorted. */
+int loom_stats_cmp_double(const void *a, const void *b);
+/* Sorts x[0..n) ascending (qsort with loom_stats_cmp_double). */
+void loom_stats_sort(double *x, size_t n);
+/* Quantile q of sorted[0..n), interpolated linearly between the two closest
+ * ranks: position q*(n-1) (Hyndman and Fan's type 7, numpy's default): the
+ * median of 1..4 is 2.5. For reports of measurements. */
+double loom_stats_quantile(const double *sorted, size_t n, double q);
+/* Quantile q of sorted[0..n) as the sample's own value at the lower of the
+ * two closest ranks, sorted[floor(q*(n-1))]: the p99 of 1..100 is 99. For
+ * the simulators' p99 wait and JCT. */
+double loom_stats_quantile_lower(const double *sorted, size_t n, double q);
+/* Both quantiles: q <= 0 gives the minimum, q >= 1 the maximum, n == 0 NAN. */
+
+/* Mean of x[0..n); 0 when n == 0. */
+double loom_stats_mean(const double *x, size_t n);
+/* Two-sided 95% Student t quantile for df degrees of freedom (INFINITY for
+ * df 0; tabled to 30, interpolated to 120, 1.960 beyond). */
+double loom_stats_t95(size_t df);
+/* Mean of x[0..n) and the half-width of its 95% confidence interval
+ * (t95(n-1) times the standard error, sample deviation); INFINITY when
+ * n < 2. */
+void loom_stats_mean_ci95(const double *x, size_t n, double *mean, double *half);
 
 /* ------------------------------------------------------------------ buffer */
 

@@ -231,9 +231,6 @@ void loom_prof_summarize(const loom_prof_run_t *run, loom_prof_summary_t *s);
  * of the second half. */
 size_t loom_prof_warmup(const double *t, size_t n);
 
-/* Quantile q in [0, 1] of sorted values (linear interpolation). */
-double loom_prof_quantile(const double *sorted, size_t n, double q);
-
 /* Cumulative CPU (ns) of the tree at time t_ns, linearly interpolated
  * between samples (and from 0 at the fork); -1 before the fork or after
  * the last sample. */
@@ -402,8 +399,6 @@ int loom_prof_ab_blocks(const loom_prof_run_t *run, size_t warmup, size_t run_in
 int loom_prof_ab_write(const loom_prof_ab_t *ab, const loom_prof_opts_t *opts, const char *dir,
                        loom_err_t *err);
 void loom_prof_ab_free(loom_prof_ab_t *ab);
-/* Two-sided 95% Student t quantile for df degrees of freedom (df >= 1). */
-double loom_prof_t95(size_t df);
 
 #ifdef __cplusplus
 }

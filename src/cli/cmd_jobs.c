@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/slurm.h"
 
 #define WATCH_DEFAULT_S 2
 
@@ -29,7 +30,8 @@ static void usage(FILE *f)
                "  -u, --user U  only jobs of user U (jobs that carry a user)\n"
                "  --me          only your jobs (--user of the user running this)\n"
                "  --since T     only jobs submitted since T: a duration ago (1h30m) or a time\n"
-               "                (2026-12-03, 2026-12-03T10:00:00, UTC)\n"
+               "                (2026-12-03T10:00:00Z, +01:00 for an offset; without a zone,\n"
+               "                2026-12-03 or 2026-12-03T10:00:00, UTC)\n"
                "  --limit N     the first N jobs, with a cursor for more (0 = all)\n"
                "  --format COLS columns, comma-separated, from: id name user state elapsed\n"
                "                time_limit nodes reason cpus gpus mem priority submitted\n"
@@ -43,17 +45,6 @@ static void usage(FILE *f)
 }
 
 /* ---------------------------------------------------------------- times */
-
-/* Seconds since the epoch of an RFC 3339 UTC time ("...Z"), or -1. */
-static double epoch_of(const json_t *t)
-{
-    const char *s = json_string_value(t);
-    struct tm tm = {0};
-    const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-    if (!rest)
-        return -1;
-    return (double)timegm(&tm) + (*rest == '.' ? atof(rest) : 0.0);
-}
 
 /* Slurm's form of a duration: M:SS, H:MM:SS, D-HH:MM:SS. */
 static const char *slurm_duration(int64_t s, char *out)
@@ -73,14 +64,15 @@ static const char *slurm_duration(int64_t s, char *out)
 
 static int64_t elapsed_s(const json_t *j, double now)
 {
-    double start = epoch_of(json_object_get(j, "start_time"));
-    double end = epoch_of(json_object_get(j, "end_time"));
+    double start = loom_slurm_epoch(json_object_get(j, "start_time"));
+    double end = loom_slurm_epoch(json_object_get(j, "end_time"));
     if (start < 0)
         return -1;
     return (int64_t)((end >= 0 ? end : now) - start);
 }
 
-/* --since: a duration ago, or a date or time (UTC). */
+/* --since: a duration ago, or a date or time (RFC 3339; a date alone or a
+ * time without a zone is UTC). */
 static int parse_since(const char *text, double *since, loom_err_t *err)
 {
     int64_t ns;
@@ -88,19 +80,17 @@ static int parse_since(const char *text, double *since, loom_err_t *err)
         *since = (double)loom_time_real_ns() / 1e9 - (double)ns / 1e9;
         return LOOM_OK;
     }
-    struct tm tm = {0};
-    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!rest || *rest) {
-        memset(&tm, 0, sizeof tm);
-        rest = strptime(text, "%Y-%m-%d", &tm);
+    const unsigned forms = LOOM_TIME_DATE_ONLY | LOOM_TIME_ZONELESS_UTC;
+    if (strlen(text) >= 5 && text[4] == '-') { /* a date: the time parser says what is wrong */
+        if (loom_time_parse_datetime(text, forms, &ns, err))
+            return loom_err_prefix(err, "expected a UTC time (2026-12-03 or 2026-12-03T10:00:00)");
+        *since = (double)(ns / LOOM_NS_PER_S) + (double)(ns % LOOM_NS_PER_S) / 1e9;
+        return LOOM_OK;
     }
-    if (!rest || *rest)
-        return loom_err_set(err, LOOM_EINVAL,
-                            "'%.40s': expected a duration (1h30m) or a UTC time "
-                            "(2026-12-03 or 2026-12-03T10:00:00)",
-                            text);
-    *since = (double)timegm(&tm);
-    return LOOM_OK;
+    return loom_err_set(err, LOOM_EINVAL,
+                        "'%.40s': expected a duration (1h30m) or a UTC time "
+                        "(2026-12-03 or 2026-12-03T10:00:00)",
+                        text);
 }
 
 /* -------------------------------------------------------------- columns */
@@ -395,7 +385,7 @@ static bool keep(const query_t *q, const json_t *j)
         return false;
     if (q->user && (!user || strcmp(user, q->user)))
         return false;
-    return q->since < 0 || epoch_of(json_object_get(j, "submit_time")) >= q->since;
+    return q->since < 0 || loom_slurm_epoch(json_object_get(j, "submit_time")) >= q->since;
 }
 
 /* Filters, then keeps the newest `newest` (0: all); returns how many were

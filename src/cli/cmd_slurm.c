@@ -164,12 +164,12 @@ const char *loom_slurm_job_id(const json_t *job, char *out)
 
 double loom_slurm_epoch(const json_t *t)
 {
-    const char *s = json_string_value(t);
-    struct tm tm = {0};
-    const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-    if (!rest)
+    int64_t ns;
+    if (loom_time_parse_rfc3339(json_string_value(t), &ns, NULL) != LOOM_OK)
         return -1;
-    return (double)timegm(&tm) + (*rest == '.' ? atof(rest) : 0.0);
+    /* whole seconds plus the fraction, as two exact parts: no rounding of
+     * the sum beyond the one that adds them */
+    return (double)(ns / LOOM_NS_PER_S) + (double)(ns % LOOM_NS_PER_S) / 1e9;
 }
 
 const char *loom_slurm_time(double s, const char *unknown, char *out)

@@ -111,7 +111,8 @@ typedef struct sacct_args {
 
 /* ----------------------------------------------------------------- times */
 
-/* -S/-E as sacct reads them (the forms people use), local time. */
+/* -S/-E as sacct reads them (the forms people use), local time unless an
+ * RFC 3339 zone is given. */
 static int parse_time(const char *text, double now, double *out)
 {
     struct tm tm;
@@ -140,14 +141,19 @@ static int parse_time(const char *text, double now, double *out)
         *out = now + (text[3] == '-' ? -1.0 : 1.0) * (double)(n * unit);
         return LOOM_OK;
     }
-    static const char *const forms[] = {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d",
-                                        "%H:%M:%S", "%H:%M"};
+    /* A date, with a time of day or not, and RFC 3339 times with a zone. */
+    int64_t ns;
+    if (loom_time_parse_datetime(
+            text, LOOM_TIME_DATE_ONLY | LOOM_TIME_NO_SECONDS | LOOM_TIME_ZONELESS_LOCAL, &ns,
+            NULL) == LOOM_OK) {
+        *out = (double)(ns / LOOM_NS_PER_S) + (double)(ns % LOOM_NS_PER_S) / 1e9;
+        return LOOM_OK;
+    }
+    /* A time of day alone: today's. */
+    static const char *const forms[] = {"%H:%M:%S", "%H:%M"};
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         struct tm v = tm;
-        if (i < 3)
-            v.tm_hour = v.tm_min = v.tm_sec = 0;
-        else
-            v.tm_sec = 0;
+        v.tm_sec = 0;
         const char *rest = strptime(text, forms[i], &v);
         if (rest && !*rest) {
             v.tm_isdst = -1;

@@ -16,22 +16,23 @@ static void usage(FILE *f)
                "(or now), within the window.\n\n"
                "  --user U      only user U\n"
                "  --account A   only account A\n"
-               "  --since T     from T: a UTC time (2026-12-03T13:00:00Z) or a duration ago\n"
-               "                (24h, 7d); default: from the first job\n"
+               "  --since T     from T: an RFC 3339 time (2026-12-03T13:00:00Z, or with an\n"
+               "                offset: +01:00) or a duration ago (24h, 7d); default: from\n"
+               "                the first job\n"
                "  --json        the result of usage.report as JSON\n");
 }
 
-/* A duration ago, or a UTC time as given. */
-static int since_param(const char *text, char out[32])
+/* A duration ago, or an RFC 3339 time, sent as UTC. */
+static int since_param(const char *text, char out[32], loom_err_t *err)
 {
     int64_t d;
     if (loom_parse_duration(text, &d, NULL) == LOOM_OK) {
         loom_time_format_rfc3339(loom_time_real_ns() - d, out);
         return 0;
     }
-    if (strlen(text) >= 32)
+    if (loom_time_parse_rfc3339(text, &d, err))
         return -1;
-    snprintf(out, 32, "%s", text);
+    loom_time_format_rfc3339(d, out);
     return 0;
 }
 
@@ -64,6 +65,7 @@ int loom_cmd_usage(int argc, char **argv)
     json_t *params = json_object();
     bool as_json = false;
     char since[32];
+    loom_err_t err;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":u:A:s:jh", opts, NULL)) != -1) {
@@ -71,9 +73,11 @@ int loom_cmd_usage(int argc, char **argv)
         case 'u': json_object_set_new(params, "user", json_string(optarg)); break;
         case 'A': json_object_set_new(params, "account", json_string(optarg)); break;
         case 's':
-            if (since_param(optarg, since) != 0) {
-                fprintf(stderr, "loom usage: --since '%s': expected a UTC time or a duration\n",
-                        optarg);
+            if (since_param(optarg, since, &err) != 0) {
+                fprintf(stderr,
+                        "loom usage: --since: expected a duration (24h) or an RFC 3339 time "
+                        "(2026-12-03T13:00:00Z): %s\n",
+                        err.msg);
                 json_decref(params);
                 return LOOM_EXIT_USAGE;
             }

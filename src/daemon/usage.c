@@ -1,32 +1,19 @@
 /* usage.report: the accounting view of the jobs table. Everyone may read
  * everyone's usage (sreport's default); the figures come from the store, so
  * they survive restarts. */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "daemon/usage.h"
 
-int loomd_parse_rfc3339(const char *text, int64_t *ns, loom_err_t *err)
+/* "since": an RFC 3339 time; the error names the parameter. */
+static int parse_since(const char *text, int64_t *ns, loom_err_t *err)
 {
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = text ? strptime(text, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-    int64_t frac = 0, scale = LOOM_NS_PER_S;
-    if (p && *p == '.') {
-        for (p++; isdigit((unsigned char)*p); p++)
-            if (scale > 1) {
-                scale /= 10;
-                frac += (*p - '0') * scale;
-            }
-    }
-    if (!p || strcmp(p, "Z") != 0)
-        return loom_err_set(err, LOOM_EINVAL,
-                            "since: '%.40s': expected a UTC time such as 2026-12-03T13:00:00Z",
-                            text ? text : "");
-    *ns = (int64_t)timegm(&tm) * LOOM_NS_PER_S + frac;
-    return LOOM_OK;
+    int rc = loom_time_parse_rfc3339(text, ns, err);
+    if (rc && err)
+        loom_err_prefix(err, "since (an RFC 3339 time such as 2026-12-03T13:00:00Z)");
+    return rc;
 }
 
 static json_t *row_json(const loom_store_usage_row_t *u)
@@ -58,7 +45,7 @@ static loom_rpc_status_t m_usage_report(loom_rpc_call_t *call, json_t *params, v
     const json_t *since = params ? json_object_get(params, "since") : NULL;
     if (get_name(params, "user", &q.user, &err) || get_name(params, "account", &q.account, &err) ||
         (since && !json_is_null(since) &&
-         loomd_parse_rfc3339(json_string_value(since), &q.since_ns, &err))) {
+         parse_since(json_string_value(since), &q.since_ns, &err))) {
         loom_rpc_call_fail_params(call, &err);
         return LOOM_RPC_DONE;
     }

@@ -185,12 +185,6 @@ int loom_gen_chi2(const uint64_t *observed, const double *weights, size_t n, dou
 
 /* -------------------------------------------------------------------- KS */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* P(K > lambda) for the Kolmogorov distribution. */
 static double kolmogorov_sf(double lambda)
 {
@@ -216,7 +210,7 @@ void loom_gen_ks(double *x, size_t n, double (*cdf)(double x, void *ctx), void *
         *p = 1;
         return;
     }
-    qsort(x, n, sizeof *x, cmp_double);
+    loom_stats_sort(x, n);
     double dmax = 0;
     for (size_t i = 0; i < n; i++) {
         double f = cdf(x[i], ctx);

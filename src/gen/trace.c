@@ -50,12 +50,6 @@ static bool parse_seconds(const char *s, size_t len, double *out)
     return true;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Reads the header and returns the index of column in *col. */
 static int read_header(loom_csv_t *c, const char *column, size_t *col, loom_err_t *err)
 {
@@ -143,7 +137,7 @@ int loom_gen_trace_parse(loom_gen_trace_t *t, const char *text, size_t len, cons
         loom_gen_trace_free(t);
         return loom_err_set(err, LOOM_EINVAL, "%s: no arrival times in column '%s'", name, column);
     }
-    qsort(t->times, t->n, sizeof *t->times, cmp_double);
+    loom_stats_sort(t->times, t->n);
     return LOOM_OK;
 }
 

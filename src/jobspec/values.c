@@ -518,43 +518,43 @@ static int begin_relative(const char *p, int64_t submit_ns, int64_t *out)
     return LOOM_EINVAL;
 }
 
-/* [YYYY-MM-DD[T]][HH:MM[:SS]] in local time; a time of day alone is today's,
- * or tomorrow's once it has passed (as sbatch). */
-static int begin_absolute(const char *p, int64_t submit_ns, int64_t *out)
+/* YYYY-MM-DD[THH:MM[:SS]] in local time, or an RFC 3339 time with its zone
+ * (loom_time_parse_datetime); 1970 to 2200. */
+static int begin_date(const char *p, int64_t *out, loom_err_t *why)
+{
+    const int64_t y2201 = 7289654400LL; /* 2201-01-01T00:00:00Z */
+    int64_t ns;
+    if (loom_time_parse_datetime(
+            p, LOOM_TIME_DATE_ONLY | LOOM_TIME_NO_SECONDS | LOOM_TIME_ZONELESS_LOCAL, &ns, why))
+        return LOOM_EINVAL;
+    if (ns < 0 || ns / LOOM_NS_PER_S >= y2201)
+        return loom_err_set(why, LOOM_EINVAL, "'%.64s': expected a time from 1970 to 2200", p);
+    *out = ns;
+    return LOOM_OK;
+}
+
+/* HH:MM[:SS] in local time: today's, or tomorrow's once it has passed (as
+ * sbatch). */
+static int begin_time_of_day(const char *p, int64_t submit_ns, int64_t *out)
 {
     time_t now = (time_t)(submit_ns / LOOM_NS_PER_S);
     struct tm tm;
     localtime_r(&now, &tm);
-    tm.tm_sec = 0;
-    long long y, mo, d, h = 0, mi = 0, s = 0;
-    bool date = strchr(p, '-') != NULL, tod = strchr(p, ':') != NULL;
-    if (date) {
-        if (!read_num(&p, &y, 4) || *p++ != '-' || !read_num(&p, &mo, 2) || *p++ != '-' ||
-            !read_num(&p, &d, 2) || y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31)
-            return LOOM_EINVAL;
-        tm.tm_year = (int)y - 1900;
-        tm.tm_mon = (int)mo - 1;
-        tm.tm_mday = (int)d;
-        tm.tm_hour = tm.tm_min = 0;
-        if (*p == 'T')
-            p++;
-    }
-    if (tod) {
-        if (!read_num(&p, &h, 2) || *p++ != ':' || !read_num(&p, &mi, 2) || h > 23 || mi > 59)
-            return LOOM_EINVAL;
-        if (*p == ':' && (p++, !read_num(&p, &s, 2) || s > 59))
-            return LOOM_EINVAL;
-        tm.tm_hour = (int)h;
-        tm.tm_min = (int)mi;
-        tm.tm_sec = (int)s;
-    }
-    if (*p || (!date && !tod))
+    long long h, mi, s = 0;
+    if (!read_num(&p, &h, 2) || *p++ != ':' || !read_num(&p, &mi, 2) || h > 23 || mi > 59)
         return LOOM_EINVAL;
+    if (*p == ':' && (p++, !read_num(&p, &s, 2) || s > 59))
+        return LOOM_EINVAL;
+    if (*p)
+        return LOOM_EINVAL;
+    tm.tm_hour = (int)h;
+    tm.tm_min = (int)mi;
+    tm.tm_sec = (int)s;
     tm.tm_isdst = -1;
     time_t t = mktime(&tm);
     if (t == (time_t)-1 || t < 0 || t > INT64_MAX / LOOM_NS_PER_S - 86400)
         return LOOM_EINVAL;
-    if (!date && t < now)
+    if (t < now)
         t += 86400;
     *out = (int64_t)t * LOOM_NS_PER_S;
     return LOOM_OK;
@@ -562,12 +562,15 @@ static int begin_absolute(const char *p, int64_t submit_ns, int64_t *out)
 
 int loom_jobspec_parse_begin(const char *text, int64_t submit_ns, int64_t *out_ns, loom_err_t *err)
 {
+    loom_err_t why = {0};
     int rc = !strncmp(text, "now", 3) ? begin_relative(text + 3, submit_ns, out_ns)
-                                      : begin_absolute(text, submit_ns, out_ns);
+             : strchr(text, '-')      ? begin_date(text, out_ns, &why)
+                                      : begin_time_of_day(text, submit_ns, out_ns);
     if (rc)
         return loom_err_set(err, LOOM_EINVAL,
                             "options.begin: expected now[+N[seconds|minutes|hours|days|weeks]], "
-                            "YYYY-MM-DD[THH:MM[:SS]] or HH:MM[:SS], found '%.64s'",
-                            text);
+                            "YYYY-MM-DD[THH:MM[:SS]] (local time, or RFC 3339 with a zone) or "
+                            "HH:MM[:SS], found '%.64s'%s%s%s",
+                            text, why.msg[0] ? " (" : "", why.msg, why.msg[0] ? ")" : "");
     return LOOM_OK;
 }

@@ -31,41 +31,6 @@ const char *const loom_prof_ab_metric_names[LOOM_PROF_AB_NMETRICS] = {
 #define BOOT_RESAMPLES 10000
 #define BOOT_SEED      0x6c6f6f6d /* "loom" */
 
-double loom_prof_t95(size_t df)
-{
-    static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                               2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-                               2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-                               2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-    if (df == 0)
-        return INFINITY;
-    if (df < sizeof t / sizeof t[0])
-        return t[df];
-    if (df < 60)
-        return 2.042 - (2.042 - 2.000) * (double)(df - 30) / 30.0;
-    if (df < 120)
-        return 2.000 - (2.000 - 1.980) * (double)(df - 60) / 60.0;
-    return 1.960;
-}
-
-/* Mean and 95% t half-width of x[0..n). */
-static void mean_ci(const double *x, size_t n, double *mean, double *half)
-{
-    double sum = 0, sq = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += x[i];
-    *mean = n ? sum / (double)n : 0;
-    for (size_t i = 0; i < n; i++)
-        sq += (x[i] - *mean) * (x[i] - *mean);
-    *half = n < 2 ? INFINITY : loom_prof_t95(n - 1) * sqrt(sq / (double)(n - 1) / (double)n);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void loom_prof_median_ci(const double *sorted, size_t n, double *lo, double *hi, double *conf)
 {
     *lo = -INFINITY;
@@ -116,11 +81,11 @@ void loom_prof_ab_estimate(const double *base, const double *prof, size_t n, uin
     if (k == 0)
         goto out;
     double half;
-    mean_ci(rel, k, &o->overhead, &half);
+    loom_stats_mean_ci95(rel, k, &o->overhead, &half);
     o->ci_low = o->overhead - half;
     o->ci_high = o->overhead + half;
     double lmean, lhalf;
-    mean_ci(lr, k, &lmean, &lhalf);
+    loom_stats_mean_ci95(lr, k, &lmean, &lhalf);
     o->ratio = exp(lmean);
     o->ratio_low = exp(lmean - lhalf);
     o->ratio_high = exp(lmean + lhalf);
@@ -140,18 +105,18 @@ void loom_prof_ab_estimate(const double *base, const double *prof, size_t n, uin
         boot[b] = sum / (double)k;
         lboot[b] = lsum / (double)k;
     }
-    qsort(boot, BOOT_RESAMPLES, sizeof *boot, cmp_double);
-    qsort(lboot, BOOT_RESAMPLES, sizeof *lboot, cmp_double);
-    o->boot_low = loom_prof_quantile(boot, BOOT_RESAMPLES, 0.025);
-    o->boot_high = loom_prof_quantile(boot, BOOT_RESAMPLES, 0.975);
-    o->ratio_boot_low = exp(loom_prof_quantile(lboot, BOOT_RESAMPLES, 0.025));
-    o->ratio_boot_high = exp(loom_prof_quantile(lboot, BOOT_RESAMPLES, 0.975));
+    loom_stats_sort(boot, BOOT_RESAMPLES);
+    loom_stats_sort(lboot, BOOT_RESAMPLES);
+    o->boot_low = loom_stats_quantile(boot, BOOT_RESAMPLES, 0.025);
+    o->boot_high = loom_stats_quantile(boot, BOOT_RESAMPLES, 0.975);
+    o->ratio_boot_low = exp(loom_stats_quantile(lboot, BOOT_RESAMPLES, 0.025));
+    o->ratio_boot_high = exp(loom_stats_quantile(lboot, BOOT_RESAMPLES, 0.975));
 out:
     if (k >= 1 && lr) {
         /* The median pair, with the sign test's interval. */
-        qsort(lr, k, sizeof *lr, cmp_double);
+        loom_stats_sort(lr, k);
         double lo, hi;
-        o->ratio_median = exp(loom_prof_quantile(lr, k, 0.5));
+        o->ratio_median = exp(loom_stats_quantile(lr, k, 0.5));
         loom_prof_median_ci(lr, k, &lo, &hi, &o->ratio_median_conf);
         o->ratio_median_low = o->ratio_median_conf > 0 ? exp(lo) : NAN;
         o->ratio_median_high = o->ratio_median_conf > 0 ? exp(hi) : NAN;
@@ -182,9 +147,9 @@ static void six(const loom_prof_step_t *steps, const size_t *idx, size_t n, doub
         tmp[i] = (double)(steps[idx[i]].end_ns - steps[idx[i]].start_ns) / 1e9;
         sum += tmp[i];
     }
-    qsort(tmp, n, sizeof *tmp, cmp_double);
+    loom_stats_sort(tmp, n);
     v[LOOM_PROF_AB_WALL_MEAN] = sum / (double)n;
-    v[LOOM_PROF_AB_WALL_P50] = loom_prof_quantile(tmp, n, 0.5);
+    v[LOOM_PROF_AB_WALL_P50] = loom_stats_quantile(tmp, n, 0.5);
     v[LOOM_PROF_AB_WALL_MIN] = tmp[0];
     bool cpu = true;
     sum = 0;
@@ -193,9 +158,9 @@ static void six(const loom_prof_step_t *steps, const size_t *idx, size_t n, doub
         tmp[i] = (double)steps[idx[i]].cpu_ns / 1e9;
         sum += tmp[i];
     }
-    qsort(tmp, n, sizeof *tmp, cmp_double);
+    loom_stats_sort(tmp, n);
     v[LOOM_PROF_AB_CPU_MEAN] = cpu ? sum / (double)n : -1;
-    v[LOOM_PROF_AB_CPU_P50] = cpu ? loom_prof_quantile(tmp, n, 0.5) : -1;
+    v[LOOM_PROF_AB_CPU_P50] = cpu ? loom_stats_quantile(tmp, n, 0.5) : -1;
     v[LOOM_PROF_AB_CPU_MIN] = cpu ? tmp[0] : -1;
 }
 
@@ -316,8 +281,8 @@ void loom_prof_ab_stats(loom_prof_ab_t *ab)
             nb++;
         }
     }
-    mean_ci(sc, np, &ab->sampler_cores, &ab->sampler_cores_ci);
-    mean_ci(pc, np, &ab->profiler_cores, &ab->profiler_cores_ci);
+    loom_stats_mean_ci95(sc, np, &ab->sampler_cores, &ab->sampler_cores_ci);
+    loom_stats_mean_ci95(pc, np, &ab->profiler_cores, &ab->profiler_cores_ci);
     ab->baseline_loom_cores = nb ? bl / (double)nb : 0;
     ab->profiler_cpu_share = share;
 out:

@@ -8,26 +8,6 @@
 
 #include "prof/prof_internal.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double loom_prof_quantile(const double *sorted, size_t n, double q)
-{
-    if (n == 0)
-        return NAN;
-    if (q <= 0)
-        return sorted[0];
-    if (q >= 1)
-        return sorted[n - 1];
-    double pos = q * (double)(n - 1);
-    size_t i = (size_t)pos;
-    double f = pos - (double)i;
-    return i + 1 < n ? sorted[i] + f * (sorted[i + 1] - sorted[i]) : sorted[i];
-}
-
 size_t loom_prof_warmup(const double *t, size_t n)
 {
     if (n < 4)
@@ -37,12 +17,12 @@ size_t loom_prof_warmup(const double *t, size_t n)
     if (!r)
         return 0;
     memcpy(r, t + h, m * sizeof *r);
-    qsort(r, m, sizeof *r, cmp_double);
-    double med = loom_prof_quantile(r, m, 0.5);
+    loom_stats_sort(r, m);
+    double med = loom_stats_quantile(r, m, 0.5);
     for (size_t i = 0; i < m; i++)
         r[i] = fabs(t[h + i] - med);
-    qsort(r, m, sizeof *r, cmp_double);
-    double mad = 1.4826 * loom_prof_quantile(r, m, 0.5);
+    loom_stats_sort(r, m);
+    double mad = 1.4826 * loom_stats_quantile(r, m, 0.5);
     free(r);
     double band = 3 * mad > 0.05 * med ? 3 * mad : 0.05 * med;
     double upper = med + band;
@@ -62,7 +42,7 @@ static void dist(const double *t, size_t n, loom_prof_dist_t *d)
     if (!s)
         return;
     memcpy(s, t, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
+    loom_stats_sort(s, n);
     double sum = 0, sq = 0;
     for (size_t i = 0; i < n; i++)
         sum += s[i];
@@ -72,10 +52,10 @@ static void dist(const double *t, size_t n, loom_prof_dist_t *d)
     d->stdev = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
     d->min = s[0];
     d->max = s[n - 1];
-    d->p5 = loom_prof_quantile(s, n, 0.05);
-    d->p50 = loom_prof_quantile(s, n, 0.50);
-    d->p95 = loom_prof_quantile(s, n, 0.95);
-    d->p99 = loom_prof_quantile(s, n, 0.99);
+    d->p5 = loom_stats_quantile(s, n, 0.05);
+    d->p50 = loom_stats_quantile(s, n, 0.50);
+    d->p95 = loom_stats_quantile(s, n, 0.95);
+    d->p99 = loom_stats_quantile(s, n, 0.99);
     free(s);
 }
 

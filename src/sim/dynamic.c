@@ -123,12 +123,6 @@ static int cmp_arrival(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 /* The state of one run, which the runtime's actions change. */
 typedef struct run {
     job_t *jobs;
@@ -488,12 +482,12 @@ static void summarize(loom_sim_dynamic_result_t *res, double *waits, size_t nwai
         wsum += waits[i];
     res->mean_wait_s = nwaits ? wsum / (double)nwaits : 0;
     if (nwaits) {
-        qsort(waits, nwaits, sizeof *waits, cmp_double);
-        res->p99_wait_s = waits[(size_t)floor(0.99 * (double)(nwaits - 1))];
+        loom_stats_sort(waits, nwaits);
+        res->p99_wait_s = loom_stats_quantile_lower(waits, nwaits, 0.99);
     }
     if (res->njcts) {
-        qsort(res->jcts, res->njcts, sizeof *res->jcts, cmp_double);
-        res->p99_jct_s = res->jcts[(size_t)floor(0.99 * (double)(res->njcts - 1))];
+        loom_stats_sort(res->jcts, res->njcts);
+        res->p99_jct_s = loom_stats_quantile_lower(res->jcts, res->njcts, 0.99);
     }
 }
 

@@ -33,21 +33,15 @@ void loom_sim_rresult_free(loom_sim_rresult_t *r)
     r->jcts = NULL;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 static void finish_stats(loom_sim_rresult_t *res, double first, double last)
 {
     double sum = 0;
     for (size_t i = 0; i < res->completed; i++)
         sum += res->jcts[i];
-    qsort(res->jcts, res->completed, sizeof *res->jcts, cmp_double);
+    loom_stats_sort(res->jcts, res->completed);
     res->mean_jct_s = res->completed ? sum / (double)res->completed : 0;
     res->p99_jct_s =
-        res->completed ? res->jcts[(size_t)floor(0.99 * (double)(res->completed - 1))] : 0;
+        res->completed ? loom_stats_quantile_lower(res->jcts, res->completed, 0.99) : 0;
     res->makespan_s = last - first;
 }
 

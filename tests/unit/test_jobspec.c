@@ -521,10 +521,28 @@ static void begin_forms(void **state)
     assert_true(at == t0 + 604800 * LOOM_NS_PER_S);
     assert_int_equal(loom_jobspec_parse_begin("2030-01-02T03:04:05", t0, &at, &err), LOOM_OK);
     assert_true(at > t0);
+    /* RFC 3339 with a zone (loom_time_parse_datetime): exact, whatever loomd's zone */
+    assert_int_equal(loom_jobspec_parse_begin("2030-01-02T03:04:05Z", t0, &at, &err), LOOM_OK);
+    assert_true(at == 1893553445LL * LOOM_NS_PER_S);
+    assert_int_equal(loom_jobspec_parse_begin("2030-01-02T04:04:05+01:00", t0, &at, &err), LOOM_OK);
+    assert_true(at == 1893553445LL * LOOM_NS_PER_S);
+    /* a day its month does not have: mktime used to roll it into March */
+    assert_int_equal(loom_jobspec_parse_begin("2030-02-31", t0, &at, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "byte 8: expected a two-digit day 01-28 (February 2030)"));
+    assert_int_equal(loom_jobspec_parse_begin("2201-01-02", t0, &at, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "expected a time from 1970 to 2200"));
     assert_int_equal(loom_jobspec_parse_begin("12:30", t0, &at, &err), LOOM_OK);
     assert_true(at > t0 && at <= t0 + 86400 * LOOM_NS_PER_S); /* the next 12:30 */
-    static const char *const bad[] = {"now+",       "now+-3", "now+3fortnights",  "tomorrow",
-                                      "2030-13-01", "25:00",  "now+99999999days", ""};
+    static const char *const bad[] = {"now+",
+                                      "now+-3",
+                                      "now+3fortnights",
+                                      "tomorrow",
+                                      "2030-13-01",
+                                      "25:00",
+                                      "now+99999999days",
+                                      "",
+                                      "2030-02-30T10:00",
+                                      "1969-12-31"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(loom_jobspec_parse_begin(bad[i], t0, &at, &err), LOOM_EINVAL);
         assert_non_null(strstr(err.msg, "options.begin: expected now[+N"));

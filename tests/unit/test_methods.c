@@ -140,6 +140,31 @@ static void server_info_lists_every_method(void **state)
     loomd_zoo_close(zoo);
 }
 
+/* usage.report's since: RFC 3339 through loom_time_parse_rfc3339, offsets
+ * included, and a day its month lacks refused with the place. */
+static void usage_report_since(void **state)
+{
+    fixture_t *f = *state;
+    loom_err_t err;
+    if (loomd_usage_add_methods(f->disp, f->store, &err))
+        fail_msg("%s", err.msg);
+    json_t *resp = rpc(f, "{\"jsonrpc\":\"2.0\",\"method\":\"usage.report\",\"id\":1,"
+                          "\"params\":{\"since\":\"2026-12-03T14:00:00.5+01:00\"}}");
+    assert_string_equal(json_string_value(json_object_get(result_of(resp), "since")),
+                        "2026-12-03T13:00:00.500000Z");
+    json_decref(resp);
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"usage.report\",\"id\":2,"
+                 "\"params\":{\"since\":\"2026-02-30T00:00:00Z\"}}",
+                 -32602,
+                 "since (an RFC 3339 time such as 2026-12-03T13:00:00Z): '2026-02-30T00:00:00Z': "
+                 "byte 8: expected a two-digit day 01-28 (February 2026), found '30'");
+    expect_error(f,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"usage.report\",\"id\":3,"
+                 "\"params\":{\"since\":7}}",
+                 -32602, "since (an RFC 3339 time");
+}
+
 static void server_info(void **state)
 {
     fixture_t *f = *state;
@@ -743,6 +768,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(server_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(usage_report_since, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_get, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_model_estimate, setup, teardown),
