@@ -164,11 +164,14 @@ class FairShare(unittest.TestCase):
         100 ms backoff doubling): on loopback every local user shares one
         address, and a fresh connection not yet authenticated can be evicted
         by another user's churn of unauthenticated connections (the oldest
-        unproven one of the address goes). An answer (HTTP 429 included) is
-        never retried."""
+        unproven one of the address goes). A MUNGE credential's 401 (the
+        test client sent it again on a new connection, and munged refuses a
+        replay) is tried again with a new credential, as loom's CLI does
+        (loom_cli_call). Any other answer (HTTP 429 included) is never
+        retried."""
         p = self.as_user(ALICE, ["/usr/bin/python3", "-c", (
             "import sys, time; sys.path.insert(0, %r)\n"
-            "from loomd_client import Client\nimport subprocess\nok = retries = 0\n"
+            "from loomd_client import Client, HttpError\nimport subprocess\nok = retries = 0\n"
             "for i in range(%d):\n"
             "    for attempt in range(4):\n"
             "        c = Client(%s, timeout=20)\n"
@@ -180,6 +183,12 @@ class FairShare(unittest.TestCase):
             "            if 'result' not in r:\n"
             "                print('call', i, 'answered', r, file=sys.stderr)\n"
             "            break\n"
+            "        except HttpError as e:\n"
+            "            if e.status != 401 or b'replayed' not in e.body:\n"
+            "                print('call', i, 'failed', repr(e), file=sys.stderr)\n"
+            "                break\n"
+            "            retries += 1\n"
+            "            print('call', i, 'attempt', attempt, repr(e), file=sys.stderr)\n"
             "        except OSError as e:\n"
             "            retries += 1\n"
             "            print('call', i, 'attempt', attempt, repr(e), file=sys.stderr)\n"
