@@ -129,6 +129,15 @@ int loom_auth_open_as(const loom_auth_identity_t *id, const char *path, int flag
 int loom_auth_file_open(const loom_auth_identity_t *id, const char *path, unsigned flags,
                         size_t max, loom_file_t *f, loom_err_t *err);
 
+/* Creates a new file a client named, with the client's rights (id; NULL or
+ * loomd's own user: the process's), for writing: O_WRONLY|O_CREAT|O_EXCL|
+ * O_NOFOLLOW|O_CLOEXEC, mode 0600 (less the umask of the opener), owned by
+ * id's uid, in *fd. LOOM_EINVAL naming the path for a relative path, an
+ * existing file or link, and a directory the client cannot write or that
+ * does not exist (with the errno the client met); LOOM_EIO otherwise. */
+int loom_auth_file_create(const loom_auth_identity_t *id, const char *path, int *fd,
+                          loom_err_t *err);
+
 /* The payload of a MUNGE credential made for loomd (`munge -s loomd`):
  * loomd refuses one whose payload is anything else, so a credential a user
  * made for another service cannot be replayed to loomd by that service. */

@@ -241,6 +241,10 @@ int loom_zoo_weights_parse(const void *data, size_t len, const char *name, loom_
 int loom_zoo_weights_load(const char *path, loom_zoo_weights_t *out, loom_err_t *err);
 /* Written atomically (temporary file + rename). */
 int loom_zoo_weights_save(const loom_zoo_weights_t *w, const char *path, loom_err_t *err);
+/* Written through fd (a new file opened for writing, e.g. with a client's
+ * rights: loomd's zoo.warm "out"), then fsync'd; name names it in errors. */
+int loom_zoo_weights_write_fd(const loom_zoo_weights_t *w, int fd, const char *name,
+                              loom_err_t *err);
 void loom_zoo_weights_free(loom_zoo_weights_t *w);
 const loom_zoo_tensor_t *loom_zoo_weights_find(const loom_zoo_weights_t *w, const char *name);
 
@@ -278,10 +282,13 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
                   const loom_zoo_transform_opts_t *topts, const char *out_path, json_t **report,
                   loom_err_t *err);
 /* The same for a child already parsed (loomd reads a client's ONNX file
- * itself, outside its repository lock); child_name names it in messages. */
+ * itself, outside its repository lock); child_name names it in messages.
+ * out_fd >= 0: the weights are written through out_fd (a new file; loomd's
+ * zoo.warm "out", created with the client's rights) and out_path only
+ * names it; out_fd < 0: written to out_path atomically. */
 int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *child, const char *child_name,
                         const loom_zoo_match_opts_t *mopts, const loom_zoo_transform_opts_t *topts,
-                        const char *out_path, json_t **report, loom_err_t *err);
+                        const char *out_path, int out_fd, json_t **report, loom_err_t *err);
 
 /* Applies a zoo.warm result res ({"parent", "similarity", "layers_mapped",
  * "layers_child", "weights"}) to a batch submission: sets the labels

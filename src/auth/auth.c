@@ -237,7 +237,7 @@ static void open_child(const loom_auth_identity_t *id, const char *path, int fla
     if (setgroups(id->ngroups, id->groups) != 0 || setresgid(id->gid, id->gid, id->gid) != 0 ||
         setresuid(id->uid, id->uid, id->uid) != 0)
         e = errno ? errno : EPERM;
-    else if ((fd = open(path, flags | O_CLOEXEC | O_NOCTTY)) < 0)
+    else if ((fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0600)) < 0)
         e = errno;
     char cbuf[CMSG_SPACE(sizeof(int))];
     memset(cbuf, 0, sizeof cbuf);
@@ -347,4 +347,36 @@ int loom_auth_file_open(const loom_auth_identity_t *id, const char *path, unsign
     if (fd < 0)
         return loom_err_errno(err, LOOM_EIO, e, "'%s': cannot open as user %s", path, id->user);
     return loom_file_adopt(f, fd, path, max, err);
+}
+
+int loom_auth_file_create(const loom_auth_identity_t *id, const char *path, int *fd,
+                          loom_err_t *err)
+{
+    *fd = -1;
+    if (!path || path[0] != '/')
+        return loom_err_set(err, LOOM_EINVAL, "'%.200s': expected an absolute path",
+                            path ? path : "");
+    const int oflags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+    int e = 0, got = -1;
+    if (!id || id->uid == geteuid()) {
+        got = open(path, oflags, 0600);
+        e = got < 0 ? errno : 0;
+    } else {
+        int rc = open_as_raw(id, path, oflags, &got, &e, err);
+        if (rc)
+            return rc;
+    }
+    const char *who = id ? id->user : "loomd's user";
+    if (got < 0 && e == EEXIST)
+        return loom_err_set(err, LOOM_EINVAL, "'%.200s': exists; expected a new file", path);
+    if (got < 0 && e == ELOOP)
+        return loom_err_set(err, LOOM_EINVAL, "'%.200s': a symbolic link; expected a new file",
+                            path);
+    if (got < 0 && (e == EACCES || e == EPERM || e == ENOENT || e == ENOTDIR || e == EROFS))
+        return loom_err_errno(err, LOOM_EINVAL, e, "'%.200s': cannot be created by user %s", path,
+                              who);
+    if (got < 0)
+        return loom_err_errno(err, LOOM_EIO, e, "'%.200s': cannot create as user %s", path, who);
+    *fd = got;
+    return LOOM_OK;
 }

@@ -88,7 +88,8 @@ int loom_cli_sbatch_submit(int argc, char **argv, loom_cli_sbatch_t *out, json_t
 
 /* loom submit --warm-start (cmd_zoo.c): zoo.warm for params' model, the
  * parent recorded in labels, LOOM_WARM_START exported by the script. */
-int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script);
+int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, const char *submit_id,
+                            loom_buf_t *script);
 
 /* getopt_long's '?' (an unknown option) or ':' (one without its value; the
  * optstring starts with ':', after a '+' if any, so that getopt itself says

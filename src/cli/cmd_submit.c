@@ -474,7 +474,7 @@ static int submit(submit_args_t *a, int argc, char **argv, json_t **result)
             labels = json_object();
             json_object_set_new(params, "labels", labels);
         }
-        if ((rc = loom_cli_zoo_warm_start(params, labels, a->warm_task, &script)))
+        if ((rc = loom_cli_zoo_warm_start(params, labels, a->warm_task, a->submit_id, &script)))
             goto out;
     }
     json_object_set_new(params, "script", json_stringn(script.data, script.len));

@@ -3,12 +3,16 @@
  * directory (STATE/zoo), so these commands work on it directly through
  * libloom, with or without a running loomd (loomd serves the same through
  * zoo.* RPC methods for remote clients). */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -380,8 +384,11 @@ int loom_cmd_zoo(int argc, char **argv)
  * parent, its similarity and the layers mapped as the job's labels
  * (zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped, zoo.weights:
  * `loom show` prints them) and exports LOOM_WARM_START=PATH at the top of the batch
- * script, after its #! line. */
-int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, loom_buf_t *script)
+ * script, after its #! line. The weights go to a new file in the current
+ * (submit) directory, .loom-warm-SUBMIT_ID.lw, which loomd creates as the
+ * caller (zoo.warm "out"), so the job, running as its owner, can read it. */
+int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, const char *submit_id,
+                            loom_buf_t *script)
 {
     const char *model =
         json_string_value(json_object_get(json_object_get(params, "model"), "path"));
@@ -395,7 +402,27 @@ int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, lo
                 fmt);
         return LOOM_EXIT_USAGE;
     }
-    json_t *p = json_pack("{s:s}", "model", model), *res = NULL;
+    char cwd[4096], out[4200];
+    if (!getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr, "loom submit: --warm-start: cannot get the current directory: %s\n",
+                strerror(errno));
+        return LOOM_EXIT_FAILURE;
+    }
+    /* The submit_id (its first 40 bytes, [A-Za-z0-9._-] kept) for whoever
+     * looks, then random bytes: a retried submit_id gets a new file. */
+    char id[41], rnd[9];
+    size_t k = 0;
+    for (const char *c = submit_id ? submit_id : ""; *c && k < 40; c++)
+        id[k++] = (isalnum((unsigned char)*c) || strchr("._-", *c)) ? *c : '_';
+    id[k] = '\0';
+    unsigned char r[4] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        uint64_t t = (uint64_t)loom_time_real_ns();
+        memcpy(r, &t, sizeof r);
+    }
+    snprintf(rnd, sizeof rnd, "%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
+    snprintf(out, sizeof out, "%s/.loom-warm-%s-%s.lw", strcmp(cwd, "/") ? cwd : "", id, rnd);
+    json_t *p = json_pack("{s:s,s:s}", "model", model, "out", out), *res = NULL;
     if (task)
         json_object_set_new(p, "task", json_string(task));
     loom_cli_conn_t conn;
@@ -405,6 +432,10 @@ int loom_cli_zoo_warm_start(json_t *params, json_t *labels, const char *task, lo
         loom_cli_disconnect(&conn);
     }
     json_decref(p);
+    struct stat st;
+    if (rc && lstat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        st.st_uid == geteuid())
+        unlink(out); /* created for this call, nothing written (the warm start failed) */
     if (rc)
         return rc;
     loom_err_t err;

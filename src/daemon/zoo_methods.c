@@ -9,8 +9,11 @@
  * the client's rights and copied into memory (loom_auth_file_open: regular
  * files within the limits of include/loom/zoo.h) before the mutex is taken,
  * so a FIFO or a slow file holds nobody else up. Entries belong to their
- * submitter (docs/zoo.md, "Owners"). Warm-start weights are written
- * under STATE/zoo/warm/, never to a path the client names. */
+ * submitter (docs/zoo.md, "Owners"). Warm-start weights go to the
+ * client's "out", a new file created with the client's rights
+ * (loom_auth_file_create), or, without one, for loomd's own user and
+ * operators, under STATE/zoo/warm/ (a multi-user loomd refuses other
+ * callers: they could not read that file). */
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -564,6 +567,33 @@ static loom_rpc_status_t m_match(loom_rpc_call_t *call, json_t *params, void *ct
     return LOOM_RPC_DONE;
 }
 
+/* zoo.warm's "out": optional; absolute, at most WARM_OUT_MAX bytes (the
+ * path goes into the job's script as LOOM_WARM_START, loom_zoo_warm_apply). */
+#define WARM_OUT_MAX 256
+
+static int warm_out(const loomd_zoo_t *z, const loom_auth_identity_t *who, const json_t *params,
+                    const char **out, loom_err_t *err)
+{
+    *out = NULL;
+    int rc = loom_json_get_string(params, "out", false, "params", out, err);
+    if (rc)
+        return rc;
+    if (!*out) {
+        if (z->ident && loomd_identity_multi_user(z->ident) && !who->is_operator)
+            return loom_err_set(err, LOOM_EINVAL,
+                                "params.out: required on a multi-user loomd (a new file for "
+                                "the weights, created as user %s; without it they would go "
+                                "under loomd's state directory, which %s cannot read)",
+                                who->user, who->user);
+        return LOOM_OK;
+    }
+    if ((*out)[0] != '/' || strlen(*out) > WARM_OUT_MAX)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "params.out: expected an absolute path of at most %d bytes",
+                            WARM_OUT_MAX);
+    return LOOM_OK;
+}
+
 static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx)
 {
     loomd_zoo_t *z = ctx;
@@ -571,10 +601,11 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
     loom_auth_identity_t local;
     loom_zoo_viewer_t v;
     const loom_auth_identity_t *who = caller(z, call, &local, &v);
-    const char *model;
+    const char *model, *given = NULL;
     loom_zoo_match_opts_t o;
     loom_est_model_t *m = NULL;
     int64_t seed = 0;
+    int fd = -1;
     char dir[4096], out[4200];
     json_t *rep = NULL;
     int rc = get_path(params, "model", &model, &err);
@@ -584,19 +615,30 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
     if (!rc)
         rc = get_opt_int(params, "seed", 0, INT64_MAX, &seed, &err);
     if (!rc)
+        rc = warm_out(z, who, params, &given, &err);
+    if (!rc)
         rc = client_model(who, model, &m, &err);
+    /* Created before the lock: opening as the client forks a child. */
+    if (!rc && given)
+        rc = loom_auth_file_create(who, given, &fd, &err);
     if (!rc) {
         pthread_mutex_lock(&z->mu);
-        snprintf(dir, sizeof dir, "%s/warm", loom_zoo_dir(z->repo));
-        snprintf(out, sizeof out, "%s/%lld-%lu.lw", dir, (long long)loom_time_real_ns(),
-                 ++z->warm_seq);
-        if (mkdir(dir, 0755) && errno != EEXIST)
-            rc = loom_err_errno(&err, LOOM_EIO, errno, "%s: cannot create", dir);
+        if (given) {
+            snprintf(out, sizeof out, "%s", given);
+        } else {
+            snprintf(dir, sizeof dir, "%s/warm", loom_zoo_dir(z->repo));
+            snprintf(out, sizeof out, "%s/%lld-%lu.lw", dir, (long long)loom_time_real_ns(),
+                     ++z->warm_seq);
+            if (mkdir(dir, 0755) && errno != EEXIST)
+                rc = loom_err_errno(&err, LOOM_EIO, errno, "%s: cannot create", dir);
+        }
         loom_zoo_transform_opts_t to = {.noise = -1, .seed = (uint64_t)seed};
         if (!rc)
-            rc = loom_zoo_warm_model(z->repo, m, model, &o, &to, out, &rep, &err);
+            rc = loom_zoo_warm_model(z->repo, m, model, &o, &to, out, fd, &rep, &err);
         pthread_mutex_unlock(&z->mu);
     }
+    if (fd >= 0)
+        close(fd);
     loom_est_model_free(m);
     if (rc)
         fail(call, rc, &err);
@@ -612,7 +654,7 @@ int loomd_zoo_add_methods(loom_rpc_dispatcher_t *d, loomd_zoo_t *z, loom_err_t *
     static const char *const id_p[] = {"id", NULL};
     static const char *const list_p[] = {"task", "limit", NULL};
     static const char *const match_p[] = {"model", "task", "top", NULL};
-    static const char *const warm_p[] = {"model", "task", "top", "seed", NULL};
+    static const char *const warm_p[] = {"model", "task", "top", "seed", "out", NULL};
     const unsigned s = LOOM_RPC_STRICT_PARAMS;
     int rc;
     if ((rc = loom_rpc_dispatcher_add(d, "zoo.add", m_add, z, add_p, s, err)) ||

@@ -28,6 +28,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "loom/gen.h"
 #include "loom/rpc.h"
@@ -73,8 +75,33 @@ static int warm_spec(const submit_sink_t *s, loom_rpc_client_t *c, json_t *spec,
     json_t *res = NULL;
     loom_rpc_client_error_t e;
     loom_rpc_client_error_init(&e);
-    int rc = loom_rpc_client_call(c, "zoo.warm", json_object_get(spec, "warm_start"),
-                                  LOOM_RPC_CALL_RETRY, &res, &e);
+    /* The weights go to a new file in the job's directory (its workdir, or
+     * the current one), created by loomd as this user, so that the job,
+     * running as this user, can read it (zoo.warm "out", docs/zoo.md). */
+    json_t *wp = json_deep_copy(json_object_get(spec, "warm_start"));
+    if (!json_is_object(wp)) {
+        json_decref(wp);
+        wp = json_object();
+    }
+    if (!json_object_get(wp, "out")) {
+        const char *wd = json_string_value(json_object_get(spec, "workdir"));
+        char cwd[4096], out[4200];
+        if (!wd || wd[0] != '/')
+            wd = getcwd(cwd, sizeof cwd) ? cwd : "/tmp";
+        static unsigned long seq;
+        unsigned long n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+        unsigned long long t = (unsigned long long)loom_time_real_ns();
+        snprintf(out, sizeof out, "%s/.loom-warm-gen-%llx-%x-%lu.lw", strcmp(wd, "/") ? wd : "", t,
+                 (unsigned)getpid(), n);
+        json_object_set_new(wp, "out", json_string(out));
+    }
+    int rc = loom_rpc_client_call(c, "zoo.warm", wp, 0, &res, &e);
+    struct stat st;
+    const char *made = json_string_value(json_object_get(wp, "out"));
+    if (rc != LOOM_OK && made && lstat(made, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        st.st_uid == geteuid())
+        unlink(made); /* created for this call, nothing written (the warm start failed) */
+    json_decref(wp);
     if (rc != LOOM_OK) {
         if (err)
             *err = e.err;

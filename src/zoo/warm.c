@@ -267,14 +267,14 @@ int loom_zoo_warm(loom_zoo_t *z, const char *child_onnx, const loom_zoo_match_op
         *report = NULL;
     int rc = loom_est_model_load(child_onnx, &mc, err);
     if (!rc)
-        rc = loom_zoo_warm_model(z, mc, child_onnx, mopts, topts, out_path, report, err);
+        rc = loom_zoo_warm_model(z, mc, child_onnx, mopts, topts, out_path, -1, report, err);
     loom_est_model_free(mc);
     return rc;
 }
 
 int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *mc, const char *child_onnx,
                         const loom_zoo_match_opts_t *mopts, const loom_zoo_transform_opts_t *topts,
-                        const char *out_path, json_t **report, loom_err_t *err)
+                        const char *out_path, int out_fd, json_t **report, loom_err_t *err)
 {
     int64_t t0 = loom_time_mono_ns();
     loom_est_model_t *mp = NULL;
@@ -329,7 +329,8 @@ int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *mc, const char *child_o
         json_object_set_new(meta, "transform_s", json_real(transform_s));
         json_decref(wc.meta);
         wc.meta = meta;
-        rc = loom_zoo_weights_save(&wc, out_path, err);
+        rc = out_fd >= 0 ? loom_zoo_weights_write_fd(&wc, out_fd, out_path, err)
+                         : loom_zoo_weights_save(&wc, out_path, err);
         if (!rc && report) {
             *report = json_deep_copy(meta);
             json_object_set_new(*report, "weights", json_string(out_path));

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom/zoo.h"
 
@@ -174,31 +175,64 @@ static int header_json(const loom_zoo_weights_t *w, loom_buf_t *hdr)
     return rc;
 }
 
-int loom_zoo_weights_save(const loom_zoo_weights_t *w, const char *path, loom_err_t *err)
+/* w's bytes ("LOOMWTS1", header, data) into *all; name names it in errors. */
+static int encode(const loom_zoo_weights_t *w, const char *name, loom_buf_t *all, loom_err_t *err)
 {
-    loom_buf_t hdr, all;
+    loom_buf_t hdr;
     loom_buf_init(&hdr);
-    loom_buf_init(&all);
     int rc = header_json(w, &hdr);
     uint8_t head[16];
     memcpy(head, MAGIC, 8);
     for (int i = 0; i < 8; i++)
         head[8 + i] = (uint8_t)((uint64_t)hdr.len >> (8 * i));
     if (!rc)
-        rc = loom_buf_append(&all, head, 16) || loom_buf_append(&all, hdr.data, hdr.len);
+        rc = loom_buf_append(all, head, 16) || loom_buf_append(all, hdr.data, hdr.len);
     for (size_t i = 0; !rc && i < w->n; i++) {
         for (size_t e = 0; !rc && e < w->t[i].numel; e++) {
             uint32_t u;
             memcpy(&u, &w->t[i].data[e], 4);
             uint8_t b[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
-            rc = loom_buf_append(&all, b, 4);
+            rc = loom_buf_append(all, b, 4);
         }
     }
-    if (rc)
-        rc = loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
-    else
-        rc = loom_write_file_atomic(path, all.data, all.len, 0644, err);
     loom_buf_free(&hdr);
+    if (rc)
+        return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
+    return LOOM_OK;
+}
+
+int loom_zoo_weights_save(const loom_zoo_weights_t *w, const char *path, loom_err_t *err)
+{
+    loom_buf_t all;
+    loom_buf_init(&all);
+    int rc = encode(w, path, &all, err);
+    if (!rc)
+        rc = loom_write_file_atomic(path, all.data, all.len, 0644, err);
+    loom_buf_free(&all);
+    return rc;
+}
+
+int loom_zoo_weights_write_fd(const loom_zoo_weights_t *w, int fd, const char *name,
+                              loom_err_t *err)
+{
+    loom_buf_t all;
+    loom_buf_init(&all);
+    int rc = encode(w, name, &all, err);
+    const char *p = all.data;
+    size_t left = rc ? 0 : all.len;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = loom_err_errno(err, LOOM_EIO, n < 0 ? errno : EIO, "%s: cannot write", name);
+            break;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (!rc && fsync(fd) != 0 && errno != EINVAL)
+        rc = loom_err_errno(err, LOOM_EIO, errno, "%s: cannot write", name);
     loom_buf_free(&all);
     return rc;
 }

@@ -304,7 +304,8 @@ print(json.dumps(out))
         self.assertEqual(code, -32020, msg)
         code, lst, _ = self.call(BOB, "zoo.list", {"task": "owners"})
         self.assertEqual(lst, {"entries": []})
-        code, msg, _ = self.call(BOB, "zoo.warm", {"model": bob_model, "task": "owners"})
+        code, msg, _ = self.call(BOB, "zoo.warm", {"model": bob_model, "task": "owners",
+                                                   "out": self.home(BOB, "no.lw")})
         self.assertEqual(code, -32020, msg)
         code, m, _ = self.call(BOB, "zoo.match", {"model": bob_model, "task": "owners"})
         self.assertEqual((code, m["candidates"]), (0, []), m)
@@ -319,6 +320,7 @@ print(json.dumps(out))
         self.assertEqual(code, 0, shared)
         code, m, _ = self.call(BOB, "zoo.match", {"model": bob_model, "task": "owners"})
         self.assertEqual((code, m["parent"]), (0, shared["id"]), m)
+        self.check_warm_out(bob_model)
         code, msg, _ = self.call(BOB, "zoo.remove", {"id": shared["id"]})
         self.assertNotEqual(code, 0)
         self.assertIn("only its owner or an operator may remove it", msg)
@@ -331,6 +333,60 @@ print(json.dumps(out))
             c.call("zoo.remove", {"id": shared["id"]})
         finally:
             c.close()
+
+    def check_warm_out(self, bob_model):
+        """zoo.warm's "out" (walk 31, item 1): the weights file is created as
+        the caller, so bob's job (running as bob) can read it; before, they
+        went to STATE/zoo/warm/ as root (0600 in a 0700 directory): EACCES."""
+        warm = {"model": bob_model, "task": "owners"}
+        out = self.home(BOB, "warm.lw")
+        code, w, _ = self.call(BOB, "zoo.warm", dict(warm, out=out))
+        self.assertEqual(code, 0, w)
+        self.assertEqual(w["weights"], out)
+        st = os.stat(out)
+        self.assertEqual((st.st_uid, st.st_gid, st.st_mode & 0o777),
+                         (self.pw[BOB].pw_uid, self.pw[BOB].pw_gid, 0o600))
+        p = self.as_user(BOB, ["/usr/bin/head", "-c", "8", out])
+        self.assertEqual((p.returncode, p.stdout), (0, "LOOMWTS1"), p.stderr)
+        # bob's job, run as bob, reads it (the line loom submit --warm-start adds)
+        script = ("#!/bin/sh\nexport LOOM_WARM_START='%s'\n"
+                  "head -c 8 \"$LOOM_WARM_START\" > warm-read.txt\n") % out
+        code, j, _ = self.call(BOB, "job.submit", {"name": "warmread", "script": script,
+                                                   "options": {"workdir": self.pw[BOB].pw_dir}})
+        self.assertEqual(code, 0, j)
+        c = self.d.client()
+        try:
+            for _ in range(300):
+                j = c.get(j["id"])
+                if j["state"] not in ("PENDING", "RUNNING"):
+                    break
+                time.sleep(0.1)
+        finally:
+            c.close()
+        self.assertEqual(j["state"], "COMPLETED", j.get("reason"))
+        with open(self.home(BOB, "warm-read.txt")) as f:
+            self.assertEqual(f.read(), "LOOMWTS1")
+        # no "out" from a user: refused (he could not read a file in STATE)
+        code, msg, _ = self.call(BOB, "zoo.warm", warm)
+        self.assertEqual(code, -32602, msg)
+        self.assertIn("params.out: required on a multi-user loomd", msg)
+        # relative, too long, existing, a link, a directory bob cannot write
+        # (alice's 0700 home: loomd is root, the file is created as bob)
+        os.symlink("/etc/passwd-loom-nonexistent", self.home(BOB, "link.lw"))
+        cases = [("warm.lw", "expected an absolute path"),
+                 ("/" + "x" * 300, "expected an absolute path of at most 256 bytes"),
+                 (out, "'%s': exists; expected a new file" % out),
+                 (self.home(BOB, "link.lw"), "exists; expected a new file"),
+                 (self.home(ALICE, "stolen.lw"),
+                  "'%s': cannot be created by user %s" % (self.home(ALICE, "stolen.lw"), BOB)),
+                 ("/etc/loom-warm-test.lw", "cannot be created by user %s" % BOB)]
+        for path, want in cases:
+            code, msg, _ = self.call(BOB, "zoo.warm", dict(warm, out=path))
+            self.assertEqual(code, -32602, (path, msg))
+            self.assertIn(want, msg)
+        self.assertFalse(os.path.exists(self.home(ALICE, "stolen.lw")))
+        self.assertFalse(os.path.exists("/etc/loom-warm-test.lw"))
+        self.assertFalse(os.path.exists("/etc/passwd-loom-nonexistent"))
 
 
 if __name__ == "__main__":

@@ -118,6 +118,12 @@ def main():
         assert j3["labels"]["zoo.similarity"] == "1.0000", j3["labels"]
         assert j3["labels"]["zoo.layers_mapped"] == "2 of 4", j3["labels"]
         assert "LOOM_WARM_START" in j3["script"]
+        # the weights: a new file in the submit directory, created as the
+        # caller (zoo.warm "out"), not under loomd's STATE/zoo/warm/
+        w3 = j3["labels"]["zoo.weights"]
+        assert os.path.dirname(w3) == work and os.path.basename(w3).startswith(
+            ".loom-warm-cli-"), w3
+        assert os.stat(w3).st_mode & 0o777 == 0o600 and os.path.getsize(w3) > 0, w3
         with open(os.path.join(out3, "metrics.json")) as f:
             assert json.load(f)["warm_start"]["applied"] == 4
         shown = subprocess.run([cli, "show", str(jid3)], capture_output=True, text=True,
@@ -141,6 +147,9 @@ def main():
         assert g["labels"]["zoo.parent"] == str(e2), g["labels"]
         assert g["labels"]["zoo.speedup"] == "4.30", g["labels"]
         assert g["script"].startswith("#!") and "export LOOM_WARM_START='" in g["script"], g
+        wg = g["labels"]["zoo.weights"]
+        assert os.path.dirname(wg) == work and os.path.basename(wg).startswith(
+            ".loom-warm-gen-") and os.path.getsize(wg) > 0, wg
         assert j3["labels"]["zoo.speedup"] == "4.30", j3["labels"]
         # no parent for another task: that job fails in gen, nothing is submitted cold
         with open(catalog, "w") as f:
@@ -153,6 +162,9 @@ def main():
                            text=True, env=env, cwd=work)
         assert "zoo.warm" in r.stdout + r.stderr, r.stdout + r.stderr
         assert not [j for j in c.list_all() if j["name"] == "nowarm"]
+        # its empty weights file (created before the match failed) is gone
+        left = [n for n in os.listdir(work) if n.startswith(".loom-warm-")]
+        assert len(left) == 2 and all(os.path.getsize(os.path.join(work, n)) for n in left), left
         # the CLI reads the same repository
         out = subprocess.run([cli, "zoo", "list", "--json", "--state-dir", d.state_dir],
                              capture_output=True, text=True, check=True).stdout
