@@ -76,6 +76,15 @@ class Walk31(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.until(ran, {"CANCELLED"})
         self.until(held, {"CANCELLED"})
+        # the cancel is stored at once; the process's end (its signal) a
+        # moment later, when the executor has reaped it
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rc, out, err = self.loom("show", str(ran), "--json")
+            self.assertEqual(rc, 0, err)
+            if (json.loads(out).get("run") or {}).get("outcome"):
+                break
+            time.sleep(0.1)
         rc, out, err = self.loom("sacct", "-n", "-P", "-o", "JobID,State,ExitCode,DerivedExitCode",
                                  "-j", f"{ran},{held}")
         self.assertEqual(rc, 0, err)
