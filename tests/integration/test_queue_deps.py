@@ -99,13 +99,17 @@ class QueueDeps(unittest.TestCase):
 
     def test_chain_runs_in_order(self):
         # Each job appends its id to one file; each depends on the one before.
+        # The first is held until the chain is whole (on a loaded machine the
+        # chain of quick jobs could otherwise run out while it is submitted).
         log = os.path.join(self.tmp, "chain.txt")
-        ids = [self.submit(f"echo $LOOM_JOB_ID >> {log}", "--name", "chain")]
+        ids = [self.submit(f"echo $LOOM_JOB_ID >> {log}", "--name", "chain", "--hold")]
         for _ in range(19):
             ids.append(self.submit(f"echo $LOOM_JOB_ID >> {log}", "--name", "chain",
                                    "--dependency", f"afterok:{ids[-1]}"))
         self.assertEqual(self.job(ids[-1])["state"], "PENDING")
         self.reason_is(ids[-1], "Dependency")
+        rc, _, err = self.loom("release", str(ids[0]))
+        self.assertEqual(rc, 0, err)
         for i in ids:
             self.assertEqual(self.ended(i)["state"], "COMPLETED")
         with open(log) as f:
