@@ -332,6 +332,36 @@ typedef int (*loom_runtime_quota_resolve_fn)(void *ctx, loom_runtime_quota_kind_
 int loom_runtime_quota_apply(loom_runtime_t *rt, const loom_runtime_quota_rule_t *rules, size_t n,
                              loom_runtime_quota_resolve_fn resolve, void *ctx, loom_err_t *err);
 
+/* Submission quotas (a rule's pending and time): a submission by `user`
+ * (a login; a simulator's user number written out) charged to `account`
+ * (NULL or "": none) with `time_limit_s` (0: none) that creates `count`
+ * pending jobs (an array: its tasks; 0: a change of a job that exists,
+ * checked for its time limit only). */
+typedef struct loom_runtime_submission {
+    const char *user;
+    const char *account;
+    int64_t time_limit_s;
+    int64_t count;
+} loom_runtime_submission_t;
+/* How many jobs the submission's user (by_account false) or account
+ * (true) has pending now, into *n: the caller's count (loomd its store). */
+typedef int (*loom_runtime_pending_fn)(void *ctx, const loom_runtime_submission_t *s,
+                                       bool by_account, int64_t *n, loom_err_t *err);
+/* The rule a submission would pass, what of it ("time limit (s)" or
+ * "pending jobs"), what the submission would make it and what is allowed. */
+typedef struct loom_runtime_quota_refusal {
+    const loom_runtime_quota_rule_t *rule;
+    const char *what;
+    int64_t used, allowed;
+} loom_runtime_quota_refusal_t;
+/* Checks a submission against every rule that applies, in order: LOOM_OK,
+ * or LOOM_ELIMIT with the message naming the rule and *why filled; an
+ * error of `pending` is returned as it is. */
+int loom_runtime_quota_check_submission(const loom_runtime_quota_rule_t *rules, size_t n,
+                                        const loom_runtime_submission_t *s,
+                                        loom_runtime_pending_fn pending, void *ctx,
+                                        loom_runtime_quota_refusal_t *why, loom_err_t *err);
+
 /* What who runs now (user or account), against the limits that apply. */
 typedef struct loom_runtime_usage {
     int64_t gpu_milli, jobs;

@@ -123,10 +123,12 @@ typedef struct loom_sim_opts {
      * belongs to account 1 + (k - 1) % accounts; 0: every job's account
      * is 0. */
     uint32_t accounts;
-    /* dynamic: running quotas (loom_runtime_quota_rule_t, as `loom sim
-     * --quota`): users and accounts named by number ("user:3=running=1",
-     * "account:2=gpus=4"), the numbers of the trace's "user"/"account" or
-     * of --users/--accounts. */
+    /* dynamic: quotas (loom_runtime_quota_rule_t, as `loom sim --quota`):
+     * users and accounts named by number ("user:3=running=1",
+     * "account:2=gpus=4,pending=10"), the numbers of the trace's
+     * "user"/"account" or of --users/--accounts. Running quotas (gpus,
+     * running) hold jobs in the runtime; submission quotas (pending, time)
+     * refuse a job at its arrival, as loomd's job.submit does (refused). */
     const loom_runtime_quota_rule_t *quotas;
     size_t nquotas;
 } loom_sim_opts_t;
@@ -168,6 +170,7 @@ typedef struct loom_sim_dynamic_result {
     size_t jobs, completed, unfit, running_at_end;
     size_t cancelled;     /* their dependencies could never be met (DependencyNeverSatisfied) */
     size_t never_started; /* still pending when nothing else could happen */
+    size_t refused;       /* refused at arrival by a submission quota (pending, time) */
     double mean_jct_s, mean_wait_s, p99_wait_s, makespan_s, mean_util_pct;
     double p99_jct_s;
     double *jcts; /* the completed jobs' JCTs, ascending (njcts of them) */

@@ -1,7 +1,10 @@
-/* Quotas: parsed from loomd --quota (or the configuration's quota lines).
- * Submission quotas are checked by job.submit before anything is stored;
- * running quotas are handed to the runtime (loomd_quota_apply), whose step
- * keeps a job that would pass one PENDING with reason QuotaLimit. */
+/* Quotas: store glue. Rules are parsed by the runtime
+ * (loom_runtime_quota_parse) from loomd --quota or the configuration's
+ * quota lines; job.submit asks the runtime's submission check
+ * (loom_runtime_quota_check_submission) with the store's pending counts
+ * before anything is stored; running quotas are handed to the runtime
+ * (loomd_quota_apply), whose step keeps a job that would pass one PENDING
+ * with reason QuotaLimit. Account names are numbered here for it. */
 #include <errno.h>
 #include <math.h>
 #include <pwd.h>
@@ -20,19 +23,17 @@ int loomd_quota_parse(const char *spec, loomd_quotas_t *qs, loom_err_t *err)
     return rc;
 }
 
-static bool applies(const loomd_quota_t *q, const loom_auth_identity_t *who, const char *account)
-{
-    return q->kind == '*' || (q->kind == 'u' && strcmp(q->name, who->user) == 0) ||
-           (q->kind == 'a' && account && strcmp(q->name, account) == 0);
-}
+struct pending_ctx {
+    loom_store_t *store;
+    uint32_t uid;
+};
 
-static int refuse(const loomd_quota_t *q, const char *what, int64_t limit, int64_t used,
-                  json_t **data, loom_err_t *err)
+static int count_pending(void *ctx, const loom_runtime_submission_t *s, bool by_account, int64_t *n,
+                         loom_err_t *err)
 {
-    *data = json_pack("{s:s, s:s, s:I, s:I}", "quota", q->text, "limit", what, "used",
-                      (json_int_t)used, "allowed", (json_int_t)limit);
-    return loom_err_set(err, LOOM_ELIMIT, "quota %s: %s %lld, the most allowed is %lld", q->text,
-                        what, (long long)used, (long long)limit);
+    const struct pending_ctx *p = ctx;
+    return by_account ? loom_store_count_pending(p->store, -1, s->account, n, err)
+                      : loom_store_count_pending(p->store, p->uid, NULL, n, err);
 }
 
 int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
@@ -40,36 +41,18 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
                       int64_t count, json_t **data, loom_err_t *err)
 {
     *data = NULL;
-    for (size_t i = 0; qs && i < qs->n; i++) {
-        const loomd_quota_t *q = &qs->q[i];
-        if (!applies(q, who, account))
-            continue;
-        if (q->time_s >= 0 && (time_limit_s == 0 || time_limit_s > q->time_s)) {
-            refuse(q, "time limit (s)", q->time_s, time_limit_s, data, err);
-            return loom_err_set(err, LOOM_ELIMIT,
-                                "quota %s: %s; the longest time limit allowed is %lld s (give "
-                                "time_limit, sbatch's --time)",
-                                q->text,
-                                time_limit_s ? "time limit too long" : "no time limit given",
-                                (long long)q->time_s);
-        }
-        if (q->pending < 0 || count < 1)
-            continue;
-        int64_t n;
-        int rc = q->kind == 'a' ? loom_store_count_pending(store, -1, account, &n, err)
-                                : loom_store_count_pending(store, who->uid, NULL, &n, err);
-        if (rc != LOOM_OK)
-            return rc;
-        if (n + count > q->pending)
-            return refuse(q, "pending jobs", q->pending, n + count, data, err);
-    }
-    return LOOM_OK;
+    struct pending_ctx ctx = {store, who->uid};
+    loom_runtime_submission_t s = {who->user, account, time_limit_s, count};
+    loom_runtime_quota_refusal_t why;
+    int rc = loom_runtime_quota_check_submission(qs ? qs->q : NULL, qs ? qs->n : 0, &s,
+                                                 count_pending, &ctx, &why, err);
+    if (rc == LOOM_ELIMIT && why.rule)
+        *data = json_pack("{s:s, s:s, s:I, s:I}", "quota", why.rule->text, "limit", why.what,
+                          "used", (json_int_t)why.used, "allowed", (json_int_t)why.allowed);
+    return rc;
 }
 
-/* ------------------------------------------------------- running quotas */
-
-/* ------------------------------------------------------------- accounts */ /* -------------------------------------------------------------
-                                                                                accounts */
+/* ------------------------------------------------------------- accounts */
 
 struct loomd_accounts {
     char **slot;   /* open addressing, linear probing; NULL: empty */

@@ -16,8 +16,10 @@
  *
  * With users, each user's GPU-seconds are kept in all and over the
  * contended time (every user has a backlog), where fair share shows. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,16 +40,26 @@ void loom_sim_dynamic_result_free(loom_sim_dynamic_result_t *r)
     r->njcts = 0;
 }
 
-enum { JOB_FUTURE, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_UNFIT, JOB_SUSPENDED, JOB_CANCELLED };
+enum {
+    JOB_FUTURE,
+    JOB_PENDING,
+    JOB_RUNNING,
+    JOB_DONE,
+    JOB_UNFIT,
+    JOB_SUSPENDED,
+    JOB_CANCELLED,
+    JOB_REFUSED /* a submission quota refused it */
+};
 
 typedef struct job {
     const loom_sim_task_t *task;
     double submit_s, start_s, finish_s, remaining_s;
     int state;
-    bool started;  /* has run at least once */
-    uint32_t user; /* 1..users, 0: none */
-    uint32_t gen;  /* bumped by a suspend: older heap entries are stale */
-    double gpus;   /* GPUs it holds while running */
+    bool started;            /* has run at least once */
+    uint32_t user;           /* 1..users, 0: none */
+    uint32_t gen;            /* bumped by a suspend: older heap entries are stale */
+    uint32_t owner, account; /* the runtime's user and account numbers */
+    double gpus;             /* GPUs it holds while running */
 } job_t;
 
 /* min-heap of departures by time; an entry is valid while its gen matches */
@@ -149,6 +161,8 @@ typedef struct run {
     size_t nheld, held_next;
     double *begins;
     size_t nbegins, begins_next;
+    const loom_runtime_quota_rule_t *quotas; /* submission quotas judged at arrival */
+    size_t nquotas;
 } run_t;
 
 /* GPUs a job asks for. */
@@ -292,6 +306,7 @@ static loom_runtime_dep_job_t outcome(void *ctx, uint64_t id)
     case JOB_FUTURE: return LOOM_RUNTIME_DEP_PENDING;
     case JOB_DONE: return LOOM_RUNTIME_DEP_OK;
     case JOB_UNFIT:
+    case JOB_REFUSED:
     case JOB_CANCELLED: return LOOM_RUNTIME_DEP_NOTOK;
     default: return LOOM_RUNTIME_DEP_RUNNING;
     }
@@ -351,6 +366,42 @@ static void release_due(run_t *r, loom_runtime_t *rt)
         loom_runtime_hold(rt, (uint64_t)(r->held[r->held_next] - r->jobs) + 1, false);
 }
 
+/* The jobs a submission's user or account has pending (held ones too, as
+ * loomd's store counts them): a scan, done only where a pending quota
+ * applies. */
+static int count_pending(void *ctx, const loom_runtime_submission_t *s, bool by_account, int64_t *n,
+                         loom_err_t *err)
+{
+    (void)err;
+    const run_t *r = ctx;
+    const char *name = by_account ? s->account : s->user;
+    unsigned long who = name ? strtoul(name, NULL, 10) : 0;
+    int64_t k = 0;
+    for (size_t i = 0; i < r->njobs; i++) {
+        const job_t *j = &r->jobs[i];
+        k += j->state == JOB_PENDING && (by_account ? j->account : j->owner) == who;
+    }
+    *n = k;
+    return LOOM_OK;
+}
+
+/* A submission quota refuses the arriving job (its numbers written out as
+ * the rules name them): it never enters the runtime. */
+static bool refused(const run_t *r, const loom_runtime_job_t *rj, int64_t tasks)
+{
+    if (!r->nquotas)
+        return false;
+    char user[16], account[16];
+    snprintf(user, sizeof user, "%" PRIu32, rj->user);
+    snprintf(account, sizeof account, "%" PRIu32, rj->account);
+    loom_runtime_submission_t s = {rj->user ? user : NULL, rj->account ? account : NULL,
+                                   rj->time_limit_s > 0 ? (int64_t)ceil(rj->time_limit_s) : 0,
+                                   tasks};
+    loom_runtime_quota_refusal_t why;
+    loom_err_t err;
+    return loom_runtime_quota_check_submission(r->quotas, r->nquotas, &s, count_pending, (void *)r,
+                                               &why, &err) == LOOM_ELIMIT;
+}
 /* Departures due by now, then arrivals due by now. */
 static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t *next,
                    double *jct_sum, double *last_end, loom_err_t *err)
@@ -392,6 +443,13 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
             .begin_s = tk->begin_s > 0 ? tk->begin_s / r->compress : 0};
         /* released before it arrived: it comes free */
         rj.hold = rj.hold && !(tk->release_s > 0 && tk->release_s / r->compress <= r->now);
+        if (refused(r, &rj, 1)) {
+            j->state = JOB_REFUSED;
+            r->res->refused++;
+            continue;
+        }
+        j->owner = rj.user;
+        j->account = rj.account;
         int rc = loom_runtime_submit(rt, &rj, err);
         if (rc)
             return rc;
@@ -517,7 +575,9 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
                .on_start_ctx = o->on_start_ctx,
                .preempt_cost_s = o->preempt_cost_s > 0 ? o->preempt_cost_s : 0,
                .users = o->users,
-               .accounts = o->accounts};
+               .accounts = o->accounts,
+               .quotas = o->quotas,
+               .nquotas = o->nquotas};
     job_t **order = calloc(t->n, sizeof *order);
     res->jcts = calloc(t->n, sizeof *res->jcts);
     size_t cap_tl = 0;

@@ -22,7 +22,7 @@ typedef struct group {
     const char *trace, *policy;
     size_t n;
     double alloc, alloc_sq, alloc_min, alloc_max, failed, frag, frag_pct, unalloc, final, secs;
-    double jct, wait, p99, makespan, util, completed, unfit, never, cancelled;
+    double jct, wait, p99, makespan, util, completed, unfit, never, cancelled, refused;
     uint32_t users;
     double jain, user_jct[LOOM_SIM_MAX_USERS];
     double p99_jct, backlog_s;
@@ -94,6 +94,7 @@ static size_t build_groups(const loom_sim_run_t *runs, size_t n, group_t *g, boo
         x->unfit += (double)d->unfit;
         x->never += (double)d->never_started;
         x->cancelled += (double)d->cancelled;
+        x->refused += (double)d->refused;
         x->users = d->users;
         x->jain += d->jain_jct;
         x->p99_jct += d->p99_jct_s;
@@ -151,6 +152,9 @@ int loom_sim_report_table(loom_buf_t *out, const loom_sim_run_t *runs, size_t n,
                 out, "%-12s %5zu %10.0f %12.0f %12.0f %12.0f %12.0f %8.2f %6.0f %6.0f\n",
                 g[k].policy, g[k].n, g[k].completed / m, g[k].jct / m, g[k].wait / m, g[k].p99 / m,
                 g[k].makespan / m, g[k].util / m, g[k].unfit / m, g[k].never / m);
+            if (g[k].refused > 0)
+                rc |= loom_buf_appendf(out, "%*s  refused at arrival by a submission quota: %.0f\n",
+                                       multi ? 27 : 0, "", g[k].refused / m);
             if (g[k].users) {
                 rc |= loom_buf_appendf(out,
                                        "%*s  users %u, Jain's index of mean JCT %.3f; "
@@ -201,6 +205,7 @@ int loom_sim_report_json(loom_buf_t *out, const loom_sim_run_t *runs, size_t n, 
             if (o) {
                 json_object_set_new(o, "p99_jct_s", json_real(g[k].p99_jct / m));
                 json_object_set_new(o, "cancelled", json_real(g[k].cancelled / m));
+                json_object_set_new(o, "refused", json_real(g[k].refused / m));
             }
             if (o && g[k].users) {
                 json_t *uj = json_array(), *ug = json_array(), *ub = json_array();

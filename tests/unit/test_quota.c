@@ -137,12 +137,89 @@ static void test_account_ids(void **state)
     loomd_accounts_free(NULL);
 }
 
+/* The counts the fake queue has pending: user "ann" 2, account "vision" 5. */
+static int fake_pending(void *ctx, const loom_runtime_submission_t *s, bool by_account, int64_t *n,
+                        loom_err_t *err)
+{
+    int *calls = ctx;
+    (*calls)++;
+    if (s->user && strcmp(s->user, "broken") == 0)
+        return loom_err_set(err, LOOM_EIO, "the count failed");
+    *n = by_account ? (s->account && strcmp(s->account, "vision") == 0 ? 5 : 0)
+                    : (strcmp(s->user, "ann") == 0 ? 2 : 0);
+    return LOOM_OK;
+}
+
+/* The runtime's submission check: the rule that applies (user, account,
+ * every user), pending counted only when the submission adds jobs, time
+ * limits (none given, too long), the first refusal named, a count that
+ * would overflow, the caller's error passed on. */
+static void test_submission(void **state)
+{
+    (void)state;
+    loom_runtime_quota_rule_t r[3];
+    loom_err_t err;
+    assert_int_equal(loom_runtime_quota_parse("user:ann=pending=3", &r[0], &err), LOOM_OK);
+    assert_int_equal(loom_runtime_quota_parse("account:vision=pending=6", &r[1], &err), LOOM_OK);
+    assert_int_equal(loom_runtime_quota_parse("*=time=1h", &r[2], &err), LOOM_OK);
+    loom_runtime_quota_refusal_t why;
+    int calls = 0;
+    loom_runtime_submission_t s = {"ann", NULL, 60, 1};
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err), LOOM_OK);
+    assert_int_equal(calls, 1);
+    s.count = 2; /* 2 pending + 2 > 3 */
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err),
+        LOOM_ELIMIT);
+    assert_ptr_equal(why.rule, &r[0]);
+    assert_string_equal(why.what, "pending jobs");
+    assert_int_equal(why.used, 4);
+    assert_int_equal(why.allowed, 3);
+    assert_non_null(strstr(err.msg, "quota user:ann=pending=3: pending jobs 4"));
+    s = (loom_runtime_submission_t){"bob", "vision", 60, 2}; /* 5 + 2 > 6 */
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err),
+        LOOM_ELIMIT);
+    assert_ptr_equal(why.rule, &r[1]);
+    s.count = 0; /* a change: time only, nothing counted */
+    calls = 0;
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err), LOOM_OK);
+    assert_int_equal(calls, 0);
+    s.time_limit_s = 0; /* none given */
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err),
+        LOOM_ELIMIT);
+    assert_ptr_equal(why.rule, &r[2]);
+    assert_non_null(strstr(err.msg, "no time limit given"));
+    s.time_limit_s = 3601;
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err),
+        LOOM_ELIMIT);
+    assert_non_null(strstr(err.msg, "time limit too long; the longest time limit allowed is 3600"));
+    assert_int_equal(why.used, 3601);
+    s = (loom_runtime_submission_t){"ann", NULL, 60, INT64_MAX};
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err),
+        LOOM_ELIMIT);
+    assert_int_equal(why.used, INT64_MAX);
+    s = (loom_runtime_submission_t){"broken", "vision", 60, 1};
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err), LOOM_EIO);
+    assert_null(why.rule);
+    s = (loom_runtime_submission_t){NULL, NULL, 60, 1}; /* no user: only "*" applies */
+    assert_int_equal(
+        loom_runtime_quota_check_submission(r, 3, &s, fake_pending, &calls, &why, &err), LOOM_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_running),
         cmocka_unit_test(test_account_ids),
         cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_submission),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -335,6 +335,50 @@ static void test_dynamic_deps_holds_quotas(void **state)
     loom_sched_cluster_free(&c);
 }
 
+/* Submission quotas in the simulator, as loomd's job.submit judges them:
+ * one 1-GPU node; user 3 may have 1 job pending: x runs at 0, y waits,
+ * z (at 2) is refused, w (at 11, y started at 10) is taken; user 4 must
+ * give a time limit of at most a minute: u (none) and v (2 min) are
+ * refused, s (30 s) runs. Without the rules nothing is refused. */
+static void test_dynamic_submission_quotas(void **state)
+{
+    (void)state;
+    loom_sched_cluster_t c;
+    loom_sched_cluster_init(&c);
+    assert_int_equal(loom_sched_cluster_add_node(&c, "n", 64000, 0, 1, "G", 0, NULL, NULL), 0);
+    const char *jobs =
+        "{\"id\":\"x\",\"due\":0,\"duration\":10,\"gpus\":1,\"user\":3}\n"
+        "{\"id\":\"y\",\"due\":1,\"duration\":10,\"gpus\":1,\"user\":3}\n"
+        "{\"id\":\"z\",\"due\":2,\"duration\":10,\"gpus\":1,\"user\":3}\n"
+        "{\"id\":\"w\",\"due\":11,\"duration\":1,\"gpus\":1,\"user\":3}\n"
+        "{\"id\":\"u\",\"due\":3,\"duration\":1,\"gpus\":1,\"user\":4}\n"
+        "{\"id\":\"v\",\"due\":3,\"duration\":1,\"gpus\":1,\"user\":4,\"time_limit\":120}\n"
+        "{\"id\":\"s\",\"due\":3,\"duration\":1,\"gpus\":1,\"user\":4,\"time_limit\":30}\n";
+    loom_sim_trace_t t = {0};
+    loom_err_t err;
+    assert_int_equal(loom_sim_jsonl_parse(S(jobs), "q.jsonl", &c, &t, &err), 0);
+    loom_runtime_quota_rule_t q[2];
+    assert_int_equal(loom_runtime_quota_parse("user:3=pending=1", &q[0], &err), LOOM_OK);
+    assert_int_equal(loom_runtime_quota_parse("user:4=time=1m", &q[1], &err), LOOM_OK);
+    loom_sim_opts_t o = {.policy = "firstfit", .queue = "fifo", .debug_check = true};
+    o.quotas = q;
+    o.nquotas = 2;
+    loom_sim_dynamic_result_t r;
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.refused, 3);
+    assert_int_equal(r.completed, 4);
+    loom_sim_dynamic_result_free(&r);
+    o.nquotas = 0;
+    if (loom_sim_dynamic(&c, &t, &o, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.refused, 0);
+    assert_int_equal(r.completed, 7);
+    loom_sim_dynamic_result_free(&r);
+    loom_sim_trace_free(&t);
+    loom_sched_cluster_free(&c);
+}
+
 /* The must-show case of backfill with reservations in the simulator (as
  * test_backfill_reservation in test_runtime.c): one node of 4 GPUs, an
  * endless stream of one-GPU jobs (one every 25 s from 0 to 2000, each runs
@@ -481,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_small),
         cmocka_unit_test(test_dynamic_backfill_reservation),
         cmocka_unit_test(test_dynamic_deps_holds_quotas),
+        cmocka_unit_test(test_dynamic_submission_quotas),
         cmocka_unit_test(test_dynamic_tiresias_preempts),
         cmocka_unit_test(test_packing_real_trace_checked),
     };
