@@ -1,10 +1,12 @@
 """bench/vs_slurm's smoke run, without Slurm: the first 20 jobs of the
 committed workload (bench/vs_slurm.jsonl), arrivals and run times divided
-by 4, through `loom sim` and through four loomd (FIFO + EASY backfill and
-Tiresias, firstfit and FGD). Checks what the benchmark needs, not its
+by 4, through `loom sim` and through one loomd per row of the benchmark
+(FIFO + EASY backfill and Tiresias, firstfit and FGD; FIFO + conservative
+backfill, firstfit). Checks what the benchmark needs, not its
 figures: every loomd job COMPLETED, the simulator's per-job helper
 (bench_vs_slurm_sim) agrees with loom sim's mean wait (the script raises
-otherwise), and the report has its eight rows and its goals section."""
+otherwise), and the report has its rows (two per row of bench/vs_slurm.py's ROWS) and
+its goals section."""
 
 import os
 import subprocess
@@ -23,7 +25,9 @@ def main():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     md = open(out).read()
     rows = [line for line in md.splitlines() if line.startswith(("| loomd |", "| loom sim |"))]
-    assert len(rows) == 8, md
+    sys.path.insert(0, os.path.join(src, "bench"))
+    import vs_slurm
+    assert len(rows) == 2 * len(vs_slurm.ROWS), md
     for line in rows:
         assert "failed" not in line, line
         if line.startswith("| loomd |"):
