@@ -317,10 +317,18 @@ static const char *throttle(const json_t *j)
     return p ? p : "";
 }
 
+/* A pending job held by a user or an operator (Slurm splits a task held
+ * on its own off its array's record). */
+static bool held(const json_t *j)
+{
+    return strncmp(reason(j), "JobHeld", 7) == 0;
+}
+
 /* How many rows from i on are tasks of one array that never started, in
- * one state with one reason, shown as one row "12_[3-5,9%2]" (as squeue
- * shows an array's pending tasks, or all of them cancelled before they
- * started); the id text in out. */
+ * one state, held or not, shown as one row "12_[3-5,9%2]" with the first
+ * task's reason (as squeue shows an array's pending tasks, one record
+ * with one reason, whatever each task would wait for; or all of them
+ * cancelled before they started); the id text in out. */
 static size_t group(json_t *const *rows, size_t n, size_t i, bool per_task, char *out, size_t len)
 {
     const json_t *j = rows[i];
@@ -330,8 +338,7 @@ static size_t group(json_t *const *rows, size_t n, size_t i, bool per_task, char
         return 1;
     size_t k = i + 1;
     while (k < n && !started(rows[k]) && loom_slurm_task(rows[k], &a2, &t2) && a2 == aid &&
-           strcmp(str_of(rows[k], "state"), str_of(j, "state")) == 0 &&
-           strcmp(reason(rows[k]), reason(j)) == 0)
+           strcmp(str_of(rows[k], "state"), str_of(j, "state")) == 0 && held(rows[k]) == held(j))
         k++;
     size_t at = (size_t)snprintf(out, len, "%lld_[", (long long)aid);
     for (size_t s = i; s < k && at < len;) {

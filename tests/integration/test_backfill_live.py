@@ -84,10 +84,36 @@ def scenario(backfill):
                 c.cancel(jid)
 
 
+def array_one_record():
+    """`loom squeue` shows an array's never-started tasks as one record, as
+    Slurm keeps them in one job record with one reason: behind a job that
+    holds the node, the first task waits for Resources and the others for
+    Priority (they were two rows, split by reason)."""
+    with Loomd(extra_args=["--executor", "local", "--node", NODE]) as d:
+        c = d.client()
+        blocker = c.call("job.submit", {"name": "blk", "script": SLEEP, "time_limit": 60,
+                                        "resources": {"cpus": 4}})["id"]
+        wait(c, blocker, lambda j: j["state"] == "RUNNING", "running")
+        arr = c.call("job.submit", {"name": "arr", "script": SLEEP, "time_limit": 60,
+                                    "resources": {"cpus": 4}, "options": {"array": "0-2"}})["id"]
+        wait(c, arr + 2, lambda j: j["reason"] == "Priority", "waiting for Priority")
+        assert c.get(arr)["reason"] in ("Resources", "Reservation"), c.get(arr)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        env["LOOM_STATE_DIR"] = d.state_dir
+        p = subprocess.run([LOOM, "squeue", "--name", "arr", "-h", "-o", "%i %T %r"],
+                           capture_output=True, text=True, env=env, timeout=30)
+        assert p.returncode == 0, p.stderr
+        rows = p.stdout.splitlines()
+        assert len(rows) == 1 and rows[0].startswith(f"{arr}_[0-2] PENDING "), p.stdout
+        for jid in (blocker, arr, arr + 1, arr + 2):
+            c.cancel(jid)
+
+
 def main():
     out = scenario("easy")
     print(out)
     scenario("greedy")
+    array_one_record()
     print("ok")
 
 
