@@ -62,6 +62,7 @@ ROWS = [
     # Slurm's sched/backfill plans a start for every job it tests (up to
     # bf_max_job_test, 500): conservative backfill is the like-for-like row.
     ("FIFO + conservative backfill, firstfit", "fifo", "conservative", "firstfit"),
+    ("FIFO + conservative backfill, FGD", "fifo", "conservative", "fgd"),
     ("Tiresias, firstfit", TIRESIAS, "greedy", "firstfit"),
     ("Tiresias, FGD", TIRESIAS, "greedy", "fgd"),
 ]

@@ -1,8 +1,8 @@
 """bench/vs_slurm's smoke run, without Slurm: the first 20 jobs of the
 committed workload (bench/vs_slurm.jsonl), arrivals and run times divided
 by 4, through `loom sim` and through one loomd per row of the benchmark
-(FIFO + EASY backfill and Tiresias, firstfit and FGD; FIFO + conservative
-backfill, firstfit). Checks what the benchmark needs, not its
+(FIFO + EASY backfill, FIFO + conservative backfill and Tiresias, each
+with firstfit and FGD). Checks what the benchmark needs, not its
 figures: every loomd job COMPLETED, the simulator's per-job helper
 (bench_vs_slurm_sim) agrees with loom sim's mean wait (the script raises
 otherwise), and the report has its rows (two per row of bench/vs_slurm.py's ROWS) and
