@@ -236,6 +236,7 @@ def run_loomd(build, jobs, tmp, row, result):
         sampler = threading.Thread(target=sample)
         sampler.start()
         t0 = time.monotonic()
+        late = 0.0
         for j in jobs:
             wait = t0 + j["due_s"] - time.monotonic()
             if wait > 0:
@@ -245,6 +246,8 @@ def run_loomd(build, jobs, tmp, row, result):
                 "name": j["id"], "script": job_script(j["duration_s"]),
                 "time_limit": j["time_limit"],
                 "resources": {"cpus": r["cpus"], "memory": f"{r['mem_mib']}MiB", "gpus": r["gpus"]}})["id"]
+            late = max(late, time.monotonic() - t0 - j["due_s"])
+        result["late"] = late
         while True:
             listed = {x["id"]: x["state"] for x in c.list_all()}
             if all(listed.get(i) not in ("PENDING", "RUNNING", None) for i in ids.values()):
@@ -458,7 +461,9 @@ def main_run(argv):
                 t.start()
             for t in threads:
                 t.join()
-            notes.append(f"loomd: the {len(ROWS)} loomd ran at once, {time.monotonic() - t0:.0f} s")
+            notes.append(f"loomd: the {len(ROWS)} loomd ran at once, {time.monotonic() - t0:.0f} s; "
+                         f"the latest job.submit returned {max(r.get('late', 0) for r in results):.2f} s "
+                         "after its arrival time")
             for row, res in zip(ROWS, results):
                 if "error" in res:
                     print("loomd", row[0], "ERROR", res["error"], res.get("log", ""), flush=True)
