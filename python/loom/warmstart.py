@@ -17,10 +17,12 @@ Only numpy is needed to read or write the files; apply() needs PyTorch.
 import json
 import os
 import struct
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MAGIC = b"LOOMWTS1"
 MAX_HEADER = 16 << 20
