@@ -144,6 +144,35 @@ class Submit(unittest.TestCase):
             kw[group] = self.GROUPED[group]
             self.assertEqual(self.body(SCRIPT, **kw), flat, group)
 
+    # What the SDK before the groups (main at e8b00c6) sent for this call, byte for byte (its
+    # JSON-RPC id set to 0): the old keywords, and the groups, still send exactly this.
+    BEFORE = (b'{"jsonrpc": "2.0", "method": "job.submit", "id": 0, "params": {"name": "n", '
+              b'"script": "s", "submit_id": "fixed", "resources": {"cpus": 2, "memory": "1GiB", '
+              b'"gpus": 1, "gpu_share": 500, "gpu_memory": "2GiB", "gpu_type": "A100"}, '
+              b'"format": "yaml", "time_limit": "1h", "priority": 4, "labels": {"k": "v"}, '
+              b'"model": "/m.onnx", "options": {"x": 1, "array": "0-9", "dependency": '
+              b'"afterok:1:2", "hold": true, "begin": "now", "workdir": "/w", "output": "o", '
+              b'"error": "e", "env": ["A=1"], "account": "acct", "comment": "c"}, "extra": 5}}')
+
+    def test_request_as_before(self):
+        common = dict(name="n", labels={"k": "v"}, submit_id="fixed", model="/m.onnx",
+                      comment="c", options={"x": 1}, extra=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            old = self.body("s", format="yaml", cpus=2, memory="1GiB", gpus=1, gpu_share=0.5,
+                            gpu_memory="2GiB", gpu_type="A100", time="1h", priority=4,
+                            array="0-9", dependency=[1, 2], hold=True, begin="now",
+                            workdir="/w", output="o", error="e", env={"A": "1"},
+                            account="acct", **common)
+        self.assertEqual(old, self.BEFORE)
+        new = self.body("s", job_format="yaml", resources=loom.ResourceSpec(
+            cpus=2, memory="1GiB", gpus=1, gpu_share=0.5, gpu_memory="2GiB", gpu_type="A100",
+            time_limit="1h"), files=loom.FileSpec(workdir="/w", output="o", error="e",
+                                                  env={"A": "1"}),
+            scheduling=loom.ScheduleSpec(priority=4, array="0-9", dependency=[1, 2], hold=True,
+                                         begin="now", account="acct"), **common)
+        self.assertEqual(new, self.BEFORE)
+
     def test_grouped_defaults_send_nothing(self):
         self.assertEqual(self.body(SCRIPT, submit_id="a", resources=loom.ResourceSpec(),
                                    files=loom.FileSpec(), scheduling=loom.ScheduleSpec()),
