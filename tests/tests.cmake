@@ -2,6 +2,7 @@
 # edit here:
 #   tests/unit/test_<name>.c        cmocka program, test "unit.<name>"
 #   tests/integration/test_<name>.sh|.py   test "integration.<name>"
+#   tests/python/test_<name>.py     unittest of the Python SDK, test "unit.python_<name>"
 #   tests/fuzz/fuzz_<name>.c        libFuzzer target (LOOM_FUZZ, clang), with a
 #                                   short run as test "fuzz.<name>" seeded
 #                                   from tests/fuzz/corpus/<name>/ if present
@@ -77,6 +78,26 @@ foreach(src ${integ_tests})
   set_tests_properties(integration.${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 900
                        RESOURCE_LOCK "integration;slurm")
 endforeach()
+
+# The Python SDK (python/loom, docs/python.md): tests/python/test_<name>.py is
+# test "unit.python_<name>", unittest against the in-process fake loomd of
+# tests/python/fake_loomd.py (no loomd, no build); "unit.python_mypy" runs
+# mypy --strict over the SDK (Debian's python3-mypy, scripts/deps/test.txt)
+# and fails on any finding. Label "python" selects them all (ctest -L python).
+file(GLOB py_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/python/test_*.py)
+foreach(src ${py_tests})
+  get_filename_component(name ${src} NAME_WE)
+  string(REGEX REPLACE "^test_" "" short ${name})
+  add_test(NAME unit.python_${short} COMMAND /usr/bin/python3 -m unittest -v ${name}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/python)
+  set_tests_properties(unit.python_${short} PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300
+                       LABELS "unit;python")
+endforeach()
+add_test(NAME unit.python_mypy
+         COMMAND /usr/bin/python3 -m mypy --strict --config-file python/pyproject.toml
+                 --cache-dir ${CMAKE_BINARY_DIR}/mypy-cache python/loom
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(unit.python_mypy PROPERTIES TIMEOUT 600 LABELS "unit;python")
 
 if(LOOM_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   # libloom's objects carry coverage instrumentation in this build (see the

@@ -5,16 +5,18 @@
     loom.Executor   Python functions as loom jobs (concurrent.futures interface)
     loom.monitor    hardware metrics through libloom (ctypes)
     loom.errors     typed exceptions; loom.types: the result dataclasses
+    loom.spec       what submit asks for, grouped: ResourceSpec, FileSpec, ScheduleSpec
 
 See docs/python.md."""
 
-from . import errors, monitor, types
+from . import errors, monitor, spec, types
 from .client import Client, default_url
 from .errors import (AuthError, EstimateFailed, HttpError, InvalidParams, InvalidRequest,
                      InvalidState, JobCancelled, JobFailed, JobNotFound, JobTimeout, LoomError,
                      MethodNotFound, NotSupported, Overloaded, RpcError, ShuttingDown,
                      StoreFailed, TransportError, WaitTimeout)
 from .executor import Executor, LoomFuture, RemoteTraceback
+from .spec import FileSpec, ResourceSpec, ScheduleSpec
 from .types import (TERMINAL_STATES, Event, Gpu, Job, Node, Outcome, Resources, Run,
                     ServerInfo, SubmitResult)
 
@@ -27,4 +29,5 @@ __all__ = [
     "RpcError", "InvalidRequest", "MethodNotFound", "InvalidParams", "JobNotFound",
     "InvalidState", "Overloaded", "StoreFailed", "ShuttingDown", "EstimateFailed",
     "NotSupported", "WaitTimeout", "JobFailed", "JobTimeout", "JobCancelled",
+    "spec", "ResourceSpec", "FileSpec", "ScheduleSpec",
 ]

@@ -9,20 +9,23 @@ import os
 import pickle
 import sys
 import traceback
+from typing import Any, List, Tuple
 
 
-def _load_main(path):
+def _load_main(path: str) -> None:
     """Makes the submitter's main script importable as __main__ (as
     multiprocessing's spawn does): run as __mp_main__, so its
     `if __name__ == "__main__":` block stays off."""
     spec = importlib.util.spec_from_file_location("__mp_main__", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: cannot be loaded as a module")
     mod = importlib.util.module_from_spec(spec)
     sys.modules["__mp_main__"] = mod
     sys.modules["__main__"] = mod
     spec.loader.exec_module(mod)
 
 
-def _write(task, outcome):
+def _write(task: str, outcome: Tuple[Any, ...]) -> None:
     try:
         data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # the value or exception itself does not pickle
@@ -38,7 +41,7 @@ def _write(task, outcome):
     os.replace(tmp, task + ".out")
 
 
-def main(argv):
+def main(argv: List[str]) -> int:
     if len(argv) != 2:
         print("usage: python3 -m loom._run TASK", file=sys.stderr)
         return 2

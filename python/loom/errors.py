@@ -6,6 +6,11 @@ message and data as loomd sent them. Transport failures are TransportError
 (cannot connect, connection broken, timed out) or HttpError (a status other
 than 200/204, e.g. 401 for a wrong token)."""
 
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Type, Union
+
+if TYPE_CHECKING:  # loom.types imports nothing from here; this keeps it so at run time
+    from .types import Job
+
 __all__ = [
     "LoomError", "TransportError", "HttpError", "AuthError", "RpcError", "ParseError",
     "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError", "JobNotFound",
@@ -21,7 +26,7 @@ class LoomError(Exception):
 class TransportError(LoomError, ConnectionError):
     """loomd could not be reached, or the connection broke or timed out."""
 
-    def __init__(self, url, detail):
+    def __init__(self, url: str, detail: str) -> None:
         super().__init__(f"cannot reach loomd at {url}: {detail}")
         self.url = url
         self.detail = detail
@@ -30,7 +35,7 @@ class TransportError(LoomError, ConnectionError):
 class HttpError(LoomError):
     """loomd answered with an HTTP status that carries no JSON-RPC response."""
 
-    def __init__(self, status, body):
+    def __init__(self, status: int, body: Union[bytes, str]) -> None:
         text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
         super().__init__(f"HTTP {status}: {text[:200]}")
         self.status = status
@@ -44,9 +49,10 @@ class AuthError(HttpError):
 class RpcError(LoomError):
     """A JSON-RPC error object: code, message and data exactly as loomd sent them."""
 
-    code = None
+    code: Optional[int] = None
 
-    def __init__(self, code, message, data=None, method=None):
+    def __init__(self, code: Optional[int], message: str, data: Any = None,
+                 method: Optional[str] = None) -> None:
         where = f"{method}: " if method else ""
         super().__init__(f"{where}{message} ({code})")
         self.code = code
@@ -55,9 +61,9 @@ class RpcError(LoomError):
         self.method = method
 
     @property
-    def error(self):
+    def error(self) -> Dict[str, Any]:
         """The JSON-RPC error object."""
-        e = {"code": self.code, "message": self.message}
+        e: Dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             e["data"] = self.data
         return e
@@ -111,12 +117,13 @@ class EstimateFailed(RpcError):
     code = -32006
 
 
-_BY_CODE = {c.code: c for c in (ParseError, InvalidRequest, MethodNotFound, InvalidParams,
-                                InternalError, JobNotFound, InvalidState, Overloaded,
-                                StoreFailed, ShuttingDown, EstimateFailed)}
+_BY_CODE: Dict[Optional[int], Type[RpcError]] = {
+    c.code: c for c in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError,
+                        JobNotFound, InvalidState, Overloaded, StoreFailed, ShuttingDown,
+                        EstimateFailed)}
 
 
-def rpc_error(error, method=None):
+def rpc_error(error: Mapping[str, Any], method: Optional[str] = None) -> RpcError:
     """The exception for a JSON-RPC error object."""
     code = error.get("code")
     cls = _BY_CODE.get(code, RpcError)
@@ -130,7 +137,7 @@ class NotSupported(LoomError):
 class WaitTimeout(LoomError, TimeoutError):
     """Client.wait gave up before the job reached the state waited for."""
 
-    def __init__(self, job_id, state, timeout):
+    def __init__(self, job_id: int, state: str, timeout: float) -> None:
         super().__init__(f"job {job_id} still {state} after {timeout:g} s")
         self.job_id = job_id
         self.state = state
@@ -139,7 +146,7 @@ class WaitTimeout(LoomError, TimeoutError):
 class JobFailed(LoomError):
     """An Executor job ended without a result: the job (a loom.Job) says why."""
 
-    def __init__(self, job, detail=""):
+    def __init__(self, job: "Job", detail: str = "") -> None:
         reason = job.reason or (job.run.outcome.reason if job.run and job.run.outcome else None)
         msg = f"job {job.id} ended {job.state}"
         if reason:

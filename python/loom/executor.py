@@ -8,7 +8,7 @@ interface (as submitit does for Slurm).
         return accuracy
 
     if __name__ == "__main__":
-        with loom.Executor(gpus=1, time="1h") as ex:
+        with loom.Executor(gpus=1, time_limit="1h") as ex:
             fut = ex.submit(train, lr=0.1)
             print(fut.result())          # the return value, or train's exception
 
@@ -36,11 +36,16 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 from .client import Client
 from .errors import (InvalidParams, InvalidState, JobCancelled, JobFailed, JobNotFound,
-                     JobTimeout, LoomError)
-from .types import TERMINAL_STATES
+                     JobTimeout, LoomError, RpcError)
+from .spec import Duration, FileSpec, GpuShare, ResourceSpec, ScheduleSpec, Size
+from .types import TERMINAL_STATES, Job
+
+_R = TypeVar("_R")
 
 __all__ = ["Executor", "LoomFuture", "RemoteTraceback"]
 
@@ -52,25 +57,25 @@ _MAX_WAITERS = 8  # job.wait calls held at once (each on its own connection)
 class RemoteTraceback(Exception):
     """The traceback of an exception raised inside a job (as the __cause__)."""
 
-    def __init__(self, tb):
+    def __init__(self, tb: str) -> None:
         super().__init__(tb)
         self.tb = tb
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.tb
 
 
-class LoomFuture(concurrent.futures.Future):
+class LoomFuture(concurrent.futures.Future[Any]):
     """A concurrent.futures.Future for one loom job (job_id). cancel()
     cancels the job on loomd while it is pending or running."""
 
-    def __init__(self, executor, job_id, task):
+    def __init__(self, executor: "Executor", job_id: int, task: str) -> None:
         super().__init__()
         self.job_id = job_id
         self._executor = executor
         self._task = task
 
-    def cancel(self):
+    def cancel(self) -> bool:
         if self.done():
             return False
         try:
@@ -83,7 +88,9 @@ class LoomFuture(concurrent.futures.Future):
         return True
 
 
-def _tail(path, n=2000):
+def _tail(path: Optional[str], n: int = 2000) -> str:
+    if path is None:
+        return ""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.fstat(f.fileno()).st_size - n))
@@ -94,12 +101,13 @@ def _tail(path, n=2000):
 
 class Executor(concurrent.futures.Executor):
     """Runs picklable functions as loom jobs. Resources as Client.submit's
-    (gpus, cpus, memory, gpu_share, gpu_memory, gpu_type, time, priority,
-    labels); url/token/client pick loomd; folder holds the pickled tasks and
-    results (removed as futures complete); python is the interpreter the job
-    runs (default: this one); hold: the seconds loomd may hold one job.wait
-    call (1 to 30). time is in seconds (int or a timedelta), as in
-    Client.submit, not sbatch's minutes.
+    (gpus, cpus, memory, gpu_share, gpu_memory, gpu_type, time_limit,
+    priority, labels); url/token/client pick loomd; folder holds the pickled
+    tasks and results (removed as futures complete); python is the
+    interpreter the job runs (default: this one); hold: the seconds loomd may
+    hold one job.wait call (1 to 30). time_limit is in seconds (int or a
+    timedelta), as in Client.submit, not sbatch's minutes; time= is its
+    deprecated name (it shadows Python's time).
 
     workdir: the jobs' working directory (default: the current one, which
     Client.submit sends); output/error: their output files, sbatch's
@@ -112,38 +120,53 @@ class Executor(concurrent.futures.Executor):
     (at most 8 at once) starts for futures submitted while every batch is
     held, so a short job submitted behind long ones is not kept waiting."""
 
-    def __init__(self, gpus=None, time=None, cpus=None, memory=None, gpu_share=None,
-                 gpu_memory=None, gpu_type=None, priority=None, labels=None, name=None,
-                 url=None, token=None, client=None, folder=None, python=None, hold=20,
-                 workdir=None, output=None, error=None):
+    def __init__(self, gpus: Optional[int] = None, time: Optional[Duration] = None,
+                 cpus: Optional[int] = None, memory: Optional[Size] = None,
+                 gpu_share: Optional[GpuShare] = None, gpu_memory: Optional[Size] = None,
+                 gpu_type: Optional[str] = None, priority: Optional[int] = None,
+                 labels: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+                 url: Optional[str] = None, token: Optional[str] = None,
+                 client: Optional[Client] = None, folder: Optional[str] = None,
+                 python: Optional[str] = None, hold: int = 20, workdir: Optional[str] = None,
+                 output: Optional[str] = None, error: Optional[str] = None, *,
+                 time_limit: Optional[Duration] = None) -> None:
+        if time is not None:
+            if time_limit is not None:
+                raise TypeError("Executor: time_limit= and its deprecated name time= both given")
+            warnings.warn("Executor: time= is deprecated (it shadows Python's time): use "
+                          "time_limit=", DeprecationWarning, stacklevel=2)
+            time_limit = time
         self._client = client or Client(url, token)
-        self._resources = dict(gpus=gpus, time=time, cpus=cpus, memory=memory,
-                               gpu_share=gpu_share, gpu_memory=gpu_memory, gpu_type=gpu_type,
-                               priority=priority)
+        self._resources = ResourceSpec(gpus=gpus, time_limit=time_limit, cpus=cpus,
+                                       memory=memory, gpu_share=gpu_share,
+                                       gpu_memory=gpu_memory, gpu_type=gpu_type)
+        self._scheduling = ScheduleSpec(priority=priority)
         self._labels = dict(labels or {})
         self._name = name
         root = folder or os.path.join(os.path.expanduser("~"), ".cache", "loom", "executor")
         os.makedirs(root, mode=0o700, exist_ok=True)
         self._folder = tempfile.mkdtemp(prefix="ex-", dir=root)
-        self._io = dict(workdir=workdir or os.getcwd(),
-                        output=output or os.path.join(self._folder, "job-%j.out"), error=error)
+        self._io = FileSpec(workdir=workdir or os.getcwd(),
+                            output=output or os.path.join(self._folder, "job-%j.out"),
+                            error=error)
         self._python = python or sys.executable or "/usr/bin/python3"
         if not 1 <= int(hold) <= 30:
             raise ValueError("hold: expected 1 to 30 seconds (job.wait's timeout)")
         self._hold = int(hold)
         self._wait_ids = _WAIT_IDS
         self._any = True  # False: a loomd whose job.wait lacks `any`
-        self._pending = {}  # job id -> LoomFuture
-        self._queue = []  # futures no waiter watches yet
+        self._pending: Dict[int, LoomFuture] = {}  # job id -> LoomFuture
+        self._queue: List[LoomFuture] = []  # futures no waiter watches yet
         self._waiters = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._shutdown = False
-        self._watcher = None
+        self._watcher: Optional[threading.Thread] = None
         self._seq = 0
 
     # ------------------------------------------------------------- submit
-    def _task(self, fn, args, kwargs):
+    def _task(self, fn: Callable[..., Any], args: Tuple[Any, ...],
+              kwargs: Dict[str, Any]) -> str:
         main = sys.modules.get("__main__")
         main_file = getattr(main, "__file__", None)
         meta = {"sys_path": [p for p in sys.path if p and os.path.isdir(p)],
@@ -157,7 +180,7 @@ class Executor(concurrent.futures.Executor):
             pickle.dump((meta, payload), f, protocol=pickle.HIGHEST_PROTOCOL)
         return task
 
-    def _script(self, task):
+    def _script(self, task: str) -> str:
         q = shlex.quote
         return (f"#!/bin/sh\n"
                 f"# loom.Executor task {os.path.basename(task)}\n"
@@ -165,7 +188,7 @@ class Executor(concurrent.futures.Executor):
                 f"export PYTHONPATH\n"
                 f"exec {q(self._python)} -m loom._run {q(task)}\n")
 
-    def submit(self, fn, /, *args, **kwargs):
+    def submit(self, fn: Callable[..., _R], /, *args: Any, **kwargs: Any) -> LoomFuture:
         """Submits fn(*args, **kwargs) as a job; returns a LoomFuture.
         Raises at once if fn or its arguments cannot be pickled."""
         if self._shutdown:
@@ -176,7 +199,8 @@ class Executor(concurrent.futures.Executor):
         labels.setdefault("loom.executor", "python")
         try:
             r = self._client.submit(self._script(task), name=name[:256], labels=labels,
-                                    **self._io, **self._resources)
+                                    resources=self._resources, files=self._io,
+                                    scheduling=self._scheduling)
         except BaseException:
             _remove(task)
             raise
@@ -192,15 +216,15 @@ class Executor(concurrent.futures.Executor):
         return fut
 
     # ------------------------------------------------------------ results
-    def _forget(self, fut):
+    def _forget(self, fut: LoomFuture) -> None:
         with self._lock:
             self._pending.pop(fut.job_id, None)
             self._wake.notify_all()
         _remove(fut._task)
 
-    def _resolve(self, fut, job):
+    def _resolve(self, fut: LoomFuture, job: Job) -> None:
         """Completes fut from its ended job."""
-        result = None
+        result: Optional[Tuple[Any, ...]] = None
         # The job ran our main script as __mp_main__: what it defined there
         # (an exception class) is pickled under that name.
         if "__main__" in sys.modules:
@@ -222,13 +246,14 @@ class Executor(concurrent.futures.Executor):
                 fut.set_exception(exc)
             else:
                 detail = _tail(job.run.stderr) if job.run else ""
-                cls = {"TIMEOUT": JobTimeout, "CANCELLED": JobCancelled}.get(job.state, JobFailed)
+                cls: Type[JobFailed] = {"TIMEOUT": JobTimeout,
+                                        "CANCELLED": JobCancelled}.get(job.state, JobFailed)
                 fut.set_exception(cls(job, detail))
         except concurrent.futures.InvalidStateError:
             pass  # cancelled meanwhile
         self._forget(fut)
 
-    def _watch(self):
+    def _watch(self) -> None:
         """Starts a waiter for the futures no waiter watches, up to
         _MAX_WAITERS at once; returns once shut down with nothing pending."""
         while True:
@@ -243,7 +268,7 @@ class Executor(concurrent.futures.Executor):
             threading.Thread(target=self._waiter, args=(batch,), name="loom-executor-wait",
                              daemon=True).start()
 
-    def _waiter(self, futs):
+    def _waiter(self, futs: List[LoomFuture]) -> None:
         """Holds job.wait calls for futs until each is done, taking in queued
         futures (up to _wait_ids) whenever a call returns."""
         try:
@@ -264,17 +289,19 @@ class Executor(concurrent.futures.Executor):
                 self._waiters -= 1
                 self._wake.notify_all()
 
-    def _wait(self, futs):
+    def _wait(self, futs: List[LoomFuture]) -> List[Dict[str, Any]]:
         """One job.wait call for futs: the entries of its result ([] when
         loomd could not be asked: it is asked again after a second)."""
         ids = [f.job_id for f in futs]
-        params = {"ids": ids, "timeout": self._hold}
+        params: Dict[str, Any] = {"ids": ids, "timeout": self._hold}
         if self._any:
             params["any"] = True
         else:  # an older loomd: answers only when all have ended, so ask every second
             params["timeout"] = 1
         try:
-            return self._client.call("job.wait", params, wait=params["timeout"])["jobs"]
+            jobs: List[Dict[str, Any]] = self._client.call("job.wait", params,
+                                                           wait=params["timeout"])["jobs"]
+            return jobs
         except InvalidParams as e:
             if self._any and "any" in str(e):
                 self._any = False
@@ -287,7 +314,7 @@ class Executor(concurrent.futures.Executor):
                 self._wake.wait(1.0)
         return []
 
-    def _fail(self, futs, exc):
+    def _fail(self, futs: List[LoomFuture], exc: RpcError) -> None:
         for fut in futs:
             try:
                 fut.set_exception(exc)
@@ -295,7 +322,7 @@ class Executor(concurrent.futures.Executor):
                 pass
             self._forget(fut)
 
-    def _ended(self, job_id, futs):
+    def _ended(self, job_id: int, futs: List[LoomFuture]) -> None:
         fut = next((f for f in futs if f.job_id == job_id), None)
         if fut is None or fut.done():
             return
@@ -308,7 +335,7 @@ class Executor(concurrent.futures.Executor):
             return  # seen again on the next call
         self._resolve(fut, job)
 
-    def shutdown(self, wait=True, *, cancel_futures=False):
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
             self._shutdown = True
             futs = list(self._pending.values())
@@ -323,7 +350,7 @@ class Executor(concurrent.futures.Executor):
             shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def _remove(task):
+def _remove(task: str) -> None:
     for ext in (".pkl", ".out", ".out.tmp"):
         try:
             os.unlink(task + ext)

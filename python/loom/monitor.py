@@ -24,6 +24,12 @@ structs and cannot fall out of step with them.
 import ctypes
 import json
 import os
+from typing import Any, Dict, Iterable, Optional, Union
+
+Reading = Dict[str, Any]
+"""One reading: the JSON `loom mon --json` prints, decoded (docs/monitoring.md)."""
+Groups = Union[str, Iterable[str], None]
+"""Metric groups: "cpu,memory,..." or a list of them, "host" or "all" (None: all)."""
 
 __all__ = ["Monitor", "Sampler", "MonitorError", "snapshot", "process", "cgroup"]
 
@@ -32,7 +38,7 @@ class MonitorError(RuntimeError):
     """A libloom call failed; the message is libloom's."""
 
 
-def _find_lib():
+def _find_lib() -> str:
     path = os.environ.get("LOOM_LIB")
     if path:
         return path
@@ -43,10 +49,10 @@ def _find_lib():
     return "libloom.so.0"  # installed (make install): the dynamic loader finds it
 
 
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     global _lib
     if _lib is not None:
         return _lib
@@ -73,7 +79,7 @@ def _load():
     return lib
 
 
-def _call(fn, *args):
+def _call(fn: Any, *args: Any) -> Reading:
     """Calls a loom_mon_json_* function whose last three parameters are
     (char **json, char *errbuf, size_t errlen); returns the decoded JSON."""
     text = ctypes.c_void_p()
@@ -82,12 +88,13 @@ def _call(fn, *args):
     if rc != 0:
         raise MonitorError(err.value.decode("utf-8", "replace"))
     try:
-        return json.loads(ctypes.string_at(text.value).decode("utf-8"))
+        reading: Reading = json.loads(ctypes.string_at(text.value or 0).decode("utf-8"))
+        return reading
     finally:
-        _lib.loom_mon_free(text)
+        _load().loom_mon_free(text)
 
 
-def _groups(groups):
+def _groups(groups: Groups) -> bytes:
     if groups is None:
         return b"all"
     if not isinstance(groups, str):
@@ -98,44 +105,44 @@ def _groups(groups):
 class Monitor:
     """A collector: keeps /proc and /sys files open between readings."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         lib = _load()
         self._m = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
         if lib.loom_mon_json_open(ctypes.byref(self._m), err, len(err)) != 0:
             raise MonitorError(err.value.decode("utf-8", "replace"))
 
-    def close(self):
+    def close(self) -> None:
         if self._m:
-            _lib.loom_mon_close(self._m)
+            _load().loom_mon_close(self._m)
             self._m = ctypes.c_void_p()
 
-    def __enter__(self):
+    def __enter__(self) -> "Monitor":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def snapshot(self, groups=None):
+    def snapshot(self, groups: Groups = None) -> Reading:
         """One reading: groups is "cpu,memory,..." (or a list), "host" or "all"."""
-        return _call(_lib.loom_mon_json_snapshot, self._m, _groups(groups))
+        return _call(_load().loom_mon_json_snapshot, self._m, _groups(groups))
 
-    def process(self, pid, tree=False):
+    def process(self, pid: int, tree: bool = False) -> Reading:
         """CPU seconds, RSS, I/O bytes, threads, context switches of pid
         (and its descendants if tree)."""
-        return _call(_lib.loom_mon_json_proc, self._m, int(pid), 1 if tree else 0)
+        return _call(_load().loom_mon_json_proc, self._m, int(pid), 1 if tree else 0)
 
-    def cgroup(self, path):
+    def cgroup(self, path: str) -> Reading:
         """A cgroup v2 directory (absolute, or relative to the cgroup2 mount)."""
-        return _call(_lib.loom_mon_json_cgroup, self._m, path.encode())
+        return _call(_load().loom_mon_json_cgroup, self._m, path.encode())
 
-    def sampler(self, groups=None):
+    def sampler(self, groups: Groups = None) -> "Sampler":
         return Sampler(self, groups)
 
 
@@ -143,53 +150,53 @@ class Sampler:
     """Takes a reading now; each next() reads again and adds rates
     (busy_fraction, *_per_second, watts) over the interval since the last."""
 
-    def __init__(self, monitor, groups=None):
+    def __init__(self, monitor: Monitor, groups: Groups = None) -> None:
         self._monitor = monitor  # keeps the collector alive
         self._s = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
-        rc = _lib.loom_mon_json_sampler_open(monitor._m, _groups(groups),
+        rc = _load().loom_mon_json_sampler_open(monitor._m, _groups(groups),
                                              ctypes.byref(self._s), err, len(err))
         if rc != 0:
             raise MonitorError(err.value.decode("utf-8", "replace"))
 
-    def next(self):
-        return _call(_lib.loom_mon_json_sampler_next, self._s)
+    def next(self) -> Reading:
+        return _call(_load().loom_mon_json_sampler_next, self._s)
 
-    def close(self):
+    def close(self) -> None:
         if self._s:
-            _lib.loom_mon_sampler_close(self._s)
+            _load().loom_mon_sampler_close(self._s)
             self._s = ctypes.c_void_p()
 
-    def __enter__(self):
+    def __enter__(self) -> "Sampler":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
 
-_default = None
+_default: Optional[Monitor] = None
 
 
-def _mon():
+def _mon() -> Monitor:
     global _default
     if _default is None:
         _default = Monitor()
     return _default
 
 
-def snapshot(groups=None):
+def snapshot(groups: Groups = None) -> Reading:
     return _mon().snapshot(groups)
 
 
-def process(pid, tree=False):
+def process(pid: int, tree: bool = False) -> Reading:
     return _mon().process(pid, tree)
 
 
-def cgroup(path):
+def cgroup(path: str) -> Reading:
     return _mon().cgroup(path)

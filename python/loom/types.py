@@ -6,7 +6,7 @@ newer loomd. Times are timezone-aware datetimes (UTC), sizes are bytes."""
 import dataclasses
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar
 
 __all__ = ["TERMINAL_STATES", "Resources", "Outcome", "Run", "Event", "Job", "SubmitResult",
            "Gpu", "Node", "ServerInfo"]
@@ -14,22 +14,31 @@ __all__ = ["TERMINAL_STATES", "Resources", "Outcome", "Run", "Event", "Job", "Su
 TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
 
 
-def _time(v):
+def _time(v: Optional[str]) -> Optional[datetime.datetime]:
     if v is None:
         return None
+    return _utc(v)
+
+
+_T = TypeVar("_T")
+
+
+def _utc(v: str) -> datetime.datetime:
+    """An RFC 3339 time as loomd writes it ("2026-01-02T03:04:05Z")."""
     return datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
 
 
-def _pick(cls, d, **conv):
+def _pick(cls: Type[_T], d: Mapping[str, Any], **conv: Callable[[Any], Any]) -> _T:
     """cls built from the members of d it declares (conv: member -> converter)."""
-    kw = {}
+    kw: Dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name == "raw":
             continue
         if f.name in d:
             v = d[f.name]
             kw[f.name] = conv[f.name](v) if f.name in conv and v is not None else v
-    return cls(**kw, raw=d)
+    make: Callable[..., _T] = cls
+    return make(**kw, raw=d)
 
 
 @dataclass
@@ -103,19 +112,19 @@ class Job:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def done(self):
+    def done(self) -> bool:
         """True once the job is in a terminal state."""
         return self.state in TERMINAL_STATES
 
     @classmethod
-    def from_json(cls, d):
-        def run(r):
+    def from_json(cls, d: Mapping[str, Any]) -> "Job":
+        def run(r: Mapping[str, Any]) -> Run:
             out = _pick(Run, r, outcome=lambda o: _pick(Outcome, o, ended_at=_time))
             out.gpus = list(r.get("gpus") or [])
             return out
         return _pick(cls, d, resources=lambda r: _pick(Resources, r), run=run,
                      submit_time=_time, start_time=_time, end_time=_time, update_time=_time,
-                     events=lambda evs: [Event(time=_time(e["time"]), to=e["to"],
+                     events=lambda evs: [Event(time=_utc(e["time"]), to=e["to"],
                                                from_=e.get("from"), reason=e.get("reason"))
                                          for e in evs])
 
@@ -152,7 +161,7 @@ class Node:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Mapping[str, Any]) -> "Node":
         return _pick(cls, d, gpus=lambda gs: [_pick(Gpu, g) for g in gs])
 
 
@@ -172,5 +181,5 @@ class ServerInfo:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Mapping[str, Any]) -> "ServerInfo":
         return _pick(cls, d, started_at=_time)

@@ -17,14 +17,18 @@ Only numpy is needed to read or write the files; apply() needs PyTorch.
 import json
 import os
 import struct
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MAGIC = b"LOOMWTS1"
 MAX_HEADER = 16 << 20
 
 
-def load(path):
+def load(path: str) -> Tuple[Dict[str, "npt.NDArray[np.float32]"], Dict[str, Any]]:
     """Returns (tensors, meta): an ordered dict name -> numpy float32 array."""
     with open(path, "rb") as f:
         raw = f.read()
@@ -35,7 +39,7 @@ def load(path):
         raise ValueError(f"{path}: byte 8: header of {hlen} bytes; the file has {len(raw) - 16}")
     header = json.loads(raw[16:16 + hlen].decode("utf-8"))
     base = 16 + hlen
-    tensors = {}
+    tensors: Dict[str, "npt.NDArray[np.float32]"] = {}
     for i, t in enumerate(header.get("tensors", [])):
         if t.get("dtype") != "float32":
             raise ValueError(f"{path}: /tensors/{i}/dtype: expected float32")
@@ -46,16 +50,19 @@ def load(path):
             raise ValueError(f"{path}: /tensors/{i}/offset: past the end of the file")
         arr = np.frombuffer(raw, dtype="<f4", count=count, offset=off).reshape(shape)
         tensors[t["name"]] = arr.copy()
-    return tensors, header.get("meta", {})
+    meta: Dict[str, Any] = header.get("meta", {})
+    return tensors, meta
 
 
-def save(tensors, path, meta=None):
+def save(tensors: Any, path: str, meta: Optional[Mapping[str, Any]] = None) -> None:
     """Writes a weights file from a dict name -> array, or from a torch
     module (its state_dict: parameters and floating-point buffers)."""
     if hasattr(tensors, "state_dict"):
         tensors = {k: v.detach().cpu().numpy() for k, v in tensors.state_dict().items()
                    if v.is_floating_point()}
-    entries, blobs, off = [], [], 0
+    entries: List[Dict[str, Any]] = []
+    blobs: List[bytes] = []
+    off = 0
     for name, arr in tensors.items():
         a = np.ascontiguousarray(np.asarray(arr, dtype="<f4"))
         entries.append({"name": name, "dtype": "float32", "shape": list(a.shape), "offset": off})
@@ -70,7 +77,7 @@ def save(tensors, path, meta=None):
     os.replace(tmp, path)
 
 
-def apply(module, path):
+def apply(module: Any, path: str) -> Dict[str, Any]:
     """Copies the file's tensors into the module's parameters and buffers of
     the same name and shape; everything else keeps its initialisation.
     Returns {"applied": [...], "missing": [...], "mismatched": [...],
@@ -79,7 +86,8 @@ def apply(module, path):
 
     tensors, meta = load(path)
     state = module.state_dict()
-    applied, mismatched = [], []
+    applied: List[str] = []
+    mismatched: List[str] = []
     with torch.no_grad():
         for name, value in state.items():
             if name not in tensors:

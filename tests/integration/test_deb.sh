@@ -32,7 +32,8 @@ for f in usr/bin/loom usr/sbin/loomd usr/sbin/loom-shepherd usr/lib/$ma/libloom.
          usr/share/loom/prometheus/loom-rules.yml usr/share/man/man1/loom.1.gz \
          usr/share/man/man8/loomd.8.gz usr/share/bash-completion/completions/loom \
          usr/lib/systemd/system/loomd.service usr/lib/sysusers.d/loom.conf etc/loom/loomd.conf \
-         usr/lib/python3/dist-packages/loom/__init__.py usr/share/doc/loom/README.md; do
+         usr/lib/python3/dist-packages/loom/__init__.py usr/lib/python3/dist-packages/loom/py.typed \
+         usr/share/doc/loom/README.md; do
   grep -qx "$f" "$tmp/files" || fail "not in the package: /$f"
 done
 ! grep -E '\.a$|__pycache__|^usr/local|^usr/lib/libloom' "$tmp/files" ||

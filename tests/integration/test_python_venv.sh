@@ -33,4 +33,7 @@ cd /
 out=$(python -c 'import loom, sys; print(loom.__file__, loom.Client.__name__)') ||
   fail "import loom after '$pip_cmd'"
 case $out in "$tmp/venv/"*" Client") ;; *) fail "loom imported from elsewhere: $out" ;; esac
-echo "OK: '$venv_cmd' then '$pip_cmd' installs loom offline"
+# PEP 561: the installed package says it is typed (mypy reads its annotations).
+typed=$(python -c 'import loom, os; print(os.path.isfile(os.path.join(os.path.dirname(loom.__file__), "py.typed")))')
+[ "$typed" = True ] || fail "'$pip_cmd' installed loom without its py.typed marker"
+echo "OK: '$venv_cmd' then '$pip_cmd' installs loom offline, with py.typed"
