@@ -6,6 +6,8 @@
  * - monotonic and wall-clock time, RFC 3339 times written and read;
  * - small statistics: sorting doubles, quantiles, mean and its 95% CI;
  * - one growable byte buffer (loom_buf_t), always NUL-terminated;
+ * - one growable-array step (loom_vec_reserve) and one hash map (loom_map_t)
+ *   with integer and string keys;
  * - parsers for sizes, durations and rates as users write them;
  * - a seeded 64-bit RNG with independent streams;
  * - JSON helpers over jansson that report JSON pointers and line:column.
@@ -265,6 +267,90 @@ void loom_strset_free(loom_strset_t *s);
  * suffices. Overflowing sizes and a failed realloc give LOOM_ENOMEM with *p
  * and *cap unchanged. */
 int loom_vec_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
+/* -------------------------------------------------------------------- map */
+
+/* A hash map from keys to 64-bit values (map.c): open addressing, linear
+ * probing, tombstones for removals, kept at most half full. Keys are either
+ * 64-bit integers (LOOM_MAP_U64) or byte strings (LOOM_MAP_STR: C strings
+ * through the _str calls, any bytes through the _bytes calls; the map keeps
+ * its own copy). A value is a number, an index, or a pointer stored through
+ * loom_map_ptr / loom_map_to_ptr. Sizes are checked for overflow; a call
+ * that runs out of memory returns LOOM_ENOMEM and leaves the map as it
+ * was. A call of the other kind's family (a _str call on a U64 map) is
+ * LOOM_EINVAL, or finds nothing. Entries have no order; loom_map_next
+ * walks them in slot order, and any put or del ends a walk. */
+typedef enum loom_map_kind { LOOM_MAP_U64 = 0, LOOM_MAP_STR = 1 } loom_map_kind_t;
+
+typedef struct loom_map_slot {
+    uint64_t hash; /* 0: empty, 1: removed (tombstone), else the key's hash */
+    uint64_t val;
+    union {
+        uint64_t u; /* U64: the key */
+        char *str;  /* STR: the map's copy of the key (NUL-terminated) */
+    } key;
+    size_t len; /* STR: the key's length in bytes */
+} loom_map_slot_t;
+
+typedef struct loom_map {
+    loom_map_slot_t *slot;
+    size_t cap;  /* slots: 0 or a power of two */
+    size_t n;    /* entries */
+    size_t used; /* entries and tombstones */
+    loom_map_kind_t kind;
+} loom_map_t;
+
+#define LOOM_MAP_INIT(kind)                                                                        \
+    {                                                                                              \
+        NULL, 0, 0, 0, (kind)                                                                      \
+    }
+
+/* One entry as loom_map_next gives it: key (U64) or str and len (STR). */
+typedef struct loom_map_entry {
+    uint64_t key;
+    const char *str;
+    size_t len;
+    uint64_t val;
+} loom_map_entry_t;
+
+void loom_map_init(loom_map_t *m, loom_map_kind_t kind);
+/* Frees the slots and the key copies; m is then empty, of the same kind. */
+void loom_map_free(loom_map_t *m);
+static inline size_t loom_map_count(const loom_map_t *m)
+{
+    return m->n;
+}
+/* Makes room for n entries in all, so that putting up to n entries never
+ * grows the table (a STR map still copies each new key). LOOM_OK or
+ * LOOM_ENOMEM (the map unchanged). */
+int loom_map_reserve(loom_map_t *m, size_t n);
+
+/* Puts key -> val: 1 when key was added, 0 when it was there (its value is
+ * then replaced), LOOM_ENOMEM or LOOM_EINVAL (the map unchanged). */
+int loom_map_put_u64(loom_map_t *m, uint64_t key, uint64_t val);
+int loom_map_put_str(loom_map_t *m, const char *key, uint64_t val);
+int loom_map_put_bytes(loom_map_t *m, const void *key, size_t len, uint64_t val);
+/* Whether key is there; its value in *val (may be NULL). */
+bool loom_map_get_u64(const loom_map_t *m, uint64_t key, uint64_t *val);
+bool loom_map_get_str(const loom_map_t *m, const char *key, uint64_t *val);
+bool loom_map_get_bytes(const loom_map_t *m, const void *key, size_t len, uint64_t *val);
+/* Removes key: whether it was there. Never allocates. */
+bool loom_map_del_u64(loom_map_t *m, uint64_t key);
+bool loom_map_del_str(loom_map_t *m, const char *key);
+bool loom_map_del_bytes(loom_map_t *m, const void *key, size_t len);
+/* Walks the entries: `size_t it = 0; while (loom_map_next(m, &it, &e))`.
+ * e.str points into the map (valid until the entry is removed). */
+bool loom_map_next(const loom_map_t *m, size_t *it, loom_map_entry_t *e);
+
+/* Pointers as values. */
+static inline uint64_t loom_map_ptr(const void *p)
+{
+    return (uint64_t)(uintptr_t)p;
+}
+static inline void *loom_map_to_ptr(uint64_t v)
+{
+    return (void *)(uintptr_t)v;
+}
 
 /* -------------------------------------------------------------------- csv */
 

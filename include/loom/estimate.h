@@ -129,10 +129,8 @@ struct loom_est_model {
     size_t nt, capt;
     loom_est_node_t *n;
     size_t nn, capn;
-    int *order; /* topological order of nodes */
-    /* name -> tensor index, open addressing */
-    int *hash;
-    size_t hcap;
+    int *order;       /* topological order of nodes */
+    loom_map_t names; /* tensor name -> its index (LOOM_MAP_STR) */
     int *graph_outputs;
     size_t nouts;
 };

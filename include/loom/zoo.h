@@ -232,6 +232,7 @@ typedef struct loom_zoo_weights {
     size_t n;
     loom_zoo_tensor_t *t;
     json_t *meta; /* object, may be empty */
+    size_t cap;   /* t holds at least this many (0: at least n); for loom_vec_reserve */
 } loom_zoo_weights_t;
 
 /* "LOOMWTS1", u64 LE header length, JSON header, float32 LE data

@@ -101,6 +101,7 @@ static int parse_seeds(const char *s, uint64_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
+    size_t cap = 0;
     char *dup = strdup(s), *save = NULL;
     if (!dup)
         return -1;
@@ -115,10 +116,8 @@ static int parse_seeds(const char *s, uint64_t **out, size_t *n)
         }
         if (*end || b < a || b - a > 100000)
             goto bad;
-        uint64_t *nn = realloc(*out, (*n + (size_t)(b - a) + 1) * sizeof *nn);
-        if (!nn)
+        if (loom_vec_reserve((void **)out, &cap, *n + (size_t)(b - a) + 1, sizeof **out, 16))
             goto bad;
-        *out = nn;
         for (unsigned long long v = a; v <= b; v++)
             (*out)[(*n)++] = v;
     }

@@ -101,14 +101,8 @@ static unsigned *waits_slot(loomd_waits_t *w, int64_t uid)
             w->users[i].uid = uid;
             return &w->users[i].count;
         }
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 16;
-        void *p = realloc(w->users, cap * sizeof *w->users);
-        if (!p)
-            return NULL;
-        w->users = p;
-        w->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&w->users, &w->cap, w->n + 1, sizeof *w->users, 16))
+        return NULL;
     w->users[w->n].uid = uid;
     w->users[w->n].count = 0;
     return &w->users[w->n++].count;

@@ -55,65 +55,17 @@ int loomd_quota_check(const loomd_quotas_t *qs, loom_store_t *store,
 /* ------------------------------------------------------------- accounts */
 
 struct loomd_accounts {
-    char **slot;   /* open addressing, linear probing; NULL: empty */
-    uint32_t *id;  /* the number of slot[i]'s name */
-    size_t cap, n; /* cap a power of two, kept at most half full */
+    loom_map_t ids; /* name -> its number (1, 2, ...) */
 };
 
 int loomd_accounts_new(loomd_accounts_t **out, loom_err_t *err)
 {
     loomd_accounts_t *a = calloc(1, sizeof *a);
-    if (a) {
-        a->cap = 64;
-        a->slot = calloc(a->cap, sizeof *a->slot);
-        a->id = calloc(a->cap, sizeof *a->id);
-    }
-    if (!a || !a->slot || !a->id) {
-        loomd_accounts_free(a);
+    if (!a)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory for the account table");
-    }
+    loom_map_init(&a->ids, LOOM_MAP_STR);
     *out = a;
     return LOOM_OK;
-}
-
-static size_t name_hash(const char *s) /* FNV-1a */
-{
-    size_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
-}
-
-static size_t probe(char *const *slot, size_t cap, const char *name)
-{
-    size_t i = name_hash(name) & (cap - 1);
-    while (slot[i] && strcmp(slot[i], name) != 0)
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
-static bool accounts_grow(loomd_accounts_t *a)
-{
-    size_t cap = a->cap * 2;
-    char **slot = calloc(cap, sizeof *slot);
-    uint32_t *id = calloc(cap, sizeof *id);
-    if (!slot || !id) {
-        free(slot);
-        free(id);
-        return false;
-    }
-    for (size_t i = 0; i < a->cap; i++)
-        if (a->slot[i]) {
-            size_t k = probe(slot, cap, a->slot[i]);
-            slot[k] = a->slot[i];
-            id[k] = a->id[i];
-        }
-    free(a->slot);
-    free(a->id);
-    a->slot = slot;
-    a->id = id;
-    a->cap = cap;
-    return true;
 }
 
 int loomd_account_id(loomd_accounts_t *a, const char *name, uint32_t *out)
@@ -121,19 +73,17 @@ int loomd_account_id(loomd_accounts_t *a, const char *name, uint32_t *out)
     *out = 0;
     if (!a || !name || !*name)
         return LOOM_OK;
-    size_t i = probe(a->slot, a->cap, name);
-    if (a->slot[i]) {
-        *out = a->id[i];
+    uint64_t id;
+    if (loom_map_get_str(&a->ids, name, &id)) {
+        *out = (uint32_t)id;
         return LOOM_OK;
     }
-    if (a->n >= UINT32_MAX - 1)
+    size_t n = loom_map_count(&a->ids);
+    if (n >= UINT32_MAX - 1)
         return LOOM_ELIMIT;
-    if ((a->n + 1) * 2 > a->cap && !accounts_grow(a))
+    if (loom_map_put_str(&a->ids, name, n + 1) < 0)
         return LOOM_ENOMEM;
-    i = probe(a->slot, a->cap, name);
-    if (!(a->slot[i] = strdup(name)))
-        return LOOM_ENOMEM;
-    *out = a->id[i] = (uint32_t)++a->n;
+    *out = (uint32_t)(n + 1);
     return LOOM_OK;
 }
 
@@ -141,10 +91,7 @@ void loomd_accounts_free(loomd_accounts_t *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; a->slot && i < a->cap; i++)
-        free(a->slot[i]);
-    free(a->slot);
-    free(a->id);
+    loom_map_free(&a->ids);
     free(a);
 }
 

@@ -268,14 +268,8 @@ void loomd__account(loomd_runner_t *r)
 
 static active_t *add_active(loomd_runner_t *r)
 {
-    if (r->nactive == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        active_t *a = realloc(r->active, cap * sizeof *a);
-        if (!a)
-            return NULL;
-        r->active = a;
-        r->cap = cap;
-    }
+    if (loom_vec_reserve((void **)&r->active, &r->cap, r->nactive + 1, sizeof *r->active, 64))
+        return NULL;
     active_t *a = &r->active[r->nactive++];
     memset(a, 0, sizeof *a);
     return a;
@@ -709,15 +703,9 @@ static void resync_pending(loomd_runner_t *r)
         loom_job_list_t list;
         if (loom_store_list(r->store, &f, &list, NULL) != LOOM_OK)
             break;
-        if (nkeep + list.n > cap) {
-            size_t nc = (nkeep + list.n) * 2;
-            int64_t *nk = realloc(keep, nc * sizeof *nk);
-            if (!nk) {
-                loom_job_list_free(&list);
-                break;
-            }
-            keep = nk;
-            cap = nc;
+        if (loom_vec_reserve((void **)&keep, &cap, nkeep + list.n, sizeof *keep, 64)) {
+            loom_job_list_free(&list);
+            break;
         }
         for (size_t i = 0; i < list.n; i++)
             keep[nkeep++] = list.jobs[i].id; /* ascending: the store lists by id */

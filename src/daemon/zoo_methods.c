@@ -46,7 +46,7 @@ struct loomd_zoo {
     pthread_cond_t wcv;
     int64_t cursor; /* every job <= cursor has ended and been looked at */
     int64_t *tried; /* ended jobs > cursor already looked at */
-    size_t ntried;
+    size_t ntried, cap_tried;
 };
 
 static void *watch_main(void *arg);
@@ -287,11 +287,10 @@ static void watch_pass(loomd_zoo_t *z)
             if (ended && !tried(z, j->id)) {
                 if (j->state == LOOM_JOB_COMPLETED && strstr(j->labels_json, "zoo.output"))
                     register_job(z, j);
-                if (!prefix && z->ntried < WATCH_TRIED_MAX) {
-                    int64_t *t = realloc(z->tried, (z->ntried + 1) * sizeof *t);
-                    if (t)
-                        (z->tried = t)[z->ntried++] = j->id;
-                }
+                if (!prefix && z->ntried < WATCH_TRIED_MAX &&
+                    loom_vec_reserve((void **)&z->tried, &z->cap_tried, z->ntried + 1,
+                                     sizeof *z->tried, 16) == LOOM_OK)
+                    z->tried[z->ntried++] = j->id;
             }
             prefix = prefix && ended;
             if (prefix)

@@ -61,7 +61,7 @@ typedef struct cost {
     loom_est_alloc_t *alloc;
     int *hcat;
     uint64_t *hbytes;
-    size_t hcap;
+    size_t hcap, hbcap; /* of hcat, hbytes */
     uint64_t live[CAT_N], live_total, peak_total;
     uint64_t at_peak[CAT_N];
     bool oom;
@@ -160,15 +160,9 @@ static loom_est_tensor_t *tin(const cost_t *c, const loom_est_node_t *n, size_t 
 
 static void log_event(cost_t *c, int kind, uint64_t id, uint64_t bytes)
 {
-    if (c->nev == c->capev) {
-        size_t cap = c->capev ? 2 * c->capev : 1024;
-        hev_t *n = realloc(c->ev, cap * sizeof *n);
-        if (!n) {
-            c->oom = true;
-            return;
-        }
-        c->ev = n;
-        c->capev = cap;
+    if (loom_vec_reserve((void **)&c->ev, &c->capev, c->nev + 1, sizeof *c->ev, 1024)) {
+        c->oom = true;
+        return;
     }
     c->ev[c->nev++] = (hev_t){(uint8_t)kind, (uint8_t)c->cur_phase, c->cur_node, id, bytes};
 }
@@ -214,19 +208,14 @@ static void scr_free(cost_t *c, uint64_t *id)
 
 static void log_alloc(cost_t *c, uint64_t h, uint64_t bytes)
 {
-    if (h >= c->caplog) {
-        size_t cap = c->caplog ? 2 * c->caplog : 1024;
-        while (cap <= h)
-            cap *= 2;
-        uint64_t *n = realloc(c->logid, cap * sizeof *n);
-        if (!n) {
-            c->oom = true;
-            return;
-        }
-        memset(n + c->caplog, 0, (cap - c->caplog) * sizeof *n);
-        c->logid = n;
-        c->caplog = cap;
+    size_t had = c->caplog;
+    if (h >= SIZE_MAX ||
+        loom_vec_reserve((void **)&c->logid, &c->caplog, (size_t)h + 1, sizeof *c->logid, 1024)) {
+        c->oom = true;
+        return;
     }
+    if (c->caplog > had)
+        memset(c->logid + had, 0, (c->caplog - had) * sizeof *c->logid);
     c->logid[h] = ++c->nlog;
     log_event(c, EV_ALLOC, c->logid[h], bytes);
 }
@@ -242,21 +231,11 @@ static uint64_t mem_alloc(cost_t *c, uint64_t bytes, int cat)
     }
     if (c->log && !c->log_skip)
         log_alloc(c, h, bytes);
-    if (h >= c->hcap) {
-        size_t cap = c->hcap ? 2 * c->hcap : 1024;
-        while (cap <= h)
-            cap *= 2;
-        int *nc = realloc(c->hcat, cap * sizeof *nc);
-        if (nc)
-            c->hcat = nc;
-        uint64_t *nb = realloc(c->hbytes, cap * sizeof *nb);
-        if (nb)
-            c->hbytes = nb;
-        if (!nc || !nb) {
-            c->oom = true;
-            return 0;
-        }
-        c->hcap = cap;
+    if (h >= SIZE_MAX ||
+        loom_vec_reserve((void **)&c->hcat, &c->hcap, (size_t)h + 1, sizeof *c->hcat, 1024) ||
+        loom_vec_reserve((void **)&c->hbytes, &c->hbcap, (size_t)h + 1, sizeof *c->hbytes, 1024)) {
+        c->oom = true;
+        return 0;
     }
     c->hcat[h] = cat;
     c->hbytes[h] = bytes;

@@ -223,9 +223,10 @@ static void pb_leave(pb_t *r, size_t saved_end)
 }
 
 /* A repeated scalar field, packed (wire type 2) or not. kind: 0 varint
- * (int64), 5 fixed32 float, 1 fixed64 double. Appends to *vals / *dvals. */
+ * (int64), 5 fixed32 float, 1 fixed64 double. Appends to *vals / *dvals
+ * (*n values, room for *cap). */
 static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **vals, double **dvals,
-                       size_t *n)
+                       size_t *n, size_t *cap)
 {
     size_t start = r->pos, end;
     bool packed = wt == 2;
@@ -255,13 +256,11 @@ static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **va
             uint64_t v;
             if ((rc = pb_varint(r, &v, what)))
                 break;
-            int64_t *nv = realloc(*vals, (*n + 1) * sizeof **vals);
-            if (!nv) {
+            if (loom_vec_reserve((void **)vals, cap, *n + 1, sizeof **vals, 16)) {
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
             }
-            *vals = nv;
-            nv[(*n)++] = (int64_t)v;
+            (*vals)[(*n)++] = (int64_t)v;
         } else {
             size_t w = kind == 5 ? 4 : 8;
             if (r->end - r->pos < w) {
@@ -277,13 +276,11 @@ static int pb_repeated(pb_t *r, int wt, int kind, const char *what, int64_t **va
                 memcpy(&d, r->p + r->pos, 8);
             }
             r->pos += w;
-            double *nd = realloc(*dvals, (*n + 1) * sizeof **dvals);
-            if (!nd) {
+            if (loom_vec_reserve((void **)dvals, cap, *n + 1, sizeof **dvals, 16)) {
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
             }
-            *dvals = nd;
-            nd[(*n)++] = d;
+            (*dvals)[(*n)++] = d;
         }
     } while (packed && r->pos < r->end);
     size_t stop = r->pos;
@@ -423,6 +420,7 @@ static int parse_tensor(pb_t *r, loom_est_tensor_t *t)
     int64_t *dims = NULL, *ints = NULL;
     double *reals = NULL;
     size_t ndims = 0, nints = 0, nreals = 0;
+    size_t cap_dims = 0, cap_ints = 0, cap_reals = 0;
     size_t raw_s = 0, raw_l = 0, msg_start = r->pos;
     bool has_raw = false, external = false;
     int64_t dtype = 0;
@@ -436,16 +434,20 @@ static int parse_tensor(pb_t *r, loom_est_tensor_t *t)
     while (pb_next(r, &f, &wt, &off, &rc)) {
         uint64_t v;
         switch (f) {
-        case 1: rc = pb_repeated(r, wt, 0, "TensorProto.dims", &dims, NULL, &ndims); break;
+        case 1:
+            rc = pb_repeated(r, wt, 0, "TensorProto.dims", &dims, NULL, &ndims, &cap_dims);
+            break;
         case 2:
             if (!(rc = pb_expect(r, off, f, "data_type", wt, 0)) &&
                 !(rc = pb_varint(r, &v, "data_type")))
                 dtype = (int64_t)v;
             break;
-        case 4: rc = pb_repeated(r, wt, 5, "float_data", NULL, &reals, &nreals); break;
-        case 5: rc = pb_repeated(r, wt, 0, "int32_data", &ints, NULL, &nints); break;
-        case 7: rc = pb_repeated(r, wt, 0, "int64_data", &ints, NULL, &nints); break;
-        case 10: rc = pb_repeated(r, wt, 1, "double_data", NULL, &reals, &nreals); break;
+        case 4: rc = pb_repeated(r, wt, 5, "float_data", NULL, &reals, &nreals, &cap_reals); break;
+        case 5: rc = pb_repeated(r, wt, 0, "int32_data", &ints, NULL, &nints, &cap_ints); break;
+        case 7: rc = pb_repeated(r, wt, 0, "int64_data", &ints, NULL, &nints, &cap_ints); break;
+        case 10:
+            rc = pb_repeated(r, wt, 1, "double_data", NULL, &reals, &nreals, &cap_reals);
+            break;
         case 8: rc = pb_text(r, off, f, wt, &t->name, "TensorProto.name"); break;
         case 9:
             if (!(rc = pb_expect(r, off, f, "raw_data", wt, 2)))
@@ -640,15 +642,13 @@ static int parse_value_info(pb_t *r, loom_est_tensor_t *t)
 
 typedef struct strv {
     char **v;
-    size_t n;
+    size_t n, cap;
 } strv_t;
 
 static int strv_push(pb_t *r, strv_t *s, const char *what)
 {
-    char **nv = realloc(s->v, (s->n + 1) * sizeof *nv);
-    if (!nv)
+    if (loom_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v, 4))
         return loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
-    s->v = nv;
     s->v[s->n] = NULL;
     int rc = pb_string(r, &s->v[s->n], what);
     s->n++;
@@ -677,6 +677,7 @@ static void attr_clear(loom_est_attr_t *a)
 static int parse_attr(pb_t *r, loom_est_attr_t *a)
 {
     int rc = LOOM_OK;
+    size_t cap_floats = a->nfloats, cap_ints = a->nints; /* what they hold at least */
     uint32_t f;
     int wt;
     size_t off;
@@ -734,9 +735,12 @@ static int parse_attr(pb_t *r, loom_est_attr_t *a)
             break;
         }
         case 7:
-            rc = pb_repeated(r, wt, 5, "AttributeProto.floats", NULL, &a->floats, &a->nfloats);
+            rc = pb_repeated(r, wt, 5, "AttributeProto.floats", NULL, &a->floats, &a->nfloats,
+                             &cap_floats);
             break;
-        case 8: rc = pb_repeated(r, wt, 0, "AttributeProto.ints", &a->ints, NULL, &a->nints); break;
+        case 8:
+            rc = pb_repeated(r, wt, 0, "AttributeProto.ints", &a->ints, NULL, &a->nints, &cap_ints);
+            break;
         default: rc = pb_skip(r, wt, f); break;
         }
     }
@@ -747,7 +751,7 @@ typedef struct raw_node {
     strv_t in, out;
     char *name, *op, *domain;
     loom_est_attr_t *attrs;
-    size_t nattrs;
+    size_t nattrs, cap_attrs;
     size_t offset;
 } raw_node_t;
 
@@ -785,15 +789,14 @@ static int parse_node(pb_t *r, raw_node_t *n)
         case 5: {
             if ((rc = pb_expect(r, off, f, "attribute", wt, 2)))
                 break;
-            loom_est_attr_t *na = realloc(n->attrs, (n->nattrs + 1) * sizeof *na);
-            if (!na) {
+            if (loom_vec_reserve((void **)&n->attrs, &n->cap_attrs, n->nattrs + 1, sizeof *n->attrs,
+                                 4)) {
                 rc = loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
                 break;
             }
-            n->attrs = na;
-            memset(&na[n->nattrs], 0, sizeof *na);
-            n->nattrs++;
-            rc = pb_message(r, "attribute", (long)n->nattrs - 1, MSG_ATTR, &na[n->nattrs - 1]);
+            loom_est_attr_t *na = &n->attrs[n->nattrs++];
+            memset(na, 0, sizeof *na);
+            rc = pb_message(r, "attribute", (long)n->nattrs - 1, MSG_ATTR, na);
             break;
         }
         default: rc = pb_skip(r, wt, f); break;
@@ -809,6 +812,7 @@ typedef struct raw_graph {
     size_t nnodes;
     loom_est_tensor_t *inits, *inputs, *outputs;
     size_t ninits, ninputs, noutputs;
+    size_t cap_nodes, cap_inits, cap_inputs, cap_outputs;
 } raw_graph_t;
 
 static void raw_graph_free(raw_graph_t *g)
@@ -827,13 +831,12 @@ static void raw_graph_free(raw_graph_t *g)
     free(g->outputs);
 }
 
-static int grow(pb_t *r, void **arr, size_t n, size_t size)
+/* Room for element n of *arr (capacity *cap), zeroed. */
+static int grow(pb_t *r, void **arr, size_t *cap, size_t n, size_t size)
 {
-    void *na = realloc(*arr, (n + 1) * size);
-    if (!na)
+    if (loom_vec_reserve(arr, cap, n + 1, size, 16))
         return loom_err_set(r->err, LOOM_ENOMEM, "%s: out of memory", r->src);
-    memset((char *)na + n * size, 0, size);
-    *arr = na;
+    memset((char *)*arr + n * size, 0, size);
     return LOOM_OK;
 }
 
@@ -847,7 +850,7 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
         switch (f) {
         case 1:
             if ((rc = pb_expect(r, off, f, "node", wt, 2)) ||
-                (rc = grow(r, (void **)&g->nodes, g->nnodes, sizeof *g->nodes)))
+                (rc = grow(r, (void **)&g->nodes, &g->cap_nodes, g->nnodes, sizeof *g->nodes)))
                 break;
             g->nodes[g->nnodes].offset = off;
             g->nnodes++;
@@ -855,7 +858,7 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
             break;
         case 5:
             if ((rc = pb_expect(r, off, f, "initializer", wt, 2)) ||
-                (rc = grow(r, (void **)&g->inits, g->ninits, sizeof *g->inits)))
+                (rc = grow(r, (void **)&g->inits, &g->cap_inits, g->ninits, sizeof *g->inits)))
                 break;
             g->ninits++;
             rc = pb_message(r, "initializer", (long)g->ninits - 1, MSG_TENSOR,
@@ -866,9 +869,10 @@ static int parse_graph(pb_t *r, raw_graph_t *g)
             bool in = f == 11;
             loom_est_tensor_t **arr = in ? &g->inputs : &g->outputs;
             size_t *n = in ? &g->ninputs : &g->noutputs;
+            size_t *cap = in ? &g->cap_inputs : &g->cap_outputs;
             const char *what = in ? "input" : "output";
             if ((rc = pb_expect(r, off, f, what, wt, 2)) ||
-                (rc = grow(r, (void **)arr, *n, sizeof **arr)))
+                (rc = grow(r, (void **)arr, cap, *n, sizeof **arr)))
                 break;
             (*n)++;
             rc = pb_message(r, what, (long)*n - 1, MSG_VALUE_INFO, &(*arr)[*n - 1]);
@@ -904,81 +908,32 @@ static int pb_message(pb_t *r, const char *name, long idx, msg_kind_t kind, void
 
 /* ------------------------------------------------------------------ model */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 int est_tensor_find(const loom_est_model_t *m, const char *name)
 {
-    if (!m->hcap)
-        return -1;
-    for (size_t i = hash_str(name) & (m->hcap - 1);; i = (i + 1) & (m->hcap - 1)) {
-        int idx = m->hash[i];
-        if (idx < 0)
-            return -1;
-        if (strcmp(m->t[idx].name, name) == 0)
-            return idx;
-    }
-}
-
-static int rehash(loom_est_model_t *m, size_t cap)
-{
-    int *h = malloc(cap * sizeof *h);
-    if (!h)
-        return LOOM_ENOMEM;
-    for (size_t i = 0; i < cap; i++)
-        h[i] = -1;
-    for (size_t k = 0; k < m->nt; k++) {
-        size_t i = hash_str(m->t[k].name) & (cap - 1);
-        while (h[i] >= 0)
-            i = (i + 1) & (cap - 1);
-        h[i] = (int)k;
-    }
-    free(m->hash);
-    m->hash = h;
-    m->hcap = cap;
-    return LOOM_OK;
+    uint64_t idx;
+    return loom_map_get_str(&m->names, name, &idx) ? (int)idx : -1;
 }
 
 /* Adds a tensor (taking ownership of src's contents) or returns the index
- * of the existing one with that name; *is_new tells which. */
+ * of the existing one with that name; *is_new tells which. On an error src
+ * is left to the caller. */
 static int tensor_intern(loom_est_model_t *m, loom_est_tensor_t *src, bool *is_new, loom_err_t *err)
 {
+    *is_new = false;
     int idx = est_tensor_find(m, src->name);
-    if (idx >= 0) {
-        *is_new = false;
+    if (idx >= 0)
         return idx;
-    }
     if (m->nt >= (size_t)INT32_MAX / 2)
         return loom_err_set(err, LOOM_ELIMIT, "%s: too many tensors", m->source);
-    if (m->nt == m->capt) {
-        size_t cap = m->capt ? 2 * m->capt : 64;
-        loom_est_tensor_t *nt = realloc(m->t, cap * sizeof *nt);
-        if (!nt)
-            return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
-        m->t = nt;
-        m->capt = cap;
-    }
+    if (loom_vec_reserve((void **)&m->t, &m->capt, m->nt + 1, sizeof *m->t, 64) != LOOM_OK ||
+        loom_map_put_str(&m->names, src->name, m->nt) < 0)
+        return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
     m->t[m->nt] = *src;
     memset(src, 0, sizeof *src);
     m->t[m->nt].producer = -1;
     m->t[m->nt].view_of = -1;
-    m->nt++;
-    if (2 * m->nt > m->hcap) {
-        if (rehash(m, m->hcap ? 2 * m->hcap : 128))
-            return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
-    } else {
-        size_t i = hash_str(m->t[m->nt - 1].name) & (m->hcap - 1);
-        while (m->hash[i] >= 0)
-            i = (i + 1) & (m->hcap - 1);
-        m->hash[i] = (int)(m->nt - 1);
-    }
     *is_new = true;
-    return (int)(m->nt - 1);
+    return (int)m->nt++;
 }
 
 static int intern_name(loom_est_model_t *m, const char *name, loom_err_t *err)
@@ -1199,6 +1154,7 @@ int loom_est_model_parse(const void *data, size_t len, const char *name, loom_es
     loom_est_model_t *m = calloc(1, sizeof *m);
     if (!m)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    loom_map_init(&m->names, LOOM_MAP_STR);
     m->source = strdup(name ? name : "<onnx>");
     if (!m->source) {
         free(m);
@@ -1310,7 +1266,7 @@ void loom_est_model_free(loom_est_model_t *m)
     free(m->t);
     free(m->n);
     free(m->order);
-    free(m->hash);
+    loom_map_free(&m->names);
     free(m->graph_outputs);
     free(m->source);
     free(m);

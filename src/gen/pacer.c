@@ -641,8 +641,8 @@ int loom_gen_run(const loom_gen_config_t *cfg, const loom_gen_source_t *src, loo
     prefault(e.q, e.window * sizeof *e.q);
     if (report->records)
         prefault(report->records, report->n_records * sizeof *report->records);
-    size_t prealloc = e.pool_cap < PREALLOC_JOBS ? e.pool_cap : PREALLOC_JOBS;
-    while (e.npool < prealloc) {
+    size_t premade = e.pool_cap < PREALLOC_JOBS ? e.pool_cap : PREALLOC_JOBS;
+    while (e.npool < premade) {
         loom_gen_job_t *job = calloc(1, sizeof *job);
         if (!job)
             break;

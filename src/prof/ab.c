@@ -178,6 +178,7 @@ int loom_prof_ab_blocks(const loom_prof_run_t *r, size_t warmup, size_t run_inde
         return LOOM_ENOMEM;
     }
     int rc = LOOM_OK;
+    size_t cap = *nb; /* *blocks holds at least *nb */
     size_t nblocks = (r->nsteps + k - 1) / k;
     for (size_t b = 0; b + 1 < nblocks && b + 1 < r->ntoggles; b += 2) {
         /* Clean steps of blocks b and b + 1: past warm-up, started after
@@ -190,13 +191,11 @@ int loom_prof_ab_blocks(const loom_prof_run_t *r, size_t warmup, size_t run_inde
                     in[h][n[h]++] = j;
         if (n[0] < 2 || n[1] < 2 || r->toggles[b].on == r->toggles[b + 1].on)
             continue;
-        loom_prof_ab_block_t *p = realloc(*blocks, (*nb + 1) * sizeof *p);
-        if (!p) {
+        if (loom_vec_reserve((void **)blocks, &cap, *nb + 1, sizeof **blocks, 8)) {
             rc = LOOM_ENOMEM;
             break;
         }
-        *blocks = p;
-        loom_prof_ab_block_t *x = &p[(*nb)++];
+        loom_prof_ab_block_t *x = &(*blocks)[(*nb)++];
         memset(x, 0, sizeof *x);
         x->run = run_index;
         x->index = b;

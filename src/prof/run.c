@@ -40,7 +40,8 @@ typedef struct collect {
     bool oom;
     prof_sampler_t *sampler; /* NULL when not sampling */
     bool cpu_stat;
-    bool sampling_on; /* --toggle: the state of the current block */
+    bool sampling_on;             /* --toggle: the state of the current block */
+    size_t stat_cap, toggles_cap; /* of run->step_stat, run->toggles */
 } collect_t;
 
 static void bad_marker(collect_t *c, const char *msg)
@@ -67,32 +68,14 @@ static void handle_line(collect_t *c, stream_t *st)
     if (kind != LOOM_PROF_LINE_STEP)
         return;
     loom_prof_run_t *r = c->run;
-    if (r->nsteps == c->steps_cap) {
-        size_t cap = c->steps_cap ? 2 * c->steps_cap : 256;
-        loom_prof_step_t *p = realloc(r->steps, cap * sizeof *p);
-        if (!p) {
-            c->oom = true;
-            return;
-        }
-        r->steps = p;
-        if (c->cpu_stat) {
-            loom_prof_cpustat_t *q = realloc(r->step_stat, cap * sizeof *q);
-            if (!q) {
-                c->oom = true;
-                return;
-            }
-            r->step_stat = q;
-        }
-        if (r->toggle_steps) {
-            size_t tcap = cap / r->toggle_steps + 2;
-            loom_prof_toggle_t *t = realloc(r->toggles, tcap * sizeof *t);
-            if (!t) {
-                c->oom = true;
-                return;
-            }
-            r->toggles = t;
-        }
-        c->steps_cap = cap;
+    size_t need = r->nsteps + 1;
+    if (loom_vec_reserve((void **)&r->steps, &c->steps_cap, need, sizeof *r->steps, 256) ||
+        (c->cpu_stat &&
+         loom_vec_reserve((void **)&r->step_stat, &c->stat_cap, need, sizeof *r->step_stat, 256)) ||
+        (r->toggle_steps && loom_vec_reserve((void **)&r->toggles, &c->toggles_cap,
+                                             need / r->toggle_steps + 2, sizeof *r->toggles, 2))) {
+        c->oom = true;
+        return;
     }
     if (c->cpu_stat) {
         r->ncpus = loom_prof_cpustat_read(&r->step_stat[r->nsteps]);
@@ -403,10 +386,9 @@ int loom_prof_run(const loom_prof_opts_t *o, loom_prof_run_t **out, loom_err_t *
         goto fail;
     }
 
-    collect_t c = {r, 0, o->echo_fd, false, sampling ? &sampler : NULL, o->cpu_stat, true};
+    collect_t c = {r, 0, o->echo_fd, false, sampling ? &sampler : NULL, o->cpu_stat, true, 0, 0};
     if (r->toggle_steps) {
-        r->toggles = malloc(2 * sizeof *r->toggles);
-        if (!r->toggles)
+        if (loom_vec_reserve((void **)&r->toggles, &c.toggles_cap, 1, sizeof *r->toggles, 2))
             c.oom = true;
         else
             r->toggles[r->ntoggles++] = (loom_prof_toggle_t){r->start_ns, true};

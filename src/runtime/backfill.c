@@ -203,7 +203,8 @@ static int cmp_end(const void *pa, const void *pb)
  * rt->ends); false: out of memory. */
 static bool ends_by_node(loom_runtime_t *rt, size_t *n)
 {
-    if (rt__grow((void **)&rt->ends, &rt->cap_ends, rt->nact + 1, sizeof *rt->ends) != LOOM_OK)
+    if (loom_vec_reserve((void **)&rt->ends, &rt->cap_ends, rt->nact + 1, sizeof *rt->ends,
+                         RT_ARRAY_MIN_CAP) != LOOM_OK)
         return false;
     *n = 0;
     for (size_t i = 0; i < rt->nact; i++)
@@ -219,7 +220,8 @@ void rt__reserve(loom_runtime_t *rt, rjob_t *j)
 {
     size_t nrun;
     if (rt->nresv >= LOOM_RUNTIME_MAX_RESERVATIONS ||
-        rt__grow((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv) != LOOM_OK ||
+        loom_vec_reserve((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv,
+                         RT_ARRAY_MIN_CAP) != LOOM_OK ||
         !ends_by_node(rt, &nrun))
         return; /* out of memory: it waits as under greedy backfill */
     double len = rt__limit(rt, j), best = INFINITY;

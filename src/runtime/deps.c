@@ -144,7 +144,8 @@ int rt__deps_add(loom_runtime_t *rt, rjob_t *j, const char *text)
 {
     if (!text || !*text)
         return LOOM_OK;
-    if (rt__grow((void **)&rt->deps.wait, &rt->deps.cap, rt->deps.n + 1, sizeof *rt->deps.wait) ||
+    if (loom_vec_reserve((void **)&rt->deps.wait, &rt->deps.cap, rt->deps.n + 1,
+                         sizeof *rt->deps.wait, RT_ARRAY_MIN_CAP) ||
         !(j->dep = strdup(text)))
         return LOOM_ENOMEM;
     rt->deps.wait[rt->deps.n++] = j;

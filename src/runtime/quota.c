@@ -17,8 +17,6 @@
 
 #include "runtime/runtime_int.h"
 
-#define QUOTA_IDX_MIN_CAP 64
-
 static const loom_runtime_limits_t NO_LIMITS = {-1, -1};
 
 static uint64_t quota_key(loom_runtime_quota_kind_t kind, uint32_t who)
@@ -26,59 +24,25 @@ static uint64_t quota_key(loom_runtime_quota_kind_t kind, uint32_t who)
     return (uint64_t)(kind == LOOM_RUNTIME_QUOTA_ACCOUNT) << 32 | who;
 }
 
-static size_t key_slot(uint64_t key, size_t cap)
-{
-    key ^= key >> 29;
-    key *= UINT64_C(0xbf58476d1ce4e5b9);
-    key ^= key >> 32;
-    return (size_t)key & (cap - 1);
-}
-
-static int reindex(loom_runtime_t *rt, size_t cap)
-{
-    uint32_t *idx = calloc(cap, sizeof *idx);
-    if (!idx)
-        return LOOM_ENOMEM;
-    for (size_t q = 0; q < rt->nquotas; q++) {
-        size_t i = key_slot(rt->quotas[q].key, cap);
-        while (idx[i])
-            i = (i + 1) & (cap - 1);
-        idx[i] = (uint32_t)q + 1;
-    }
-    free(rt->quota_idx);
-    rt->quota_idx = idx;
-    rt->quota_idx_cap = cap;
-    return LOOM_OK;
-}
-
 /* The entry of key (index + 1), made if need be; 0 when out of memory. */
 static uint32_t entry(loom_runtime_t *rt, uint64_t key)
 {
-    if ((rt->nquotas + 1) * 2 > rt->quota_idx_cap &&
-        reindex(rt, rt->quota_idx_cap ? rt->quota_idx_cap * 2 : QUOTA_IDX_MIN_CAP))
-        return 0;
-    size_t mask = rt->quota_idx_cap - 1;
-    size_t i = key_slot(key, rt->quota_idx_cap);
-    for (; rt->quota_idx[i]; i = (i + 1) & mask)
-        if (rt->quotas[rt->quota_idx[i] - 1].key == key)
-            return rt->quota_idx[i];
+    uint64_t v;
+    if (loom_map_get_u64(&rt->quota_idx, key, &v))
+        return (uint32_t)v + 1;
     if (rt->nquotas >= UINT32_MAX - 1 ||
-        rt__grow((void **)&rt->quotas, &rt->cap_quotas, rt->nquotas + 1, sizeof *rt->quotas))
+        loom_vec_reserve((void **)&rt->quotas, &rt->cap_quotas, rt->nquotas + 1, sizeof *rt->quotas,
+                         RT_ARRAY_MIN_CAP) ||
+        loom_map_put_u64(&rt->quota_idx, key, rt->nquotas) < 0)
         return 0;
     rt->quotas[rt->nquotas] = (struct quota){.key = key, .limits = NO_LIMITS};
-    rt->quota_idx[i] = (uint32_t)rt->nquotas + 1;
     return (uint32_t)++rt->nquotas;
 }
 
 static const struct quota *find(const loom_runtime_t *rt, uint64_t key)
 {
-    if (!rt->quota_idx_cap)
-        return NULL;
-    size_t mask = rt->quota_idx_cap - 1;
-    for (size_t i = key_slot(key, rt->quota_idx_cap); rt->quota_idx[i]; i = (i + 1) & mask)
-        if (rt->quotas[rt->quota_idx[i] - 1].key == key)
-            return &rt->quotas[rt->quota_idx[i] - 1];
-    return NULL;
+    uint64_t v;
+    return loom_map_get_u64(&rt->quota_idx, key, &v) ? &rt->quotas[v] : NULL;
 }
 
 int rt__quota_attach(loom_runtime_t *rt, rjob_t *j)
@@ -158,7 +122,7 @@ int loom_runtime_quota_hold(const loom_runtime_t *rt, uint64_t id, loom_runtime_
 void rt__quota_free(loom_runtime_t *rt)
 {
     free(rt->quotas);
-    free(rt->quota_idx);
+    loom_map_free(&rt->quota_idx);
 }
 
 int loom_runtime_set_quota(loom_runtime_t *rt, loom_runtime_quota_kind_t kind, uint32_t who,

@@ -20,103 +20,12 @@
 
 #include "runtime/runtime_int.h"
 
-#define MAP_MIN_CAP    1024
-#define SHAPES_MIN_CAP 1024
-#define ARRAY_MIN_CAP  64
-
 /* ------------------------------------------------------------- helpers */
-
-int rt__grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return LOOM_OK;
-    size_t nc = *cap ? *cap : ARRAY_MIN_CAP;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return LOOM_ENOMEM;
-    *arr = p;
-    *cap = nc;
-    return LOOM_OK;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= UINT64_C(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x *= UINT64_C(0xc4ceb9fe1a85ec53);
-    x ^= x >> 33;
-    return x;
-}
-
-#define TOMBSTONE ((rjob_t *)(uintptr_t)1)
 
 rjob_t *rt__find(const loom_runtime_t *rt, uint64_t id)
 {
-    if (!rt->map_cap)
-        return NULL;
-    size_t mask = rt->map_cap - 1;
-    for (size_t i = mix64(id) & mask;; i = (i + 1) & mask) {
-        rjob_t *j = rt->map[i];
-        if (!j)
-            return NULL;
-        if (j != TOMBSTONE && j->job.id == id)
-            return j;
-    }
-}
-
-static int map_rehash(loom_runtime_t *rt, size_t cap)
-{
-    rjob_t **nm = calloc(cap, sizeof *nm);
-    if (!nm)
-        return LOOM_ENOMEM;
-    for (size_t k = 0; k < rt->map_cap; k++) {
-        rjob_t *j = rt->map[k];
-        if (!j || j == TOMBSTONE)
-            continue;
-        size_t i = mix64(j->job.id) & (cap - 1);
-        while (nm[i])
-            i = (i + 1) & (cap - 1);
-        nm[i] = j;
-    }
-    free(rt->map);
-    rt->map = nm;
-    rt->map_cap = cap;
-    rt->map_used = rt->map_live;
-    return LOOM_OK;
-}
-
-static int map_put(loom_runtime_t *rt, rjob_t *j)
-{
-    if ((rt->map_used + 1) * 4 >= rt->map_cap * 3) {
-        size_t cap = rt->map_cap ? rt->map_cap : MAP_MIN_CAP;
-        while ((rt->map_live + 1) * 2 >= cap)
-            cap *= 2;
-        if (map_rehash(rt, cap) != LOOM_OK)
-            return LOOM_ENOMEM;
-    }
-    size_t mask = rt->map_cap - 1;
-    size_t i = mix64(j->job.id) & mask;
-    while (rt->map[i] && rt->map[i] != TOMBSTONE)
-        i = (i + 1) & mask;
-    if (!rt->map[i])
-        rt->map_used++;
-    rt->map[i] = j;
-    rt->map_live++;
-    return LOOM_OK;
-}
-
-static void map_del(loom_runtime_t *rt, uint64_t id)
-{
-    size_t mask = rt->map_cap - 1;
-    for (size_t i = mix64(id) & mask; rt->map[i]; i = (i + 1) & mask)
-        if (rt->map[i] != TOMBSTONE && rt->map[i]->job.id == id) {
-            rt->map[i] = TOMBSTONE;
-            rt->map_live--;
-            return;
-        }
+    uint64_t v;
+    return loom_map_get_u64(&rt->jobs, id, &v) ? loom_map_to_ptr(v) : NULL;
 }
 
 static void job_free(rjob_t *j)
@@ -139,6 +48,9 @@ int loom_runtime_new(const loom_sched_cluster_t *c, const loom_runtime_config_t 
     loom_runtime_t *rt = calloc(1, sizeof *rt);
     if (!rt)
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    loom_map_init(&rt->jobs, LOOM_MAP_U64);
+    loom_map_init(&rt->shape_idx, LOOM_MAP_STR);
+    loom_map_init(&rt->quota_idx, LOOM_MAP_U64);
     if (cfg->queue && strlen(cfg->queue) >= sizeof rt->queue_name) {
         free(rt);
         return loom_err_set(err, LOOM_EINVAL, "queue policy '%.40s...': longer than %zu bytes",
@@ -198,9 +110,9 @@ void loom_runtime_free(loom_runtime_t *rt)
     free(rt->pend);
     free(rt->fresh);
     free(rt->act);
-    free(rt->map);
+    loom_map_free(&rt->jobs);
     free(rt->shapes);
-    free(rt->shape_idx);
+    loom_map_free(&rt->shape_idx);
     free(rt->shares);
     free(rt->groups);
     rt__quota_free(rt);
@@ -262,7 +174,8 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
         j->job = *job;
         j->job.dependency = NULL; /* the caller's pointer is not kept (rt__deps_add copies) */
     }
-    if (!j || rt__quota_attach(rt, j) != LOOM_OK || map_put(rt, j) != LOOM_OK) {
+    if (!j || rt__quota_attach(rt, j) != LOOM_OK ||
+        loom_map_put_u64(&rt->jobs, job->id, loom_map_ptr(j)) < 0) {
         free(j);
         loom_err_set(err, LOOM_ENOMEM, "out of memory");
         return NULL;
@@ -280,7 +193,8 @@ static rjob_t *job_new(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_e
 
 int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_err_t *err)
 {
-    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh))
+    if (loom_vec_reserve((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh,
+                         RT_ARRAY_MIN_CAP))
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     rjob_t *j = job_new(rt, job, err);
     if (!j)
@@ -292,7 +206,7 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
     if ((never && !(j->reject = strdup(why.msg))) ||
         shape_intern(rt, &job->req, &j->shape) != LOOM_OK ||
         rt__deps_add(rt, j, job->dependency) != LOOM_OK) {
-        map_del(rt, job->id);
+        loom_map_del_u64(&rt->jobs, job->id);
         job_free(j);
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
@@ -304,7 +218,8 @@ int loom_runtime_submit(loom_runtime_t *rt, const loom_runtime_job_t *job, loom_
 
 static int act_add(loom_runtime_t *rt, rjob_t *j)
 {
-    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act))
+    if (loom_vec_reserve((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act,
+                         RT_ARRAY_MIN_CAP))
         return LOOM_ENOMEM;
     j->slot = rt->nact;
     rt->act[rt->nact++] = j;
@@ -334,7 +249,8 @@ int loom_runtime_adopt(loom_runtime_t *rt, const loom_runtime_job_t *job,
     if (alloc->node < 0 || (size_t)alloc->node >= rt->cluster.nnodes)
         return loom_err_set(err, LOOM_EINVAL, "job %llu: node %d: no such node",
                             (unsigned long long)job->id, alloc->node);
-    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act))
+    if (loom_vec_reserve((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act,
+                         RT_ARRAY_MIN_CAP))
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     loom_sched_alloc_t held = *alloc;
     held.req = job->req;
@@ -362,7 +278,7 @@ int loom_runtime_remove(loom_runtime_t *rt, uint64_t id, double now_s)
     rjob_t *j = rt__find(rt, id);
     if (!j)
         return LOOM_ENOTFOUND;
-    map_del(rt, id);
+    loom_map_del_u64(&rt->jobs, id);
     rt->deps.events++; /* its dependents may be judged now */
     rt__deps_forget(rt, j);
     if (j->state == LOOM_RUNTIME_PENDING) {
@@ -392,8 +308,8 @@ static int group_count(loom_runtime_t *rt, uint64_t id, int delta)
                 rt->groups[i] = rt->groups[--rt->ngroups];
             return n;
         }
-    if (delta > 0 &&
-        !rt__grow((void **)&rt->groups, &rt->cap_groups, rt->ngroups + 1, sizeof *rt->groups))
+    if (delta > 0 && !loom_vec_reserve((void **)&rt->groups, &rt->cap_groups, rt->ngroups + 1,
+                                       sizeof *rt->groups, RT_ARRAY_MIN_CAP))
         rt->groups[rt->ngroups++] = (struct group){id, delta};
     return delta > 0 ? delta : 0;
 }
@@ -462,7 +378,8 @@ int loom_runtime_requeue(loom_runtime_t *rt, uint64_t id, double now_s)
     rjob_t *j = rt__find(rt, id);
     if (!j || j->state == LOOM_RUNTIME_PENDING)
         return j ? LOOM_ESTATE : LOOM_ENOTFOUND;
-    if (rt__grow((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh) ||
+    if (loom_vec_reserve((void **)&rt->fresh, &rt->cap_fresh, rt->nfresh + 1, sizeof *rt->fresh,
+                         RT_ARRAY_MIN_CAP) ||
         shape_intern(rt, &j->job.req, &j->shape) != LOOM_OK)
         return LOOM_ENOMEM;
     rt__account(j, now_s);
@@ -549,7 +466,7 @@ static void reject(loom_runtime_t *rt, rjob_t *j)
     snprintf(why, sizeof why, "unschedulable: %s", j->reject);
     rt__emit(rt, LOOM_RUNTIME_REJECT, j, NULL, NULL, why);
     rt__deps_forget(rt, j);
-    map_del(rt, j->job.id);
+    loom_map_del_u64(&rt->jobs, j->job.id);
     job_free(j);
 }
 
@@ -647,7 +564,8 @@ static void merge_fresh(loom_runtime_t *rt, size_t nf)
 
 static int order_queue(loom_runtime_t *rt)
 {
-    if (rt__grow((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh, sizeof *rt->pend))
+    if (loom_vec_reserve((void **)&rt->pend, &rt->cap_pend, rt->npend + rt->nfresh,
+                         sizeof *rt->pend, RT_ARRAY_MIN_CAP))
         return LOOM_ENOMEM;
     size_t nf = take_fresh(rt);
     if (loom_sched_queue_fairshare(&rt->queue) || rt->queue.kind == LOOM_SCHED_QUEUE_DRF) {
@@ -669,55 +587,32 @@ static uint64_t epoch(const loom_runtime_t *rt)
     return rt->cluster.frees + rt->up_events + 1;
 }
 
-static uint64_t req_hash(const loom_sched_req_t *r)
+/* A request as the shape map's key: its fields, each widened to 64 bits
+ * (no padding, so equal requests give equal bytes). */
+static void req_key(const loom_sched_req_t *r, uint64_t key[6])
 {
-    uint64_t h = mix64((uint64_t)r->cpu_milli) ^ mix64((uint64_t)r->mem_mib * 31u);
-    h ^= mix64(((uint64_t)(uint32_t)r->num_gpus << 32) | (uint32_t)r->gpu_milli);
-    h ^= mix64((uint64_t)r->gpu_mem_mib + 7u) ^ mix64(r->gpu_types + 13u);
-    return h;
-}
-
-static bool req_same(const loom_sched_req_t *a, const loom_sched_req_t *b)
-{
-    return a->cpu_milli == b->cpu_milli && a->mem_mib == b->mem_mib && a->num_gpus == b->num_gpus &&
-           a->gpu_milli == b->gpu_milli && a->gpu_mem_mib == b->gpu_mem_mib &&
-           a->gpu_types == b->gpu_types;
-}
-
-static int shape_reindex(loom_runtime_t *rt, size_t cap)
-{
-    uint32_t *idx = calloc(cap, sizeof *idx);
-    if (!idx)
-        return LOOM_ENOMEM;
-    for (size_t s = 0; s < rt->nshapes; s++) {
-        size_t i = req_hash(&rt->shapes[s].req) & (cap - 1);
-        while (idx[i])
-            i = (i + 1) & (cap - 1);
-        idx[i] = (uint32_t)s + 1;
-    }
-    free(rt->shape_idx);
-    rt->shape_idx = idx;
-    rt->shape_idx_cap = cap;
-    return LOOM_OK;
+    key[0] = (uint64_t)r->cpu_milli;
+    key[1] = (uint64_t)r->mem_mib;
+    key[2] = (uint64_t)(int64_t)r->num_gpus;
+    key[3] = (uint64_t)(int64_t)r->gpu_milli;
+    key[4] = (uint64_t)r->gpu_mem_mib;
+    key[5] = r->gpu_types;
 }
 
 static int shape_intern(loom_runtime_t *rt, const loom_sched_req_t *r, uint32_t *out)
 {
-    if ((rt->nshapes + 1) * 2 > rt->shape_idx_cap &&
-        shape_reindex(rt, rt->shape_idx_cap ? rt->shape_idx_cap * 2 : SHAPES_MIN_CAP))
-        return LOOM_ENOMEM;
-    size_t mask = rt->shape_idx_cap - 1;
-    size_t i = req_hash(r) & mask;
-    for (; rt->shape_idx[i]; i = (i + 1) & mask)
-        if (req_same(&rt->shapes[rt->shape_idx[i] - 1].req, r)) {
-            *out = rt->shape_idx[i] - 1;
-            return LOOM_OK;
-        }
+    uint64_t key[6], v;
+    req_key(r, key);
+    if (loom_map_get_bytes(&rt->shape_idx, key, sizeof key, &v)) {
+        *out = (uint32_t)v;
+        return LOOM_OK;
+    }
     if (rt->nshapes >= UINT32_MAX - 1 ||
-        rt__grow((void **)&rt->shapes, &rt->cap_shapes, rt->nshapes + 1, sizeof *rt->shapes))
+        loom_vec_reserve((void **)&rt->shapes, &rt->cap_shapes, rt->nshapes + 1, sizeof *rt->shapes,
+                         RT_ARRAY_MIN_CAP) ||
+        loom_map_put_bytes(&rt->shape_idx, key, sizeof key, rt->nshapes) < 0)
         return LOOM_ENOMEM;
     rt->shapes[rt->nshapes] = (struct shape){.req = *r};
-    rt->shape_idx[i] = (uint32_t)rt->nshapes + 1;
     *out = (uint32_t)rt->nshapes++;
     return LOOM_OK;
 }
@@ -845,7 +740,8 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
     }
     if (rt->nresv && !clear_of_reservations(rt, j, &place))
         return RT_HELD_BACK;
-    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
+    if (loom_vec_reserve((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act,
+                         RT_ARRAY_MIN_CAP) ||
         loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
             LOOM_OK)
         return RT_STAYS;
@@ -855,7 +751,7 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
              rt->place_name);
     if (rt__emit(rt, LOOM_RUNTIME_START, j, &j->alloc, NULL, why) != LOOM_OK) {
         loom_sched_free(&rt->cluster, &j->alloc, NULL);
-        map_del(rt, j->job.id);
+        loom_map_del_u64(&rt->jobs, j->job.id);
         job_free(j);
         return RT_GONE;
     }
@@ -867,8 +763,9 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
  * of it is reported (loom_runtime_reason_changes). */
 static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
 {
-    if (j->job.recorded == why || rt__grow((void **)&rt->changes, &rt->cap_changes,
-                                           rt->nchanges + 1, sizeof *rt->changes) != LOOM_OK)
+    if (j->job.recorded == why ||
+        loom_vec_reserve((void **)&rt->changes, &rt->cap_changes, rt->nchanges + 1,
+                         sizeof *rt->changes, RT_ARRAY_MIN_CAP) != LOOM_OK)
         return; /* out of memory: said again at the next step */
     j->job.recorded = why;
     rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
@@ -1080,7 +977,7 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
 
 size_t loom_runtime_npending(const loom_runtime_t *rt)
 {
-    return rt->map_live - rt->nact;
+    return loom_map_count(&rt->jobs) - rt->nact;
 }
 
 size_t loom_runtime_nrunning(const loom_runtime_t *rt)

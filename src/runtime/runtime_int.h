@@ -13,6 +13,7 @@
 #define RT_MIN_STEPS      4   /* steps of each kind before a packing decision */
 #define RT_KEEP_THRESHOLD 1.0 /* normalized throughput below which packing is undone */
 #define RT_NOTE_MAX       160
+#define RT_ARRAY_MIN_CAP  64 /* first capacity of the runtime's arrays (loom_vec_reserve) */
 
 /* A job of Rubick's (rubick.c). */
 typedef struct rt_rubick {
@@ -108,9 +109,7 @@ struct loom_runtime {
     double now;         /* of the last step */
     uint64_t steps;     /* steps taken */
 
-    /* id -> job: open addressing, linear probing, tombstones. */
-    rjob_t **map;
-    size_t map_cap, map_used, map_live;
+    loom_map_t jobs; /* id -> job (loom_map_ptr) */
 
     /* Pending, in queue order, with each job's shape beside it so that the
      * walk of a long queue reads one array in order. */
@@ -128,15 +127,15 @@ struct loom_runtime {
     size_t nact, cap_act;
 
     /* Distinct requests (interned at submission), each with the epoch in
-     * which it last fitted nowhere; shape_idx hashes requests to index + 1. */
+     * which it last fitted nowhere; shape_idx maps a request (req_key's
+     * bytes) to its index. */
     struct shape {
         loom_sched_req_t req;
         uint64_t fail_epoch;     /* 0: never failed */
         uint64_t room_fail_step; /* the step in which time-slicing could not make room for it */
     } * shapes;
     size_t nshapes, cap_shapes;
-    uint32_t *shape_idx;
-    size_t shape_idx_cap;
+    loom_map_t shape_idx; /* LOOM_MAP_STR */
 
     /* Fair share and drf: one entry per user, per account and per
      * (account, user) pair seen (never removed, so indices stay valid). */
@@ -160,7 +159,7 @@ struct loom_runtime {
     } * groups;
     size_t ngroups, cap_groups;
     /* Running quotas (quota.c): an entry per user and per account seen,
-     * found by key (kind << 32 | id) through quota_idx (index + 1). */
+     * found by key (kind << 32 | id) through quota_idx (its index). */
     struct quota {
         uint64_t key;
         int64_t gpu_milli, jobs; /* running now */
@@ -168,8 +167,7 @@ struct loom_runtime {
         bool own; /* limits of its own (else the kind's default) */
     } * quotas;
     size_t nquotas, cap_quotas;
-    uint32_t *quota_idx;
-    size_t quota_idx_cap;
+    loom_map_t quota_idx;
     loom_runtime_limits_t quota_every[2]; /* users', accounts' default */
     bool quota_on;                        /* any limit was ever set */
 
@@ -210,7 +208,6 @@ struct loom_runtime {
 };
 
 /* runtime.c */
-int rt__grow(void **arr, size_t *cap, size_t need, size_t elem);
 void rt__act_remove(loom_runtime_t *rt, rjob_t *j);
 rjob_t *rt__find(const loom_runtime_t *rt, uint64_t id);
 int rt__emit(loom_runtime_t *rt, loom_runtime_action_kind_t kind, rjob_t *j,

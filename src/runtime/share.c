@@ -42,7 +42,8 @@ static struct share *share_get(loom_runtime_t *rt, int kind, uint32_t account, u
     struct share *s = share_find(rt, kind, account, user);
     if (s)
         return s;
-    if (rt__grow((void **)&rt->shares, &rt->cap_shares, rt->nshares + 1, sizeof *rt->shares))
+    if (loom_vec_reserve((void **)&rt->shares, &rt->cap_shares, rt->nshares + 1, sizeof *rt->shares,
+                         RT_ARRAY_MIN_CAP))
         return NULL;
     s = &rt->shares[rt->nshares++];
     *s = (struct share){.kind = (uint8_t)kind,

@@ -92,14 +92,8 @@ int loom_sched_cluster_add_node(loom_sched_cluster_t *c, const char *name, int64
         if (type < 0)
             return err ? err->code : LOOM_ELIMIT;
     }
-    if (c->nnodes == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        loom_sched_node_t *nn = realloc(c->nodes, ncap * sizeof *nn);
-        if (!nn)
-            return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-        c->nodes = nn;
-        c->cap = ncap;
-    }
+    if (loom_vec_reserve((void **)&c->nodes, &c->cap, c->nnodes + 1, sizeof *c->nodes, 16))
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     loom_sched_node_t *n = &c->nodes[c->nnodes];
     memset(n, 0, sizeof *n);
     snprintf(n->name, sizeof n->name, "%s", name);

@@ -80,9 +80,15 @@ int loom_sched_workload_learn(const loom_sched_req_t *reqs, size_t n, double cov
         cum += all[take++].weight;
     for (size_t i = 0; i < take; i++)
         all[i].weight /= cum;
-    out->shapes = realloc(all, take * sizeof *all);
-    if (!out->shapes)
+    /* keep only the shapes taken (the first take of n); without memory for
+     * the smaller copy, the whole array does */
+    out->shapes = malloc(take * sizeof *all);
+    if (out->shapes) {
+        memcpy(out->shapes, all, take * sizeof *all);
+        free(all);
+    } else {
         out->shapes = all;
+    }
     out->nshapes = take;
     return LOOM_OK;
 }

@@ -68,7 +68,7 @@ struct loom_sched_placer {
     uint32_t *frag_ver; /* version + 1 of the node when frag[] was computed; 0: none */
     double *frag;
     shape_key_t *shapes; /* interned shapes, index = shape id */
-    size_t nshapes, scap;
+    size_t nshapes, scap, shapes_cap;
     uint32_t *c_ver; /* [node * scap + sid] */
     double *c_delta; /* best frag increase (milli-GPU), or -HUGE_VAL if nothing fits */
     int8_t *c_gpu;   /* GPU of the best delta (sharing jobs), -1 otherwise */
@@ -367,12 +367,9 @@ static int shape_id(loom_sched_placer_t *p, const loom_sched_req_t *r)
         if (caches_bind(p, p->bound, p->scap * 2))
             return -2;
     }
-    if (p->nshapes % 16 == 0) {
-        shape_key_t *ns = realloc(p->shapes, (p->nshapes + 16) * sizeof *ns);
-        if (!ns)
-            return -2;
-        p->shapes = ns;
-    }
+    if (loom_vec_reserve((void **)&p->shapes, &p->shapes_cap, p->nshapes + 1, sizeof *p->shapes,
+                         16))
+        return -2;
     memset(&p->shapes[p->nshapes], 0, sizeof k);
     p->shapes[p->nshapes] = k;
     return (int)p->nshapes++;

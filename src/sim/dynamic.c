@@ -76,14 +76,8 @@ typedef struct heap {
 
 static int heap_push(heap_t *h, job_t *j)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        dep_t *na = realloc(h->a, nc * sizeof *na);
-        if (!na)
-            return LOOM_ENOMEM;
-        h->a = na;
-        h->cap = nc;
-    }
+    if (loom_vec_reserve((void **)&h->a, &h->cap, h->n + 1, sizeof *h->a, 64))
+        return LOOM_ENOMEM;
     size_t i = h->n++;
     h->a[i] = (dep_t){j->finish_s, j, j->gen};
     while (i > 0) {
@@ -463,14 +457,9 @@ static int advance(run_t *r, loom_runtime_t *rt, job_t **order, size_t n, size_t
 static int keep_point(loom_sim_dynamic_result_t *res, size_t *cap, const loom_runtime_t *rt,
                       double now, double capacity)
 {
-    if (res->ntimeline == *cap) {
-        size_t nc = *cap ? *cap * 2 : TIMELINE_MIN_CAP;
-        loom_sim_util_point_t *np = realloc(res->timeline, nc * sizeof *np);
-        if (!np)
-            return LOOM_ENOMEM;
-        res->timeline = np;
-        *cap = nc;
-    }
+    if (loom_vec_reserve((void **)&res->timeline, cap, res->ntimeline + 1, sizeof *res->timeline,
+                         TIMELINE_MIN_CAP))
+        return LOOM_ENOMEM;
     const loom_sched_cluster_t *c = loom_runtime_cluster(rt);
     res->timeline[res->ntimeline++] = (loom_sim_util_point_t){
         now, (float)(100.0 * (double)c->gpu_milli_used / capacity),

@@ -142,15 +142,9 @@ int loom_sim_packing(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
             res->frag_pct_at_100 = idle > 0 ? 100.0 * frag_total / idle : 0;
         }
         if (o->keep_points) {
-            if (npts == cap_pts) {
-                size_t nc = cap_pts ? cap_pts * 2 : 4096;
-                loom_sim_point_t *np = realloc(pts, nc * sizeof *np);
-                if (!np) {
-                    rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-                    goto out;
-                }
-                pts = np;
-                cap_pts = nc;
+            if (loom_vec_reserve((void **)&pts, &cap_pts, npts + 1, sizeof *pts, 4096)) {
+                rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+                goto out;
             }
             pts[npts++] = pt;
         }

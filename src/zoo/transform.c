@@ -152,10 +152,8 @@ static bool have(const loom_zoo_weights_t *w, const char *name)
 
 static int push(loom_zoo_weights_t *out, loom_zoo_tensor_t *t, const char *name)
 {
-    loom_zoo_tensor_t *nt = realloc(out->t, (out->n + 1) * sizeof *nt);
-    if (!nt)
+    if (loom_vec_reserve((void **)&out->t, &out->cap, out->n + 1, sizeof *out->t, 16))
         return LOOM_ENOMEM;
-    out->t = nt;
     t->name = strdup(name);
     if (!t->name)
         return LOOM_ENOMEM;

@@ -94,15 +94,13 @@ static int fill_folded(const loom_est_model_t *m, const loom_buf_t *bytes, loom_
             memcpy(nt.dims, t->dims, (size_t)t->rank * sizeof *t->dims);
             nt.data = malloc(nt.numel * sizeof *nt.data);
             nt.name = strdup(t->name);
-            loom_zoo_tensor_t *grown =
-                nt.data && nt.name ? realloc(w->t, (w->n + 1) * sizeof *grown) : NULL;
-            if (!grown) {
+            if (!nt.data || !nt.name ||
+                loom_vec_reserve((void **)&w->t, &w->cap, w->n + 1, sizeof *w->t, 16)) {
                 free(nt.data);
                 free(nt.name);
                 return loom_err_set(err, LOOM_ENOMEM, "warm start: out of memory");
             }
             memcpy(nt.data, bytes->data + t->raw_off, t->raw_len); /* float32 LE, as ours */
-            w->t = grown;
             w->t[w->n++] = nt;
             (*added)++;
         }
