@@ -81,13 +81,23 @@ double loom_zoo_bound(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b)
 }
 
 #define MAX_PASSES 32
-#define NEG        (-1e30f)
+#define NEG        (-1e300)
+/* What a pass charges for each layer its path leaves unmatched: nothing
+ * next to a match's score (at most 4096 of them cost 4e-4), but among
+ * paths with equal matches it prefers the one through the fewest layers,
+ * e.g. a transformer deepened by a block: the path bridges the new block
+ * through its residual edges (two Adds unmatched), where a path through
+ * the block's layers could match half of the old block and half of the
+ * new one at the same score, which no identity initialisation bridges
+ * (integration.zoo_torch). The similarity counts the matches' scores only. */
+#define SKIP_COST 1e-7
 
 enum { FROM_NONE = 0, FROM_MATCH = 1, FROM_SKIP_C = 2, FROM_SKIP_P = 3, FROM_ANCHOR = 4 };
 
 typedef struct dag_dp {
     size_t n, m, w;
-    float *H, *sc;    /* (n+1) x (m+1); sc: match scores, < 0 not computed */
+    double *H;        /* (n+1) x (m+1) */
+    float *sc;        /* match scores, < 0 not computed */
     uint32_t *from;   /* kind << 28 | p << 14 | q */
     int32_t *pa, *pb; /* partner DP index, -1 none; [0] = 0 (the inputs) */
     /* predecessors as DP indices (0: the graph's input): of DP index i,
@@ -134,19 +144,19 @@ static float score_at(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t
 #define PACK(kind, p, q) ((uint32_t)(kind) << 28 | (uint32_t)(p) << 14 | (uint32_t)(q))
 
 /* One pass: fills H and from; returns the best cell's value and index. */
-static float dag_pass(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t *b, size_t *bi,
-                      size_t *bj)
+static double dag_pass(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t *b, size_t *bi,
+                       size_t *bj)
 {
     size_t w = d->w;
-    float best = 0, *H = d->H;
+    double best = 0, *H = d->H;
     *bi = *bj = 0;
     for (size_t j = 0; j <= d->m; j++) { /* row 0: the child's input */
-        float h = j ? NEG : 0;
+        double h = j ? NEG : 0;
         uint32_t f = FROM_NONE;
         if (j && d->pb[j] < 0)
             for (uint32_t y = d->bs[j]; y < d->bs[j + 1]; y++)
-                if (H[d->bp[y]] > h) {
-                    h = H[d->bp[y]];
+                if (H[d->bp[y]] - SKIP_COST > h) {
+                    h = H[d->bp[y]] - SKIP_COST;
                     f = PACK(FROM_SKIP_P, 0, d->bp[y]);
                 }
         H[j] = h;
@@ -157,19 +167,19 @@ static float dag_pass(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t
         size_t na = d->as[i + 1] - d->as[i];
         bool used_i = d->pa[i] >= 0;
         uint16_t op = a->layers[i - 1].op;
-        float *Hi = H + i * w;
+        double *Hi = H + i * w;
         uint32_t *Fi = d->from + i * w;
         for (size_t j = 0; j <= d->m; j++) {
             const uint16_t *pb = d->bp + d->bs[j];
             size_t nb = d->bs[j + 1] - d->bs[j];
             bool used_j = d->pb[j] >= 0;
-            float h = NEG;
+            double h = NEG;
             uint32_t f = FROM_NONE;
             if (used_i && used_j) {
                 if (d->pa[i] == (int32_t)j) /* an anchor: crossed in step */
                     for (size_t x = 0; x < na; x++)
                         for (size_t y = 0; y < nb; y++) {
-                            float v = H[pa[x] * w + pb[y]];
+                            double v = H[pa[x] * w + pb[y]];
                             if (v > h) {
                                 h = v;
                                 f = PACK(FROM_ANCHOR, pa[x], pb[y]);
@@ -178,7 +188,7 @@ static float dag_pass(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t
             } else {
                 if (!used_i)
                     for (size_t x = 0; x < na; x++) {
-                        float v = H[pa[x] * w + j];
+                        double v = H[pa[x] * w + j] - SKIP_COST;
                         if (v > h) {
                             h = v;
                             f = PACK(FROM_SKIP_C, pa[x], j);
@@ -186,17 +196,17 @@ static float dag_pass(dag_dp_t *d, const loom_zoo_sig_t *a, const loom_zoo_sig_t
                     }
                 if (!used_j)
                     for (size_t y = 0; y < nb; y++) {
-                        float v = Hi[pb[y]];
+                        double v = Hi[pb[y]] - SKIP_COST;
                         if (v > h) {
                             h = v;
                             f = PACK(FROM_SKIP_P, i, pb[y]);
                         }
                     }
                 if (!used_i && !used_j && j && op == b->layers[j - 1].op) {
-                    float m = score_at(d, a, b, i, j);
+                    double m = score_at(d, a, b, i, j);
                     for (size_t x = 0; m > 0 && x < na; x++)
                         for (size_t y = 0; y < nb; y++) {
-                            float v = H[pa[x] * w + pb[y]];
+                            double v = H[pa[x] * w + pb[y]];
                             /* >=: on a tie, match */
                             if (v > NEG && v + m >= h) {
                                 h = v + m;
@@ -308,8 +318,8 @@ static int dag_align(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b, loom_zoo_
     d.pa[0] = d.pb[0] = 0;
     for (int pass = 0; pass < MAX_PASSES && (pass == 0 || unmatched_common(&d, a, b)); pass++) {
         size_t bi, bj;
-        float best = dag_pass(&d, a, b, &bi, &bj);
-        if (best <= 1e-6f)
+        double best = dag_pass(&d, a, b, &bi, &bj);
+        if (best <= 1e-3)
             break;
         *sum += dag_trace(&d, bi, bj, pairs, np);
     }
