@@ -174,8 +174,12 @@ typedef struct loom_zoo_entry_in {
     const char *model_path;   /* ONNX file */
     const char *weights_path; /* weights file (loom_zoo_weights format) */
     const char *task;         /* e.g. "digits": matches only within a task */
-    const char *name;         /* NULL: the model file's base name */
-    const char *metric_name;  /* e.g. "accuracy", "loss" */
+    /* The data it was trained on, e.g. "digits[0-9]" (NULL: not recorded):
+     * a child of other data does not start from it (loom_zoo_match_opts_t
+     * data). */
+    const char *data;
+    const char *name;        /* NULL: the model file's base name */
+    const char *metric_name; /* e.g. "accuracy", "loss" */
     double metric;
     int64_t job_id;    /* the job that trained it, 0 none */
     int64_t owner_uid; /* who added it (its owner) */
@@ -245,6 +249,11 @@ typedef struct loom_zoo_match_opts {
     double band;           /* parent rule's similarity band (< 0: 0.05) */
     double min_similarity; /* below it no parent is chosen (< 0: 0.5) */
     int64_t exclude_id;    /* an entry to leave out, 0 none */
+    /* The child's data (NULL: not given). Entries that recorded other data
+     * are left out: a warm start from them is predicted not to help (the
+     * child then starts cold); "other_data" in the result counts them.
+     * Entries without recorded data stay candidates. */
+    const char *data;
     /* Candidates: NULL every entry (the CLI's own repository); else those
      * of viewer->uid and the shared ones (viewer->all is ignored: an
      * operator's warm starts come from its own and shared entries too). */
@@ -254,7 +263,7 @@ typedef struct loom_zoo_match_opts {
 /* Ranks the repository against child:
  *   {"candidates": [{"id", "name", "task", "similarity", "metric_name",
  *                    "metric"}...], "parent": id or null, "rule": "...",
- *    "scanned": N, "aligned": K}
+ *    "scanned": N, "aligned": K, "other_data": D}
  * The parent: among candidates whose similarity is within `band` of the
  * best (and at least min_similarity), the best metric; ties by
  * similarity (docs/zoo.md, "Parent choice"). */
@@ -338,27 +347,14 @@ int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *child, const char *chil
 
 /* Applies a zoo.warm result res ({"parent", "similarity", "layers_mapped",
  * "layers_child", "weights"}) to a batch submission: sets the labels
- * zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped and zoo.weights
- * in labels (an object) and puts `export LOOM_WARM_START='PATH'` into
+ * zoo.parent, zoo.similarity, zoo.layers_mapped and zoo.weights in labels
+ * (an object; no expected speed-up: similarity does not predict one,
+ * docs/zoo.md) and puts `export LOOM_WARM_START='PATH'` into
  * *script after its #! line (before anything runs). What `loom submit
  * --warm-start` and `loom gen --submit` (catalog "warm_start") both do.
  * LOOM_EINVAL when res has no usable weights path (one with a ' or over
  * 256 bytes is refused: it goes into a shell line). */
 int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, loom_err_t *err);
-
-/* The expected speed-up of a warm start from a parent of this similarity
- * (docs/zoo.md, "Expected speed-up"): 1 below the parent threshold 0.5,
- * else 1.3 + 6 * (similarity - 0.5), i.e. 1.3x at 0.5 up to 4.3x at 1,
- * the range ModelKeeper reports. */
-#define LOOM_ZOO_SPEEDUP_MAX 4.3
-double loom_zoo_speedup(double similarity);
-
-/* A job's expected duration: base_s (its estimate or time limit) divided by
- * the label "zoo.speedup" in labels_json (a JSON object of strings; NULL
- * and anything unreadable count as no label). The factor is clamped to
- * [1, LOOM_ZOO_SPEEDUP_MAX], so a label cannot claim more than a warm
- * start gives. */
-double loom_zoo_expected_s(double base_s, const char *labels_json);
 
 #ifdef __cplusplus
 }

@@ -34,7 +34,7 @@ static const char *const schema =
     " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
     " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL, sig BLOB NOT NULL,"
     " job_id INTEGER, added_ns INTEGER NOT NULL,"
-    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0, keys BLOB);"
+    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0, keys BLOB, data TEXT);"
     "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task);";
 
 /* zoo.db files from before entries had owners: their entries keep no owner
@@ -47,6 +47,8 @@ static const char *const migrate_owners =
 /* zoo.db files from before the matcher's shape keys and graph edges: the
  * column is added and filled at open (migrate_sigs). */
 static const char *const migrate_keys = "ALTER TABLE zoo ADD COLUMN keys BLOB;";
+/* ... and from before entries recorded their data: NULL, not recorded. */
+static const char *const migrate_data = "ALTER TABLE zoo ADD COLUMN data TEXT;";
 
 /* Who may see a row: ?all, or a shared row, or the viewer's own. */
 #define VISIBLE "(?3 OR shared OR owner_uid IS ?4)"
@@ -222,6 +224,12 @@ int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
         loom_zoo_close(z);
         return rc;
     }
+    if (!has_column(z, "data") &&
+        sqlite3_exec(z->db, migrate_data, NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(z, err, "adding the data column");
+        loom_zoo_close(z);
+        return rc;
+    }
     int rc = migrate_sigs(z, err);
     if (rc) {
         loom_zoo_close(z);
@@ -337,6 +345,7 @@ static int check_entry(const loom_zoo_entry_in_t *in, loom_err_t *err)
     int rc;
     if ((rc = check_text("task", in->task, true, err)) ||
         (rc = check_text("name", in->name, false, err)) ||
+        (rc = check_text("data", in->data, false, err)) ||
         (rc = check_text("metric name", in->metric_name, true, err)) ||
         (rc = loom_zoo_metric_check(in->metric_name, in->metric, err)))
         return rc;
@@ -367,8 +376,8 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
     if (sqlite3_prepare_v2(z->db,
                            "INSERT INTO zoo(name,task,model_sha,model_bytes,weights_sha,"
                            "weights_bytes,metric_name,metric,higher_better,nlayers,params,hist,"
-                           "sig,job_id,added_ns,owner_uid,owner,shared,keys) "
-                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "sig,job_id,added_ns,owner_uid,owner,shared,keys,data) "
+                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         loom_buf_free(&blob);
         loom_buf_free(&kb);
@@ -395,6 +404,8 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
         sqlite3_bind_text(st, 17, in->owner, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 18, in->shared);
     sqlite3_bind_blob(st, 19, kb.data ? kb.data : "", (int)kb.len, SQLITE_STATIC);
+    if (in->data && *in->data)
+        sqlite3_bind_text(st, 20, in->data, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = db_err(z, err, "insert");
     else
@@ -554,7 +565,7 @@ int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom
 
 #define ROW_COLS                                                                                   \
     "id,name,task,model_sha,model_bytes,weights_sha,weights_bytes,metric_name,metric,"             \
-    "higher_better,nlayers,params,job_id,added_ns,owner_uid,owner,shared"
+    "higher_better,nlayers,params,job_id,added_ns,owner_uid,owner,shared,data"
 
 static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
 {
@@ -584,6 +595,8 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
                         owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
     json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
     json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
+    const char *data = (const char *)sqlite3_column_text(st, 17);
+    json_object_set_new(o, "data", data ? json_string(data) : json_null());
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
     json_object_set_new(o, "model_path", json_string(path));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
@@ -718,11 +731,12 @@ static int by_sim(const void *a, const void *b)
 
 /* Reads every entry's bound (the coarse pass). */
 static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_keys_t *ckeys,
-                const loom_zoo_match_opts_t *o, cand_t **out, size_t *n, loom_err_t *err)
+                const loom_zoo_match_opts_t *o, cand_t **out, size_t *n, size_t *other_data,
+                loom_err_t *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(z->db,
-                           "SELECT id,nlayers,hist,metric,higher_better,keys FROM zoo "
+                           "SELECT id,nlayers,hist,metric,higher_better,keys,data FROM zoo "
                            "WHERE (?1 IS NULL OR task=?1) AND id<>?2 AND " VISIBLE,
                            -1, &st, NULL))
         return db_err(z, err, "select");
@@ -735,7 +749,13 @@ static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_keys_
     *out = NULL;
     *n = 0;
     int s;
+    *other_data = 0;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *data = (const char *)sqlite3_column_text(st, 6);
+        if (o->data && *o->data && data && strcmp(data, o->data)) {
+            ++*other_data; /* predicted not to help: the child starts cold */
+            continue;
+        }
         if (loom_vec_reserve((void **)out, &cap, *n + 1, sizeof **out, 256)) {
             sqlite3_finalize(st);
             return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
@@ -826,7 +846,8 @@ int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_ma
     loom_zoo_keys_t ckeys;
     if (loom_zoo_keys_of(child, &ckeys))
         return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
-    int rc = scan(z, child, &ckeys, &o, &c, &n, err);
+    size_t other_data = 0;
+    int rc = scan(z, child, &ckeys, &o, &c, &n, &other_data, err);
     loom_zoo_keys_free(&ckeys);
     if (rc)
         return rc;
@@ -874,10 +895,11 @@ int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_ma
         if (n)
             qsort(c, n, sizeof *c, by_sim);
         ssize_t p = choose(c, n, band, min_sim);
-        *out = json_pack("{s:o,s:o,s:s,s:I,s:I}", "candidates", candidates_json(z, c, n, top),
+        *out = json_pack("{s:o,s:o,s:s,s:I,s:I,s:I}", "candidates", candidates_json(z, c, n, top),
                          "parent", p >= 0 ? json_integer(c[p].id) : json_null(), "rule",
                          "best metric within the similarity band of the most similar", "scanned",
-                         (json_int_t)n, "aligned", (json_int_t)aligned);
+                         (json_int_t)n, "aligned", (json_int_t)aligned, "other_data",
+                         (json_int_t)other_data);
         if (p >= 0)
             json_object_set_new(*out, "similarity", json_real(c[p].sim));
     }

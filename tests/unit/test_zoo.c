@@ -12,7 +12,6 @@
 
 #include "test_util.h"
 
-#include "loom/sched.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"
 /* after zoo_graphs.h: est_pb.h once */
@@ -489,37 +488,29 @@ static void test_weights_file(void **state)
 /* A warm-started job's expected duration is its time limit over the
  * speed-up its label claims (clamped), so sjf puts it ahead of an otherwise
  * equal cold job submitted earlier. */
-static void test_warm_orders_first(void **state)
+/* The labels of a warm start (issue 33): the parent, its similarity, the
+ * layers mapped, the weights; no zoo.speedup (it was 1.3 + 6 (s - 0.5)
+ * whatever the parent had learnt, and sjf ran warm jobs first by it), and
+ * the script exports the weights' path after its #! line. */
+static void test_warm_apply_labels(void **state)
 {
     (void)state;
-    assert_true(loom_zoo_speedup(0.4) == 1.0);
-    assert_true(fabs(loom_zoo_speedup(0.5) - 1.3) < 1e-9);
-    assert_true(fabs(loom_zoo_speedup(1.0) - 4.3) < 1e-9);
-    assert_true(loom_zoo_expected_s(100.0, NULL) == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{}") == 100.0);
-    assert_true(fabs(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2.00\"}") - 50.0) < 1e-9);
-    assert_true(fabs(loom_zoo_expected_s(43.0, "{\"zoo.speedup\":\"99\"}") - 10.0) < 1e-9);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"0.1\"}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2x\"}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":2}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "not json zoo.speedup") == 100.0);
-
-    loom_sched_queue_cfg_t cfg;
-    assert_int_equal(loom_sched_queue_cfg_parse("sjf", &cfg, NULL), LOOM_OK);
-    loom_sched_qjob_t cold = {.id = 1, .submit_s = 10, .time_limit_s = 3600};
-    loom_sched_qjob_t warm = {.id = 2, .submit_s = 20, .time_limit_s = 3600};
-    char labels[64];
-    snprintf(labels, sizeof labels, "{\"zoo.speedup\":\"%.2f\"}", loom_zoo_speedup(0.9));
-    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, labels);
-    assert_true(warm.estimate_s < 3600);
-    assert_true(loom_sched_queue_cmp(&cfg, &warm, &cold) < 0);
-    loom_sched_qjob_t *order[] = {&cold, &warm};
-    loom_sched_queue_order(&cfg, order, 2, 30);
-    assert_ptr_equal(order[0], &warm);
-    /* without the label the earlier cold job goes first */
-    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, "{\"zoo.parent\":\"3\"}");
-    loom_sched_queue_order(&cfg, order, 2, 30);
-    assert_ptr_equal(order[0], &cold);
+    json_t *res = json_pack("{s:I,s:f,s:I,s:I,s:s}", "parent", (json_int_t)3, "similarity", 0.9,
+                            "layers_mapped", (json_int_t)2, "layers_child", (json_int_t)4,
+                            "weights", "/tmp/w.lw");
+    json_t *labels = json_object();
+    loom_buf_t script = LOOM_BUF_INIT;
+    loom_buf_append_str(&script, "#!/bin/sh\necho hi\n");
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_warm_apply(res, labels, &script, &err), LOOM_OK);
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.parent")), "3");
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.similarity")), "0.9000");
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.layers_mapped")), "2 of 4");
+    assert_null(json_object_get(labels, "zoo.speedup"));
+    assert_string_equal(script.data, "#!/bin/sh\nexport LOOM_WARM_START='/tmp/w.lw'\necho hi\n");
+    loom_buf_free(&script);
+    json_decref(labels);
+    json_decref(res);
 }
 
 int main(void)
@@ -529,7 +520,7 @@ int main(void)
         cmocka_unit_test(test_widened),          cmocka_unit_test(test_branch),
         cmocka_unit_test(test_sig_roundtrip),    cmocka_unit_test(test_widen_preserves),
         cmocka_unit_test(test_deepen_preserves), cmocka_unit_test(test_crop),
-        cmocka_unit_test(test_weights_file),     cmocka_unit_test(test_warm_orders_first),
+        cmocka_unit_test(test_weights_file),     cmocka_unit_test(test_warm_apply_labels),
         cmocka_unit_test(test_branch_order),     cmocka_unit_test(test_families_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
