@@ -2,14 +2,18 @@
  * ModelKeeper (Lai, Dai, Madhyastha, Chowdhury, NSDI 2023).
  *
  *   loom_zoo_sig_*()        ONNX graph -> layer signature (operator, fan-in,
- *                           weight and output shapes, in topological order)
+ *                           weight and output shapes, in topological order,
+ *                           each layer's predecessors)
  *   loom_zoo_similarity()   weighted edit distance of two signatures by
- *                           dynamic programming -> a score in [0, 1]
+ *                           dynamic programming along the graphs' edges ->
+ *                           a score in [0, 1]
  *   loom_zoo_align()        the same, with the matched layer pairs
+ *   loom_zoo_bound(), loom_zoo_keys_bound()
+ *                           upper bounds of the similarity, for pruning
  *   loom_zoo_open() ...     the repository: files content-addressed under a
  *                           directory, metadata in SQLite (zoo.db)
- *   loom_zoo_match()        coarse bound prunes the repository, exact
- *                           alignment ranks the best candidates, parent rule
+ *   loom_zoo_match()        the bounds prune the repository, exact
+ *                           alignment ranks the rest, parent rule (no cap)
  *   loom_zoo_weights_*()    the weights file format (docs/zoo.md)
  *   loom_zoo_transform()    parent weights -> child weights along an
  *                           alignment (copy, Net2Net widen/deepen, crop/pad)
@@ -50,6 +54,13 @@ typedef struct loom_zoo_sig {
     size_t n;
     loom_zoo_layer_t *layers;
     uint16_t hist[LOOM_ZOO_HIST]; /* layers per operator bucket (id % 64) */
+    /* The graph's edges between layers: layer i's predecessors (the layers
+     * whose outputs it reads, through plumbing the signature leaves out)
+     * are pred[pstart[i] .. pstart[i+1]), each < i, distinct. A layer with
+     * none reads only the graph's inputs. NULL pstart: a signature without
+     * edges (the LZS1 form); each layer then reads the one before it. */
+    uint32_t *pstart;
+    uint16_t *pred;
 } loom_zoo_sig_t;
 
 /* A stable id for an ONNX operator type: known operators have small ids,
@@ -78,13 +89,48 @@ int loom_zoo_sig_decode(const void *data, size_t len, const char *name, loom_zoo
  * 0.25 + 0.75 x shape agreement (1 for identical layers). */
 double loom_zoo_layer_score(const loom_zoo_layer_t *a, const loom_zoo_layer_t *b);
 
-/* similarity = 2 x (sum of matched layer scores) / (n_a + n_b), the best
- * order-preserving matching (weighted edit distance with unit insertions
- * and deletions); 1 for identical signatures, 0 for nothing in common. */
+/* similarity = 2 x (sum of matched layer scores) / (n_a + n_b), each layer
+ * matched at most once (weighted edit distance with unit insertions and
+ * deletions), the matching found along the graphs' edges: the best pair of
+ * paths, then branches between already matched layers (src/zoo/align.c,
+ * docs/zoo.md); 1 for identical signatures (up to 32 parallel branches),
+ * 0 for nothing in common; -1 out of memory. */
 double loom_zoo_similarity(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b);
 /* An upper bound of loom_zoo_similarity from the operator histograms alone
  * (the coarse filter). */
 double loom_zoo_bound(const loom_zoo_sig_t *a, const loom_zoo_sig_t *b);
+
+/* A tighter upper bound of loom_zoo_similarity from the layers' shape
+ * classes ("keys"): per layer its operator, fan-in, ranks and the weight's
+ * and output's element counts on a log scale (LOOM_ZOO_KEY_Q steps per
+ * doubling). Two layers whose counts lie d >= 2 steps apart agree at most
+ * 2^-((d-1)/Q) in that shape (the agreement multiplies min/max per dim, so
+ * it is at most the ratio of the products), so a match of them scores at
+ * most what the formula gives for that agreement. Within an operator a
+ * matching pairs at most min(count_a, count_b) layers, each child layer
+ * once, so its score is at most the sum of the largest of the child keys'
+ * best possible scores (and the same from the parent's side). Never below
+ * loom_zoo_similarity (tests/unit/test_zoo.c checks it on every family
+ * of bench/zoo_families.h). */
+#define LOOM_ZOO_KEY_Q 8
+typedef struct loom_zoo_key {
+    uint16_t op;
+    uint8_t nin, wrank, orank;
+    int16_t wb, ob; /* floor(Q log2 count); INT16_MIN: a dim unknown */
+    uint16_t count; /* layers with this key */
+} loom_zoo_key_t;
+
+typedef struct loom_zoo_keys {
+    size_t n, layers;
+    loom_zoo_key_t *k; /* sorted by op */
+} loom_zoo_keys_t;
+
+int loom_zoo_keys_of(const loom_zoo_sig_t *s, loom_zoo_keys_t *out);
+double loom_zoo_keys_bound(const loom_zoo_keys_t *a, const loom_zoo_keys_t *b);
+void loom_zoo_keys_free(loom_zoo_keys_t *k);
+/* The stored form (12 bytes a key); decode checks the length and order. */
+int loom_zoo_keys_encode(const loom_zoo_keys_t *k, loom_buf_t *out);
+int loom_zoo_keys_decode(const void *data, size_t len, size_t layers, loom_zoo_keys_t *out);
 
 typedef struct loom_zoo_pair {
     int32_t child, parent; /* layer indices */
@@ -94,7 +140,7 @@ typedef struct loom_zoo_pair {
 typedef struct loom_zoo_alignment {
     double similarity;
     size_t npairs;
-    loom_zoo_pair_t *pairs; /* increasing in both child and parent */
+    loom_zoo_pair_t *pairs; /* by child layer; parents need not increase (branches) */
 } loom_zoo_alignment_t;
 
 int loom_zoo_align(const loom_zoo_sig_t *child, const loom_zoo_sig_t *parent,
@@ -128,8 +174,12 @@ typedef struct loom_zoo_entry_in {
     const char *model_path;   /* ONNX file */
     const char *weights_path; /* weights file (loom_zoo_weights format) */
     const char *task;         /* e.g. "digits": matches only within a task */
-    const char *name;         /* NULL: the model file's base name */
-    const char *metric_name;  /* e.g. "accuracy", "loss" */
+    /* The data it was trained on, e.g. "digits[0-9]" (NULL: not recorded):
+     * a child of other data does not start from it (loom_zoo_match_opts_t
+     * data). */
+    const char *data;
+    const char *name;        /* NULL: the model file's base name */
+    const char *metric_name; /* e.g. "accuracy", "loss" */
     double metric;
     int64_t job_id;    /* the job that trained it, 0 none */
     int64_t owner_uid; /* who added it (its owner) */
@@ -194,11 +244,16 @@ int loom_zoo_object_path(const loom_zoo_t *z, const char *sha, char *out, size_t
 
 typedef struct loom_zoo_match_opts {
     const char *task;      /* NULL: every task */
-    size_t candidates;     /* exact alignments at most (0: 64) */
+    size_t candidates;     /* exact alignments at most (0: no limit; the bounds stop it) */
     size_t top;            /* ranked results returned (0: 5) */
     double band;           /* parent rule's similarity band (< 0: 0.05) */
     double min_similarity; /* below it no parent is chosen (< 0: 0.5) */
     int64_t exclude_id;    /* an entry to leave out, 0 none */
+    /* The child's data (NULL: not given). Entries that recorded other data
+     * are left out: a warm start from them is predicted not to help (the
+     * child then starts cold); "other_data" in the result counts them.
+     * Entries without recorded data stay candidates. */
+    const char *data;
     /* Candidates: NULL every entry (the CLI's own repository); else those
      * of viewer->uid and the shared ones (viewer->all is ignored: an
      * operator's warm starts come from its own and shared entries too). */
@@ -208,7 +263,7 @@ typedef struct loom_zoo_match_opts {
 /* Ranks the repository against child:
  *   {"candidates": [{"id", "name", "task", "similarity", "metric_name",
  *                    "metric"}...], "parent": id or null, "rule": "...",
- *    "scanned": N, "aligned": K}
+ *    "scanned": N, "aligned": K, "other_data": D}
  * The parent: among candidates whose similarity is within `band` of the
  * best (and at least min_similarity), the best metric; ties by
  * similarity (docs/zoo.md, "Parent choice"). */
@@ -293,27 +348,14 @@ int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *child, const char *chil
 
 /* Applies a zoo.warm result res ({"parent", "similarity", "layers_mapped",
  * "layers_child", "weights"}) to a batch submission: sets the labels
- * zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped and zoo.weights
- * in labels (an object) and puts `export LOOM_WARM_START='PATH'` into
+ * zoo.parent, zoo.similarity, zoo.layers_mapped and zoo.weights in labels
+ * (an object; no expected speed-up: similarity does not predict one,
+ * docs/zoo.md) and puts `export LOOM_WARM_START='PATH'` into
  * *script after its #! line (before anything runs). What `loom submit
  * --warm-start` and `loom gen --submit` (catalog "warm_start") both do.
  * LOOM_EINVAL when res has no usable weights path (one with a ' or over
  * 256 bytes is refused: it goes into a shell line). */
 int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, loom_err_t *err);
-
-/* The expected speed-up of a warm start from a parent of this similarity
- * (docs/zoo.md, "Expected speed-up"): 1 below the parent threshold 0.5,
- * else 1.3 + 6 * (similarity - 0.5), i.e. 1.3x at 0.5 up to 4.3x at 1,
- * the range ModelKeeper reports. */
-#define LOOM_ZOO_SPEEDUP_MAX 4.3
-double loom_zoo_speedup(double similarity);
-
-/* A job's expected duration: base_s (its estimate or time limit) divided by
- * the label "zoo.speedup" in labels_json (a JSON object of strings; NULL
- * and anything unreadable count as no label). The factor is clamped to
- * [1, LOOM_ZOO_SPEEDUP_MAX], so a label cannot claim more than a warm
- * start gives. */
-double loom_zoo_expected_s(double base_s, const char *labels_json);
 
 #ifdef __cplusplus
 }

@@ -22,13 +22,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: loom zoo add MODEL.onnx --weights FILE --metric NAME=VALUE --task TASK\n"
-            "                    [--name NAME] [--job ID]\n"
+            "                    [--name NAME] [--job ID] [--data DATA]\n"
             "       loom zoo list [--task TASK] [--json]\n"
             "       loom zoo show ID [--json]\n"
             "       loom zoo rm ID\n"
-            "       loom zoo match MODEL.onnx [--task TASK] [--top N] [--json]\n"
-            "       loom zoo warm MODEL.onnx --out FILE [--task TASK] [--noise SD] [--seed N]\n"
-            "                     [--no-deepen] [--json]\n\n"
+            "       loom zoo match MODEL.onnx [--task TASK] [--data DATA] [--top N] [--json]\n"
+            "       loom zoo warm MODEL.onnx --out FILE [--task TASK] [--data DATA] [--noise SD]\n"
+            "                     [--seed N] [--no-deepen] [--json]\n\n"
             "The repository of trained models that new jobs warm-start from (ModelKeeper).\n"
             "  add    store an ONNX model and its weights file (docs/zoo.md, \"Weights files\")\n"
             "         with its metric (accuracy: higher is better; names with loss, error,\n"
@@ -36,13 +36,15 @@ static void usage(FILE *f)
             "  match  rank stored models of the task by architecture similarity (0..1) and\n"
             "         name the parent a warm start would use\n"
             "  warm   match, then map the parent's weights onto MODEL and write them to FILE\n"
+            "--data names the data a model trained on (add) or will train on (match, warm):\n"
+            "entries that recorded other data are not parents (predicted not to help).\n"
             "Options: --state-dir DIR (default $LOOM_STATE_DIR, else ~/.local/state/loom);\n"
             "the repository is DIR/zoo.\n"
             "exit codes: 0 ok, 1 failure, 2 usage, 4 no such entry / no parent, 5 bad input\n");
 }
 
 typedef struct zargs {
-    const char *weights, *metric, *task, *name, *out, *state_dir;
+    const char *weights, *metric, *task, *name, *out, *state_dir, *data;
     int64_t job, top, seed;
     double noise;
     bool json, no_deepen;
@@ -60,6 +62,7 @@ static int parse(int argc, char **argv, zargs_t *a)
     static const struct option opts[] = {{"weights", required_argument, NULL, 'w'},
                                          {"metric", required_argument, NULL, 'm'},
                                          {"task", required_argument, NULL, 't'},
+                                         {"data", required_argument, NULL, 'T'},
                                          {"name", required_argument, NULL, 'n'},
                                          {"job", required_argument, NULL, 'J'},
                                          {"top", required_argument, NULL, 'k'},
@@ -80,6 +83,7 @@ static int parse(int argc, char **argv, zargs_t *a)
         case 'w': a->weights = optarg; break;
         case 'm': a->metric = optarg; break;
         case 't': a->task = optarg; break;
+        case 'T': a->data = optarg; break;
         case 'n': a->name = optarg; break;
         case 'o': a->out = optarg; break;
         case 'd': a->state_dir = optarg; break;
@@ -144,6 +148,7 @@ static int do_add(loom_zoo_t *z, const char *model, const zargs_t *a)
     loom_zoo_entry_in_t in = {.model_path = model,
                               .weights_path = a->weights,
                               .task = a->task,
+                              .data = a->data,
                               .name = a->name,
                               .metric_name = mname,
                               .metric = v,
@@ -249,7 +254,7 @@ static int do_match(loom_zoo_t *z, const char *model, const zargs_t *a)
     int rc = loom_zoo_sig_load(model, &sig, &err);
     json_t *res = NULL;
     loom_zoo_match_opts_t o = {
-        .task = a->task, .top = (size_t)a->top, .band = -1, .min_similarity = -1};
+        .task = a->task, .data = a->data, .top = (size_t)a->top, .band = -1, .min_similarity = -1};
     if (!rc)
         rc = loom_zoo_match(z, &sig, &o, &res, &err);
     loom_zoo_sig_free(&sig);
@@ -304,7 +309,7 @@ static int do_warm(loom_zoo_t *z, const char *model, const zargs_t *a)
         fprintf(stderr, "loom zoo warm: expected --out FILE (see loom zoo --help)\n");
         return LOOM_EXIT_USAGE;
     }
-    loom_zoo_match_opts_t mo = {.task = a->task, .band = -1, .min_similarity = -1};
+    loom_zoo_match_opts_t mo = {.task = a->task, .data = a->data, .band = -1, .min_similarity = -1};
     loom_zoo_transform_opts_t to = {
         .noise = a->noise, .seed = (uint64_t)a->seed, .no_deepen = a->no_deepen};
     json_t *rep;
@@ -382,7 +387,7 @@ int loom_cmd_zoo(int argc, char **argv)
 /* loom submit --model M.onnx --warm-start [--warm-task TASK]: asks loomd
  * for a warm start of the submission's model (zoo.warm), records the
  * parent, its similarity and the layers mapped as the job's labels
- * (zoo.parent, zoo.similarity, zoo.speedup, zoo.layers_mapped, zoo.weights:
+ * (zoo.parent, zoo.similarity, zoo.layers_mapped, zoo.weights:
  * `loom show` prints them) and exports LOOM_WARM_START=PATH at the top of the batch
  * script, after its #! line. The weights go to a new file in the current
  * (submit) directory, .loom-warm-SUBMIT_ID.lw, which loomd creates as the

@@ -242,13 +242,9 @@ static int job_rt(loomd_runner_t *r, const loom_job_t *j, loom_runtime_job_t *ou
                              .account = account,
                              .name_key = loom_runtime_name_key(j->name), /* singleton */
                              .recorded = reason_known(j->reason)};
-    /* a warm-started job is expected to finish sooner: sjf orders by its
-     * time limit over the label zoo.speedup (docs/zoo.md) */
-    if (j->time_limit_s > 0) {
-        double expect = loom_zoo_expected_s(out->time_limit_s, j->labels_json);
-        if (expect < out->time_limit_s)
-            out->estimate_s = expect;
-    }
+    /* no shortening for a warm start: the similarity-derived zoo.speedup
+     * label had no basis (issue 33; docs/zoo.md, "Warm starts and the
+     * queue") */
     job_req(r, j, &out->req);
     /* the runtime copies the spec: one scratch serves every call */
     if (loomd__reconfig_of(j, &r->rb_spec))

@@ -218,6 +218,7 @@ static void register_job(loomd_zoo_t *z, const loom_job_t *job)
     const char *task = json_string_value(json_object_get(labels, "zoo.task"));
     const char *mname = json_string_value(json_object_get(labels, "zoo.metric"));
     const char *shared = json_string_value(json_object_get(labels, "zoo.shared"));
+    const char *data = json_string_value(json_object_get(labels, "zoo.data"));
     if (!dir || !task) {
         json_decref(labels);
         return;
@@ -244,6 +245,7 @@ static void register_job(loomd_zoo_t *z, const loom_job_t *job)
         loom_zoo_entry_in_t in = {.model_path = model,
                                   .weights_path = weights,
                                   .task = task,
+                                  .data = data,
                                   .name = job->name,
                                   .metric_name = mname ? mname : "accuracy",
                                   .metric = json_number_value(v),
@@ -401,6 +403,8 @@ static loom_rpc_status_t m_add(loom_rpc_call_t *call, json_t *params, void *ctx)
     if (!rc)
         rc = loom_json_get_string(params, "name", false, "params", &in.name, &err);
     if (!rc)
+        rc = loom_json_get_string(params, "data", false, "params", &in.data, &err);
+    if (!rc)
         rc = read_metric(params, &in, &err);
     if (!rc)
         rc = get_opt_int(params, "job_id", 1, INT64_MAX, &in.job_id, &err);
@@ -509,6 +513,11 @@ static int match_opts(const json_t *params, loom_zoo_match_opts_t *o, loom_err_t
     int64_t top = 5;
     *o = (loom_zoo_match_opts_t){.band = -1, .min_similarity = -1};
     int rc = loom_json_get_string(params, "task", false, "params", &o->task, err);
+    if (!rc)
+        rc = loom_json_get_string(params, "data", false, "params", &o->data, err);
+    if (!rc && o->data && strlen(o->data) > LOOM_ZOO_MAX_TEXT)
+        rc = loom_err_set(err, LOOM_EINVAL, "params.data: expected at most %d bytes",
+                          LOOM_ZOO_MAX_TEXT);
     if (!rc)
         rc = get_opt_int(params, "top", 1, 100, &top, err);
     o->top = (size_t)top;
@@ -648,12 +657,12 @@ static loom_rpc_status_t m_warm(loom_rpc_call_t *call, json_t *params, void *ctx
 
 int loomd_zoo_add_methods(loom_rpc_dispatcher_t *d, loomd_zoo_t *z, loom_err_t *err)
 {
-    static const char *const add_p[] = {"model", "weights", "task",   "metric",
-                                        "name",  "job_id",  "shared", NULL};
+    static const char *const add_p[] = {"model",  "weights", "task", "metric", "name",
+                                        "job_id", "shared",  "data", NULL};
     static const char *const id_p[] = {"id", NULL};
     static const char *const list_p[] = {"task", "limit", NULL};
-    static const char *const match_p[] = {"model", "task", "top", NULL};
-    static const char *const warm_p[] = {"model", "task", "top", "seed", "out", NULL};
+    static const char *const match_p[] = {"model", "task", "top", "data", NULL};
+    static const char *const warm_p[] = {"model", "task", "top", "seed", "out", "data", NULL};
     const unsigned s = LOOM_RPC_STRICT_PARAMS;
     int rc;
     if ((rc = loom_rpc_dispatcher_add(d, "zoo.add", m_add, z, add_p, s, err)) ||

@@ -34,7 +34,7 @@ static const char *const schema =
     " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
     " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL, sig BLOB NOT NULL,"
     " job_id INTEGER, added_ns INTEGER NOT NULL,"
-    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0);"
+    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0, keys BLOB, data TEXT);"
     "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task);";
 
 /* zoo.db files from before entries had owners: their entries keep no owner
@@ -43,6 +43,12 @@ static const char *const migrate_owners =
     "ALTER TABLE zoo ADD COLUMN owner_uid INTEGER;"
     "ALTER TABLE zoo ADD COLUMN owner TEXT;"
     "ALTER TABLE zoo ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;";
+
+/* zoo.db files from before the matcher's shape keys and graph edges: the
+ * column is added and filled at open (migrate_sigs). */
+static const char *const migrate_keys = "ALTER TABLE zoo ADD COLUMN keys BLOB;";
+/* ... and from before entries recorded their data: NULL, not recorded. */
+static const char *const migrate_data = "ALTER TABLE zoo ADD COLUMN data TEXT;";
 
 /* Who may see a row: ?all, or a shared row, or the viewer's own. */
 #define VISIBLE "(?3 OR shared OR owner_uid IS ?4)"
@@ -92,6 +98,88 @@ static void bind_viewer(sqlite3_stmt *st, const loom_zoo_viewer_t *v)
     sqlite3_bind_int64(st, 4, v ? v->uid : -1);
 }
 
+static void hist_bytes(const loom_zoo_sig_t *sig, uint8_t hist[2 * LOOM_ZOO_HIST])
+{
+    for (int i = 0; i < LOOM_ZOO_HIST; i++)
+        hist[2 * i] = (uint8_t)sig->hist[i], hist[2 * i + 1] = (uint8_t)(sig->hist[i] >> 8);
+}
+
+/* One row from before the graph edges and shape keys: the signature read
+ * again from the stored model (edges), else decoded from the row (a
+ * chain); its keys computed. */
+static int migrate_row(loom_zoo_t *z, sqlite3_stmt *up, int64_t id, const char *msha,
+                       const void *blob, size_t blen, loom_err_t *err)
+{
+    loom_zoo_sig_t sig;
+    loom_zoo_keys_t keys;
+    char path[4096];
+    loom_err_t ignored;
+    snprintf(path, sizeof path, "%s/objects/%s", z->dir, msha ? msha : "-");
+    if (!msha || loom_zoo_sig_load(path, &sig, &ignored)) {
+        int rc = loom_zoo_sig_decode(blob, blen, "zoo.sig", &sig, err);
+        if (rc)
+            return rc;
+    }
+    loom_buf_t b = LOOM_BUF_INIT, k = LOOM_BUF_INIT;
+    uint8_t hist[2 * LOOM_ZOO_HIST];
+    hist_bytes(&sig, hist);
+    int rc = loom_zoo_keys_of(&sig, &keys);
+    if (!rc)
+        rc = loom_zoo_sig_encode(&sig, &b);
+    if (!rc)
+        rc = loom_zoo_keys_encode(&keys, &k);
+    if (rc) {
+        rc = loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    } else {
+        sqlite3_reset(up);
+        sqlite3_bind_blob(up, 1, b.data, (int)b.len, SQLITE_STATIC);
+        sqlite3_bind_blob(up, 2, hist, sizeof hist, SQLITE_STATIC);
+        sqlite3_bind_blob(up, 3, k.data ? k.data : "", (int)k.len, SQLITE_STATIC);
+        sqlite3_bind_int64(up, 4, (int64_t)sig.n);
+        sqlite3_bind_int64(up, 5, id);
+        if (sqlite3_step(up) != SQLITE_DONE)
+            rc = db_err(z, err, "migrating a signature");
+    }
+    loom_buf_free(&b);
+    loom_buf_free(&k);
+    loom_zoo_keys_free(&keys);
+    loom_zoo_sig_free(&sig);
+    return rc;
+}
+
+/* Rows without keys (repositories from before them) get their edges and
+ * keys once, in one transaction. */
+static int migrate_sigs(loom_zoo_t *z, loom_err_t *err)
+{
+    sqlite3_stmt *st, *up;
+    if (sqlite3_prepare_v2(z->db, "SELECT id,model_sha,sig FROM zoo WHERE keys IS NULL", -1, &st,
+                           NULL))
+        return db_err(z, err, "select");
+    if (sqlite3_prepare_v2(z->db, "UPDATE zoo SET sig=?1,hist=?2,keys=?3,nlayers=?4 WHERE id=?5",
+                           -1, &up, NULL)) {
+        sqlite3_finalize(st);
+        return db_err(z, err, "update");
+    }
+    int rc = LOOM_OK, s;
+    bool began = false;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!began) {
+            if (sqlite3_exec(z->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+                rc = db_err(z, err, "begin");
+            began = true;
+        }
+        if (!rc)
+            rc = migrate_row(z, up, sqlite3_column_int64(st, 0),
+                             (const char *)sqlite3_column_text(st, 1), sqlite3_column_blob(st, 2),
+                             (size_t)sqlite3_column_bytes(st, 2), err);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(up);
+    if (began)
+        sqlite3_exec(z->db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+    return rc;
+}
+
 int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
 {
     *out = NULL;
@@ -127,6 +215,23 @@ int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
     if (!has_column(z, "owner_uid") &&
         sqlite3_exec(z->db, migrate_owners, NULL, NULL, NULL) != SQLITE_OK) {
         int rc = db_err(z, err, "adding the owner columns");
+        loom_zoo_close(z);
+        return rc;
+    }
+    if (!has_column(z, "keys") &&
+        sqlite3_exec(z->db, migrate_keys, NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(z, err, "adding the keys column");
+        loom_zoo_close(z);
+        return rc;
+    }
+    if (!has_column(z, "data") &&
+        sqlite3_exec(z->db, migrate_data, NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(z, err, "adding the data column");
+        loom_zoo_close(z);
+        return rc;
+    }
+    int rc = migrate_sigs(z, err);
+    if (rc) {
         loom_zoo_close(z);
         return rc;
     }
@@ -240,6 +345,7 @@ static int check_entry(const loom_zoo_entry_in_t *in, loom_err_t *err)
     int rc;
     if ((rc = check_text("task", in->task, true, err)) ||
         (rc = check_text("name", in->name, false, err)) ||
+        (rc = check_text("data", in->data, false, err)) ||
         (rc = check_text("metric name", in->metric_name, true, err)) ||
         (rc = loom_zoo_metric_check(in->metric_name, in->metric, err)))
         return rc;
@@ -252,22 +358,29 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
 {
     const loom_zoo_entry_in_t *in = &p->in;
     const loom_zoo_sig_t *sig = &p->sig;
-    loom_buf_t blob;
-    loom_buf_init(&blob);
+    loom_buf_t blob = LOOM_BUF_INIT, kb = LOOM_BUF_INIT;
     uint8_t hist[2 * LOOM_ZOO_HIST];
-    for (int i = 0; i < LOOM_ZOO_HIST; i++)
-        hist[2 * i] = (uint8_t)sig->hist[i], hist[2 * i + 1] = (uint8_t)(sig->hist[i] >> 8);
-    if (loom_zoo_sig_encode(sig, &blob))
+    hist_bytes(sig, hist);
+    loom_zoo_keys_t keys;
+    int krc = loom_zoo_keys_of(sig, &keys);
+    if (!krc)
+        krc = loom_zoo_keys_encode(&keys, &kb);
+    loom_zoo_keys_free(&keys);
+    if (krc || loom_zoo_sig_encode(sig, &blob)) {
+        loom_buf_free(&blob);
+        loom_buf_free(&kb);
         return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    }
     sqlite3_stmt *st;
     int rc = LOOM_OK;
     if (sqlite3_prepare_v2(z->db,
                            "INSERT INTO zoo(name,task,model_sha,model_bytes,weights_sha,"
                            "weights_bytes,metric_name,metric,higher_better,nlayers,params,hist,"
-                           "sig,job_id,added_ns,owner_uid,owner,shared) "
-                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "sig,job_id,added_ns,owner_uid,owner,shared,keys,data) "
+                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         loom_buf_free(&blob);
+        loom_buf_free(&kb);
         return db_err(z, err, "insert");
     }
     sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
@@ -290,12 +403,16 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
     if (in->owner)
         sqlite3_bind_text(st, 17, in->owner, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 18, in->shared);
+    sqlite3_bind_blob(st, 19, kb.data ? kb.data : "", (int)kb.len, SQLITE_STATIC);
+    if (in->data && *in->data)
+        sqlite3_bind_text(st, 20, in->data, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = db_err(z, err, "insert");
     else
         *id = sqlite3_last_insert_rowid(z->db);
     sqlite3_finalize(st);
     loom_buf_free(&blob);
+    loom_buf_free(&kb);
     return rc;
 }
 
@@ -448,7 +565,7 @@ int loom_zoo_add(loom_zoo_t *z, const loom_zoo_entry_in_t *in, int64_t *id, loom
 
 #define ROW_COLS                                                                                   \
     "id,name,task,model_sha,model_bytes,weights_sha,weights_bytes,metric_name,metric,"             \
-    "higher_better,nlayers,params,job_id,added_ns,owner_uid,owner,shared"
+    "higher_better,nlayers,params,job_id,added_ns,owner_uid,owner,shared,data"
 
 static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
 {
@@ -478,6 +595,8 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
                         owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
     json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
     json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
+    const char *data = (const char *)sqlite3_column_text(st, 17);
+    json_object_set_new(o, "data", data ? json_string(data) : json_null());
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
     json_object_set_new(o, "model_path", json_string(path));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
@@ -611,12 +730,13 @@ static int by_sim(const void *a, const void *b)
 }
 
 /* Reads every entry's bound (the coarse pass). */
-static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match_opts_t *o,
-                cand_t **out, size_t *n, loom_err_t *err)
+static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_keys_t *ckeys,
+                const loom_zoo_match_opts_t *o, cand_t **out, size_t *n, size_t *other_data,
+                loom_err_t *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(z->db,
-                           "SELECT id,nlayers,hist,metric,higher_better FROM zoo "
+                           "SELECT id,nlayers,hist,metric,higher_better,keys,data FROM zoo "
                            "WHERE (?1 IS NULL OR task=?1) AND id<>?2 AND " VISIBLE,
                            -1, &st, NULL))
         return db_err(z, err, "select");
@@ -629,7 +749,13 @@ static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match
     *out = NULL;
     *n = 0;
     int s;
+    *other_data = 0;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *data = (const char *)sqlite3_column_text(st, 6);
+        if (o->data && *o->data && data && strcmp(data, o->data)) {
+            ++*other_data; /* predicted not to help: the child starts cold */
+            continue;
+        }
         if (loom_vec_reserve((void **)out, &cap, *n + 1, sizeof **out, 256)) {
             sqlite3_finalize(st);
             return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
@@ -639,9 +765,17 @@ static int scan(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_match
         if (h && sqlite3_column_bytes(st, 2) == 2 * LOOM_ZOO_HIST)
             for (int i = 0; i < LOOM_ZOO_HIST; i++)
                 hs.hist[i] = (uint16_t)(h[2 * i] | h[2 * i + 1] << 8);
+        double bound = loom_zoo_bound(child, &hs);
+        loom_zoo_keys_t keys;
+        if (bound > 0 && !loom_zoo_keys_decode(sqlite3_column_blob(st, 5),
+                                               (size_t)sqlite3_column_bytes(st, 5), hs.n, &keys)) {
+            double kb = loom_zoo_keys_bound(ckeys, &keys);
+            bound = kb < bound ? kb : bound;
+            loom_zoo_keys_free(&keys);
+        }
         cand_t *c = &(*out)[(*n)++];
         *c = (cand_t){.id = sqlite3_column_int64(st, 0),
-                      .bound = loom_zoo_bound(child, &hs),
+                      .bound = bound,
                       .metric = sqlite3_column_double(st, 3),
                       .higher = sqlite3_column_int(st, 4) != 0};
     }
@@ -703,13 +837,18 @@ int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_ma
 {
     loom_zoo_match_opts_t o =
         opts ? *opts : (loom_zoo_match_opts_t){.band = -1, .min_similarity = -1};
-    size_t limit = o.candidates ? o.candidates : 64, top = o.top ? o.top : 5;
+    size_t limit = o.candidates ? o.candidates : SIZE_MAX, top = o.top ? o.top : 5;
     double band = o.band >= 0 ? o.band : 0.05,
            min_sim = o.min_similarity >= 0 ? o.min_similarity : 0.5;
     cand_t *c;
     size_t n, aligned = 0;
     *out = NULL;
-    int rc = scan(z, child, &o, &c, &n, err);
+    loom_zoo_keys_t ckeys;
+    if (loom_zoo_keys_of(child, &ckeys))
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    size_t other_data = 0;
+    int rc = scan(z, child, &ckeys, &o, &c, &n, &other_data, err);
+    loom_zoo_keys_free(&ckeys);
     if (rc)
         return rc;
     if (n)
@@ -719,26 +858,48 @@ int loom_zoo_match(loom_zoo_t *z, const loom_zoo_sig_t *child, const loom_zoo_ma
         free(c);
         return db_err(z, err, "select");
     }
-    /* Exact alignment in bound order; stop when no unaligned entry can come
-     * within the band of the best found (it could not be chosen), or at
-     * the limit. */
+    /* Exact alignment in bound order (the bound is never below the exact
+     * similarity); stop when no entry left can come within the band of
+     * the best found (it could not be chosen) nor enter the top `top`: the
+     * parent and the ranked candidates are those exhaustive search finds.
+     * No cap unless the caller sets one (opts->candidates). */
+    double *tops = calloc(top, sizeof *tops);
+    if (!tops) {
+        sqlite3_finalize(st);
+        free(c);
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    }
     double best = -1;
     for (size_t i = 0; !rc && i < n && aligned < limit; i++) {
-        if (best >= 0 && c[i].bound < best - band && aligned >= top)
-            break;
+        if (best >= 0 && aligned >= top) {
+            double kth = tops[top - 1], cut = best - band < kth ? best - band : kth;
+            if (c[i].bound < cut)
+                break;
+        }
         rc = exact(z, st, child, &c[i], err);
         aligned++;
         best = c[i].sim > best ? c[i].sim : best;
+        /* tops: the `top` best similarities so far, descending */
+        size_t k = aligned < top ? aligned - 1 : top - 1;
+        if (aligned <= top || c[i].sim > tops[k]) {
+            while (k > 0 && tops[k - 1] < c[i].sim) {
+                tops[k] = tops[k - 1];
+                k--;
+            }
+            tops[k] = c[i].sim;
+        }
     }
+    free(tops);
     sqlite3_finalize(st);
     if (!rc) {
         if (n)
             qsort(c, n, sizeof *c, by_sim);
         ssize_t p = choose(c, n, band, min_sim);
-        *out = json_pack("{s:o,s:o,s:s,s:I,s:I}", "candidates", candidates_json(z, c, n, top),
+        *out = json_pack("{s:o,s:o,s:s,s:I,s:I,s:I}", "candidates", candidates_json(z, c, n, top),
                          "parent", p >= 0 ? json_integer(c[p].id) : json_null(), "rule",
                          "best metric within the similarity band of the most similar", "scanned",
-                         (json_int_t)n, "aligned", (json_int_t)aligned);
+                         (json_int_t)n, "aligned", (json_int_t)aligned, "other_data",
+                         (json_int_t)other_data);
         if (p >= 0)
             json_object_set_new(*out, "similarity", json_real(c[p].sim));
     }

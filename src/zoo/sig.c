@@ -184,6 +184,47 @@ static void fill_layer(const loom_est_model_t *m, int ni, const int *layer_of, l
     }
 }
 
+/* The layer whose output tensor ti carries, through nodes the signature
+ * leaves out (Identity, a weight's Transpose, folded nodes: their first
+ * input), or -1 (a graph input or a constant). */
+static int producer_layer(const loom_est_model_t *m, const int *layer_of, int ti)
+{
+    for (int hops = 0; ti >= 0 && hops < 16; hops++) {
+        int p = m->t[ti].producer;
+        if (p < 0 || m->t[ti].is_init)
+            return -1;
+        if (layer_of[p] >= 0)
+            return layer_of[p];
+        if (m->n[p].nin < 1)
+            return -1;
+        ti = m->n[p].in[0];
+    }
+    return -1;
+}
+
+/* Layer li's distinct predecessor layers into pred (at most max). */
+static size_t preds_of(const loom_est_model_t *m, const int *layer_of, int ni, int li,
+                       uint16_t *pred, size_t max)
+{
+    const loom_est_node_t *n = &m->n[ni];
+    size_t k = 0;
+    for (size_t i = 0; i < n->nin && k < max; i++) {
+        int name_ti;
+        bool tr;
+        if (n->in[i] < 0 || zoo_weight_of(m, n->in[i], &name_ti, &tr) >= 0)
+            continue;
+        int p = producer_layer(m, layer_of, n->in[i]);
+        if (p < 0 || p >= li)
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = pred[j] == (uint16_t)p;
+        if (!seen)
+            pred[k++] = (uint16_t)p;
+    }
+    return k;
+}
+
 int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t *err)
 {
     memset(out, 0, sizeof *out);
@@ -205,11 +246,18 @@ int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t
         return loom_err_set(err, LOOM_EINVAL, "%s: %zu layers; expected 1 to %d", m->source, n,
                             LOOM_ZOO_MAX_LAYERS);
     }
+    size_t npred = 0;
+    for (size_t i = 0; i < m->nn; i++)
+        npred += layer_of[i] >= 0 ? m->n[i].nin : 0;
     out->layers = calloc(n, sizeof *out->layers);
-    if (!out->layers) {
+    out->pstart = calloc(n + 1, sizeof *out->pstart);
+    out->pred = calloc(npred ? npred : 1, sizeof *out->pred);
+    if (!out->layers || !out->pstart || !out->pred) {
         free(layer_of);
+        loom_zoo_sig_free(out);
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", m->source);
     }
+    size_t k = 0;
     for (size_t i = 0; i < m->nn; i++) {
         int ni = m->order[i];
         if (layer_of[ni] < 0)
@@ -217,7 +265,10 @@ int loom_zoo_sig_from_model(loom_est_model_t *m, loom_zoo_sig_t *out, loom_err_t
         loom_zoo_layer_t *l = &out->layers[layer_of[ni]];
         fill_layer(m, ni, layer_of, l);
         out->hist[l->op % LOOM_ZOO_HIST]++;
+        out->pstart[layer_of[ni]] = (uint32_t)k;
+        k += preds_of(m, layer_of, ni, layer_of[ni], out->pred + k, npred - k);
     }
+    out->pstart[n] = (uint32_t)k;
     out->n = n;
     free(layer_of);
     return LOOM_OK;
@@ -253,16 +304,24 @@ void loom_zoo_sig_free(loom_zoo_sig_t *s)
     if (!s)
         return;
     free(s->layers);
+    free(s->pstart);
+    free(s->pred);
     memset(s, 0, sizeof *s);
 }
 
 /* ------------------------------------------------------------ binary form
  *
- *   "LZS1"  u32 count   then per layer: u16 op, u8 nin, u8 wrank, u8 orank,
- *   3 bytes zero, i32 wdims[4], i32 odims[4]      (little-endian, 40 bytes)
+ *   "LZS2"  u32 count   then per layer: u16 op, u8 nin, u8 wrank, u8 orank,
+ *   u8 npred, 2 bytes zero, i32 wdims[4], i32 odims[4]   (little-endian, 40
+ *   bytes), then the predecessors: npred u16 layer indices per layer, in
+ *   layer order, each below its layer's index.
+ *   "LZS1"  the same without predecessors (npred 0, nothing after the
+ *   records): repositories from before edges were kept; decoded without
+ *   edges (pstart NULL: aligned as a chain) and encoded back as LZS1.
  */
-#define SIG_MAGIC "LZS1"
-#define SIG_REC   40
+#define SIG_MAGIC  "LZS2"
+#define SIG_MAGIC1 "LZS1"
+#define SIG_REC    40
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -278,7 +337,7 @@ static uint32_t get_u32(const uint8_t *p)
 int loom_zoo_sig_encode(const loom_zoo_sig_t *s, loom_buf_t *out)
 {
     uint8_t head[8];
-    memcpy(head, SIG_MAGIC, 4);
+    memcpy(head, s->pstart ? SIG_MAGIC : SIG_MAGIC1, 4);
     put_u32(head + 4, (uint32_t)s->n);
     if (loom_buf_append(out, head, sizeof head))
         return LOOM_ENOMEM;
@@ -290,12 +349,23 @@ int loom_zoo_sig_encode(const loom_zoo_sig_t *s, loom_buf_t *out)
         r[2] = l->nin;
         r[3] = l->wrank;
         r[4] = l->orank;
+        size_t np = s->pstart ? s->pstart[i + 1] - s->pstart[i] : 0;
+        r[5] = (uint8_t)(np > 255 ? 255 : np);
         for (int k = 0; k < LOOM_ZOO_DIMS; k++) {
             put_u32(r + 8 + 4 * k, (uint32_t)l->wdims[k]);
             put_u32(r + 24 + 4 * k, (uint32_t)l->odims[k]);
         }
         if (loom_buf_append(out, r, sizeof r))
             return LOOM_ENOMEM;
+    }
+    for (size_t i = 0; s->pstart && i < s->n; i++) {
+        size_t np = s->pstart[i + 1] - s->pstart[i];
+        for (size_t k = 0; k < np && k < 255; k++) {
+            uint16_t v = s->pred[s->pstart[i] + k];
+            uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+            if (loom_buf_append(out, b, 2))
+                return LOOM_ENOMEM;
+        }
     }
     return LOOM_OK;
 }
@@ -305,16 +375,25 @@ int loom_zoo_sig_decode(const void *data, size_t len, const char *name, loom_zoo
 {
     const uint8_t *p = data;
     memset(out, 0, sizeof *out);
-    if (len < 8 || memcmp(p, SIG_MAGIC, 4))
-        return loom_err_set(err, LOOM_EINVAL, "%s: byte 0: expected a layer signature ('%s')", name,
-                            SIG_MAGIC);
+    bool v1 = len >= 8 && !memcmp(p, SIG_MAGIC1, 4);
+    if (len < 8 || (!v1 && memcmp(p, SIG_MAGIC, 4)))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: byte 0: expected a layer signature ('%s' or '%s')", name,
+                            SIG_MAGIC, SIG_MAGIC1);
     uint32_t n = get_u32(p + 4);
     if (n == 0 || n > LOOM_ZOO_MAX_LAYERS)
         return loom_err_set(err, LOOM_EINVAL, "%s: byte 4: %u layers; expected 1 to %d", name, n,
                             LOOM_ZOO_MAX_LAYERS);
-    if (len != 8 + (size_t)n * SIG_REC)
-        return loom_err_set(err, LOOM_EINVAL, "%s: %zu bytes; expected %zu for %u layers", name,
-                            len, 8 + (size_t)n * SIG_REC, n);
+    size_t recs = 8 + (size_t)n * SIG_REC, npred = 0;
+    if (len < recs)
+        return loom_err_set(err, LOOM_EINVAL, "%s: %zu bytes; expected at least %zu for %u layers",
+                            name, len, recs, n);
+    for (uint32_t i = 0; i < n && !v1; i++)
+        npred += p[8 + (size_t)i * SIG_REC + 5];
+    if (len != recs + 2 * npred)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s: %zu bytes; expected %zu for %u layers and %zu predecessors", name,
+                            len, recs + 2 * npred, n, npred);
     out->layers = calloc(n, sizeof *out->layers);
     if (!out->layers)
         return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
@@ -338,5 +417,30 @@ int loom_zoo_sig_decode(const void *data, size_t len, const char *name, loom_zoo
         out->hist[l->op % LOOM_ZOO_HIST]++;
     }
     out->n = n;
+    if (v1)
+        return LOOM_OK; /* no edges: a chain */
+    out->pstart = calloc(n + 1, sizeof *out->pstart);
+    out->pred = calloc(npred ? npred : 1, sizeof *out->pred);
+    if (!out->pstart || !out->pred) {
+        loom_zoo_sig_free(out);
+        return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", name);
+    }
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        out->pstart[i] = (uint32_t)k;
+        for (unsigned j = 0; j < p[8 + (size_t)i * SIG_REC + 5]; j++, k++) {
+            const uint8_t *b = p + recs + 2 * k;
+            uint16_t v = (uint16_t)(b[0] | b[1] << 8);
+            if (v >= i) {
+                loom_zoo_sig_free(out);
+                return loom_err_set(err, LOOM_EINVAL,
+                                    "%s: byte %zu: predecessor %u of layer %u; expected one "
+                                    "below %u",
+                                    name, recs + 2 * k, v, i, i);
+            }
+            out->pred[k] = v;
+        }
+    }
+    out->pstart[n] = (uint32_t)k;
     return LOOM_OK;
 }

@@ -287,10 +287,20 @@ int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *mc, const char *child_o
     int rc = loom_zoo_sig_from_model(mc, &sc, err);
     if (!rc)
         rc = loom_zoo_match(z, &sc, mopts, &match, err);
-    if (!rc && json_is_null(json_object_get(match, "parent")))
-        rc = loom_err_set(err, LOOM_ENOTFOUND,
-                          "%s: no stored model of this task is similar enough to start from",
-                          child_onnx);
+    if (!rc && json_is_null(json_object_get(match, "parent"))) {
+        json_int_t other = json_integer_value(json_object_get(match, "other_data"));
+        if (other)
+            rc =
+                loom_err_set(err, LOOM_ENOTFOUND,
+                             "%s: no stored model of this task and data ('%s') is similar "
+                             "enough to start from; %lld trained on other data were left out "
+                             "(predicted not to help): start cold",
+                             child_onnx, mopts && mopts->data ? mopts->data : "", (long long)other);
+        else
+            rc = loom_err_set(err, LOOM_ENOTFOUND,
+                              "%s: no stored model of this task is similar enough to start from",
+                              child_onnx);
+    }
     double match_s = secs(t0);
     int64_t t1 = loom_time_mono_ns();
     int64_t pid = rc ? 0 : json_integer_value(json_object_get(match, "parent"));
@@ -346,31 +356,6 @@ int loom_zoo_warm_model(loom_zoo_t *z, loom_est_model_t *mc, const char *child_o
     return rc;
 }
 
-double loom_zoo_speedup(double similarity)
-{
-    if (!(similarity >= 0.5))
-        return 1.0;
-    if (similarity > 1.0)
-        similarity = 1.0;
-    return 1.3 + 6.0 * (similarity - 0.5);
-}
-
-double loom_zoo_expected_s(double base_s, const char *labels_json)
-{
-    if (!labels_json || !strstr(labels_json, "zoo.speedup"))
-        return base_s; /* the common case: no JSON parse per job */
-    json_t *labels = json_loads(labels_json, 0, NULL);
-    const char *v = json_string_value(json_object_get(labels, "zoo.speedup"));
-    char *end = NULL;
-    double f = v ? strtod(v, &end) : 1.0;
-    if (!v || end == v || *end != '\0' || !(f >= 1.0))
-        f = 1.0;
-    if (f > LOOM_ZOO_SPEEDUP_MAX)
-        f = LOOM_ZOO_SPEEDUP_MAX;
-    json_decref(labels);
-    return base_s / f;
-}
-
 int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, loom_err_t *err)
 {
     const char *path = json_string_value(json_object_get(res, "weights"));
@@ -385,8 +370,6 @@ int loom_zoo_warm_apply(const json_t *res, json_t *labels, loom_buf_t *script, l
     bad |= json_object_set_new(labels, "zoo.parent", json_string(v));
     snprintf(v, sizeof v, "%.4f", sim);
     bad |= json_object_set_new(labels, "zoo.similarity", json_string(v));
-    snprintf(v, sizeof v, "%.2f", loom_zoo_speedup(sim));
-    bad |= json_object_set_new(labels, "zoo.speedup", json_string(v));
     snprintf(v, sizeof v, "%lld of %lld",
              (long long)json_integer_value(json_object_get(res, "layers_mapped")),
              (long long)json_integer_value(json_object_get(res, "layers_child")));

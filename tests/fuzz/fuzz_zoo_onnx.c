@@ -38,8 +38,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     loom_zoo_sig_t s;
     if (loom_zoo_sig_from_model(m, &s, &err) == LOOM_OK) {
         loom_zoo_alignment_t al;
-        if (loom_zoo_align(&s, &s, &al, &err) != LOOM_OK || al.similarity != 1.0)
+        /* a graph aligns with itself fully unless it has more parallel
+         * branches than the passes (docs/zoo.md); never above the bounds */
+        if (loom_zoo_align(&s, &s, &al, &err) != LOOM_OK || !(al.similarity > 0) ||
+            al.similarity > 1.0 || loom_zoo_bound(&s, &s) < al.similarity - 1e-9)
             abort();
+        loom_zoo_keys_t k;
+        if (loom_zoo_keys_of(&s, &k) == LOOM_OK) {
+            if (loom_zoo_keys_bound(&k, &k) < al.similarity - 1e-6)
+                abort();
+            loom_zoo_keys_free(&k);
+        }
         loom_zoo_weights_t w, out;
         fake_weights(m, &w);
         loom_zoo_transform_stats_t st;

@@ -145,12 +145,12 @@ def main():
         assert len(gj) == 1, gj
         g = wait_ended(c, gj[0]["id"])
         assert g["labels"]["zoo.parent"] == str(e2), g["labels"]
-        assert g["labels"]["zoo.speedup"] == "4.30", g["labels"]
+        assert "zoo.speedup" not in g["labels"], g["labels"]
         assert g["script"].startswith("#!") and "export LOOM_WARM_START='" in g["script"], g
         wg = g["labels"]["zoo.weights"]
         assert os.path.dirname(wg) == work and os.path.basename(wg).startswith(
             ".loom-warm-gen-") and os.path.getsize(wg) > 0, wg
-        assert j3["labels"]["zoo.speedup"] == "4.30", j3["labels"]
+        assert "zoo.speedup" not in j3["labels"], j3["labels"]
         # no parent for another task: that job fails in gen, nothing is submitted cold
         with open(catalog, "w") as f:
             json.dump({"version": 1, "jobs": [

@@ -2,7 +2,8 @@
 warm / rm on a repository in a temporary state directory, with hand-written
 ONNX MLPs (onnx_tiny.py) and weights files written by loom.warmstart; the
 usage errors and exit codes of docs/cli.md; a warm start's file read back
-with numpy: widened MatMul weights keep the parent's columns."""
+with numpy: widened MatMul weights keep the parent's columns; an entry's
+recorded data keeps a child of other data cold (--data, issue 33)."""
 import json
 import os
 import subprocess
@@ -86,6 +87,18 @@ def main():
         assert np.allclose(w2[:8], pweights["w2"][:8] / 2) and np.allclose(w2[8:16],
                                                                            pweights["w2"][8:16])
         run(state, "warm", cm, "--task", "speech", "--out", out, code=4)
+        # the data a parent trained on (issue 33): a child of other data starts cold
+        sd = os.path.join(d, "state-data")
+        q = int(run(sd, "add", pm, "--weights", pw, "--metric", "accuracy=0.9", "--task",
+                    "toy", "--data", "digits[0-4]").stdout)
+        assert json.loads(run(sd, "show", str(q), "--json").stdout)["data"] == "digits[0-4]"
+        m = json.loads(run(sd, "match", cm, "--data", "digits[0-4]", "--json").stdout)
+        assert m["parent"] == q and m["other_data"] == 0, m
+        m = json.loads(run(sd, "match", cm, "--data", "digits[0-9]", "--json").stdout)
+        assert m["parent"] is None and m["other_data"] == 1, m
+        r = run(sd, "warm", cm, "--data", "digits[0-9]", "--out", os.path.join(d, "s2.lw"),
+                code=4)
+        assert "start cold" in r.stderr, r.stderr
         run(state, "rm", str(p))
         run(state, "show", str(p), code=4)
         run(state, "rm", "x", code=2)

@@ -1,18 +1,21 @@
 /* The zoo's matching and weight transformation (src/zoo/sig.c, align.c,
  * weights.c, transform.c): identical graphs score 1; known edits (a layer
  * inserted, a layer widened) score what the formula says; a skip
- * connection aligns the layers around it; the coarse bound never falls below
- * the exact score; signatures and weights files round-trip and reject
- * damage; a widened and a deepened MLP compute the parent's function. */
+ * connection aligns the layers around it; two exports listing the branches
+ * of one architecture in different orders align branch to branch (along
+ * the graphs' edges, issue 33); the coarse and shape-key bounds never fall
+ * below the exact score on any family of bench/zoo_families.h; signatures and weights files
+ * round-trip and reject damage; a widened and a deepened MLP compute the parent's function. */
 #include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "test_util.h"
 
-#include "loom/sched.h"
 #include "loom/zoo.h"
 #include "zoo_graphs.h"
+/* after zoo_graphs.h: est_pb.h once */
+#include "../../bench/zoo_families.h"
 
 static void sig_of(const int64_t *w, int n, int residual, loom_est_model_t **m, loom_zoo_sig_t *s)
 {
@@ -121,7 +124,36 @@ static void test_sig_roundtrip(void **state)
     assert_int_equal(d.n, s.n);
     assert_true(loom_zoo_similarity(&s, &d) == 1.0);
     assert_memory_equal(d.hist, s.hist, sizeof s.hist);
+    /* the edges survive (the residual Add reads two layers) */
+    assert_memory_equal(d.pstart, s.pstart, (s.n + 1) * sizeof *s.pstart);
+    assert_memory_equal(d.pred, s.pred, s.pstart[s.n] * sizeof *s.pred);
     loom_zoo_sig_free(&d);
+    /* a signature from before edges (LZS1: no predecessors) still decodes,
+     * aligned as a chain, and encodes back as it was */
+    loom_buf_t v1 = LOOM_BUF_INIT;
+    loom_buf_append(&v1, "LZS1", 4);
+    loom_buf_append(&v1, b.data + 4, 4 + s.n * 40);
+    for (size_t i = 0; i < s.n; i++)
+        v1.data[8 + i * 40 + 5] = 0;
+    assert_int_equal(loom_zoo_sig_decode(v1.data, v1.len, "old", &d, &err), LOOM_OK);
+    assert_null(d.pstart);
+    assert_true(loom_zoo_similarity(&d, &d) == 1.0);
+    loom_buf_t again = LOOM_BUF_INIT;
+    assert_int_equal(loom_zoo_sig_encode(&d, &again), LOOM_OK);
+    assert_int_equal(again.len, v1.len);
+    assert_memory_equal(again.data, v1.data, v1.len);
+    loom_buf_free(&again);
+    loom_buf_free(&v1);
+    loom_zoo_sig_free(&d);
+    /* a predecessor that is not an earlier layer */
+    size_t last = b.len - 2;
+    uint8_t lo = (uint8_t)b.data[last], hi = (uint8_t)b.data[last + 1];
+    b.data[last] = (char)0xff;
+    b.data[last + 1] = 0x07;
+    assert_int_equal(loom_zoo_sig_decode(b.data, b.len, "sig", &d, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "predecessor"));
+    b.data[last] = (char)lo;
+    b.data[last + 1] = (char)hi;
     /* truncated, wrong magic, absurd count */
     assert_int_equal(loom_zoo_sig_decode(b.data, b.len - 1, "sig", &d, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "sig"));
@@ -134,6 +166,134 @@ static void test_sig_roundtrip(void **state)
     loom_buf_free(&b);
     loom_zoo_sig_free(&s);
     loom_est_model_free(m);
+}
+
+/* Stem conv, two parallel 3x3 convs (64 and 56 channels) on its output,
+ * their Concat, a 1x1 head: one architecture, its branches listed in
+ * either order (exporters list them as the module's forward visits
+ * them). */
+static loom_est_model_t *two_branches(bool b_first)
+{
+    pbw_t g = {0};
+    static const struct {
+        const char *name, *in, *out;
+        int64_t w[4];
+    } conv[4] = {{"stem", "x", "s", {16, 16, 3, 3}},
+                 {"a", "s", "ya", {64, 16, 3, 3}},
+                 {"b", "s", "yb", {56, 16, 3, 3}},
+                 {"head", "c", "y", {10, 120, 1, 1}}};
+    static const int order[2][4] = {{0, 1, 2, 3}, {0, 2, 1, 3}};
+    for (int k = 0; k < 4; k++) {
+        int i = order[b_first][k];
+        if (i == 3) {
+            pbw_t n;
+            onnx_node_begin(&n, "Concat", "cat", "ya,yb", "c");
+            attr_int(&n, "axis", 1);
+            onnx_node_end(&g, &n);
+        }
+        char w[32], ins[64];
+        snprintf(w, sizeof w, "%s.weight", conv[i].name);
+        snprintf(ins, sizeof ins, "%s,%s", conv[i].in, w);
+        pbw_t n;
+        onnx_node_begin(&n, "Conv", conv[i].name, ins, conv[i].out);
+        int64_t k2 = conv[i].w[2], ks[2] = {k2, k2}, pads[4] = {k2 / 2, k2 / 2, k2 / 2, k2 / 2};
+        attr_ints(&n, "kernel_shape", 2, ks);
+        attr_ints(&n, "pads", 4, pads);
+        onnx_node_end(&g, &n);
+        onnx_init(&g, w, 1, 4, conv[i].w, NULL, 0);
+    }
+    int64_t xd[4] = {1, 16, 8, 8};
+    onnx_value_info(&g, 11, "x", 1, 4, xd);
+    pbw_t pb = onnx_model(&g);
+    loom_est_model_t *m = zoo_parse(&pb);
+    free(pb.d);
+    return m;
+}
+
+static void test_branch_order(void **state)
+{
+    (void)state;
+    loom_est_model_t *mc = two_branches(true), *mp = two_branches(false);
+    loom_zoo_sig_t sc, sp;
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_sig_from_model(mc, &sc, &err), LOOM_OK);
+    assert_int_equal(loom_zoo_sig_from_model(mp, &sp, &err), LOOM_OK);
+    assert_int_equal(sc.n, 5);
+    /* the premise: the two topological orders differ */
+    assert_string_equal(mc->n[sc.layers[1].node].name, "b");
+    assert_string_equal(mp->n[sp.layers[1].node].name, "a");
+    /* the edges: both branches read the stem, the Concat reads both */
+    assert_int_equal(sc.pstart[2] - sc.pstart[1], 1);
+    assert_int_equal(sc.pred[sc.pstart[1]], 0);
+    assert_int_equal(sc.pstart[4] - sc.pstart[3], 2);
+    loom_zoo_alignment_t al;
+    assert_int_equal(loom_zoo_align(&sc, &sp, &al, &err), LOOM_OK);
+    /* Aligned along the graphs, every layer meets its own: a with a, b
+     * with b (order-preserving alignment of the two orders crossed them,
+     * b's 56 channels onto a's 64, for 0.906 each: 1.81 > 1 for keeping
+     * one branch). */
+    assert_int_equal(al.npairs, 5);
+    for (size_t i = 0; i < al.npairs; i++) {
+        const char *c = mc->n[sc.layers[al.pairs[i].child].node].name;
+        const char *p = mp->n[sp.layers[al.pairs[i].parent].node].name;
+        assert_string_equal(c, p);
+        assert_true(al.pairs[i].score == 1.0);
+    }
+    assert_true(al.similarity == 1.0);
+    assert_true(loom_zoo_similarity(&sc, &sp) == 1.0);
+    loom_zoo_alignment_free(&al);
+    loom_zoo_sig_free(&sc);
+    loom_zoo_sig_free(&sp);
+    loom_est_model_free(mc);
+    loom_est_model_free(mp);
+}
+
+/* Two models of each family of bench/zoo_families.h: each aligns with
+ * itself fully (similarity 1: every branch found), and both bounds are at
+ * least the exact similarity of every pair. */
+static void test_families_bounds(void **state)
+{
+    (void)state;
+    enum { PER = 2, N = FAM_N * PER };
+    loom_zoo_sig_t s[N];
+    loom_zoo_keys_t k[N];
+    loom_rng_t rng;
+    loom_rng_init(&rng, 7, 0);
+    loom_err_t err = {0};
+    for (int i = 0; i < N; i++) {
+        pbw_t pb = fam_model(&rng, i / PER, NULL);
+        if (loom_zoo_sig_parse(pb.d, pb.n, fam_names[i / PER], &s[i], &err))
+            fail_msg("%s", err.msg);
+        free(pb.d);
+        assert_int_equal(loom_zoo_keys_of(&s[i], &k[i]), LOOM_OK);
+        loom_buf_t b = LOOM_BUF_INIT;
+        loom_zoo_keys_t d;
+        assert_int_equal(loom_zoo_keys_encode(&k[i], &b), LOOM_OK);
+        assert_int_equal(loom_zoo_keys_decode(b.data, b.len, s[i].n, &d), LOOM_OK);
+        assert_int_equal(d.n, k[i].n);
+        assert_memory_equal(d.k, k[i].k, d.n * sizeof *d.k);
+        loom_zoo_keys_free(&d);
+        assert_int_equal(loom_zoo_keys_decode(b.data, b.len - 1, s[i].n, &d), LOOM_EINVAL);
+        assert_int_equal(loom_zoo_keys_decode(b.data, b.len, s[i].n + 1, &d), LOOM_EINVAL);
+        loom_buf_free(&b);
+    }
+    int tighter = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double sim = loom_zoo_similarity(&s[i], &s[j]);
+            double kb = loom_zoo_keys_bound(&k[i], &k[j]), hb = loom_zoo_bound(&s[i], &s[j]);
+            if (i == j && sim != 1.0)
+                fail_msg("%s aligns with itself at %.6f", fam_names[i / PER], sim);
+            if (kb < sim - 1e-6 || hb < sim - 1e-9)
+                fail_msg("%s against %s: similarity %.6f above a bound (%.6f, %.6f)",
+                         fam_names[i / PER], fam_names[j / PER], sim, kb, hb);
+            tighter += kb < hb - 0.01;
+        }
+    assert_true(tighter > N); /* the keys tell widths apart where operators cannot */
+    for (int i = 0; i < N; i++) {
+        loom_zoo_sig_free(&s[i]);
+        loom_zoo_keys_free(&k[i]);
+    }
 }
 
 /* Parent weights for an MLP: deterministic pseudo-random values. */
@@ -328,37 +488,29 @@ static void test_weights_file(void **state)
 /* A warm-started job's expected duration is its time limit over the
  * speed-up its label claims (clamped), so sjf puts it ahead of an otherwise
  * equal cold job submitted earlier. */
-static void test_warm_orders_first(void **state)
+/* The labels of a warm start (issue 33): the parent, its similarity, the
+ * layers mapped, the weights; no zoo.speedup (it was 1.3 + 6 (s - 0.5)
+ * whatever the parent had learnt, and sjf ran warm jobs first by it), and
+ * the script exports the weights' path after its #! line. */
+static void test_warm_apply_labels(void **state)
 {
     (void)state;
-    assert_true(loom_zoo_speedup(0.4) == 1.0);
-    assert_true(fabs(loom_zoo_speedup(0.5) - 1.3) < 1e-9);
-    assert_true(fabs(loom_zoo_speedup(1.0) - 4.3) < 1e-9);
-    assert_true(loom_zoo_expected_s(100.0, NULL) == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{}") == 100.0);
-    assert_true(fabs(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2.00\"}") - 50.0) < 1e-9);
-    assert_true(fabs(loom_zoo_expected_s(43.0, "{\"zoo.speedup\":\"99\"}") - 10.0) < 1e-9);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"0.1\"}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":\"2x\"}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "{\"zoo.speedup\":2}") == 100.0);
-    assert_true(loom_zoo_expected_s(100.0, "not json zoo.speedup") == 100.0);
-
-    loom_sched_queue_cfg_t cfg;
-    assert_int_equal(loom_sched_queue_cfg_parse("sjf", &cfg, NULL), LOOM_OK);
-    loom_sched_qjob_t cold = {.id = 1, .submit_s = 10, .time_limit_s = 3600};
-    loom_sched_qjob_t warm = {.id = 2, .submit_s = 20, .time_limit_s = 3600};
-    char labels[64];
-    snprintf(labels, sizeof labels, "{\"zoo.speedup\":\"%.2f\"}", loom_zoo_speedup(0.9));
-    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, labels);
-    assert_true(warm.estimate_s < 3600);
-    assert_true(loom_sched_queue_cmp(&cfg, &warm, &cold) < 0);
-    loom_sched_qjob_t *order[] = {&cold, &warm};
-    loom_sched_queue_order(&cfg, order, 2, 30);
-    assert_ptr_equal(order[0], &warm);
-    /* without the label the earlier cold job goes first */
-    warm.estimate_s = loom_zoo_expected_s(warm.time_limit_s, "{\"zoo.parent\":\"3\"}");
-    loom_sched_queue_order(&cfg, order, 2, 30);
-    assert_ptr_equal(order[0], &cold);
+    json_t *res = json_pack("{s:I,s:f,s:I,s:I,s:s}", "parent", (json_int_t)3, "similarity", 0.9,
+                            "layers_mapped", (json_int_t)2, "layers_child", (json_int_t)4,
+                            "weights", "/tmp/w.lw");
+    json_t *labels = json_object();
+    loom_buf_t script = LOOM_BUF_INIT;
+    loom_buf_append_str(&script, "#!/bin/sh\necho hi\n");
+    loom_err_t err = {0};
+    assert_int_equal(loom_zoo_warm_apply(res, labels, &script, &err), LOOM_OK);
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.parent")), "3");
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.similarity")), "0.9000");
+    assert_string_equal(json_string_value(json_object_get(labels, "zoo.layers_mapped")), "2 of 4");
+    assert_null(json_object_get(labels, "zoo.speedup"));
+    assert_string_equal(script.data, "#!/bin/sh\nexport LOOM_WARM_START='/tmp/w.lw'\necho hi\n");
+    loom_buf_free(&script);
+    json_decref(labels);
+    json_decref(res);
 }
 
 int main(void)
@@ -368,7 +520,8 @@ int main(void)
         cmocka_unit_test(test_widened),          cmocka_unit_test(test_branch),
         cmocka_unit_test(test_sig_roundtrip),    cmocka_unit_test(test_widen_preserves),
         cmocka_unit_test(test_deepen_preserves), cmocka_unit_test(test_crop),
-        cmocka_unit_test(test_weights_file),     cmocka_unit_test(test_warm_orders_first),
+        cmocka_unit_test(test_weights_file),     cmocka_unit_test(test_warm_apply_labels),
+        cmocka_unit_test(test_branch_order),     cmocka_unit_test(test_families_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
