@@ -789,8 +789,9 @@ static void wal_bounded_under_steady_writes(void **state)
      * 33,000 on loaded machines (the second in CI, beside another test's
      * disk work). So the test asks that the WAL started over several times,
      * which a WAL growing without bound never does, and that it stayed
-     * under 48,000 frames, what the unbounded case reached with a quarter
-     * fewer jobs. */
+     * under 60,000 frames, below the ~64,000 the unbounded case keeps for
+     * these 16,000 jobs (47,800 was seen at a load average of 15 on 2
+     * CPUs, so the old 48,000 failed there by chance). */
     long frame = 24 + 4096;
     if (getenv("LOOM_TEST_VERBOSE"))
         fprintf(stderr, "WAL high-water: %lld frames (%llu by the hook), %llu restarts\n",
@@ -799,7 +800,7 @@ static void wal_bounded_under_steady_writes(void **state)
     if (stats.wal_restarts < 3)
         fail_msg("the WAL started over %llu times under steady writes (wal_restart_frames 200)",
                  (unsigned long long)stats.wal_restarts);
-    if (st.st_size > 48000 * frame)
+    if (st.st_size > 60000 * frame)
         fail_msg("WAL grew to %lld bytes (%lld frames) with wal_restart_frames 200",
                  (long long)st.st_size, (long long)(st.st_size / frame));
     assert_true(stats.wal_frames_max * frame <= (uint64_t)st.st_size + frame);
