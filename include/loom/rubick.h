@@ -193,11 +193,23 @@ typedef struct loom_rubick_job {
     loom_rubick_choice_t table[LOOM_RUBICK_GPUS_MAX + 1][LOOM_RUBICK_CPU_STEPS];
 } loom_rubick_job_t;
 
+/* Rubick's parts, each of which may be switched on alone (the
+ * decomposition of its gains, docs/scheduling.md "Rubick"). */
+#define LOOM_RUBICK_PART_PLAN   1u /* the plan is chosen at admission */
+#define LOOM_RUBICK_PART_CPU    2u /* CPUs and host memory are chosen at admission */
+#define LOOM_RUBICK_PART_RECONF 4u /* GPUs chosen at admission, running jobs changed */
+#define LOOM_RUBICK_PART_ALL    7u
+
 typedef struct loom_rubick_opts {
     loom_rubick_mode_t mode;
     const loom_rubick_device_t *device;
     double reconf_cost_s; /* checkpoint + restart + warm-up of one reconfiguration */
     double min_gain;      /* a reconfiguration must save at least this share of the time left */
+    /* LOOM_RUBICK_FULL only: the parts it uses, LOOM_RUBICK_PART_*; 0 is
+     * all. Without RECONF a job starts on its asked GPUs and is never
+     * changed; without PLAN it runs its asked plan; without CPU its asked
+     * CPUs and memory per GPU (more memory only for a plan that needs it). */
+    unsigned parts;
 } loom_rubick_opts_t;
 
 typedef struct loom_rubick_decision {

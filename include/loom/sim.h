@@ -212,6 +212,12 @@ typedef struct loom_sim_rworkload {
     loom_sim_rjob_t *jobs; /* in arrival order */
     size_t n;
     double compress; /* the trace's arrival times were divided by this */
+    /* what choosing at admission could gain, means over the jobs of the
+     * samples/s at their asked GPUs over those of their asked configuration
+     * (loom_sim_rubick_workload): the best plan at the asked CPUs, and the
+     * best plan with the CPUs of up to the node's */
+    double plan_speedup, cpu_speedup;
+    size_t input_bound; /* jobs whose asked configuration waits on input loading */
 } loom_sim_rworkload_t;
 
 typedef struct loom_sim_rwl_opts {
@@ -233,12 +239,20 @@ typedef struct loom_sim_rwl_opts {
 int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_opts_t *o,
                              loom_sim_rworkload_t *out, loom_err_t *err);
 void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w);
+/* The plan-aware copy of w (out, freed with loom_sim_rubick_workload_free):
+ * every job asks for the plan the model predicts best at its asked GPUs and
+ * CPUs (what a scheduler choosing the plan at admission would run), with
+ * the host memory that plan needs, and a run time scaled so that it does
+ * the same work (samples) as in w. */
+int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
+                               loom_sim_rworkload_t *out, loom_err_t *err);
 
 typedef struct loom_sim_rresult {
     size_t jobs, completed;
     double mean_jct_s, p99_jct_s, makespan_s, util_pct;
     double reconfigs_per_job;
     size_t below_guarantee; /* jobs whose progress ever fell behind their guarantee */
+    double gpu_hours;       /* GPU time held by jobs (util x GPUs x makespan) */
     double *jcts;           /* ascending, completed jobs */
     double seconds;         /* wall time of the run */
 } loom_sim_rresult_t;
@@ -249,7 +263,9 @@ typedef struct loom_sim_rresult {
  * gain and period_s; jobs progressing in samples at the model's
  * throughput), or "fifo", "tiresias", "gandiva"
  * (loomd's runtime in dynamic mode, each job running its trace duration;
- * gandiva: time-slicing with quantum timeslice_s). */
+ * gandiva: time-slicing with quantum timeslice_s). Any of them followed
+ * by "+plan" runs on the plan-aware copy of w (loom_sim_rubick_plan_aware):
+ * the same policy, given the best plan at admission. */
 int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
                         const char *policy, const loom_rubick_opts_t *o, double period_s,
                         double timeslice_s, loom_sim_rresult_t *res, loom_err_t *err);

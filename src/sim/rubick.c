@@ -17,7 +17,9 @@
  *
  * "fifo", "tiresias" and "gandiva" run the very same jobs through the
  * runtime's queue and placement policies (sim dynamic mode): black boxes
- * that run their trace duration on the asked resources. */
+ * that run their trace duration on the asked resources; a job that
+ * tiresias preempts or gandiva suspends pays the same checkpoint-restart
+ * cost as a reconfiguration when it resumes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +50,8 @@ static void finish_stats(loom_sim_rresult_t *res, double first, double last)
 /* ---------------------------------------------------- loomd's runtime */
 
 static int run_runtime(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
-                       const char *queue, double timeslice_s, loom_sim_rresult_t *res,
-                       loom_err_t *err)
+                       const char *queue, double timeslice_s, double preempt_cost_s,
+                       loom_sim_rresult_t *res, loom_err_t *err)
 {
     loom_sim_trace_t t = {calloc(w->n, sizeof *t.tasks), w->n, w->n};
     if (!t.tasks)
@@ -65,8 +67,12 @@ static int run_runtime(const loom_sched_cluster_t *c, const loom_sim_rworkload_t
         k->create_s = j->submit_s;
         k->duration_s = j->duration_s;
     }
-    loom_sim_opts_t o = {
-        .policy = "bestfit", .queue = queue, .seed = 42, .timeslice_s = timeslice_s};
+    /* a suspended job resumes from its checkpoint: what a reconfiguration pauses */
+    loom_sim_opts_t o = {.policy = "bestfit",
+                         .queue = queue,
+                         .seed = 42,
+                         .timeslice_s = timeslice_s,
+                         .preempt_cost_s = preempt_cost_s};
     loom_sim_dynamic_result_t d;
     int rc = loom_sim_dynamic(c, &t, &o, &d, err);
     free(t.tasks);
@@ -235,20 +241,39 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
                         double timeslice_s, loom_sim_rresult_t *res, loom_err_t *err)
 {
     memset(res, 0, sizeof *res);
+    size_t pl = strlen(policy);
+    if (pl > 5 && !strcmp(policy + pl - 5, "+plan")) {
+        /* the same policy, given the best plan at admission */
+        char base[32];
+        if (pl - 5 >= sizeof base)
+            return loom_err_set(err, LOOM_EINVAL, "policy '%s': name too long", policy);
+        memcpy(base, policy, pl - 5);
+        base[pl - 5] = '\0';
+        loom_sim_rworkload_t pw;
+        int rc = loom_sim_rubick_plan_aware(w, o->device, &pw, err);
+        if (rc == LOOM_OK)
+            rc = loom_sim_rubick_run(c, &pw, base, o, period_s, timeslice_s, res, err);
+        loom_sim_rubick_workload_free(&pw);
+        return rc;
+    }
     int64_t t0 = loom_time_mono_ns();
     res->jobs = w->n;
     int rc;
+    double cap = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
     if (!strcmp(policy, "fifo") || !strcmp(policy, "tiresias") || !strcmp(policy, "gandiva")) {
         rc = run_runtime(c, w, strcmp(policy, "tiresias") ? "fifo" : "tiresias",
-                         strcmp(policy, "gandiva") ? 0 : timeslice_s, res, err);
+                         strcmp(policy, "gandiva") ? 0 : timeslice_s, 0, res, err);
+        res->gpu_hours = res->util_pct / 100 * cap * res->makespan_s / 3600;
         res->seconds = (double)(loom_time_mono_ns() - t0) / 1e9;
         return rc;
     }
     if (strcmp(policy, "rubick") && strcmp(policy, "elastic") && strcmp(policy, "synergy") &&
-        strcmp(policy, "fixed"))
+        strcmp(policy, "fixed") && strcmp(policy, "rubick-plan") && strcmp(policy, "rubick-cpu") &&
+        strcmp(policy, "rubick-reconf"))
         return loom_err_set(err, LOOM_EINVAL,
-                            "policy '%s': expected rubick, elastic, synergy, fixed, fifo, "
-                            "tiresias or gandiva",
+                            "policy '%s': expected rubick, rubick-plan, rubick-cpu, "
+                            "rubick-reconf, elastic, synergy, fixed, fifo, tiresias or gandiva, "
+                            "each optionally followed by +plan",
                             policy);
     if (!(period_s > 0))
         return loom_err_set(err, LOOM_EINVAL, "rubick: expected a period > 0");
@@ -283,7 +308,7 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
         }
         res->reconfigs_per_job = w->n ? (double)nre / (double)w->n : 0;
         finish_stats(res, r.first, r.last);
-        double cap = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
+        res->gpu_hours = r.util_area / 3600;
         res->util_pct = res->makespan_s > 0 ? 100 * r.util_area / (cap * res->makespan_s) : 0;
     } else {
         loom_sim_rresult_free(res);

@@ -82,6 +82,94 @@ static bool draw_plan(loom_rubick_spec_t *s, const loom_rubick_model_t *m, int g
     return true;
 }
 
+/* The best plan the model predicts for spec s at g GPUs and cpu milli-CPU
+ * with up to mem_max MiB of host memory: *best and its samples/s (0: none
+ * fits). */
+static double best_plan(const loom_rubick_spec_t *s, const loom_rubick_model_t *m,
+                        const loom_rubick_device_t *d, int g, int64_t cpu, int64_t mem_max,
+                        loom_rubick_plan_t *best)
+{
+    double thr = 0;
+    for (int ai = 0; ai < 7; ai++)
+        for (int v = 0; v < 16; v++) {
+            loom_rubick_plan_t p = {g, 1 << ai, v & 1, (v >> 1) & 3, (v >> 3) & 1};
+            if (!loom_rubick_plan_allowed(s, &p))
+                continue;
+            loom_rubick_config_t c = {p, cpu, mem_max};
+            loom_rubick_estimate_t e;
+            loom_rubick_predict(m, d, NULL, s->global_batch, &c, &e);
+            if (e.fits && e.samples_per_s > thr * (1 + 1e-9)) {
+                thr = e.samples_per_s;
+                *best = p;
+            }
+        }
+    return thr;
+}
+
+/* Throughput of job j's asked configuration. */
+static double asked_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d,
+                         loom_rubick_estimate_t *e)
+{
+    size_t nm;
+    const loom_rubick_model_t *m = &loom_rubick_models(&nm)[j->model];
+    loom_rubick_config_t c = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+    loom_rubick_predict(m, d, NULL, j->spec.global_batch, &c, e);
+    return e->samples_per_s;
+}
+
+/* The workload's plan_speedup, cpu_speedup and input_bound. */
+static void choice_stats(loom_sim_rworkload_t *w, const loom_rubick_device_t *d)
+{
+    size_t nm;
+    const loom_rubick_model_t *models = loom_rubick_models(&nm);
+    double sp = 0, sc = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const loom_sim_rjob_t *j = &w->jobs[i];
+        loom_rubick_estimate_t e;
+        double a = asked_rate(j, d, &e);
+        double gpu = e.step_s > e.data_s ? e.step_s : 0; /* 0: input loading sets the step */
+        w->input_bound += a > 0 && gpu == 0;
+        loom_rubick_plan_t p;
+        double bp = best_plan(&j->spec, &models[j->model], d, j->spec.asked.gpus, j->spec.asked_cpu,
+                              j->spec.mem_max, &p);
+        double bc = best_plan(&j->spec, &models[j->model], d, j->spec.asked.gpus, j->spec.cpu_max,
+                              j->spec.mem_max, &p);
+        sp += a > 0 ? fmax(bp, a) / a : 1;
+        sc += a > 0 ? fmax(fmax(bc, bp), a) / a : 1;
+    }
+    w->plan_speedup = w->n ? sp / (double)w->n : 1;
+    w->cpu_speedup = w->n ? sc / (double)w->n : 1;
+}
+
+int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
+                               loom_sim_rworkload_t *out, loom_err_t *err)
+{
+    *out = *w;
+    out->jobs = calloc(w->n ? w->n : 1, sizeof *out->jobs);
+    if (!out->jobs)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    memcpy(out->jobs, w->jobs, w->n * sizeof *w->jobs);
+    size_t nm;
+    const loom_rubick_model_t *models = loom_rubick_models(&nm);
+    for (size_t i = 0; i < w->n; i++) {
+        loom_sim_rjob_t *j = &out->jobs[i];
+        loom_rubick_estimate_t e;
+        double a = asked_rate(j, d, &e);
+        loom_rubick_plan_t p = j->spec.asked;
+        double b = best_plan(&j->spec, &models[j->model], d, j->spec.asked.gpus, j->spec.asked_cpu,
+                             j->spec.mem_max, &p);
+        if (!(a > 0) || !(b > a))
+            continue; /* the asked plan is already the best */
+        j->spec.asked = p;
+        loom_rubick_config_t c = {p, j->spec.asked_cpu, 0};
+        loom_rubick_predict(&models[j->model], d, NULL, j->spec.global_batch, &c, &e);
+        int64_t mem = (int64_t)ceil(e.host_mem_mib);
+        j->spec.asked_mem = mem > j->spec.asked_mem ? mem : j->spec.asked_mem;
+        j->duration_s *= a / b; /* the same samples at the faster plan */
+    }
+    return LOOM_OK;
+}
+
 static int cmp_create(const void *x, const void *y)
 {
     const loom_sim_task_t *a = *(const loom_sim_task_t *const *)x;
@@ -173,5 +261,6 @@ int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_op
         span > 0 ? span * o->load * (o->cluster_gpus > 0 ? o->cluster_gpus : 1) / gpu_s : 1;
     for (size_t i = 0; i < o->count; i++)
         out->jobs[i].submit_s /= out->compress;
+    choice_stats(out, o->device);
     return LOOM_OK;
 }

@@ -89,7 +89,7 @@ static void apply(loom_sched_cluster_t *c, loom_rubick_job_t *jobs, size_t n,
         }
 }
 
-static const loom_rubick_opts_t OPTS = {LOOM_RUBICK_FULL, &D, 60, 0.05};
+static const loom_rubick_opts_t OPTS = {LOOM_RUBICK_FULL, &D, 60, 0.05, 0};
 
 static void test_admit_and_grow(void **state)
 {

@@ -252,7 +252,7 @@ static void test_modes_and_period(void **state)
     loom_runtime_config_t cfg = {.rubick = &rb};
     loom_err_t err;
     assert_int_equal(loom_runtime_new(&c, &cfg, &rt, &err), LOOM_EINVAL);
-    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, elastic"));
+    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, rubick-plan"));
     loom_sched_cluster_free(&c);
 }
 

@@ -153,11 +153,101 @@ static void test_errors(void **state)
     loom_sim_rubick_workload_free(&w);
 }
 
+/* The samples/s of job j's asked configuration. */
+static double asked_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d)
+{
+    size_t nm;
+    const loom_rubick_model_t *m = &loom_sim_rubick_models(&nm)[j->model];
+    loom_rubick_config_t c = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+    loom_rubick_estimate_t e;
+    loom_rubick_predict(m, d, NULL, j->spec.global_batch, &c, &e);
+    return e.samples_per_s;
+}
+
+/* Baselines given the best plan at admission (issue 33): each job keeps
+ * its GPUs, CPUs and work, and runs the plan the model predicts best, so no
+ * job runs longer and random plans leave room that tuned ones do not. */
+static void test_plan_aware(void **state)
+{
+    fx_t *f = *state;
+    loom_sim_rworkload_t w, pw;
+    workload(f, false, &w);
+    loom_err_t err;
+    assert_int_equal(loom_sim_rubick_plan_aware(&w, &f->dev, &pw, &err), LOOM_OK);
+    assert_int_equal(pw.n, w.n);
+    size_t faster = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        const loom_sim_rjob_t *a = &w.jobs[i], *b = &pw.jobs[i];
+        assert_int_equal(b->spec.asked.gpus, a->spec.asked.gpus);
+        assert_int_equal(b->spec.asked_cpu, a->spec.asked_cpu);
+        assert_true(loom_rubick_plan_allowed(&b->spec, &b->spec.asked));
+        assert_true(b->duration_s <= a->duration_s);
+        /* the same samples */
+        double wa = asked_rate(a, &f->dev) * a->duration_s,
+               wb = asked_rate(b, &f->dev) * b->duration_s;
+        assert_float_equal(wb, wa, wa * 1e-9);
+        faster += b->duration_s < a->duration_s * 0.99;
+    }
+    assert_true(faster > w.n / 4);
+    assert_true(w.plan_speedup > 1.2 && w.cpu_speedup >= w.plan_speedup);
+    /* "+plan" runs the policy on that copy */
+    loom_rubick_opts_t o = {.device = &f->dev, .reconf_cost_s = 60, .min_gain = 0.05};
+    loom_sim_rresult_t r1, r2;
+    assert_int_equal(loom_sim_rubick_run(&f->c, &w, "fifo+plan", &o, 300, 600, &r1, &err), LOOM_OK);
+    assert_int_equal(loom_sim_rubick_run(&f->c, &pw, "fifo", &o, 300, 600, &r2, &err), LOOM_OK);
+    assert_int_equal(r1.completed, w.n);
+    assert_float_equal(r1.mean_jct_s, r2.mean_jct_s, 0);
+    assert_true(r1.gpu_hours > 0);
+    loom_sim_rresult_free(&r1);
+    loom_sim_rresult_free(&r2);
+    /* tuned plans are already the best: nothing to gain */
+    loom_sim_rworkload_t t, pt;
+    workload(f, true, &t);
+    assert_int_equal(loom_sim_rubick_plan_aware(&t, &f->dev, &pt, &err), LOOM_OK);
+    for (size_t i = 0; i < t.n; i++)
+        assert_float_equal(pt.jobs[i].duration_s, t.jobs[i].duration_s, 0);
+    assert_float_equal(t.plan_speedup, 1, 1e-9);
+    loom_sim_rubick_workload_free(&t);
+    loom_sim_rubick_workload_free(&pt);
+    loom_sim_rubick_workload_free(&w);
+    loom_sim_rubick_workload_free(&pw);
+}
+
+/* Rubick's parts switched on alone (the decomposition): the plan alone is
+ * the black box given the best plan at admission, neither the plan nor the
+ * CPUs alone ever changes a running job, and all three together are
+ * rubick. */
+static void test_parts(void **state)
+{
+    fx_t *f = *state;
+    loom_sim_rworkload_t w;
+    workload(f, false, &w);
+    loom_rubick_opts_t o = {.device = &f->dev, .reconf_cost_s = 60, .min_gain = 0.05};
+    static const char *const pol[] = {"rubick-plan", "fixed+plan", "rubick-cpu", "rubick-reconf",
+                                      "rubick"};
+    loom_sim_rresult_t r[5];
+    loom_err_t err;
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(loom_sim_rubick_run(&f->c, &w, pol[k], &o, 300, 600, &r[k], &err),
+                         LOOM_OK);
+        assert_int_equal(r[k].completed, w.n);
+        assert_int_equal(r[k].below_guarantee, 0);
+    }
+    assert_float_equal(r[0].mean_jct_s, r[1].mean_jct_s, r[1].mean_jct_s * 1e-9);
+    assert_float_equal(r[0].reconfigs_per_job, 0, 0);
+    assert_float_equal(r[2].reconfigs_per_job, 0, 0);
+    assert_true(r[3].reconfigs_per_job > 0);
+    assert_true(r[4].mean_jct_s < r[1].mean_jct_s);
+    for (int k = 0; k < 5; k++)
+        loom_sim_rresult_free(&r[k]);
+    loom_sim_rubick_workload_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_policies),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_policies),     cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_plan_aware),   cmocka_unit_test(test_parts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
