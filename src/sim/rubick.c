@@ -260,9 +260,14 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
     res->jobs = w->n;
     int rc;
     double cap = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
+    if (!strcmp(policy, "gandiva") && !(o->reconf_cost_s < timeslice_s))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "gandiva: a resume's cost (%g s) must be below the quantum (%g s), "
+                            "else no job progresses",
+                            o->reconf_cost_s, timeslice_s);
     if (!strcmp(policy, "fifo") || !strcmp(policy, "tiresias") || !strcmp(policy, "gandiva")) {
         rc = run_runtime(c, w, strcmp(policy, "tiresias") ? "fifo" : "tiresias",
-                         strcmp(policy, "gandiva") ? 0 : timeslice_s, 0, res, err);
+                         strcmp(policy, "gandiva") ? 0 : timeslice_s, o->reconf_cost_s, res, err);
         res->gpu_hours = res->util_pct / 100 * cap * res->makespan_s / 3600;
         res->seconds = (double)(loom_time_mono_ns() - t0) / 1e9;
         return rc;

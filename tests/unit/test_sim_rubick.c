@@ -243,11 +243,42 @@ static void test_parts(void **state)
     loom_sim_rubick_workload_free(&w);
 }
 
+/* A job that gandiva suspends or tiresias preempts pays the
+ * checkpoint-restart cost when it resumes (it was free before issue 33). */
+static void test_preempt_cost(void **state)
+{
+    fx_t *f = *state;
+    loom_sim_rworkload_t w;
+    workload(f, false, &w);
+    loom_err_t err;
+    static const char *const pol[] = {"gandiva", "tiresias"};
+    for (int k = 0; k < 2; k++) {
+        loom_rubick_opts_t cheap = {.device = &f->dev, .reconf_cost_s = 0.001},
+                           dear = {.device = &f->dev, .reconf_cost_s = 300};
+        loom_sim_rresult_t a, b;
+        assert_int_equal(loom_sim_rubick_run(&f->c, &w, pol[k], &cheap, 300, 600, &a, &err),
+                         LOOM_OK);
+        assert_int_equal(loom_sim_rubick_run(&f->c, &w, pol[k], &dear, 300, 600, &b, &err),
+                         LOOM_OK);
+        assert_true(b.mean_jct_s > a.mean_jct_s * 1.01);
+        loom_sim_rresult_free(&a);
+        loom_sim_rresult_free(&b);
+    }
+    /* a resume that costs a whole quantum: no job would ever progress */
+    loom_rubick_opts_t stuck = {.device = &f->dev, .reconf_cost_s = 600};
+    loom_sim_rresult_t r;
+    assert_int_equal(loom_sim_rubick_run(&f->c, &w, "gandiva", &stuck, 300, 600, &r, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "must be below the quantum"));
+    loom_sim_rubick_workload_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policies),     cmocka_unit_test(test_errors),
         cmocka_unit_test(test_plan_aware),   cmocka_unit_test(test_parts),
+        cmocka_unit_test(test_preempt_cost),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
