@@ -206,6 +206,12 @@ typedef struct loom_sim_rjob {
     double duration_s; /* run time at the asked configuration (from the trace) */
     size_t model;      /* index into loom_sim_rubick_models() */
     loom_rubick_spec_t spec;
+    /* The hidden truth the job runs on (every policy's jobs progress at
+     * its samples/s, and the guarantee is checked against it): the model
+     * with the job's own efficiency, input loading, communication and
+     * per-micro-batch cost (loom_sim_rwl_opts_t's truth_drawn, assumed_*). */
+    loom_rubick_model_t truth;
+    loom_rubick_fit_t truth_fit;
 } loom_sim_rjob_t;
 
 typedef struct loom_sim_rworkload {
@@ -230,6 +236,17 @@ typedef struct loom_sim_rwl_opts {
     int64_t node_cpu_milli; /* CPUs and memory of a node (ranges, asked CPUs) */
     int64_t node_mem_mib;
     const loom_rubick_device_t *device;
+    /* the truth: drawn per job around the model (efficiency and
+     * communication 0.67-1.5x, input loading 0.5-2x, log-uniform, and 0-5 ms
+     * a micro-batch), else the model itself;
+     * the model's efficiency (mfu) and input-loading (cpu_s_per_sample)
+     * constants are assumed_eff and assumed_cpu times the truth's (0: 1) */
+    bool truth_drawn;
+    double assumed_eff, assumed_cpu;
+    /* each job carries its first measured steps (spec.measured: the asked
+     * configuration and a few profiled ones, on the truth, 2% noise), to
+     * which the policies fit the model's coefficients; else none */
+    bool fit;
 } loom_sim_rwl_opts_t;
 
 /* Jobs from the pod list's whole-GPU tasks with positive creation and run
@@ -246,6 +263,9 @@ void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w);
  * the same work (samples) as in w. */
 int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
                                loom_sim_rworkload_t *out, loom_err_t *err);
+/* Samples/s of job j under configuration c on its truth (0: does not fit). */
+double loom_sim_rubick_true_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d,
+                                 const loom_rubick_config_t *c);
 
 typedef struct loom_sim_rresult {
     size_t jobs, completed;

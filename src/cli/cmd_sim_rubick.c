@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "                [--nodes-count 8] [--node-cpus 96] [--node-memory 1TiB]\n"
             "                [--device NAME] [--reconf-cost 60] [--min-gain 0.05]\n"
             "                [--period 300] [--timeslice 600] [--min-duration 120]\n"
-            "                [--max-duration 86400] [--out DIR] [--json]\n\n"
+            "                [--max-duration 86400] [--truth drawn|model] [--fit on|off]\n"
+            "                [--assumed-eff 1] [--assumed-cpu 1] [--out DIR] [--json]\n\n"
             "Reconfigurable jobs (Rubick): jobs from the pod list's arrivals and run times\n"
             "with zoo models and plans, on nodes of 8 GPUs described by --device.\n\n"
             "  --pods FILE|NAME   Alibaba 2023 pod list CSV, or a shipped one (openb-default)\n"
@@ -45,6 +46,13 @@ static void usage(FILE *f)
             "  --period S         re-decide every S seconds besides events (300)\n"
             "  --timeslice S      gandiva's quantum (600)\n"
             "  --min-duration S, --max-duration S  run times clipped (120, 86400)\n"
+            "  --truth M          what jobs really run on: drawn per job around the model\n"
+            "                     (efficiency, communication 0.67-1.5x, input loading 0.5-2x,\n"
+            "                     0-5 ms a micro-batch; default), or the model itself\n"
+            "  --fit on|off       policies fit the model to each job's first measured steps\n"
+            "                     (on), or predict with the model's constants as they are\n"
+            "  --assumed-eff X    the model's GPU efficiencies are X times the truth's (1)\n"
+            "  --assumed-cpu X    the model's input-loading CPU time is X times the truth's (1)\n"
             "  --out DIR          table.md, jct.csv and figures (gnuplot) of the first seed\n"
             "  --json             every run and the means with 95%% intervals, as JSON\n");
 }
@@ -82,6 +90,10 @@ static int parse(int argc, char **argv, args_t *a)
         {"seed", required_argument, NULL, 's'},
         {"seeds", required_argument, NULL, 'S'},
         {"json", no_argument, NULL, 'j'},
+        {"truth", required_argument, NULL, 'u'},
+        {"fit", required_argument, NULL, 'f'},
+        {"assumed-eff", required_argument, NULL, 'E'},
+        {"assumed-cpu", required_argument, NULL, 'C'},
         {"plans", required_argument, NULL, 'a'},
         {"nodes-count", required_argument, NULL, 'N'},
         {"node-cpus", required_argument, NULL, 'c'},
@@ -121,6 +133,22 @@ static int parse(int argc, char **argv, args_t *a)
             break;
         case 'S': a->seeds = optarg; break;
         case 'j': a->json = true; break;
+        case 'u':
+            a->wl.truth_drawn = strcmp(optarg, "drawn") == 0;
+            if (!a->wl.truth_drawn && strcmp(optarg, "model") != 0) {
+                fprintf(stderr, "loom sim: --truth '%s': expected drawn or model\n", optarg);
+                bad = 1;
+            }
+            break;
+        case 'f':
+            a->wl.fit = strcmp(optarg, "on") == 0;
+            if (!a->wl.fit && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "loom sim: --fit '%s': expected on or off\n", optarg);
+                bad = 1;
+            }
+            break;
+        case 'E': bad = num("assumed-eff", optarg, 0.01, 100, &a->wl.assumed_eff); break;
+        case 'C': bad = num("assumed-cpu", optarg, 0.01, 100, &a->wl.assumed_cpu); break;
         case 'a':
             a->wl.tuned = strcmp(optarg, "tuned") == 0;
             if (!a->wl.tuned && strcmp(optarg, "random") != 0) {
@@ -179,7 +207,11 @@ static void defaults(args_t *a)
                                   .min_s = 120,
                                   .max_s = 86400,
                                   .node_cpu_milli = 96000,
-                                  .node_mem_mib = 1048576};
+                                  .node_mem_mib = 1048576,
+                                  .truth_drawn = true,
+                                  .assumed_eff = 1,
+                                  .assumed_cpu = 1,
+                                  .fit = true};
     a->ro = (loom_rubick_opts_t){.reconf_cost_s = 60, .min_gain = 0.05};
     a->nodes = 8;
     a->period = 300;
@@ -220,9 +252,12 @@ static int one_seed(args_t *a, const loom_sched_cluster_t *c, const loom_sim_tra
     }
     if (!rc) {
         loom_buf_appendf(b,
-                         "%zu jobs, %d GPUs, load %.2f (arrivals / %.1f), plans %s, seed %llu\n\n",
+                         "%zu jobs, %d GPUs, load %.2f (arrivals / %.1f), plans %s, seed %llu, "
+                         "truth %s (assumed efficiency x%g, input loading x%g), fit %s\n\n",
                          w.n, 8 * a->nodes, a->wl.load, w.compress,
-                         a->wl.tuned ? "tuned" : "random", (unsigned long long)a->wl.seed);
+                         a->wl.tuned ? "tuned" : "random", (unsigned long long)a->wl.seed,
+                         a->wl.truth_drawn ? "drawn" : "model", a->wl.assumed_eff,
+                         a->wl.assumed_cpu, a->wl.fit ? "on" : "off");
         loom_buf_appendf(
             b,
             "At admission, the best plan would make the asked GPUs %.2fx faster "

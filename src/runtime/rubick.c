@@ -110,7 +110,11 @@ void rt__rubick_new(loom_runtime_t *rt, rjob_t *j, const loom_runtime_job_t *job
     rb->job.id = job->id;
     rb->job.spec = &rb->spec;
     rb->job.model = loom_rubick_model_find(s->model);
-    rb->job.fit = (loom_rubick_fit_t){1, 1, 0};
+    rb->job.fit = (loom_rubick_fit_t){1, 1, 0, 1};
+    /* coefficients fitted to the job's first measured steps, if it has any */
+    if (s->nmeasured && loom_rubick_fit(rb->job.model, &rt->rb.device, s->global_batch, s->measured,
+                                        s->nmeasured, &rb->job.fit, NULL) != LOOM_OK)
+        rb->job.fit = (loom_rubick_fit_t){1, 1, 0, 1};
     rb->job.submit_s = job->submit_s;
     if (loom_rubick_job_prepare(&rb->job, &rt->rb_opts, NULL) != LOOM_OK) {
         free(rb);

@@ -9,11 +9,12 @@
  * in samples: the asked configuration's throughput times the trace's run
  * time (given to the runtime as the job's time limit, so that it counts the
  * same work). A running job progresses at its configuration's throughput
- * from the performance model (the action's samples_per_s); a
+ * on the job's hidden truth (loom_sim_rjob_t's truth: not the model the
+ * policy predicts with, which it may fit to the job's measured steps); a
  * reconfiguration pauses it for the checkpoint-restart cost. A job counts
- * as below its guarantee if it is ever given a configuration slower than
- * the one it asked for, or ends later after its start than its run time at
- * that configuration (a pause it did not make up).
+ * as below its guarantee if it is ever given a configuration truly slower
+ * than the one it asked for, or ends later after its start than its run
+ * time at that configuration (a pause it did not make up).
  *
  * "fifo", "tiresias" and "gandiva" run the very same jobs through the
  * runtime's queue and placement policies (sim dynamic mode): black boxes
@@ -105,6 +106,7 @@ typedef struct sj {
 typedef struct rrun {
     loom_runtime_t *rt;
     const loom_sim_rworkload_t *w;
+    const loom_rubick_device_t *device;
     double reconf_cost_s;
     sj_t *s;
     double now, util_area, first, last;
@@ -132,8 +134,13 @@ static int apply(void *ctx, const loom_runtime_action_t *a)
         s->reconfigs++;
         s->pause_until = r->now + r->reconf_cost_s;
     }
-    s->thr = a->samples_per_s;
-    /* the guarantee: never a slower configuration than the one asked */
+    /* it runs on its truth, whatever the policy's model predicted */
+    s->thr = loom_sim_rubick_true_rate(&r->w->jobs[a->id - 1], r->device, a->config);
+    if (!(s->thr > 0)) {
+        r->rc = LOOM_ESTATE; /* the chosen configuration does not fit the truth */
+        return LOOM_ESTATE;
+    }
+    /* the guarantee, on the truth: never a slower configuration than the one asked */
     if (s->thr < s->guarantee * (1 - 1e-12))
         s->below = true;
     return LOOM_OK;
@@ -207,8 +214,11 @@ static int arrive(rrun_t *r, size_t i, loom_err_t *err)
     if (!info.rubick)
         return loom_err_set(err, LOOM_EINVAL,
                             "rubick: job %zu: its asked configuration does not fit the device", i);
-    r->s[i].guarantee = info.guarantee;
-    r->s[i].total = info.guarantee * j->duration_s;
+    /* the work and the guarantee on the job's truth (the runtime counts
+     * them on its model) */
+    loom_rubick_config_t asked = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+    r->s[i].guarantee = loom_sim_rubick_true_rate(j, r->device, &asked);
+    r->s[i].total = r->s[i].guarantee * j->duration_s;
     return LOOM_OK;
 }
 
@@ -291,7 +301,7 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
                                 .period_s = period_s,
                                 .mode = policy};
     loom_runtime_config_t cfg = {.queue = "fifo", .rubick = &rb};
-    rrun_t r = {.w = w, .reconf_cost_s = o->reconf_cost_s, .res = res};
+    rrun_t r = {.w = w, .device = o->device, .reconf_cost_s = o->reconf_cost_s, .res = res};
     loom_sched_cluster_t empty;
     r.s = calloc(w->n ? w->n : 1, sizeof *r.s);
     res->jcts = calloc(w->n ? w->n : 1, sizeof *res->jcts);
