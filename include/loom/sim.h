@@ -258,9 +258,10 @@ int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_op
 void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w);
 /* The plan-aware copy of w (out, freed with loom_sim_rubick_workload_free):
  * every job asks for the plan the model predicts best at its asked GPUs and
- * CPUs (what a scheduler choosing the plan at admission would run), with
- * the host memory that plan needs, and a run time scaled so that it does
- * the same work (samples) as in w. */
+ * CPUs (what a scheduler choosing the plan at admission would run; the
+ * model fitted to the job's measured steps where it has them, as rubick's
+ * is), with the host memory that plan needs, and a run time scaled by its
+ * truth's throughputs so that it does the same work (samples) as in w. */
 int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
                                loom_sim_rworkload_t *out, loom_err_t *err);
 /* Samples/s of job j under configuration c on its truth (0: does not fit). */
