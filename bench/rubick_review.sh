@@ -49,7 +49,7 @@ summary() {
     echo "What choosing at admission gains, per seed (the workload's line):"
     echo
     for f in "$@"; do
-        echo "- seed $(sed -n 's/.*seed \([0-9]*\)$/\1/p' "$f"): $(grep '^At admission' "$f")"
+        echo "- seed $(sed -n 's/.*, seed \([0-9]*\).*/\1/p' "$f"): $(grep '^At admission' "$f")"
     done
 }
 
@@ -69,6 +69,7 @@ done
     echo "NAME+plan is the baseline NAME given, at admission, the plan the model predicts best for"
     echo "the job's asked GPUs and CPUs, doing the same work (samples) as with its asked plan."
     echo "GPU-hours: GPU time held by jobs (utilisation x 64 GPUs x makespan)."
+    echo "Seed 42's run: $(head -1 "$tmp/random-42.md")."
     for plans in random tuned; do
         echo
         echo "## Asked plans: $plans"
