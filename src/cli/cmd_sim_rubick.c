@@ -5,6 +5,7 @@
  * work is libloom's (sim/rubick.c, sim/rubick_workload.c). */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,8 +326,12 @@ static void summary(loom_buf_t *b, char **pol, size_t np, const uint64_t *seeds,
             continue;
         }
         json_t *o = json_object(), *runs = json_array();
-        for (int f = 0; f < NF; f++)
-            json_object_set_new(o, fnames[f], json_pack("{s:f,s:f}", "mean", m[f], "ci95", h[f]));
+        for (int f = 0; f < NF; f++) { /* one seed: no interval (null) */
+            json_t *mh = json_object();
+            json_object_set_new(mh, "mean", json_real(m[f]));
+            json_object_set_new(mh, "ci95", isfinite(h[f]) ? json_real(h[f]) : json_null());
+            json_object_set_new(o, fnames[f], mh);
+        }
         for (size_t s = 0; s < ns; s++) {
             const loom_sim_rresult_t *r = &res[s * np + k];
             json_t *one = json_pack("{s:I,s:I,s:I}", "seed", (json_int_t)seeds[s], "jobs",

@@ -54,6 +54,14 @@ assert len(p["runs"]) == 2 and p["runs"][1]["seed"] == 4 and p["runs"][0]["compl
 assert p["avg_jct_h"]["mean"] > 0 and p["avg_jct_h"]["ci95"] >= 0
 assert d["policies"]["rubick"]["jct_over_first"]["mean"] == 1
 PY
+# one seed: the mean is the run's, with no interval
+"$loom" sim --mode dynamic --pods "$pods" --policy rubick --count 40 --nodes-count 2 --seed 3 \
+  --json > "$tmp/one.json"
+python3 - "$tmp/one.json" <<'PY' || fail "json, one seed: $(cat "$tmp/one.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))["policies"]["rubick"]
+assert r["avg_jct_h"]["ci95"] is None and r["avg_jct_h"]["mean"] == r["runs"][0]["avg_jct_h"]
+PY
 set +e
 err=$("$loom" sim --policy rubick --pods "$pods" --seeds 5-3 2>&1); rc=$?
 set -e
