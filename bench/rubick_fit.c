@@ -57,6 +57,7 @@ static int load(const char *path, meas_t *m, size_t *n, loom_err_t *err)
             !(rc = loom_json_get_number(j, "step_s_min", true, "", &x->s.step_s, err))) {
             snprintf(x->model, sizeof x->model, "%s", name);
             x->s.config = (loom_rubick_config_t){{(int)w, (int)a, rcmp, 0, false}, 1000 * w, 0};
+            x->s.data_s = 0; /* loading not measured */
             (*n)++;
         }
         json_decref(j);

@@ -1,99 +1,142 @@
 #!/bin/sh
-# The Rubick experiment (docs/scheduling.md, "Rubick"): loom sim --policy
-# rubick against fifo, tiresias, gandiva, elastic (Pollux/Sia-like) and
-# synergy (Synergy-like) on 300 jobs from the Alibaba 2023 pod list, 64 H200
-# GPUs, seeds 42-46, asked plans random and tuned, and offered loads 0.7 and
-# 1.5 besides 1.0. Writes docs/bench/rubick_sim.md (tables, means over
-# seeds, ratios) and the figures of seed 42 under docs/bench/rubick/.
+# The Rubick experiment (docs/scheduling.md, "Rubick"), after issue 33's
+# review: rubick against every baseline twice (the job's asked plan, and
+# NAME+plan: the best plan at admission), rubick's parts alone, jobs on a
+# hidden truth with the model fitted to each job's first measured steps,
+# and the sensitivity to the model's constants. 300 jobs of the Alibaba
+# 2023 pod list on 64 H200 GPUs; means with 95% intervals over the
+# evaluation seeds 42-51 (development used seeds 1-5 only). Writes
+# docs/bench/rubick_sim.md and the figures of seed 42 under
+# docs/bench/rubick/.
 # usage: bench/rubick_sim.sh [BUILD_DIR] [OUT_DIR]
 set -eu
 build=${1:-build}
 out=${2:-docs/bench}
+loom="$build/loom"
 pods=openb-default # the shipped trace (workloads/traces/alibaba-gpu-2023)
-policies=rubick,elastic,synergy,fifo,tiresias,gandiva
-seeds="42 43 44 45 46"
+seeds=42-51
+base="elastic synergy fifo tiresias gandiva"
+asked=""
+planned=""
+for p in $base; do asked="$asked,$p"; planned="$planned,$p+plan"; done
+main="rubick$planned$asked,rubick-plan,rubick-cpu,rubick-reconf"
+sens="rubick$planned"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out/rubick"
+sim() { "$loom" sim --mode dynamic --pods "$pods" --count 300 --seeds "$seeds" "$@"; }
 
-# Means over the tables of the files given, and best baseline / rubick.
-summary() {
-    cat "$@" | awk -F'|' '
-        /^\| [a-z]/ && $2 !~ /policy/ {
-            p = $2; gsub(/ /, "", p)
-            if (!(p in n)) order[++np] = p
-            n[p]++; jct[p] += $4; p99[p] += $5; mk[p] += $6; ut[p] += $7; re[p] += $8; bg[p] += $9
-        }
-        END {
-            print "| policy | avg JCT (h) | p99 JCT (h) | makespan (h) | GPU util (%) | reconfigurations / job | below guarantee (sum) |"
-            print "|---|---|---|---|---|---|---|"
-            bj = 1e18; bm = 1e18
-            for (i = 1; i <= np; i++) {
-                p = order[i]
-                printf "| %s | %.2f | %.2f | %.2f | %.1f | %.2f | %d |\n", p, jct[p]/n[p], p99[p]/n[p], mk[p]/n[p], ut[p]/n[p], re[p]/n[p], bg[p]
-                if (p != "rubick" && jct[p] < bj) { bj = jct[p]; bjp = p }
-                if (p != "rubick" && mk[p] < bm) { bm = mk[p]; bmp = p }
-            }
-            printf "\nAverage JCT: best baseline %s / rubick = **%.2fx**; makespan: best baseline %s / rubick = **%.2fx**.\n", bjp, bj/jct["rubick"], bmp, bm/mk["rubick"]
-        }'
+# The means table of a multi-seed run (after its "Means over" line).
+means() { sed -n '/^Means over/,$p' "$1"; }
+
+# From a --json run: the best plan-aware baseline by mean JCT, and a row
+# "| label | rubick JCT | baseline | its JCT | ratio ± CI | below (rubick) |
+# below (baseline) |".
+row() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["policies"]
+r = d["rubick"]
+b = min((p for p in d if p.endswith("+plan")), key=lambda p: d[p]["avg_jct_h"]["mean"])
+n = len(r["runs"])
+f = lambda p, k: "%.2f ± %.2f" % (d[p][k]["mean"], d[p][k]["ci95"])
+print("| %s | %s | %s | %s | **%s** | %s | %d | %d |" % (
+    sys.argv[2], f("rubick", "avg_jct_h"), b, f(b, "avg_jct_h"), f(b, "jct_over_first"),
+    f(b, "makespan_over_first"), round(r["below_guarantee"]["mean"] * n),
+    round(d[b]["below_guarantee"]["mean"] * n)))
+PY
 }
 
-for plans in random tuned; do
-    for seed in $seeds; do
-        figs=
-        [ "$seed" = 42 ] && figs="--out $out/rubick/$plans"
-        # shellcheck disable=SC2086
-        "$build/loom" sim --mode dynamic --pods "$pods" --policy $policies --count 300 \
-            --seed "$seed" --plans "$plans" $figs > "$tmp/$plans-$seed.md"
-    done
+# 1. the main table: random asked plans, drawn truth, fitted model
+sim --policy "$main" --plans random --out "$out/rubick/random" > "$tmp/random.md"
+sim --policy "$main" --plans random --json > "$tmp/random.json"
+# 2. tuned asked plans
+sim --policy "$main" --plans tuned --out "$out/rubick/tuned" > "$tmp/tuned.md"
+# 3. the model's honesty and sensitivity
+i=0
+while read -r label opts; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    sim --policy "$sens" $opts --json > "$tmp/s$i.json"
+    row "$tmp/s$i.json" "$label" >> "$tmp/sens.md"
+done <<'ROWS'
+truth=model,fit-off --truth model --fit off
+truth=drawn,fit-off --fit off
+truth=drawn,fit-on --fit on
+eff-x0.5,fit-off --assumed-eff 0.5 --fit off
+eff-x0.5,fit-on --assumed-eff 0.5 --fit on
+eff-x2,fit-off --assumed-eff 2 --fit off
+eff-x2,fit-on --assumed-eff 2 --fit on
+cpu-x0.5,fit-off --assumed-cpu 0.5 --fit off
+cpu-x0.5,fit-on --assumed-cpu 0.5 --fit on
+cpu-x2,fit-off --assumed-cpu 2 --fit off
+cpu-x2,fit-on --assumed-cpu 2 --fit on
+ROWS
+# 4. offered load and reconfiguration cost
+for opts in "--load 0.7" "--load 1.5" "--reconf-cost 30" "--reconf-cost 180"; do
+    # shellcheck disable=SC2086
+    sim --policy "$sens" $opts --json > "$tmp/x.json"
+    row "$tmp/x.json" "$(echo "$opts" | tr -d -)" >> "$tmp/other.md"
 done
-for load in 0.7 1.5; do
-    for seed in $seeds; do
-        "$build/loom" sim --mode dynamic --pods "$pods" --policy $policies --count 300 \
-            --seed "$seed" --load "$load" > "$tmp/load$load-$seed.md"
-    done
-done
+hdr="| setting | rubick avg JCT (h) | best plan-aware baseline | its avg JCT (h) | its JCT / rubick's | its makespan / rubick's | below guarantee, rubick | below guarantee, baseline |
+|---|---|---|---|---|---|---|---|"
 {
-    echo "# Rubick in loom's simulator"
+    cat "$(dirname "$0")/rubick_sim_head.md"
     echo
-    echo "Command: \`bench/rubick_sim.sh\` (each run: \`loom sim --mode dynamic --pods"
-    echo "openb_pod_list_default.csv --policy $policies --count 300 --seed S --plans P\`, and"
-    echo "\`--load L\` for the last two sections)."
-    echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')),"
-    echo "shared with other developers' builds (simulated time does not depend on it)."
     echo "Date: $(date -u +%Y-%m-%dT%H:%MZ). Commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), shared (simulated time does not depend on it)."
     echo
-    echo "Setup: 8 nodes x 8 H200 (workloads/devices/h200.json), 96 CPUs and 1 TiB each; 300"
-    echo "whole-GPU pods of the Alibaba 2023 default pod list (first 300 with creation and run times),"
-    echo "arrivals compressed to an offered load of 1.0, run times clipped to [120 s, 24 h];"
-    echo "reconfiguration pause 60 s, min gain 5%, decisions every 300 s and on events; Gandiva's"
-    echo "quantum 600 s; Tiresias preemptive (suspend/resume on the same GPUs, free as Gandiva's;"
-    echo "K = 2, threshold 3200 GPU-s, PROMOTEKNOB 2). JCTs and makespans in hours. Before issue 32,"
-    echo "tiresias only ordered the queue and its rows equalled fifo's to the last digit."
+    echo "## 1. Random asked plans"
     echo
-    for plans in random tuned; do
-        echo "## Asked plans: $plans"
-        echo
-        echo "Means over seeds 42-46 (avg JCT, p99 JCT, makespan), and best baseline / rubick:"
-        echo
-        summary "$tmp/$plans"-*.md
-        echo
-        echo "Per seed:"
-        echo
-        for seed in $seeds; do
-            echo "Seed $seed: $(head -1 "$tmp/$plans-$seed.md")"
-            echo
-            tail -n +3 "$tmp/$plans-$seed.md"
-            echo
-        done
-    done
-    for load in 0.7 1.5; do
-        echo "## Offered load $load (random plans)"
-        echo
-        echo "Means over seeds 42-46, arrivals compressed to this load instead of 1.0:"
-        echo
-        summary "$tmp/load$load"-*.md
-        echo
-    done
+    echo "Command: \`loom sim --mode dynamic --pods $pods --count 300 --seeds $seeds --plans random"
+    echo "--policy $main\` (defaults: \`--truth drawn --fit on --reconf-cost 60\`)."
+    echo
+    means "$tmp/random.md"
+    echo
+    echo "Seed 42's workload: $(grep -m1 '^At admission' "$tmp/random.md")"
+    echo
+    echo "## 2. Tuned asked plans"
+    echo
+    echo "Command: the same with \`--plans tuned\` (the asked plan the best the model predicts for the asked"
+    echo "GPUs: NAME+plan then equals NAME, up to the fit's error)."
+    echo
+    means "$tmp/tuned.md"
+    echo
+    echo "## 3. The model: truth, fit and sensitivity"
+    echo
+    echo "Command: \`loom sim --mode dynamic --pods $pods --count 300 --seeds $seeds --plans random"
+    echo "--policy $sens\` with the options of each row (\`--truth\`, \`--fit\`,"
+    echo "\`--assumed-eff X\`: the model's GPU efficiencies X times the truth's, \`--assumed-cpu X\`: its"
+    echo "input-loading CPU time X times the truth's), \`--json\`. Intervals: 95% over the 10 seeds;"
+    echo "the ratios are taken seed by seed. Below guarantee: jobs, summed over the seeds, ever given a"
+    echo "configuration truly slower than the one they asked for, or ending later than at it."
+    echo
+    echo "$hdr"
+    cat "$tmp/sens.md"
+    echo
+    echo "## 4. Offered load and reconfiguration cost"
+    echo
+    echo "Command: as in 3 with \`--load L\` or \`--reconf-cost S\` (drawn truth, fit on)."
+    echo
+    echo "$hdr"
+    cat "$tmp/other.md"
+    echo
+    echo "![JCT CDF, random plans, seed 42](rubick/random/jct_cdf.svg)"
+    echo "![average JCT and makespan, random plans, seed 42](rubick/random/makespan.svg)"
+    echo
+    # the headline, from the main run: the best plan-aware baseline over rubick
+    python3 - "$tmp/random.json" "$(dirname "$0")/rubick_sim_tail.md" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["policies"]
+b = min((p for p in d if p.endswith("+plan")), key=lambda p: d[p]["avg_jct_h"]["mean"])
+a = min((p for p in d if p != "rubick" and "+" not in p and not p.startswith("rubick")),
+        key=lambda p: d[p]["avg_jct_h"]["mean"])
+f = lambda p, k: "%.2fx ± %.2f" % (d[p][k]["mean"], d[p][k]["ci95"])
+t = open(sys.argv[2]).read()
+for k, v in {"@BASE@": b, "@JCT@": f(b, "jct_over_first"), "@MK@": f(b, "makespan_over_first"),
+             "@ABASE@": a, "@AJCT@": f(a, "jct_over_first")}.items():
+    t = t.replace(k, v)
+sys.stdout.write(t)
+PY
 } > "$out/rubick_sim.md"
 echo "wrote $out/rubick_sim.md"

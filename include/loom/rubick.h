@@ -57,6 +57,18 @@ typedef struct loom_rubick_config {
     int64_t mem_mib;
 } loom_rubick_config_t;
 
+/* One measured step of a job under a configuration: its time, and the
+ * time its input loading took on the configuration's CPUs (0: not
+ * measured), which a training loop sees as the wait for its next batch
+ * plus the step when loading is the longer. */
+typedef struct loom_rubick_sample {
+    loom_rubick_config_t config;
+    double step_s;
+    double data_s;
+} loom_rubick_sample_t;
+
+#define LOOM_RUBICK_MEASURED_MAX 8 /* measured steps a spec carries */
+
 /* What may change. Sets of allowed values are bit masks: accum bit k-1
  * allows k steps; recompute and offload bit 0 allows false, bit 1 true;
  * zero bit s allows stage s. */
@@ -71,6 +83,10 @@ typedef struct loom_rubick_spec {
     loom_rubick_plan_t asked;     /* the plan as submitted (gpus: from resources) */
     int64_t asked_cpu, asked_mem; /* milli-CPU, MiB as submitted (check_asked) */
     char model[32];               /* the model it trains (loom_rubick_model_find); "": not named */
+    /* its first measured steps ("measured"): the policy fits the model's
+     * coefficients to them (loom_rubick_fit); none: {1, 1, 0, 1} */
+    loom_rubick_sample_t measured[LOOM_RUBICK_MEASURED_MAX];
+    size_t nmeasured;
 } loom_rubick_spec_t;
 
 /* Parses a "reconfig" object (docs/scheduling.md, "Reconfigurable jobs"):
@@ -124,11 +140,13 @@ int loom_rubick_device_load(const char *name_or_path, loom_rubick_device_t *out,
 int loom_rubick_device_parse(const char *text, size_t len, const char *name,
                              loom_rubick_device_t *out, loom_err_t *err);
 
-/* Coefficients fitted to measured steps: step = comp * compute + comm *
- * communication + fixed_s * accumulation steps (a cost per micro-batch).
- * Unfitted: {1, 1, 0}. */
+/* Coefficients fitted to measured steps: step = max(comp * compute + comm
+ * * communication + fixed_s * accumulation steps (a cost per micro-batch),
+ * data * input loading). Unfitted: {1, 1, 0, 1}; a data of 0 is taken as 1
+ * (fits written before it existed). */
 typedef struct loom_rubick_fit {
     double comp, comm, fixed_s;
+    double data; /* factor on the model's input-loading time (cpu_s_per_sample) */
 } loom_rubick_fit_t;
 
 typedef struct loom_rubick_estimate {
@@ -144,16 +162,14 @@ void loom_rubick_predict(const loom_rubick_model_t *m, const loom_rubick_device_
                          const loom_rubick_fit_t *fit, int64_t global_batch,
                          const loom_rubick_config_t *c, loom_rubick_estimate_t *out);
 
-/* One measured step of a job under a configuration. */
-typedef struct loom_rubick_sample {
-    loom_rubick_config_t config;
-    double step_s;
-} loom_rubick_sample_t;
-
 /* Least squares of the measured step times on the model's terms (the fit's
- * three coefficients, kept non-negative). Needs at least one sample; with
- * fewer than three, or samples that do not tell the terms apart, the
- * coefficients that cannot be told stay at {1, 1, 0} scaled to the data. */
+ * three GPU coefficients, kept non-negative). Needs at least one sample;
+ * with fewer than three, or samples that do not tell the terms apart, the
+ * coefficients that cannot be told stay at {1, 1, 0} scaled to the data.
+ * Where samples measured their input loading (data_s > 0): data is the
+ * mean of measured over modelled loading, and a step that loading bound
+ * (step within 2% of it) says nothing of the GPU terms and is left out of
+ * their fit. */
 int loom_rubick_fit(const loom_rubick_model_t *m, const loom_rubick_device_t *d,
                     int64_t global_batch, const loom_rubick_sample_t *s, size_t n,
                     loom_rubick_fit_t *out, loom_err_t *err);
@@ -193,11 +209,23 @@ typedef struct loom_rubick_job {
     loom_rubick_choice_t table[LOOM_RUBICK_GPUS_MAX + 1][LOOM_RUBICK_CPU_STEPS];
 } loom_rubick_job_t;
 
+/* Rubick's parts, each of which may be switched on alone (the
+ * decomposition of its gains, docs/scheduling.md "Rubick"). */
+#define LOOM_RUBICK_PART_PLAN   1u /* the plan is chosen at admission */
+#define LOOM_RUBICK_PART_CPU    2u /* CPUs and host memory are chosen at admission */
+#define LOOM_RUBICK_PART_RECONF 4u /* GPUs chosen at admission, running jobs changed */
+#define LOOM_RUBICK_PART_ALL    7u
+
 typedef struct loom_rubick_opts {
     loom_rubick_mode_t mode;
     const loom_rubick_device_t *device;
     double reconf_cost_s; /* checkpoint + restart + warm-up of one reconfiguration */
     double min_gain;      /* a reconfiguration must save at least this share of the time left */
+    /* LOOM_RUBICK_FULL only: the parts it uses, LOOM_RUBICK_PART_*; 0 is
+     * all. Without RECONF a job starts on its asked GPUs and is never
+     * changed; without PLAN it runs its asked plan; without CPU its asked
+     * CPUs and memory per GPU (more memory only for a plan that needs it). */
+    unsigned parts;
 } loom_rubick_opts_t;
 
 typedef struct loom_rubick_decision {

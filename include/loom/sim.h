@@ -209,12 +209,24 @@ typedef struct loom_sim_rjob {
     double duration_s; /* run time at the asked configuration (from the trace) */
     size_t model;      /* index into loom_sim_rubick_models() */
     loom_rubick_spec_t spec;
+    /* The hidden truth the job runs on (every policy's jobs progress at
+     * its samples/s, and the guarantee is checked against it): the model
+     * with the job's own efficiency, input loading, communication and
+     * per-micro-batch cost (loom_sim_rwl_opts_t's truth_drawn, assumed_*). */
+    loom_rubick_model_t truth;
+    loom_rubick_fit_t truth_fit;
 } loom_sim_rjob_t;
 
 typedef struct loom_sim_rworkload {
     loom_sim_rjob_t *jobs; /* in arrival order */
     size_t n;
     double compress; /* the trace's arrival times were divided by this */
+    /* what choosing at admission could gain, means over the jobs of the
+     * samples/s at their asked GPUs over those of their asked configuration
+     * (loom_sim_rubick_workload): the best plan at the asked CPUs, and the
+     * best plan with the CPUs of up to the node's */
+    double plan_speedup, cpu_speedup;
+    size_t input_bound; /* jobs whose asked configuration waits on input loading */
 } loom_sim_rworkload_t;
 
 typedef struct loom_sim_rwl_opts {
@@ -227,6 +239,17 @@ typedef struct loom_sim_rwl_opts {
     int64_t node_cpu_milli; /* CPUs and memory of a node (ranges, asked CPUs) */
     int64_t node_mem_mib;
     const loom_rubick_device_t *device;
+    /* the truth: drawn per job around the model (efficiency and
+     * communication 0.67-1.5x, input loading 0.5-2x, log-uniform, and 0-5 ms
+     * a micro-batch), else the model itself;
+     * the model's efficiency (mfu) and input-loading (cpu_s_per_sample)
+     * constants are assumed_eff and assumed_cpu times the truth's (0: 1) */
+    bool truth_drawn;
+    double assumed_eff, assumed_cpu;
+    /* each job carries its first measured steps (spec.measured: the asked
+     * configuration and a few profiled ones, on the truth, 2% noise), to
+     * which the policies fit the model's coefficients; else none */
+    bool fit;
 } loom_sim_rwl_opts_t;
 
 /* Jobs from the pod list's whole-GPU tasks with positive creation and run
@@ -236,12 +259,24 @@ typedef struct loom_sim_rwl_opts {
 int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_opts_t *o,
                              loom_sim_rworkload_t *out, loom_err_t *err);
 void loom_sim_rubick_workload_free(loom_sim_rworkload_t *w);
+/* The plan-aware copy of w (out, freed with loom_sim_rubick_workload_free):
+ * every job asks for the plan the model predicts best at its asked GPUs and
+ * CPUs (what a scheduler choosing the plan at admission would run; the
+ * model fitted to the job's measured steps where it has them, as rubick's
+ * is), with the host memory that plan needs, and a run time scaled by its
+ * truth's throughputs so that it does the same work (samples) as in w. */
+int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
+                               loom_sim_rworkload_t *out, loom_err_t *err);
+/* Samples/s of job j under configuration c on its truth (0: does not fit). */
+double loom_sim_rubick_true_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d,
+                                 const loom_rubick_config_t *c);
 
 typedef struct loom_sim_rresult {
     size_t jobs, completed;
     double mean_jct_s, p99_jct_s, makespan_s, util_pct;
     double reconfigs_per_job;
     size_t below_guarantee; /* jobs whose progress ever fell behind their guarantee */
+    double gpu_hours;       /* GPU time held by jobs (util x GPUs x makespan) */
     double *jcts;           /* ascending, completed jobs */
     double seconds;         /* wall time of the run */
 } loom_sim_rresult_t;
@@ -252,7 +287,9 @@ typedef struct loom_sim_rresult {
  * gain and period_s; jobs progressing in samples at the model's
  * throughput), or "fifo", "tiresias", "gandiva"
  * (loomd's runtime in dynamic mode, each job running its trace duration;
- * gandiva: time-slicing with quantum timeslice_s). */
+ * gandiva: time-slicing with quantum timeslice_s). Any of them followed
+ * by "+plan" runs on the plan-aware copy of w (loom_sim_rubick_plan_aware):
+ * the same policy, given the best plan at admission. */
 int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
                         const char *policy, const loom_rubick_opts_t *o, double period_s,
                         double timeslice_s, loom_sim_rresult_t *res, loom_err_t *err);

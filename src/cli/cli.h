@@ -54,6 +54,9 @@ int loom_cmd_nodes(int argc, char **argv);
 int loom_cmd_sim(int argc, char **argv);
 /* loom sim --policy rubick,...: the Rubick experiment (cmd_sim_rubick.c) */
 int loom_cmd_sim_rubick(int argc, char **argv);
+/* --seeds N, A-B or a comma-separated list of them: *out (malloc'd), *n;
+ * -1 on anything else. cmd_sim.c. */
+int loom_cli_parse_seeds(const char *s, uint64_t **out, size_t *n);
 int loom_cmd_prof(int argc, char **argv);
 int loom_cmd_mon(int argc, char **argv);
 int loom_cmd_render(int argc, char **argv);

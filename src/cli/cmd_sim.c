@@ -97,7 +97,7 @@ static void sim_usage(FILE *f)
             loom_sched_place_names());
 }
 
-static int parse_seeds(const char *s, uint64_t **out, size_t *n)
+int loom_cli_parse_seeds(const char *s, uint64_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -139,10 +139,12 @@ static size_t split(char *s, char **parts, size_t max)
     return n;
 }
 
-/* A --policy naming a reconfigurable-job policy selects the Rubick experiment. */
+/* A --policy naming a reconfigurable-job policy (rubick and its parts,
+ * elastic, synergy) or a baseline given the best plan (NAME+plan) selects
+ * the Rubick experiment. */
 static bool wants_rubick(int argc, char **argv)
 {
-    static const char *const names[] = {"rubick", "elastic", "synergy"};
+    static const char *const names[] = {"rubick", "elastic", "synergy", "+plan"};
     for (int i = 1; i < argc; i++) {
         const char *v = strncmp(argv[i], "--policy=", 9) == 0              ? argv[i] + 9
                         : strcmp(argv[i], "--policy") == 0 && i + 1 < argc ? argv[i + 1]
@@ -390,7 +392,7 @@ int loom_cmd_sim(int argc, char **argv)
     }
     uint64_t *seeds;
     size_t nseeds;
-    if (parse_seeds(seeds_s, &seeds, &nseeds)) {
+    if (loom_cli_parse_seeds(seeds_s, &seeds, &nseeds)) {
         fprintf(stderr, "loom sim: --seeds '%s': expected N, A-B or a comma-separated list\n",
                 seeds_s);
         return LOOM_EXIT_USAGE;

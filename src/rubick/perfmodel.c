@@ -139,10 +139,10 @@ void loom_rubick_predict(const loom_rubick_model_t *m, const loom_rubick_device_
     double cores = (double)c->cpu_milli / 1000;
     if (p->offload)
         out->host_s = 4 * P / n / d->host_bw + P / n * d->adam_s_per_param / (cores / n);
-    out->data_s = B * m->cpu_s_per_sample / cores;
+    out->data_s = B * m->cpu_s_per_sample / cores * (fit && fit->data > 0 ? fit->data : 1);
     out->gpu_mem_bytes = gpu_bytes(m, p, mbs);
     out->host_mem_mib = n * m->host_base_mib + (p->offload ? 16 * P / 1048576.0 : 0);
-    const loom_rubick_fit_t unit = {1, 1, 0};
+    const loom_rubick_fit_t unit = {1, 1, 0, 1};
     if (!fit)
         fit = &unit;
     double gpu = fit->comp * out->compute_s + fit->comm * (out->comm_s + out->host_s) +
@@ -227,19 +227,36 @@ int loom_rubick_fit(const loom_rubick_model_t *m, const loom_rubick_device_t *d,
         return loom_err_set(err, LOOM_ENOMEM, "fit: out of memory");
     }
     int rc = LOOM_OK;
+    size_t k = 0, nd = 0; /* k: samples for the GPU terms */
+    double data = 0;
     for (size_t i = 0; i < n && rc == LOOM_OK; i++) {
         loom_rubick_estimate_t e;
         loom_rubick_predict(m, d, NULL, batch, &s[i].config, &e);
-        if (e.step_s <= 0 || !(s[i].step_s > 0) || !isfinite(s[i].step_s))
+        if (e.step_s <= 0 || !(s[i].step_s > 0) || !isfinite(s[i].step_s) || !(s[i].data_s >= 0) ||
+            !isfinite(s[i].data_s))
             rc = loom_err_set(err, LOOM_EINVAL,
-                              "fit: sample %zu: expected a well-formed plan and a positive step "
-                              "time",
+                              "fit: sample %zu: expected a well-formed plan, a positive step "
+                              "time and a loading time >= 0",
                               i);
-        x[i][0] = e.compute_s;
-        x[i][1] = e.comm_s + e.host_s;
-        x[i][2] = s[i].config.plan.accum; /* the fixed cost is per micro-batch */
-        t[i] = s[i].step_s;
+        if (s[i].data_s > 0 && e.data_s > 0) {
+            data += s[i].data_s / e.data_s;
+            nd++;
+        }
+        if (s[i].data_s > 0 && s[i].step_s <= s[i].data_s * 1.02)
+            continue; /* bound by input loading: the GPU terms are hidden */
+        x[k][0] = e.compute_s;
+        x[k][1] = e.comm_s + e.host_s;
+        x[k][2] = s[i].config.plan.accum; /* the fixed cost is per micro-batch */
+        t[k++] = s[i].step_s;
     }
+    data = nd ? data / (double)nd : 1;
+    if (rc == LOOM_OK && k == 0) { /* every step waited on loading */
+        *out = (loom_rubick_fit_t){1, 1, 0, data};
+        free(x);
+        free(t);
+        return LOOM_OK;
+    }
+    n = k;
     double best = DBL_MAX, coef[3];
     /* every subset of free coefficients, the full one first */
     static const unsigned masks[] = {7, 3, 5, 6, 1, 2, 4};
@@ -254,7 +271,7 @@ int loom_rubick_fit(const loom_rubick_model_t *m, const loom_rubick_device_t *d,
     if (rc == LOOM_OK && best == DBL_MAX)
         rc = loom_err_set(err, LOOM_EINVAL, "fit: the samples fit no non-negative coefficients");
     if (rc == LOOM_OK)
-        *out = (loom_rubick_fit_t){coef[0], coef[1], coef[2]};
+        *out = (loom_rubick_fit_t){coef[0], coef[1], coef[2], data};
     free(x);
     free(t);
     return rc;

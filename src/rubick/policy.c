@@ -24,29 +24,47 @@
 
 #include "loom/rubick.h"
 
-/* The CPU of step k for g GPUs under the mode (0: no such step). */
-static int64_t cpu_step(const loom_rubick_spec_t *s, loom_rubick_mode_t mode, int g, int k)
+/* Does the policy use part p (LOOM_RUBICK_PART_*)? Only the full mode
+ * leaves parts out. */
+static bool part(const loom_rubick_opts_t *o, unsigned p)
 {
-    if (mode == LOOM_RUBICK_FIXED || mode == LOOM_RUBICK_ELASTIC || !s->reconfigurable)
+    return o->mode != LOOM_RUBICK_FULL || !o->parts || (o->parts & p);
+}
+
+/* The CPU of step k for g GPUs under the mode (0: no such step). */
+static int64_t cpu_step(const loom_rubick_spec_t *s, const loom_rubick_opts_t *o, int g, int k)
+{
+    loom_rubick_mode_t mode = o->mode;
+    if (mode == LOOM_RUBICK_FIXED || mode == LOOM_RUBICK_ELASTIC || !s->reconfigurable ||
+        !part(o, LOOM_RUBICK_PART_CPU))
         return k == 0 ? s->asked_cpu * g / s->asked.gpus : 0;
     return s->cpu_min + (s->cpu_max - s->cpu_min) * k / (LOOM_RUBICK_CPU_STEPS - 1);
 }
 
 /* Host memory for a need, under the mode (0: cannot be met). */
-static int64_t mem_for(const loom_rubick_spec_t *s, loom_rubick_mode_t mode, int g, double need)
+static int64_t mem_for(const loom_rubick_spec_t *s, const loom_rubick_opts_t *o, int g, double need)
 {
+    loom_rubick_mode_t mode = o->mode;
     if (mode == LOOM_RUBICK_FIXED || mode == LOOM_RUBICK_ELASTIC || !s->reconfigurable) {
         int64_t m = s->asked_mem * g / s->asked.gpus;
         return need <= (double)m ? m : 0;
+    }
+    if (!part(o, LOOM_RUBICK_PART_CPU)) {
+        /* the asked share, or what a chosen plan needs (offload) */
+        int64_t m = s->asked_mem * g / s->asked.gpus;
+        if (need > (double)m)
+            m = (int64_t)ceil(need);
+        return m <= s->mem_max ? m : 0;
     }
     int64_t m = (int64_t)ceil(need);
     m = m < s->mem_min ? s->mem_min : m;
     return m <= s->mem_max ? m : 0;
 }
 
-static bool plan_in_mode(const loom_rubick_spec_t *s, loom_rubick_mode_t mode,
+static bool plan_in_mode(const loom_rubick_spec_t *s, const loom_rubick_opts_t *o,
                          const loom_rubick_plan_t *p)
 {
+    loom_rubick_mode_t mode = o->mode;
     const loom_rubick_plan_t *a = &s->asked;
     bool same_plan = p->accum == a->accum && p->recompute == a->recompute && p->zero == a->zero &&
                      p->offload == a->offload;
@@ -54,6 +72,10 @@ static bool plan_in_mode(const loom_rubick_spec_t *s, loom_rubick_mode_t mode,
         return same_plan && p->gpus == a->gpus;
     if (mode == LOOM_RUBICK_ELASTIC)
         return same_plan && loom_rubick_plan_allowed(s, p);
+    if (!part(o, LOOM_RUBICK_PART_PLAN) && !same_plan)
+        return false;
+    if (!part(o, LOOM_RUBICK_PART_RECONF) && p->gpus != a->gpus)
+        return false;
     return loom_rubick_plan_allowed(s, p);
 }
 
@@ -68,11 +90,11 @@ static void best_plan(loom_rubick_job_t *j, const loom_rubick_opts_t *o, int g, 
             continue;
         for (int v = 0; v < 16; v++) {
             loom_rubick_config_t c = {{g, accum, v & 1, (v >> 1) & 3, (v >> 3) & 1}, cpu, 0};
-            if (!plan_in_mode(s, o->mode, &c.plan))
+            if (!plan_in_mode(s, o, &c.plan))
                 continue;
             loom_rubick_estimate_t e;
             loom_rubick_predict(j->model, o->device, &j->fit, s->global_batch, &c, &e);
-            c.mem_mib = mem_for(s, o->mode, g, e.host_mem_mib);
+            c.mem_mib = mem_for(s, o, g, e.host_mem_mib);
             if (!e.fits || !c.mem_mib)
                 continue;
             if (e.samples_per_s > out->samples_per_s * (1 + 1e-9))
@@ -99,7 +121,7 @@ int loom_rubick_job_prepare(loom_rubick_job_t *j, const loom_rubick_opts_t *o, l
     int gmax = s->reconfigurable ? s->gpus_max : s->asked.gpus;
     for (int g = gmin; g <= gmax; g++)
         for (int k = 0; k < LOOM_RUBICK_CPU_STEPS; k++) {
-            int64_t cpu = cpu_step(s, o->mode, g, k);
+            int64_t cpu = cpu_step(s, o, g, k);
             if (cpu > 0)
                 best_plan(j, o, g, cpu, &j->table[g][k]);
         }
@@ -417,11 +439,14 @@ int loom_rubick_decide(const loom_sched_cluster_t *c, loom_rubick_job_t *jobs, s
         work_free(&w);
         return rc;
     }
+    bool reconf = o->mode != LOOM_RUBICK_FIXED && part(o, LOOM_RUBICK_PART_RECONF);
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].running)
-            admit(&w, i, o->mode != LOOM_RUBICK_FIXED && o->mode != LOOM_RUBICK_SYNERGY);
-    replan(&w);
-    grow(&w);
+            admit(&w, i, reconf && o->mode != LOOM_RUBICK_SYNERGY);
+    if (reconf) { /* running jobs are changed */
+        replan(&w);
+        grow(&w);
+    }
     for (size_t i = 0; i < n; i++) {
         if (!w.touched[i] || !w.held[i])
             continue;

@@ -12,7 +12,7 @@
 
 static const char *const spec_keys[] = {"global_batch", "gpus",    "accumulation", "recompute",
                                         "zero",         "offload", "cpus",         "memory",
-                                        "plan",         "model"};
+                                        "plan",         "model",   "measured"};
 static const char *const plan_keys[] = {"accumulation", "recompute", "zero", "offload"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -214,6 +214,54 @@ static int model_name(const json_t *obj, const char *where, loom_rubick_spec_t *
     return LOOM_OK;
 }
 
+/* "measured": the job's first measured steps, [{"gpus", "plan", "cpus",
+ * "step_s", "data_s"}], at most LOOM_RUBICK_MEASURED_MAX. */
+static int measured(const json_t *obj, const char *where, loom_rubick_spec_t *out, loom_err_t *err)
+{
+    static const char *const keys[] = {"gpus", "plan", "cpus", "step_s", "data_s"};
+    const json_t *arr = json_object_get(obj, "measured");
+    if (!arr)
+        return LOOM_OK;
+    if (!json_is_array(arr) || json_array_size(arr) > LOOM_RUBICK_MEASURED_MAX)
+        return loom_err_set(err, LOOM_EINVAL,
+                            "%s/measured: found %s%s, expected an array of at most %d steps", where,
+                            loom_json_type_name(arr), json_is_array(arr) ? " too long" : "",
+                            LOOM_RUBICK_MEASURED_MAX);
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *m = json_array_get(arr, i);
+        char w[256];
+        snprintf(w, sizeof w, "%s/measured/%zu", where, i);
+        if (!json_is_object(m))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: found %s, expected an object {\"gpus\", \"plan\", "
+                                "\"cpus\", \"step_s\", \"data_s\"}",
+                                w, loom_json_type_name(m));
+        loom_rubick_sample_t *x = &out->measured[i];
+        x->config.plan = (loom_rubick_plan_t){.gpus = 1, .accum = 1};
+        int64_t g = 1;
+        double cpus = 0;
+        x->data_s = 0;
+        int rc;
+        if ((rc = unknown_key(m, w, keys, N(keys), err)) ||
+            (rc = loom_json_get_int(m, "gpus", true, w, 1, LOOM_RUBICK_GPUS_MAX, &g, err)) ||
+            (rc = parse_plan(m, w, &x->config.plan, err)) ||
+            (rc = loom_json_get_number(m, "cpus", true, w, &cpus, err)) ||
+            (rc = loom_json_get_number(m, "step_s", true, w, &x->step_s, err)) ||
+            (rc = loom_json_get_number(m, "data_s", false, w, &x->data_s, err)))
+            return rc;
+        if (!(cpus > 0 && cpus <= 1e6) || !(x->step_s > 0 && x->step_s < 1e6) ||
+            !(x->data_s >= 0 && x->data_s < 1e6))
+            return loom_err_set(err, LOOM_EINVAL,
+                                "%s: cpus %g, step_s %g, data_s %g: expected 0 < cpus <= 1e6, "
+                                "0 < step_s < 1e6 and 0 <= data_s < 1e6 (seconds)",
+                                w, cpus, x->step_s, x->data_s);
+        x->config.plan.gpus = (int)g;
+        x->config.cpu_milli = (int64_t)(cpus * 1000);
+        out->nmeasured = i + 1;
+    }
+    return LOOM_OK;
+}
+
 int loom_rubick_spec_parse(const json_t *obj, const char *where, loom_rubick_spec_t *out,
                            loom_err_t *err)
 {
@@ -238,7 +286,7 @@ int loom_rubick_spec_parse(const json_t *obj, const char *where, loom_rubick_spe
         (rc = value_set(obj, "offload", where, -1, 1, &offload, err)) ||
         (rc = cpu_memory(obj, where, out, err)) || (rc = parse_plan(obj, where, &out->asked, err)))
         return rc;
-    if ((rc = model_name(obj, where, out, err)))
+    if ((rc = model_name(obj, where, out, err)) || (rc = measured(obj, where, out, err)))
         return rc;
     const loom_rubick_plan_t *a = &out->asked;
     out->reconfigurable = true;

@@ -23,22 +23,30 @@
 
 #include "runtime/runtime_int.h"
 
-static int mode_parse(const char *name, loom_rubick_mode_t *out, loom_err_t *err)
+static int mode_parse(const char *name, loom_rubick_mode_t *out, unsigned *parts, loom_err_t *err)
 {
     static const struct {
         const char *name;
         loom_rubick_mode_t mode;
-    } modes[] = {{"rubick", LOOM_RUBICK_FULL},
-                 {"elastic", LOOM_RUBICK_ELASTIC},
-                 {"synergy", LOOM_RUBICK_SYNERGY},
-                 {"fixed", LOOM_RUBICK_FIXED}};
+        unsigned parts;
+    } modes[] = {{"rubick", LOOM_RUBICK_FULL, LOOM_RUBICK_PART_ALL},
+                 {"elastic", LOOM_RUBICK_ELASTIC, 0},
+                 {"synergy", LOOM_RUBICK_SYNERGY, 0},
+                 {"fixed", LOOM_RUBICK_FIXED, 0},
+                 /* Rubick with one part alone (the decomposition) */
+                 {"rubick-plan", LOOM_RUBICK_FULL, LOOM_RUBICK_PART_PLAN},
+                 {"rubick-cpu", LOOM_RUBICK_FULL, LOOM_RUBICK_PART_CPU},
+                 {"rubick-reconf", LOOM_RUBICK_FULL, LOOM_RUBICK_PART_RECONF}};
     for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
         if (!name || strcmp(name, modes[k].name) == 0) {
             *out = modes[k].mode;
+            *parts = modes[k].parts;
             return LOOM_OK;
         }
     return loom_err_set(err, LOOM_EINVAL,
-                        "rubick mode '%.40s': expected rubick, elastic, synergy or fixed", name);
+                        "rubick mode '%.40s': expected rubick, rubick-plan, rubick-cpu, "
+                        "rubick-reconf, elastic, synergy or fixed",
+                        name);
 }
 
 int rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg, loom_err_t *err)
@@ -46,7 +54,8 @@ int rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg, loom
     if (!cfg)
         return LOOM_OK;
     loom_rubick_mode_t mode;
-    int rc = mode_parse(cfg->mode, &mode, err);
+    unsigned parts;
+    int rc = mode_parse(cfg->mode, &mode, &parts, err);
     if (rc != LOOM_OK)
         return rc;
     rt->rb_on = true;
@@ -61,6 +70,7 @@ int rt__rubick_config(loom_runtime_t *rt, const loom_runtime_rubick_t *cfg, loom
     if (!(rt->rb.work_s > 0))
         rt->rb.work_s = 3600;
     rt->rb_opts = (loom_rubick_opts_t){.mode = mode,
+                                       .parts = parts,
                                        .device = &rt->rb.device,
                                        .reconf_cost_s = rt->rb.reconf_cost_s,
                                        .min_gain = rt->rb.min_gain};
@@ -100,7 +110,11 @@ void rt__rubick_new(loom_runtime_t *rt, rjob_t *j, const loom_runtime_job_t *job
     rb->job.id = job->id;
     rb->job.spec = &rb->spec;
     rb->job.model = loom_rubick_model_find(s->model);
-    rb->job.fit = (loom_rubick_fit_t){1, 1, 0};
+    rb->job.fit = (loom_rubick_fit_t){1, 1, 0, 1};
+    /* coefficients fitted to the job's first measured steps, if it has any */
+    if (s->nmeasured && loom_rubick_fit(rb->job.model, &rt->rb.device, s->global_batch, s->measured,
+                                        s->nmeasured, &rb->job.fit, NULL) != LOOM_OK)
+        rb->job.fit = (loom_rubick_fit_t){1, 1, 0, 1};
     rb->job.submit_s = job->submit_s;
     if (loom_rubick_job_prepare(&rb->job, &rt->rb_opts, NULL) != LOOM_OK) {
         free(rb);

@@ -9,15 +9,18 @@
  * in samples: the asked configuration's throughput times the trace's run
  * time (given to the runtime as the job's time limit, so that it counts the
  * same work). A running job progresses at its configuration's throughput
- * from the performance model (the action's samples_per_s); a
+ * on the job's hidden truth (loom_sim_rjob_t's truth: not the model the
+ * policy predicts with, which it may fit to the job's measured steps); a
  * reconfiguration pauses it for the checkpoint-restart cost. A job counts
- * as below its guarantee if it is ever given a configuration slower than
- * the one it asked for, or ends later after its start than its run time at
- * that configuration (a pause it did not make up).
+ * as below its guarantee if it is ever given a configuration truly slower
+ * than the one it asked for, or ends later after its start than its run
+ * time at that configuration (a pause it did not make up).
  *
  * "fifo", "tiresias" and "gandiva" run the very same jobs through the
  * runtime's queue and placement policies (sim dynamic mode): black boxes
- * that run their trace duration on the asked resources. */
+ * that run their trace duration on the asked resources; a job that
+ * tiresias preempts or gandiva suspends pays the same checkpoint-restart
+ * cost as a reconfiguration when it resumes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +51,8 @@ static void finish_stats(loom_sim_rresult_t *res, double first, double last)
 /* ---------------------------------------------------- loomd's runtime */
 
 static int run_runtime(const loom_sched_cluster_t *c, const loom_sim_rworkload_t *w,
-                       const char *queue, double timeslice_s, loom_sim_rresult_t *res,
-                       loom_err_t *err)
+                       const char *queue, double timeslice_s, double preempt_cost_s,
+                       loom_sim_rresult_t *res, loom_err_t *err)
 {
     loom_sim_trace_t t = {calloc(w->n, sizeof *t.tasks), w->n, w->n};
     if (!t.tasks)
@@ -65,8 +68,12 @@ static int run_runtime(const loom_sched_cluster_t *c, const loom_sim_rworkload_t
         k->create_s = j->submit_s;
         k->duration_s = j->duration_s;
     }
-    loom_sim_opts_t o = {
-        .policy = "bestfit", .queue = queue, .seed = 42, .timeslice_s = timeslice_s};
+    /* a suspended job resumes from its checkpoint: what a reconfiguration pauses */
+    loom_sim_opts_t o = {.policy = "bestfit",
+                         .queue = queue,
+                         .seed = 42,
+                         .timeslice_s = timeslice_s,
+                         .preempt_cost_s = preempt_cost_s};
     loom_sim_dynamic_result_t d;
     int rc = loom_sim_dynamic(c, &t, &o, &d, err);
     free(t.tasks);
@@ -99,6 +106,7 @@ typedef struct sj {
 typedef struct rrun {
     loom_runtime_t *rt;
     const loom_sim_rworkload_t *w;
+    const loom_rubick_device_t *device;
     double reconf_cost_s;
     sj_t *s;
     double now, util_area, first, last;
@@ -126,8 +134,13 @@ static int apply(void *ctx, const loom_runtime_action_t *a)
         s->reconfigs++;
         s->pause_until = r->now + r->reconf_cost_s;
     }
-    s->thr = a->samples_per_s;
-    /* the guarantee: never a slower configuration than the one asked */
+    /* it runs on its truth, whatever the policy's model predicted */
+    s->thr = loom_sim_rubick_true_rate(&r->w->jobs[a->id - 1], r->device, a->config);
+    if (!(s->thr > 0)) {
+        r->rc = LOOM_ESTATE; /* the chosen configuration does not fit the truth */
+        return LOOM_ESTATE;
+    }
+    /* the guarantee, on the truth: never a slower configuration than the one asked */
     if (s->thr < s->guarantee * (1 - 1e-12))
         s->below = true;
     return LOOM_OK;
@@ -201,8 +214,11 @@ static int arrive(rrun_t *r, size_t i, loom_err_t *err)
     if (!info.rubick)
         return loom_err_set(err, LOOM_EINVAL,
                             "rubick: job %zu: its asked configuration does not fit the device", i);
-    r->s[i].guarantee = info.guarantee;
-    r->s[i].total = info.guarantee * j->duration_s;
+    /* the work and the guarantee on the job's truth (the runtime counts
+     * them on its model) */
+    loom_rubick_config_t asked = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+    r->s[i].guarantee = loom_sim_rubick_true_rate(j, r->device, &asked);
+    r->s[i].total = r->s[i].guarantee * j->duration_s;
     return LOOM_OK;
 }
 
@@ -235,20 +251,44 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
                         double timeslice_s, loom_sim_rresult_t *res, loom_err_t *err)
 {
     memset(res, 0, sizeof *res);
+    size_t pl = strlen(policy);
+    if (pl > 5 && !strcmp(policy + pl - 5, "+plan")) {
+        /* the same policy, given the best plan at admission */
+        char base[32];
+        if (pl - 5 >= sizeof base)
+            return loom_err_set(err, LOOM_EINVAL, "policy '%s': name too long", policy);
+        memcpy(base, policy, pl - 5);
+        base[pl - 5] = '\0';
+        loom_sim_rworkload_t pw;
+        int rc = loom_sim_rubick_plan_aware(w, o->device, &pw, err);
+        if (rc == LOOM_OK)
+            rc = loom_sim_rubick_run(c, &pw, base, o, period_s, timeslice_s, res, err);
+        loom_sim_rubick_workload_free(&pw);
+        return rc;
+    }
     int64_t t0 = loom_time_mono_ns();
     res->jobs = w->n;
     int rc;
+    double cap = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
+    if (!strcmp(policy, "gandiva") && !(o->reconf_cost_s < timeslice_s))
+        return loom_err_set(err, LOOM_EINVAL,
+                            "gandiva: a resume's cost (%g s) must be below the quantum (%g s), "
+                            "else no job progresses",
+                            o->reconf_cost_s, timeslice_s);
     if (!strcmp(policy, "fifo") || !strcmp(policy, "tiresias") || !strcmp(policy, "gandiva")) {
         rc = run_runtime(c, w, strcmp(policy, "tiresias") ? "fifo" : "tiresias",
-                         strcmp(policy, "gandiva") ? 0 : timeslice_s, res, err);
+                         strcmp(policy, "gandiva") ? 0 : timeslice_s, o->reconf_cost_s, res, err);
+        res->gpu_hours = res->util_pct / 100 * cap * res->makespan_s / 3600;
         res->seconds = (double)(loom_time_mono_ns() - t0) / 1e9;
         return rc;
     }
     if (strcmp(policy, "rubick") && strcmp(policy, "elastic") && strcmp(policy, "synergy") &&
-        strcmp(policy, "fixed"))
+        strcmp(policy, "fixed") && strcmp(policy, "rubick-plan") && strcmp(policy, "rubick-cpu") &&
+        strcmp(policy, "rubick-reconf"))
         return loom_err_set(err, LOOM_EINVAL,
-                            "policy '%s': expected rubick, elastic, synergy, fixed, fifo, "
-                            "tiresias or gandiva",
+                            "policy '%s': expected rubick, rubick-plan, rubick-cpu, "
+                            "rubick-reconf, elastic, synergy, fixed, fifo, tiresias or gandiva, "
+                            "each optionally followed by +plan",
                             policy);
     if (!(period_s > 0))
         return loom_err_set(err, LOOM_EINVAL, "rubick: expected a period > 0");
@@ -261,7 +301,7 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
                                 .period_s = period_s,
                                 .mode = policy};
     loom_runtime_config_t cfg = {.queue = "fifo", .rubick = &rb};
-    rrun_t r = {.w = w, .reconf_cost_s = o->reconf_cost_s, .res = res};
+    rrun_t r = {.w = w, .device = o->device, .reconf_cost_s = o->reconf_cost_s, .res = res};
     loom_sched_cluster_t empty;
     r.s = calloc(w->n ? w->n : 1, sizeof *r.s);
     res->jcts = calloc(w->n ? w->n : 1, sizeof *res->jcts);
@@ -283,7 +323,7 @@ int loom_sim_rubick_run(const loom_sched_cluster_t *c, const loom_sim_rworkload_
         }
         res->reconfigs_per_job = w->n ? (double)nre / (double)w->n : 0;
         finish_stats(res, r.first, r.last);
-        double cap = (double)c->gpu_milli_total / LOOM_SCHED_MILLI;
+        res->gpu_hours = r.util_area / 3600;
         res->util_pct = res->makespan_s > 0 ? 100 * r.util_area / (cap * res->makespan_s) : 0;
     } else {
         loom_sim_rresult_free(res);

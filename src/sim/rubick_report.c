@@ -12,12 +12,14 @@ int loom_sim_rubick_table(loom_buf_t *out, const char *const *pol, const loom_si
 {
     int rc = loom_buf_append_str(
         out, "| policy | jobs done | avg JCT (h) | p99 JCT (h) | makespan (h) | GPU util (%) | "
-             "reconfigurations / job | below guarantee |\n|---|---|---|---|---|---|---|---|\n");
+             "reconfigurations / job | below guarantee | GPU-hours |\n"
+             "|---|---|---|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < n && !rc; k++)
-        rc = loom_buf_appendf(out, "| %s | %zu/%zu | %.2f | %.2f | %.2f | %.1f | %.2f | %zu |\n",
+        rc = loom_buf_appendf(out,
+                              "| %s | %zu/%zu | %.2f | %.2f | %.2f | %.1f | %.2f | %zu | %.0f |\n",
                               pol[k], res[k].completed, res[k].jobs, res[k].mean_jct_s / 3600,
                               res[k].p99_jct_s / 3600, res[k].makespan_s / 3600, res[k].util_pct,
-                              res[k].reconfigs_per_job, res[k].below_guarantee);
+                              res[k].reconfigs_per_job, res[k].below_guarantee, res[k].gpu_hours);
     return rc;
 }
 

@@ -82,6 +82,171 @@ static bool draw_plan(loom_rubick_spec_t *s, const loom_rubick_model_t *m, int g
     return true;
 }
 
+/* The best plan the model predicts for spec s at g GPUs and cpu milli-CPU
+ * with up to mem_max MiB of host memory: *best and its samples/s (0: none
+ * fits). */
+static double best_plan(const loom_rubick_spec_t *s, const loom_rubick_model_t *m,
+                        const loom_rubick_fit_t *fit, const loom_rubick_device_t *d, int g,
+                        int64_t cpu, int64_t mem_max, loom_rubick_plan_t *best)
+{
+    double thr = 0;
+    for (int ai = 0; ai < 7; ai++)
+        for (int v = 0; v < 16; v++) {
+            loom_rubick_plan_t p = {g, 1 << ai, v & 1, (v >> 1) & 3, (v >> 3) & 1};
+            if (!loom_rubick_plan_allowed(s, &p))
+                continue;
+            loom_rubick_config_t c = {p, cpu, mem_max};
+            loom_rubick_estimate_t e;
+            loom_rubick_predict(m, d, fit, s->global_batch, &c, &e);
+            if (e.fits && e.samples_per_s > thr * (1 + 1e-9)) {
+                thr = e.samples_per_s;
+                *best = p;
+            }
+        }
+    return thr;
+}
+
+double loom_sim_rubick_true_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d,
+                                 const loom_rubick_config_t *c)
+{
+    loom_rubick_estimate_t e;
+    loom_rubick_predict(&j->truth, d, &j->truth_fit, j->spec.global_batch, c, &e);
+    return e.samples_per_s;
+}
+
+/* Samples/s of job j's asked configuration on its truth. */
+static double asked_rate(const loom_sim_rjob_t *j, const loom_rubick_device_t *d)
+{
+    loom_rubick_config_t c = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+    return loom_sim_rubick_true_rate(j, d, &c);
+}
+
+/* The workload's plan_speedup, cpu_speedup and input_bound, on the truth. */
+static void choice_stats(loom_sim_rworkload_t *w, const loom_rubick_device_t *d)
+{
+    double sp = 0, sc = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const loom_sim_rjob_t *j = &w->jobs[i];
+        loom_rubick_config_t c = {j->spec.asked, j->spec.asked_cpu, j->spec.asked_mem};
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(&j->truth, d, &j->truth_fit, j->spec.global_batch, &c, &e);
+        double a = e.samples_per_s;
+        w->input_bound += a > 0 && e.data_s >= e.step_s;
+        loom_rubick_plan_t p;
+        double bp = best_plan(&j->spec, &j->truth, &j->truth_fit, d, j->spec.asked.gpus,
+                              j->spec.asked_cpu, j->spec.mem_max, &p);
+        double bc = best_plan(&j->spec, &j->truth, &j->truth_fit, d, j->spec.asked.gpus,
+                              j->spec.cpu_max, j->spec.mem_max, &p);
+        sp += a > 0 ? fmax(bp, a) / a : 1;
+        sc += a > 0 ? fmax(fmax(bc, bp), a) / a : 1;
+    }
+    w->plan_speedup = w->n ? sp / (double)w->n : 1;
+    w->cpu_speedup = w->n ? sc / (double)w->n : 1;
+}
+
+int loom_sim_rubick_plan_aware(const loom_sim_rworkload_t *w, const loom_rubick_device_t *d,
+                               loom_sim_rworkload_t *out, loom_err_t *err)
+{
+    *out = *w;
+    out->jobs = calloc(w->n ? w->n : 1, sizeof *out->jobs);
+    if (!out->jobs)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+    memcpy(out->jobs, w->jobs, w->n * sizeof *w->jobs);
+    size_t nm;
+    const loom_rubick_model_t *models = loom_rubick_models(&nm);
+    for (size_t i = 0; i < w->n; i++) {
+        loom_sim_rjob_t *j = &out->jobs[i];
+        const loom_rubick_model_t *m = &models[j->model];
+        /* the plan the scheduler believes best: its model, fitted to the
+         * job's measured steps where it has them (as rubick's) */
+        loom_rubick_fit_t fit = {1, 1, 0, 1};
+        if (j->spec.nmeasured && loom_rubick_fit(m, d, j->spec.global_batch, j->spec.measured,
+                                                 j->spec.nmeasured, &fit, NULL) != LOOM_OK)
+            fit = (loom_rubick_fit_t){1, 1, 0, 1};
+        loom_rubick_config_t c = {j->spec.asked, j->spec.asked_cpu, 0};
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(m, d, &fit, j->spec.global_batch, &c, &e);
+        loom_rubick_plan_t p = j->spec.asked;
+        double b = best_plan(&j->spec, m, &fit, d, j->spec.asked.gpus, j->spec.asked_cpu,
+                             j->spec.mem_max, &p);
+        if (!(b > e.samples_per_s))
+            continue; /* the asked plan is already the best it knows */
+        double a = asked_rate(j, d);
+        c.plan = p;
+        loom_rubick_predict(m, d, &fit, j->spec.global_batch, &c, &e);
+        int64_t mem = (int64_t)ceil(e.host_mem_mib);
+        loom_sim_rjob_t k = *j;
+        k.spec.asked = p;
+        k.spec.asked_mem = mem > j->spec.asked_mem ? mem : j->spec.asked_mem;
+        double t = asked_rate(&k, d);
+        if (!(a > 0 && t > 0))
+            continue;
+        k.duration_s = j->duration_s * a / t; /* the same samples at the chosen plan, truly */
+        *j = k;
+    }
+    return LOOM_OK;
+}
+
+/* Job j's truth (o's truth_drawn, assumed_eff, assumed_cpu). */
+static void draw_truth(loom_sim_rjob_t *j, const loom_rubick_model_t *m,
+                       const loom_sim_rwl_opts_t *o, loom_rng_t *rng)
+{
+    double f_eff = 1, f_cpu = 1, f_comm = 1, fixed = 0;
+    /* drawn whatever truth_drawn says, so that the rng stays in step */
+    double u1 = loom_rng_uniform(rng), u2 = loom_rng_uniform(rng), u3 = loom_rng_uniform(rng),
+           u4 = loom_rng_uniform(rng);
+    if (o->truth_drawn) {
+        f_eff = exp(log(1.5) * (2 * u1 - 1));
+        f_cpu = exp(log(2.0) * (2 * u2 - 1));
+        f_comm = exp(log(1.5) * (2 * u3 - 1));
+        fixed = 0.005 * u4;
+    }
+    j->truth = *m;
+    j->truth.mfu = m->mfu * f_eff / (o->assumed_eff > 0 ? o->assumed_eff : 1);
+    j->truth.cpu_s_per_sample =
+        m->cpu_s_per_sample * f_cpu / (o->assumed_cpu > 0 ? o->assumed_cpu : 1);
+    j->truth_fit = (loom_rubick_fit_t){1, f_comm, fixed, 1};
+}
+
+/* Job j's first measured steps on its truth: its asked configuration, the
+ * asked plan on one GPU and on twice its GPUs, with twice the accumulation
+ * and with the node's CPUs, and the plan the model believes best there;
+ * those its spec allows and that fit, each with 2% noise. */
+static void measure(loom_sim_rjob_t *j, const loom_rubick_model_t *m, const loom_sim_rwl_opts_t *o,
+                    loom_rng_t *rng)
+{
+    const loom_rubick_spec_t *s = &j->spec;
+    int g = s->asked.gpus;
+    int64_t per = s->asked_cpu / g;
+    loom_rubick_config_t c[6];
+    for (int k = 0; k < 6; k++)
+        c[k] = (loom_rubick_config_t){s->asked, s->asked_cpu, 0};
+    c[1].plan.gpus = 1;
+    c[1].cpu_milli = per;
+    c[2].plan.gpus = 2 * g;
+    c[2].cpu_milli = per * 2 * g > s->cpu_max ? s->cpu_max : per * 2 * g;
+    c[3].plan.accum = 2 * s->asked.accum;
+    c[4].cpu_milli = s->cpu_max;
+    c[5].cpu_milli = s->cpu_max;
+    best_plan(s, m, NULL, o->device, g, s->cpu_max, s->mem_max, &c[5].plan);
+    j->spec.nmeasured = 0;
+    for (int k = 0; k < 6; k++) {
+        double n1 = loom_rng_normal(rng), n2 = loom_rng_normal(rng);
+        if ((k > 0 && !loom_rubick_plan_allowed(s, &c[k].plan)) ||
+            j->spec.nmeasured == LOOM_RUBICK_MEASURED_MAX)
+            continue;
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(&j->truth, o->device, &j->truth_fit, s->global_batch, &c[k], &e);
+        if (!e.fits)
+            continue;
+        loom_rubick_sample_t *x = &j->spec.measured[j->spec.nmeasured++];
+        x->config = c[k];
+        x->data_s = e.data_s * fmax(0.5, 1 + 0.02 * n2);
+        x->step_s =
+            fmax(x->data_s, (e.step_s > e.data_s ? e.step_s : e.data_s) * fmax(0.5, 1 + 0.02 * n1));
+    }
+}
+
 static int cmp_create(const void *x, const void *y)
 {
     const loom_sim_task_t *a = *(const loom_sim_task_t *const *)x;
@@ -156,12 +321,19 @@ int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_op
         return loom_err_set(err, LOOM_ENOMEM, "out of memory");
     }
     out->n = o->count;
-    loom_rng_t rng;
+    loom_rng_t rng, trng, mrng; /* draws, truths, measurement noise */
     loom_rng_init(&rng, o->seed, 22);
+    loom_rng_init(&trng, o->seed, 23);
+    loom_rng_init(&mrng, o->seed, 24);
+    size_t nm;
+    const loom_rubick_model_t *models = loom_rubick_models(&nm);
     double gpu_s = 0, t0 = sel[0]->create_s;
     for (size_t i = 0; i < o->count; i++) {
         loom_sim_rjob_t *j = &out->jobs[i];
         make_job(j, sel[i], o, &rng);
+        draw_truth(j, &models[j->model], o, &trng);
+        if (o->fit)
+            measure(j, &models[j->model], o, &mrng);
         j->duration_s = fmin(o->max_s, fmax(o->min_s, sel[i]->duration_s));
         j->submit_s = sel[i]->create_s - t0;
         gpu_s += j->duration_s * j->spec.asked.gpus;
@@ -173,5 +345,6 @@ int loom_sim_rubick_workload(const loom_sim_trace_t *pods, const loom_sim_rwl_op
         span > 0 ? span * o->load * (o->cluster_gpus > 0 ? o->cluster_gpus : 1) / gpu_s : 1;
     for (size_t i = 0; i < o->count; i++)
         out->jobs[i].submit_s /= out->compress;
+    choice_stats(out, o->device);
     return LOOM_OK;
 }

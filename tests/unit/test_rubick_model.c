@@ -95,7 +95,7 @@ static void test_host(void **state)
 static void test_fit(void **state)
 {
     (void)state;
-    const loom_rubick_fit_t truth = {1.3, 0.7, 0.05};
+    const loom_rubick_fit_t truth = {1.3, 0.7, 0.05, 1};
     loom_rubick_sample_t s[6];
     const int g[6] = {1, 2, 4, 4, 8, 8}, a[6] = {4, 2, 1, 4, 1, 2}, z[6] = {0, 0, 1, 3, 2, 3};
     for (int i = 0; i < 6; i++) {
@@ -103,6 +103,7 @@ static void test_fit(void **state)
         loom_rubick_estimate_t e;
         loom_rubick_predict(&M, &D, &truth, 64, &s[i].config, &e);
         s[i].step_s = e.step_s;
+        s[i].data_s = 0;
     }
     loom_rubick_fit_t f;
     loom_err_t err;
@@ -120,6 +121,46 @@ static void test_fit(void **state)
     assert_int_equal(loom_rubick_fit(&M, &D, 64, s, 2, &f, &err), LOOM_EINVAL);
     assert_non_null(strstr(err.msg, "sample 1"));
     assert_int_equal(loom_rubick_fit(&M, &D, 64, s, 0, &f, &err), LOOM_EINVAL);
+}
+
+/* Input loading measured beside the steps (issue 33): its factor is
+ * fitted, and a step that loading bound is left out of the GPU terms' fit,
+ * so the model is right on both sides of the bound. */
+static void test_fit_loading(void **state)
+{
+    (void)state;
+    const loom_rubick_fit_t truth = {0.8, 1.6, 0.01, 2.5};
+    loom_rubick_sample_t s[6];
+    const int g[6] = {1, 2, 4, 4, 8, 8}, a[6] = {4, 2, 1, 4, 1, 2}, z[6] = {0, 0, 1, 3, 2, 3};
+    const double cpus[6] = {1, 64, 64, 2, 64, 64};
+    for (int i = 0; i < 6; i++) {
+        s[i].config =
+            (loom_rubick_config_t){{g[i], a[i], false, z[i], false}, (int64_t)(cpus[i] * 1000), 0};
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(&M, &D, &truth, 64, &s[i].config, &e);
+        s[i].step_s = e.step_s;
+        s[i].data_s = e.data_s;
+    }
+    loom_rubick_fit_t f;
+    loom_err_t err;
+    assert_int_equal(loom_rubick_fit(&M, &D, 64, s, 6, &f, &err), LOOM_OK);
+    assert_float_equal(f.data, 2.5, 1e-9);
+    assert_float_equal(f.comp, 0.8, 1e-6);
+    assert_float_equal(f.comm, 1.6, 1e-6);
+    for (int i = 0; i < 6; i++) {
+        loom_rubick_estimate_t e;
+        loom_rubick_predict(&M, &D, &f, 64, &s[i].config, &e);
+        assert_float_equal(e.step_s, s[i].step_s, s[i].step_s * 1e-6);
+    }
+    /* a data of 0 (a fit from before the term) is 1 */
+    loom_rubick_estimate_t e0, e1;
+    const loom_rubick_fit_t old = {1, 1, 0, 0}, unit = {1, 1, 0, 1};
+    loom_rubick_predict(&M, &D, &old, 64, &s[0].config, &e0);
+    loom_rubick_predict(&M, &D, &unit, 64, &s[0].config, &e1);
+    assert_float_equal(e0.step_s, e1.step_s, 0);
+    s[2].data_s = -1;
+    assert_int_equal(loom_rubick_fit(&M, &D, 64, s, 3, &f, &err), LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "sample 2"));
 }
 
 static void test_device(void **state)
@@ -146,9 +187,9 @@ static void test_device(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_memory), cmocka_unit_test(test_compute_and_comm),
-        cmocka_unit_test(test_host),   cmocka_unit_test(test_fit),
-        cmocka_unit_test(test_device),
+        cmocka_unit_test(test_memory),      cmocka_unit_test(test_compute_and_comm),
+        cmocka_unit_test(test_host),        cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_fit_loading), cmocka_unit_test(test_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@ static void job(loom_rubick_job_t *j, uint64_t id, const loom_rubick_spec_t *s,
     j->id = id;
     j->spec = s;
     j->model = &M;
-    j->fit = (loom_rubick_fit_t){1, 1, 0};
+    j->fit = (loom_rubick_fit_t){1, 1, 0, 1};
     j->remaining = 1e7;
     loom_err_t err;
     assert_int_equal(loom_rubick_job_prepare(j, o, &err), LOOM_OK);
@@ -89,7 +89,7 @@ static void apply(loom_sched_cluster_t *c, loom_rubick_job_t *jobs, size_t n,
         }
 }
 
-static const loom_rubick_opts_t OPTS = {LOOM_RUBICK_FULL, &D, 60, 0.05};
+static const loom_rubick_opts_t OPTS = {LOOM_RUBICK_FULL, &D, 60, 0.05, 0};
 
 static void test_admit_and_grow(void **state)
 {
@@ -242,7 +242,7 @@ static void test_guarantee_random(void **state)
                 spec(&specs[i], g, a, loom_rng_below(&rng, 2), (int)loom_rng_below(&rng, 4));
                 memset(&jobs[i], 0, sizeof jobs[i]);
                 jobs[i] = (loom_rubick_job_t){
-                    .id = (uint64_t)i + 1, .spec = &specs[i], .model = &M, .fit = {1, 1, 0}};
+                    .id = (uint64_t)i + 1, .spec = &specs[i], .model = &M, .fit = {1, 1, 0, 1}};
             } while (loom_rubick_job_prepare(&jobs[i], &o, NULL) != LOOM_OK);
             jobs[i].remaining = jobs[i].guarantee * (double)(60 + loom_rng_below(&rng, 7200));
         }

@@ -146,12 +146,50 @@ static void test_asked_checked(void **state)
     assert_int_equal(loom_rubick_spec_check_asked(&s, 0, 4000, 0, "/reconfig", &err), LOOM_EINVAL);
 }
 
+/* A job's first measured steps (issue 33), for the policy's fit: read with
+ * their plan and CPUs; a bad one is named by its index. */
+static void test_measured(void **state)
+{
+    (void)state;
+    loom_rubick_spec_t s;
+    loom_err_t err;
+    assert_int_equal(parse("{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": 8},"
+                           " \"model\": \"bert\", \"measured\": [{\"gpus\": 2, \"cpus\": 8,"
+                           " \"step_s\": 0.5, \"data_s\": 0.1}, {\"gpus\": 1, \"plan\":"
+                           " {\"accumulation\": 4, \"zero\": 1}, \"cpus\": 4, \"step_s\": 0.9}]}",
+                           &s, &err),
+                     LOOM_OK);
+    assert_int_equal(s.nmeasured, 2);
+    assert_int_equal(s.measured[0].config.plan.gpus, 2);
+    assert_int_equal(s.measured[0].config.cpu_milli, 8000);
+    assert_float_equal(s.measured[0].step_s, 0.5, 0);
+    assert_float_equal(s.measured[0].data_s, 0.1, 0);
+    assert_int_equal(s.measured[1].config.plan.accum, 4);
+    assert_int_equal(s.measured[1].config.plan.zero, 1);
+    assert_float_equal(s.measured[1].data_s, 0, 0);
+    assert_int_equal(parse("{\"global_batch\": 256, \"measured\": [{\"gpus\": 1, \"cpus\": 1,"
+                           " \"step_s\": -1}]}",
+                           &s, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "/reconfig/measured/0: cpus 1, step_s -1"));
+    assert_int_equal(parse("{\"global_batch\": 256, \"measured\": [{\"gpus\": 1, \"cpus\": 1,"
+                           " \"step_s\": 1, \"loss\": 2}]}",
+                           &s, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "/reconfig/measured/0/loss: unknown member"));
+    assert_int_equal(parse("{\"global_batch\": 256, \"measured\": [{}, {}, {}, {}, {}, {}, {}, {},"
+                           " {}]}",
+                           &s, &err),
+                     LOOM_EINVAL);
+    assert_non_null(strstr(err.msg, "expected an array of at most 8 steps"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full),          cmocka_unit_test(test_black_box_and_defaults),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_model),
-        cmocka_unit_test(test_asked_checked),
+        cmocka_unit_test(test_asked_checked), cmocka_unit_test(test_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,60 @@ static void test_adopted(void **state)
 /* The black-box baseline modes run in the same pass: "fixed" never
  * reconfigures; an unknown mode is refused by name. The period wakes the
  * caller while the policy has jobs, and no longer once they are gone. */
+/* loomd fits the model to a job's measured steps (issue 33): steps twice
+ * as slow as the model predicts halve the job's guarantee; without them
+ * the model's constants stand. */
+static void test_fitted(void **state)
+{
+    (void)state;
+    double g[2];
+    for (int k = 0; k < 2; k++) {
+        loom_runtime_t *rt = runtime(true);
+        loom_rubick_device_t d;
+        loom_err_t err;
+        assert_int_equal(loom_rubick_device_parse(device, sizeof device - 1, "h200", &d, &err),
+                         LOOM_OK);
+        const loom_rubick_model_t *m = loom_rubick_model_find("lstm");
+        char text[1024];
+        int n = snprintf(text, sizeof text,
+                         "{\"global_batch\": 256, \"gpus\": {\"min\": 1, \"max\": 1}, "
+                         "\"model\": \"lstm\"");
+        if (k == 1) { /* measured at 1 GPU, accumulation 1 and 2, 1 CPU: twice the model */
+            for (int a = 1; a <= 2; a++) {
+                loom_rubick_config_t c = {{1, a, false, 0, false}, 1000, 0};
+                loom_rubick_estimate_t e;
+                const loom_rubick_fit_t twice = {2, 2, 0, 2};
+                loom_rubick_predict(m, &d, &twice, 256, &c, &e);
+                n += snprintf(text + n, sizeof text - (size_t)n,
+                              "%s{\"gpus\": 1, \"plan\": {\"accumulation\": %d}, \"cpus\": 1, "
+                              "\"step_s\": %.9g, \"data_s\": %.9g}",
+                              a == 1 ? ", \"measured\": [" : ", ", a, e.step_s, e.data_s);
+            }
+            n += snprintf(text + n, sizeof text - (size_t)n, "]");
+        }
+        snprintf(text + n, sizeof text - (size_t)n, "}");
+        json_t *o = json_loads(text, 0, NULL);
+        assert_non_null(o);
+        loom_rubick_spec_t s;
+        if (loom_rubick_spec_parse(o, "reconfig", &s, &err) ||
+            loom_rubick_spec_check_asked(&s, 1, 1000, 4096, "reconfig", &err))
+            fail_msg("%s", err.msg);
+        json_decref(o);
+        loom_runtime_job_t j = {
+            .id = 1,
+            .req = {.cpu_milli = 1000, .mem_mib = 4096, .num_gpus = 1, .gpu_milli = 1000},
+            .time_limit_s = 3600,
+            .reconfig = &s};
+        assert_int_equal(loom_runtime_submit(rt, &j, &err), LOOM_OK);
+        loom_runtime_info_t info;
+        assert_int_equal(loom_runtime_get(rt, 1, &info), LOOM_OK);
+        assert_true(info.rubick);
+        g[k] = info.guarantee;
+        loom_runtime_free(rt);
+    }
+    assert_float_equal(g[1], g[0] / 2, g[0] * 1e-6);
+}
+
 static void test_modes_and_period(void **state)
 {
     (void)state;
@@ -252,7 +306,7 @@ static void test_modes_and_period(void **state)
     loom_runtime_config_t cfg = {.rubick = &rb};
     loom_err_t err;
     assert_int_equal(loom_runtime_new(&c, &cfg, &rt, &err), LOOM_EINVAL);
-    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, elastic"));
+    assert_non_null(strstr(err.msg, "rubick mode 'pollux': expected rubick, rubick-plan"));
     loom_sched_cluster_free(&c);
 }
 
@@ -326,9 +380,13 @@ static void test_shrink_holds_until_done(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_when_other_ends), cmocka_unit_test(test_refused_keeps_old),
-        cmocka_unit_test(test_black_boxes),          cmocka_unit_test(test_adopted),
-        cmocka_unit_test(test_modes_and_period),     cmocka_unit_test(test_shrink_holds_until_done),
+        cmocka_unit_test(test_grow_when_other_ends),
+        cmocka_unit_test(test_refused_keeps_old),
+        cmocka_unit_test(test_black_boxes),
+        cmocka_unit_test(test_adopted),
+        cmocka_unit_test(test_modes_and_period),
+        cmocka_unit_test(test_fitted),
+        cmocka_unit_test(test_shrink_holds_until_done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
