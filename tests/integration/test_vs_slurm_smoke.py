@@ -8,6 +8,7 @@ figures: every loomd job COMPLETED, the simulator's per-job helper
 otherwise), and the report has its rows (two per row of bench/vs_slurm.py's ROWS) and
 its goals section."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -25,9 +26,10 @@ def main():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     md = open(out).read()
     rows = [line for line in md.splitlines() if line.startswith(("| loomd |", "| loom sim |"))]
-    sys.path.insert(0, os.path.join(src, "bench"))
-    import vs_slurm
-    assert len(rows) == 2 * len(vs_slurm.ROWS), md
+    spec = importlib.util.spec_from_file_location("vs_slurm", os.path.join(src, "bench", "vs_slurm.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert len(rows) == 2 * len(bench.ROWS), md
     for line in rows:
         assert "failed" not in line, line
         if line.startswith("| loomd |"):
