@@ -8,8 +8,10 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom show ID [--json]\n\n"
+    fprintf(f, "usage: loom show ID [--json] [--usage]\n\n"
                "Shows job ID: its state, resources, labels, script and state changes.\n"
+               "  --usage  its usage over time instead (job.usage): CPU, memory and each\n"
+               "           GPU's utilisation, memory and power as text charts\n"
                "exit codes: 0 shown, 4 no such job, 3 cannot connect.\n");
 }
 
@@ -212,10 +214,51 @@ static void show(const json_t *j, const json_t *usage_now)
     loom_buf_free(&safe);
 }
 
+/* --json, --usage, --help: 0, or 'h' or '?'. */
+static int show_opts(int argc, char **argv, bool *as_json, bool *series)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"usage", no_argument, NULL, 'u'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    *as_json = *series = false;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == 'h')
+            return 'h';
+        if (c != 'j' && c != 'u') {
+            loom_cli_bad_option("show", c, argv[optind - 1]);
+            return '?';
+        }
+        *(c == 'j' ? as_json : series) = true;
+    }
+    return 0;
+}
+
+/* loom show ID --usage: job.usage as charts (or as it is, with --json). */
+static int show_usage(loom_cli_conn_t *conn, int64_t id, bool as_json)
+{
+    json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
+    int rc = loom_cli_call("show", conn, "job.usage", params, LOOM_RPC_CALL_RETRY, &result);
+    json_decref(params);
+    loom_cli_disconnect(conn);
+    if (rc)
+        return rc;
+    if (as_json)
+        loom_cli_print_json(result);
+    else {
+        printf("Job %lld (%s)\n", (long long)id,
+               json_string_value(json_object_get(result, "state")) ?: "?");
+        loom_cli_usage_charts(result);
+    }
+    json_decref(result);
+    return LOOM_EXIT_OK;
+}
+
 int loom_cmd_show(int argc, char **argv)
 {
-    bool as_json;
-    int c = loom_cli_json_opts("show", argc, argv, &as_json);
+    bool as_json, series;
+    int c = show_opts(argc, argv, &as_json, &series);
     if (c == 'h')
         usage(stdout);
     if (c)
@@ -234,6 +277,8 @@ int loom_cmd_show(int argc, char **argv)
     int rc = loom_cli_connect("show", &conn);
     if (rc)
         return rc;
+    if (series)
+        return show_usage(&conn, id, as_json);
     json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
     rc = loom_cli_call("show", &conn, "job.get", params, LOOM_RPC_CALL_RETRY, &result);
     json_t *usage = NULL;

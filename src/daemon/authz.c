@@ -19,6 +19,7 @@ static const loomd_authz_rule_t rules[] = {
     {"job.list", LOOMD_AUTHZ_ANYONE, NULL, false,
      "every job; another's without estimate, options and run but its array, node and GPUs"},
     {"job.get", LOOMD_AUTHZ_OWNER, "id", false, "the job, with its options and events"},
+    {"job.usage", LOOMD_AUTHZ_OWNER, "id", false, "the job's usage series"},
     {"job.cancel", LOOMD_AUTHZ_OWNER, "id", false, "the job"},
     {"job.wait", LOOMD_AUTHZ_OWNER, "ids", false, "every job of ids"},
     {"job.logs", LOOMD_AUTHZ_OWNER, "id", false, "the job's output"},

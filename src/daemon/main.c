@@ -19,6 +19,7 @@
 #include "daemon/authz.h"
 #include "daemon/config.h"
 #include "daemon/dash.h"
+#include "daemon/jobusage.h"
 #include "daemon/follow.h"
 #include "daemon/identity.h"
 #include "daemon/methods.h"
@@ -399,6 +400,7 @@ typedef struct daemon {
     loom_est_sizer_t *sizer;
     loomd_methods_t methods;
     loomd_monitor_t *monitor;
+    loomd_jobusage_t *jobusage;
     loomd_zoo_t *zoo;
     loom_rpc_dispatcher_t *disp;
     loomd_dash_t *dash;
@@ -575,6 +577,8 @@ static int add_methods(daemon_t *d)
         loom_rpc_dispatcher_new(NULL, &d->disp, &err) ||
         loomd_methods_add(d->disp, &d->methods, &err) ||
         loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
+        loomd_jobusage_open(d->store, d->runner, d->runner != NULL, &d->jobusage, &err) ||
+        loomd_jobusage_add_methods(d->disp, d->jobusage, &err) ||
         loomd_zoo_open(d->state_dir, d->store, d->ident, &d->zoo, &err) ||
         loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
         loomd_dash_new(d->disp, d->store, &d->info, d->ident, &d->dash, &err) ||
@@ -686,6 +690,7 @@ out_dash:
     loomd_dash_free(d.dash);
 out_runner:
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
+    loomd_jobusage_close(d.jobusage); /* samples running jobs: before the runner */
     loomd_runner_stop(d.runner);
     loomd_monitor_close(d.monitor);
     loomd_zoo_close(d.zoo);

@@ -1249,6 +1249,27 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
     return n;
 }
 
+size_t loomd_runner_sampled(loomd_runner_t *r, loomd_running_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nactive && n < max; i++) {
+        const active_t *a = &r->active[i];
+        if (a->suspended || a->h.shepherd_pid <= 0)
+            continue;
+        loomd_running_t *o = &out[n++];
+        o->id = a->id;
+        o->pid = a->h.shepherd_pid;
+        snprintf(o->cgroup, sizeof o->cgroup, "%s", a->h.cgroup);
+        o->ngpus = a->alloc.ngpus;
+        for (int g = 0; g < a->alloc.ngpus; g++)
+            o->gpus[g] = a->alloc.gpus[g];
+        o->gpu_milli = a->alloc.req.gpu_milli;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 /* ---------------------------------------------------- pending reasons */
 
 #define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)
