@@ -146,6 +146,47 @@ static void show_quota(const json_t *j)
            (double)json_integer_value(json_object_get(q, "allowed")) / div);
 }
 
+static double member(const json_t *o, const char *a, const char *b)
+{
+    return json_number_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* job.get's usage_summary: what the job used against what it asked for. */
+static void show_summary(const json_t *s, json_int_t id)
+{
+    if (!json_is_object(s))
+        return;
+    char a[32], b[32];
+    const json_t *eff = json_object_get(json_object_get(s, "cpu"), "efficiency");
+    printf("  summary:     CPU %.2f of %lld cores on average, peak %.2f",
+           member(s, "cpu", "mean_cores"), (long long)member(s, "cpu", "allocated"),
+           member(s, "cpu", "peak_cores"));
+    if (json_is_number(eff))
+        printf(" (CPU efficiency %.1f%%)", 100 * json_number_value(eff));
+    printf("\n               memory mean %s, peak %s",
+           loom_cli_fmt_size((json_int_t)member(s, "memory", "mean_bytes"), a),
+           loom_cli_fmt_size((json_int_t)member(s, "memory", "peak_bytes"), b));
+    if (member(s, "memory", "requested_bytes") > 0)
+        printf(" of %s asked",
+               loom_cli_fmt_size((json_int_t)member(s, "memory", "requested_bytes"), a));
+    printf("\n");
+    const json_t *g = json_object_get(s, "gpus");
+    if (json_array_size(json_object_get(g, "per_gpu")) > 0) {
+        printf("               GPUs %lld used of %zu held: utilisation mean %.1f%%, peak %.0f%%; "
+               "memory mean %s, peak %s\n",
+               (long long)json_integer_value(json_object_get(g, "used")),
+               json_array_size(json_object_get(g, "per_gpu")),
+               member(s, "gpus", "util_mean_percent"), member(s, "gpus", "util_peak_percent"),
+               loom_cli_fmt_size((json_int_t)member(s, "gpus", "memory_mean_bytes"), a),
+               loom_cli_fmt_size((json_int_t)member(s, "gpus", "memory_peak_bytes"), b));
+    }
+    size_t i;
+    const json_t *h;
+    json_array_foreach(json_object_get(s, "hints"), i, h)
+        printf("  hint:        %s\n", json_string_value(h));
+    printf("               (loom show %lld --usage draws it over time)\n", (long long)id);
+}
+
 static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -188,6 +229,7 @@ static void show(const json_t *j, const json_t *usage_now)
     printf("  started:     %s\n", loom_cli_fmt_time(json_object_get(j, "start_time"), a));
     printf("  ended:       %s\n", loom_cli_fmt_time(json_object_get(j, "end_time"), a));
     show_run(json_object_get(j, "run"), usage_now);
+    show_summary(json_object_get(j, "usage_summary"), json_integer_value(json_object_get(j, "id")));
     printf("  events:\n");
     size_t i;
     json_array_foreach(json_object_get(j, "events"), i, v)

@@ -20,6 +20,12 @@ void loomd_jobusage_tick(loomd_jobusage_t *u);
 loom_store_t *loomd_jobusage_store(const loomd_jobusage_t *u);
 /* job.usage. */
 int loomd_jobusage_add_methods(loom_rpc_dispatcher_t *d, loomd_jobusage_t *u, loom_err_t *err);
+/* The job's usage summary (jobusage_summary.c) from its series: CPU
+ * efficiency, memory, GPUs against the request, hints; NULL when n is 0. */
+json_t *loomd_usage_summary(const loom_job_t *job, const loom_usage_point_t *p, size_t n);
+/* job.get's addition: job's summary set on j as "usage_summary" when it
+ * has usage points. */
+void loomd_usage_summary_add(loom_store_t *store, const loom_job_t *job, json_t *j);
 /* A series as job.usage's "columns" and "gpus" members, set on res. */
 void loomd_jobusage_columns(const loom_usage_point_t *p, size_t n, json_t *res);
 

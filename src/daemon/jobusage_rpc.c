@@ -123,10 +123,12 @@ static loom_rpc_status_t m_usage(loom_rpc_call_t *call, json_t *params, void *ct
         loom_rpc_call_fail(call, LOOMD_ERR_STORE, err.msg, NULL);
         return LOOM_RPC_DONE;
     }
+    json_t *summary = loomd_usage_summary(&job, p, n);
     n = after(p, n, since);
     json_t *res = json_pack("{s:I, s:s, s:i}", "id", (json_int_t)id, "state",
                             loom_job_state_name(job.state), "max_points", LOOM_USAGE_POINTS_MAX);
     loomd_jobusage_columns(p, n, res);
+    json_object_set_new(res, "summary", summary ? summary : json_null());
     free(p);
     loom_job_free(&job);
     loom_rpc_call_complete(call, res);

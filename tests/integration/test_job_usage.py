@@ -110,6 +110,39 @@ class JobUsage(unittest.TestCase):
         py.close()
         self.c.cancel(job)
 
+    def test_summary_hint(self):
+        # two GPUs asked, and in the double only GPU 0 is busy: once the job
+        # ends, its summary says it used 1 and hints at asking for fewer
+        job = self.c.submit("two", "#!/bin/sh\nsleep 5\n", resources={"gpus": 2})["id"]
+        deadline = time.monotonic() + 60
+        while self.c.get(job)["state"] in ("PENDING", "RUNNING"):
+            self.assertLess(time.monotonic(), deadline, "the job did not end")
+            time.sleep(0.2)
+        j = self.c.get(job)
+        self.assertEqual(j["state"], "COMPLETED")
+        s = j["usage_summary"]
+        gpus = j["run"]["gpus"]
+        self.assertEqual(s["gpus"]["requested"], 2)
+        self.assertEqual([g["index"] for g in s["gpus"]["per_gpu"]], gpus)
+        self.assertGreaterEqual(s["points"], 3)
+        self.assertLess(s["cpu"]["efficiency"], 0.2)  # sleep
+        if gpus == [0, 1]:
+            self.assertEqual(s["gpus"]["used"], 1)
+            self.assertEqual(s["gpus"]["util_peak_percent"], 37)
+            self.assertEqual(s["gpus"]["util_mean_percent"], 37 / 2)
+            self.assertIn("asked for 2 GPUs, used 1", " ".join(s["hints"]))
+        env = dict(os.environ, LOOM_URL="unix:" + self.d.socket_path)
+        out = subprocess.run([os.path.join(build_dir(), "loom"), "show", str(job)],
+                             capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("summary:     CPU", out.stdout)
+        self.assertIn("(CPU efficiency", out.stdout)
+        if gpus == [0, 1]:
+            self.assertIn("hint:        asked for 2 GPUs, used 1", out.stdout)
+            self.assertIn("GPUs 1 used of 2 held", out.stdout)
+        # job.usage carries the same summary
+        self.assertEqual(self.c.call("job.usage", {"id": job})["summary"], s)
+
     def test_bad_input(self):
         with self.assertRaises(RpcError) as e:
             self.c.call("job.usage", {"id": 999999})
