@@ -464,6 +464,30 @@ int loom_store_usage_series(loom_store_t *store, int64_t job, loom_usage_point_t
  * (0: LOOM_USAGE_POINTS_MAX); *n_out is its length afterwards. */
 int loom_store_usage_downsample(loom_store_t *store, int64_t job, size_t max, size_t *n_out,
                                 loom_err_t *err);
+/* The cluster over time (docs/store.md, "Cluster series"): loomd writes
+ * one point a minute; points older than a day are merged into hours, and
+ * points older than the window are deleted. Means over the span. */
+typedef struct loom_cluster_point {
+    int64_t time_ns, span_ns;
+    double gpus_total, gpus_allocated; /* GPUs; a share counts as its fraction */
+    double gpus_whole, gpus_shared;    /* allocated as whole GPUs; as shares (fractions) */
+    double gpus_busy;                  /* GPUs NVML saw at 5% utilisation or more; NAN: no NVML */
+    double cpus_total, cpus_allocated;
+    double memory_total_bytes, memory_allocated_bytes;
+    double pending, running; /* jobs */
+} loom_cluster_point_t;
+
+#define LOOM_CLUSTER_FINE_NS   (86400 * LOOM_NS_PER_S) /* per-minute points kept this long */
+#define LOOM_CLUSTER_COARSE_NS (3600 * LOOM_NS_PER_S)  /* then one point per this */
+
+/* Appends p, then merges the points older than LOOM_CLUSTER_FINE_NS into
+ * hours and deletes those older than window_ns (0: 30 days). */
+int loom_store_cluster_append(loom_store_t *store, const loom_cluster_point_t *p, int64_t window_ns,
+                              loom_err_t *err);
+/* The points that end after since_ns, oldest first (*out malloc'd). */
+int loom_store_cluster_series(loom_store_t *store, int64_t since_ns, loom_cluster_point_t **out,
+                              size_t *n, loom_err_t *err);
+
 /* Merges neighbours (0,1), (2,3), ... in place: span-weighted means, the
  * larger peak, the later time; returns the new length ((n + 1) / 2). */
 size_t loom_usage_merge_pairs(loom_usage_point_t *p, size_t n);

@@ -31,6 +31,8 @@ static const loomd_authz_rule_t rules[] = {
      "the pending job, with job.submit's name and quota checks"},
     {"monitor.snapshot", LOOMD_AUTHZ_OWNER, "job", true,
      "the node; with job, that job's processes"},
+    {"cluster.usage", LOOMD_AUTHZ_ANYONE, NULL, false,
+     "the cluster's allocation and queue over time"},
     {"usage.report", LOOMD_AUTHZ_ANYONE, NULL, false, "usage per user and account (as sreport)"},
     {"zoo.add", LOOMD_AUTHZ_ANYONE, NULL, false, ZOO_WHAT},
     {"zoo.get", LOOMD_AUTHZ_ANYONE, NULL, false, ZOO_WHAT},

@@ -49,7 +49,12 @@ struct loomd_jobusage {
     int64_t *batch_ids;
     loom_usage_point_t *batch;
     size_t nbatch;
+    int64_t cluster_ns;        /* monotonic: the last cluster point (0: none yet) */
+    _Atomic int64_t window_ns; /* the cluster series kept */
 };
+
+/* The cluster series' resolution. */
+#define CLUSTER_EVERY_NS (60 * LOOM_NS_PER_S)
 
 /* ------------------------------------------------------------ readings */
 
@@ -238,6 +243,54 @@ static void flush(loomd_jobusage_t *u)
     u->nbatch = 0;
 }
 
+/* GPUs NVML sees at 5% utilisation or more; NAN without NVML. */
+static double gpus_busy(loomd_jobusage_t *u)
+{
+    gpu_at(u, -1); /* reads this tick's GPUs if no job did */
+    if (u->gpu.gpu.source.status != LOOM_OK)
+        return NAN;
+    double busy = 0;
+    for (size_t i = 0; i < u->gpu.gpu.n; i++)
+        busy += u->gpu.gpu.gpus[i].field_status[LOOM_MON_GPU_F_UTIL] == 0 &&
+                u->gpu.gpu.gpus[i].util_gpu_pct >= 5;
+    return busy;
+}
+
+/* One cluster point a minute: the allocation, the queue, busy GPUs. */
+static void cluster_sample(loomd_jobusage_t *u, int64_t now)
+{
+    if (u->cluster_ns && now - u->cluster_ns < CLUSTER_EVERY_NS)
+        return;
+    loomd_alloc_t a;
+    loomd_runner_alloc(u->runner, &a);
+    loom_store_stats_t st;
+    loom_err_t err;
+    double pending = loom_store_stats(u->store, &st, NULL) == LOOM_OK
+                         ? (double)st.jobs_by_state[LOOM_JOB_PENDING]
+                         : NAN;
+    loom_cluster_point_t p = {.time_ns = loom_time_real_ns(),
+                              .span_ns = u->cluster_ns ? now - u->cluster_ns : CLUSTER_EVERY_NS,
+                              .gpus_total = a.gpus_total,
+                              .gpus_allocated = a.gpus_allocated,
+                              .gpus_whole = a.gpus_whole,
+                              .gpus_shared = a.gpus_shared,
+                              .gpus_busy = gpus_busy(u),
+                              .cpus_total = a.cpus_total,
+                              .cpus_allocated = a.cpus_allocated,
+                              .memory_total_bytes = a.memory_total_bytes,
+                              .memory_allocated_bytes = a.memory_allocated_bytes,
+                              .pending = pending,
+                              .running = a.running};
+    u->cluster_ns = now;
+    if (loom_store_cluster_append(u->store, &p, u->window_ns, &err) != LOOM_OK)
+        loom_log_warn("jobusage.cluster", "error=\"%s\"", err.msg);
+}
+
+void loomd_jobusage_set_window(loomd_jobusage_t *u, int64_t window_ns)
+{
+    u->window_ns = window_ns;
+}
+
 void loomd_jobusage_tick(loomd_jobusage_t *u)
 {
     size_t n = loomd_runner_sampled(u->runner, u->run, SAMPLED_MAX);
@@ -250,6 +303,7 @@ void loomd_jobusage_tick(loomd_jobusage_t *u)
     }
     drop_unseen(u);
     flush(u);
+    cluster_sample(u, now);
 }
 
 static void *run_thread(void *arg)

@@ -15,10 +15,12 @@ typedef struct loomd_jobusage loomd_jobusage_t;
 int loomd_jobusage_open(loom_store_t *store, loomd_runner_t *runner, bool start,
                         loomd_jobusage_t **out, loom_err_t *err);
 void loomd_jobusage_close(loomd_jobusage_t *u);
+/* How long the cluster series is kept (0: 30 days). */
+void loomd_jobusage_set_window(loomd_jobusage_t *u, int64_t window_ns);
 /* One round of sampling (the thread's; tests call it directly). */
 void loomd_jobusage_tick(loomd_jobusage_t *u);
 loom_store_t *loomd_jobusage_store(const loomd_jobusage_t *u);
-/* job.usage. */
+/* job.usage and cluster.usage. */
 int loomd_jobusage_add_methods(loom_rpc_dispatcher_t *d, loomd_jobusage_t *u, loom_err_t *err);
 /* The job's usage summary (jobusage_summary.c) from its series: CPU
  * efficiency, memory, GPUs against the request, hints; NULL when n is 0. */

@@ -87,11 +87,19 @@ void loomd_jobusage_columns(const loom_usage_point_t *p, size_t n, json_t *res)
     json_object_set_new(res, "gpus", gpus);
 }
 
+/* since (Unix seconds, a double: exact to about a microsecond) as the
+ * last nanosecond of its microsecond, so a point's own time given back as
+ * since excludes that point. */
+static int64_t since_ns(double since_s)
+{
+    return since_s > 0 ? llround(since_s * 1e6) * 1000 + 999 : 0;
+}
+
 /* Drops the points that end at or before since_s. */
 static size_t after(loom_usage_point_t *p, size_t n, double since_s)
 {
     size_t k = 0;
-    while (k < n && (double)p[k].time_ns / 1e9 <= since_s)
+    while (k < n && p[k].time_ns <= since_ns(since_s))
         k++;
     if (k > 0)
         memmove(p, p + k, (n - k) * sizeof *p);
@@ -135,8 +143,79 @@ static loom_rpc_status_t m_usage(loom_rpc_call_t *call, json_t *params, void *ct
     return LOOM_RPC_DONE;
 }
 
+/* cluster.usage's columns. */
+static json_t *cluster_columns(const loom_cluster_point_t *p, size_t n)
+{
+    static const char *const names[] = {"time",
+                                        "span_seconds",
+                                        "gpus_total",
+                                        "gpus_allocated",
+                                        "gpus_whole",
+                                        "gpus_shared",
+                                        "gpus_busy",
+                                        "cpus_total",
+                                        "cpus_allocated",
+                                        "memory_total_bytes",
+                                        "memory_allocated_bytes",
+                                        "pending",
+                                        "running"};
+    enum { NCOLS = sizeof names / sizeof names[0] };
+    json_t *cols[NCOLS];
+    for (size_t c = 0; c < NCOLS; c++)
+        cols[c] = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const double v[NCOLS] = {(double)p[i].time_ns / 1e9,
+                                 (double)p[i].span_ns / 1e9,
+                                 p[i].gpus_total,
+                                 p[i].gpus_allocated,
+                                 p[i].gpus_whole,
+                                 p[i].gpus_shared,
+                                 p[i].gpus_busy,
+                                 p[i].cpus_total,
+                                 p[i].cpus_allocated,
+                                 p[i].memory_total_bytes,
+                                 p[i].memory_allocated_bytes,
+                                 p[i].pending,
+                                 p[i].running};
+        for (size_t c = 0; c < NCOLS; c++)
+            json_array_append_new(cols[c], num(v[c]));
+    }
+    json_t *o = json_object();
+    for (size_t c = 0; c < NCOLS; c++)
+        json_object_set_new(o, names[c], cols[c]);
+    return o;
+}
+
+static loom_rpc_status_t m_cluster_usage(loom_rpc_call_t *call, json_t *params, void *ctx)
+{
+    loomd_jobusage_t *u = ctx;
+    loom_err_t err;
+    double since = (double)loom_time_real_ns() / 1e9 - 86400;
+    if (params && loom_json_get_number(params, "since", false, "", &since, &err) != LOOM_OK) {
+        loom_rpc_call_fail_params(call, &err);
+        return LOOM_RPC_DONE;
+    }
+    loom_cluster_point_t *p;
+    size_t n;
+    if (loom_store_cluster_series(loomd_jobusage_store(u), since_ns(since), &p, &n, &err) !=
+        LOOM_OK) {
+        loom_rpc_call_fail(call, LOOMD_ERR_STORE, err.msg, NULL);
+        return LOOM_RPC_DONE;
+    }
+    json_t *res =
+        json_pack("{s:I, s:o}", "points", (json_int_t)n, "columns", cluster_columns(p, n));
+    free(p);
+    loom_rpc_call_complete(call, res);
+    return LOOM_RPC_DONE;
+}
+
 int loomd_jobusage_add_methods(loom_rpc_dispatcher_t *d, loomd_jobusage_t *u, loom_err_t *err)
 {
     static const char *const params[] = {"id", "since", NULL};
-    return loom_rpc_dispatcher_add(d, "job.usage", m_usage, u, params, LOOM_RPC_STRICT_PARAMS, err);
+    static const char *const cparams[] = {"since", NULL};
+    int rc =
+        loom_rpc_dispatcher_add(d, "job.usage", m_usage, u, params, LOOM_RPC_STRICT_PARAMS, err);
+    return rc ? rc
+              : loom_rpc_dispatcher_add(d, "cluster.usage", m_cluster_usage, u, cparams,
+                                        LOOM_RPC_STRICT_PARAMS, err);
 }

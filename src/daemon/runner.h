@@ -73,6 +73,14 @@ typedef struct loomd_running {
     int gpu_milli;                 /* per GPU; 1000: whole GPUs */
 } loomd_running_t;
 
+/* The cluster's allocation now, for the cluster series. */
+typedef struct loomd_alloc {
+    double gpus_total, gpus_allocated, gpus_whole, gpus_shared;
+    double cpus_total, cpus_allocated, memory_total_bytes, memory_allocated_bytes;
+    double running;
+} loomd_alloc_t;
+void loomd_runner_alloc(loomd_runner_t *r, loomd_alloc_t *out);
+
 /* The running (not suspended) local jobs, up to max; returns how many. */
 size_t loomd_runner_sampled(loomd_runner_t *r, loomd_running_t *out, size_t max);
 /* Pending reasons (squeue's: Resources, Priority, QuotaLimit, ...): every

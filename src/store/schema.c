@@ -122,6 +122,15 @@ static const char *const migrations[] = {
     "  gpus TEXT,"
     "  PRIMARY KEY (job_id, time_ns)"
     ") WITHOUT ROWID;",
+    /* 10: the cluster's allocation and queue over time (cluster_series.c):
+     * one row a minute, hourly past a day, none past the window. */
+    "CREATE TABLE cluster_usage ("
+    "  time_ns INTEGER PRIMARY KEY,"
+    "  span_ns INTEGER NOT NULL,"
+    "  gpus_total REAL, gpus_allocated REAL, gpus_whole REAL, gpus_shared REAL, gpus_busy REAL,"
+    "  cpus_total REAL, cpus_allocated REAL, memory_total_bytes REAL,"
+    "  memory_allocated_bytes REAL, pending REAL, running REAL"
+    ");",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

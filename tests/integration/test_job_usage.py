@@ -143,6 +143,35 @@ class JobUsage(unittest.TestCase):
         # job.usage carries the same summary
         self.assertEqual(self.c.call("job.usage", {"id": job})["summary"], s)
 
+    def test_cluster_series(self):
+        # a point at start-up (nothing allocated), then one a minute: the
+        # next shows the GPU job that started meanwhile
+        first = self.c.call("cluster.usage")
+        self.assertGreaterEqual(first["points"], 1)
+        cols = first["columns"]
+        self.assertEqual(cols["gpus_total"][0], 3)
+        self.assertEqual(cols["cpus_total"][0], os.cpu_count())
+        self.assertGreater(cols["memory_total_bytes"][0], 0)
+        job = self.c.submit("held", "#!/bin/sh\nsleep 300\n", resources={"gpus": 1})["id"]
+        deadline = time.monotonic() + 150
+        while True:
+            u = self.c.call("cluster.usage", {"since": cols["time"][-1]})
+            c = u["columns"]
+            if any(a >= 1 for a in c["gpus_allocated"]):
+                break
+            self.assertLess(time.monotonic(), deadline, f"no allocation seen: {u}")
+            time.sleep(1)
+        k = next(i for i, a in enumerate(c["gpus_allocated"]) if a >= 1)
+        self.assertGreaterEqual(c["gpus_whole"][k], 1)
+        self.assertEqual(c["gpus_shared"][k], 0)
+        self.assertGreaterEqual(c["running"][k], 1)
+        self.assertGreaterEqual(c["cpus_allocated"][k], 1)
+        self.assertGreater(c["time"][0], cols["time"][-1])  # since: newer points only
+        self.c.cancel(job)
+        with self.assertRaises(RpcError) as e:
+            self.c.call("cluster.usage", {"since": "an hour ago"})
+        self.assertIn("since", e.exception.message)
+
     def test_bad_input(self):
         with self.assertRaises(RpcError) as e:
             self.c.call("job.usage", {"id": 999999})
