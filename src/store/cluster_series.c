@@ -5,34 +5,28 @@
  * means) and deletes the points older than the window, so 30 days keep
  * about 1,440 minute points and 696 hourly ones. */
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "store/store_int.h"
 
-/* The value columns, in the table's and the struct's order. */
-static const struct {
-    const char *name;
-    size_t off;
-} cols[] = {
-    {"gpus_total", offsetof(loom_cluster_point_t, gpus_total)},
-    {"gpus_allocated", offsetof(loom_cluster_point_t, gpus_allocated)},
-    {"gpus_whole", offsetof(loom_cluster_point_t, gpus_whole)},
-    {"gpus_shared", offsetof(loom_cluster_point_t, gpus_shared)},
-    {"gpus_busy", offsetof(loom_cluster_point_t, gpus_busy)},
-    {"cpus_total", offsetof(loom_cluster_point_t, cpus_total)},
-    {"cpus_allocated", offsetof(loom_cluster_point_t, cpus_allocated)},
-    {"memory_total_bytes", offsetof(loom_cluster_point_t, memory_total_bytes)},
-    {"memory_allocated_bytes", offsetof(loom_cluster_point_t, memory_allocated_bytes)},
-    {"pending", offsetof(loom_cluster_point_t, pending)},
-    {"running", offsetof(loom_cluster_point_t, running)},
-};
-#define NCOLS (sizeof cols / sizeof cols[0])
+/* The value columns, in the table's order. */
+#define NCOLS 11
 
 static double *col(loom_cluster_point_t *p, size_t c)
 {
-    return (double *)((char *)p + cols[c].off);
+    double *const v[NCOLS] = {&p->gpus_total,
+                              &p->gpus_allocated,
+                              &p->gpus_whole,
+                              &p->gpus_shared,
+                              &p->gpus_busy,
+                              &p->cpus_total,
+                              &p->cpus_allocated,
+                              &p->memory_total_bytes,
+                              &p->memory_allocated_bytes,
+                              &p->pending,
+                              &p->running};
+    return v[c];
 }
 
 #define SELECT_SQL                                                                                 \
