@@ -80,7 +80,12 @@ static tracked_t *track(loomd_jobusage_t *u, const loomd_running_t *r, int64_t n
     if (loom_store_usage_series(u->store, r->id, &pts, &t->points, NULL) != LOOM_OK)
         t->points = 0;
     free(pts);
-    loom_mon_tree_opts_t o = {.details = true};
+    /* With many jobs, looking for new members at every reading (any pid
+     * allocated on the host triggers a look) and walking /proc every 10 s
+     * per job dominated the sampler's cost (docs/bench/usage.md): look at
+     * most every 2 s, walk every minute. Reaped children's CPU still counts. */
+    loom_mon_tree_opts_t o = {
+        .details = true, .discover_ns = 2 * LOOM_NS_PER_S, .rescan_ns = 60 * LOOM_NS_PER_S};
     if (loom_mon_tree_open(&t->tree, u->mon, r->pid, &o, NULL) != LOOM_OK)
         t->tree = NULL;
     return t;
