@@ -419,6 +419,79 @@ typedef struct loom_store_stats {
 
 int loom_store_stats(loom_store_t *store, loom_store_stats_t *out, loom_err_t *err);
 
+/* ------------------------------------------------------- usage series
+ * What a running job used over time (docs/store.md, "Usage series"): one
+ * point per sample; a point covers span_ns up to time_ns and holds means
+ * over that span and peaks within it. A job keeps at most
+ * LOOM_USAGE_POINTS_MAX points: past that its series is downsampled
+ * (neighbours merged in pairs), so a week-long job's series stays bounded.
+ * NAN: not known (no cgroup I/O, no NVML, no power reading). */
+#define LOOM_USAGE_GPUS_MAX   16
+#define LOOM_USAGE_POINTS_MAX 1000
+
+typedef struct loom_usage_gpu {
+    int index;                /* the node's GPU index */
+    double util_pct;          /* mean utilisation over the span, 0-100 */
+    double util_peak_pct;     /* highest sample in the span */
+    double memory_bytes;      /* mean memory held */
+    double memory_peak_bytes; /* most memory held */
+    double power_watts;       /* mean board power (whole GPUs only) */
+} loom_usage_gpu_t;
+
+typedef struct loom_usage_point {
+    int64_t time_ns;          /* wall clock at the end of the span */
+    int64_t span_ns;          /* how long the point covers */
+    double cpu_cores;         /* mean CPUs busy (CPU seconds per second) */
+    double memory_bytes;      /* mean memory in use */
+    double memory_peak_bytes; /* most memory in use */
+    double read_bytes_per_second, write_bytes_per_second;
+    int ngpus;
+    loom_usage_gpu_t gpus[LOOM_USAGE_GPUS_MAX];
+} loom_usage_point_t;
+
+/* How often a job of age_ns is sampled: every second in its first minute,
+ * every 10 s in its first hour, every minute in its first day, every 5
+ * minutes after. */
+int64_t loom_usage_interval_ns(int64_t age_ns);
+
+/* Appends points[i] to the series of jobs[i], all in one transaction. */
+int loom_store_usage_append(loom_store_t *store, const int64_t *jobs,
+                            const loom_usage_point_t *points, size_t n, loom_err_t *err);
+/* The series of job, oldest first (*out malloc'd, NULL when empty). */
+int loom_store_usage_series(loom_store_t *store, int64_t job, loom_usage_point_t **out, size_t *n,
+                            loom_err_t *err);
+/* Merges the series of job in pairs if it has more than max points
+ * (0: LOOM_USAGE_POINTS_MAX); *n_out is its length afterwards. */
+int loom_store_usage_downsample(loom_store_t *store, int64_t job, size_t max, size_t *n_out,
+                                loom_err_t *err);
+/* The cluster over time (docs/store.md, "Cluster series"): loomd writes
+ * one point a minute; points older than a day are merged into hours, and
+ * points older than the window are deleted. Means over the span. */
+typedef struct loom_cluster_point {
+    int64_t time_ns, span_ns;
+    double gpus_total, gpus_allocated; /* GPUs; a share counts as its fraction */
+    double gpus_whole, gpus_shared;    /* allocated as whole GPUs; as shares (fractions) */
+    double gpus_busy;                  /* GPUs NVML saw at 5% utilisation or more; NAN: no NVML */
+    double cpus_total, cpus_allocated;
+    double memory_total_bytes, memory_allocated_bytes;
+    double pending, running; /* jobs */
+} loom_cluster_point_t;
+
+#define LOOM_CLUSTER_FINE_NS   (86400 * LOOM_NS_PER_S) /* per-minute points kept this long */
+#define LOOM_CLUSTER_COARSE_NS (3600 * LOOM_NS_PER_S)  /* then one point per this */
+
+/* Appends p, then merges the points older than LOOM_CLUSTER_FINE_NS into
+ * hours and deletes those older than window_ns (0: 30 days). */
+int loom_store_cluster_append(loom_store_t *store, const loom_cluster_point_t *p, int64_t window_ns,
+                              loom_err_t *err);
+/* The points that end after since_ns, oldest first (*out malloc'd). */
+int loom_store_cluster_series(loom_store_t *store, int64_t since_ns, loom_cluster_point_t **out,
+                              size_t *n, loom_err_t *err);
+
+/* Merges neighbours (0,1), (2,3), ... in place: span-weighted means, the
+ * larger peak, the later time; returns the new length ((n + 1) / 2). */
+size_t loom_usage_merge_pairs(loom_usage_point_t *p, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

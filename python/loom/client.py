@@ -424,6 +424,27 @@ class Client:
             p["reason"] = reason
         return Job.from_json(self.call("job.cancel", p)["job"])
 
+    def job_usage(self, job_id: JobRef,
+                  since: Optional[float] = None) -> Dict[str, List[Any]]:
+        """The job's usage over time (job.usage) as columns, one list per
+        quantity, all as long as "time" (Unix seconds, the end of each
+        sample): span_seconds, cpu_cores, memory_bytes, memory_peak_bytes,
+        read_bytes_per_second, write_bytes_per_second, and per GPU index I
+        gpuI_util_percent, gpuI_util_peak_percent, gpuI_memory_bytes,
+        gpuI_memory_peak_bytes, gpuI_power_watts. None: not known.
+        pandas.DataFrame(c.job_usage(7)) makes a frame of it. since: only
+        samples that end after this Unix time."""
+        params: Dict[str, Any] = {"id": _job_id(job_id)}
+        if since is not None:
+            params["since"] = since
+        r = self.call("job.usage", params)
+        cols: Dict[str, List[Any]] = dict(r["columns"])
+        for g in r["gpus"]:
+            for k, v in g.items():
+                if k != "index":
+                    cols["gpu%d_%s" % (g["index"], k)] = v
+        return cols
+
     def nodes(self) -> List[Node]:
         """node.list as loom.Node objects."""
         return [Node.from_json(n) for n in self.call("node.list")["nodes"]]

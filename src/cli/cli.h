@@ -36,6 +36,8 @@ int loom_cmd_version(int argc, char **argv);
 int loom_cmd_submit(int argc, char **argv);
 int loom_cmd_jobs(int argc, char **argv);
 int loom_cmd_usage(int argc, char **argv);
+/* job.usage's result as text charts (usage_chart.c, for loom show --usage). */
+void loom_cli_usage_charts(const json_t *usage);
 int loom_cmd_show(int argc, char **argv);
 int loom_cmd_cancel(int argc, char **argv);
 int loom_cmd_hold(int argc, char **argv); /* cmd_queue.c: hold, release, requeue, update */

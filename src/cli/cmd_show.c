@@ -8,8 +8,10 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: loom show ID [--json]\n\n"
+    fprintf(f, "usage: loom show ID [--json] [--usage]\n\n"
                "Shows job ID: its state, resources, labels, script and state changes.\n"
+               "  --usage  its usage over time instead (job.usage): CPU, memory and each\n"
+               "           GPU's utilisation, memory and power as text charts\n"
                "exit codes: 0 shown, 4 no such job, 3 cannot connect.\n");
 }
 
@@ -144,6 +146,47 @@ static void show_quota(const json_t *j)
            (double)json_integer_value(json_object_get(q, "allowed")) / div);
 }
 
+static double member(const json_t *o, const char *a, const char *b)
+{
+    return json_number_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* job.get's usage_summary: what the job used against what it asked for. */
+static void show_summary(const json_t *s, json_int_t id)
+{
+    if (!json_is_object(s))
+        return;
+    char a[32], b[32];
+    const json_t *eff = json_object_get(json_object_get(s, "cpu"), "efficiency");
+    printf("  summary:     CPU %.2f of %lld cores on average, peak %.2f",
+           member(s, "cpu", "mean_cores"), (long long)member(s, "cpu", "allocated"),
+           member(s, "cpu", "peak_cores"));
+    if (json_is_number(eff))
+        printf(" (CPU efficiency %.1f%%)", 100 * json_number_value(eff));
+    printf("\n               memory mean %s, peak %s",
+           loom_cli_fmt_size((json_int_t)member(s, "memory", "mean_bytes"), a),
+           loom_cli_fmt_size((json_int_t)member(s, "memory", "peak_bytes"), b));
+    if (member(s, "memory", "requested_bytes") > 0)
+        printf(" of %s asked",
+               loom_cli_fmt_size((json_int_t)member(s, "memory", "requested_bytes"), a));
+    printf("\n");
+    const json_t *g = json_object_get(s, "gpus");
+    if (json_array_size(json_object_get(g, "per_gpu")) > 0) {
+        printf("               GPUs %lld used of %zu held: utilisation mean %.1f%%, peak %.0f%%; "
+               "memory mean %s, peak %s\n",
+               (long long)json_integer_value(json_object_get(g, "used")),
+               json_array_size(json_object_get(g, "per_gpu")),
+               member(s, "gpus", "util_mean_percent"), member(s, "gpus", "util_peak_percent"),
+               loom_cli_fmt_size((json_int_t)member(s, "gpus", "memory_mean_bytes"), a),
+               loom_cli_fmt_size((json_int_t)member(s, "gpus", "memory_peak_bytes"), b));
+    }
+    size_t i;
+    const json_t *h;
+    json_array_foreach(json_object_get(s, "hints"), i, h)
+        printf("  hint:        %s\n", json_string_value(h));
+    printf("               (loom show %lld --usage draws it over time)\n", (long long)id);
+}
+
 static void show(const json_t *j, const json_t *usage_now)
 {
     const json_t *r = json_object_get(j, "resources");
@@ -186,6 +229,7 @@ static void show(const json_t *j, const json_t *usage_now)
     printf("  started:     %s\n", loom_cli_fmt_time(json_object_get(j, "start_time"), a));
     printf("  ended:       %s\n", loom_cli_fmt_time(json_object_get(j, "end_time"), a));
     show_run(json_object_get(j, "run"), usage_now);
+    show_summary(json_object_get(j, "usage_summary"), json_integer_value(json_object_get(j, "id")));
     printf("  events:\n");
     size_t i;
     json_array_foreach(json_object_get(j, "events"), i, v)
@@ -212,10 +256,51 @@ static void show(const json_t *j, const json_t *usage_now)
     loom_buf_free(&safe);
 }
 
+/* --json, --usage, --help: 0, or 'h' or '?'. */
+static int show_opts(int argc, char **argv, bool *as_json, bool *series)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"usage", no_argument, NULL, 'u'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    *as_json = *series = false;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == 'h')
+            return 'h';
+        if (c != 'j' && c != 'u') {
+            loom_cli_bad_option("show", c, argv[optind - 1]);
+            return '?';
+        }
+        *(c == 'j' ? as_json : series) = true;
+    }
+    return 0;
+}
+
+/* loom show ID --usage: job.usage as charts (or as it is, with --json). */
+static int show_usage(loom_cli_conn_t *conn, int64_t id, bool as_json)
+{
+    json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
+    int rc = loom_cli_call("show", conn, "job.usage", params, LOOM_RPC_CALL_RETRY, &result);
+    json_decref(params);
+    loom_cli_disconnect(conn);
+    if (rc)
+        return rc;
+    if (as_json)
+        loom_cli_print_json(result);
+    else {
+        printf("Job %lld (%s)\n", (long long)id,
+               json_string_value(json_object_get(result, "state")) ?: "?");
+        loom_cli_usage_charts(result);
+    }
+    json_decref(result);
+    return LOOM_EXIT_OK;
+}
+
 int loom_cmd_show(int argc, char **argv)
 {
-    bool as_json;
-    int c = loom_cli_json_opts("show", argc, argv, &as_json);
+    bool as_json, series;
+    int c = show_opts(argc, argv, &as_json, &series);
     if (c == 'h')
         usage(stdout);
     if (c)
@@ -234,6 +319,8 @@ int loom_cmd_show(int argc, char **argv)
     int rc = loom_cli_connect("show", &conn);
     if (rc)
         return rc;
+    if (series)
+        return show_usage(&conn, id, as_json);
     json_t *params = json_pack("{s:I}", "id", (json_int_t)id), *result = NULL;
     rc = loom_cli_call("show", &conn, "job.get", params, LOOM_RPC_CALL_RETRY, &result);
     json_t *usage = NULL;

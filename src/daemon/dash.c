@@ -94,9 +94,9 @@ struct loomd_dash {
 };
 
 /* The methods a page may call: what it shows, and the one action. */
-static const char *const page_methods[] = {"server.info", "job.list",  "job.get",
-                                           "job.cancel",  "node.list", "monitor.snapshot",
-                                           "usage.report"};
+static const char *const page_methods[] = {"server.info",  "job.list",  "job.get",
+                                           "job.cancel",   "node.list", "monitor.snapshot",
+                                           "usage.report", "job.usage", "cluster.usage"};
 
 /* ------------------------------------------------------------ secrets */
 

@@ -19,6 +19,7 @@
 #include "daemon/authz.h"
 #include "daemon/config.h"
 #include "daemon/dash.h"
+#include "daemon/jobusage.h"
 #include "daemon/follow.h"
 #include "daemon/identity.h"
 #include "daemon/methods.h"
@@ -35,105 +36,106 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: loomd [--listen ADDR:PORT] [--socket PATH] [--state-dir DIR]\n"
-            "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
-            "             [--executor local|slurm|none] [--slurm-partition P]\n"
-            "             [--queue-policy P] [--placement P]\n"
-            "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
-            "             [--grace D] [--seed S] [--timeslice D] [--pack-check]\n"
-            "             [--backfill greedy|easy|conservative] [--default-time-limit D]\n"
-            "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
-            "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
-            "             [--job-output-max SIZE] [--rubick DEVICE [--rubick-cost D]]\n"
-            "             [--multi-user --socket PATH [--operators GROUP] [--allow-root-jobs]\n"
-            "              [--munge-socket PATH]]\n\n"
-            "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
-            "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
-            "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
-            "                       port; 'none' disables TCP). TCP requires the bearer token.\n"
-            "  --socket PATH        Unix socket (default STATE_DIR/loomd.sock; 'none' disables)\n"
-            "  --state-dir DIR      database, token, socket (default $LOOM_STATE_DIR, else\n"
-            "                       ~/.local/state/loom)\n"
-            "  --durability MODE    normal: an acknowledged job survives a crash of loomd;\n"
-            "                       full: also power loss (fsync per commit). Default normal.\n"
-            "  --log-level L        debug, info, warn, error, off (default info)\n"
-            "  --executor E         local: run jobs on this machine (default); slurm: place\n"
-            "                       them on the Slurm partition's nodes and run them with\n"
-            "                       sbatch (docs/slurm.md); none: only queue them\n"
-            "  --slurm-partition P  the Slurm partition (default: Slurm's default)\n"
-            "  --queue-policy P     fifo, sjf, priority, tiresias[:OPTS], drf, fairshare[:OPTS],\n"
-            "                       tiresias+fairshare[:OPTS]; OPTS: a half-life (7d) and\n"
-            "                       by=user|account, e.g. fairshare:1h,by=account;\n"
-            "                       tiresias (preemptive): thresholds=T1/T2/...,knob=X\n"
-            "                       (default fifo; docs/scheduling.md)\n"
-            "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
-            "                       fgd, fgd-cpu (default firstfit)\n"
-            "  --node SPEC          a node of the cluster model, repeatable:\n"
-            "                       name=N,cpus=C,memory=SIZE,gpus=G,gpu_type=T,gpu_memory=SIZE\n"
-            "                       (default: this machine, with --gpus virtual GPUs)\n"
-            "  --gpus N             virtual GPUs on the default node (default: the NVIDIA\n"
-            "                       GPUs NVML reports, with their type and memory, else 0)\n"
-            "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
-            "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
-            "  --seed S             seed of the random placement and tie breaks (default 1)\n"
-            "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
-            "                       suspend jobs that have run D since they last started\n"
-            "                       (default off)\n"
-            "  --backfill B         greedy: any job that fits starts (default); easy: the\n"
-            "                       first job that waits gets a reservation from the running\n"
-            "                       jobs' time limits and later jobs start only where they\n"
-            "                       do not delay it; conservative: every waiting job gets\n"
-            "                       one (docs/scheduling.md, \"Backfill\")\n"
-            "  --default-time-limit D  the time limit backfill plans with for a job without\n"
-            "                       one (default 1h)\n"
-            "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
-            "                       GPU when the jobs' step rates show it lowers throughput\n"
-            "  --estimate-margin M  safety margin on a submission's model estimate: a\n"
-            "                       percentage and/or a size (default 10%%+256MiB)\n"
-            "  --estimate-device D  device of model estimates when the submission names\n"
-            "                       none: a name or a device file (default h200)\n"
-            "  --device-dir DIR     where device names are looked up (default\n"
-            "                       $LOOM_DEVICE_DIR, else loom's share/loom/devices)\n"
-            "  --config FILE        settings as 'key = value' lines, keys the long options\n"
-            "                       above; flags override them (default $LOOMD_CONFIG, else\n"
-            "                       " LOOMD_CONFIG_DEFAULT " if present; none: no file)\n"
-            "  --move-orphaned-jobs when STATE_DIR/jobs holds job directories but loom.db is\n"
-            "                       missing, move jobs/ aside to jobs.orphaned-<time> and\n"
-            "                       start a new database (default: refuse to start, so that\n"
-            "                       no job id or output file is reused)\n"
-            "  --store-reserve SIZE space kept in STATE_DIR/loom.reserve and given up when the\n"
-            "                       disk is full, so that loom's own records still fit\n"
-            "                       (default 8MiB; 0: none)\n"
-            "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
-            "                       together pass SIZE: FAILED 'output limit ... reached'\n"
-            "                       (default 0: no limit)\n"
-            "  --rubick DEVICE      Rubick's policy for reconfigurable jobs (a \"reconfig\"\n"
-            "                       naming a model): GPUs, CPUs, memory and plan chosen and\n"
-            "                       changed live (checkpoint, restart) by the performance\n"
-            "                       model on DEVICE, a name or a device file (local\n"
-            "                       executor; docs/scheduling.md, \"Live reconfiguration\")\n"
-            "  --rubick-cost D      what one reconfiguration costs a job (checkpoint,\n"
-            "                       restart, warm-up); a change must gain more (default 30s)\n"
-            "  --multi-user         share the machine (docs/security.md): callers are who the\n"
-            "                       kernel (Unix socket) or MUNGE (TCP) says; jobs run as\n"
-            "                       their owners (slurm: sbatch runs as the owner); the\n"
-            "                       socket (give --socket PATH outside the state directory)\n"
-            "                       is open to everyone. Needs root.\n"
-            "  --operators GROUP    members of GROUP act on every job, as root does\n"
-            "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
-            "  --munge-socket PATH  munged's socket (default libmunge's)\n"
-            "  --quota WHO=LIMITS   quota, repeatable: WHO user:NAME, account:NAME or * (every\n"
-            "                       user); LIMITS any of pending=N,time=D (refuse submissions\n"
-            "                       beyond), gpus=G,running=N (GPUs, e.g. 1.5, and jobs running\n"
-            "                       at once: the rest wait PENDING, reason QuotaLimit)\n"
-            "  --print-authz-table  print who may call each method (docs/security.md), exit\n"
-            "  --help, --version\n\n"
-            "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
-            "user refused): loom.db (SQLite), token, loomd.sock,\n"
-            "loomd.url (the TCP URL actually bound, written once listening).\n"
-            "Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, close the\n"
-            "store, exit 0.\n");
+    fprintf(
+        f, "usage: loomd [--listen ADDR:PORT] [--socket PATH] [--state-dir DIR]\n"
+           "             [--durability normal|full] [--log-level L] [--help] [--version]\n"
+           "             [--executor local|slurm|none] [--slurm-partition P]\n"
+           "             [--queue-policy P] [--placement P]\n"
+           "             [--node SPEC]... [--gpus N] [--gpu-type T] [--gpu-memory SIZE]\n"
+           "             [--grace D] [--seed S] [--timeslice D] [--pack-check] [--usage-window D]\n"
+           "             [--backfill greedy|easy|conservative] [--default-time-limit D]\n"
+           "             [--estimate-margin M] [--estimate-device D] [--device-dir DIR]\n"
+           "             [--config FILE|none] [--move-orphaned-jobs] [--store-reserve SIZE]\n"
+           "             [--job-output-max SIZE] [--rubick DEVICE [--rubick-cost D]]\n"
+           "             [--multi-user --socket PATH [--operators GROUP] [--allow-root-jobs]\n"
+           "              [--munge-socket PATH]]\n\n"
+           "loomd keeps the durable job queue of loom and serves JSON-RPC 2.0 over HTTP\n"
+           "(POST /rpc, GET /healthz, GET /metrics). See docs/protocol.md.\n\n"
+           "  --listen ADDR:PORT   TCP address (default 127.0.0.1:7750; port 0 picks a free\n"
+           "                       port; 'none' disables TCP). TCP requires the bearer token.\n"
+           "  --socket PATH        Unix socket (default STATE_DIR/loomd.sock; 'none' disables)\n"
+           "  --state-dir DIR      database, token, socket (default $LOOM_STATE_DIR, else\n"
+           "                       ~/.local/state/loom)\n"
+           "  --durability MODE    normal: an acknowledged job survives a crash of loomd;\n"
+           "                       full: also power loss (fsync per commit). Default normal.\n"
+           "  --log-level L        debug, info, warn, error, off (default info)\n"
+           "  --executor E         local: run jobs on this machine (default); slurm: place\n"
+           "                       them on the Slurm partition's nodes and run them with\n"
+           "                       sbatch (docs/slurm.md); none: only queue them\n"
+           "  --slurm-partition P  the Slurm partition (default: Slurm's default)\n"
+           "  --queue-policy P     fifo, sjf, priority, tiresias[:OPTS], drf, fairshare[:OPTS],\n"
+           "                       tiresias+fairshare[:OPTS]; OPTS: a half-life (7d) and\n"
+           "                       by=user|account, e.g. fairshare:1h,by=account;\n"
+           "                       tiresias (preemptive): thresholds=T1/T2/...,knob=X\n"
+           "                       (default fifo; docs/scheduling.md)\n"
+           "  --placement P        firstfit, bestfit, dotprod, packing, clustering, random,\n"
+           "                       fgd, fgd-cpu (default firstfit)\n"
+           "  --node SPEC          a node of the cluster model, repeatable:\n"
+           "                       name=N,cpus=C,memory=SIZE,gpus=G,gpu_type=T,gpu_memory=SIZE\n"
+           "                       (default: this machine, with --gpus virtual GPUs)\n"
+           "  --gpus N             virtual GPUs on the default node (default: the NVIDIA\n"
+           "                       GPUs NVML reports, with their type and memory, else 0)\n"
+           "  --gpu-type T         their type (default virtual); --gpu-memory SIZE each\n"
+           "  --grace D            time between TERM and KILL when a job is stopped (10s)\n"
+           "  --seed S             seed of the random placement and tie breaks (default 1)\n"
+           "  --usage-window D     how long the cluster's usage series is kept (30d)\n"
+           "  --timeslice D        Gandiva time-slicing: a job that cannot be placed may\n"
+           "                       suspend jobs that have run D since they last started\n"
+           "                       (default off)\n"
+           "  --backfill B         greedy: any job that fits starts (default); easy: the\n"
+           "                       first job that waits gets a reservation from the running\n"
+           "                       jobs' time limits and later jobs start only where they\n"
+           "                       do not delay it; conservative: every waiting job gets\n"
+           "                       one (docs/scheduling.md, \"Backfill\")\n"
+           "  --default-time-limit D  the time limit backfill plans with for a job without\n"
+           "                       one (default 1h)\n"
+           "  --pack-check         Gandiva packing introspection: undo packing on a shared\n"
+           "                       GPU when the jobs' step rates show it lowers throughput\n"
+           "  --estimate-margin M  safety margin on a submission's model estimate: a\n"
+           "                       percentage and/or a size (default 10%%+256MiB)\n"
+           "  --estimate-device D  device of model estimates when the submission names\n"
+           "                       none: a name or a device file (default h200)\n"
+           "  --device-dir DIR     where device names are looked up (default\n"
+           "                       $LOOM_DEVICE_DIR, else loom's share/loom/devices)\n"
+           "  --config FILE        settings as 'key = value' lines, keys the long options\n"
+           "                       above; flags override them (default $LOOMD_CONFIG, else\n"
+           "                       " LOOMD_CONFIG_DEFAULT " if present; none: no file)\n"
+           "  --move-orphaned-jobs when STATE_DIR/jobs holds job directories but loom.db is\n"
+           "                       missing, move jobs/ aside to jobs.orphaned-<time> and\n"
+           "                       start a new database (default: refuse to start, so that\n"
+           "                       no job id or output file is reused)\n"
+           "  --store-reserve SIZE space kept in STATE_DIR/loom.reserve and given up when the\n"
+           "                       disk is full, so that loom's own records still fit\n"
+           "                       (default 8MiB; 0: none)\n"
+           "  --job-output-max SIZE (local executor) stop a job whose stdout and stderr\n"
+           "                       together pass SIZE: FAILED 'output limit ... reached'\n"
+           "                       (default 0: no limit)\n"
+           "  --rubick DEVICE      Rubick's policy for reconfigurable jobs (a \"reconfig\"\n"
+           "                       naming a model): GPUs, CPUs, memory and plan chosen and\n"
+           "                       changed live (checkpoint, restart) by the performance\n"
+           "                       model on DEVICE, a name or a device file (local\n"
+           "                       executor; docs/scheduling.md, \"Live reconfiguration\")\n"
+           "  --rubick-cost D      what one reconfiguration costs a job (checkpoint,\n"
+           "                       restart, warm-up); a change must gain more (default 30s)\n"
+           "  --multi-user         share the machine (docs/security.md): callers are who the\n"
+           "                       kernel (Unix socket) or MUNGE (TCP) says; jobs run as\n"
+           "                       their owners (slurm: sbatch runs as the owner); the\n"
+           "                       socket (give --socket PATH outside the state directory)\n"
+           "                       is open to everyone. Needs root.\n"
+           "  --operators GROUP    members of GROUP act on every job, as root does\n"
+           "  --allow-root-jobs    accept jobs of root in multi-user mode (refused otherwise)\n"
+           "  --munge-socket PATH  munged's socket (default libmunge's)\n"
+           "  --quota WHO=LIMITS   quota, repeatable: WHO user:NAME, account:NAME or * (every\n"
+           "                       user); LIMITS any of pending=N,time=D (refuse submissions\n"
+           "                       beyond), gpus=G,running=N (GPUs, e.g. 1.5, and jobs running\n"
+           "                       at once: the rest wait PENDING, reason QuotaLimit)\n"
+           "  --print-authz-table  print who may call each method (docs/security.md), exit\n"
+           "  --help, --version\n\n"
+           "Files in STATE_DIR (0700, files 0600; looser modes are repaired, files of another\n"
+           "user refused): loom.db (SQLite), token, loomd.sock,\n"
+           "loomd.url (the TCP URL actually bound, written once listening).\n"
+           "Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, close the\n"
+           "store, exit 0.\n");
 }
 
 typedef struct opts {
@@ -152,6 +154,7 @@ typedef struct opts {
     int64_t grace_ns;
     int64_t seed;
     int64_t timeslice_ns;
+    int64_t usage_window_ns; /* --usage-window: the cluster series kept (0: 30 days) */
     loom_runtime_backfill_t backfill;
     int64_t default_limit_ns;
     bool pack_check;
@@ -204,6 +207,7 @@ static const struct option longopts[] = {
     {"rubick-cost", required_argument, NULL, 'C'},
     {"backfill", required_argument, NULL, 'B'},
     {"default-time-limit", required_argument, NULL, 'I'},
+    {"usage-window", required_argument, NULL, 'W'},
     {NULL, 0, NULL, 0},
 };
 
@@ -240,12 +244,15 @@ static int set_number_opt(int c, const char *arg, opts_t *o)
     switch (c) {
     case 'q':
     case 'C':
+    case 'W':
     case 'I': {
         int64_t *to = c == 'q'   ? &o->timeslice_ns
                       : c == 'C' ? &o->rubick_cost_ns
+                      : c == 'W' ? &o->usage_window_ns
                                  : &o->default_limit_ns;
         const char *name = c == 'q'   ? "--timeslice"
                            : c == 'C' ? "--rubick-cost"
+                           : c == 'W' ? "--usage-window"
                                       : "--default-time-limit";
         if (loom_parse_duration(arg, to, &err)) {
             fprintf(stderr, "loomd: %s: %s\n", name, err.msg);
@@ -399,6 +406,7 @@ typedef struct daemon {
     loom_est_sizer_t *sizer;
     loomd_methods_t methods;
     loomd_monitor_t *monitor;
+    loomd_jobusage_t *jobusage;
     loomd_zoo_t *zoo;
     loom_rpc_dispatcher_t *disp;
     loomd_dash_t *dash;
@@ -575,6 +583,8 @@ static int add_methods(daemon_t *d)
         loom_rpc_dispatcher_new(NULL, &d->disp, &err) ||
         loomd_methods_add(d->disp, &d->methods, &err) ||
         loomd_monitor_add_methods(d->disp, d->monitor, &err) ||
+        loomd_jobusage_open(d->store, d->runner, d->runner != NULL, &d->jobusage, &err) ||
+        loomd_jobusage_add_methods(d->disp, d->jobusage, &err) ||
         loomd_zoo_open(d->state_dir, d->store, d->ident, &d->zoo, &err) ||
         loomd_zoo_add_methods(d->disp, d->zoo, &err) ||
         loomd_dash_new(d->disp, d->store, &d->info, d->ident, &d->dash, &err) ||
@@ -583,6 +593,7 @@ static int add_methods(daemon_t *d)
         fprintf(stderr, "loomd: %s\n", err.msg);
         return 1;
     }
+    loomd_jobusage_set_window(d->jobusage, d->o.usage_window_ns);
     return 0;
 }
 
@@ -686,6 +697,7 @@ out_dash:
     loomd_dash_free(d.dash);
 out_runner:
     /* Jobs keep running under their shepherds; the next loomd adopts them. */
+    loomd_jobusage_close(d.jobusage); /* samples running jobs: before the runner */
     loomd_runner_stop(d.runner);
     loomd_monitor_close(d.monitor);
     loomd_zoo_close(d.zoo);

@@ -9,6 +9,7 @@
 
 #include "daemon/follow.h"
 #include "daemon/identity.h"
+#include "daemon/jobusage.h"
 #include "daemon/quota.h"
 #include "daemon/methods.h"
 #include "daemon/queue.h"
@@ -430,6 +431,8 @@ static loom_rpc_status_t m_job_get(loom_rpc_call_t *call, json_t *params, void *
     size_t nev = 0;
     int rc = loom_store_events(m->store, id, &ev, &nev, &err);
     json_t *j = rc ? NULL : loom_job_to_json(&job, true);
+    if (j)
+        loomd_usage_summary_add(m->store, &job, j);
     loom_job_free(&job);
     if (rc) {
         fail_store(call, rc, &err, true, id);

@@ -1233,6 +1233,52 @@ size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t
     return n;
 }
 
+void loomd_runner_alloc(loomd_runner_t *r, loomd_alloc_t *o)
+{
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&r->mu);
+    const loom_sched_cluster_t *c = model(r);
+    o->gpus_total = (double)c->gpu_milli_total / 1000;
+    o->gpus_allocated = (double)c->gpu_milli_used / 1000;
+    o->cpus_total = (double)c->cpu_milli_total / 1000;
+    o->cpus_allocated = (double)c->cpu_milli_used / 1000;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        o->memory_total_bytes += (double)c->nodes[i].mem_mib * 1048576.0;
+        o->memory_allocated_bytes +=
+            (double)(c->nodes[i].mem_mib - c->nodes[i].mem_free) * 1048576.0;
+    }
+    for (size_t i = 0; i < r->nactive; i++) {
+        const loom_sched_alloc_t *a = &r->active[i].alloc;
+        if (a->req.gpu_milli >= 1000)
+            o->gpus_whole += a->ngpus;
+        else
+            o->gpus_shared += a->ngpus * a->req.gpu_milli / 1000.0;
+    }
+    o->running = (double)r->nactive;
+    pthread_mutex_unlock(&r->mu);
+}
+
+size_t loomd_runner_sampled(loomd_runner_t *r, loomd_running_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nactive && n < max; i++) {
+        const active_t *a = &r->active[i];
+        if (a->suspended || a->h.shepherd_pid <= 0)
+            continue;
+        loomd_running_t *o = &out[n++];
+        o->id = a->id;
+        o->pid = a->h.shepherd_pid;
+        snprintf(o->cgroup, sizeof o->cgroup, "%s", a->h.cgroup);
+        o->ngpus = a->alloc.ngpus;
+        for (int g = 0; g < a->alloc.ngpus; g++)
+            o->gpus[g] = a->alloc.gpus[g];
+        o->gpu_milli = a->alloc.req.gpu_milli;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 /* ---------------------------------------------------- pending reasons */
 
 #define LOOMD_REASON_WAIT_NS (250 * LOOM_NS_PER_MS)

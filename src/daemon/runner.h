@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "loom/core.h"
+#include "loom/exec.h"
 #include "loom/runtime.h"
 #include "loom/store.h"
 
@@ -61,6 +62,27 @@ json_t *loomd_runner_stats(loomd_runner_t *r);
 /* The running (not suspended) jobs: up to max ids and shepherd PIDs.
  * Returns how many. */
 size_t loomd_runner_running(loomd_runner_t *r, int64_t *ids, pid_t *pids, size_t max);
+
+/* What the usage sampler (jobusage.c) needs of a running job. */
+typedef struct loomd_running {
+    int64_t id;
+    pid_t pid;                       /* its shepherd */
+    char cgroup[LOOM_EXEC_PATH_MAX]; /* "" without one */
+    int ngpus;
+    int gpus[LOOM_SCHED_MAX_GPUS]; /* the node's GPU indices */
+    int gpu_milli;                 /* per GPU; 1000: whole GPUs */
+} loomd_running_t;
+
+/* The cluster's allocation now, for the cluster series. */
+typedef struct loomd_alloc {
+    double gpus_total, gpus_allocated, gpus_whole, gpus_shared;
+    double cpus_total, cpus_allocated, memory_total_bytes, memory_allocated_bytes;
+    double running;
+} loomd_alloc_t;
+void loomd_runner_alloc(loomd_runner_t *r, loomd_alloc_t *out);
+
+/* The running (not suspended) local jobs, up to max; returns how many. */
+size_t loomd_runner_sampled(loomd_runner_t *r, loomd_running_t *out, size_t max);
 /* Pending reasons (squeue's: Resources, Priority, QuotaLimit, ...): every
  * PENDING job object in jobs (an array, or one object) gets the
  * scheduler's present one as "reason", read from the runtime under the

@@ -107,6 +107,30 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs_new RENAME TO jobs;"
     "CREATE INDEX jobs_by_state ON jobs(state, id);"
     "CREATE UNIQUE INDEX jobs_by_submit_id ON jobs(ifnull(uid, -1), submit_id);",
+    /* 9: a running job's usage over time (series.c, docs/store.md): one row
+     * per sample, clustered by (job_id, time_ns) so a job's series is one
+     * range; the GPUs of a sample as a small JSON array. NULL: not known. */
+    "CREATE TABLE job_usage ("
+    "  job_id INTEGER NOT NULL,"
+    "  time_ns INTEGER NOT NULL,"
+    "  span_ns INTEGER NOT NULL,"
+    "  cpu_cores REAL,"
+    "  memory_bytes REAL,"
+    "  memory_peak_bytes REAL,"
+    "  read_bytes_per_second REAL,"
+    "  write_bytes_per_second REAL,"
+    "  gpus TEXT,"
+    "  PRIMARY KEY (job_id, time_ns)"
+    ") WITHOUT ROWID;",
+    /* 10: the cluster's allocation and queue over time (cluster_series.c):
+     * one row a minute, hourly past a day, none past the window. */
+    "CREATE TABLE cluster_usage ("
+    "  time_ns INTEGER PRIMARY KEY,"
+    "  span_ns INTEGER NOT NULL,"
+    "  gpus_total REAL, gpus_allocated REAL, gpus_whole REAL, gpus_shared REAL, gpus_busy REAL,"
+    "  cpus_total REAL, cpus_allocated REAL, memory_total_bytes REAL,"
+    "  memory_allocated_bytes REAL, pending REAL, running REAL"
+    ");",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

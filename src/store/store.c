@@ -40,7 +40,16 @@
 
 #include "store/store_int.h"
 
-enum { OP_SUBMIT, OP_CANCEL, OP_EXEC, OP_TRANSITION, OP_UPDATE, OP_SUBMIT_ARRAY, OP_REASONS };
+enum {
+    OP_SUBMIT,
+    OP_CANCEL,
+    OP_EXEC,
+    OP_TRANSITION,
+    OP_UPDATE,
+    OP_SUBMIT_ARRAY,
+    OP_REASONS,
+    OP_FN
+};
 
 typedef struct op {
     struct op *next;
@@ -65,6 +74,8 @@ typedef struct op {
     const int64_t *ids; /* reasons: the jobs (borrowed), their reasons, how many */
     const char *const *reasons;
     size_t nids;
+    loom_store__write_fn fn; /* fn: runs on the writer connection (series.c) */
+    void *fn_ctx;
 } op_t;
 
 struct loom_store {
@@ -488,6 +499,17 @@ static int run_exec(loom_store_t *s, op_t *o)
     return SQLITE_OK;
 }
 
+/* Another part of the store's write (loom_store__write): its own failure
+ * is its op's, a database error the group's. */
+static int run_fn(loom_store_t *s, op_t *o)
+{
+    int rc = o->fn(s->wdb, o->fn_ctx, &o->err);
+    o->rc = rc == SQLITE_OK ? LOOM_OK : LOOM_EIO;
+    if (rc != SQLITE_OK && !o->err.msg[0])
+        loom_err_set(&o->err, LOOM_EIO, "%s", sqlite3_errmsg(s->wdb));
+    return rc == SQLITE_OK || rc == SQLITE_CONSTRAINT ? SQLITE_OK : rc;
+}
+
 /* A state change by the scheduler or executor (PENDING -> RUNNING, RUNNING
  * -> COMPLETED, ...), or only new run information when o->to < 0. Refused
  * with LOOM_ESTATE when the job is not in the expected state (say, it was
@@ -801,6 +823,8 @@ static int run_group(loom_store_t *s, op_t *group, int64_t now)
             rc = run_submit_array(s, o, now);
         else if (o->kind == OP_REASONS)
             rc = run_reasons(s, o);
+        else if (o->kind == OP_FN)
+            rc = run_fn(s, o);
         else
             rc = run_exec(s, o);
     }
@@ -1304,6 +1328,25 @@ int loom_store_set_reasons(loom_store_t *s, const int64_t *ids, const char *cons
     o->reasons = reasons;
     o->nids = n;
     return run_sync(s, o, NULL, NULL, err);
+}
+
+int loom_store__write(loom_store_t *s, loom_store__write_fn fn, void *ctx, loom_err_t *err)
+{
+    op_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return loom_err_set(err, LOOM_ENOMEM, "out of memory queueing a write");
+    o->kind = OP_FN;
+    o->fn = fn;
+    o->fn_ctx = ctx;
+    return run_sync(s, o, NULL, NULL, err);
+}
+
+int loom_store__read(loom_store_t *s, loom_store__read_fn fn, void *ctx, loom_err_t *err)
+{
+    pthread_mutex_lock(&s->rmu);
+    int rc = fn(s->rdb, ctx, err);
+    pthread_mutex_unlock(&s->rmu);
+    return rc;
 }
 
 void loom_store_set_commit_hook(loom_store_t *s, void (*fn)(void *ctx), void *ctx)

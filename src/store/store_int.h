@@ -28,4 +28,15 @@ bool loom_store_committer_idle_for_test(loom_store_t *store);
  * write (walbuf.c), registered on first use; NULL if it could not be. */
 const char *loom_store_walbuf_vfs(void);
 
+/* Runs fn on the writer connection inside a group transaction and waits
+ * for the commit (for parts of the store in their own files, such as
+ * series.c). fn returns an SQLite code; SQLITE_OK or SQLITE_CONSTRAINT
+ * (its own failure, with err set) keeps the group, any other rolls it back. */
+typedef int (*loom_store__write_fn)(sqlite3 *db, void *ctx, loom_err_t *err);
+int loom_store__write(loom_store_t *store, loom_store__write_fn fn, void *ctx, loom_err_t *err);
+
+/* Runs fn on the reader connection under its lock; returns fn's LOOM_* code. */
+typedef int (*loom_store__read_fn)(sqlite3 *db, void *ctx, loom_err_t *err);
+int loom_store__read(loom_store_t *store, loom_store__read_fn fn, void *ctx, loom_err_t *err);
+
 #endif

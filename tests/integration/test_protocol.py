@@ -47,7 +47,8 @@ class Protocol(unittest.TestCase):
                                  "node.list", "monitor.snapshot", "job.wait", "job.logs",
                                  "usage.report", "job.hold", "job.release", "job.requeue",
                                  "job.update", "zoo.add", "zoo.get", "zoo.list", "zoo.remove",
-                                 "zoo.match", "zoo.warm", "dash.login"]))
+                                 "zoo.match", "zoo.warm", "dash.login", "job.usage",
+                                 "cluster.usage"]))
         self.assertIsNone(info["scheduler"])  # --executor none: jobs are only queued
         self.assertEqual(info["jobs"]["PENDING"], 0)
         self.assertEqual(self.c.call("server.info", [])["name"], "loomd")
