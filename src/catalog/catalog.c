@@ -338,14 +338,17 @@ static bool want_number(vctx_t *v, const json_t *j, const char *ptr, bool positi
     return true;
 }
 
-/* Resolves a path against the catalog's directory; caller frees. */
+/* Resolves a path against the catalog's directory; caller frees. NULL:
+ * out of memory (not "", which would read as a missing file). */
 static char *resolve(const char *base, const char *path)
 {
     loom_buf_t b = LOOM_BUF_INIT;
-    if (path[0] == '/' || !base || !*base)
-        loom_buf_append_str(&b, path);
-    else
-        loom_buf_appendf(&b, "%s/%s", base, path);
+    int rc = path[0] == '/' || !base || !*base ? loom_buf_append_str(&b, path)
+                                               : loom_buf_appendf(&b, "%s/%s", base, path);
+    if (rc != LOOM_OK) {
+        loom_buf_free(&b);
+        return NULL;
+    }
     return loom_buf_detach(&b);
 }
 

@@ -218,10 +218,13 @@ static bool ends_by_node(loom_runtime_t *rt, size_t *n)
 void rt__reserve(loom_runtime_t *rt, rjob_t *j)
 {
     size_t nrun;
-    if (rt->nresv >= LOOM_RUNTIME_MAX_RESERVATIONS ||
-        rt__grow((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv) != LOOM_OK ||
-        !ends_by_node(rt, &nrun))
+    if (rt->nresv >= LOOM_RUNTIME_MAX_RESERVATIONS)
+        return;
+    if (rt__grow((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv) != LOOM_OK ||
+        !ends_by_node(rt, &nrun)) {
+        rt->nomem++;
         return; /* out of memory: it waits as under greedy backfill */
+    }
     double len = rt__limit(rt, j), best = INFINITY;
     loom_sched_alloc_t at = {0};
     size_t from = 0;

@@ -845,9 +845,12 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
     }
     if (rt->nresv && !clear_of_reservations(rt, j, &place))
         return RT_HELD_BACK;
-    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act) ||
-        loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
-            LOOM_OK)
+    if (rt__grow((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act)) {
+        rt->nomem++;
+        return RT_STAYS;
+    }
+    if (loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
+        LOOM_OK)
         return RT_STAYS;
     rt->nran -= j->q.last_run_s > 0;
     char why[LOOM_SCHED_NAME_MAX + 64];
@@ -867,9 +870,13 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
  * of it is reported (loom_runtime_reason_changes). */
 static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
 {
-    if (j->job.recorded == why || rt__grow((void **)&rt->changes, &rt->cap_changes,
-                                           rt->nchanges + 1, sizeof *rt->changes) != LOOM_OK)
+    if (j->job.recorded == why)
+        return;
+    if (rt__grow((void **)&rt->changes, &rt->cap_changes, rt->nchanges + 1, sizeof *rt->changes) !=
+        LOOM_OK) {
+        rt->nomem++;
         return; /* out of memory: said again at the next step */
+    }
     j->job.recorded = why;
     rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
 }
@@ -1005,6 +1012,8 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
         rt__rubick_pass(rt);
         pending_pass(rt);
         rt__rubick_step_done(rt);
+    } else {
+        rt->nomem++;
     }
     rt->apply = NULL;
     rt->ctx = NULL;
@@ -1076,6 +1085,11 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
         out->expected_node = j->resv_node;
     }
     return LOOM_OK;
+}
+
+uint64_t loom_runtime_nomem(const loom_runtime_t *rt)
+{
+    return rt->nomem;
 }
 
 size_t loom_runtime_npending(const loom_runtime_t *rt)

@@ -286,8 +286,10 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
     uint8_t hist[2 * LOOM_ZOO_HIST];
     for (int i = 0; i < LOOM_ZOO_HIST; i++)
         hist[2 * i] = (uint8_t)sig->hist[i], hist[2 * i + 1] = (uint8_t)(sig->hist[i] >> 8);
-    if (loom_zoo_sig_encode(sig, &blob))
+    if (loom_zoo_sig_encode(sig, &blob)) {
+        loom_buf_free(&blob); /* what it appended before failing */
         return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
+    }
     sqlite3_stmt *st;
     int rc = LOOM_OK;
     if (sqlite3_prepare_v2(z->db,
@@ -497,20 +499,25 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
                           (json_int_t)sqlite3_column_int64(st, 11), "added", when);
     if (!o)
         return NULL;
-    json_object_set_new(o, "job_id",
-                        sqlite3_column_type(st, 12) == SQLITE_NULL
-                            ? json_null()
-                            : json_integer(sqlite3_column_int64(st, 12)));
+    /* NULL when any member could not be made: a row is whole or absent */
     bool owned = sqlite3_column_type(st, 14) != SQLITE_NULL;
     const char *owner = (const char *)sqlite3_column_text(st, 15);
-    json_object_set_new(o, "owner_uid",
-                        owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
-    json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
-    json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
+    int bad = json_object_set_new(o, "job_id",
+                                  sqlite3_column_type(st, 12) == SQLITE_NULL
+                                      ? json_null()
+                                      : json_integer(sqlite3_column_int64(st, 12)));
+    bad |= json_object_set_new(o, "owner_uid",
+                               owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
+    bad |= json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
+    bad |= json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
-    json_object_set_new(o, "model_path", json_string(path));
+    bad |= json_object_set_new(o, "model_path", json_string(path));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
-    json_object_set_new(o, "weights_path", json_string(path));
+    bad |= json_object_set_new(o, "weights_path", json_string(path));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -566,10 +573,15 @@ int loom_zoo_list(loom_zoo_t *z, const char *task, const loom_zoo_viewer_t *v, s
         sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
     json_t *arr = json_array();
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, row_json(z, st));
+    int s = arr ? SQLITE_ROW : SQLITE_NOMEM;
+    while (s == SQLITE_ROW && (s = sqlite3_step(st)) == SQLITE_ROW)
+        if (json_array_append_new(arr, row_json(z, st))) /* a row lost: the whole list is */
+            s = SQLITE_NOMEM;
     sqlite3_finalize(st);
+    if (s == SQLITE_NOMEM) {
+        json_decref(arr);
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory listing entries");
+    }
     if (s != SQLITE_DONE) {
         json_decref(arr);
         return db_err(z, err, "select");
