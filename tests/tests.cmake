@@ -52,6 +52,11 @@ foreach(src ${unit_tests})
   endif()
 endforeach()
 
+# Each part includes only the parts below it (docs/design.md, "Parts").
+add_test(NAME unit.layers COMMAND bash ${CMAKE_SOURCE_DIR}/tests/layers.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(unit.layers PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 60)
+
 # The official Mustache specification, where a copy is given: skipped (77)
 # with its reason where not.
 foreach(pair "mustache:test_template" "mustache_plans:test_template_plan")

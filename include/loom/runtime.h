@@ -438,6 +438,12 @@ typedef struct loom_runtime_info {
 /* LOOM_ENOTFOUND for an unknown id. */
 int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t *out);
 size_t loom_runtime_npending(const loom_runtime_t *rt);
+/* How many times a step put work off for lack of memory (a start, a
+ * reservation, a reason, the queue's order), since the runtime was made.
+ * loomd needs nothing more: the next step does it. A simulator does: the
+ * schedule it replays would differ from the one it reports (loom_sim_*
+ * fail with LOOM_ENOMEM instead). */
+uint64_t loom_runtime_nomem(const loom_runtime_t *rt);
 size_t loom_runtime_nrunning(const loom_runtime_t *rt); /* suspended ones included */
 /* The pending jobs' ids, in queue order as of the last step (arrivals since
  * then at the end): up to max; returns how many there are. */

@@ -16,7 +16,6 @@
 
 #include "catalog/catalog_int.h"
 #include "catalog/catalog_model.h"
-#include "loom/rubick.h"
 
 /* ------------------------------------------------------------- issues */
 
@@ -339,14 +338,17 @@ static bool want_number(vctx_t *v, const json_t *j, const char *ptr, bool positi
     return true;
 }
 
-/* Resolves a path against the catalog's directory; caller frees. */
+/* Resolves a path against the catalog's directory; caller frees. NULL:
+ * out of memory (not "", which would read as a missing file). */
 static char *resolve(const char *base, const char *path)
 {
     loom_buf_t b = LOOM_BUF_INIT;
-    if (path[0] == '/' || !base || !*base)
-        loom_buf_append_str(&b, path);
-    else
-        loom_buf_appendf(&b, "%s/%s", base, path);
+    int rc = path[0] == '/' || !base || !*base ? loom_buf_append_str(&b, path)
+                                               : loom_buf_appendf(&b, "%s/%s", base, path);
+    if (rc != LOOM_OK) {
+        loom_buf_free(&b);
+        return NULL;
+    }
     return loom_buf_detach(&b);
 }
 
@@ -666,6 +668,203 @@ static void check_then_shape(vctx_t *v, const json_t *val, const char *p)
     }
 }
 
+/* ---------------------------------------------------------- reconfig */
+
+/* Rubick's fields (catalog_int.h). The bounds are rubick's: LOOM_RUBICK_*
+ * in include/loom/rubick.h and LOOM_SCHED_MAX_GPUS. */
+#define RC_BATCH_MAX ((int64_t)1 << 24)
+#define RC_GPUS_MAX  16
+#define RC_ACCUM_MAX 64
+static const loom__reconfig_field_t reconfig_plan_fields[] = {
+    {"accumulation", LOOM__RC_INT, false, 1, RC_ACCUM_MAX, NULL, 0},
+    {"recompute", LOOM__RC_BOOL, false, 0, 0, NULL, 0},
+    {"zero", LOOM__RC_INT, false, 0, 3, NULL, 0},
+    {"offload", LOOM__RC_BOOL, false, 0, 0, NULL, 0},
+};
+static const loom__reconfig_field_t reconfig_fields[] = {
+    {"global_batch", LOOM__RC_INT, true, 1, RC_BATCH_MAX, NULL, 0},
+    {"gpus", LOOM__RC_INT_RANGE, false, 1, RC_GPUS_MAX, NULL, 0},
+    {"accumulation", LOOM__RC_INT_SET, false, 1, RC_ACCUM_MAX, NULL, 0},
+    {"recompute", LOOM__RC_BOOL_SET, false, 0, 0, NULL, 0},
+    {"zero", LOOM__RC_INT_SET, false, 0, 3, NULL, 0},
+    {"offload", LOOM__RC_BOOL_SET, false, 0, 0, NULL, 0},
+    {"cpus", LOOM__RC_MILLI_RANGE, false, 1, 4096000, NULL, 0},
+    {"memory", LOOM__RC_SIZE_RANGE, false, 1, (int64_t)1 << 50, NULL, 0},
+    {"plan", LOOM__RC_OBJECT, false, 0, 0, reconfig_plan_fields, N(reconfig_plan_fields)},
+    {"model", LOOM__RC_NAME, false, 1, 31, NULL, 0},
+    /* the job's first measured steps, LOOM_RUBICK_MEASURED_MAX at most */
+    {"measured", LOOM__RC_OBJECTS, false, 0, 8, NULL, 0},
+};
+
+const loom__reconfig_field_t *loom__catalog_reconfig_fields(size_t *n)
+{
+    *n = N(reconfig_fields);
+    return reconfig_fields;
+}
+
+/* A size in bytes (an integer or "16GiB") within f's bounds, or -1. */
+static int64_t reconfig_size(const json_t *j, const loom__reconfig_field_t *f)
+{
+    uint64_t b = 0;
+    loom_err_t e;
+    if (json_is_integer(j) && json_integer_value(j) > 0)
+        b = (uint64_t)json_integer_value(j);
+    else if (!json_is_string(j) || loom_parse_size(json_string_value(j), &b, &e) != LOOM_OK)
+        return -1;
+    return b >= (uint64_t)f->lo && b <= (uint64_t)f->hi ? (int64_t)b : -1;
+}
+
+/* {"min": X, "max": X} of f's kind; the pair compared as rubick compares
+ * it (integers, milli-units, MiB rounded up). */
+static void check_reconfig_range(vctx_t *v, const json_t *j, const char *ptr,
+                                 const loom__reconfig_field_t *f)
+{
+    static const char *const minmax[] = {"min", "max"};
+    char fbuf[96];
+    const char *what = f->kind == LOOM__RC_INT_RANGE     ? "integers"
+                       : f->kind == LOOM__RC_MILLI_RANGE ? "numbers"
+                                                         : "sizes such as \"16GiB\"";
+    if (!json_is_object(j)) {
+        issue(v, ptr, "found %s, expected an object {\"min\": X, \"max\": X} of %s", FOUND(j),
+              what);
+        return;
+    }
+    if (check_keys(v, j, ptr, minmax, 2, "range"))
+        return;
+    int64_t val[2];
+    for (int k = 0; k < 2; k++) {
+        const json_t *m = json_object_get(j, minmax[k]);
+        if (!m) {
+            issue(v, ptr, "found no member '%s', expected {\"min\": X, \"max\": X} of %s",
+                  minmax[k], what);
+            return;
+        }
+        char *p = child(v, ptr, minmax[k]);
+        if (!p)
+            return;
+        bool ok = true;
+        if (f->kind == LOOM__RC_INT_RANGE) {
+            ok = want_int(v, m, p, f->lo, f->hi, &val[k]);
+        } else if (f->kind == LOOM__RC_MILLI_RANGE) {
+            double d = json_is_number(m) ? json_number_value(m) * 1000 : NAN;
+            ok = d >= (double)f->lo && d <= (double)f->hi;
+            if (ok)
+                val[k] = llround(d);
+            else
+                issue(v, p, "found %s, expected a number from %g to %g", FOUND(m),
+                      (double)f->lo / 1000, (double)f->hi / 1000);
+        } else {
+            int64_t b = reconfig_size(m, f);
+            ok = b > 0;
+            if (ok)
+                val[k] = (b + (1 << 20) - 1) >> 20;
+            else
+                issue(v, p, "found %s, expected a size from 1 byte to 1PiB such as \"16GiB\"",
+                      FOUND(m));
+        }
+        free(p);
+        if (!ok)
+            return;
+    }
+    if (val[0] > val[1])
+        issue(v, ptr, "found min above max, expected min <= max");
+}
+
+/* A non-empty array of integers lo..hi or of booleans. */
+static void check_reconfig_set(vctx_t *v, const json_t *j, const char *ptr,
+                               const loom__reconfig_field_t *f)
+{
+    char fbuf[96];
+    bool boolean = f->kind == LOOM__RC_BOOL_SET;
+    if (!json_is_array(j) || json_array_size(j) == 0) {
+        issue(v, ptr, "found %s, expected a non-empty array of %s",
+              json_is_array(j) ? "an empty array" : FOUND(j), boolean ? "true/false" : "integers");
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(j, i, e)
+    {
+        char *p = child_idx(v, ptr, i);
+        if (!p)
+            return;
+        if (boolean && !json_is_boolean(e))
+            issue(v, p, "found %s, expected true or false", FOUND(e));
+        else if (!boolean)
+            want_int(v, e, p, f->lo, f->hi, NULL);
+        free(p);
+    }
+}
+
+static void check_reconfig(vctx_t *v, const json_t *obj, const char *ptr,
+                           const loom__reconfig_field_t *fields, size_t n, const char *what);
+
+static void check_reconfig_value(vctx_t *v, const json_t *j, const char *ptr,
+                                 const loom__reconfig_field_t *f)
+{
+    char fbuf[96];
+    switch (f->kind) {
+    case LOOM__RC_INT: want_int(v, j, ptr, f->lo, f->hi, NULL); break;
+    case LOOM__RC_INT_RANGE:
+    case LOOM__RC_MILLI_RANGE:
+    case LOOM__RC_SIZE_RANGE: check_reconfig_range(v, j, ptr, f); break;
+    case LOOM__RC_INT_SET:
+    case LOOM__RC_BOOL_SET: check_reconfig_set(v, j, ptr, f); break;
+    case LOOM__RC_BOOL:
+        if (!json_is_boolean(j))
+            issue(v, ptr, "found %s, expected true or false", FOUND(j));
+        break;
+    case LOOM__RC_NAME:
+        if (!json_is_string(j) || (int64_t)json_string_length(j) < f->lo ||
+            (int64_t)json_string_length(j) > f->hi)
+            issue(v, ptr, "found %s, expected a name of %" PRId64 " to %" PRId64 " bytes", FOUND(j),
+                  f->lo, f->hi);
+        break;
+    case LOOM__RC_OBJECT: check_reconfig(v, j, ptr, f->members, f->nmembers, f->name); break;
+    case LOOM__RC_OBJECTS: {
+        bool ok = json_is_array(j) && (int64_t)json_array_size(j) >= f->lo &&
+                  (int64_t)json_array_size(j) <= f->hi;
+        size_t i;
+        const json_t *e;
+        json_array_foreach(j, i, e) ok = ok && json_is_object(e);
+        if (!ok)
+            issue(v, ptr, "found %s, expected an array of at most %" PRId64 " objects", FOUND(j),
+                  f->hi);
+        break;
+    }
+    }
+}
+
+/* obj against fields: the members known, each of its kind, the required
+ * ones there. */
+static void check_reconfig(vctx_t *v, const json_t *obj, const char *ptr,
+                           const loom__reconfig_field_t *fields, size_t n, const char *what)
+{
+    char fbuf[96];
+    if (!json_is_object(obj)) {
+        issue(v, ptr, "found %s, expected an object (%s)", FOUND(obj), what);
+        return;
+    }
+    const char *names[16];
+    for (size_t i = 0; i < n && i < N(names); i++)
+        names[i] = fields[i].name;
+    check_keys(v, obj, ptr, names, n < N(names) ? n : N(names), what);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *val = json_object_get(obj, fields[i].name);
+        if (!val) {
+            if (fields[i].required)
+                issue(v, ptr, "found no member '%s', expected \"%s\" in %s", fields[i].name,
+                      fields[i].name, what);
+            continue;
+        }
+        char *p = child(v, ptr, fields[i].name);
+        if (!p)
+            return;
+        check_reconfig_value(v, val, p, &fields[i]);
+        free(p);
+    }
+}
+
 static void check_model_value(vctx_t *v, const char *key, const json_t *val, const char *ptr)
 {
     char fbuf[96], ref[128];
@@ -883,10 +1082,7 @@ static void check_job_members(vctx_t *v, const json_t *job, const char *ptr, boo
         } else if (strcmp(k, "warm_start") == 0) {
             check_warm_start(v, val, p);
         } else if (strcmp(k, "reconfig") == 0) {
-            loom_rubick_spec_t rs;
-            loom_err_t re;
-            if (loom_rubick_spec_parse(val, "reconfig", &rs, &re) != LOOM_OK)
-                issue(v, p, "%s", re.msg);
+            check_reconfig(v, val, p, reconfig_fields, N(reconfig_fields), "reconfig");
         }
         free(p);
     }

@@ -27,4 +27,36 @@ int loom__jsonpos_parse(const char *text, size_t len, const char *file, json_t *
 int loom__catalog_issue_add(loom_catalog_issues_t *issues, const char *file, int line, int col,
                             const char *pointer, const char *fmt, ...) LOOM_PRINTF(6, 7);
 
+/* Rubick's "reconfig" object (docs/scheduling.md, "Reconfigurable jobs")
+ * declared as data, so that the catalog checks an entry's reconfig without
+ * calling into rubick (a part above it). What a table cannot say (the model
+ * name is one of rubick's models, offload needs a ZeRO stage) loomd checks
+ * at job.submit; tests/unit/test_catalog_reconfig.c keeps this table in
+ * step with rubick's parser. */
+typedef enum loom__reconfig_kind {
+    LOOM__RC_INT,         /* an integer lo..hi */
+    LOOM__RC_INT_RANGE,   /* {"min", "max"}: integers lo..hi, min <= max */
+    LOOM__RC_INT_SET,     /* a non-empty array of integers lo..hi */
+    LOOM__RC_BOOL_SET,    /* a non-empty array of true/false */
+    LOOM__RC_MILLI_RANGE, /* {"min", "max"}: numbers lo/1000..hi/1000, min <= max */
+    LOOM__RC_SIZE_RANGE,  /* {"min", "max"}: sizes of lo..hi bytes, min <= max in MiB */
+    LOOM__RC_BOOL,        /* true or false */
+    LOOM__RC_NAME,        /* a string of lo..hi bytes */
+    LOOM__RC_OBJECT,      /* an object of the fields in `members` */
+    LOOM__RC_OBJECTS,     /* an array of lo..hi objects (their members checked by rubick at
+                             job.submit) */
+} loom__reconfig_kind_t;
+
+typedef struct loom__reconfig_field {
+    const char *name;
+    loom__reconfig_kind_t kind;
+    bool required;
+    int64_t lo, hi;
+    const struct loom__reconfig_field *members; /* LOOM__RC_OBJECT */
+    size_t nmembers;
+} loom__reconfig_field_t;
+
+/* The reconfig object's fields, *n of them. */
+const loom__reconfig_field_t *loom__catalog_reconfig_fields(size_t *n);
+
 #endif

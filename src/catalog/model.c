@@ -70,13 +70,17 @@ static json_t *text_object(const json_t *o)
     return out;
 }
 
+/* NULL: out of memory (not "", a path that is not the one given). */
 static char *resolve(const char *base, const char *path)
 {
     loom_buf_t b = LOOM_BUF_INIT;
-    if (path[0] == '/' || !base || !*base || strcmp(base, ".") == 0)
-        loom_buf_append_str(&b, path);
-    else
-        loom_buf_appendf(&b, "%s/%s", base, path);
+    int rc = path[0] == '/' || !base || !*base || strcmp(base, ".") == 0
+                 ? loom_buf_append_str(&b, path)
+                 : loom_buf_appendf(&b, "%s/%s", base, path);
+    if (rc != LOOM_OK) {
+        loom_buf_free(&b);
+        return NULL;
+    }
     return loom_buf_detach(&b);
 }
 

@@ -64,6 +64,19 @@ int loom_json_parse(const char *text, size_t len, const char *name, size_t max_d
     }
     json_error_t je;
     json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    /* Out of memory is not bad input. jansson says so, or sets no error
+     * at all (its lexer's buffer), or reports a syntax error where a
+     * string's buffer could not grow: text that fails again is bad, text
+     * that parses the second time was refused for memory. */
+    bool nomem =
+        !v && (json_error_code(&je) == json_error_out_of_memory || (je.line < 0 && !je.text[0]));
+    if (!v && !nomem) {
+        json_t *again = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+        nomem = again != NULL;
+        json_decref(again);
+    }
+    if (nomem)
+        return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory reading JSON", name);
     if (!v)
         return loom_err_set(err, LOOM_EINVAL, "%s:%d:%d: %s", name, je.line, je.column, je.text);
     *out = v;

@@ -128,11 +128,18 @@ static void submit_done(void *ctx, int rc, const loom_job_t *job, bool created,
         fail_store(call, rc, err, true, 0);
         return;
     }
-    /* Lean on purpose: this is the hot path (docs/protocol.md). */
-    json_t *res = json_pack("{s:I, s:b, s:s}", "id", (json_int_t)job->id, "created", created,
-                            "state", loom_job_state_name(job->state));
+    /* Lean on purpose: this is the hot path (docs/protocol.md). The job is
+     * stored: an allocation that fails here is tried once more, and if
+     * that fails too the error says the job was stored. */
+    json_t *res = NULL;
+    for (int i = 0; i < 2 && !res; i++)
+        res = json_pack("{s:I, s:b, s:s}", "id", (json_int_t)job->id, "created", created, "state",
+                        loom_job_state_name(job->state));
     if (!res) {
-        loom_rpc_call_fail(call, LOOM_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        loom_rpc_call_failf(call, LOOM_RPC_INTERNAL_ERROR, NULL,
+                            "job %lld was stored, but loomd ran out of memory answering: "
+                            "job.submit again with the same submit_id returns it",
+                            (long long)job->id);
         return;
     }
     loom_rpc_call_complete(call, res);

@@ -445,12 +445,18 @@ static void request_finish(request_t *r)
     int rc = LOOM_OK;
     size_t answered = 0;
     for (size_t i = 0; i < r->n && rc == LOOM_OK; i++) {
-        if (!r->calls[i].text)
-            continue;
+        const char *text = r->calls[i].text;
+        size_t len = r->calls[i].text_len;
+        if (!text && !r->calls[i].id)
+            continue; /* a notification */
+        if (!text) {  /* its response could not be made: still answered */
+            text = oom_response;
+            len = sizeof oom_response - 1;
+        }
         if (r->batch)
             rc = loom_buf_append(&b, answered ? "," : "[", 1);
         if (rc == LOOM_OK)
-            rc = loom_buf_append(&b, r->calls[i].text, r->calls[i].text_len);
+            rc = loom_buf_append(&b, text, len);
         answered++;
     }
     if (rc == LOOM_OK && r->batch && answered)
@@ -860,9 +866,12 @@ static int dispatch(loom_rpc_dispatcher_t *d, const char *body, size_t len, void
     loom_err_t err;
     if (loom_json_parse(body ? body : "", len, "request", d->limits.max_depth, &root, &err) !=
         LOOM_OK) {
-        /* Too deep (a limit, -32600) or not JSON (-32700)? loom_json_parse
-         * checks depth before parsing, so deep input cost no recursion. */
-        if (loom_json_too_deep(body ? body : "", len, d->limits.max_depth, NULL)) {
+        /* Too deep (a limit, -32600), not JSON (-32700) or no memory to
+         * read it (-32603)? loom_json_parse checks depth before parsing, so
+         * deep input cost no recursion. */
+        if (err.code == LOOM_ENOMEM) {
+            whole_error(d, LOOM_RPC_INTERNAL_ERROR, err.msg, done, done_ctx);
+        } else if (loom_json_too_deep(body ? body : "", len, d->limits.max_depth, NULL)) {
             snprintf(detail, sizeof detail, "request body nests deeper than %zu levels",
                      d->limits.max_depth);
             whole_error(d, LOOM_RPC_INVALID_REQUEST, detail, done, done_ctx);

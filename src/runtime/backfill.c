@@ -219,11 +219,14 @@ static bool ends_by_node(loom_runtime_t *rt, size_t *n)
 void rt__reserve(loom_runtime_t *rt, rjob_t *j)
 {
     size_t nrun;
-    if (rt->nresv >= LOOM_RUNTIME_MAX_RESERVATIONS ||
-        loom_vec_reserve((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv,
+    if (rt->nresv >= LOOM_RUNTIME_MAX_RESERVATIONS)
+        return;
+    if (loom_vec_reserve((void **)&rt->resv, &rt->cap_resv, rt->nresv + 1, sizeof *rt->resv,
                          RT_ARRAY_MIN_CAP) != LOOM_OK ||
-        !ends_by_node(rt, &nrun))
+        !ends_by_node(rt, &nrun)) {
+        rt->nomem++;
         return; /* out of memory: it waits as under greedy backfill */
+    }
     double len = rt__limit(rt, j), best = INFINITY;
     loom_sched_alloc_t at = {0};
     size_t from = 0;

@@ -245,8 +245,11 @@ static void start(loom_runtime_t *rt, rjob_t *j, const loom_rubick_decision_t *d
     loom_sched_req_t q = req_of(&d->config);
     const loom_sched_alloc_t *a = &d->alloc;
     if (loom_vec_reserve((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act,
-                         RT_ARRAY_MIN_CAP) ||
-        loom_sched_alloc(&rt->cluster, a->node, &q, a->gpus, a->ngpus, &j->alloc, NULL) != LOOM_OK)
+                         RT_ARRAY_MIN_CAP)) {
+        rt->nomem++;
+        return;
+    }
+    if (loom_sched_alloc(&rt->cluster, a->node, &q, a->gpus, a->ngpus, &j->alloc, NULL) != LOOM_OK)
         return;
     char why[LOOM_SCHED_NAME_MAX + 96];
     snprintf(why, sizeof why, "placed on %s by rubick: %d GPU(s), %.1f samples/s predicted",

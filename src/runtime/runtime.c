@@ -741,9 +741,12 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
     if (rt->nresv && !clear_of_reservations(rt, j, &place))
         return RT_HELD_BACK;
     if (loom_vec_reserve((void **)&rt->act, &rt->cap_act, rt->nact + 1, sizeof *rt->act,
-                         RT_ARRAY_MIN_CAP) ||
-        loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
-            LOOM_OK)
+                         RT_ARRAY_MIN_CAP)) {
+        rt->nomem++;
+        return RT_STAYS;
+    }
+    if (loom_sched_alloc(&rt->cluster, place.node, req, place.gpus, place.ngpus, &j->alloc, NULL) !=
+        LOOM_OK)
         return RT_STAYS;
     rt->nran -= j->q.last_run_s > 0;
     char why[LOOM_SCHED_NAME_MAX + 64];
@@ -763,10 +766,13 @@ int rt__try_start(loom_runtime_t *rt, rjob_t *j)
  * of it is reported (loom_runtime_reason_changes). */
 static void say_reason(loom_runtime_t *rt, rjob_t *j, loom_runtime_reason_t why)
 {
-    if (j->job.recorded == why ||
-        loom_vec_reserve((void **)&rt->changes, &rt->cap_changes, rt->nchanges + 1,
-                         sizeof *rt->changes, RT_ARRAY_MIN_CAP) != LOOM_OK)
+    if (j->job.recorded == why)
+        return;
+    if (loom_vec_reserve((void **)&rt->changes, &rt->cap_changes, rt->nchanges + 1,
+                         sizeof *rt->changes, RT_ARRAY_MIN_CAP) != LOOM_OK) {
+        rt->nomem++;
         return; /* out of memory: said again at the next step */
+    }
     j->job.recorded = why;
     rt->changes[rt->nchanges++] = (loom_runtime_reason_change_t){j->job.id, why};
 }
@@ -902,6 +908,8 @@ size_t loom_runtime_step(loom_runtime_t *rt, double now_s, loom_runtime_apply_fn
         rt__rubick_pass(rt);
         pending_pass(rt);
         rt__rubick_step_done(rt);
+    } else {
+        rt->nomem++;
     }
     rt->apply = NULL;
     rt->ctx = NULL;
@@ -973,6 +981,11 @@ int loom_runtime_get(const loom_runtime_t *rt, uint64_t id, loom_runtime_info_t 
         out->expected_node = j->resv_node;
     }
     return LOOM_OK;
+}
+
+uint64_t loom_runtime_nomem(const loom_runtime_t *rt)
+{
+    return rt->nomem;
 }
 
 size_t loom_runtime_npending(const loom_runtime_t *rt)

@@ -108,6 +108,7 @@ struct loom_runtime {
     uint64_t up_events; /* nodes that came back (resources grew) */
     double now;         /* of the last step */
     uint64_t steps;     /* steps taken */
+    uint64_t nomem;     /* step work put off for memory (loom_runtime_nomem) */
 
     loom_map_t jobs; /* id -> job (loom_map_ptr) */
 

@@ -617,6 +617,10 @@ int loom_sim_dynamic(const loom_sched_cluster_t *c0, const loom_sim_trace_t *t,
             rc = loom_err_set(err, rc, "out of memory");
             goto out;
         }
+        if (loom_runtime_nomem(rt)) { /* a step put work off: the replay would differ */
+            rc = loom_err_set(err, LOOM_ENOMEM, "out of memory at t=%g", r.now);
+            goto out;
+        }
         if (o->debug_check && (rc = loom_runtime_check(rt, err))) {
             rc = loom_err_prefix(err, "at t=%g", r.now);
             goto out;

@@ -189,7 +189,7 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         loom_err_t perr;
         if (loom_json_parse(s->estimate_json, strlen(s->estimate_json), "estimate", 16, &est,
                             &perr))
-            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+            return loom_err_set(err, perr.code, "%s", perr.msg); /* EINVAL, or ENOMEM */
         bool obj = json_is_object(est);
         json_decref(est);
         if (!obj)
@@ -199,7 +199,7 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         json_t *rcf = NULL;
         loom_err_t perr;
         if (loom_json_parse(s->reconfig_json, strlen(s->reconfig_json), "reconfig", 8, &rcf, &perr))
-            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+            return loom_err_set(err, perr.code, "%s", perr.msg); /* EINVAL, or ENOMEM */
         bool obj = json_is_object(rcf);
         json_decref(rcf);
         if (!obj)
@@ -209,7 +209,7 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         json_t *opts = NULL;
         loom_err_t perr;
         if (loom_json_parse(s->options_json, strlen(s->options_json), "options", 4, &opts, &perr))
-            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+            return loom_err_set(err, perr.code, "%s", perr.msg); /* EINVAL, or ENOMEM */
         rc = loom_job_options_validate(opts, err);
         json_decref(opts);
         if (rc)
@@ -219,7 +219,7 @@ int loom_job_spec_validate(const loom_job_spec_t *s, loom_err_t *err)
         json_t *labels = NULL;
         loom_err_t perr;
         if (loom_json_parse(s->labels_json, strlen(s->labels_json), "labels", 4, &labels, &perr))
-            return loom_err_set(err, LOOM_EINVAL, "%s", perr.msg);
+            return loom_err_set(err, perr.code, "%s", perr.msg); /* EINVAL, or ENOMEM */
         rc = loom_job_labels_validate(labels, err);
         json_decref(labels);
         if (rc)

@@ -3,7 +3,9 @@
  * in its own transaction together with the user_version bump, so a crash
  * leaves the database at one version or the next, never between. A
  * database from a newer loom (user_version beyond this list) is refused
- * rather than guessed at. Never edit a migration that has shipped: append. */
+ * rather than guessed at. Never edit a migration that has shipped: append.
+ * The mechanism is db.c's, shared with the zoo. */
+#include "store/db.h"
 #include "store/store_int.h"
 
 static const char *const migrations[] = {
@@ -145,69 +147,14 @@ int loom_store_schema_latest(void)
     return NMIGRATIONS;
 }
 
-static int user_version(sqlite3 *db, int *out, loom_err_t *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
-        return loom_err_set(err, LOOM_EIO, "reading the schema version: %s", sqlite3_errmsg(db));
-    int rc = sqlite3_step(st);
-    *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW)
-        return loom_err_set(err, LOOM_EIO, "reading the schema version: %s", sqlite3_errmsg(db));
-    return LOOM_OK;
-}
-
-static int pragma_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    int v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-/* Migration v + 1 with its user_version bump, in one transaction. */
-static int migrate_one(sqlite3 *db, int v, loom_err_t *err)
-{
-    char *msg = NULL;
-    char bump[64];
-    snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(db, bump, NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-        loom_err_set(err, LOOM_EIO, "migration %d: %s", v + 1, msg ? msg : sqlite3_errmsg(db));
-        sqlite3_free(msg);
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-        return LOOM_EIO;
-    }
-    return LOOM_OK;
-}
+static const loom_db_schema_t store_schema = {
+    .what = "store",
+    .doc = "docs/store.md, Damage",
+    .migrations = migrations,
+    .nmigrations = NMIGRATIONS,
+};
 
 int loom_store_migrate(sqlite3 *db, int upto, loom_err_t *err)
 {
-    int target = upto > 0 && upto < NMIGRATIONS ? upto : NMIGRATIONS;
-    int v;
-    if (user_version(db, &v, err))
-        return err ? err->code : LOOM_EIO;
-    if (v > NMIGRATIONS)
-        return loom_err_set(err, LOOM_ESTATE,
-                            "the database has schema version %d but this loom knows only up to %d "
-                            "(written by a newer loom?)",
-                            v, NMIGRATIONS);
-    /* A migration that rebuilds a table needs foreign keys off, which
-     * only works outside a transaction; they are put back as they were. */
-    int fk = pragma_int(db, "PRAGMA foreign_keys");
-    if (v < target)
-        sqlite3_exec(db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
-    int rc = LOOM_OK;
-    for (; v < target && rc == LOOM_OK; v++)
-        rc = migrate_one(db, v, err);
-    if (fk == 1)
-        sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
-    return rc;
+    return loom_db_migrate(db, NULL, &store_schema, upto, err);
 }

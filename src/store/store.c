@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/db.h"
 #include "store/store_int.h"
 
 enum {
@@ -1602,32 +1603,6 @@ static int count_states(loom_store_t *s, loom_err_t *err)
     return LOOM_OK;
 }
 
-/* PRAGMA quick_check (docs/store.md#damage): O(pages), without the index
- * cross-checks of integrity_check. A damaged database is refused at open,
- * before anything reads "0 jobs" from it or writes into it. */
-static int quick_check(sqlite3 *db, const char *path, loom_err_t *err)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
-    char first[200] = "";
-    if (rc == SQLITE_OK) {
-        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *t = (const char *)sqlite3_column_text(st, 0);
-            snprintf(first, sizeof first, "%s", t ? t : "");
-            rc = strcmp(first, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
-        }
-        sqlite3_finalize(st);
-    }
-    if (rc == SQLITE_OK || rc == SQLITE_DONE)
-        return LOOM_OK;
-    return loom_err_set(err, LOOM_EIO,
-                        "%s: the database is damaged (PRAGMA quick_check: %s); refusing to use "
-                        "it. Recover with loomd stopped: sqlite3 %s .recover | sqlite3 "
-                        "recovered.db, check recovered.db, then move it to %s (docs/store.md, "
-                        "Damage)",
-                        path, first[0] ? first : sqlite3_errstr(rc), path, path);
-}
-
 static void stop_checkpointer(loom_store_t *s)
 {
     pthread_mutex_lock(&s->cmu);
@@ -1677,7 +1652,8 @@ int loom_store_open(const char *path, const loom_store_options_t *opts, loom_sto
     int rc;
     if ((rc = open_conn(path, s->opts.durability, &s->wdb, err)))
         goto fail_alloc;
-    if (!s->opts.skip_check && (rc = quick_check(s->wdb, path, err)))
+    if (!s->opts.skip_check &&
+        (rc = loom_db_quick_check(s->wdb, path, "docs/store.md, Damage", err)))
         goto fail_wdb;
     reserve_make(s);
     if ((rc = loom_store_migrate(s->wdb, 0, err))) {

@@ -3,7 +3,8 @@
  * SHA-256 of the bytes>), so a model added twice is stored once and a file
  * can never change under an entry; metadata lives in SQLite (DIR/zoo.db, a
  * database of its own so the repository needs nothing of loomd's store and
- * the CLI can use it while loomd runs). Each row keeps the model's layer
+ * the CLI can use it while loomd runs; opened, checked and migrated by the
+ * store's code, store/db.h). Each row keeps the model's layer
  * signature and its operator histogram, so matching reads no ONNX. */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "loom/zoo.h"
+#include "store/db.h"
 #include "zoo/zoo_int.h"
 
 #define MAX_FILE ((uint64_t)8 << 30) /* bytes of one stored file */
@@ -25,17 +27,40 @@ struct loom_zoo {
     char dir[3072];
 };
 
-static const char *const schema =
-    "PRAGMA journal_mode=WAL;"
-    "CREATE TABLE IF NOT EXISTS zoo("
+/* zoo.db's schema as numbered migrations (store/db.c: PRAGMA user_version
+ * counts those applied, each runs in one transaction; append, never edit
+ * one that has shipped). docs/zoo.md, "The database". */
+static const char *const migrations[] = {
+    /* 1: the entries, as zoo.db had them before it had migrations. */
+    "CREATE TABLE zoo("
     " id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, task TEXT NOT NULL,"
     " model_sha TEXT NOT NULL, model_bytes INTEGER NOT NULL,"
     " weights_sha TEXT NOT NULL, weights_bytes INTEGER NOT NULL,"
     " metric_name TEXT NOT NULL, metric REAL NOT NULL, higher_better INTEGER NOT NULL,"
     " nlayers INTEGER NOT NULL, params INTEGER NOT NULL, hist BLOB NOT NULL, sig BLOB NOT NULL,"
     " job_id INTEGER, added_ns INTEGER NOT NULL,"
-    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0, keys BLOB, data TEXT);"
-    "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task);";
+    " owner_uid INTEGER, owner TEXT, shared INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX zoo_task ON zoo(task);",
+    /* 2: the matcher's shape keys and graph edges (filled at open for rows
+     * from before, migrate_sigs), and the data an entry was trained on
+     * (NULL: not recorded). */
+    "ALTER TABLE zoo ADD COLUMN keys BLOB;"
+    "ALTER TABLE zoo ADD COLUMN data TEXT;",
+};
+
+/* PRAGMA application_id of a zoo.db: "LZoo". */
+#define ZOO_APPLICATION_ID 0x4c5a6f6f
+
+static int adopt(sqlite3 *db, const char *path, loom_err_t *err);
+
+static const loom_db_schema_t zoo_schema = {
+    .what = "zoo",
+    .doc = "docs/zoo.md, The database",
+    .migrations = migrations,
+    .nmigrations = (int)(sizeof migrations / sizeof migrations[0]),
+    .application_id = ZOO_APPLICATION_ID,
+    .adopt = adopt,
+};
 
 /* zoo.db files from before entries had owners: their entries keep no owner
  * and stay shared (every user could use them before); docs/zoo.md. */
@@ -43,12 +68,6 @@ static const char *const migrate_owners =
     "ALTER TABLE zoo ADD COLUMN owner_uid INTEGER;"
     "ALTER TABLE zoo ADD COLUMN owner TEXT;"
     "ALTER TABLE zoo ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;";
-
-/* zoo.db files from before the matcher's shape keys and graph edges: the
- * column is added and filled at open (migrate_sigs). */
-static const char *const migrate_keys = "ALTER TABLE zoo ADD COLUMN keys BLOB;";
-/* ... and from before entries recorded their data: NULL, not recorded. */
-static const char *const migrate_data = "ALTER TABLE zoo ADD COLUMN data TEXT;";
 
 /* Who may see a row: ?all, or a shared row, or the viewer's own. */
 #define VISIBLE "(?3 OR shared OR owner_uid IS ?4)"
@@ -79,17 +98,41 @@ static int make_dirs(const char *dir)
     return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-static bool has_column(loom_zoo_t *z, const char *name)
+static bool has_column(sqlite3 *db, const char *name)
 {
     sqlite3_stmt *st;
     bool found = false;
-    if (sqlite3_prepare_v2(z->db, "SELECT 1 FROM pragma_table_info('zoo') WHERE name=?", -1, &st,
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('zoo') WHERE name=?", -1, &st,
                            NULL) != SQLITE_OK)
         return false;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
+}
+
+/* A zoo.db from before migrations (user_version 0, tables in it) is taken
+ * as migration 1 once it has what migration 1 makes: a zoo table of
+ * entries, given owner columns if it is older still. Anything else is not a
+ * zoo database. Runs inside migration 1's transaction (db.c). */
+static int adopt(sqlite3 *db, const char *path, loom_err_t *err)
+{
+    if (!has_column(db, "model_sha") || !has_column(db, "sig") || !has_column(db, "hist"))
+        return loom_err_set(err, LOOM_ESTATE,
+                            "%s: not a zoo database (it has tables but no zoo table of entries); "
+                            "refusing to use it",
+                            path);
+    char *msg = NULL;
+    if ((!has_column(db, "owner_uid") &&
+         sqlite3_exec(db, migrate_owners, NULL, NULL, &msg) != SQLITE_OK) ||
+        sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS zoo_task ON zoo(task)", NULL, NULL, &msg) !=
+            SQLITE_OK) {
+        int rc = loom_err_set(err, LOOM_EIO, "%s: migration 1 (adding the owner columns): %s", path,
+                              msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return LOOM_OK;
 }
 
 static void bind_viewer(sqlite3_stmt *st, const loom_zoo_viewer_t *v)
@@ -198,40 +241,12 @@ int loom_zoo_open(const char *dir, loom_zoo_t **out, loom_err_t *err)
         return loom_err_errno(err, LOOM_EIO, e, "zoo directory '%s': cannot create", path);
     }
     snprintf(path, sizeof path, "%s/zoo.db", dir);
-    if (sqlite3_open_v2(path, &z->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
-        int rc = loom_err_set(err, LOOM_EIO, "%s: %s", path,
-                              z->db ? sqlite3_errmsg(z->db) : "cannot open");
-        sqlite3_close(z->db);
+    int rc = loom_db_open(path, &zoo_schema, &z->db, err);
+    if (rc) {
         free(z);
         return rc;
     }
-    sqlite3_busy_timeout(z->db, 10000);
-    if (sqlite3_exec(z->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-        int rc = db_err(z, err, "creating the schema");
-        loom_zoo_close(z);
-        return rc;
-    }
-    if (!has_column(z, "owner_uid") &&
-        sqlite3_exec(z->db, migrate_owners, NULL, NULL, NULL) != SQLITE_OK) {
-        int rc = db_err(z, err, "adding the owner columns");
-        loom_zoo_close(z);
-        return rc;
-    }
-    if (!has_column(z, "keys") &&
-        sqlite3_exec(z->db, migrate_keys, NULL, NULL, NULL) != SQLITE_OK) {
-        int rc = db_err(z, err, "adding the keys column");
-        loom_zoo_close(z);
-        return rc;
-    }
-    if (!has_column(z, "data") &&
-        sqlite3_exec(z->db, migrate_data, NULL, NULL, NULL) != SQLITE_OK) {
-        int rc = db_err(z, err, "adding the data column");
-        loom_zoo_close(z);
-        return rc;
-    }
-    int rc = migrate_sigs(z, err);
-    if (rc) {
+    if ((rc = migrate_sigs(z, err))) {
         loom_zoo_close(z);
         return rc;
     }
@@ -367,7 +382,7 @@ static int insert_row(loom_zoo_t *z, const loom_zoo_prepared_t *p, int64_t *id, 
         krc = loom_zoo_keys_encode(&keys, &kb);
     loom_zoo_keys_free(&keys);
     if (krc || loom_zoo_sig_encode(sig, &blob)) {
-        loom_buf_free(&blob);
+        loom_buf_free(&blob); /* what it appended before failing */
         loom_buf_free(&kb);
         return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory");
     }
@@ -585,22 +600,27 @@ static json_t *row_json(loom_zoo_t *z, sqlite3_stmt *st)
                           (json_int_t)sqlite3_column_int64(st, 11), "added", when);
     if (!o)
         return NULL;
-    json_object_set_new(o, "job_id",
-                        sqlite3_column_type(st, 12) == SQLITE_NULL
-                            ? json_null()
-                            : json_integer(sqlite3_column_int64(st, 12)));
+    /* NULL when any member could not be made: a row is whole or absent */
     bool owned = sqlite3_column_type(st, 14) != SQLITE_NULL;
     const char *owner = (const char *)sqlite3_column_text(st, 15);
-    json_object_set_new(o, "owner_uid",
-                        owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
-    json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
-    json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
+    int bad = json_object_set_new(o, "job_id",
+                                  sqlite3_column_type(st, 12) == SQLITE_NULL
+                                      ? json_null()
+                                      : json_integer(sqlite3_column_int64(st, 12)));
+    bad |= json_object_set_new(o, "owner_uid",
+                               owned ? json_integer(sqlite3_column_int64(st, 14)) : json_null());
+    bad |= json_object_set_new(o, "owner", owner ? json_string(owner) : json_null());
+    bad |= json_object_set_new(o, "shared", json_boolean(sqlite3_column_int(st, 16) != 0));
     const char *data = (const char *)sqlite3_column_text(st, 17);
-    json_object_set_new(o, "data", data ? json_string(data) : json_null());
+    bad |= json_object_set_new(o, "data", data ? json_string(data) : json_null());
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 3));
-    json_object_set_new(o, "model_path", json_string(path));
+    bad |= json_object_set_new(o, "model_path", json_string(path));
     snprintf(path, sizeof path, "%s/objects/%s", z->dir, sqlite3_column_text(st, 5));
-    json_object_set_new(o, "weights_path", json_string(path));
+    bad |= json_object_set_new(o, "weights_path", json_string(path));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -656,10 +676,15 @@ int loom_zoo_list(loom_zoo_t *z, const char *task, const loom_zoo_viewer_t *v, s
         sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
     json_t *arr = json_array();
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(arr, row_json(z, st));
+    int s = arr ? SQLITE_ROW : SQLITE_NOMEM;
+    while (s == SQLITE_ROW && (s = sqlite3_step(st)) == SQLITE_ROW)
+        if (json_array_append_new(arr, row_json(z, st))) /* a row lost: the whole list is */
+            s = SQLITE_NOMEM;
     sqlite3_finalize(st);
+    if (s == SQLITE_NOMEM) {
+        json_decref(arr);
+        return loom_err_set(err, LOOM_ENOMEM, "zoo: out of memory listing entries");
+    }
     if (s != SQLITE_DONE) {
         json_decref(arr);
         return db_err(z, err, "select");

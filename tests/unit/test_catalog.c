@@ -103,14 +103,28 @@ static void test_err_root_and_jobs(void **s)
            "c.json:1:13: /version: found the integer 2, expected 1");
 }
 
-/* "reconfig" (docs/scheduling.md): the field and what was expected. */
+/* "reconfig" (docs/scheduling.md): the field and what was expected, from
+ * the catalog's table of Rubick's fields (no call into rubick). */
 static void test_err_reconfig(void **s)
 {
     (void)s;
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
            "           \"reconfig\": {\"global_batch\": 64, \"zero\": [7]}}]}",
-           "c.json:2:24: /jobs/0/reconfig: reconfig/zero/0: found an integer, expected an "
-           "integer 0..3");
+           "c.json:2:54: /jobs/0/reconfig/zero/0: found the integer 7, expected an integer "
+           "from 0 to 3");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
+           "           \"reconfig\": {\"global_bach\": 64}}]}",
+           "c.json:2:25: /jobs/0/reconfig/global_bach: found an unknown key 'global_bach', "
+           "expected one of the reconfig keys: global_batch, gpus, accumulation, recompute, zero, "
+           "offload, cpus, memory, plan, model (did you mean 'global_batch'?)",
+           "c.json:2:24: /jobs/0/reconfig: found no member 'global_batch', expected "
+           "\"global_batch\" in reconfig");
+    EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
+           "           \"reconfig\": {\"global_batch\": 64, \"gpus\": {\"min\": 4, \"max\": 2},\n"
+           "                        \"plan\": {\"offload\": 1}}}]}",
+           "c.json:2:53: /jobs/0/reconfig/gpus: found min above max, expected min <= max",
+           "c.json:3:45: /jobs/0/reconfig/plan/offload: found the integer 1, expected true or "
+           "false");
 }
 
 /* "array": an sbatch array spec, named in the error. */

@@ -7,7 +7,9 @@
  * owner (and operators) only, a zoo.db from before owners keeps its entries
  * shared; metrics and weights are checked for range and finiteness, tensor
  * names for duplicates in linear time; loomd refuses a zoo another user could
- * change (issue 30, findings 3, 9, 12). Real SQLite and files in a
+ * change (issue 30, findings 3, 9, 12). zoo.db has numbered migrations
+ * (store/db.c): one of before them (tests/data/zoo_v0) opens and migrates,
+ * a damaged or foreign one is refused (issue 34). Real SQLite and files in a
  * temporary directory. */
 #include <dirent.h>
 #include <math.h>
@@ -497,6 +499,178 @@ static void test_migrates_an_old_db(void **state)
     loom_zoo_close(z);
 }
 
+/* PRAGMA name of the zoo.db under dir, as an integer. */
+static int zoo_pragma(const char *dir, const char *pragma)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/zoo.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, pragma, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Runs sql on DIR/zoo.db (made, with DIR, if missing). */
+static void zoo_sql(const char *dir, const char *sql)
+{
+    char path[256];
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/zoo.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A repository that main's code wrote before zoo.db had migrations
+ * (tests/data/zoo_v0, user_version 0): opened by today's code, it is taken
+ * as schema version 1 with the zoo's application_id, its entries, owners
+ * and files as they were; it takes new entries and opens again. */
+static void test_opens_a_zoo_of_before_migrations(void **state)
+{
+    fixture_t *f = *state;
+    char dir[256], cmd[768];
+    snprintf(dir, sizeof dir, "%s/v0", f->dir);
+    const char *src = getenv("LOOM_SOURCE_DIR");
+    snprintf(cmd, sizeof cmd, "cp -r '%s/tests/data/zoo_v0' '%s'", src ? src : ".", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(zoo_pragma(dir, "PRAGMA user_version"), 0);
+    loom_zoo_t *z;
+    loom_err_t err;
+    if (loom_zoo_open(dir, &z, &err))
+        fail_msg("%s", err.msg);
+    json_t *arr;
+    assert_int_equal(loom_zoo_list(z, "digits", NULL, 0, &arr, &err), LOOM_OK);
+    assert_int_equal(json_array_size(arr), 2);
+    json_decref(arr);
+    loom_zoo_viewer_t bob = {.uid = 1002};
+    assert_int_equal(loom_zoo_list(z, NULL, &bob, 0, &arr, &err), LOOM_OK);
+    assert_int_equal(json_array_size(arr), 1); /* b is 1001's, private */
+    json_t *e = json_array_get(arr, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "a");
+    assert_true(json_is_true(json_object_get(e, "shared")));
+    json_decref(arr);
+    assert_int_equal(loom_zoo_get(z, 2, NULL, &e, &err), LOOM_OK);
+    assert_int_equal(json_integer_value(json_object_get(e, "owner_uid")), 1001);
+    struct stat st;
+    assert_int_equal(stat(json_string_value(json_object_get(e, "weights_path")), &st), 0);
+    json_decref(e);
+    loom_zoo_close(z);
+    assert_int_equal(zoo_pragma(dir, "PRAGMA user_version"), 2);
+    assert_int_equal(zoo_pragma(dir, "PRAGMA application_id"), 0x4c5a6f6f);
+    /* opens again (now at version 2) and takes a new entry */
+    if (loom_zoo_open(dir, &z, &err))
+        fail_msg("%s", err.msg);
+    loom_zoo_close(z);
+    loom_zoo_close(f->z);
+    f->z = NULL;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/state/zoo' && mv '%s' '%s/state/zoo'", f->dir, dir,
+             f->dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(dir, sizeof dir, "%s/state/zoo", f->dir);
+    assert_int_equal(loom_zoo_open(dir, &f->z, &err), LOOM_OK);
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "c", w, 3, 0.5f);
+    assert_int_equal(add(f, "c", "digits", "accuracy", 0.5), 3);
+}
+
+/* A new repository's zoo.db: every migration applied, the zoo's
+ * application_id set. */
+static void test_new_zoo_has_a_schema_version(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/state/zoo", f->dir);
+    assert_int_equal(zoo_pragma(dir, "PRAGMA user_version"), 2);
+    assert_int_equal(zoo_pragma(dir, "PRAGMA application_id"), 0x4c5a6f6f);
+}
+
+/* A damaged zoo.db is refused at open, with the store's wording: the file,
+ * SQLite's finding, how to recover. Two kinds: not SQLite at all, and a
+ * real database with a page of its table overwritten. */
+static void test_refuses_a_damaged_zoo(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128], path[256];
+    loom_zoo_t *z = NULL;
+    loom_err_t err;
+    snprintf(dir, sizeof dir, "%s/junk", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/zoo.db", dir);
+    char junk[8192];
+    memset(junk, 'x', sizeof junk);
+    write_file(path, junk, sizeof junk);
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_EIO);
+    assert_null(z);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "the database is damaged"));
+    assert_non_null(strstr(err.msg, ".recover"));
+    assert_non_null(strstr(err.msg, "docs/zoo.md"));
+
+    /* entries in a real zoo.db, then its last page overwritten */
+    int64_t w[] = {4, 8, 3};
+    make_model(f->dir, "m", w, 3, 0.5f);
+    for (int i = 0; i < 40; i++)
+        add(f, "m", "digits", "accuracy", 0.5);
+    loom_zoo_close(f->z);
+    f->z = NULL;
+    snprintf(path, sizeof path, "%s/state/zoo/zoo.db", f->dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size >= 3 * 4096);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, st.st_size - 4096, SEEK_SET), 0);
+    assert_int_equal(fwrite(junk, 1, 4096, fp), 4096);
+    fclose(fp);
+    snprintf(dir, sizeof dir, "%s/state/zoo", f->dir);
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_EIO);
+    assert_non_null(strstr(err.msg, "the database is damaged (PRAGMA quick_check: "));
+}
+
+/* Another program's database, a loom store, one of a newer loom: refused,
+ * saying which, and left as it was. */
+static void test_refuses_a_foreign_db(void **state)
+{
+    fixture_t *f = *state;
+    char dir[128];
+    loom_zoo_t *z = NULL;
+    loom_err_t err;
+    snprintf(dir, sizeof dir, "%s/other", f->dir);
+    zoo_sql(dir, "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT)");
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_ESTATE);
+    assert_null(z);
+    assert_non_null(strstr(err.msg, "other/zoo.db: not a zoo database (it has tables but no zoo"));
+    assert_int_equal(zoo_pragma(dir, "SELECT count(*) FROM sqlite_master"), 1); /* untouched */
+    assert_int_equal(zoo_pragma(dir, "PRAGMA user_version"), 0);
+
+    snprintf(dir, sizeof dir, "%s/store", f->dir); /* as loom's store: a version, no id */
+    zoo_sql(dir, "CREATE TABLE jobs(id INTEGER PRIMARY KEY); PRAGMA user_version = 8");
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_ESTATE);
+    assert_non_null(strstr(err.msg, "not a zoo database (schema version 8 but no zoo "
+                                    "application_id)"));
+
+    snprintf(dir, sizeof dir, "%s/app", f->dir);
+    zoo_sql(dir, "PRAGMA application_id = 1234");
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_ESTATE);
+    assert_non_null(strstr(err.msg, "not a zoo database (application_id 1234, expected"));
+
+    snprintf(dir, sizeof dir, "%s/state/zoo", f->dir); /* a zoo.db of a newer loom */
+    loom_zoo_close(f->z);
+    f->z = NULL;
+    zoo_sql(dir, "PRAGMA user_version = 99");
+    assert_int_equal(loom_zoo_open(dir, &z, &err), LOOM_ESTATE);
+    assert_non_null(strstr(err.msg, "zoo.db: the database has schema version 99 but this loom "
+                                    "knows only up to 2 (written by a newer loom?)"));
+}
+
 /* Metrics a warm start ranks by: finite, |v| <= 1e12, fractions in [0, 1],
  * lower-better ones >= 0 (finding 3: accuracy 1e300 won every match). */
 static void test_metric_ranges(void **state)
@@ -649,6 +823,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrates_an_old_db, setup, teardown),
         cmocka_unit_test_setup_teardown(test_match_no_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_match_other_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opens_a_zoo_of_before_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_zoo_has_a_schema_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_a_damaged_zoo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_a_foreign_db, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metric_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_non_finite_weights, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_tensor_names, setup, teardown),
