@@ -116,7 +116,7 @@ static void test_err_reconfig(void **s)
            "           \"reconfig\": {\"global_bach\": 64}}]}",
            "c.json:2:25: /jobs/0/reconfig/global_bach: found an unknown key 'global_bach', "
            "expected one of the reconfig keys: global_batch, gpus, accumulation, recompute, zero, "
-           "offload, cpus, memory, plan, model (did you mean 'global_batch'?)",
+           "offload, cpus, memory, plan, model, measured (did you mean 'global_batch'?)",
            "c.json:2:24: /jobs/0/reconfig: found no member 'global_batch', expected "
            "\"global_batch\" in reconfig");
     EXPECT("{\"jobs\": [{\"name\": \"a\", \"executable\": \"x\",\n"
