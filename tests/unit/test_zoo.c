@@ -271,7 +271,12 @@ static void test_families_bounds(void **state)
         assert_int_equal(loom_zoo_keys_encode(&k[i], &b), LOOM_OK);
         assert_int_equal(loom_zoo_keys_decode(b.data, b.len, s[i].n, &d), LOOM_OK);
         assert_int_equal(d.n, k[i].n);
-        assert_memory_equal(d.k, k[i].k, d.n * sizeof *d.k);
+        for (size_t x = 0; x < d.n; x++) { /* member by member: the struct has a padding byte */
+            const loom_zoo_key_t *a = &d.k[x], *e = &k[i].k[x];
+            assert_true(a->op == e->op && a->nin == e->nin && a->wrank == e->wrank &&
+                        a->orank == e->orank && a->wb == e->wb && a->ob == e->ob &&
+                        a->count == e->count);
+        }
         loom_zoo_keys_free(&d);
         assert_int_equal(loom_zoo_keys_decode(b.data, b.len - 1, s[i].n, &d), LOOM_EINVAL);
         assert_int_equal(loom_zoo_keys_decode(b.data, b.len, s[i].n + 1, &d), LOOM_EINVAL);
